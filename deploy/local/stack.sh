@@ -1,0 +1,839 @@
+#!/usr/bin/env bash
+# stack.sh - local dev/test stack for kdelay: a single-node KRaft Apache Kafka
+# broker and a private MariaDB instance, both bound to 127.0.0.1 and keeping
+# all their state under one directory (default <repo>/.stack).
+#
+# Run 'deploy/local/stack.sh --help' for usage.
+set -Eeuo pipefail
+
+PROG=stack.sh
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd -P)
+
+KAFKA_READY_TIMEOUT=${KDELAY_KAFKA_READY_TIMEOUT:-90}
+MYSQL_READY_TIMEOUT=${KDELAY_MYSQL_READY_TIMEOUT:-60}
+STOP_TIMEOUT=${KDELAY_STOP_TIMEOUT:-60}
+POLL=0.2
+
+log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+trap 'rc=$?; log "error: unexpected failure (exit $rc) at line $LINENO: $BASH_COMMAND"' ERR
+
+usage() {
+    cat <<'EOF'
+Usage: deploy/local/stack.sh [options] VERB
+
+Local dev/test stack: single-node KRaft Kafka + private MariaDB on 127.0.0.1.
+
+Verbs:
+  up            start Kafka and MariaDB (whatever is not running yet) and wait
+                until both answer; idempotent
+  down          stop both (SIGTERM, then SIGKILL after a deadline); idempotent
+                  --purge  also delete the state directory (all data)
+                  --kill   SIGKILL immediately (simulate a crash)
+  status        show what is running; exit 0 if everything answers, 3 if not
+  env           print shell-eval-able settings for the tests:
+                  KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR
+  kafka-start   start only Kafka (keeps data), wait until it answers
+  kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
+  mysql-start   start only the private MariaDB (keeps data)
+  mysql-stop    stop only the private MariaDB (keeps data); --kill for SIGKILL
+
+Options (an option overrides its environment variable):
+  --stack-dir DIR     KDELAY_STACK_DIR          state dir (default <repo>/.stack)
+  --kafka-port N      KDELAY_KAFKA_PORT         Kafka PLAINTEXT port (default 19092);
+                                                the KRaft controller uses N+1
+  --mysql-port N      KDELAY_MYSQL_PORT         private MariaDB port (default 13306)
+  --mysql-url URL     KDELAY_MYSQL_URL_EXTERNAL use an existing MySQL/MariaDB
+                      (mysql://user[:password]@host[:port]/db) instead of a
+                      private instance; 'up' only checks that it answers and
+                      creates the database. An empty value selects the private
+                      instance again.
+  -h, --help          show this help
+
+Ports and the external URL given to a starting verb are remembered in
+<stack-dir>/stack.conf and reused by later verbs unless overridden.
+
+Other environment: KDELAY_KAFKA_READY_TIMEOUT (90), KDELAY_MYSQL_READY_TIMEOUT
+(60), KDELAY_STOP_TIMEOUT (60) in seconds; KDELAY_KAFKA_JAVA_OPTS (extra JVM
+options for the broker); JAVA_HOME.
+
+Logs: <stack-dir>/kafka/server.log (broker, log4j), <stack-dir>/kafka/stdout.log
+(JVM output), <stack-dir>/mysql/error.log (MariaDB).
+
+Typical use:
+  deploy/local/stack.sh up && eval "$(deploy/local/stack.sh env)"
+EOF
+}
+
+# ---------------------------------------------------------------- arguments
+verb=""
+opt_purge=0
+opt_kill=0
+cli_stack_dir=""
+cli_kafka_port=""
+cli_mysql_port=""
+cli_mysql_url=""
+cli_mysql_url_set=0
+
+need_arg() { (($# >= 2)) || die "option $1 needs an argument"; }
+
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        --purge) opt_purge=1; shift ;;
+        --kill) opt_kill=1; shift ;;
+        --stack-dir) need_arg "$@"; cli_stack_dir=$2; shift 2 ;;
+        --stack-dir=*) cli_stack_dir=${1#*=}; shift ;;
+        --kafka-port) need_arg "$@"; cli_kafka_port=$2; shift 2 ;;
+        --kafka-port=*) cli_kafka_port=${1#*=}; shift ;;
+        --mysql-port) need_arg "$@"; cli_mysql_port=$2; shift 2 ;;
+        --mysql-port=*) cli_mysql_port=${1#*=}; shift ;;
+        --mysql-url) need_arg "$@"; cli_mysql_url=$2; cli_mysql_url_set=1; shift 2 ;;
+        --mysql-url=*) cli_mysql_url=${1#*=}; cli_mysql_url_set=1; shift ;;
+        -*) die "unknown option: $1 (see --help)" ;;
+        *)
+            [[ -z $verb ]] || die "only one verb allowed (got '$verb' and '$1')"
+            verb=$1
+            shift
+            ;;
+    esac
+done
+
+case $verb in
+    up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop) ;;
+    "") usage >&2; die "missing verb" ;;
+    *) die "unknown verb: $verb (see --help)" ;;
+esac
+((opt_purge == 0)) || [[ $verb == down ]] || die "--purge only applies to 'down'"
+((opt_kill == 0)) || [[ $verb == down || $verb == *-stop ]] || die "--kill only applies to 'down', 'kafka-stop' and 'mysql-stop'"
+
+# ---------------------------------------------------------------- settings
+STACK_DIR=${cli_stack_dir:-${KDELAY_STACK_DIR:-$REPO_ROOT/.stack}}
+[[ $STACK_DIR == /* ]] || STACK_DIR=$PWD/$STACK_DIR
+STACK_DIR=${STACK_DIR%/}
+[[ -n $STACK_DIR ]] || die "the stack directory must not be /"
+CONF=$STACK_DIR/stack.conf
+MARKER=$STACK_DIR/.kdelay-stack
+
+SAVED_KAFKA_PORT=""
+SAVED_MYSQL_PORT=""
+SAVED_MYSQL_URL_EXTERNAL=""
+if [[ -f $CONF ]]; then
+    # shellcheck source=/dev/null
+    source "$CONF"
+fi
+
+KAFKA_PORT=${cli_kafka_port:-${KDELAY_KAFKA_PORT:-${SAVED_KAFKA_PORT:-19092}}}
+MYSQL_PORT=${cli_mysql_port:-${KDELAY_MYSQL_PORT:-${SAVED_MYSQL_PORT:-13306}}}
+if ((cli_mysql_url_set)); then
+    MYSQL_URL_EXTERNAL=$cli_mysql_url
+elif [[ -n ${KDELAY_MYSQL_URL_EXTERNAL+set} ]]; then
+    MYSQL_URL_EXTERNAL=$KDELAY_MYSQL_URL_EXTERNAL
+else
+    MYSQL_URL_EXTERNAL=$SAVED_MYSQL_URL_EXTERNAL
+fi
+
+check_port() { # name value
+    if ! [[ $2 =~ ^[0-9]+$ ]] || (($2 < 1024 || $2 > 65534)); then
+        die "$1 must be a number between 1024 and 65534 (got '$2')"
+    fi
+}
+check_port "Kafka port" "$KAFKA_PORT"
+check_port "MySQL port" "$MYSQL_PORT"
+CONTROLLER_PORT=$((KAFKA_PORT + 1))
+[[ -n $MYSQL_URL_EXTERNAL ]] || ((MYSQL_PORT != KAFKA_PORT && MYSQL_PORT != CONTROLLER_PORT)) ||
+    die "MySQL port $MYSQL_PORT collides with the Kafka ports $KAFKA_PORT/$CONTROLLER_PORT"
+
+BROKERS=127.0.0.1:$KAFKA_PORT
+MYSQL_DB=kdelay
+
+KAFKA_DIR=$STACK_DIR/kafka
+KAFKA_DATA=$KAFKA_DIR/data
+KAFKA_PROPS=$KAFKA_DIR/server.properties
+KAFKA_LOG=$KAFKA_DIR/server.log
+KAFKA_STDOUT=$KAFKA_DIR/stdout.log
+KAFKA_PIDFILE=$KAFKA_DIR/kafka.pid
+KAFKA_LIBS=""
+MVN=""
+LOG4J_PROPS=$STACK_DIR/log4j.properties
+LOG4J_TOOLS_PROPS=$KAFKA_DIR/log4j-tools.properties
+
+MYSQL_DIR=$STACK_DIR/mysql
+MYSQL_DATA=$MYSQL_DIR/data
+MYSQL_SOCK=$MYSQL_DIR/mysqld.sock
+MYSQL_PIDFILE=$MYSQL_DIR/server.pid # ours; mariadbd rewrites/deletes its own mysqld.pid
+MYSQL_SERVER_PIDFILE=$MYSQL_DIR/mysqld.pid
+MYSQL_ERRLOG=$MYSQL_DIR/error.log
+MYSQL_INSTALLED=$MYSQL_DIR/.installed
+
+POM=$SCRIPT_DIR/kafka/pom.xml
+
+# ---------------------------------------------------------------- helpers
+find_cmd() { # prints the first of the given commands found (also in sbin)
+    local c d
+    for c in "$@"; do
+        if command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
+        for d in /usr/sbin /sbin /usr/local/sbin; do
+            if [[ -x $d/$c ]]; then printf '%s\n' "$d/$c"; return 0; fi
+        done
+    done
+    return 1
+}
+
+need_cmd() { # var-name description candidates...
+    local var=$1 what=$2 path
+    shift 2
+    path=$(find_cmd "$@") || die "$what not found (tried: $*); run deploy/local/deps.sh"
+    printf -v "$var" '%s' "$path"
+}
+
+port_open() { # port: true when something accepts TCP connections on 127.0.0.1:port
+    # shellcheck disable=SC2016 # $0 is expanded by the inner bash
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$1" >/dev/null 2>&1
+}
+
+port_owner() { # port: best-effort description of the listener
+    if command -v ss >/dev/null 2>&1; then
+        ss -Hltnp "sport = :$1" 2>/dev/null | head -n 1 | tr -s ' ' || true
+    fi
+}
+
+ensure_port_free() { # port what
+    if port_open "$1"; then
+        local owner
+        owner=$(port_owner "$1")
+        [[ -z $owner ]] || log "listening on port $1: $owner"
+        die "port $1 ($2) on 127.0.0.1 is already in use by another process; choose another port (see --help) or stop that process"
+    fi
+}
+
+proc_pid() { # pidfile needle: print pid if alive and its command line contains needle
+    local pidfile=$1 needle=$2 pid cmd
+    [[ -r $pidfile ]] || return 1
+    pid=$(cat "$pidfile" 2>/dev/null) || return 1
+    pid=${pid//[[:space:]]/}
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmd == *"$needle"* ]] || return 1
+    printf '%s\n' "$pid"
+}
+
+kafka_pid() { proc_pid "$KAFKA_PIDFILE" "kafka.Kafka $KAFKA_PROPS"; }
+mysql_pid() { proc_pid "$MYSQL_PIDFILE" "--datadir=$MYSQL_DATA"; }
+
+# launch pidfile outfile needle cmd...: start cmd detached (own session, no
+# tty, stdin from /dev/null, output appended to outfile, lock fd closed), then
+# wait until the child has exec'd the command (its command line contains
+# needle) so that later liveness checks cannot see the forked shell instead.
+launch() {
+    local pidfile=$1 out=$2 needle=$3 pid deadline stat
+    shift 3
+    rm -f "$pidfile"
+    setsid nohup "$@" </dev/null >>"$out" 2>&1 9>&- &
+    pid=$!
+    disown "$pid" 2>/dev/null || true # no "Killed" job notices from this shell
+    printf '%s\n' "$pid" >"$pidfile"
+    deadline=$((SECONDS + 10))
+    until proc_pid "$pidfile" "$needle" >/dev/null; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0 # died: callers report it
+        stat=${stat##*) }
+        [[ ${stat:0:1} != Z ]] || return 0
+        ((SECONDS < deadline)) || return 0
+        sleep 0.02
+    done
+}
+
+# pid_exited pid needle: true once the process is gone or a zombie whose
+# threads have all exited. A dying multi-threaded process (JVM, mariadbd) can
+# have a zombie main thread while other threads still hold its sockets.
+pid_exited() {
+    local stat state cmd tasks
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    state=${stat##*) }
+    if [[ ${state:0:1} == Z ]]; then
+        tasks=(/proc/"$1"/task/*)
+        ((${#tasks[@]} <= 1)) && return 0
+        return 1
+    fi
+    cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 0
+    [[ -n $cmd && $cmd != *"$2"* ]] # pid reused by an unrelated process
+}
+
+# stop_proc name pid needle hard ports...: SIGTERM (or SIGKILL if hard=1), wait
+# for the exit with a deadline, SIGKILL as the last resort; then wait until the
+# ports are closed (a killed JVM's main thread turns zombie before the other
+# threads have released the sockets).
+stop_proc() {
+    local name=$1 pid=$2 needle=$3 hard=$4 deadline port
+    shift 4
+    if ((hard)); then
+        log "killing $name (pid $pid, SIGKILL)"
+        kill -KILL "$pid" 2>/dev/null || true
+    else
+        log "stopping $name (pid $pid, SIGTERM)"
+        kill -TERM "$pid" 2>/dev/null || true
+    fi
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    until pid_exited "$pid" "$needle"; do
+        if ((SECONDS >= deadline)); then
+            if ((hard)); then die "$name (pid $pid) did not exit after SIGKILL"; fi
+            log "$name did not exit within ${STOP_TIMEOUT}s; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            hard=1
+            deadline=$((SECONDS + 10))
+        fi
+        sleep "$POLL"
+    done
+    deadline=$((SECONDS + 15))
+    for port in "$@"; do
+        while port_open "$port"; do
+            if ((SECONDS >= deadline)); then
+                log "warning: port $port still accepts connections after $name exited"
+                break
+            fi
+            sleep 0.1
+        done
+    done
+    log "$name stopped"
+}
+
+show_log_tail() { # file...
+    local f
+    for f in "$@"; do
+        [[ -s $f ]] || continue
+        printf -- '----- last lines of %s -----\n' "$f" >&2
+        tail -n 40 "$f" >&2
+    done
+    printf -- '-----\n' >&2
+}
+
+init_stack_dir() {
+    if [[ -d $STACK_DIR && ! -e $MARKER ]] && [[ -n $(ls -A "$STACK_DIR") ]]; then
+        die "$STACK_DIR exists, is not empty and is not a kdelay stack directory; refusing to use it"
+    fi
+    mkdir -p "$STACK_DIR"
+    : >"$MARKER"
+}
+
+take_lock() {
+    exec 9>"$STACK_DIR/.lock"
+    flock -w 300 9 || die "another stack.sh is working on $STACK_DIR (lock $STACK_DIR/.lock)"
+}
+
+save_conf() {
+    local tmp=$CONF.tmp old_umask
+    old_umask=$(umask)
+    umask 077 # the external URL may contain a password
+    {
+        printf '# written by stack.sh; settings of the last start\n'
+        printf 'SAVED_KAFKA_PORT=%q\n' "$KAFKA_PORT"
+        printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
+        printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
+    } >"$tmp"
+    umask "$old_umask"
+    mv -f "$tmp" "$CONF"
+}
+
+# ---------------------------------------------------------------- Kafka
+kafka_version() {
+    [[ -f $POM ]] || die "missing $POM"
+    sed -n 's:.*<kafka.version>\([^<]*\)</kafka.version>.*:\1:p' "$POM" | head -n 1
+}
+
+KCAT=""
+find_kcat() {
+    [[ -n $KCAT ]] || need_cmd KCAT "kcat (package kafkacat)" kcat kafkacat
+}
+
+kafka_answers() { # metadata request answered with at least one broker
+    local out
+    find_kcat
+    out=$("$KCAT" -L -b "$BROKERS" -m 2 2>/dev/null) || return 1
+    [[ $out =~ [[:space:]][1-9][0-9]*\ brokers: ]]
+}
+
+ensure_kafka_jars() {
+    local version stamp want
+    version=$(kafka_version)
+    [[ -n $version ]] || die "cannot read <kafka.version> from $POM"
+    KAFKA_LIBS=$REPO_ROOT/.cache/kafka-$version/libs
+    stamp=$KAFKA_LIBS/.kdelay-complete
+    want=$(sha256sum <"$POM")
+    want=${want%% *}
+    if [[ -f $stamp && $(<"$stamp") == "$want" && -f $KAFKA_LIBS/kafka_2.13-$version.jar ]]; then
+        return 0
+    fi
+    need_cmd MVN "Maven (package maven)" mvn
+    mkdir -p "$REPO_ROOT/.cache"
+    # serialise concurrent downloads (several stack dirs share the cache)
+    exec 8>"$REPO_ROOT/.cache/kafka-$version.lock"
+    flock -w 900 8 || die "timed out waiting for another Maven download (lock $REPO_ROOT/.cache/kafka-$version.lock)"
+    if [[ ! -f $stamp || $(<"$stamp") != "$want" || ! -f $KAFKA_LIBS/kafka_2.13-$version.jar ]]; then
+        # the pom changed since the last download: start from a clean directory
+        if [[ -f $stamp ]]; then rm -rf "$KAFKA_LIBS"; fi
+        log "fetching Apache Kafka $version with Maven into $KAFKA_LIBS (uses ~/.m2; slow only the first time) ..."
+        local out
+        out=$(mktemp)
+        if ! "$MVN" -q -B -f "$POM" dependency:copy-dependencies >"$out" 2>&1 8>&- 9>&-; then
+            tail -n 40 "$out" >&2
+            rm -f "$out"
+            die "Maven could not fetch Kafka (see output above)"
+        fi
+        rm -f "$out"
+        [[ -f $KAFKA_LIBS/kafka_2.13-$version.jar ]] || die "Maven succeeded but $KAFKA_LIBS/kafka_2.13-$version.jar is missing"
+        printf '%s\n' "$want" >"$stamp"
+        log "Kafka jars ready"
+    fi
+    exec 8>&-
+}
+
+write_kafka_config() {
+    mkdir -p "$KAFKA_DIR" "$KAFKA_DATA"
+    cat >"$KAFKA_PROPS" <<EOF
+# Generated by deploy/local/stack.sh on every start; edits are overwritten.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$KAFKA_DATA
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+# kdelay creates its own topics; tests must create theirs explicitly
+auto.create.topics.enable=false
+delete.topic.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+group.initial.rebalance.delay.ms=0
+# After a crash (kill -9) the restarted broker can only register once the
+# session of its previous incarnation expired (default 9 s): keep it short.
+broker.session.timeout.ms=4000
+broker.heartbeat.interval.ms=1000
+log.retention.hours=168
+log.retention.check.interval.ms=60000
+log.segment.bytes=268435456
+# small heap (-Xmx512m): keep the log cleaner buffer small
+log.cleaner.dedupe.buffer.size=16777216
+EOF
+
+    cat >"$LOG4J_TOOLS_PROPS" <<'EOF'
+# Generated by deploy/local/stack.sh; used by kafka.tools.StorageTool.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+
+    cat >"$LOG4J_PROPS" <<EOF
+# Generated by deploy/local/stack.sh; used by the Kafka broker.
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File=$KAFKA_LOG
+log4j.appender.file.Append=true
+log4j.appender.file.MaxFileSize=64MB
+log4j.appender.file.MaxBackupIndex=2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+
+# noisy packages
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.network.RequestChannel\$=WARN
+log4j.logger.kafka.authorizer.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+log4j.logger.kafka.log=WARN
+log4j.logger.kafka.cluster.Partition=WARN
+log4j.logger.kafka.server.ReplicaFetcherManager=WARN
+log4j.logger.kafka.server.ReplicaAlterLogDirsManager=WARN
+log4j.logger.org.apache.kafka.storage.internals.log=WARN
+log4j.logger.org.apache.kafka.clients=WARN
+log4j.logger.org.apache.kafka.common.utils.AppInfoParser=WARN
+log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN
+log4j.logger.org.apache.kafka.image=WARN
+EOF
+}
+
+gen_cluster_id() { # 16 random bytes, URL-safe base64 without padding (Kafka Uuid format)
+    local id
+    while :; do
+        id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        [[ ${#id} -eq 22 && $id != -* && $id != AAAAAAAAAAAAAAAAAAAAA[AQ] ]] && break
+    done
+    printf '%s\n' "$id"
+}
+
+JAVA=""
+kafka_prepare() {
+    need_cmd JAVA "java (package openjdk-17-jre-headless)" "${JAVA_HOME:+$JAVA_HOME/bin/}java"
+    find_kcat
+    ensure_kafka_jars
+    write_kafka_config
+    if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
+        local id
+        id=$(gen_cluster_id)
+        log "formatting Kafka storage in $KAFKA_DATA (cluster id $id)"
+        if ! "$JAVA" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$LOG4J_TOOLS_PROPS" \
+            kafka.tools.StorageTool format -t "$id" -c "$KAFKA_PROPS" >"$KAFKA_DIR/format.log" 2>&1; then
+            show_log_tail "$KAFKA_DIR/format.log" "$KAFKA_LOG"
+            die "formatting Kafka storage failed"
+        fi
+    fi
+}
+
+# kafka_launch: start the broker if needed, do not wait. Returns 0 if it is
+# (being) started, sets KAFKA_LAUNCHED=1 if we started it now.
+KAFKA_LAUNCHED=0
+kafka_launch() {
+    local pid
+    if pid=$(kafka_pid); then
+        log "Kafka already running (pid $pid)"
+        return 0
+    fi
+    ensure_port_free "$KAFKA_PORT" "Kafka"
+    ensure_port_free "$CONTROLLER_PORT" "Kafka controller"
+    kafka_prepare
+    local -a jvm_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+        -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
+        "-Dlog4j.configuration=file:$LOG4J_PROPS")
+    if [[ -n ${KDELAY_KAFKA_JAVA_OPTS:-} ]]; then
+        local -a extra
+        read -r -a extra <<<"$KDELAY_KAFKA_JAVA_OPTS"
+        jvm_opts+=("${extra[@]}")
+    fi
+    log "starting Kafka on $BROKERS (controller 127.0.0.1:$CONTROLLER_PORT)"
+    printf '\n===== %s starting kafka =====\n' "$(date '+%F %T')" >>"$KAFKA_STDOUT"
+    launch "$KAFKA_PIDFILE" "$KAFKA_STDOUT" "kafka.Kafka $KAFKA_PROPS" "$JAVA" "${jvm_opts[@]}" -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS"
+    KAFKA_LAUNCHED=1
+}
+
+kafka_wait() {
+    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT)) pid
+    while :; do
+        if ! pid=$(kafka_pid); then
+            show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
+            die "Kafka is not running (exited during startup?); logs: $KAFKA_LOG $KAFKA_STDOUT"
+        fi
+        if port_open "$KAFKA_PORT" && kafka_answers; then
+            log "Kafka is up on $BROKERS (pid $pid)"
+            return 0
+        fi
+        if ((SECONDS >= deadline)); then
+            show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
+            if ((KAFKA_LAUNCHED)); then
+                stop_proc Kafka "$pid" "kafka.Kafka $KAFKA_PROPS" 1 "$KAFKA_PORT" "$CONTROLLER_PORT"
+                rm -f "$KAFKA_PIDFILE"
+                die "Kafka did not answer on $BROKERS within ${KAFKA_READY_TIMEOUT}s; killed it"
+            fi
+            die "Kafka (pid $pid) does not answer on $BROKERS within ${KAFKA_READY_TIMEOUT}s (started with another port? try 'stack.sh down' first)"
+        fi
+        sleep "$POLL"
+    done
+}
+
+kafka_stop() {
+    local pid
+    if ! pid=$(kafka_pid); then
+        log "Kafka is not running"
+        rm -f "$KAFKA_PIDFILE"
+        return 0
+    fi
+    stop_proc Kafka "$pid" "kafka.Kafka $KAFKA_PROPS" "$opt_kill" "$KAFKA_PORT" "$CONTROLLER_PORT"
+    rm -f "$KAFKA_PIDFILE"
+}
+
+# ---------------------------------------------------------------- MySQL
+MYSQL_CLIENT=""
+MYSQL_ADMIN=""
+find_mysql_clients() {
+    [[ -n $MYSQL_CLIENT ]] || need_cmd MYSQL_CLIENT "mariadb client (package mariadb-client)" mariadb mysql
+    [[ -n $MYSQL_ADMIN ]] || need_cmd MYSQL_ADMIN "mariadb-admin (package mariadb-client)" mariadb-admin mysqladmin
+}
+
+# private instance, over TCP (what the product and tests use)
+mysql_answers() {
+    find_mysql_clients
+    "$MYSQL_ADMIN" --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot \
+        --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+mysql_socket_sql() { # sql
+    "$MYSQL_CLIENT" --no-defaults --protocol=socket --socket="$MYSQL_SOCK" -uroot -e "$1"
+}
+
+mysql_init_sql() {
+    local out
+    if ! out=$(mysql_socket_sql "
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;" 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "could not initialise the private MariaDB over $MYSQL_SOCK"
+    fi
+    if ! out=$("$MYSQL_CLIENT" --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot \
+        -e 'SELECT 1' "$MYSQL_DB" 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "MariaDB answers, but root@127.0.0.1 cannot use database $MYSQL_DB over TCP"
+    fi
+}
+
+MARIADBD=""
+mysql_install() {
+    local install_db
+    need_cmd install_db "mariadb-install-db (package mariadb-server)" mariadb-install-db mysql_install_db
+    log "initialising MariaDB data directory $MYSQL_DATA"
+    rm -rf "$MYSQL_DATA"
+    mkdir -p "$MYSQL_DATA"
+    # --user: as root the server must run as root (no chown to mysql needed,
+    # the state dir stays owned by the caller); as a normal user it is ignored.
+    if ! "$install_db" --no-defaults --datadir="$MYSQL_DATA" \
+        --auth-root-authentication-method=normal --skip-test-db \
+        --user="$(id -un)" >"$MYSQL_DIR/install.log" 2>&1 9>&-; then
+        show_log_tail "$MYSQL_DIR/install.log"
+        die "mariadb-install-db failed (log: $MYSQL_DIR/install.log)"
+    fi
+    : >"$MYSQL_INSTALLED"
+}
+
+mysql_start_private() {
+    local pid deadline
+    if pid=$(mysql_pid); then
+        log "MariaDB already running (pid $pid)"
+    else
+        need_cmd MARIADBD "mariadbd (package mariadb-server)" mariadbd mysqld
+        find_mysql_clients
+        # unix socket paths are limited to 107 bytes
+        ((${#MYSQL_SOCK} <= 100)) || die "state dir path too long for the MariaDB socket ($MYSQL_SOCK); use a shorter KDELAY_STACK_DIR"
+        ensure_port_free "$MYSQL_PORT" "MariaDB"
+        mkdir -p "$MYSQL_DIR"
+        [[ -f $MYSQL_INSTALLED ]] || mysql_install
+        local -a args=(--no-defaults "--datadir=$MYSQL_DATA" "--port=$MYSQL_PORT"
+            --bind-address=127.0.0.1 "--socket=$MYSQL_SOCK" "--pid-file=$MYSQL_SERVER_PIDFILE"
+            "--log-error=$MYSQL_ERRLOG" --skip-name-resolve
+            --innodb-buffer-pool-size=64M --innodb-log-file-size=16M
+            --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+            "--tmpdir=$MYSQL_DIR")
+        # mariadbd refuses to run as root unless told to
+        ((EUID != 0)) || args+=(--user=root)
+        log "starting MariaDB on 127.0.0.1:$MYSQL_PORT"
+        launch "$MYSQL_PIDFILE" "$MYSQL_DIR/stdout.log" "--datadir=$MYSQL_DATA" "$MARIADBD" "${args[@]}"
+    fi
+    deadline=$((SECONDS + MYSQL_READY_TIMEOUT))
+    while :; do
+        if ! pid=$(mysql_pid); then
+            show_log_tail "$MYSQL_DIR/stdout.log" "$MYSQL_ERRLOG"
+            die "MariaDB is not running (exited during startup?); log: $MYSQL_ERRLOG"
+        fi
+        if [[ -S $MYSQL_SOCK ]] && mysql_answers; then break; fi
+        if ((SECONDS >= deadline)); then
+            show_log_tail "$MYSQL_ERRLOG"
+            die "MariaDB (pid $pid) does not answer on 127.0.0.1:$MYSQL_PORT within ${MYSQL_READY_TIMEOUT}s (started with another port? try 'stack.sh down' first)"
+        fi
+        sleep "$POLL"
+    done
+    mysql_init_sql
+    log "MariaDB is up on 127.0.0.1:$MYSQL_PORT (pid $pid), database $MYSQL_DB"
+}
+
+mysql_stop() {
+    local pid
+    if [[ -n $MYSQL_URL_EXTERNAL ]]; then
+        log "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); not stopping it"
+    fi
+    if ! pid=$(mysql_pid); then
+        [[ -n $MYSQL_URL_EXTERNAL ]] || log "MariaDB is not running"
+        return 0
+    fi
+    stop_proc MariaDB "$pid" "--datadir=$MYSQL_DATA" "$opt_kill" "$MYSQL_PORT"
+    rm -f "$MYSQL_PIDFILE"
+}
+
+# ---- external MySQL
+redact_url() { # hide the password
+    local u=$1
+    if [[ $u =~ ^([a-z]+://[^:@/]*):[^@/]*@(.*)$ ]]; then
+        u="${BASH_REMATCH[1]}:***@${BASH_REMATCH[2]}"
+    fi
+    printf '%s\n' "$u"
+}
+
+url_decode() { printf '%b' "${1//%/\\x}"; }
+
+EXT_USER="" EXT_PASS="" EXT_HOST="" EXT_PORT="" EXT_DB=""
+parse_mysql_url() {
+    local re='^mysql://(([^:@/]*)(:([^@/]*))?@)?([^:/@?]+)(:([0-9]+))?(/([^?]*))?(\?.*)?$'
+    [[ $1 =~ $re ]] || die "cannot parse MySQL URL '$(redact_url "$1")'; expected mysql://user[:password]@host[:port]/db"
+    EXT_USER=$(url_decode "${BASH_REMATCH[2]}")
+    EXT_PASS=$(url_decode "${BASH_REMATCH[4]}")
+    EXT_HOST=${BASH_REMATCH[5]}
+    EXT_PORT=${BASH_REMATCH[7]:-3306}
+    EXT_DB=$(url_decode "${BASH_REMATCH[9]}")
+    EXT_DB=${EXT_DB:-$MYSQL_DB}
+}
+
+ext_args() {
+    EXT_ARGS=(--no-defaults --protocol=tcp "-h$EXT_HOST" "-P$EXT_PORT" --connect-timeout=5)
+    [[ -z $EXT_USER ]] || EXT_ARGS+=("-u$EXT_USER")
+}
+
+mysql_external_answers() {
+    parse_mysql_url "$MYSQL_URL_EXTERNAL"
+    find_mysql_clients
+    ext_args
+    MYSQL_PWD=$EXT_PASS "$MYSQL_ADMIN" "${EXT_ARGS[@]}" ping >/dev/null 2>&1
+}
+
+mysql_start_external() {
+    local shown out
+    shown=$(redact_url "$MYSQL_URL_EXTERNAL")
+    mysql_external_answers || die "external MySQL $shown does not answer"
+    if ! out=$(MYSQL_PWD=$EXT_PASS "$MYSQL_CLIENT" "${EXT_ARGS[@]}" \
+        -e "CREATE DATABASE IF NOT EXISTS \`$EXT_DB\` CHARACTER SET utf8mb4" 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "cannot create database $EXT_DB on external MySQL $shown"
+    fi
+    log "using external MySQL $shown (database $EXT_DB exists)"
+}
+
+mysql_start() {
+    if [[ -n $MYSQL_URL_EXTERNAL ]]; then mysql_start_external; else mysql_start_private; fi
+}
+
+mysql_url() {
+    if [[ -n $MYSQL_URL_EXTERNAL ]]; then
+        printf '%s\n' "$MYSQL_URL_EXTERNAL"
+    else
+        printf 'mysql://root@127.0.0.1:%s/%s\n' "$MYSQL_PORT" "$MYSQL_DB"
+    fi
+}
+
+print_logs() {
+    log "logs: Kafka  $KAFKA_LOG (JVM output: $KAFKA_STDOUT)"
+    if [[ -z $MYSQL_URL_EXTERNAL ]]; then
+        log "      MariaDB $MYSQL_ERRLOG"
+    fi
+}
+
+# ---------------------------------------------------------------- verbs
+preflight_kafka() {
+    if ! kafka_pid >/dev/null; then
+        ensure_port_free "$KAFKA_PORT" "Kafka"
+        ensure_port_free "$CONTROLLER_PORT" "Kafka controller"
+    fi
+}
+
+preflight_mysql() {
+    if [[ -n $MYSQL_URL_EXTERNAL ]]; then
+        mysql_external_answers || die "external MySQL $(redact_url "$MYSQL_URL_EXTERNAL") does not answer"
+    elif ! mysql_pid >/dev/null; then
+        ensure_port_free "$MYSQL_PORT" "MariaDB"
+    fi
+}
+
+cmd_up() {
+    init_stack_dir
+    take_lock
+    # check all ports before starting anything
+    preflight_kafka
+    preflight_mysql
+    save_conf
+    # Kafka takes longest: launch it first, bring up MySQL meanwhile.
+    kafka_launch
+    mysql_start
+    kafka_wait
+    log "stack is up: KDELAY_BROKERS=$BROKERS KDELAY_MYSQL_URL=$(redact_url "$(mysql_url)")"
+    print_logs
+    log "for the tests: eval \"\$($SCRIPT_DIR/stack.sh env)\""
+}
+
+cmd_down() {
+    if [[ ! -d $STACK_DIR ]]; then
+        log "nothing to do: $STACK_DIR does not exist"
+        return 0
+    fi
+    if [[ ! -e $MARKER ]]; then
+        die "$STACK_DIR is not a kdelay stack directory (no $MARKER); refusing to touch it"
+    fi
+    take_lock
+    kafka_stop
+    mysql_stop
+    if ((opt_purge)); then
+        log "deleting $STACK_DIR"
+        rm -rf -- "$STACK_DIR"
+    fi
+    log "stack is down"
+}
+
+cmd_status() {
+    local pid rc=0
+    if pid=$(kafka_pid); then
+        if port_open "$KAFKA_PORT" && kafka_answers; then
+            printf 'kafka: running (pid %s), answering on %s\n' "$pid" "$BROKERS"
+        else
+            printf 'kafka: running (pid %s), NOT answering on %s\n' "$pid" "$BROKERS"
+            rc=3
+        fi
+    else
+        printf 'kafka: stopped\n'
+        rc=3
+    fi
+    if [[ -n $MYSQL_URL_EXTERNAL ]]; then
+        if mysql_external_answers; then
+            printf 'mysql: external %s, answering\n' "$(redact_url "$MYSQL_URL_EXTERNAL")"
+        else
+            printf 'mysql: external %s, NOT answering\n' "$(redact_url "$MYSQL_URL_EXTERNAL")"
+            rc=3
+        fi
+    elif pid=$(mysql_pid); then
+        if mysql_answers; then
+            printf 'mysql: running (pid %s), answering on 127.0.0.1:%s\n' "$pid" "$MYSQL_PORT"
+        else
+            printf 'mysql: running (pid %s), NOT answering on 127.0.0.1:%s\n' "$pid" "$MYSQL_PORT"
+            rc=3
+        fi
+    else
+        printf 'mysql: stopped\n'
+        rc=3
+    fi
+    printf 'stack dir: %s\n' "$STACK_DIR"
+    return "$rc"
+}
+
+cmd_env() {
+    printf 'KDELAY_BROKERS=%q\n' "$BROKERS"
+    printf 'KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
+    printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
+}
+
+case $verb in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status || exit $? ;;
+    env) cmd_env ;;
+    kafka-start)
+        init_stack_dir; take_lock; preflight_kafka; save_conf
+        kafka_launch; kafka_wait
+        ;;
+    kafka-stop)
+        [[ -d $STACK_DIR ]] || { log "Kafka is not running"; exit 0; }
+        take_lock; kafka_stop
+        ;;
+    mysql-start)
+        [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); mysql-start only manages the private instance"
+        init_stack_dir; take_lock; preflight_mysql; save_conf
+        mysql_start_private
+        ;;
+    mysql-stop)
+        [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); mysql-stop only manages the private instance"
+        [[ -d $STACK_DIR ]] || { log "MariaDB is not running"; exit 0; }
+        take_lock; mysql_stop
+        ;;
+esac

@@ -1,0 +1,171 @@
+/*
+ * libkdelay — schedule, cancel and inspect delayed Kafka tasks.
+ *
+ * A task is one Kafka record in a delay-tier topic (wire format v1, see
+ * docs/wire-format.md); kdelay-forwarder delivers it to its target topic
+ * when it is due. This library writes such records, and records a task's
+ * cancellation in MySQL (the fate table) so that a cancel that reports
+ * success is never delivered.
+ *
+ * Errors: every call returns a kdelay_err_t (see kdelay/error.h); calls
+ * with errstr fill it with a one-line detail. The library never exits the
+ * process and never prints: it logs through the conf's log callback.
+ *
+ * Thread safety: a kdelay_client_t may be shared by threads for
+ * kdelay_schedule(), kdelay_schedule_async(), kdelay_cancel(),
+ * kdelay_status(), kdelay_poll() and kdelay_flush(). kdelay_client_destroy()
+ * must not race any other call on the same client.
+ */
+#ifndef KDELAY_KDELAY_H
+#define KDELAY_KDELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdelay/conf.h>
+#include <kdelay/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KDELAY_VERSION_STR "0.1.0"
+
+/* Wire format v1 header names. */
+#define KDELAY_HDR_ID          "kdelay-id"
+#define KDELAY_HDR_TARGET      "kdelay-target"
+#define KDELAY_HDR_FIRE_AT     "kdelay-fire-at"
+#define KDELAY_HDR_VERSION     "kdelay-v"
+#define KDELAY_HDR_DEAD_REASON "kdelay-dead-reason"
+#define KDELAY_WIRE_VERSION    "1"
+
+/* A task id is 1..KDELAY_ID_MAX bytes of UTF-8. Generated ids are
+ * KDELAY_ID_GEN_LEN characters (a ULID: time-ordered, Crockford base32). */
+#define KDELAY_ID_MAX     128
+#define KDELAY_ID_GEN_LEN 26
+
+/* The furthest a task may be scheduled ahead: 10 years (365-day years). */
+#define KDELAY_MAX_DELAY_MS (10LL * 365 * 24 * 3600 * 1000)
+
+/* "Not set" marker for kdelay_task_t's time fields. */
+#define KDELAY_TIME_UNSET INT64_MIN
+
+/* Parses a duration typed by a person: a non-negative integer followed by
+ * a unit, "ms", "s", "m", "h" or "d" ("250ms", "30s", "5m", "2h", "7d").
+ * Units may be combined largest first ("1h30m"). Returns
+ * KDELAY_ERR_INVALID_DURATION for anything else or on overflow. */
+kdelay_err_t kdelay_duration_parse(const char *text, int64_t *msp);
+
+/* Writes the shortest exact text form of ms ("1s", "90s" -> "1m30s",
+ * "250ms") into buf. Returns buf. */
+char *kdelay_duration_format(int64_t ms, char *buf, size_t buf_size);
+
+/* One user header. The value need not be NUL-terminated; a NULL value
+ * with value_len 0 is a header without value. */
+typedef struct kdelay_header {
+        const char *name;
+        const void *value;
+        size_t value_len;
+} kdelay_header_t;
+
+/* What to deliver, where and when. Initialise with kdelay_task_init(),
+ * then set topic, value, and exactly one of fire_at_ms / delay_ms.
+ * All pointers are borrowed for the duration of the schedule call. */
+typedef struct kdelay_task {
+        const char *topic; /* target topic (required) */
+        const void *key;   /* NULL = no key */
+        size_t key_len;
+        const void *value; /* NULL = null value (tombstone) */
+        size_t value_len;
+        const kdelay_header_t *headers; /* user headers, may be NULL */
+        size_t header_cnt;
+        int64_t fire_at_ms; /* absolute due time, epoch ms */
+        int64_t delay_ms;   /* or: due this long from now */
+        const char *id;     /* NULL = generate a ULID */
+} kdelay_task_t;
+
+/* Sets every field of task to its "unset" value. */
+void kdelay_task_init(kdelay_task_t *task);
+
+typedef struct kdelay_client_s kdelay_client_t;
+
+/* Creates a client. On success the client owns conf (do not touch or free
+ * it afterwards); on failure conf is still the caller's. Connects to
+ * Kafka lazily; MySQL only when cancel/status is first called. */
+kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
+                               char *errstr, size_t errstr_size);
+
+/* Destroys client. Tasks still waiting for delivery are abandoned: their
+ * callbacks are called with KDELAY_ERR_PURGED (the task may or may not have
+ * been written). Call kdelay_flush() first to wait for them. NULL ok. */
+void kdelay_client_destroy(kdelay_client_t *client);
+
+/* Schedules task and waits until Kafka has acknowledged it (acks=all) or
+ * failed. id_out (may be NULL) receives the task id; it should hold
+ * KDELAY_ID_MAX + 1 bytes. Input errors are returned before anything is
+ * sent. */
+kdelay_err_t kdelay_schedule(kdelay_client_t *client, const kdelay_task_t *task,
+                             char *id_out, size_t id_out_size, char *errstr,
+                             size_t errstr_size);
+
+/* Called exactly once per accepted asynchronous task, from
+ * kdelay_poll()/kdelay_flush()/kdelay_client_destroy(). err is KDELAY_OK
+ * when the task is durably in its tier topic. task_id and errstr are valid
+ * during the call only. */
+typedef void(kdelay_delivery_cb_t)(kdelay_err_t err, const char *task_id,
+                                   const char *errstr, void *opaque);
+
+/* Enqueues task and returns at once. On KDELAY_OK, cb (may be NULL) is
+ * called later exactly once; on any other return it is never called. */
+kdelay_err_t kdelay_schedule_async(kdelay_client_t *client,
+                                   const kdelay_task_t *task,
+                                   kdelay_delivery_cb_t *cb, void *opaque,
+                                   char *id_out, size_t id_out_size,
+                                   char *errstr, size_t errstr_size);
+
+/* Serves delivery callbacks, waiting up to timeout_ms (-1 = forever) for
+ * the first. Returns the number of callbacks served. */
+int kdelay_poll(kdelay_client_t *client, int timeout_ms);
+
+/* Waits until every enqueued task is delivered or failed, serving
+ * callbacks. KDELAY_ERR_TIMED_OUT when some are still outstanding. */
+kdelay_err_t kdelay_flush(kdelay_client_t *client, int timeout_ms);
+
+/* Number of tasks enqueued and not yet reported. */
+int kdelay_outq_len(kdelay_client_t *client);
+
+/* The fate of a task as the fate table records it. */
+typedef enum kdelay_fate {
+        KDELAY_FATE_UNDECIDED = 0, /* no row: pending, unknown or expired */
+        KDELAY_FATE_FIRING,        /* claimed by a forwarder, in flight */
+        KDELAY_FATE_FIRED,         /* delivered to its target */
+        KDELAY_FATE_CANCELLED      /* cancelled; will never be delivered */
+} kdelay_fate_t;
+
+/* "UNDECIDED", "FIRING", "FIRED", "CANCELLED"; static. */
+const char *kdelay_fate_str(kdelay_fate_t fate);
+
+typedef struct kdelay_status {
+        kdelay_fate_t fate;
+        int64_t decided_at_ms; /* when the row was inserted, or -1 */
+        int64_t updated_at_ms; /* last state change, or -1 */
+        int64_t fire_at_ms;    /* due time when a forwarder claimed, or -1 */
+        char owner[64];        /* forwarder that claimed it, or "" */
+} kdelay_status_t;
+
+/* Cancels task id. KDELAY_OK: cancelled (now or before); the task will never
+ * be delivered. KDELAY_ERR_TOO_LATE: it is already FIRING or FIRED and will
+ * be (or was) delivered. Any other error: nothing is known; retry.
+ * Cancelling an id no forwarder has seen yet is allowed. */
+kdelay_err_t kdelay_cancel(kdelay_client_t *client, const char *id,
+                           char *errstr, size_t errstr_size);
+
+/* Reads the fate of task id into *status. */
+kdelay_err_t kdelay_status(kdelay_client_t *client, const char *id,
+                           kdelay_status_t *status, char *errstr,
+                           size_t errstr_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KDELAY_KDELAY_H */

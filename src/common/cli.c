@@ -1,0 +1,238 @@
+/* What every kdelay binary shares: common options, conf, stderr logging. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
+
+void kd_cli_init(kd_cli_t *cli, const char *prog)
+{
+        memset(cli, 0, sizeof(*cli));
+        cli->prog = prog;
+}
+
+void kd_cli_clear(kd_cli_t *cli)
+{
+        for (int i = 0; i < cli->override_cnt; i++)
+                free(cli->owned[i]);
+        kdelay_conf_destroy(cli->conf);
+        cli->conf = NULL;
+        cli->override_cnt = 0;
+}
+
+int kd_cli_usage_error(const kd_cli_t *cli, const char *fmt, ...)
+{
+        va_list ap;
+        fprintf(stderr, "%s: ", cli->prog);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry '%s --help'.\n", cli->prog);
+        return KD_EXIT_USAGE;
+}
+
+/* Records a "name=value" override (name NULL: pair is complete). */
+static int add_override(kd_cli_t *cli, const char *name, const char *value)
+{
+        if (cli->override_cnt == KD_CLI_OVERRIDES_MAX) {
+                kd_cli_usage_error(cli, "too many overrides");
+                return -1;
+        }
+        size_t n = (name ? strlen(name) + 1 : 0) + strlen(value) + 1;
+        char *pair = malloc(n);
+        if (!pair) {
+                fprintf(stderr, "%s: out of memory\n", cli->prog);
+                return -1;
+        }
+        snprintf(pair, n, "%s%s%s", name ? name : "", name ? "=" : "", value);
+        cli->owned[cli->override_cnt] = pair;
+        cli->overrides[cli->override_cnt++] = pair;
+        return 1;
+}
+
+int kd_cli_option(kd_cli_t *cli, int opt, const char *arg)
+{
+        switch (opt) {
+        case 'c':
+                cli->config_path = arg;
+                return 1;
+        case 0x100:
+                return add_override(cli, "brokers", arg);
+        case 0x101:
+                return add_override(cli, "mysql.url", arg);
+        case 'X':
+                if (!strchr(arg, '=') || arg[0] == '=') {
+                        kd_cli_usage_error(
+                            cli, "-X expects NAME=VALUE, got \"%s\"", arg);
+                        return -1;
+                }
+                return add_override(cli, NULL, arg);
+        case 'v':
+                cli->verbose = 1;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+int kd_cli_conf(kd_cli_t *cli)
+{
+        char errstr[512];
+        cli->conf = kdelay_conf_new();
+        if (!cli->conf) {
+                fprintf(stderr, "%s: out of memory\n", cli->prog);
+                return KD_EXIT_ERROR;
+        }
+        kdelay_conf_set_log_cb(
+            cli->conf, kd_cli_log_cb,
+            cli->verbose ? KDELAY_LOG_DEBUG : KDELAY_LOG_NOTICE, cli);
+        for (size_t i = 0; cli->defaults && cli->defaults[i]; i++) {
+                if (kdelay_conf_set_pair(cli->conf, cli->defaults[i], errstr,
+                                         sizeof(errstr)) != KDELAY_OK) {
+                        fprintf(stderr, "%s: %s\n", cli->prog, errstr);
+                        return KD_EXIT_ERROR;
+                }
+        }
+        const char *path = cli->config_path;
+        if (!path)
+                path = getenv("KDELAY_CONFIG");
+        if (!path && access(KD_DEFAULT_CONFIG, R_OK) == 0)
+                path = KD_DEFAULT_CONFIG;
+        if (path && kdelay_conf_load_file(cli->conf, path, errstr,
+                                          sizeof(errstr)) != KDELAY_OK) {
+                fprintf(stderr, "%s: config: %s\n", cli->prog, errstr);
+                return KD_EXIT_USAGE;
+        }
+        for (int i = 0; i < cli->override_cnt; i++) {
+                if (kdelay_conf_set_pair(cli->conf, cli->overrides[i], errstr,
+                                         sizeof(errstr)) != KDELAY_OK)
+                        return kd_cli_usage_error(cli, "%s", errstr);
+        }
+        return KD_EXIT_OK;
+}
+
+static const char *level_name(kdelay_log_level_t level)
+{
+        switch (level) {
+        case KDELAY_LOG_ERROR:
+                return "error";
+        case KDELAY_LOG_WARNING:
+                return "warn";
+        case KDELAY_LOG_NOTICE:
+                return "notice";
+        case KDELAY_LOG_INFO:
+                return "info";
+        default:
+                return "debug";
+        }
+}
+
+static void log_line(const char *prog, kdelay_log_level_t level,
+                     const char *line)
+{
+        struct timeval tv;
+        struct tm tm;
+        char ts[32];
+        gettimeofday(&tv, NULL);
+        gmtime_r(&tv.tv_sec, &tm);
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+        /* One fprintf per line so concurrent lines do not interleave. */
+        fprintf(stderr, "ts=%s.%03ldZ level=%s prog=%s %s\n", ts,
+                (long)(tv.tv_usec / 1000), level_name(level), prog, line);
+}
+
+void kd_cli_log_cb(kdelay_log_level_t level, const char *line, void *opaque)
+{
+        const kd_cli_t *cli = opaque;
+        log_line(cli ? cli->prog : "kdelay", level, line);
+}
+
+void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
+                ...)
+{
+        if (level == KDELAY_LOG_DEBUG && !cli->verbose)
+                return;
+        char line[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        log_line(cli->prog, level, line);
+}
+
+int kd_cli_exit_code(kdelay_err_t err)
+{
+        switch (err) {
+        case KDELAY_OK:
+                return KD_EXIT_OK;
+        case KDELAY_ERR_TOO_LATE:
+                return KD_EXIT_TOO_LATE;
+        case KDELAY_ERR_INVALID_ARG:
+        case KDELAY_ERR_INVALID_ID:
+        case KDELAY_ERR_INVALID_TOPIC:
+        case KDELAY_ERR_INVALID_TIME:
+        case KDELAY_ERR_INVALID_DURATION:
+        case KDELAY_ERR_INVALID_HEADER:
+                return KD_EXIT_USAGE;
+        default:
+                return KD_EXIT_ERROR;
+        }
+}
+
+int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
+                 const struct option *own_long, kd_cli_opt_fn *on_opt,
+                 void *ctx, const char *help, int *argi)
+{
+        static const struct option common[] = {KD_CLI_LONGOPTS};
+        struct option longopts[64];
+        size_t n = 0;
+        char shortopts[64];
+
+        for (; own_long && own_long[n].name && n < 40; n++)
+                longopts[n] = own_long[n];
+        for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+                longopts[n++] = common[i];
+        memset(&longopts[n], 0, sizeof(longopts[n]));
+        /* Options may follow operands (GNU permutation); ':' reports
+         * missing arguments. */
+        snprintf(shortopts, sizeof(shortopts), ":%s%s", own_short,
+                 KD_CLI_SHORTOPTS);
+
+        optind = 1;
+        opterr = 0;
+        int opt;
+        while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+               -1) {
+                int rc;
+                switch (opt) {
+                case 'h':
+                        fputs(help, stdout);
+                        fputs(KD_CLI_HELP, stdout);
+                        return KD_CLI_HELP_SHOWN;
+                case ':':
+                        return kd_cli_usage_error(
+                            cli, "option %s needs a value", argv[optind - 1]);
+                case '?':
+                        return kd_cli_usage_error(cli, "unknown option %s",
+                                                  argv[optind - 1]);
+                default:
+                        rc = kd_cli_option(cli, opt, optarg);
+                        if (rc < 0)
+                                return KD_EXIT_USAGE;
+                        if (rc == 0) {
+                                rc = on_opt ? on_opt(opt, optarg, ctx)
+                                            : KD_EXIT_USAGE;
+                                if (rc != KD_EXIT_OK)
+                                        return rc;
+                        }
+                }
+        }
+        *argi = optind;
+        return kd_cli_conf(cli);
+}

@@ -1,0 +1,101 @@
+/* What every kdelay binary shares: the common options (-c, --brokers,
+ * --mysql, -X, -v), building the conf from them, logging to stderr as
+ * key=value lines, and exit codes. */
+#ifndef KD_CLI_H
+#define KD_CLI_H
+
+#include <getopt.h>
+
+#include <kdelay/kdelay.h>
+
+/* Exit codes of every kdelay binary. */
+enum {
+        KD_EXIT_OK = 0,
+        KD_EXIT_ERROR = 1,   /* runtime failure */
+        KD_EXIT_USAGE = 2,   /* bad command line */
+        KD_EXIT_TOO_LATE = 3 /* cancel lost: task already firing/fired */
+};
+
+/* Long options of the common set, to append to a verb's own options;
+ * KD_CLI_SHORTOPTS goes into its getopt short-option string. */
+#define KD_CLI_SHORTOPTS "c:X:vh"
+#define KD_CLI_LONGOPTS                                                        \
+        {"config", required_argument, NULL, 'c'},                              \
+            {"brokers", required_argument, NULL, 0x100},                       \
+            {"mysql", required_argument, NULL, 0x101},                         \
+            {"verbose", no_argument, NULL, 'v'},                               \
+        {                                                                      \
+                "help", no_argument, NULL, 'h'                                 \
+        }
+/* Help text for the common options, for every --help. */
+#define KD_CLI_HELP                                                            \
+        "Common options:\n"                                                    \
+        "  -c, --config FILE    libconfig file (default: $KDELAY_CONFIG, "     \
+        "else\n"                                                               \
+        "                       /etc/kdelay/kdelay.conf when it exists)\n"     \
+        "      --brokers LIST   Kafka bootstrap servers HOST:PORT[,...]\n"     \
+        "      --mysql URL      mysql://user[:password]@host[:port]/db; "      \
+        "the\n"                                                                \
+        "                       password may come from "                       \
+        "$KDELAY_MYSQL_PASSWORD\n"                                             \
+        "  -X NAME=VALUE        kdelay property, else librdkafka property\n"   \
+        "  -v, --verbose        log debug lines to stderr\n"                   \
+        "  -h, --help           this help\n"
+
+#define KD_CLI_OVERRIDES_MAX 64
+
+typedef struct kd_cli {
+        const char *prog;        /* "kdelayctl topics create", for messages */
+        const char *config_path; /* borrowed from argv */
+        const char *overrides[KD_CLI_OVERRIDES_MAX]; /* "name=value" */
+        char *owned[KD_CLI_OVERRIDES_MAX];           /* what we built */
+        int override_cnt;
+        int verbose;
+        /* "name=value" applied before the config file (may be NULL). */
+        const char *const *defaults;
+        kdelay_conf_t *conf; /* owned after kd_cli_conf() */
+} kd_cli_t;
+
+void kd_cli_init(kd_cli_t *cli, const char *prog);
+void kd_cli_clear(kd_cli_t *cli);
+
+/* Handles one common option from getopt_long. Returns 1 when handled, 0 when
+ * the option is not a common one, -1 on a usage error (already printed). */
+int kd_cli_option(kd_cli_t *cli, int opt, const char *arg);
+
+/* A verb's own option handler: returns KD_EXIT_OK, or an exit code after
+ * printing why. */
+typedef int(kd_cli_opt_fn)(int opt, const char *arg, void *ctx);
+
+#define KD_CLI_HELP_SHOWN (-1)
+
+/* Parses argv (argv[0] = verb) with the verb's own options (own_short,
+ * own_long terminated by a zero entry; own option values must be >= 0x200
+ * or a character) plus the common set. help is printed for -h, followed by
+ * KD_CLI_HELP. Returns KD_EXIT_OK with *argi = index of the first operand,
+ * KD_CLI_HELP_SHOWN after --help, or an exit code. Then builds the conf
+ * (kd_cli_conf) unless help was shown. */
+int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
+                 const struct option *own_long, kd_cli_opt_fn *on_opt,
+                 void *ctx, const char *help, int *argi);
+
+/* Builds cli->conf: defaults, cli->defaults, then the config file, then
+ * overrides in command-line order. Prints the error and returns an exit code
+ * (KD_EXIT_OK on success). */
+int kd_cli_conf(kd_cli_t *cli);
+
+/* Prints "<prog>: message" and a hint to stderr; returns KD_EXIT_USAGE. */
+int kd_cli_usage_error(const kd_cli_t *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Logs one event line to stderr: "ts=... level=... prog=... <line>". */
+void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
+                ...) __attribute__((format(printf, 3, 4)));
+
+/* kdelay_log_cb_t printing to stderr; opaque is the kd_cli_t. */
+void kd_cli_log_cb(kdelay_log_level_t level, const char *line, void *opaque);
+
+/* Maps a library error to an exit code. */
+int kd_cli_exit_code(kdelay_err_t err);
+
+#endif

@@ -1,0 +1,175 @@
+/* kdelayctl cancel / status: a task's fate in the MySQL fate table. */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "ctl_time.h"
+
+static const char kd_cancel_help[] =
+    "Usage: kdelayctl cancel [OPTIONS] ID\n"
+    "\n"
+    "Cancels task ID. A cancel that succeeds means the task will never be\n"
+    "delivered; it may name a task no forwarder has seen yet.\n"
+    "Prints \"ID CANCELLED\" on success.\n"
+    "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
+    "already firing or fired and will be or was delivered), 1 error (the\n"
+    "outcome is unknown: retry), 2 usage error.\n"
+    "\n";
+
+static const char kd_status_help[] =
+    "Usage: kdelayctl status [--json] [OPTIONS] ID\n"
+    "\n"
+    "Shows the fate of task ID: UNDECIDED (pending, unknown, or its row\n"
+    "expired), FIRING (claimed by a forwarder), FIRED or CANCELLED, with "
+    "the\n"
+    "times recorded.\n"
+    "\n"
+    "  --json               one JSON object on stdout\n"
+    "\n";
+
+enum { OPT_JSON = 0x200 };
+
+/* Parses options and the single ID operand; creates the client. */
+static int setup(kd_cli_t *cli, int argc, char **argv,
+                 const struct option *opts, kd_cli_opt_fn *on_opt, void *ctx,
+                 const char *help, const char **idp, kdelay_client_t **clientp)
+{
+        int argi;
+        int rc =
+            kd_cli_parse(cli, argc, argv, "", opts, on_opt, ctx, help, &argi);
+        if (rc != KD_EXIT_OK)
+                return rc;
+        if (argi >= argc)
+                return kd_cli_usage_error(cli, "a task ID is required");
+        if (argi + 1 < argc)
+                return kd_cli_usage_error(cli, "unexpected argument \"%s\"",
+                                          argv[argi + 1]);
+        *idp = argv[argi];
+        char errstr[512];
+        kdelay_err_t err =
+            kdelay_client_new(clientp, cli->conf, errstr, sizeof(errstr));
+        if (err) {
+                fprintf(stderr, "%s: %s\n", cli->prog, errstr);
+                return kd_cli_exit_code(err);
+        }
+        cli->conf = NULL; /* owned by the client now */
+        return KD_EXIT_OK;
+}
+
+int kd_ctl_cancel(int argc, char **argv)
+{
+        kd_cli_t cli;
+        const char *id = NULL;
+        kdelay_client_t *client = NULL;
+        char errstr[512];
+        kd_cli_init(&cli, "kdelayctl cancel");
+        int rc = setup(&cli, argc, argv, NULL, NULL, NULL, kd_cancel_help, &id,
+                       &client);
+        if (rc == KD_EXIT_OK) {
+                kdelay_err_t err =
+                    kdelay_cancel(client, id, errstr, sizeof(errstr));
+                if (err == KDELAY_OK)
+                        printf("%s CANCELLED\n", id);
+                else if (err == KDELAY_ERR_TOO_LATE)
+                        fprintf(stderr, "%s: too late: %s\n", cli.prog, errstr);
+                else
+                        fprintf(stderr, "%s: %s: %s\n", cli.prog,
+                                kdelay_err_str(err), errstr);
+                rc = kd_cli_exit_code(err);
+        }
+        kdelay_client_destroy(client);
+        kd_cli_clear(&cli);
+        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+}
+
+static int status_on_opt(int opt, const char *arg, void *ctx)
+{
+        (void)arg;
+        if (opt != OPT_JSON)
+                return KD_EXIT_USAGE;
+        *(int *)ctx = 1;
+        return KD_EXIT_OK;
+}
+
+static void print_json(const char *id, const kdelay_status_t *st)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "fate", kdelay_fate_str(st->fate));
+        const struct {
+                const char *name;
+                int64_t v;
+        } times[] = {{"fire_at_ms", st->fire_at_ms},
+                     {"decided_at_ms", st->decided_at_ms},
+                     {"updated_at_ms", st->updated_at_ms}};
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+                if (times[i].v < 0)
+                        cJSON_AddNullToObject(o, times[i].name);
+                else
+                        cJSON_AddNumberToObject(o, times[i].name,
+                                                (double)times[i].v);
+        }
+        if (st->owner[0])
+                cJSON_AddStringToObject(o, "owner", st->owner);
+        else
+                cJSON_AddNullToObject(o, "owner");
+        char *text = cJSON_PrintUnformatted(o);
+        if (text)
+                printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+static void print_text(const char *id, const kdelay_status_t *st)
+{
+        char t[40];
+        printf("id       %s\n", id);
+        printf("fate     %s\n", kdelay_fate_str(st->fate));
+        if (st->fire_at_ms >= 0)
+                printf("fire-at  %s\n",
+                       kd_ctl_time_format(st->fire_at_ms, t, sizeof(t)));
+        if (st->decided_at_ms >= 0)
+                printf("decided  %s\n",
+                       kd_ctl_time_format(st->decided_at_ms, t, sizeof(t)));
+        if (st->updated_at_ms >= 0)
+                printf("updated  %s\n",
+                       kd_ctl_time_format(st->updated_at_ms, t, sizeof(t)));
+        if (st->owner[0])
+                printf("owner    %s\n", st->owner);
+}
+
+int kd_ctl_status(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        const char *id = NULL;
+        kdelay_client_t *client = NULL;
+        int json = 0;
+        char errstr[512];
+        kd_cli_init(&cli, "kdelayctl status");
+        int rc = setup(&cli, argc, argv, opts, status_on_opt, &json,
+                       kd_status_help, &id, &client);
+        if (rc == KD_EXIT_OK) {
+                kdelay_status_t st;
+                kdelay_err_t err =
+                    kdelay_status(client, id, &st, errstr, sizeof(errstr));
+                if (err) {
+                        fprintf(stderr, "%s: %s: %s\n", cli.prog,
+                                kdelay_err_str(err), errstr);
+                        rc = kd_cli_exit_code(err);
+                } else if (json) {
+                        print_json(id, &st);
+                } else {
+                        print_text(id, &st);
+                }
+        }
+        kdelay_client_destroy(client);
+        kd_cli_clear(&cli);
+        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+}

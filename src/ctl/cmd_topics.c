@@ -1,0 +1,156 @@
+/* kdelayctl topics: create / check the tier topics and the dead topic. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "kd_topics.h"
+
+static const char kd_topics_help[] =
+    "Usage: kdelayctl topics create [--partitions N] [--replication-factor "
+    "R]\n"
+    "       kdelayctl topics check\n"
+    "\n"
+    "create  creates every tier topic (<prefix>.tier.<tier>) and the dead-\n"
+    "        letter topic (<prefix>.dead) that does not exist yet, with\n"
+    "        message.timestamp.type=LogAppendTime, cleanup.policy=delete,\n"
+    "        retention.bytes=-1 and retention.ms = 2 x tier delay +\n"
+    "        topics.retention_margin (dead topic: topics.dead_retention).\n"
+    "        Topics that exist are reported and left alone.\n"
+    "check   verifies that every topic exists with those settings; exit 1\n"
+    "        and one line per problem otherwise.\n"
+    "\n"
+    "  --partitions N          partitions of new topics (default\n"
+    "                          topics.partitions, 6)\n"
+    "  --replication-factor R  replicas of new topics (default\n"
+    "                          topics.replication_factor; -1 = broker's)\n"
+    "\n";
+
+enum { OPT_PARTITIONS = 0x200, OPT_RF };
+
+typedef struct topics_args {
+        kd_cli_t *cli;
+        int partitions;
+        int rf;
+} topics_args_t;
+
+static int parse_int(kd_cli_t *cli, const char *opt, const char *arg, int min,
+                     int *out)
+{
+        char *end;
+        long v = strtol(arg, &end, 10);
+        if (end == arg || *end || v < min || v > 100000)
+                return kd_cli_usage_error(cli,
+                                          "%s: \"%s\" is not an "
+                                          "integer >= %d",
+                                          opt, arg, min);
+        *out = (int)v;
+        return KD_EXIT_OK;
+}
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+        topics_args_t *a = ctx;
+        if (opt == OPT_PARTITIONS)
+                return parse_int(a->cli, "--partitions", arg, 1,
+                                 &a->partitions);
+        if (opt == OPT_RF) {
+                int rc =
+                    parse_int(a->cli, "--replication-factor", arg, -1, &a->rf);
+                if (rc == KD_EXIT_OK && a->rf == 0)
+                        return kd_cli_usage_error(
+                            a->cli, "--replication-factor must be -1 or >= 1");
+                return rc;
+        }
+        return KD_EXIT_USAGE;
+}
+
+static const char *state_name(kd_topic_state_t s)
+{
+        switch (s) {
+        case KD_TOPIC_EXISTS:
+                return "exists";
+        case KD_TOPIC_CREATED:
+                return "created";
+        case KD_TOPIC_FAILED:
+                return "FAILED";
+        default:
+                return "missing";
+        }
+}
+
+int kd_ctl_topics(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"partitions", required_argument, NULL, OPT_PARTITIONS},
+            {"replication-factor", required_argument, NULL, OPT_RF},
+            {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        topics_args_t a = {.cli = &cli};
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n = 0;
+        char errstr[512] = "";
+        int argi;
+
+        if (argc < 2 || argv[1][0] == '-') {
+                kd_cli_init(&cli, "kdelayctl topics");
+                if (argc >= 2 &&
+                    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+                        fputs(kd_topics_help, stdout);
+                        fputs(KD_CLI_HELP, stdout);
+                        return KD_EXIT_OK;
+                }
+                return kd_cli_usage_error(&cli, "expected 'create' or "
+                                                "'check'");
+        }
+        const char *sub = argv[1];
+        int create = !strcmp(sub, "create");
+        kd_cli_init(&cli, create ? "kdelayctl topics create"
+                                 : "kdelayctl topics check");
+        if (!create && strcmp(sub, "check"))
+                return kd_cli_usage_error(&cli,
+                                          "unknown subcommand \"%s\" (expected "
+                                          "'create' or 'check')",
+                                          sub);
+        int rc =
+            kd_cli_parse(&cli, argc - 1, argv + 1, "", create ? opts : NULL,
+                         on_opt, &a, kd_topics_help, &argi);
+        if (rc == KD_EXIT_OK && argi < argc - 1)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[argi + 1]);
+        if (rc != KD_EXIT_OK) {
+                kd_cli_clear(&cli);
+                return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+        }
+
+        kdelay_err_t err =
+            create ? kd_topics_create(cli.conf, a.partitions, a.rf, reports, &n,
+                                      errstr, sizeof(errstr))
+                   : kd_topics_check(cli.conf, reports, &n, errstr,
+                                     sizeof(errstr));
+        if (n > 0 && !(create && err && err != KDELAY_ERR_KAFKA &&
+                       reports[0].partitions == 0)) {
+                printf("%-32s %-8s %-10s %s\n", "TOPIC", "STATE", "PARTITIONS",
+                       create ? "NOTE" : "CHECK");
+                for (size_t i = 0; i < n; i++) {
+                        char parts[16] = "-";
+                        if (reports[i].partitions >= 0)
+                                snprintf(parts, sizeof(parts), "%d",
+                                         reports[i].partitions);
+                        const char *note = reports[i].problem;
+                        if (!create && reports[i].ok)
+                                note = "ok";
+                        printf("%-32s %-8s %-10s %s\n", reports[i].name,
+                               state_name(reports[i].state), parts, note);
+                }
+        }
+        if (err) {
+                fprintf(stderr, "%s: %s\n", cli.prog, errstr);
+                rc = KD_EXIT_ERROR;
+        }
+        kd_cli_clear(&cli);
+        return rc;
+}

@@ -1,0 +1,58 @@
+/* kdelayctl: the admin CLI. Data goes to stdout, diagnostics to stderr.
+ * Exit codes: 0 ok, 1 error, 2 usage, 3 cancel too late. */
+#include <stdio.h>
+#include <string.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+
+static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *summary;
+} kd_verbs[] = {
+    {"schedule", kd_ctl_schedule, "schedule a task, print its id"},
+    {"cancel", kd_ctl_cancel, "cancel a task (exit 3 when too late)"},
+    {"status", kd_ctl_status, "show a task's fate"},
+    {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
+    {"db", kd_ctl_db, "migrate or show the MySQL schema"},
+};
+
+static void usage(FILE *out)
+{
+        fprintf(out, "Usage: kdelayctl VERB [OPTIONS] [ARGS]\n\n"
+                     "Verbs:\n");
+        for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
+                fprintf(out, "  %-10s %s\n", kd_verbs[i].name,
+                        kd_verbs[i].summary);
+        fprintf(out, "\n'kdelayctl VERB --help' describes a verb and the "
+                     "common options.\n"
+                     "Exit codes: 0 ok, 1 error, 2 usage error, 3 cancel "
+                     "too late.\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fprintf(stderr, "kdelayctl: a verb is required\n");
+                usage(stderr);
+                return KD_EXIT_USAGE;
+        }
+        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+            !strcmp(argv[1], "help")) {
+                usage(stdout);
+                return KD_EXIT_OK;
+        }
+        if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+                printf("kdelayctl %s\n", KDELAY_VERSION_STR);
+                return KD_EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
+                if (!strcmp(argv[1], kd_verbs[i].name))
+                        return kd_verbs[i].run(argc - 1, argv + 1);
+        fprintf(stderr, "kdelayctl: unknown verb \"%s\"\n", argv[1]);
+        usage(stderr);
+        return KD_EXIT_USAGE;
+}

@@ -1,0 +1,377 @@
+/* The producer-side client: schedule (sync/async), cancel, status. */
+#include <kdelay/kdelay.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_conf.h"
+#include "kd_fate.h"
+#include "kd_log.h"
+#include "kd_taskid.h"
+#include "kd_tiers.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+struct kdelay_client_s {
+        kdelay_conf_t *conf; /* owned */
+        rd_kafka_t *rk;      /* owned; idempotent producer */
+        pthread_mutex_t fate_lock;
+        kd_fate_store_t *fate; /* owned; guarded by fate_lock */
+};
+
+/* Per-task delivery state, the message opaque. Sync calls keep it on their
+ * stack; async ones on the heap, freed by the delivery callback. */
+typedef struct kd_pending {
+        kdelay_delivery_cb_t *cb; /* async: user callback */
+        void *opaque;
+        int is_async;
+        atomic_int done; /* sync: set by the delivery callback */
+        kdelay_err_t err;
+        char errstr[256];
+        char id[KDELAY_ID_MAX + 1];
+} kd_pending_t;
+
+/* Producer defaults the user may override with -X / kafka = [...]. */
+static const char *const kd_producer_defaults[] = {
+    "linger.ms", "5", "partitioner", "murmur2_random", NULL};
+/* What the no-loss guarantee needs: never overridden. */
+static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
+                                                 "acks", "all", NULL};
+
+const char *kdelay_fate_str(kdelay_fate_t fate)
+{
+        switch (fate) {
+        case KDELAY_FATE_FIRING:
+                return "FIRING";
+        case KDELAY_FATE_FIRED:
+                return "FIRED";
+        case KDELAY_FATE_CANCELLED:
+                return "CANCELLED";
+        default:
+                return "UNDECIDED";
+        }
+}
+
+void kdelay_task_init(kdelay_task_t *task)
+{
+        memset(task, 0, sizeof(*task));
+        task->fire_at_ms = KDELAY_TIME_UNSET;
+        task->delay_ms = KDELAY_TIME_UNSET;
+}
+
+static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                      void *rk_opaque)
+{
+        (void)rk;
+        (void)rk_opaque;
+        kd_pending_t *p = m->_private;
+        kdelay_err_t err = KDELAY_OK;
+        const char *why = "";
+        if (!p)
+                return;
+        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+                err = KDELAY_ERR_PURGED;
+                why = "client destroyed before delivery was confirmed";
+        } else if (m->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT) {
+                err = KDELAY_ERR_TIMED_OUT;
+                why = rd_kafka_err2str(m->err);
+        } else if (m->err) {
+                err = KDELAY_ERR_KAFKA;
+                why = rd_kafka_err2str(m->err);
+        }
+        if (p->is_async) {
+                if (p->cb)
+                        p->cb(err, p->id, why, p->opaque);
+                free(p);
+                return;
+        }
+        p->err = err;
+        kd_strlcpy(p->errstr, why, sizeof(p->errstr));
+        atomic_store(&p->done, 1);
+}
+
+kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
+                               char *errstr, size_t errstr_size)
+{
+        char why[512];
+        if (!clientp || !conf)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "clientp and conf are required");
+        kdelay_client_t *c = calloc(1, sizeof(*c));
+        if (!c)
+                return KDELAY_ERR_NO_MEMORY;
+        rd_kafka_conf_t *rkc =
+            kd_conf_rk_conf(conf, kd_producer_defaults, kd_producer_forced,
+                            errstr, errstr_size);
+        if (!rkc) {
+                free(c);
+                return KDELAY_ERR_CONFIG;
+        }
+        rd_kafka_conf_set_dr_msg_cb(rkc, dr_msg_cb);
+        c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
+        if (!c->rk) {
+                rd_kafka_conf_destroy(rkc);
+                free(c);
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "cannot create Kafka producer: %s", why);
+        }
+        kdelay_err_t err = kd_fate_store_new(&c->fate, conf);
+        if (err) {
+                rd_kafka_destroy(c->rk);
+                free(c);
+                return kd_fail(err, errstr, errstr_size, "out of memory");
+        }
+        pthread_mutex_init(&c->fate_lock, NULL);
+        c->conf = conf;
+        *clientp = c;
+        return KDELAY_OK;
+}
+
+void kdelay_client_destroy(kdelay_client_t *c)
+{
+        if (!c)
+                return;
+        /* Every accepted async task gets its callback: purge what is left,
+         * then serve the purge reports. */
+        rd_kafka_purge(c->rk,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(c->rk, 5000);
+        rd_kafka_destroy(c->rk);
+        kd_fate_store_destroy(c->fate);
+        pthread_mutex_destroy(&c->fate_lock);
+        kdelay_conf_destroy(c->conf);
+        free(c);
+}
+
+/* Checks task and resolves its due time and id. */
+static kdelay_err_t task_check(const kdelay_client_t *c, const kdelay_task_t *t,
+                               int64_t now, int64_t *fire_atp, char *id,
+                               size_t id_size, char *errstr, size_t errstr_size)
+{
+        if (!t || !t->topic)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "a task needs a target topic");
+        if (!kd_wire_topic_valid(t->topic, strlen(t->topic)))
+                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
+                               "target topic \"%.64s\" is not a valid Kafka "
+                               "topic name (1..249 of [A-Za-z0-9._-], not . "
+                               "or ..)",
+                               t->topic);
+        if (kd_conf_is_own_topic(c->conf, t->topic))
+                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
+                               "target topic \"%s\" is one of kdelay's own "
+                               "topics",
+                               t->topic);
+        if ((t->key_len && !t->key) || (t->value_len && !t->value))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "key/value length given without data");
+        for (size_t i = 0; i < t->header_cnt; i++) {
+                const kdelay_header_t *h = &t->headers[i];
+                if (!kd_wire_user_header_valid(h->name))
+                        return kd_fail(KDELAY_ERR_INVALID_HEADER, errstr,
+                                       errstr_size,
+                                       "header \"%.64s\": names must be "
+                                       "non-empty and not start with "
+                                       "\"kdelay-\"",
+                                       h->name ? h->name : "");
+                if (h->value_len && !h->value)
+                        return kd_fail(KDELAY_ERR_INVALID_HEADER, errstr,
+                                       errstr_size,
+                                       "header \"%.64s\": length without "
+                                       "value",
+                                       h->name);
+        }
+        int has_at = t->fire_at_ms != KDELAY_TIME_UNSET;
+        int has_delay = t->delay_ms != KDELAY_TIME_UNSET;
+        if (has_at == has_delay)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "set exactly one of fire_at_ms and delay_ms");
+        if (has_delay && (t->delay_ms < 0 || t->delay_ms > KDELAY_MAX_DELAY_MS))
+                return kd_fail(KDELAY_ERR_INVALID_TIME, errstr, errstr_size,
+                               "delay %lld ms is outside 0 .. 10 years",
+                               (long long)t->delay_ms);
+        if (has_at &&
+            (t->fire_at_ms < 0 || t->fire_at_ms - now > KDELAY_MAX_DELAY_MS))
+                return kd_fail(KDELAY_ERR_INVALID_TIME, errstr, errstr_size,
+                               "due time %lld is before 1970 or more than 10 "
+                               "years ahead",
+                               (long long)t->fire_at_ms);
+        /* An absolute time already past is accepted and fires at once:
+         * whoever computed it is late, and dropping the task would lose it.*/
+        *fire_atp = has_at ? t->fire_at_ms : now + t->delay_ms;
+
+        if (t->id) {
+                size_t n = strlen(t->id);
+                if (!kd_wire_id_valid(t->id, n))
+                        return kd_fail(KDELAY_ERR_INVALID_ID, errstr,
+                                       errstr_size,
+                                       "task id must be 1..%d bytes of "
+                                       "UTF-8 (got %zu bytes)",
+                                       KDELAY_ID_MAX, n);
+                kd_strlcpy(id, t->id, id_size);
+                return KDELAY_OK;
+        }
+        if (kd_taskid_generate(id, id_size) != KDELAY_OK)
+                return kd_fail(KDELAY_ERR_SYSTEM, errstr, errstr_size,
+                               "cannot read random bytes for a task id");
+        return KDELAY_OK;
+}
+
+/* Validates and enqueues; p->id receives the id. */
+static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
+                            kd_pending_t *p, char *errstr, size_t errstr_size)
+{
+        int64_t now = kd_now_ms();
+        int64_t fire_at;
+        kdelay_err_t err = task_check(c, t, now, &fire_at, p->id, sizeof(p->id),
+                                      errstr, errstr_size);
+        if (err)
+                return err;
+        size_t tier = kd_tiers_choose(&c->conf->tiers, fire_at - now);
+        char topic[256];
+        kd_tiers_topic(&c->conf->tiers, tier, c->conf->topic_prefix, topic,
+                       sizeof(topic));
+        rd_kafka_headers_t *hdrs;
+        if ((err = kd_wire_encode(&hdrs, p->id, t->topic, fire_at, t->headers,
+                                  t->header_cnt)))
+                return kd_fail(err, errstr, errstr_size, "out of memory");
+        rd_kafka_resp_err_t kerr = rd_kafka_producev(
+            c->rk, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_KEY((void *)t->key, t->key_len),
+            RD_KAFKA_V_VALUE((void *)t->value, t->value_len),
+            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_OPAQUE(p), RD_KAFKA_V_END);
+        if (kerr) {
+                rd_kafka_headers_destroy(hdrs);
+                return kd_fail(kerr == RD_KAFKA_RESP_ERR__QUEUE_FULL
+                                   ? KDELAY_ERR_QUEUE_FULL
+                                   : KDELAY_ERR_KAFKA,
+                               errstr, errstr_size, "cannot produce to %s: %s",
+                               topic, rd_kafka_err2str(kerr));
+        }
+        kd_log(c->conf, KDELAY_LOG_DEBUG,
+               "event=task_produced id=%s topic=%s fire_at=%lld", p->id, topic,
+               (long long)fire_at);
+        return KDELAY_OK;
+}
+
+static void id_copy_out(const char *id, char *id_out, size_t id_out_size)
+{
+        if (id_out && id_out_size)
+                kd_strlcpy(id_out, id, id_out_size);
+}
+
+kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
+                             char *id_out, size_t id_out_size, char *errstr,
+                             size_t errstr_size)
+{
+        kd_pending_t p = {.is_async = 0};
+        if (!c)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "client is NULL");
+        atomic_init(&p.done, 0);
+        kdelay_err_t err;
+        /* A full local queue drains as deliveries complete: wait for it. */
+        while ((err = produce(c, task, &p, errstr, errstr_size)) ==
+               KDELAY_ERR_QUEUE_FULL)
+                rd_kafka_poll(c->rk, 100);
+        if (err)
+                return err;
+        id_copy_out(p.id, id_out, id_out_size);
+        while (!atomic_load(&p.done))
+                rd_kafka_poll(c->rk, 100);
+        if (p.err)
+                return kd_fail(p.err, errstr, errstr_size,
+                               "task %s not written: %s", p.id, p.errstr);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kdelay_schedule_async(kdelay_client_t *c,
+                                   const kdelay_task_t *task,
+                                   kdelay_delivery_cb_t *cb, void *opaque,
+                                   char *id_out, size_t id_out_size,
+                                   char *errstr, size_t errstr_size)
+{
+        if (!c)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "client is NULL");
+        kd_pending_t *p = calloc(1, sizeof(*p));
+        if (!p)
+                return KDELAY_ERR_NO_MEMORY;
+        p->is_async = 1;
+        p->cb = cb;
+        p->opaque = opaque;
+        kdelay_err_t err = produce(c, task, p, errstr, errstr_size);
+        if (err) {
+                free(p);
+                return err;
+        }
+        id_copy_out(p->id, id_out, id_out_size);
+        return KDELAY_OK;
+}
+
+int kdelay_poll(kdelay_client_t *c, int timeout_ms)
+{
+        return c ? rd_kafka_poll(c->rk, timeout_ms) : 0;
+}
+
+kdelay_err_t kdelay_flush(kdelay_client_t *c, int timeout_ms)
+{
+        if (!c)
+                return KDELAY_ERR_INVALID_ARG;
+        return rd_kafka_flush(c->rk, timeout_ms) ? KDELAY_ERR_TIMED_OUT
+                                                 : KDELAY_OK;
+}
+
+int kdelay_outq_len(kdelay_client_t *c)
+{
+        return c ? rd_kafka_outq_len(c->rk) : 0;
+}
+
+static kdelay_err_t id_check(const char *id, char *errstr, size_t errstr_size)
+{
+        if (!id || !kd_wire_id_valid(id, strlen(id)))
+                return kd_fail(KDELAY_ERR_INVALID_ID, errstr, errstr_size,
+                               "task id must be 1..%d bytes of UTF-8",
+                               KDELAY_ID_MAX);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kdelay_cancel(kdelay_client_t *c, const char *id, char *errstr,
+                           size_t errstr_size)
+{
+        kdelay_err_t err;
+        if (!c)
+                return KDELAY_ERR_INVALID_ARG;
+        if ((err = id_check(id, errstr, errstr_size)))
+                return err;
+        pthread_mutex_lock(&c->fate_lock);
+        err = kd_fate_cancel(c->fate, id, strlen(id), errstr, errstr_size);
+        pthread_mutex_unlock(&c->fate_lock);
+        kd_log(c->conf,
+               err && err != KDELAY_ERR_TOO_LATE ? KDELAY_LOG_WARNING
+                                                 : KDELAY_LOG_INFO,
+               "event=task_cancel id=%s result=%s", id, kdelay_err_name(err));
+        return err;
+}
+
+kdelay_err_t kdelay_status(kdelay_client_t *c, const char *id,
+                           kdelay_status_t *status, char *errstr,
+                           size_t errstr_size)
+{
+        kdelay_err_t err;
+        if (!c || !status)
+                return KDELAY_ERR_INVALID_ARG;
+        if ((err = id_check(id, errstr, errstr_size)))
+                return err;
+        pthread_mutex_lock(&c->fate_lock);
+        err = kd_fate_status(c->fate, id, strlen(id), status, errstr,
+                             errstr_size);
+        pthread_mutex_unlock(&c->fate_lock);
+        return err;
+}

@@ -1,0 +1,583 @@
+/* The configuration object: kdelay properties, librdkafka pass-through,
+ * libconfig file loading. Reference: docs/configuration.md. */
+#define _POSIX_C_SOURCE 200809L
+#include "kd_conf.h"
+
+#include <errno.h>
+#include <libconfig.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdelay/kdelay.h>
+
+#include "kd_log.h"
+#include "kd_mysql.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+typedef enum kd_prop_type {
+        KD_PROP_STRING,   /* char * */
+        KD_PROP_SECRET,   /* char *, read back as "***" */
+        KD_PROP_TOPICPFX, /* char *, must make valid topic names */
+        KD_PROP_MYSQLURL, /* char *, parsed when set */
+        KD_PROP_INT,      /* int, >= min */
+        KD_PROP_DURATION, /* int64_t ms */
+        KD_PROP_TIERS     /* kd_tiers_t */
+} kd_prop_type_t;
+
+typedef struct kd_prop {
+        const char *name;
+        kd_prop_type_t type;
+        size_t offset;
+        const char *def; /* default as text; NULL = unset */
+        int min;         /* KD_PROP_INT only */
+} kd_prop_t;
+
+#define KD_OFF(field) offsetof(struct kdelay_conf_s, field)
+
+/* Every kdelay property. Keep docs/configuration.md in step. */
+static const kd_prop_t kd_props[] = {
+    {"brokers", KD_PROP_STRING, KD_OFF(brokers), "127.0.0.1:9092", 0},
+    {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0},
+    {"tiers", KD_PROP_TIERS, KD_OFF(tiers), "1s,1m,30m,7d", 0},
+    {"mysql.url", KD_PROP_MYSQLURL, KD_OFF(mysql_url), NULL, 0},
+    {"mysql.password", KD_PROP_SECRET, KD_OFF(mysql_password), NULL, 0},
+    {"mysql.password_env", KD_PROP_STRING, KD_OFF(mysql_password_env),
+     KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0},
+    {"mysql.connect_timeout", KD_PROP_INT, KD_OFF(mysql_connect_timeout_s), "5",
+     1},
+    {"topics.partitions", KD_PROP_INT, KD_OFF(topics_partitions), "6", 1},
+    {"topics.replication_factor", KD_PROP_INT,
+     KD_OFF(topics_replication_factor), "-1", -1},
+    {"topics.retention_margin", KD_PROP_DURATION,
+     KD_OFF(topics_retention_margin_ms), "7d", 0},
+    {"topics.dead_retention", KD_PROP_DURATION, KD_OFF(dead_retention_ms),
+     "14d", 0},
+};
+
+static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
+                           const char *value);
+
+static const kd_prop_t *prop_find(const char *name)
+{
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++)
+                if (strcmp(kd_props[i].name, name) == 0)
+                        return &kd_props[i];
+        return NULL;
+}
+
+static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
+                             const char *value, char *errstr,
+                             size_t errstr_size)
+{
+        void *field = (char *)conf + p->offset;
+        switch (p->type) {
+        case KD_PROP_TOPICPFX:
+                /* The longest generated name is "<prefix>.tier.<tier>". */
+                if (!kd_wire_topic_valid(value, strlen(value)) ||
+                    strlen(value) > 200)
+                        return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr,
+                                       errstr_size,
+                                       "%s: \"%s\" does not make valid "
+                                       "Kafka topic names ([A-Za-z0-9._-], "
+                                       "at most 200 chars)",
+                                       p->name, value);
+                /* fallthrough */
+        case KD_PROP_MYSQLURL:
+                if (p->type == KD_PROP_MYSQLURL && *value) {
+                        kd_mysql_params_t mp;
+                        kdelay_err_t err =
+                            kd_mysql_url_parse(value, &mp, errstr, errstr_size);
+                        if (err)
+                                return err;
+                        kd_mysql_params_clear(&mp);
+                }
+                /* fallthrough */
+        case KD_PROP_STRING:
+        case KD_PROP_SECRET: {
+                char *copy = *value ? strdup(value) : NULL;
+                if (*value && !copy)
+                        return KDELAY_ERR_NO_MEMORY;
+                free(*(char **)field);
+                *(char **)field = copy;
+                return KDELAY_OK;
+        }
+        case KD_PROP_INT: {
+                char *end;
+                errno = 0;
+                long v = strtol(value, &end, 10);
+                if (errno || end == value || *end || v < p->min || v > 1000000)
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: \"%s\" is not an integer in "
+                                       "[%d, 1000000]",
+                                       p->name, value, p->min);
+                *(int *)field = (int)v;
+                return KDELAY_OK;
+        }
+        case KD_PROP_DURATION: {
+                int64_t ms;
+                if (kdelay_duration_parse(value, &ms) != KDELAY_OK)
+                        return kd_fail(KDELAY_ERR_INVALID_DURATION, errstr,
+                                       errstr_size,
+                                       "%s: \"%s\" is not a duration (e.g. "
+                                       "250ms, 30s, 5m, 2h, 7d)",
+                                       p->name, value);
+                *(int64_t *)field = ms;
+                return KDELAY_OK;
+        }
+        case KD_PROP_TIERS: {
+                char why[200];
+                kd_tiers_t t;
+                if (kd_tiers_parse(&t, value, why, sizeof(why)) != KDELAY_OK)
+                        return kd_fail(KDELAY_ERR_INVALID_TIERS, errstr,
+                                       errstr_size, "%s: %s", p->name, why);
+                *(kd_tiers_t *)field = t;
+                return KDELAY_OK;
+        }
+        }
+        return KDELAY_ERR_INVALID_ARG;
+}
+
+kdelay_conf_t *kdelay_conf_new(void)
+{
+        kdelay_conf_t *conf = calloc(1, sizeof(*conf));
+        if (!conf)
+                return NULL;
+        conf->log_level = KDELAY_LOG_INFO;
+        conf->rk_conf = rd_kafka_conf_new();
+        if (!conf->rk_conf)
+                goto fail;
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
+                if (kd_props[i].def &&
+                    prop_set(conf, &kd_props[i], kd_props[i].def, NULL, 0))
+                        goto fail;
+        }
+        return conf;
+fail:
+        kdelay_conf_destroy(conf);
+        return NULL;
+}
+
+kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
+{
+        kdelay_conf_t *conf = calloc(1, sizeof(*conf));
+        if (!conf)
+                return NULL;
+        *conf = *src;
+        conf->rk_conf = NULL;
+        conf->kafka_kv = NULL;
+        conf->kafka_kv_cnt = 0;
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
+                const kd_prop_t *p = &kd_props[i];
+                if (p->type > KD_PROP_MYSQLURL)
+                        continue;
+                char **field = (char **)((char *)conf + p->offset);
+                *field = NULL;
+        }
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
+                const kd_prop_t *p = &kd_props[i];
+                if (p->type > KD_PROP_MYSQLURL)
+                        continue;
+                const char *s = *(char *const *)((const char *)src + p->offset);
+                char **field = (char **)((char *)conf + p->offset);
+                if (s && !(*field = strdup(s)))
+                        goto fail;
+        }
+        if (!(conf->rk_conf = rd_kafka_conf_dup(src->rk_conf)))
+                goto fail;
+        for (size_t i = 0; i < src->kafka_kv_cnt; i += 2)
+                if (kv_put(conf, src->kafka_kv[i], src->kafka_kv[i + 1]))
+                        goto fail;
+        return conf;
+fail:
+        kdelay_conf_destroy(conf);
+        return NULL;
+}
+
+void kdelay_conf_destroy(kdelay_conf_t *conf)
+{
+        if (!conf)
+                return;
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
+                const kd_prop_t *p = &kd_props[i];
+                if (p->type <= KD_PROP_MYSQLURL)
+                        free(*(char **)((char *)conf + p->offset));
+        }
+        if (conf->rk_conf)
+                rd_kafka_conf_destroy(conf->rk_conf);
+        for (size_t i = 0; i < conf->kafka_kv_cnt; i++)
+                free(conf->kafka_kv[i]);
+        free(conf->kafka_kv);
+        free(conf);
+}
+
+kdelay_err_t kdelay_conf_set(kdelay_conf_t *conf, const char *name,
+                             const char *value, char *errstr,
+                             size_t errstr_size)
+{
+        if (!conf || !name || !value)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "conf, name and value are required");
+        const kd_prop_t *p = prop_find(name);
+        if (!p)
+                return kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr, errstr_size,
+                               "unknown kdelay property \"%s\"", name);
+        return prop_set(conf, p, value, errstr, errstr_size);
+}
+
+/* Records a pass-through property, replacing an earlier value. */
+static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
+                           const char *value)
+{
+        char *v = strdup(value);
+        if (!v)
+                return KDELAY_ERR_NO_MEMORY;
+        for (size_t i = 0; i < conf->kafka_kv_cnt; i += 2) {
+                if (strcmp(conf->kafka_kv[i], name) == 0) {
+                        free(conf->kafka_kv[i + 1]);
+                        conf->kafka_kv[i + 1] = v;
+                        return KDELAY_OK;
+                }
+        }
+        char *n = strdup(name);
+        char **kv =
+            realloc(conf->kafka_kv, (conf->kafka_kv_cnt + 2) * sizeof(*kv));
+        if (!n || !kv) {
+                free(n);
+                free(v);
+                if (kv)
+                        conf->kafka_kv = kv;
+                return KDELAY_ERR_NO_MEMORY;
+        }
+        kv[conf->kafka_kv_cnt++] = n;
+        kv[conf->kafka_kv_cnt++] = v;
+        conf->kafka_kv = kv;
+        return KDELAY_OK;
+}
+
+kdelay_err_t kdelay_conf_set_kafka(kdelay_conf_t *conf, const char *name,
+                                   const char *value, char *errstr,
+                                   size_t errstr_size)
+{
+        char why[512];
+        if (!conf || !name || !value)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "conf, name and value are required");
+        switch (
+            rd_kafka_conf_set(conf->rk_conf, name, value, why, sizeof(why))) {
+        case RD_KAFKA_CONF_OK:
+                return kv_put(conf, name, value);
+        case RD_KAFKA_CONF_UNKNOWN:
+                return kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr, errstr_size,
+                               "%s", why);
+        default:
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size, "%s",
+                               why);
+        }
+}
+
+kdelay_err_t kdelay_conf_set_pair(kdelay_conf_t *conf, const char *pair,
+                                  char *errstr, size_t errstr_size)
+{
+        const char *eq = pair ? strchr(pair, '=') : NULL;
+        char name[256];
+        if (!eq || eq == pair || (size_t)(eq - pair) >= sizeof(name))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "expected name=value, got \"%s\"",
+                               pair ? pair : "");
+        memcpy(name, pair, (size_t)(eq - pair));
+        name[eq - pair] = '\0';
+        if (prop_find(name))
+                return kdelay_conf_set(conf, name, eq + 1, errstr, errstr_size);
+        return kdelay_conf_set_kafka(conf, name, eq + 1, errstr, errstr_size);
+}
+
+kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
+                             char *buf, size_t buf_size)
+{
+        const kd_prop_t *p = name ? prop_find(name) : NULL;
+        if (!conf || !p)
+                return KDELAY_ERR_UNKNOWN_PROPERTY;
+        const void *field = (const char *)conf + p->offset;
+        char tmp[1024];
+        switch (p->type) {
+        case KD_PROP_SECRET:
+                kd_strlcpy(tmp, *(char *const *)field ? "***" : "",
+                           sizeof(tmp));
+                break;
+        case KD_PROP_STRING:
+        case KD_PROP_TOPICPFX:
+        case KD_PROP_MYSQLURL: {
+                const char *s = *(char *const *)field;
+                kd_strlcpy(tmp, s ? s : "", sizeof(tmp));
+                break;
+        }
+        case KD_PROP_INT:
+                snprintf(tmp, sizeof(tmp), "%d", *(const int *)field);
+                break;
+        case KD_PROP_DURATION:
+                kdelay_duration_format(*(const int64_t *)field, tmp,
+                                       sizeof(tmp));
+                break;
+        case KD_PROP_TIERS:
+                kd_tiers_format((const kd_tiers_t *)field, tmp, sizeof(tmp));
+                break;
+        }
+        if (strlen(tmp) >= buf_size)
+                return KDELAY_ERR_INVALID_ARG;
+        kd_strlcpy(buf, tmp, buf_size);
+        return KDELAY_OK;
+}
+
+void kdelay_conf_set_log_cb(kdelay_conf_t *conf, kdelay_log_cb_t *cb,
+                            kdelay_log_level_t max_level, void *opaque)
+{
+        conf->log_cb = cb;
+        conf->log_level = max_level;
+        conf->log_opaque = opaque;
+}
+
+/* --- libconfig files ---------------------------------------------------- */
+
+static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
+                                 const char *path, const char *file,
+                                 char *errstr, size_t errstr_size);
+
+static kdelay_err_t load_group(kdelay_conf_t *conf, config_setting_t *g,
+                               const char *prefix, const char *file,
+                               char *errstr, size_t errstr_size)
+{
+        int n = config_setting_length(g);
+        for (int i = 0; i < n; i++) {
+                config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+                char path[256];
+                snprintf(path, sizeof(path), "%s%s%s", prefix,
+                         *prefix ? "." : "", config_setting_name(s));
+                kdelay_err_t err =
+                    load_setting(conf, s, path, file, errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        return KDELAY_OK;
+}
+
+/* Text form of a scalar setting; NULL for aggregates. */
+static const char *scalar_text(config_setting_t *s, char *buf, size_t size)
+{
+        switch (config_setting_type(s)) {
+        case CONFIG_TYPE_STRING:
+                return config_setting_get_string(s);
+        case CONFIG_TYPE_INT:
+                snprintf(buf, size, "%d", config_setting_get_int(s));
+                return buf;
+        case CONFIG_TYPE_INT64:
+                snprintf(buf, size, "%lld",
+                         (long long)config_setting_get_int64(s));
+                return buf;
+        case CONFIG_TYPE_BOOL:
+                return config_setting_get_bool(s) ? "true" : "false";
+        case CONFIG_TYPE_FLOAT:
+                snprintf(buf, size, "%g", config_setting_get_float(s));
+                return buf;
+        default:
+                return NULL;
+        }
+}
+
+static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
+                                 const char *path, const char *file,
+                                 char *errstr, size_t errstr_size)
+{
+        char why[512];
+        char num[64];
+        int line = config_setting_source_line(s);
+        kdelay_err_t err = KDELAY_OK;
+
+        if (config_setting_is_group(s))
+                return load_group(conf, s, path, file, errstr, errstr_size);
+
+        if (strcmp(path, "kafka") == 0 && config_setting_is_aggregate(s)) {
+                /* librdkafka properties: [ "linger.ms=5", ... ] */
+                for (int i = 0; i < config_setting_length(s); i++) {
+                        const char *pair = config_setting_get_string_elem(s, i);
+                        const char *eq = pair ? strchr(pair, '=') : NULL;
+                        if (!eq || eq == pair) {
+                                return kd_fail(KDELAY_ERR_CONFIG, errstr,
+                                               errstr_size,
+                                               "%s:%d: kafka: each entry "
+                                               "must be \"property=value\"",
+                                               file, line);
+                        }
+                        char name[256];
+                        snprintf(name, sizeof(name), "%.*s", (int)(eq - pair),
+                                 pair);
+                        err = kdelay_conf_set_kafka(conf, name, eq + 1, why,
+                                                    sizeof(why));
+                        if (err)
+                                return kd_fail(err, errstr, errstr_size,
+                                               "%s:%d: kafka: %s", file, line,
+                                               why);
+                }
+                return KDELAY_OK;
+        }
+
+        if (strcmp(path, "tiers") == 0 && config_setting_is_aggregate(s)) {
+                /* [ "1s", "1m", ... ] */
+                char list[1024] = "";
+                size_t off = 0;
+                for (int i = 0; i < config_setting_length(s); i++) {
+                        const char *t = config_setting_get_string_elem(s, i);
+                        if (!t)
+                                return kd_fail(KDELAY_ERR_INVALID_TIERS, errstr,
+                                               errstr_size,
+                                               "%s:%d: tiers: each entry must "
+                                               "be a string such as \"30m\"",
+                                               file, line);
+                        int w = snprintf(list + off, sizeof(list) - off, "%s%s",
+                                         i ? "," : "", t);
+                        if (w < 0 || (size_t)w >= sizeof(list) - off)
+                                return kd_fail(KDELAY_ERR_INVALID_TIERS, errstr,
+                                               errstr_size,
+                                               "%s:%d: tiers: list too long",
+                                               file, line);
+                        off += (size_t)w;
+                }
+                err = kdelay_conf_set(conf, "tiers", list, why, sizeof(why));
+        } else {
+                const char *text = scalar_text(s, num, sizeof(num));
+                if (!text)
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s:%d: %s: expected a single value",
+                                       file, line, path);
+                err = kdelay_conf_set(conf, path, text, why, sizeof(why));
+        }
+        if (err)
+                return kd_fail(err, errstr, errstr_size, "%s:%d: %s", file,
+                               line, why);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
+                                   char *errstr, size_t errstr_size)
+{
+        if (!conf || !path)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "conf and path are required");
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size, "%s: %s",
+                               path, strerror(errno));
+        config_t cfg;
+        config_init(&cfg);
+        int ok = config_read(&cfg, f);
+        fclose(f);
+        kdelay_err_t err = KDELAY_OK;
+        if (!ok)
+                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                              "%s:%d: %s", path, config_error_line(&cfg),
+                              config_error_text(&cfg));
+        else
+                err = load_group(conf, config_root_setting(&cfg), "", path,
+                                 errstr, errstr_size);
+        config_destroy(&cfg);
+        return err;
+}
+
+/* --- helpers for the modules -------------------------------------------- */
+
+void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s.dead", conf->topic_prefix);
+}
+
+int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic)
+{
+        char name[256];
+        kd_conf_dead_topic(conf, name, sizeof(name));
+        if (strcmp(name, topic) == 0)
+                return 1;
+        for (size_t i = 0; i < conf->tiers.cnt; i++) {
+                kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, name,
+                               sizeof(name));
+                if (strcmp(name, topic) == 0)
+                        return 1;
+        }
+        return 0;
+}
+
+int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx)
+{
+        return conf->tiers.v[idx].delay_ms * 2 +
+               conf->topics_retention_margin_ms;
+}
+
+static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                      const char *buf)
+{
+        const kdelay_conf_t *conf = rd_kafka_opaque(rk);
+        char qfac[64], qmsg[768];
+        if (level > KDELAY_LOG_DEBUG)
+                level = KDELAY_LOG_DEBUG;
+        if (level < KDELAY_LOG_ERROR)
+                level = KDELAY_LOG_ERROR;
+        kd_log(conf, (kdelay_log_level_t)level,
+               "event=rdkafka client=%s fac=%s msg=%s", rd_kafka_name(rk),
+               kd_log_quote(fac, qfac, sizeof(qfac)),
+               kd_log_quote(buf, qmsg, sizeof(qmsg)));
+}
+
+/* Applies NULL-terminated name,value pairs to rkc. */
+static int rk_apply(rd_kafka_conf_t *rkc, const char *const *kv,
+                    const char *what, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        for (size_t i = 0; kv && kv[i]; i += 2) {
+                if (rd_kafka_conf_set(rkc, kv[i], kv[i + 1], why,
+                                      sizeof(why)) != RD_KAFKA_CONF_OK) {
+                        kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                "%s property %s=%s: %s", what, kv[i], kv[i + 1],
+                                why);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
+                                 const char *const *defaults,
+                                 const char *const *forced, char *errstr,
+                                 size_t errstr_size)
+{
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        const char *brokers[] = {"bootstrap.servers", conf->brokers, NULL};
+        if (!rkc) {
+                kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                        "out of memory");
+                return NULL;
+        }
+        /* User properties are NULL-terminated by construction below. */
+        char **user = calloc(conf->kafka_kv_cnt + 1, sizeof(*user));
+        if (!user) {
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                        "out of memory");
+                return NULL;
+        }
+        for (size_t i = 0; i < conf->kafka_kv_cnt; i++)
+                user[i] = conf->kafka_kv[i];
+        int bad = rk_apply(rkc, defaults, "default", errstr, errstr_size) ||
+                  rk_apply(rkc, brokers, "brokers", errstr, errstr_size) ||
+                  rk_apply(rkc, (const char *const *)user, "kafka", errstr,
+                           errstr_size) ||
+                  rk_apply(rkc, forced, "required", errstr, errstr_size);
+        free(user);
+        if (bad) {
+                rd_kafka_conf_destroy(rkc);
+                return NULL;
+        }
+        rd_kafka_conf_set_opaque(rkc, (void *)conf);
+        rd_kafka_conf_set_log_cb(rkc, rk_log_cb);
+        return rkc;
+}

@@ -1,0 +1,361 @@
+/* The fate table: cancel, status, batched claim and mark-fired.
+ *
+ * Rows only ever move FIRING -> FIRED; CANCELLED is only ever inserted,
+ * never reached by an update. So "INSERT IGNORE, then read the row" is
+ * race-free: once a row exists, a cancel cannot change it, and a claim
+ * that finds CANCELLED drops the task. Ids are sent as hex literals, so
+ * no byte of an id can be mistaken for SQL. */
+#include "kd_fate.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_conf.h"
+#include "kd_log.h"
+#include "kd_mysql.h"
+#include "kd_schema.h"
+#include "kd_util.h"
+
+struct kd_fate_store {
+        const kdelay_conf_t *conf; /* borrowed */
+        MYSQL *conn;               /* owned; NULL = not connected */
+        uint64_t statements;
+};
+
+/* A growable SQL text buffer. */
+typedef struct kd_sql {
+        char *buf;
+        size_t len, cap;
+        int oom;
+} kd_sql_t;
+
+static void sql_add(kd_sql_t *s, const char *fmt, ...) KD_PRINTF(2, 3);
+
+static void sql_reserve(kd_sql_t *s, size_t more)
+{
+        if (s->oom || s->len + more + 1 <= s->cap)
+                return;
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + more + 1)
+                cap *= 2;
+        char *nb = realloc(s->buf, cap);
+        if (!nb) {
+                s->oom = 1;
+                return;
+        }
+        s->buf = nb;
+        s->cap = cap;
+}
+
+static void sql_add(kd_sql_t *s, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+                s->oom = 1;
+                return;
+        }
+        sql_reserve(s, (size_t)n);
+        if (s->oom)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
+        va_end(ap);
+        s->len += (size_t)n;
+}
+
+/* Appends X'hex' for the id bytes. */
+static void sql_add_hex(kd_sql_t *s, const char *id, size_t len)
+{
+        static const char hx[] = "0123456789abcdef";
+        sql_reserve(s, len * 2 + 3);
+        if (s->oom)
+                return;
+        char *p = s->buf + s->len;
+        *p++ = 'X';
+        *p++ = '\'';
+        for (size_t i = 0; i < len; i++) {
+                *p++ = hx[(unsigned char)id[i] >> 4];
+                *p++ = hx[(unsigned char)id[i] & 15];
+        }
+        *p++ = '\'';
+        *p = '\0';
+        s->len = (size_t)(p - s->buf);
+}
+
+kdelay_fate_t kd_fate_parse(const char *s)
+{
+        if (!s)
+                return KDELAY_FATE_UNDECIDED;
+        if (strcmp(s, "FIRING") == 0)
+                return KDELAY_FATE_FIRING;
+        if (strcmp(s, "FIRED") == 0)
+                return KDELAY_FATE_FIRED;
+        if (strcmp(s, "CANCELLED") == 0)
+                return KDELAY_FATE_CANCELLED;
+        return KDELAY_FATE_UNDECIDED;
+}
+
+kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
+                               const kdelay_conf_t *conf)
+{
+        kd_fate_store_t *st = calloc(1, sizeof(*st));
+        if (!st)
+                return KDELAY_ERR_NO_MEMORY;
+        st->conf = conf;
+        *storep = st;
+        return KDELAY_OK;
+}
+
+void kd_fate_store_destroy(kd_fate_store_t *store)
+{
+        if (!store)
+                return;
+        if (store->conn)
+                mysql_close(store->conn);
+        free(store);
+}
+
+uint64_t kd_fate_statements(const kd_fate_store_t *store)
+{
+        return store->statements;
+}
+
+kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
+                                   size_t errstr_size)
+{
+        if (store->conn)
+                return KDELAY_OK;
+        MYSQL *conn;
+        kdelay_err_t err =
+            kd_mysql_connect(store->conf, &conn, errstr, errstr_size);
+        if (err)
+                return err;
+        if ((err = kd_schema_check(conn, errstr, errstr_size))) {
+                mysql_close(conn);
+                return err;
+        }
+        store->conn = conn;
+        return KDELAY_OK;
+}
+
+/* After a failed statement: forget a broken connection so the next call
+ * reconnects; map the error. */
+static kdelay_err_t stmt_fail(kd_fate_store_t *store, const char *what,
+                              char *errstr, size_t errstr_size)
+{
+        unsigned no = mysql_errno(store->conn);
+        kdelay_err_t err =
+            no == ER_NO_SUCH_TABLE
+                ? kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                          "%s: fate table missing: run `kdelayctl db "
+                          "migrate`",
+                          what)
+                : kd_mysql_fail(store->conn, what, errstr, errstr_size);
+        if (no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) {
+                kd_log(store->conf, KDELAY_LOG_WARNING,
+                       "event=mysql_disconnected errno=%u", no);
+                mysql_close(store->conn);
+                store->conn = NULL;
+        }
+        return err;
+}
+
+/* Sends one statement; for reads, *resp gets the stored result. */
+static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
+                         const char *what, MYSQL_RES **resp, char *errstr,
+                         size_t errstr_size)
+{
+        if (sql->oom)
+                return KDELAY_ERR_NO_MEMORY;
+        kdelay_err_t err = kd_fate_store_connect(store, errstr, errstr_size);
+        if (err)
+                return err;
+        store->statements++;
+        if (mysql_real_query(store->conn, sql->buf, sql->len))
+                return stmt_fail(store, what, errstr, errstr_size);
+        if (resp) {
+                *resp = mysql_store_result(store->conn);
+                if (!*resp)
+                        return stmt_fail(store, what, errstr, errstr_size);
+        }
+        return KDELAY_OK;
+}
+
+static kdelay_err_t cancel_once(kd_fate_store_t *store, const char *id,
+                                size_t id_len, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        int64_t now = kd_now_ms();
+        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
+                      "decided_at_ms, updated_at_ms) VALUES (");
+        sql_add_hex(&sql, id, id_len);
+        sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
+                (long long)now);
+        kdelay_err_t err =
+            stmt(store, &sql, "cancel", NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        if (mysql_affected_rows(store->conn) == 1)
+                return KDELAY_OK; /* inserted: cancelled now */
+        kdelay_status_t st;
+        if ((err = kd_fate_status(store, id, id_len, &st, errstr, errstr_size)))
+                return err;
+        switch (st.fate) {
+        case KDELAY_FATE_CANCELLED:
+                return KDELAY_OK;
+        case KDELAY_FATE_FIRING:
+        case KDELAY_FATE_FIRED:
+                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
+                               "task is already %s", kdelay_fate_str(st.fate));
+        default:
+                /* The row vanished between the two statements (gc). */
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "fate row changed during cancel; retry");
+        }
+}
+
+kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
+                            size_t id_len, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = cancel_once(store, id, id_len, errstr, errstr_size);
+        /* The insert is idempotent, so one retry on a fresh connection is
+         * safe when the old connection broke. */
+        if (err == KDELAY_ERR_MYSQL && !store->conn)
+                err = cancel_once(store, id, id_len, errstr, errstr_size);
+        return err;
+}
+
+static int64_t col_i64(const char *s)
+{
+        return s ? strtoll(s, NULL, 10) : -1;
+}
+
+kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
+                            size_t id_len, kdelay_status_t *status,
+                            char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
+                      "updated_at_ms FROM kdelay_fate WHERE task_id = ");
+        sql_add_hex(&sql, id, id_len);
+        kdelay_err_t err =
+            stmt(store, &sql, "status", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        memset(status, 0, sizeof(*status));
+        status->fate = KDELAY_FATE_UNDECIDED;
+        status->decided_at_ms = status->updated_at_ms = -1;
+        status->fire_at_ms = -1;
+        MYSQL_ROW row = mysql_fetch_row(res);
+        if (row) {
+                status->fate = kd_fate_parse(row[0]);
+                status->fire_at_ms = col_i64(row[1]);
+                kd_strlcpy(status->owner, row[2] ? row[2] : "",
+                           sizeof(status->owner));
+                status->decided_at_ms = col_i64(row[3]);
+                status->updated_at_ms = col_i64(row[4]);
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
+                           size_t n, const char *owner, char *errstr,
+                           size_t errstr_size)
+{
+        if (n == 0)
+                return KDELAY_OK;
+        kd_sql_t sql = {0};
+        int64_t now = kd_now_ms();
+        char qowner[130];
+        size_t olen = owner ? strlen(owner) : 0;
+        if (olen > 64)
+                olen = 64;
+        /* owner is ours (instance name); keep it to [A-Za-z0-9._-]. */
+        for (size_t i = 0; i < olen; i++) {
+                char c = owner[i];
+                int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                         c == '-' || c == ':';
+                qowner[i] = ok ? c : '_';
+        }
+        qowner[olen] = '\0';
+
+        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
+                      "fire_at_ms, owner, decided_at_ms, updated_at_ms) "
+                      "VALUES ");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, "%s(", i ? "," : "");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, ",'FIRING',%lld,'%s',%lld,%lld)",
+                        (long long)items[i].fire_at_ms, qowner, (long long)now,
+                        (long long)now);
+        }
+        kdelay_err_t err =
+            stmt(store, &sql, "claim", NULL, errstr, errstr_size);
+        if (err) {
+                free(sql.buf);
+                return err;
+        }
+        sql.len = 0;
+        sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
+                      "IN (");
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(&sql, ",");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                items[i].fate = KDELAY_FATE_UNDECIDED;
+        }
+        sql_add(&sql, ")");
+        MYSQL_RES *res = NULL;
+        err = stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                kdelay_fate_t f = kd_fate_parse(row[1]);
+                /* Batches are small (hundreds); a linear match is cheaper
+                 * than building an index. Duplicate ids share the fate. */
+                for (size_t i = 0; i < n; i++)
+                        if (items[i].id_len == lens[0] &&
+                            memcmp(items[i].id, row[0], lens[0]) == 0)
+                                items[i].fate = f;
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
+                                const size_t *id_lens, size_t n, char *errstr,
+                                size_t errstr_size)
+{
+        if (n == 0)
+                return KDELAY_OK;
+        kd_sql_t sql = {0};
+        sql_add(&sql,
+                "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
+                "%lld WHERE state = 'FIRING' AND task_id IN (",
+                (long long)kd_now_ms());
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(&sql, ",");
+                sql_add_hex(&sql, ids[i], id_lens[i]);
+        }
+        sql_add(&sql, ")");
+        kdelay_err_t err =
+            stmt(store, &sql, "mark fired", NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}

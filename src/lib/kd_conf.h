@@ -1,0 +1,53 @@
+/* The configuration object's insides, shared by libkdelay modules and the
+ * binaries built from this tree (never installed). */
+#ifndef KD_CONF_H
+#define KD_CONF_H
+
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include <kdelay/conf.h>
+
+#include "kd_tiers.h"
+
+struct kdelay_conf_s {
+        char *brokers;      /* owned; bootstrap.servers */
+        char *topic_prefix; /* owned */
+        kd_tiers_t tiers;
+        char *mysql_url;          /* owned; NULL = no MySQL configured */
+        char *mysql_password;     /* owned; NULL = from URL or env */
+        char *mysql_password_env; /* owned */
+        int mysql_connect_timeout_s;
+        int topics_partitions;
+        int topics_replication_factor; /* -1 = broker default */
+        int64_t topics_retention_margin_ms;
+        int64_t dead_retention_ms;
+        rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
+        char **kafka_kv;          /* owned; name,value,name,value... as set */
+        size_t kafka_kv_cnt;      /* number of strings (2 per property) */
+        kdelay_log_cb_t *log_cb;
+        kdelay_log_level_t log_level;
+        void *log_opaque;
+};
+
+/* Name of the dead-letter topic: "<prefix>.dead". */
+void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
+
+/* Non-zero when topic is one of kdelay's own (a tier or the dead topic). */
+int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic);
+
+/* A librdkafka conf for one client: `defaults` (NULL-terminated name,
+ * value pairs, may be NULL), then brokers, then the user's pass-through
+ * properties, then `forced` pairs that kdelay's guarantees depend on. Logs
+ * go to the kdelay log callback. The caller owns the result (rd_kafka_new()
+ * takes it on success). NULL on failure, with errstr set. */
+rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
+                                 const char *const *defaults,
+                                 const char *const *forced, char *errstr,
+                                 size_t errstr_size);
+
+/* Retention for tier topic idx: tier delay * 2 + retention margin. */
+int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx);
+
+#endif

@@ -1,0 +1,59 @@
+/* The fate table (docs/fate-protocol.md): cancel, status, and the
+ * forwarder's batched claim / mark-fired. One MySQL connection, opened
+ * lazily and reopened after a connection error. Not thread-safe. */
+#ifndef KD_FATE_H
+#define KD_FATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdelay/kdelay.h>
+
+typedef struct kd_fate_store kd_fate_store_t;
+
+/* conf is borrowed and must outlive the store. Connects on first use. */
+kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
+                               const kdelay_conf_t *conf);
+void kd_fate_store_destroy(kd_fate_store_t *store);
+
+/* Connects now (and checks the schema version) if not connected. */
+kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
+                                   size_t errstr_size);
+
+/* Inserts CANCELLED unless a row exists. KDELAY_OK when the task is (now or
+ * already) cancelled, KDELAY_ERR_TOO_LATE when it is FIRING or FIRED. */
+kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
+                            size_t id_len, char *errstr, size_t errstr_size);
+
+kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
+                            size_t id_len, kdelay_status_t *status,
+                            char *errstr, size_t errstr_size);
+
+/* One task of a claim batch; fate is the outcome. */
+typedef struct kd_fate_claim {
+        const char *id; /* borrowed */
+        size_t id_len;
+        int64_t fire_at_ms;
+        kdelay_fate_t fate; /* out: FIRING = go ahead and produce,
+                               FIRED = already delivered, skip,
+                               CANCELLED = drop */
+} kd_fate_claim_t;
+
+/* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all,
+ * then reads back every row. owner names the claiming forwarder. */
+kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
+                           size_t n, const char *owner, char *errstr,
+                           size_t errstr_size);
+
+/* Marks n FIRING tasks FIRED in one statement. */
+kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
+                                const size_t *id_lens, size_t n, char *errstr,
+                                size_t errstr_size);
+
+/* Statements sent since the store was created (for cost measurements). */
+uint64_t kd_fate_statements(const kd_fate_store_t *store);
+
+/* "FIRING" -> KDELAY_FATE_FIRING ...; UNDECIDED for anything else. */
+kdelay_fate_t kd_fate_parse(const char *s);
+
+#endif

@@ -1,0 +1,39 @@
+/* Small helpers shared by every libkdelay module. */
+#ifndef KD_UTIL_H
+#define KD_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdelay/error.h>
+
+#define KD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define KD_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KD_PRINTF(f, a)
+#endif
+
+/* Formats into errstr (when non-NULL and errstr_size > 0) and returns err,
+ * so error paths read `return kd_fail(err, errstr, size, "...", ...);`. */
+kdelay_err_t kd_fail(kdelay_err_t err, char *errstr, size_t errstr_size,
+                     const char *fmt, ...) KD_PRINTF(4, 5);
+
+/* Wall-clock time, milliseconds since the Unix epoch. */
+int64_t kd_now_ms(void);
+
+/* Monotonic time in milliseconds (for deadlines, never for due times). */
+int64_t kd_mono_ms(void);
+
+/* strdup that returns NULL for NULL. Caller owns the result. */
+char *kd_strdup0(const char *s);
+
+/* Copies src into dst (size dst_size), truncating; always terminates. */
+void kd_strlcpy(char *dst, const char *src, size_t dst_size);
+
+/* Parses a decimal int64 without sign/space; 0 on success, -1 otherwise. */
+int kd_parse_i64(const char *s, size_t len, int64_t *out);
+
+#endif

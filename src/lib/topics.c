@@ -1,0 +1,358 @@
+/* kdelay's own topics: create and check them with the Kafka Admin API. */
+#include "kd_topics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_conf.h"
+#include "kd_util.h"
+
+#define KD_ADMIN_TIMEOUT_MS 30000
+
+static rd_kafka_t *admin_new(const kdelay_conf_t *conf, char *errstr,
+                             size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *rkc =
+            kd_conf_rk_conf(conf, NULL, NULL, errstr, errstr_size);
+        if (!rkc)
+                return NULL;
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                        "cannot create Kafka client: %s", why);
+        }
+        return rk;
+}
+
+static void reports_init(const kdelay_conf_t *conf, kd_topic_report_t *r,
+                         size_t *np)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < conf->tiers.cnt; i++, n++) {
+                memset(&r[n], 0, sizeof(r[n]));
+                kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, r[n].name,
+                               sizeof(r[n].name));
+                r[n].min_retention_ms = conf->tiers.v[i].delay_ms +
+                                        conf->topics_retention_margin_ms;
+        }
+        memset(&r[n], 0, sizeof(r[n]));
+        kd_conf_dead_topic(conf, r[n].name, sizeof(r[n].name));
+        r[n].min_retention_ms = -1;
+        *np = n + 1;
+}
+
+/* Marks which reports exist, with their partition counts. */
+static kdelay_err_t reports_fill(rd_kafka_t *rk, kd_topic_report_t *r, size_t n,
+                                 char *errstr, size_t errstr_size)
+{
+        const struct rd_kafka_metadata *md;
+        rd_kafka_resp_err_t kerr =
+            rd_kafka_metadata(rk, 1, NULL, &md, KD_ADMIN_TIMEOUT_MS);
+        if (kerr)
+                return kd_fail(kerr == RD_KAFKA_RESP_ERR__TRANSPORT ||
+                                       kerr == RD_KAFKA_RESP_ERR__TIMED_OUT
+                                   ? KDELAY_ERR_TIMED_OUT
+                                   : KDELAY_ERR_KAFKA,
+                               errstr, errstr_size,
+                               "cannot read cluster metadata: %s",
+                               rd_kafka_err2str(kerr));
+        for (size_t i = 0; i < n; i++) {
+                r[i].state = KD_TOPIC_MISSING;
+                r[i].partitions = -1;
+                for (int t = 0; t < md->topic_cnt; t++) {
+                        if (strcmp(md->topics[t].topic, r[i].name) == 0 &&
+                            !md->topics[t].err) {
+                                r[i].state = KD_TOPIC_EXISTS;
+                                r[i].partitions = md->topics[t].partition_cnt;
+                        }
+                }
+        }
+        rd_kafka_metadata_destroy(md);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
+                            kd_topic_report_t *reports, size_t *np,
+                            char *errstr, size_t errstr_size)
+{
+        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        if (!rk)
+                return KDELAY_ERR_KAFKA;
+        reports_init(conf, reports, np);
+        kdelay_err_t err = reports_fill(rk, reports, *np, errstr, errstr_size);
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+/* Waits for the admin result of type `type` on q. */
+static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int type)
+{
+        int64_t deadline = kd_mono_ms() + KD_ADMIN_TIMEOUT_MS + 5000;
+        while (kd_mono_ms() < deadline) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 1000);
+                if (!ev)
+                        continue;
+                if (rd_kafka_event_type(ev) == type)
+                        return ev;
+                rd_kafka_event_destroy(ev);
+        }
+        return NULL;
+}
+
+static int set_cfg(rd_kafka_NewTopic_t *nt, const char *name, const char *value)
+{
+        return rd_kafka_NewTopic_set_config(nt, name, value) ? -1 : 0;
+}
+
+kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
+                              int replication_factor,
+                              kd_topic_report_t *reports, size_t *np,
+                              char *errstr, size_t errstr_size)
+{
+        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        if (!rk)
+                return KDELAY_ERR_KAFKA;
+        reports_init(conf, reports, np);
+        kdelay_err_t err = reports_fill(rk, reports, *np, errstr, errstr_size);
+        rd_kafka_NewTopic_t *nts[KD_TOPICS_MAX];
+        size_t idx[KD_TOPICS_MAX];
+        size_t cnt = 0;
+        int parts = partitions > 0 ? partitions : conf->topics_partitions;
+        int rf = replication_factor != 0 ? replication_factor
+                                         : conf->topics_replication_factor;
+        char why[512];
+
+        for (size_t i = 0; !err && i < *np; i++) {
+                if (reports[i].state != KD_TOPIC_MISSING)
+                        continue;
+                rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
+                    reports[i].name, parts, rf, why, sizeof(why));
+                if (!nt) {
+                        err =
+                            kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                                    "topic %s: %s", reports[i].name, why);
+                        break;
+                }
+                char retention[32];
+                int64_t ms = reports[i].min_retention_ms < 0
+                                 ? conf->dead_retention_ms
+                                 : kd_conf_tier_retention_ms(conf, i);
+                snprintf(retention, sizeof(retention), "%lld", (long long)ms);
+                if (set_cfg(nt, "message.timestamp.type", "LogAppendTime") ||
+                    set_cfg(nt, "cleanup.policy", "delete") ||
+                    set_cfg(nt, "retention.bytes", "-1") ||
+                    set_cfg(nt, "retention.ms", retention)) {
+                        rd_kafka_NewTopic_destroy(nt);
+                        err = KDELAY_ERR_NO_MEMORY;
+                        break;
+                }
+                idx[cnt] = i;
+                nts[cnt++] = nt;
+        }
+        if (!err && cnt > 0) {
+                rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+                rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+                    rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+                rd_kafka_AdminOptions_set_operation_timeout(
+                    opt, KD_ADMIN_TIMEOUT_MS, why, sizeof(why));
+                rd_kafka_CreateTopics(rk, nts, cnt, opt, q);
+                rd_kafka_event_t *ev =
+                    admin_wait(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT);
+                if (!ev) {
+                        err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, errstr_size,
+                                      "no answer to CreateTopics");
+                } else if (rd_kafka_event_error(ev)) {
+                        err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                                      "CreateTopics: %s",
+                                      rd_kafka_event_error_string(ev));
+                } else {
+                        size_t rn;
+                        const rd_kafka_topic_result_t **res =
+                            rd_kafka_CreateTopics_result_topics(
+                                rd_kafka_event_CreateTopics_result(ev), &rn);
+                        for (size_t k = 0; k < rn; k++) {
+                                const char *name =
+                                    rd_kafka_topic_result_name(res[k]);
+                                rd_kafka_resp_err_t e =
+                                    rd_kafka_topic_result_error(res[k]);
+                                for (size_t j = 0; j < cnt; j++) {
+                                        kd_topic_report_t *r = &reports[idx[j]];
+                                        if (strcmp(r->name, name))
+                                                continue;
+                                        if (!e) {
+                                                r->state = KD_TOPIC_CREATED;
+                                                r->partitions = parts;
+                                        } else if (
+                                            e ==
+                                            RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+                                                r->state = KD_TOPIC_EXISTS;
+                                        } else {
+                                                r->state = KD_TOPIC_FAILED;
+                                                snprintf(
+                                                    r->problem,
+                                                    sizeof(r->problem), "%s",
+                                                    rd_kafka_topic_result_error_string(
+                                                        res[k]));
+                                                err = KDELAY_ERR_KAFKA;
+                                        }
+                                }
+                        }
+                        if (err)
+                                kd_fail(err, errstr, errstr_size,
+                                        "some topics could not be created");
+                }
+                if (ev)
+                        rd_kafka_event_destroy(ev);
+                rd_kafka_AdminOptions_destroy(opt);
+                rd_kafka_queue_destroy(q);
+        }
+        for (size_t j = 0; j < cnt; j++)
+                rd_kafka_NewTopic_destroy(nts[j]);
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+static void problem_add(kd_topic_report_t *r, const char *fmt, ...)
+    KD_PRINTF(2, 3);
+
+static void problem_add(kd_topic_report_t *r, const char *fmt, ...)
+{
+        size_t off = strlen(r->problem);
+        if (off && off + 2 < sizeof(r->problem)) {
+                memcpy(r->problem + off, "; ", 3);
+                off += 2;
+        }
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->problem + off, sizeof(r->problem) - off, fmt, ap);
+        va_end(ap);
+        r->ok = 0;
+}
+
+/* Judges one topic's config entries. */
+static void judge(kd_topic_report_t *r, const rd_kafka_ConfigResource_t *res)
+{
+        size_t cn;
+        const rd_kafka_ConfigEntry_t **cfg =
+            rd_kafka_ConfigResource_configs(res, &cn);
+        const char *ts = NULL, *policy = NULL, *rbytes = NULL, *rms = NULL;
+        for (size_t i = 0; i < cn; i++) {
+                const char *n = rd_kafka_ConfigEntry_name(cfg[i]);
+                const char *v = rd_kafka_ConfigEntry_value(cfg[i]);
+                if (!strcmp(n, "message.timestamp.type"))
+                        ts = v;
+                else if (!strcmp(n, "cleanup.policy"))
+                        policy = v;
+                else if (!strcmp(n, "retention.bytes"))
+                        rbytes = v;
+                else if (!strcmp(n, "retention.ms"))
+                        rms = v;
+        }
+        r->ok = 1;
+        if (r->min_retention_ms >= 0 && (!ts || strcmp(ts, "LogAppendTime")))
+                problem_add(r,
+                            "message.timestamp.type is %s, must be "
+                            "LogAppendTime",
+                            ts ? ts : "unknown");
+        if (!policy || strcmp(policy, "delete"))
+                problem_add(r, "cleanup.policy is %s, must be delete",
+                            policy ? policy : "unknown");
+        if (!rbytes || strcmp(rbytes, "-1"))
+                problem_add(r,
+                            "retention.bytes is %s, must be -1 (size-based "
+                            "retention can delete pending tasks)",
+                            rbytes ? rbytes : "unknown");
+        long long ms = rms ? atoll(rms) : 0;
+        if (r->min_retention_ms >= 0 && ms != -1 && ms < r->min_retention_ms)
+                problem_add(r,
+                            "retention.ms is %lld, must be at least %lld "
+                            "(tier delay + topics.retention_margin)",
+                            ms, (long long)r->min_retention_ms);
+}
+
+kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
+                             kd_topic_report_t *reports, size_t *np,
+                             char *errstr, size_t errstr_size)
+{
+        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        if (!rk)
+                return KDELAY_ERR_KAFKA;
+        reports_init(conf, reports, np);
+        kdelay_err_t err = reports_fill(rk, reports, *np, errstr, errstr_size);
+        rd_kafka_ConfigResource_t *crs[KD_TOPICS_MAX];
+        size_t cnt = 0;
+        for (size_t i = 0; !err && i < *np; i++) {
+                if (reports[i].state == KD_TOPIC_MISSING) {
+                        reports[i].ok = 0;
+                        kd_strlcpy(reports[i].problem,
+                                   "missing: run `kdelayctl topics create`",
+                                   sizeof(reports[i].problem));
+                        continue;
+                }
+                crs[cnt++] = rd_kafka_ConfigResource_new(
+                    RD_KAFKA_RESOURCE_TOPIC, reports[i].name);
+        }
+        if (!err && cnt > 0) {
+                char why[256];
+                rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+                rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+                    rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+                rd_kafka_AdminOptions_set_request_timeout(
+                    opt, KD_ADMIN_TIMEOUT_MS, why, sizeof(why));
+                rd_kafka_DescribeConfigs(rk, crs, cnt, opt, q);
+                rd_kafka_event_t *ev =
+                    admin_wait(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT);
+                if (!ev) {
+                        err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, errstr_size,
+                                      "no answer to DescribeConfigs");
+                } else if (rd_kafka_event_error(ev)) {
+                        err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                                      "DescribeConfigs: %s",
+                                      rd_kafka_event_error_string(ev));
+                } else {
+                        size_t rn;
+                        const rd_kafka_ConfigResource_t **res =
+                            rd_kafka_DescribeConfigs_result_resources(
+                                rd_kafka_event_DescribeConfigs_result(ev), &rn);
+                        for (size_t k = 0; k < rn; k++) {
+                                const char *name =
+                                    rd_kafka_ConfigResource_name(res[k]);
+                                for (size_t i = 0; i < *np; i++) {
+                                        if (strcmp(reports[i].name, name))
+                                                continue;
+                                        if (rd_kafka_ConfigResource_error(
+                                                res[k])) {
+                                                reports[i].ok = 0;
+                                                problem_add(
+                                                    &reports[i], "%s",
+                                                    rd_kafka_ConfigResource_error_string(
+                                                        res[k]));
+                                        } else {
+                                                judge(&reports[i], res[k]);
+                                        }
+                                }
+                        }
+                }
+                if (ev)
+                        rd_kafka_event_destroy(ev);
+                rd_kafka_AdminOptions_destroy(opt);
+                rd_kafka_queue_destroy(q);
+        }
+        for (size_t j = 0; j < cnt; j++)
+                rd_kafka_ConfigResource_destroy(crs[j]);
+        rd_kafka_destroy(rk);
+        if (!err) {
+                for (size_t i = 0; i < *np; i++)
+                        if (!reports[i].ok)
+                                err = kd_fail(KDELAY_ERR_CONFIG, errstr,
+                                              errstr_size,
+                                              "some topics are missing or "
+                                              "misconfigured");
+        }
+        return err;
+}

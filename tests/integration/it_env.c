@@ -1,0 +1,309 @@
+/* Helpers for integration tests against the real local stack. */
+#include "it_env.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kd_conf.h"
+#include "kd_mysql.h"
+#include "kd_schema.h"
+#include "kd_util.h"
+
+extern char **environ;
+
+static const char *it_brokers_v;
+static const char *it_mysql_url_v;
+
+int it_env_init(void)
+{
+        it_brokers_v = getenv("KDELAY_BROKERS");
+        it_mysql_url_v = getenv("KDELAY_MYSQL_URL");
+        if (!it_brokers_v || !*it_brokers_v || !it_mysql_url_v ||
+            !*it_mysql_url_v) {
+                fprintf(stderr,
+                        "integration tests need KDELAY_BROKERS and "
+                        "KDELAY_MYSQL_URL (run scripts/test.sh, or eval "
+                        "\"$(deploy/local/stack.sh env)\")\n");
+                return -1;
+        }
+        return 0;
+}
+
+const char *it_brokers(void)
+{
+        return it_brokers_v;
+}
+
+const char *it_mysql_url(void)
+{
+        return it_mysql_url_v;
+}
+
+void it_unique(char *buf, size_t size, const char *stem)
+{
+        static int n;
+        snprintf(buf, size, "%s%d_%d_%lld", stem, (int)getpid(), ++n,
+                 (long long)(kd_now_ms() % 100000));
+}
+
+kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        if (!conf)
+                return NULL;
+        if (kdelay_conf_set(conf, "brokers", it_brokers(), NULL, 0) ||
+            kdelay_conf_set(conf, "mysql.url",
+                            mysql_url ? mysql_url : it_mysql_url(), NULL, 0) ||
+            kdelay_conf_set(conf, "topics.partitions", "2", NULL, 0) ||
+            (prefix &&
+             kdelay_conf_set(conf, "topic_prefix", prefix, NULL, 0))) {
+                kdelay_conf_destroy(conf);
+                return NULL;
+        }
+        return conf;
+}
+
+MYSQL *it_mysql_connect(void)
+{
+        kdelay_conf_t *conf = it_conf_new(NULL, NULL);
+        MYSQL *conn = NULL;
+        char errstr[256];
+        if (conf && kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)))
+                fprintf(stderr, "it_mysql_connect: %s\n", errstr);
+        kdelay_conf_destroy(conf);
+        return conn;
+}
+
+int it_db_create(const char *name, int migrate, char *url_out, size_t url_size)
+{
+        kd_mysql_params_t p;
+        char sql[256], errstr[256];
+        if (kd_mysql_url_parse(it_mysql_url(), &p, errstr, sizeof(errstr)))
+                return -1;
+        snprintf(url_out, url_size, "mysql://%s%s%s@%s:%u/%s", p.user,
+                 p.password ? ":" : "", p.password ? p.password : "", p.host,
+                 p.port, name);
+        kd_mysql_params_clear(&p);
+        MYSQL *conn = it_mysql_connect();
+        if (!conn)
+                return -1;
+        snprintf(sql, sizeof(sql), "CREATE DATABASE `%s`", name);
+        int rc = mysql_query(conn, sql) ? -1 : 0;
+        if (rc)
+                fprintf(stderr, "it_db_create: %s\n", mysql_error(conn));
+        if (!rc && migrate) {
+                snprintf(sql, sizeof(sql), "USE `%s`", name);
+                if (mysql_query(conn, sql) ||
+                    kd_schema_migrate(conn, NULL, NULL, NULL, NULL, errstr,
+                                      sizeof(errstr))) {
+                        fprintf(stderr, "it_db_create: migrate: %s\n", errstr);
+                        rc = -1;
+                }
+        }
+        mysql_close(conn);
+        return rc;
+}
+
+void it_db_drop(const char *name)
+{
+        char sql[256];
+        MYSQL *conn = it_mysql_connect();
+        if (!conn)
+                return;
+        snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS `%s`", name);
+        if (mysql_query(conn, sql))
+                fprintf(stderr, "it_db_drop: %s\n", mysql_error(conn));
+        mysql_close(conn);
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+        if (!p)
+                return NULL;
+        void *d = malloc(n ? n : 1);
+        if (d && n)
+                memcpy(d, p, n);
+        return d;
+}
+
+void it_msg_free(it_msg_t *m)
+{
+        free(m->key);
+        free(m->value);
+        if (m->headers)
+                rd_kafka_headers_destroy(m->headers);
+        memset(m, 0, sizeof(*m));
+}
+
+size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
+                  int timeout_ms)
+{
+        char errstr[512];
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                          sizeof(errstr));
+        rd_kafka_conf_set(rkc, "group.id", "kdelay-it-reader", errstr,
+                          sizeof(errstr));
+        rd_kafka_conf_set(rkc, "enable.auto.commit", "false", errstr,
+                          sizeof(errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_CONSUMER, rkc, errstr, sizeof(errstr));
+        if (!rk) {
+                fprintf(stderr, "it_consume: %s\n", errstr);
+                return 0;
+        }
+        rd_kafka_poll_set_consumer(rk);
+        /* Assign every partition from the beginning: no group, no wait for
+         * a rebalance. */
+        rd_kafka_topic_partition_list_t *parts =
+            rd_kafka_topic_partition_list_new(8);
+        for (size_t t = 0; topics[t]; t++) {
+                const struct rd_kafka_metadata *md;
+                rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topics[t], NULL);
+                if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == 0) {
+                        for (int p = 0; p < md->topics[0].partition_cnt; p++)
+                                rd_kafka_topic_partition_list_add(
+                                    parts, topics[t],
+                                    md->topics[0].partitions[p].id)
+                                    ->offset = RD_KAFKA_OFFSET_BEGINNING;
+                        rd_kafka_metadata_destroy(md);
+                }
+                rd_kafka_topic_destroy(rkt);
+        }
+        rd_kafka_assign(rk, parts);
+        rd_kafka_topic_partition_list_destroy(parts);
+        size_t n = 0;
+        int64_t deadline = kd_mono_ms() + timeout_ms;
+        while (n < want && kd_mono_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+                if (!m)
+                        continue;
+                if (m->err) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                it_msg_t *o = &msgs[n++];
+                memset(o, 0, sizeof(*o));
+                snprintf(o->topic, sizeof(o->topic), "%s",
+                         rd_kafka_topic_name(m->rkt));
+                o->partition = m->partition;
+                o->offset = m->offset;
+                o->key = dup_bytes(m->key, m->key_len);
+                o->key_len = m->key_len;
+                o->value = dup_bytes(m->payload, m->len);
+                o->len = m->len;
+                o->ts = rd_kafka_message_timestamp(m, &o->tstype);
+                rd_kafka_headers_t *h = NULL;
+                if (!rd_kafka_message_headers(m, &h) && h)
+                        o->headers = rd_kafka_headers_copy(h);
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return n;
+}
+
+char *it_header(const it_msg_t *m, const char *name)
+{
+        const void *v;
+        size_t len;
+        if (!m->headers || rd_kafka_header_get_last(m->headers, name, &v, &len))
+                return NULL;
+        char *s = malloc(len + 1);
+        if (!s)
+                return NULL;
+        memcpy(s, v ? v : "", len);
+        s[len] = '\0';
+        return s;
+}
+
+/* Reads fd until EOF into a new string. */
+static void drain(int fds[2], char **bufs)
+{
+        size_t len[2] = {0, 0}, cap[2] = {0, 0};
+        int open_cnt = 2;
+        struct pollfd pfd[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+        for (int i = 0; i < 2; i++) {
+                cap[i] = 4096;
+                bufs[i] = malloc(cap[i]);
+                bufs[i][0] = '\0';
+        }
+        while (open_cnt > 0) {
+                if (poll(pfd, 2, -1) < 0)
+                        break;
+                for (int i = 0; i < 2; i++) {
+                        if (pfd[i].fd < 0 || !pfd[i].revents)
+                                continue;
+                        if (len[i] + 1024 >= cap[i]) {
+                                cap[i] *= 2;
+                                bufs[i] = realloc(bufs[i], cap[i]);
+                        }
+                        ssize_t r = read(pfd[i].fd, bufs[i] + len[i],
+                                         cap[i] - len[i] - 1);
+                        if (r <= 0) {
+                                close(pfd[i].fd);
+                                pfd[i].fd = -1;
+                                open_cnt--;
+                                continue;
+                        }
+                        len[i] += (size_t)r;
+                        bufs[i][len[i]] = '\0';
+                }
+        }
+}
+
+int it_run(char *const argv[], char *const env[], char **out, char **err)
+{
+        int po[2], pe[2];
+        if (pipe(po) || pipe(pe))
+                return -1;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+        posix_spawn_file_actions_addclose(&fa, po[0]);
+        posix_spawn_file_actions_addclose(&fa, pe[0]);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+
+        size_t n0 = 0, n1 = 0;
+        while (environ[n0])
+                n0++;
+        while (env && env[n1])
+                n1++;
+        char **envp = calloc(n0 + n1 + 1, sizeof(*envp));
+        /* env first: getenv() takes the first match. */
+        if (n1)
+                memcpy(envp, env, n1 * sizeof(*envp));
+        memcpy(envp + n1, environ, n0 * sizeof(*envp));
+        pid_t pid;
+        int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        free(envp);
+        close(po[1]);
+        close(pe[1]);
+        if (rc) {
+                close(po[0]);
+                close(pe[0]);
+                return -1;
+        }
+        char *bufs[2];
+        int fds[2] = {po[0], pe[0]};
+        drain(fds, bufs);
+        int status;
+        waitpid(pid, &status, 0);
+        if (out)
+                *out = bufs[0];
+        else
+                free(bufs[0]);
+        if (err)
+                *err = bufs[1];
+        else
+                free(bufs[1]);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

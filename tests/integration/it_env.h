@@ -1,0 +1,70 @@
+/* Helpers for integration tests against the real local stack: the broker
+ * and MySQL come from KDELAY_BROKERS / KDELAY_MYSQL_URL (scripts/test.sh
+ * sets them from deploy/local/stack.sh). Missing variables fail the test
+ * program: an integration test never passes by skipping. */
+#ifndef IT_ENV_H
+#define IT_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+#include <mysql.h>
+
+#include <kdelay/kdelay.h>
+
+/* Reads the environment; 0 when both services are named, else prints why
+ * and returns -1 (use from a suite init). */
+int it_env_init(void);
+const char *it_brokers(void);
+const char *it_mysql_url(void); /* the stack's kdelay database */
+
+/* A prefix unique to this process and call: "it<pid>_<n>". */
+void it_unique(char *buf, size_t size, const char *stem);
+
+/* A conf for the stack with topic_prefix `prefix` (NULL keeps "kdelay")
+ * and mysql.url `mysql_url` (NULL = the stack's). Caller owns it. */
+kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url);
+
+/* Creates a fresh database `name` as the URL's user (root on the local
+ * stack), applies the schema when `migrate`, and writes its URL into
+ * url_out. 0 on success. */
+int it_db_create(const char *name, int migrate, char *url_out, size_t url_size);
+void it_db_drop(const char *name);
+
+/* A connection to the stack's server (database from the URL). */
+MYSQL *it_mysql_connect(void);
+
+/* A consumed record, copied out of librdkafka (whose handle cannot be
+ * destroyed while its messages live). */
+typedef struct it_msg {
+        char topic[256];
+        int32_t partition;
+        int64_t offset;
+        void *key; /* owned; NULL = null key */
+        size_t key_len;
+        void *value; /* owned; NULL = null value */
+        size_t len;
+        int64_t ts;
+        rd_kafka_timestamp_type_t tstype;
+        rd_kafka_headers_t *headers; /* owned; may be NULL */
+} it_msg_t;
+
+void it_msg_free(it_msg_t *m);
+
+/* Consumes every record of `topics` (NULL-terminated) from the start until
+ * `want` records arrived or timeout_ms passed. Returns the number read into
+ * msgs[] (caller frees each with it_msg_free). */
+size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
+                  int timeout_ms);
+
+/* The value of header `name` of m as a new NUL-terminated string, or NULL
+ * when absent. Caller frees. */
+char *it_header(const it_msg_t *m, const char *name);
+
+/* Runs argv (argv[0] a path) with extra environment `env` (NULL-terminated
+ * "K=V", may be NULL); captures stdout and stderr (NUL-terminated, caller
+ * frees). Returns the exit status, or -1 when it could not run. */
+int it_run(char *const argv[], char *const env[], char **out, char **err);
+
+#endif

@@ -1,0 +1,401 @@
+/* Integration: the kdelayctl binary against the real stack — exit codes,
+ * stdout/stderr, topics, schema, schedule, cancel and status. */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "it_env.h"
+#include "kd_fate.h"
+#include "kd_test.h"
+#include "kd_util.h"
+
+static char prefix[64], db[64], url[256];
+static char *out, *err;
+
+static int suite_init(void)
+{
+        if (it_env_init())
+                return -1;
+        it_unique(prefix, sizeof(prefix), "itctl");
+        it_unique(db, sizeof(db), "kdit_ctl");
+        return it_db_create(db, 0, url, sizeof(url));
+}
+
+static int suite_cleanup(void)
+{
+        it_db_drop(db);
+        return 0;
+}
+
+/* Runs kdelayctl with args (NULL-terminated), common options appended:
+ * --brokers, --mysql, -X topic_prefix=... Output in out/err. */
+static int ctl_env(char *const env[], const char *a0, ...)
+{
+        char *argv[64];
+        int n = 0;
+        char pfx[96];
+        va_list ap;
+        free(out);
+        free(err);
+        out = err = NULL;
+        argv[n++] = KDELAY_CTL;
+        argv[n++] = (char *)a0;
+        va_start(ap, a0);
+        for (const char *a; (a = va_arg(ap, const char *));)
+                argv[n++] = (char *)a;
+        va_end(ap);
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        argv[n++] = "--brokers";
+        argv[n++] = (char *)it_brokers();
+        argv[n++] = "--mysql";
+        argv[n++] = url;
+        argv[n++] = "-X";
+        argv[n++] = pfx;
+        argv[n] = NULL;
+        return it_run(argv, env, &out, &err);
+}
+
+#define ctl(...) ctl_env(NULL, __VA_ARGS__, NULL)
+
+/* Runs kdelayctl with exactly these arguments. */
+static int ctl_raw(const char *a0, ...)
+{
+        char *argv[32];
+        int n = 0;
+        va_list ap;
+        free(out);
+        free(err);
+        argv[n++] = KDELAY_CTL;
+        argv[n++] = (char *)a0;
+        va_start(ap, a0);
+        for (const char *a; (a = va_arg(ap, const char *));)
+                argv[n++] = (char *)a;
+        va_end(ap);
+        argv[n] = NULL;
+        return it_run(argv, NULL, &out, &err);
+}
+
+static void test_usage_errors_exit_2(void)
+{
+        char *noverb[] = {KDELAY_CTL, NULL};
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(noverb, NULL, &out, &err), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "verb is required"));
+        CU_ASSERT_EQUAL(ctl_raw("frobnicate", NULL), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown verb"));
+        CU_ASSERT_EQUAL(ctl("schedule", "--value", "v", "--delay", "1s"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "--topic is required"));
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t", "--value", "v"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "exactly one of --delay"));
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t", "--value", "v",
+                            "--delay", "1s", "--at", "1700000000000"),
+                        2);
+        CU_ASSERT_EQUAL(
+            ctl("schedule", "--topic", "t", "--value", "v", "--delay", "soon"),
+            2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a duration"));
+        CU_ASSERT_EQUAL(
+            ctl("schedule", "--topic", "t", "--value", "v", "--at", "tomorrow"),
+            2);
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t", "--value", "v",
+                            "--delay", "11000d"),
+                        2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "10 years"));
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "bad/topic", "--value", "v",
+                            "--delay", "1s"),
+                        2);
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t", "--value", "v",
+                            "--delay", "1s", "--header", "novalue"),
+                        2);
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t", "--value", "v",
+                            "--delay", "1s", "--header", "kdelay-id=x"),
+                        2);
+        CU_ASSERT_EQUAL(ctl("schedule", "--bogus"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown option"));
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic"), 2);
+        CU_ASSERT_EQUAL(ctl("cancel"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "task ID is required"));
+        CU_ASSERT_EQUAL(ctl("cancel", "a", "b"), 2);
+        CU_ASSERT_EQUAL(ctl("cancel", ""), 2);
+        CU_ASSERT_EQUAL(ctl("status"), 2);
+        CU_ASSERT_EQUAL(ctl("topics", "destroy"), 2);
+        CU_ASSERT_EQUAL(ctl_raw("topics", NULL), 2);
+        CU_ASSERT_EQUAL(ctl("db", "drop"), 2);
+        CU_ASSERT_EQUAL(ctl_raw("status", "-X", "noequals", "id", NULL), 2);
+        CU_ASSERT_EQUAL(
+            ctl_raw("status", "-X", "no.such.property=1", "id", NULL), 2);
+        CU_ASSERT_EQUAL(
+            ctl_raw("status", "--mysql", "postgres://x", "id", NULL), 2);
+        CU_ASSERT_EQUAL(
+            ctl_raw("status", "-c", "/nonexistent.conf", "id", NULL), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent.conf"));
+}
+
+static void test_help_on_every_verb(void)
+{
+        const char *verbs[][2] = {{"schedule", NULL},  {"cancel", NULL},
+                                  {"status", NULL},    {"topics", "create"},
+                                  {"topics", "check"}, {"db", "migrate"},
+                                  {"topics", NULL},    {"db", NULL}};
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                int rc = verbs[i][1]
+                             ? ctl_raw(verbs[i][0], verbs[i][1], "--help", NULL)
+                             : ctl_raw(verbs[i][0], "--help", NULL);
+                CU_ASSERT_EQUAL(rc, 0);
+                CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage:"));
+                CU_ASSERT_PTR_NOT_NULL(strstr(out, "--brokers"));
+        }
+        CU_ASSERT_EQUAL(ctl_raw("--help", NULL), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schedule"));
+}
+
+static void test_db_migrate_then_version(void)
+{
+        CU_ASSERT_EQUAL(ctl("db", "version"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "database 0"));
+        CU_ASSERT_EQUAL_FATAL(ctl("db", "migrate"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schema version 1 (was 0)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "event=migration_apply"));
+        CU_ASSERT_EQUAL(ctl("db", "migrate"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schema version 1 (was 1)"));
+        CU_ASSERT_EQUAL(ctl("db", "version"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "database 1"));
+}
+
+static void test_topics_create_then_check(void)
+{
+        CU_ASSERT_EQUAL(ctl("topics", "check"), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "missing"));
+        CU_ASSERT_EQUAL_FATAL(ctl("topics", "create", "--partitions", "3",
+                                  "--replication-factor", "1"),
+                              0);
+        const char *tiers[] = {"1s", "1m", "30m", "7d"};
+        for (int i = 0; i < 4; i++) {
+                char line[160];
+                snprintf(line, sizeof(line), "%s.tier.%s", prefix, tiers[i]);
+                CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+        }
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, ".dead"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "created"));
+        CU_ASSERT_PTR_NULL(strstr(out, "exists"));
+        /* Again: everything exists already, nothing fails. */
+        CU_ASSERT_EQUAL(ctl("topics", "create"), 0);
+        CU_ASSERT_PTR_NULL(strstr(out, "created"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "exists"));
+        CU_ASSERT_EQUAL(ctl("topics", "check"), 0);
+        CU_ASSERT_PTR_NULL(strstr(out, "missing"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " 3 "));
+        /* A tier added to the config is found missing. */
+        CU_ASSERT_EQUAL(ctl("topics", "check", "-X", "tiers=1s,5s,1m,30m,7d"),
+                        1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "tier.5s"));
+}
+
+/* A tier topic someone created by hand with CreateTime and compaction. */
+static void test_topics_check_finds_bad_config(void)
+{
+        char bad_prefix[64], topic[128], errstr[256];
+        it_unique(bad_prefix, sizeof(bad_prefix), "itbad");
+        snprintf(topic, sizeof(topic), "%s.tier.1s", bad_prefix);
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                          sizeof(errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        rd_kafka_NewTopic_t *nt =
+            rd_kafka_NewTopic_new(topic, 1, 1, errstr, sizeof(errstr));
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", "1000");
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+        size_t n;
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &n);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_EQUAL_FATAL(rd_kafka_topic_result_error(res[0]), 0);
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_destroy(rk);
+
+        char pfx[96];
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", bad_prefix);
+        CU_ASSERT_EQUAL(ctl_raw("topics", "check", "--brokers", it_brokers(),
+                                "-X", pfx, "-X", "tiers=1s", NULL),
+                        1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "must be LogAppendTime"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "cleanup.policy is compact"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "retention.ms is 1000"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "misconfigured"));
+}
+
+static void test_schedule_prints_id_and_writes_record(void)
+{
+        int rc = ctl("schedule", "--topic", "ctl.target", "--key", "k1",
+                     "--value", "hello", "--delay", "90s", "--header",
+                     "trace=t-1", "--header", "tenant=acme");
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        char id[64];
+        CU_ASSERT_EQUAL(sscanf(out, "%63s", id), 1);
+        CU_ASSERT_EQUAL(strlen(id), KDELAY_ID_GEN_LEN);
+        CU_ASSERT_EQUAL(strlen(out), KDELAY_ID_GEN_LEN + 1); /* id + \n */
+
+        /* And one at an RFC 3339 time with a given id. */
+        rc = ctl("schedule", "--topic", "ctl.target", "--value", "at", "--at",
+                 "2031-01-02T03:04:05.678+01:00", "--id", "ctl-at-1");
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_STRING_EQUAL(out, "ctl-at-1\n");
+
+        char t1m[128], t7d[128];
+        snprintf(t1m, sizeof(t1m), "%s.tier.1m", prefix);
+        snprintf(t7d, sizeof(t7d), "%s.tier.7d", prefix);
+        const char *tl[] = {t1m, t7d, NULL};
+        it_msg_t msgs[4];
+        size_t got = it_consume(tl, msgs, 2, 20000);
+        CU_ASSERT_EQUAL_FATAL(got, 2);
+        for (size_t i = 0; i < got; i++) {
+                char *hid = it_header(&msgs[i], KDELAY_HDR_ID);
+                char *fa = it_header(&msgs[i], KDELAY_HDR_FIRE_AT);
+                char *tr = it_header(&msgs[i], "trace");
+                const char *topic = msgs[i].topic;
+                if (!strcmp(hid, id)) {
+                        CU_ASSERT_STRING_EQUAL(topic, t1m);
+                        CU_ASSERT_STRING_EQUAL(tr, "t-1");
+                        char *tn = it_header(&msgs[i], "tenant");
+                        CU_ASSERT_STRING_EQUAL(tn, "acme");
+                        free(tn);
+                        CU_ASSERT(msgs[i].key_len == 2 &&
+                                  !memcmp(msgs[i].key, "k1", 2));
+                        CU_ASSERT(msgs[i].len == 5 &&
+                                  !memcmp(msgs[i].value, "hello", 5));
+                } else {
+                        CU_ASSERT_STRING_EQUAL(hid, "ctl-at-1");
+                        CU_ASSERT_STRING_EQUAL(topic, t7d);
+                        /* 2031-01-02T02:04:05.678Z */
+                        CU_ASSERT_STRING_EQUAL(fa, "1925085845678");
+                        CU_ASSERT_PTR_NULL(tr);
+                }
+                free(hid);
+                free(fa);
+                free(tr);
+                it_msg_free(&msgs[i]);
+        }
+}
+
+static kd_fate_store_t *forwarder_store(kdelay_conf_t **confp)
+{
+        kd_fate_store_t *st = NULL;
+        *confp = it_conf_new(NULL, url);
+        CU_ASSERT_EQUAL(kd_fate_store_new(&st, *confp), KDELAY_OK);
+        return st;
+}
+
+static void test_cancel_and_status(void)
+{
+        char id[64], errstr[256];
+        it_unique(id, sizeof(id), "ctl-task-");
+        CU_ASSERT_EQUAL(ctl("status", id), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "UNDECIDED"));
+        CU_ASSERT_EQUAL(ctl("cancel", id), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "CANCELLED"));
+        CU_ASSERT_EQUAL(ctl("cancel", id), 0);
+        CU_ASSERT_EQUAL_FATAL(ctl("status", "--json", id), 0);
+        cJSON *j = cJSON_Parse(out);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(j, "fate")->valuestring,
+                               "CANCELLED");
+        CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(j, "id")->valuestring, id);
+        CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "decided_at_ms")));
+        CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(j, "fire_at_ms")));
+        cJSON_Delete(j);
+
+        /* The too-late path: a forwarder claimed the task (FIRING). */
+        char late[64];
+        kdelay_conf_t *conf;
+        kd_fate_store_t *st = forwarder_store(&conf);
+        it_unique(late, sizeof(late), "ctl-late-");
+        kd_fate_claim_t c = {late, strlen(late), 1700000000000LL,
+                             KDELAY_FATE_UNDECIDED};
+        CU_ASSERT_EQUAL_FATAL(
+            kd_fate_claim(st, &c, 1, "fw-1", errstr, sizeof(errstr)), 0);
+        CU_ASSERT_EQUAL(c.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(ctl("cancel", late), 3);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "too late"));
+        CU_ASSERT_STRING_EQUAL(out, "");
+        const char *ids[] = {late};
+        size_t lens[] = {strlen(late)};
+        CU_ASSERT_EQUAL(
+            kd_fate_mark_fired(st, ids, lens, 1, errstr, sizeof(errstr)), 0);
+        CU_ASSERT_EQUAL(ctl("cancel", late), 3);
+        CU_ASSERT_EQUAL(ctl("status", late), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "FIRED"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fw-1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "2023-11-14T22:13:20.000Z"));
+        kd_fate_store_destroy(st);
+        kdelay_conf_destroy(conf);
+
+        /* MySQL down: exit 1, not 0 or 3. */
+        CU_ASSERT_EQUAL(ctl_raw("cancel", "--mysql",
+                                "mysql://root@127.0.0.1:1/x", id, NULL),
+                        1);
+}
+
+static void test_password_from_environment(void)
+{
+        MYSQL *conn = it_mysql_connect();
+        char sql[256], user[32], user_url[256];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+        snprintf(user, sizeof(user), "kdit%d", (int)getpid());
+        snprintf(sql, sizeof(sql),
+                 "CREATE USER '%s'@'%%' IDENTIFIED BY 's3cr3t'", user);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        snprintf(sql, sizeof(sql), "GRANT ALL ON `%s`.* TO '%s'@'%%'", db,
+                 user);
+        CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+        /* Same server and database as url, as the new user. */
+        const char *at = strrchr(url, '@');
+        snprintf(user_url, sizeof(user_url), "mysql://%s%s", user, at);
+        char *good[] = {"KDELAY_MYSQL_PASSWORD=s3cr3t", NULL};
+        char *bad[] = {"KDELAY_MYSQL_PASSWORD=wrong", NULL};
+        char *argv[] = {KDELAY_CTL, "status",  "--mysql",
+                        user_url,   "some-id", NULL};
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(argv, good, &out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "UNDECIDED"));
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(argv, bad, &out, &err), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "Access denied"));
+        /* The password never appears in what kdelayctl prints. */
+        CU_ASSERT_PTR_NULL(strstr(err, "wrong"));
+        snprintf(sql, sizeof(sql), "DROP USER '%s'@'%%'", user);
+        mysql_query(conn, sql);
+        mysql_close(conn);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_usage_errors_exit_2),
+            KD_TEST(test_help_on_every_verb),
+            KD_TEST(test_db_migrate_then_version),
+            KD_TEST(test_topics_create_then_check),
+            KD_TEST(test_topics_check_finds_bad_config),
+            KD_TEST(test_schedule_prints_id_and_writes_record),
+            KD_TEST(test_cancel_and_status),
+            KD_TEST(test_password_from_environment),
+            KD_TEST_END};
+        int rc = kd_test_run("kdelayctl", cases, suite_init, suite_cleanup);
+        free(out);
+        free(err);
+        return rc;
+}

@@ -1,0 +1,882 @@
+/* The configuration object, config files, MySQL URLs and log quoting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include <kdelay/conf.h>
+#include <kdelay/kdelay.h>
+
+#include "kd_conf.h"
+#include "kd_log.h"
+#include "kd_mysql.h"
+#include "kd_test.h"
+
+#ifndef KDELAY_SOURCE_DIR
+#error "KDELAY_SOURCE_DIR must name the source tree (see CMakeLists.txt)"
+#endif
+
+/* --- helpers
+ * ------------------------------------------------------------------ */
+
+/* Asserts that property name reads back as want. */
+#define GET_IS(conf, name, want)                                               \
+        do {                                                                   \
+                char get_buf_[1024];                                           \
+                CU_ASSERT_EQUAL_FATAL(kdelay_conf_get((conf), (name),          \
+                                                      get_buf_,                \
+                                                      sizeof(get_buf_)),       \
+                                      KDELAY_OK);                              \
+                CU_ASSERT_STRING_EQUAL(get_buf_, (want));                      \
+        } while (0)
+
+/* The value of pass-through property name as recorded, or NULL. */
+static const char *kafka_kv(const kdelay_conf_t *conf, const char *name)
+{
+        for (size_t i = 0; i + 1 < conf->kafka_kv_cnt; i += 2)
+                if (strcmp(conf->kafka_kv[i], name) == 0)
+                        return conf->kafka_kv[i + 1];
+        return NULL;
+}
+
+/* The value of name in conf's librdkafka conf ("" when unreadable). */
+static const char *rk_get(const kdelay_conf_t *conf, const char *name,
+                          char *buf, size_t size)
+{
+        if (rd_kafka_conf_get(conf->rk_conf, name, buf, &size) !=
+            RD_KAFKA_CONF_OK)
+                buf[0] = '\0';
+        return buf;
+}
+
+/* Writes text to a new temporary file; path receives its name. */
+static int write_temp(const char *text, char *path, size_t path_size)
+{
+        snprintf(path, path_size, "/tmp/kdelay-test-conf-XXXXXX");
+        int fd = mkstemp(path);
+        if (fd < 0)
+                return -1;
+        size_t len = strlen(text);
+        ssize_t w = write(fd, text, len);
+        close(fd);
+        if (w != (ssize_t)len) {
+                unlink(path);
+                return -1;
+        }
+        return 0;
+}
+
+/* Loads text as a config file into conf; returns the result. */
+static kdelay_err_t load_text(kdelay_conf_t *conf, const char *text, char *path,
+                              size_t path_size, char *errstr,
+                              size_t errstr_size)
+{
+        if (write_temp(text, path, path_size) != 0) {
+                CU_FAIL("cannot write a temporary file");
+                return KDELAY_ERR_SYSTEM;
+        }
+        errstr[0] = '\0';
+        kdelay_err_t err =
+            kdelay_conf_load_file(conf, path, errstr, errstr_size);
+        unlink(path);
+        return err;
+}
+
+/* Every kdelay property with its default text form. */
+static const char *const defaults[][2] = {
+    {"brokers", "127.0.0.1:9092"},
+    {"topic_prefix", "kdelay"},
+    {"tiers", "1s,1m,30m,7d"},
+    {"mysql.url", ""},
+    {"mysql.password", ""},
+    {"mysql.password_env", "KDELAY_MYSQL_PASSWORD"},
+    {"mysql.connect_timeout", "5"},
+    {"topics.partitions", "6"},
+    {"topics.replication_factor", "-1"},
+    {"topics.retention_margin", "7d"},
+    {"topics.dead_retention", "14d"},
+};
+
+static void assert_defaults(const kdelay_conf_t *conf)
+{
+        for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+                GET_IS(conf, defaults[i][0], defaults[i][1]);
+}
+
+/* --- properties
+ * ---------------------------------------------------------------- */
+
+static void test_defaults(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        assert_defaults(conf);
+        CU_ASSERT_EQUAL(conf->tiers.cnt, 4);
+        CU_ASSERT_PTR_NULL(conf->mysql_url);
+        CU_ASSERT_PTR_NULL(conf->mysql_password);
+        CU_ASSERT_EQUAL(conf->topics_retention_margin_ms, 7 * 86400000LL);
+        CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 0);
+
+        char buf[64];
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "no.such", buf, sizeof(buf)),
+                        KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, NULL, buf, sizeof(buf)),
+                        KDELAY_ERR_UNKNOWN_PROPERTY);
+        /* Too small a buffer: "1s,1m,30m,7d" needs 13 bytes. */
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 12),
+                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 13), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(buf, "1s,1m,30m,7d");
+
+        char name[64];
+        kd_conf_dead_topic(conf, name, sizeof(name));
+        CU_ASSERT_STRING_EQUAL(name, "kdelay.dead");
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.tier.30m"));
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.dead"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier.5m"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "orders"));
+        /* 2 x 30m + 7d */
+        CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 2),
+                        2 * 1800000LL + 7 * 86400000LL);
+        kdelay_conf_destroy(conf);
+        kdelay_conf_destroy(NULL);
+}
+
+static void test_set_good(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512];
+        static const char *const kv[][3] = {
+            /* name, value, read back */
+            {"brokers", "k1:9092,k2:9092", "k1:9092,k2:9092"},
+            {"topic_prefix", "acme.prod_delay-1", "acme.prod_delay-1"},
+            {"tiers", "7d 5s,90s", "5s,1m30s,7d"},
+            {"mysql.url", "mysql://u:p@db:3307/kd", "mysql://u:p@db:3307/kd"},
+            {"mysql.password_env", "MY_PW", "MY_PW"},
+            {"mysql.connect_timeout", "9", "9"},
+            {"topics.partitions", "12", "12"},
+            {"topics.replication_factor", "3", "3"},
+            {"topics.retention_margin", "36h", "1d12h"},
+            {"topics.dead_retention", "720h", "30d"},
+        };
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+                CU_ASSERT_EQUAL(kdelay_conf_set(conf, kv[i][0], kv[i][1],
+                                                errstr, sizeof(errstr)),
+                                KDELAY_OK);
+                GET_IS(conf, kv[i][0], kv[i][2]);
+        }
+        CU_ASSERT_EQUAL(conf->topics_partitions, 12);
+        CU_ASSERT_EQUAL(conf->tiers.cnt, 3);
+        CU_ASSERT_EQUAL(conf->topics_retention_margin_ms, 36 * 3600000LL);
+
+        /* The prefix is used for topic names. */
+        char name[64];
+        kd_conf_dead_topic(conf, name, sizeof(name));
+        CU_ASSERT_STRING_EQUAL(name, "acme.prod_delay-1.dead");
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "acme.prod_delay-1.tier.5s"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier.1s"));
+
+        /* An empty mysql.url unsets it. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql.url", "", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_PTR_NULL(conf->mysql_url);
+        GET_IS(conf, "mysql.url", "");
+        kdelay_conf_destroy(conf);
+}
+
+static void test_set_unknown(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "";
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "no.such", "1", errstr, sizeof(errstr)),
+            KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "no.such"));
+        /* librdkafka names are not kdelay properties. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "linger.ms", "5", errstr, sizeof(errstr)),
+            KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql", "x", errstr, sizeof(errstr)),
+            KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "tiers", NULL, errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(NULL, "tiers", "1s", errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        assert_defaults(conf);
+        kdelay_conf_destroy(conf);
+}
+
+static void test_set_bad_values(void)
+{
+        static const struct {
+                const char *name, *value;
+                kdelay_err_t err;
+        } bad[] = {
+            {"tiers", "x", KDELAY_ERR_INVALID_TIERS},
+            {"tiers", "", KDELAY_ERR_INVALID_TIERS},
+            {"tiers", "1m,60s", KDELAY_ERR_INVALID_TIERS},
+            {"tiers", "0s", KDELAY_ERR_INVALID_TIERS},
+            {"topics.partitions", "0", KDELAY_ERR_CONFIG},
+            {"topics.partitions", "abc", KDELAY_ERR_CONFIG},
+            {"topics.partitions", "", KDELAY_ERR_CONFIG},
+            {"topics.partitions", "5x", KDELAY_ERR_CONFIG},
+            {"topics.partitions", "-1", KDELAY_ERR_CONFIG},
+            {"topics.partitions", "99999999999", KDELAY_ERR_CONFIG},
+            {"topics.replication_factor", "-2", KDELAY_ERR_CONFIG},
+            {"mysql.connect_timeout", "0", KDELAY_ERR_CONFIG},
+            {"topic_prefix", "a b", KDELAY_ERR_INVALID_TOPIC},
+            {"topic_prefix", "", KDELAY_ERR_INVALID_TOPIC},
+            {"topic_prefix", "a/b", KDELAY_ERR_INVALID_TOPIC},
+            {"topic_prefix", "..", KDELAY_ERR_INVALID_TOPIC},
+            {"mysql.url", "http://x", KDELAY_ERR_CONFIG},
+            {"mysql.url", "mysql://u@h", KDELAY_ERR_CONFIG},
+            {"mysql.url", "mysql://u@h/", KDELAY_ERR_CONFIG},
+            {"mysql.url", "mysql://h/db", KDELAY_ERR_CONFIG},
+            {"topics.retention_margin", "7", KDELAY_ERR_INVALID_DURATION},
+            {"topics.dead_retention", "-1d", KDELAY_ERR_INVALID_DURATION},
+        };
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char errstr[512] = "";
+                kdelay_err_t err = kdelay_conf_set(
+                    conf, bad[i].name, bad[i].value, errstr, sizeof(errstr));
+                if (err != bad[i].err)
+                        fprintf(stderr, "\n%s=\"%s\": got %s, want %s\n",
+                                bad[i].name, bad[i].value, kdelay_err_name(err),
+                                kdelay_err_name(bad[i].err));
+                CU_ASSERT_EQUAL(err, bad[i].err);
+                CU_ASSERT_NOT_EQUAL(errstr[0], '\0');
+                /* Nothing changed. */
+                assert_defaults(conf);
+        }
+        /* The prefix limit: 200 characters. */
+        char pfx[202];
+        memset(pfx, 'p', sizeof(pfx));
+        pfx[200] = '\0';
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "topic_prefix", pfx, NULL, 0),
+                        KDELAY_OK);
+        pfx[200] = 'p';
+        pfx[201] = '\0';
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "topic_prefix", pfx, NULL, 0),
+                        KDELAY_ERR_INVALID_TOPIC);
+        CU_ASSERT_EQUAL(strlen(conf->topic_prefix), 200);
+        kdelay_conf_destroy(conf);
+}
+
+static void test_password_hidden(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512];
+        GET_IS(conf, "mysql.password", "");
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password", "s3cret!",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        GET_IS(conf, "mysql.password", "***");
+        CU_ASSERT_STRING_EQUAL(conf->mysql_password, "s3cret!");
+        kdelay_conf_destroy(conf);
+}
+
+static void test_set_kafka(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "", buf[256];
+
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "linger.ms", "5", errstr,
+                                              sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "linger.ms"), "5");
+        CU_ASSERT_STRING_EQUAL(rk_get(conf, "linger.ms", buf, sizeof(buf)),
+                               "5");
+
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "no.such.prop", "1", errstr,
+                                              sizeof(errstr)),
+                        KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_NOT_EQUAL(errstr[0], '\0');
+        CU_ASSERT_PTR_NULL(kafka_kv(conf, "no.such.prop"));
+
+        errstr[0] = '\0';
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "linger.ms", "abc", errstr,
+                                              sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_NOT_EQUAL(errstr[0], '\0');
+        /* The earlier value stays. */
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "linger.ms"), "5");
+        CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 2);
+
+        /* A later value replaces the earlier one, in place. */
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "client.id", "x", errstr,
+                                              sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "linger.ms", "20", errstr,
+                                              sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 4);
+        CU_ASSERT_STRING_EQUAL(conf->kafka_kv[0], "linger.ms");
+        CU_ASSERT_STRING_EQUAL(conf->kafka_kv[1], "20");
+        CU_ASSERT_STRING_EQUAL(conf->kafka_kv[2], "client.id");
+        CU_ASSERT_STRING_EQUAL(conf->kafka_kv[3], "x");
+        CU_ASSERT_STRING_EQUAL(rk_get(conf, "linger.ms", buf, sizeof(buf)),
+                               "20");
+        /* kdelay's properties are untouched. */
+        assert_defaults(conf);
+        kdelay_conf_destroy(conf);
+}
+
+static void test_set_pair(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512];
+
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "tiers=1s,5s", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "tiers", "1s,5s");
+        CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 0);
+
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "linger.ms=7", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "linger.ms"), "7");
+        GET_IS(conf, "tiers", "1s,5s");
+
+        /* The value is everything after the first '='. */
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf, "mysql.password=a=b", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_password, "a=b");
+
+        /* Errors keep their codes. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "tiers=bogus", errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_TIERS);
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf, "no.such.prop=1", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "linger.ms=abc", errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "tiers", errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "=5", errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, NULL, errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        GET_IS(conf, "tiers", "1s,5s");
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "linger.ms"), "7");
+        kdelay_conf_destroy(conf);
+}
+
+static int log_calls;
+
+static void log_cb(kdelay_log_level_t level, const char *line, void *opaque)
+{
+        (void)level;
+        (void)line;
+        (void)opaque;
+        log_calls++;
+}
+
+static void test_dup(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512], buf[256];
+        static const char *const pairs[] = {
+            "brokers=b1:9092",
+            "topic_prefix=dup",
+            "tiers=2s,2m",
+            "mysql.url=mysql://u@h/db",
+            "mysql.password=pw",
+            "mysql.password_env=PW_ENV",
+            "mysql.connect_timeout=3",
+            "topics.partitions=3",
+            "topics.replication_factor=2",
+            "topics.retention_margin=1d",
+            "topics.dead_retention=2d",
+            "linger.ms=11",
+            "client.id=dup-client",
+        };
+        for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+                CU_ASSERT_EQUAL_FATAL(kdelay_conf_set_pair(conf, pairs[i],
+                                                           errstr,
+                                                           sizeof(errstr)),
+                                      KDELAY_OK);
+        int opaque;
+        kdelay_conf_set_log_cb(conf, log_cb, KDELAY_LOG_DEBUG, &opaque);
+
+        kdelay_conf_t *dup = kdelay_conf_dup(conf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dup);
+
+        /* The copy is independent: changes to either do not leak. */
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf, "brokers=changed", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, "linger.ms=99", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(dup, "topic_prefix=dup2", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        GET_IS(conf, "topic_prefix", "dup");
+        GET_IS(dup, "brokers", "b1:9092");
+        CU_ASSERT_STRING_EQUAL(kafka_kv(dup, "linger.ms"), "11");
+        CU_ASSERT_STRING_EQUAL(rk_get(dup, "linger.ms", buf, sizeof(buf)),
+                               "11");
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(dup, "topic_prefix=dup", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+
+        kdelay_conf_destroy(conf);
+
+        /* Still readable after the original is gone (ASan checks). */
+        GET_IS(dup, "brokers", "b1:9092");
+        GET_IS(dup, "topic_prefix", "dup");
+        GET_IS(dup, "tiers", "2s,2m");
+        GET_IS(dup, "mysql.url", "mysql://u@h/db");
+        GET_IS(dup, "mysql.password", "***");
+        CU_ASSERT_STRING_EQUAL(dup->mysql_password, "pw");
+        GET_IS(dup, "mysql.password_env", "PW_ENV");
+        GET_IS(dup, "mysql.connect_timeout", "3");
+        GET_IS(dup, "topics.partitions", "3");
+        GET_IS(dup, "topics.replication_factor", "2");
+        GET_IS(dup, "topics.retention_margin", "1d");
+        GET_IS(dup, "topics.dead_retention", "2d");
+        CU_ASSERT_EQUAL(dup->kafka_kv_cnt, 4);
+        CU_ASSERT_STRING_EQUAL(kafka_kv(dup, "linger.ms"), "11");
+        CU_ASSERT_STRING_EQUAL(kafka_kv(dup, "client.id"), "dup-client");
+        CU_ASSERT_STRING_EQUAL(rk_get(dup, "client.id", buf, sizeof(buf)),
+                               "dup-client");
+        CU_ASSERT_PTR_EQUAL(dup->log_cb, log_cb);
+        CU_ASSERT_PTR_EQUAL(dup->log_opaque, &opaque);
+        CU_ASSERT_EQUAL(dup->log_level, KDELAY_LOG_DEBUG);
+
+        /* Logging goes through the copied callback. */
+        log_calls = 0;
+        kd_log(dup, KDELAY_LOG_INFO, "event=test n=%d", 1);
+        CU_ASSERT_EQUAL(log_calls, 1);
+
+        /* The copy can be modified and duplicated again. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(dup, "mysql.url=", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        kdelay_conf_t *dup2 = kdelay_conf_dup(dup);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dup2);
+        kdelay_conf_destroy(dup);
+        GET_IS(dup2, "mysql.url", "");
+        GET_IS(dup2, "tiers", "2s,2m");
+        kdelay_conf_destroy(dup2);
+}
+
+static void test_log_level(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        log_calls = 0;
+        kd_log(conf, KDELAY_LOG_ERROR, "event=nocb");
+        CU_ASSERT_EQUAL(log_calls, 0);
+        kdelay_conf_set_log_cb(conf, log_cb, KDELAY_LOG_WARNING, NULL);
+        kd_log(conf, KDELAY_LOG_ERROR, "event=a");
+        kd_log(conf, KDELAY_LOG_WARNING, "event=b");
+        kd_log(conf, KDELAY_LOG_INFO, "event=c");
+        kd_log(conf, KDELAY_LOG_DEBUG, "event=d");
+        CU_ASSERT_EQUAL(log_calls, 2);
+        kdelay_conf_destroy(conf);
+}
+
+/* --- config files
+ * ---------------------------------------------------------------- */
+
+static void test_load_good_file(void)
+{
+        static const char text[] =
+            "# a test configuration\n"
+            "brokers = \"k1:9092,k2:9092\";\n"
+            "topic_prefix = \"dly\";\n"
+            "tiers = [ \"7d\", \"5s\", \"1h\" ];\n"
+            "kafka = [ \"linger.ms=5\", \"client.id=test=x\" ];\n"
+            "mysql = {\n"
+            "  url = \"mysql://u:p@db:3307/kd\";\n"
+            "  password_env = \"PW\";\n"
+            "  connect_timeout = 9;\n"
+            "};\n"
+            "topics = {\n"
+            "  partitions = 12;\n"
+            "  replication_factor = 3;\n"
+            "  retention_margin = \"2d\";\n"
+            "  dead_retention = \"30d\";\n"
+            "};\n";
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char path[64], errstr[512], buf[256];
+        kdelay_err_t err =
+            load_text(conf, text, path, sizeof(path), errstr, sizeof(errstr));
+        if (err)
+                fprintf(stderr, "\nload: %s\n", errstr);
+        CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
+        GET_IS(conf, "brokers", "k1:9092,k2:9092");
+        GET_IS(conf, "topic_prefix", "dly");
+        GET_IS(conf, "tiers", "5s,1h,7d");
+        GET_IS(conf, "mysql.url", "mysql://u:p@db:3307/kd");
+        GET_IS(conf, "mysql.password_env", "PW");
+        GET_IS(conf, "mysql.connect_timeout", "9");
+        GET_IS(conf, "topics.partitions", "12");
+        GET_IS(conf, "topics.replication_factor", "3");
+        GET_IS(conf, "topics.retention_margin", "2d");
+        GET_IS(conf, "topics.dead_retention", "30d");
+        CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 4);
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "linger.ms"), "5");
+        CU_ASSERT_STRING_EQUAL(kafka_kv(conf, "client.id"), "test=x");
+        CU_ASSERT_STRING_EQUAL(rk_get(conf, "linger.ms", buf, sizeof(buf)),
+                               "5");
+        kdelay_conf_destroy(conf);
+}
+
+static void test_load_partial_file_keeps_rest(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char path[64], errstr[512];
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_conf_set(conf, "brokers", "pre:1", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        /* A tier list as a single string works as well. */
+        CU_ASSERT_EQUAL_FATAL(load_text(conf, "tiers = \"2m 1s\";\n", path,
+                                        sizeof(path), errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        GET_IS(conf, "tiers", "1s,2m");
+        GET_IS(conf, "brokers", "pre:1");
+        GET_IS(conf, "topic_prefix", "kdelay");
+        /* An empty file changes nothing. */
+        CU_ASSERT_EQUAL_FATAL(
+            load_text(conf, "", path, sizeof(path), errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "tiers", "1s,2m");
+        kdelay_conf_destroy(conf);
+}
+
+/* Expects loading text to fail with err and an errstr containing
+ * "<path>:<line>" (line > 0) and, when given, also `word`. */
+static void load_bad(const char *text, kdelay_err_t want, int line,
+                     const char *word)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char path[64], errstr[512], where[96];
+        kdelay_err_t err =
+            load_text(conf, text, path, sizeof(path), errstr, sizeof(errstr));
+        if (err != want)
+                fprintf(stderr, "\nload: got %s (%s), want %s\n",
+                        kdelay_err_name(err), errstr, kdelay_err_name(want));
+        CU_ASSERT_EQUAL(err, want);
+        snprintf(where, sizeof(where), "%s:%d", path, line);
+        if (!strstr(errstr, where))
+                fprintf(stderr, "\nerrstr \"%s\" lacks \"%s\"\n", errstr,
+                        where);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, where));
+        if (word && !strstr(errstr, word))
+                fprintf(stderr, "\nerrstr \"%s\" lacks \"%s\"\n", errstr, word);
+        if (word)
+                CU_ASSERT_PTR_NOT_NULL(strstr(errstr, word));
+        kdelay_conf_destroy(conf);
+}
+
+static void test_load_errors(void)
+{
+        /* Syntax errors, with their line. */
+        load_bad("brokers = \"a\";\n\ntiers = [ \"1s\" \n", KDELAY_ERR_CONFIG,
+                 4, NULL);
+        load_bad("brokers = \"a\";\ntopic_prefix = ;\n", KDELAY_ERR_CONFIG, 2,
+                 NULL);
+        /* (Not `name "value"` without '=': libconfig 1.5 leaks the token
+         * on that error, which LeakSanitizer reports.) */
+        load_bad("brokers = \"a\";\n\n= 5;\n", KDELAY_ERR_CONFIG, 3, NULL);
+        load_bad("tiers = [ \"1s\", 5 ];\n", KDELAY_ERR_CONFIG, 1, NULL);
+        /* Unknown settings, top level and nested. */
+        load_bad("brokers = \"a\";\nfrobnicate = 1;\n",
+                 KDELAY_ERR_UNKNOWN_PROPERTY, 2, "frobnicate");
+        load_bad("mysql = {\n  url = \"mysql://u@h/db\";\n  uri = \"x\";\n};\n",
+                 KDELAY_ERR_UNKNOWN_PROPERTY, 3, "mysql.uri");
+        /* Bad values. */
+        load_bad("\ntiers = [ \"1s\", \"bogus\" ];\n", KDELAY_ERR_INVALID_TIERS,
+                 2, "bogus");
+        load_bad("tiers = ( \"1s\", 5 );\n", KDELAY_ERR_INVALID_TIERS, 1, NULL);
+        load_bad("tiers = [ ];\n", KDELAY_ERR_INVALID_TIERS, 1, NULL);
+        load_bad("topics = {\n partitions = 0;\n};\n", KDELAY_ERR_CONFIG, 2,
+                 "topics.partitions");
+        load_bad("topics = {\n partitions = \"many\";\n};\n", KDELAY_ERR_CONFIG,
+                 2, NULL);
+        load_bad("topic_prefix = \"a b\";\n", KDELAY_ERR_INVALID_TOPIC, 1,
+                 NULL);
+        load_bad("mysql = { url = \"http://x/y\"; };\n", KDELAY_ERR_CONFIG, 1,
+                 "mysql.url");
+        load_bad("brokers = [ \"a\", \"b\" ];\n", KDELAY_ERR_CONFIG, 1, NULL);
+        /* Kafka entries must be name=value, known and valid. */
+        load_bad("kafka = [ \"linger.ms=5\",\n \"linger.ms\" ];\n",
+                 KDELAY_ERR_CONFIG, 1, "kafka");
+        load_bad("kafka = [ \"=5\" ];\n", KDELAY_ERR_CONFIG, 1, NULL);
+        load_bad("kafka = [ 5 ];\n", KDELAY_ERR_CONFIG, 1, NULL);
+        load_bad("\nkafka = [ \"no.such.prop=1\" ];\n",
+                 KDELAY_ERR_UNKNOWN_PROPERTY, 2, "no.such.prop");
+        load_bad("kafka = [ \"message.max.bytes=abc\" ];\n", KDELAY_ERR_CONFIG,
+                 1, "message.max.bytes");
+}
+
+static void test_load_missing_file(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "";
+        const char *path = "/nonexistent/kdelay-test/missing.conf";
+        CU_ASSERT_EQUAL(
+            kdelay_conf_load_file(conf, path, errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, path));
+        CU_ASSERT_EQUAL(
+            kdelay_conf_load_file(conf, NULL, errstr, sizeof(errstr)),
+            KDELAY_ERR_INVALID_ARG);
+        assert_defaults(conf);
+        kdelay_conf_destroy(conf);
+}
+
+static void test_load_repo_conf(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "";
+        kdelay_err_t err =
+            kdelay_conf_load_file(conf, KDELAY_SOURCE_DIR "/conf/kdelay.conf",
+                                  errstr, sizeof(errstr));
+        if (err)
+                fprintf(stderr, "\nconf/kdelay.conf: %s\n", errstr);
+        CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
+        /* The shipped file restates the defaults. */
+        GET_IS(conf, "tiers", "1s,1m,30m,7d");
+        GET_IS(conf, "topic_prefix", "kdelay");
+        GET_IS(conf, "brokers", "127.0.0.1:9092");
+        GET_IS(conf, "topics.partitions", "6");
+        CU_ASSERT_PTR_NOT_NULL(conf->mysql_url);
+        /* Its MySQL URL parses. */
+        if (conf->mysql_url) {
+                kd_mysql_params_t p;
+                CU_ASSERT_EQUAL(kd_mysql_url_parse(conf->mysql_url, &p, errstr,
+                                                   sizeof(errstr)),
+                                KDELAY_OK);
+                kd_mysql_params_clear(&p);
+        }
+        kdelay_conf_destroy(conf);
+}
+
+/* --- MySQL URLs
+ * ------------------------------------------------------------------- */
+
+static void test_mysql_url_full(void)
+{
+        kd_mysql_params_t p;
+        char errstr[256];
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_url_parse("mysql://kd_user:secret@db.example.com:3307/"
+                               "kdelay_prod",
+                               &p, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(p.user, "kd_user");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p.password);
+        CU_ASSERT_STRING_EQUAL(p.password, "secret");
+        CU_ASSERT_STRING_EQUAL(p.host, "db.example.com");
+        CU_ASSERT_EQUAL(p.port, 3307);
+        CU_ASSERT_STRING_EQUAL(p.db, "kdelay_prod");
+        kd_mysql_params_clear(&p);
+        CU_ASSERT_PTR_NULL(p.user);
+        CU_ASSERT_PTR_NULL(p.db);
+}
+
+static void test_mysql_url_variants(void)
+{
+        kd_mysql_params_t p;
+        char errstr[256];
+
+        /* Percent-encoded password, default port. */
+        CU_ASSERT_EQUAL_FATAL(kd_mysql_url_parse("mysql://u:p%40ss@h/db", &p,
+                                                 errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(p.user, "u");
+        CU_ASSERT_STRING_EQUAL(p.password, "p@ss");
+        CU_ASSERT_STRING_EQUAL(p.host, "h");
+        CU_ASSERT_EQUAL(p.port, 3306);
+        CU_ASSERT_STRING_EQUAL(p.db, "db");
+        kd_mysql_params_clear(&p);
+
+        /* Encoded ':' and '/' and '%' in user and password. */
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_url_parse("mysql://a%3Ab:c%2fd%25e%3a@127.0.0.1:1/x", &p,
+                               errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(p.user, "a:b");
+        CU_ASSERT_STRING_EQUAL(p.password, "c/d%e:");
+        CU_ASSERT_STRING_EQUAL(p.host, "127.0.0.1");
+        CU_ASSERT_EQUAL(p.port, 1);
+        CU_ASSERT_STRING_EQUAL(p.db, "x");
+        kd_mysql_params_clear(&p);
+
+        /* No password at all vs. an empty one. */
+        CU_ASSERT_EQUAL_FATAL(kd_mysql_url_parse("mysql://u@h:65535/db", &p,
+                                                 errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_PTR_NULL(p.password);
+        CU_ASSERT_EQUAL(p.port, 65535);
+        kd_mysql_params_clear(&p);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_url_parse("mysql://u:@h/db", &p, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p.password);
+        CU_ASSERT_STRING_EQUAL(p.password, "");
+        kd_mysql_params_clear(&p);
+}
+
+static void test_mysql_url_errors(void)
+{
+        static const char *const bad[] = {
+            NULL,
+            "",
+            "u:p@h/db",      /* no scheme */
+            "http://u@h/db", /* wrong scheme */
+            "mysql:/u@h/db",
+            "mysql://h/db",     /* no user */
+            "mysql://@h/db",    /* empty user */
+            "mysql://:pw@h/db", /* empty user */
+            "mysql://u@h",      /* no db */
+            "mysql://u@h/",     /* empty db */
+            "mysql://u@h/db/extra",
+            "mysql://u@h/db?ssl=1",
+            "mysql://u@/db",      /* empty host */
+            "mysql://u@:3306/db", /* empty host */
+            "mysql://u@h:0/db",   /* port 0 */
+            "mysql://u@h:65536/db",
+            "mysql://u@h:70000/db",
+            "mysql://u@h:abc/db",
+            "mysql://u@h:/db", /* empty port */
+            "mysql://u@h:-1/db",
+            "mysql://u@h:+80/db",
+            "mysql://u:p%zz@h/db", /* bad escape */
+            "mysql://u:p%4@h/db",  /* short escape */
+            "mysql://u:p%@h/db",
+            "mysql://u%g1:p@h/db",
+            "mysql://u:p%00@h/db", /* NUL */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                kd_mysql_params_t p;
+                char errstr[256] = "";
+                memset(&p, 0x5a, sizeof(p));
+                kdelay_err_t err =
+                    kd_mysql_url_parse(bad[i], &p, errstr, sizeof(errstr));
+                if (err != KDELAY_ERR_CONFIG)
+                        fprintf(stderr, "\n\"%s\": got %s\n",
+                                bad[i] ? bad[i] : "(null)",
+                                kdelay_err_name(err));
+                CU_ASSERT_EQUAL(err, KDELAY_ERR_CONFIG);
+                CU_ASSERT_EQUAL(strncmp(errstr, "mysql.url:", 10), 0);
+                /* Nothing is left for the caller to free. */
+                CU_ASSERT_PTR_NULL(p.user);
+                CU_ASSERT_PTR_NULL(p.password);
+                CU_ASSERT_PTR_NULL(p.host);
+                CU_ASSERT_PTR_NULL(p.db);
+                if (err == KDELAY_OK)
+                        kd_mysql_params_clear(&p);
+        }
+}
+
+/* --- log quoting
+ * -------------------------------------------------------------------- */
+
+static void quote_is(const char *in, const char *want)
+{
+        char buf[128];
+        memset(buf, '#', sizeof(buf));
+        const char *r = kd_log_quote(in, buf, sizeof(buf));
+        CU_ASSERT_PTR_EQUAL(r, buf);
+        CU_ASSERT_STRING_EQUAL(buf, want);
+}
+
+static void test_log_quote(void)
+{
+        quote_is("plain", "plain");
+        quote_is("kdelay.tier.1s", "kdelay.tier.1s");
+        quote_is("caf\xc3\xa9", "caf\xc3\xa9"); /* UTF-8 is kept as is */
+        quote_is("a b", "\"a b\"");
+        quote_is("say \"hi\"", "\"say \\\"hi\\\"\"");
+        quote_is("back\\slash", "\"back\\\\slash\"");
+        quote_is("k=v", "\"k=v\"");
+        quote_is("line1\nline2", "\"line1\\x0aline2\"");
+        quote_is("tab\there", "\"tab\\x09here\"");
+        quote_is("\r", "\"\\x0d\"");
+        quote_is("del\x7f", "\"del\\x7f\"");
+        quote_is("", "\"\"");
+        quote_is(NULL, "\"\"");
+}
+
+static void test_log_quote_truncates(void)
+{
+        char buf[8];
+        memset(buf, '#', sizeof(buf));
+        kd_log_quote("abcdefghijkl", buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "abcdefg");
+
+        memset(buf, '#', sizeof(buf));
+        kd_log_quote("a b c d e f g h", buf, sizeof(buf));
+        CU_ASSERT_PTR_NOT_NULL(memchr(buf, '\0', sizeof(buf)));
+        CU_ASSERT_EQUAL(buf[0], '"');
+
+        memset(buf, '#', sizeof(buf));
+        kd_log_quote("\n\n\n\n\n\n", buf, sizeof(buf));
+        CU_ASSERT_PTR_NOT_NULL(memchr(buf, '\0', sizeof(buf)));
+        CU_ASSERT_EQUAL(buf[0], '"');
+
+        /* A 1-byte buffer holds only the terminator. */
+        char one[1] = {'#'};
+        kd_log_quote("a b", one, sizeof(one));
+        CU_ASSERT_EQUAL(one[0], '\0');
+        kd_log_quote("ab", one, sizeof(one));
+        CU_ASSERT_EQUAL(one[0], '\0');
+}
+
+static const kd_test_case_t cases[] = {
+    KD_TEST(test_defaults),
+    KD_TEST(test_set_good),
+    KD_TEST(test_set_unknown),
+    KD_TEST(test_set_bad_values),
+    KD_TEST(test_password_hidden),
+    KD_TEST(test_set_kafka),
+    KD_TEST(test_set_pair),
+    KD_TEST(test_dup),
+    KD_TEST(test_log_level),
+    KD_TEST(test_load_good_file),
+    KD_TEST(test_load_partial_file_keeps_rest),
+    KD_TEST(test_load_errors),
+    KD_TEST(test_load_missing_file),
+    KD_TEST(test_load_repo_conf),
+    KD_TEST(test_mysql_url_full),
+    KD_TEST(test_mysql_url_variants),
+    KD_TEST(test_mysql_url_errors),
+    KD_TEST(test_log_quote),
+    KD_TEST(test_log_quote_truncates),
+    KD_TEST_END,
+};
+
+int main(void)
+{
+        return kd_test_run("conf", cases, NULL, NULL);
+}
