@@ -34,9 +34,10 @@ cleanup() {
 trap cleanup EXIT
 
 # The stack starts while the code compiles.
-mkdir -p "$KDELAY_STACK_DIR"
-log event=stack_up dir="$KDELAY_STACK_DIR"
-deploy/local/stack.sh up >"$KDELAY_STACK_DIR/up.log" 2>&1 &
+mkdir -p build
+up_log=build/stack-up.log
+log event=stack_up dir="$KDELAY_STACK_DIR" log="$up_log"
+deploy/local/stack.sh up >"$up_log" 2>&1 &
 stack_pid=$!
 
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -54,7 +55,7 @@ clang-format --dry-run -Werror $(git ls-files '*.c' '*.h')
 
 if ! wait "$stack_pid"; then
   stack_pid=""
-  cat "$KDELAY_STACK_DIR/up.log" >&2
+  cat "$up_log" >&2
   log event=stack_failed
   exit 1
 fi
