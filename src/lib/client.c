@@ -21,11 +21,13 @@ struct kdelay_client_s {
         rd_kafka_t *rk;      /* owned; idempotent producer */
         pthread_mutex_t fate_lock;
         kd_fate_store_t *fate; /* owned; guarded by fate_lock */
+        atomic_int pending;    /* tasks enqueued and not yet reported */
 };
 
 /* Per-task delivery state, the message opaque. Sync calls keep it on their
  * stack; async ones on the heap, freed by the delivery callback. */
 typedef struct kd_pending {
+        kdelay_client_t *client;  /* borrowed */
         kdelay_delivery_cb_t *cb; /* async: user callback */
         void *opaque;
         int is_async;
@@ -73,6 +75,7 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         const char *why = "";
         if (!p)
                 return;
+        atomic_fetch_sub(&p->client->pending, 1);
         if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
             m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
                 err = KDELAY_ERR_PURGED;
@@ -240,6 +243,10 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
         if ((err = kd_wire_encode(&hdrs, p->id, t->topic, fire_at, t->headers,
                                   t->header_cnt)))
                 return kd_fail(err, errstr, errstr_size, "out of memory");
+        p->client = c;
+        /* Counted before producev: another thread's poll may report the
+         * task before producev returns. */
+        atomic_fetch_add(&c->pending, 1);
         rd_kafka_resp_err_t kerr = rd_kafka_producev(
             c->rk, RD_KAFKA_V_TOPIC(topic),
             RD_KAFKA_V_KEY((void *)t->key, t->key_len),
@@ -247,6 +254,7 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
             RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_OPAQUE(p), RD_KAFKA_V_END);
         if (kerr) {
+                atomic_fetch_sub(&c->pending, 1);
                 rd_kafka_headers_destroy(hdrs);
                 return kd_fail(kerr == RD_KAFKA_RESP_ERR__QUEUE_FULL
                                    ? KDELAY_ERR_QUEUE_FULL
@@ -330,7 +338,7 @@ kdelay_err_t kdelay_flush(kdelay_client_t *c, int timeout_ms)
 
 int kdelay_outq_len(kdelay_client_t *c)
 {
-        return c ? rd_kafka_outq_len(c->rk) : 0;
+        return c ? atomic_load(&c->pending) : 0;
 }
 
 static kdelay_err_t id_check(const char *id, char *errstr, size_t errstr_size)
