@@ -76,6 +76,48 @@ static kdelay_err_t reports_fill(rd_kafka_t *rk, kd_topic_report_t *r, size_t n,
         return KDELAY_OK;
 }
 
+/* Waits until metadata shows every CREATED report's topic with a leader
+ * for each partition, so "created" means usable at once. */
+static kdelay_err_t wait_visible(rd_kafka_t *rk, kd_topic_report_t *r, size_t n,
+                                 char *errstr, size_t errstr_size)
+{
+        int64_t deadline = kd_mono_ms() + KD_ADMIN_TIMEOUT_MS;
+        for (;;) {
+                const struct rd_kafka_metadata *md;
+                size_t missing = 0;
+                if (rd_kafka_metadata(rk, 1, NULL, &md, 5000))
+                        md = NULL;
+                for (size_t i = 0; i < n; i++) {
+                        if (r[i].state != KD_TOPIC_CREATED)
+                                continue;
+                        int ready = 0;
+                        for (int t = 0; md && t < md->topic_cnt; t++) {
+                                const rd_kafka_metadata_topic_t *mt =
+                                    &md->topics[t];
+                                if (strcmp(mt->topic, r[i].name) || mt->err ||
+                                    mt->partition_cnt < 1)
+                                        continue;
+                                ready = 1;
+                                for (int p = 0; p < mt->partition_cnt; p++)
+                                        if (mt->partitions[p].leader < 0)
+                                                ready = 0;
+                        }
+                        missing += !ready;
+                }
+                if (md)
+                        rd_kafka_metadata_destroy(md);
+                if (missing == 0)
+                        return KDELAY_OK;
+                if (kd_mono_ms() > deadline)
+                        return kd_fail(KDELAY_ERR_TIMED_OUT, errstr,
+                                       errstr_size,
+                                       "%zu created topics still not visible "
+                                       "in metadata after %d ms",
+                                       missing, KD_ADMIN_TIMEOUT_MS);
+                rd_kafka_poll(rk, 100);
+        }
+}
+
 kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
                             kd_topic_report_t *reports, size_t *np,
                             char *errstr, size_t errstr_size)
@@ -213,6 +255,8 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
         }
         for (size_t j = 0; j < cnt; j++)
                 rd_kafka_NewTopic_destroy(nts[j]);
+        if (!err && cnt > 0)
+                err = wait_visible(rk, reports, *np, errstr, errstr_size);
         rd_kafka_destroy(rk);
         return err;
 }

@@ -122,6 +122,34 @@ void it_db_drop(const char *name)
         mysql_close(conn);
 }
 
+int it_wait_topic(const char *topic)
+{
+        char errstr[256];
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                          sizeof(errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        if (!rk)
+                return -1;
+        int found = 0;
+        int64_t deadline = kd_mono_ms() + 30000;
+        while (!found && kd_mono_ms() < deadline) {
+                const struct rd_kafka_metadata *md;
+                if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) == 0) {
+                        for (int t = 0; t < md->topic_cnt; t++)
+                                if (!strcmp(md->topics[t].topic, topic) &&
+                                    !md->topics[t].err)
+                                        found = 1;
+                        rd_kafka_metadata_destroy(md);
+                }
+                if (!found)
+                        rd_kafka_poll(rk, 100);
+        }
+        rd_kafka_destroy(rk);
+        return found ? 0 : -1;
+}
+
 static void *dup_bytes(const void *p, size_t n)
 {
         if (!p)

@@ -35,6 +35,9 @@ void it_db_drop(const char *name);
 /* A connection to the stack's server (database from the URL). */
 MYSQL *it_mysql_connect(void);
 
+/* Waits until broker metadata shows `topic`; 0 when it does within 30 s. */
+int it_wait_topic(const char *topic);
+
 /* A consumed record, copied out of librdkafka (whose handle cannot be
  * destroyed while its messages live). */
 typedef struct it_msg {

@@ -225,6 +225,7 @@ static void test_topics_check_finds_bad_config(void)
         rd_kafka_queue_destroy(q);
         rd_kafka_NewTopic_destroy(nt);
         rd_kafka_destroy(rk);
+        CU_ASSERT_EQUAL_FATAL(it_wait_topic(topic), 0);
 
         char pfx[96];
         snprintf(pfx, sizeof(pfx), "topic_prefix=%s", bad_prefix);
