@@ -16,7 +16,7 @@ deploy/local/deps.sh
 step "Building kdelay"
 cmake -S . -B build/demo -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 cmake --build build/demo -j "$(nproc)" >/dev/null
-ctl() { echo "\$ kdelayctl $*" >&2; build/demo/kdelayctl "$@"; }
+ctl() { echo "\$ kdelayctl ${*@Q}" >&2; build/demo/kdelayctl "$@"; }
 
 step "Starting the local stack (Kafka in KRaft mode + a private MariaDB)"
 deploy/local/stack.sh up
@@ -38,7 +38,7 @@ step "The task as a Kafka record in its tier topic (kdelay.tier.1s)"
 kcat=$(command -v kcat || command -v kafkacat)
 "$kcat" -C -b "$KDELAY_BROKERS" -t kdelay.tier.1s -o beginning -e -q \
   -f 'partition=%p offset=%o append_time=%T key=%k value=%s\n  headers: %h\n' |
-  grep -A1 -F "kdelay-id=$id" || { echo "record not found" >&2; exit 1; }
+  grep -B1 -F "kdelay-id=$id" || { echo "record not found" >&2; exit 1; }
 ctl status "${common[@]}" "$id"
 
 step "Scheduling a second task and cancelling it"

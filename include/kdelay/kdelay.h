@@ -90,8 +90,10 @@ void kdelay_task_init(kdelay_task_t *task);
 typedef struct kdelay_client_s kdelay_client_t;
 
 /* Creates a client. On success the client owns conf (do not touch or free
- * it afterwards); on failure conf is still the caller's. Connects to
- * Kafka lazily; MySQL only when cancel/status is first called. */
+ * it afterwards); on failure conf is still the caller's. Kafka properties
+ * are checked here; the producer starts with the first schedule call and
+ * the MySQL connection with the first cancel/status call, so a client used
+ * only to cancel never talks to Kafka. */
 kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
                                char *errstr, size_t errstr_size);
 

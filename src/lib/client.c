@@ -17,8 +17,9 @@
 #include "kd_wire.h"
 
 struct kdelay_client_s {
-        kdelay_conf_t *conf; /* owned */
-        rd_kafka_t *rk;      /* owned; idempotent producer */
+        kdelay_conf_t *conf;      /* owned */
+        _Atomic(rd_kafka_t *) rk; /* owned; idempotent producer, lazy */
+        pthread_mutex_t rk_lock;  /* serialises creating rk */
         pthread_mutex_t fate_lock;
         kd_fate_store_t *fate; /* owned; guarded by fate_lock */
         atomic_int pending;    /* tasks enqueued and not yet reported */
@@ -98,37 +99,68 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         atomic_store(&p->done, 1);
 }
 
+/* The producer, created on first use so that cancel/status never touch
+ * Kafka. Returns NULL until then. */
+static rd_kafka_t *producer_get(kdelay_client_t *c)
+{
+        return atomic_load_explicit(&c->rk, memory_order_acquire);
+}
+
+static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
+                                   size_t errstr_size)
+{
+        char why[512];
+        kdelay_err_t err = KDELAY_OK;
+        pthread_mutex_lock(&c->rk_lock);
+        if (!producer_get(c)) {
+                rd_kafka_conf_t *rkc =
+                    kd_conf_rk_conf(c->conf, kd_producer_defaults,
+                                    kd_producer_forced, errstr, errstr_size);
+                rd_kafka_t *rk = NULL;
+                if (!rkc) {
+                        err = KDELAY_ERR_CONFIG;
+                } else {
+                        rd_kafka_conf_set_dr_msg_cb(rkc, dr_msg_cb);
+                        rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why,
+                                          sizeof(why));
+                        if (!rk) {
+                                rd_kafka_conf_destroy(rkc);
+                                err = kd_fail(KDELAY_ERR_KAFKA, errstr,
+                                              errstr_size,
+                                              "cannot create Kafka producer: "
+                                              "%s",
+                                              why);
+                        }
+                }
+                atomic_store_explicit(&c->rk, rk, memory_order_release);
+        }
+        pthread_mutex_unlock(&c->rk_lock);
+        return err;
+}
+
 kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
                                char *errstr, size_t errstr_size)
 {
-        char why[512];
         if (!clientp || !conf)
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "clientp and conf are required");
-        kdelay_client_t *c = calloc(1, sizeof(*c));
-        if (!c)
-                return KDELAY_ERR_NO_MEMORY;
+        /* Check the Kafka properties now, so a bad one fails here rather
+         * than at the first schedule. */
         rd_kafka_conf_t *rkc =
             kd_conf_rk_conf(conf, kd_producer_defaults, kd_producer_forced,
                             errstr, errstr_size);
-        if (!rkc) {
-                free(c);
+        if (!rkc)
                 return KDELAY_ERR_CONFIG;
-        }
-        rd_kafka_conf_set_dr_msg_cb(rkc, dr_msg_cb);
-        c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
-        if (!c->rk) {
-                rd_kafka_conf_destroy(rkc);
+        rd_kafka_conf_destroy(rkc);
+        kdelay_client_t *c = calloc(1, sizeof(*c));
+        if (!c || kd_fate_store_new(&c->fate, conf)) {
                 free(c);
-                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                               "cannot create Kafka producer: %s", why);
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
         }
-        kdelay_err_t err = kd_fate_store_new(&c->fate, conf);
-        if (err) {
-                rd_kafka_destroy(c->rk);
-                free(c);
-                return kd_fail(err, errstr, errstr_size, "out of memory");
-        }
+        atomic_init(&c->rk, NULL);
+        atomic_init(&c->pending, 0);
+        pthread_mutex_init(&c->rk_lock, NULL);
         pthread_mutex_init(&c->fate_lock, NULL);
         c->conf = conf;
         *clientp = c;
@@ -139,14 +171,18 @@ void kdelay_client_destroy(kdelay_client_t *c)
 {
         if (!c)
                 return;
-        /* Every accepted async task gets its callback: purge what is left,
-         * then serve the purge reports. */
-        rd_kafka_purge(c->rk,
-                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-        rd_kafka_flush(c->rk, 5000);
-        rd_kafka_destroy(c->rk);
+        rd_kafka_t *rk = producer_get(c);
+        if (rk) {
+                /* Every accepted async task gets its callback: purge what is
+                 * left, then serve the purge reports. */
+                rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE |
+                                       RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_flush(rk, 5000);
+                rd_kafka_destroy(rk);
+        }
         kd_fate_store_destroy(c->fate);
         pthread_mutex_destroy(&c->fate_lock);
+        pthread_mutex_destroy(&c->rk_lock);
         kdelay_conf_destroy(c->conf);
         free(c);
 }
@@ -230,7 +266,7 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                             kd_pending_t *p, char *errstr, size_t errstr_size)
 {
         int64_t now = kd_now_ms();
-        int64_t fire_at;
+        int64_t fire_at = 0;
         kdelay_err_t err = task_check(c, t, now, &fire_at, p->id, sizeof(p->id),
                                       errstr, errstr_size);
         if (err)
@@ -240,6 +276,9 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
         kd_tiers_topic(&c->conf->tiers, tier, c->conf->topic_prefix, topic,
                        sizeof(topic));
         rd_kafka_headers_t *hdrs;
+        if ((err = producer_start(c, errstr, errstr_size)))
+                return err;
+        rd_kafka_t *rk = producer_get(c);
         if ((err = kd_wire_encode(&hdrs, p->id, t->topic, fire_at, t->headers,
                                   t->header_cnt)))
                 return kd_fail(err, errstr, errstr_size, "out of memory");
@@ -248,7 +287,7 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
          * task before producev returns. */
         atomic_fetch_add(&c->pending, 1);
         rd_kafka_resp_err_t kerr = rd_kafka_producev(
-            c->rk, RD_KAFKA_V_TOPIC(topic),
+            rk, RD_KAFKA_V_TOPIC(topic),
             RD_KAFKA_V_KEY((void *)t->key, t->key_len),
             RD_KAFKA_V_VALUE((void *)t->value, t->value_len),
             RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -287,12 +326,12 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
         /* A full local queue drains as deliveries complete: wait for it. */
         while ((err = produce(c, task, &p, errstr, errstr_size)) ==
                KDELAY_ERR_QUEUE_FULL)
-                rd_kafka_poll(c->rk, 100);
+                rd_kafka_poll(producer_get(c), 100);
         if (err)
                 return err;
         id_copy_out(p.id, id_out, id_out_size);
         while (!atomic_load(&p.done))
-                rd_kafka_poll(c->rk, 100);
+                rd_kafka_poll(producer_get(c), 100);
         if (p.err)
                 return kd_fail(p.err, errstr, errstr_size,
                                "task %s not written: %s", p.id, p.errstr);
@@ -325,15 +364,19 @@ kdelay_err_t kdelay_schedule_async(kdelay_client_t *c,
 
 int kdelay_poll(kdelay_client_t *c, int timeout_ms)
 {
-        return c ? rd_kafka_poll(c->rk, timeout_ms) : 0;
+        rd_kafka_t *rk = c ? producer_get(c) : NULL;
+        return rk ? rd_kafka_poll(rk, timeout_ms) : 0;
 }
 
 kdelay_err_t kdelay_flush(kdelay_client_t *c, int timeout_ms)
 {
         if (!c)
                 return KDELAY_ERR_INVALID_ARG;
-        return rd_kafka_flush(c->rk, timeout_ms) ? KDELAY_ERR_TIMED_OUT
-                                                 : KDELAY_OK;
+        rd_kafka_t *rk = producer_get(c);
+        if (!rk)
+                return KDELAY_OK;
+        return rd_kafka_flush(rk, timeout_ms) ? KDELAY_ERR_TIMED_OUT
+                                              : KDELAY_OK;
 }
 
 int kdelay_outq_len(kdelay_client_t *c)
