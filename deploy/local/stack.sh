@@ -38,6 +38,9 @@ Verbs:
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   mysql-start   start only the private MariaDB (keeps data)
   mysql-stop    stop only the private MariaDB (keeps data); --kill for SIGKILL
+  topic NAME    create topic NAME if it does not exist (a target topic for
+                tasks; Kafka here does not auto-create topics)
+                  --partitions N  (default 3)
 
 Options (an option overrides its environment variable):
   --stack-dir DIR     KDELAY_STACK_DIR          state dir (default <repo>/.stack)
@@ -75,6 +78,8 @@ cli_kafka_port=""
 cli_mysql_port=""
 cli_mysql_url=""
 cli_mysql_url_set=0
+topic_name=""
+opt_partitions=3
 
 need_arg() { (($# >= 2)) || die "option $1 needs an argument"; }
 
@@ -83,6 +88,7 @@ while (($#)); do
         -h | --help) usage; exit 0 ;;
         --purge) opt_purge=1; shift ;;
         --kill) opt_kill=1; shift ;;
+        --partitions) need_arg "$@"; opt_partitions=$2; shift 2 ;;
         --stack-dir) need_arg "$@"; cli_stack_dir=$2; shift 2 ;;
         --stack-dir=*) cli_stack_dir=${1#*=}; shift ;;
         --kafka-port) need_arg "$@"; cli_kafka_port=$2; shift 2 ;;
@@ -93,8 +99,13 @@ while (($#)); do
         --mysql-url=*) cli_mysql_url=${1#*=}; cli_mysql_url_set=1; shift ;;
         -*) die "unknown option: $1 (see --help)" ;;
         *)
-            [[ -z $verb ]] || die "only one verb allowed (got '$verb' and '$1')"
-            verb=$1
+            if [[ -z $verb ]]; then
+                verb=$1
+            elif [[ $verb == topic && -z $topic_name ]]; then
+                topic_name=$1
+            else
+                die "only one verb allowed (got '$verb' and '$1')"
+            fi
             shift
             ;;
     esac
@@ -102,6 +113,7 @@ done
 
 case $verb in
     up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop) ;;
+    topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
     "") usage >&2; die "missing verb" ;;
     *) die "unknown verb: $verb (see --help)" ;;
 esac
@@ -813,7 +825,20 @@ cmd_env() {
     printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
 }
 
+cmd_topic() {
+    [[ $opt_partitions =~ ^[1-9][0-9]*$ ]] || die "--partitions must be a positive integer"
+    need_cmd JAVA "java (package openjdk-17-jre-headless)" "${JAVA_HOME:+$JAVA_HOME/bin/}java"
+    ensure_kafka_jars
+    "$JAVA" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$LOG4J_TOOLS_PROPS" \
+        org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" \
+        --create --if-not-exists --topic "$topic_name" \
+        --partitions "$opt_partitions" --replication-factor 1 >&2 ||
+        die "creating topic $topic_name failed"
+    log "topic $topic_name exists ($BROKERS)"
+}
+
 case $verb in
+    topic) cmd_topic ;;
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status || exit $? ;;

@@ -89,9 +89,11 @@ int kd_cli_conf(kd_cli_t *cli)
                 fprintf(stderr, "%s: out of memory\n", cli->prog);
                 return KD_EXIT_ERROR;
         }
-        kdelay_conf_set_log_cb(
-            cli->conf, kd_cli_log_cb,
-            cli->verbose ? KDELAY_LOG_DEBUG : KDELAY_LOG_NOTICE, cli);
+        kdelay_conf_set_log_cb(cli->conf, kd_cli_log_cb,
+                               cli->verbose ? KDELAY_LOG_DEBUG
+                               : cli->info  ? KDELAY_LOG_INFO
+                                            : KDELAY_LOG_NOTICE,
+                               cli);
         for (size_t i = 0; cli->defaults && cli->defaults[i]; i++) {
                 if (kdelay_conf_set_pair(cli->conf, cli->defaults[i], errstr,
                                          sizeof(errstr)) != KDELAY_OK) {

@@ -51,6 +51,7 @@ typedef struct kd_cli {
         char *owned[KD_CLI_OVERRIDES_MAX];           /* what we built */
         int override_cnt;
         int verbose;
+        int info; /* log info lines without -v (daemons) */
         /* "name=value" applied before the config file (may be NULL). */
         const char *const *defaults;
         kdelay_conf_t *conf; /* owned after kd_cli_conf() */

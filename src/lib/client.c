@@ -17,6 +17,7 @@
 #include "kd_wire.h"
 
 struct kdelay_client_s {
+        kd_rk_owner_t owner;      /* first: librdkafka's opaque */
         kdelay_conf_t *conf;      /* owned */
         _Atomic(rd_kafka_t *) rk; /* owned; idempotent producer, lazy */
         pthread_mutex_t rk_lock;  /* serialises creating rk */
@@ -114,7 +115,7 @@ static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
         pthread_mutex_lock(&c->rk_lock);
         if (!producer_get(c)) {
                 rd_kafka_conf_t *rkc =
-                    kd_conf_rk_conf(c->conf, kd_producer_defaults,
+                    kd_conf_rk_conf(c->conf, &c->owner, kd_producer_defaults,
                                     kd_producer_forced, errstr, errstr_size);
                 rd_kafka_t *rk = NULL;
                 if (!rkc) {
@@ -147,8 +148,8 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
         /* Check the Kafka properties now, so a bad one fails here rather
          * than at the first schedule. */
         rd_kafka_conf_t *rkc =
-            kd_conf_rk_conf(conf, kd_producer_defaults, kd_producer_forced,
-                            errstr, errstr_size);
+            kd_conf_rk_conf(conf, NULL, kd_producer_defaults,
+                            kd_producer_forced, errstr, errstr_size);
         if (!rkc)
                 return KDELAY_ERR_CONFIG;
         rd_kafka_conf_destroy(rkc);
@@ -163,6 +164,7 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
         pthread_mutex_init(&c->rk_lock, NULL);
         pthread_mutex_init(&c->fate_lock, NULL);
         c->conf = conf;
+        c->owner.conf = conf;
         *clientp = c;
         return KDELAY_OK;
 }

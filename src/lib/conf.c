@@ -23,6 +23,7 @@ typedef enum kd_prop_type {
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
         KD_PROP_INT,      /* int, >= min */
+        KD_PROP_BYTES,    /* int64_t, >= min */
         KD_PROP_DURATION, /* int64_t ms */
         KD_PROP_TIERS     /* kd_tiers_t */
 } kd_prop_type_t;
@@ -55,6 +56,27 @@ static const kd_prop_t kd_props[] = {
      KD_OFF(topics_retention_margin_ms), "7d", 0},
     {"topics.dead_retention", KD_PROP_DURATION, KD_OFF(dead_retention_ms),
      "14d", 0},
+    {"forwarder.group_id", KD_PROP_STRING, KD_OFF(fwd_group_id),
+     "kdelay-forwarder", 0},
+    {"forwarder.instance", KD_PROP_STRING, KD_OFF(fwd_instance), NULL, 0},
+    {"forwarder.hold_horizon", KD_PROP_DURATION, KD_OFF(fwd_hold_horizon_ms),
+     "30s", 0},
+    {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms),
+     "200ms", 0},
+    {"forwarder.claim_ahead", KD_PROP_DURATION, KD_OFF(fwd_claim_ahead_ms),
+     "100ms", 0},
+    {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1},
+    {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1},
+    {"forwarder.max_held_bytes", KD_PROP_BYTES, KD_OFF(fwd_max_held_bytes),
+     "268435456", 1024},
+    {"forwarder.commit_interval", KD_PROP_DURATION,
+     KD_OFF(fwd_commit_interval_ms), "1s", 0},
+    {"forwarder.stats_interval", KD_PROP_DURATION,
+     KD_OFF(fwd_stats_interval_ms), "10s", 0},
+    {"forwarder.retry_max", KD_PROP_DURATION, KD_OFF(fwd_retry_max_ms), "5s",
+     0},
+    {"forwarder.shutdown_timeout", KD_PROP_DURATION,
+     KD_OFF(fwd_shutdown_timeout_ms), "10s", 0},
 };
 
 static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
@@ -114,6 +136,19 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                                        "[%d, 1000000]",
                                        p->name, value, p->min);
                 *(int *)field = (int)v;
+                return KDELAY_OK;
+        }
+        case KD_PROP_BYTES: {
+                char *end;
+                errno = 0;
+                long long v = strtoll(value, &end, 10);
+                if (errno || end == value || *end || v < p->min ||
+                    v > (1LL << 40))
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: \"%s\" is not a byte count in "
+                                       "[%d, 2^40]",
+                                       p->name, value, p->min);
+                *(int64_t *)field = v;
                 return KDELAY_OK;
         }
         case KD_PROP_DURATION: {
@@ -317,6 +352,10 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         case KD_PROP_INT:
                 snprintf(tmp, sizeof(tmp), "%d", *(const int *)field);
                 break;
+        case KD_PROP_BYTES:
+                snprintf(tmp, sizeof(tmp), "%lld",
+                         (long long)*(const int64_t *)field);
+                break;
         case KD_PROP_DURATION:
                 kdelay_duration_format(*(const int64_t *)field, tmp,
                                        sizeof(tmp));
@@ -516,7 +555,8 @@ int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx)
 static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                       const char *buf)
 {
-        const kdelay_conf_t *conf = rd_kafka_opaque(rk);
+        const kd_rk_owner_t *owner = rd_kafka_opaque(rk);
+        const kdelay_conf_t *conf = owner ? owner->conf : NULL;
         char qfac[64], qmsg[768];
         if (level > KDELAY_LOG_DEBUG)
                 level = KDELAY_LOG_DEBUG;
@@ -546,6 +586,7 @@ static int rk_apply(rd_kafka_conf_t *rkc, const char *const *kv,
 }
 
 rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
+                                 kd_rk_owner_t *owner,
                                  const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size)
@@ -577,7 +618,7 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                 rd_kafka_conf_destroy(rkc);
                 return NULL;
         }
-        rd_kafka_conf_set_opaque(rkc, (void *)conf);
+        rd_kafka_conf_set_opaque(rkc, owner);
         rd_kafka_conf_set_log_cb(rkc, rk_log_cb);
         return rkc;
 }

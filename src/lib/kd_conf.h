@@ -23,6 +23,19 @@ struct kdelay_conf_s {
         int topics_replication_factor; /* -1 = broker default */
         int64_t topics_retention_margin_ms;
         int64_t dead_retention_ms;
+        /* kdelay-forwarder (docs/forwarder.md) */
+        char *fwd_group_id;          /* owned */
+        char *fwd_instance;          /* owned; NULL = <hostname>-<pid> */
+        int64_t fwd_hold_horizon_ms; /* hold when due within this */
+        int64_t fwd_lookahead_ms;    /* read a head this early */
+        int64_t fwd_claim_ahead_ms;  /* claim in MySQL this early */
+        int fwd_claim_batch;         /* ids per claim statement */
+        int fwd_max_held;            /* held tasks, count */
+        int64_t fwd_max_held_bytes;  /* held tasks, bytes */
+        int64_t fwd_commit_interval_ms;
+        int64_t fwd_stats_interval_ms;
+        int64_t fwd_retry_max_ms;    /* longest backoff */
+        int64_t fwd_shutdown_timeout_ms;
         rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
         char **kafka_kv;          /* owned; name,value,name,value... as set */
         size_t kafka_kv_cnt;      /* number of strings (2 per property) */
@@ -37,12 +50,20 @@ void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
 /* Non-zero when topic is one of kdelay's own (a tier or the dead topic). */
 int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic);
 
+/* What librdkafka's opaque points to for kdelay's clients: the first
+ * member of the owning object, so callbacks reach both the conf (for
+ * logging) and their owner (by casting the opaque). */
+typedef struct kd_rk_owner {
+        const kdelay_conf_t *conf; /* borrowed */
+} kd_rk_owner_t;
+
 /* A librdkafka conf for one client: `defaults` (NULL-terminated name,
  * value pairs, may be NULL), then brokers, then the user's pass-through
  * properties, then `forced` pairs that kdelay's guarantees depend on. Logs
- * go to the kdelay log callback. The caller owns the result (rd_kafka_new()
+ * go to owner->conf's log callback (owner NULL: logs are dropped). The caller owns the result (rd_kafka_new()
  * takes it on success). NULL on failure, with errstr set. */
 rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
+                                 kd_rk_owner_t *owner,
                                  const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size);

@@ -12,12 +12,13 @@
 
 #define KD_ADMIN_TIMEOUT_MS 30000
 
-static rd_kafka_t *admin_new(const kdelay_conf_t *conf, char *errstr,
+/* An admin client logging through owner->conf; owner must outlive it. */
+static rd_kafka_t *admin_new(kd_rk_owner_t *owner, char *errstr,
                              size_t errstr_size)
 {
         char why[512];
-        rd_kafka_conf_t *rkc =
-            kd_conf_rk_conf(conf, NULL, NULL, errstr, errstr_size);
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(owner->conf, owner, NULL, NULL,
+                                               errstr, errstr_size);
         if (!rkc)
                 return NULL;
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
@@ -122,7 +123,8 @@ kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
                             kd_topic_report_t *reports, size_t *np,
                             char *errstr, size_t errstr_size)
 {
-        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_t *rk = admin_new(&owner, errstr, errstr_size);
         if (!rk)
                 return KDELAY_ERR_KAFKA;
         reports_init(conf, reports, np);
@@ -156,7 +158,8 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                               kd_topic_report_t *reports, size_t *np,
                               char *errstr, size_t errstr_size)
 {
-        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_t *rk = admin_new(&owner, errstr, errstr_size);
         if (!rk)
                 return KDELAY_ERR_KAFKA;
         reports_init(conf, reports, np);
@@ -323,7 +326,8 @@ kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                              kd_topic_report_t *reports, size_t *np,
                              char *errstr, size_t errstr_size)
 {
-        rd_kafka_t *rk = admin_new(conf, errstr, errstr_size);
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_t *rk = admin_new(&owner, errstr, errstr_size);
         if (!rk)
                 return KDELAY_ERR_KAFKA;
         reports_init(conf, reports, np);

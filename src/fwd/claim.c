@@ -1,0 +1,187 @@
+/* Claims in MySQL, in batches: no task fires without its FIRING row, and
+ * delivered tasks are marked FIRED in one statement per batch. While MySQL
+ * is unreachable, tasks stay held and claims are retried with backoff. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_fwd.h"
+#include "kd_log.h"
+#include "kd_util.h"
+
+void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
+{
+        t->state = KD_TASK_CLAIMING;
+        t->qnext = NULL;
+        if (!f->claimq)
+                f->claimq_since = kd_now_ms();
+        if (f->claimq_tail)
+                f->claimq_tail->qnext = t;
+        else
+                f->claimq = t;
+        f->claimq_tail = t;
+        f->claimq_len++;
+}
+
+void kd_claim_forget(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_task_t **pp = &f->claimq, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->qnext;
+        }
+        if (!*pp)
+                return;
+        *pp = t->qnext;
+        if (f->claimq_tail == t)
+                f->claimq_tail = prev;
+        f->claimq_len--;
+        t->qnext = NULL;
+}
+
+/* MySQL failed: back off, and say so once per outage. */
+static void mysql_failed(kd_fwd_t *f, int64_t now, const char *what,
+                         const char *errstr)
+{
+        int64_t b = f->mysql_backoff_ms ? f->mysql_backoff_ms * 2 : 100;
+        if (b > f->conf->fwd_retry_max_ms)
+                b = f->conf->fwd_retry_max_ms;
+        f->mysql_backoff_ms = b;
+        f->mysql_retry_ms = now + b;
+        if (!f->mysql_down) {
+                char q[512];
+                f->mysql_down = 1;
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=mysql_unavailable what=%s err=%s held=%zu "
+                       "action=hold_and_retry",
+                       what, kd_log_quote(errstr, q, sizeof(q)), f->held_cnt);
+        }
+}
+
+static void mysql_ok(kd_fwd_t *f)
+{
+        f->mysql_backoff_ms = 0;
+        f->mysql_retry_ms = 0;
+        if (f->mysql_down) {
+                f->mysql_down = 0;
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=mysql_available held=%zu claim_queue=%zu",
+                       f->held_cnt, f->claimq_len);
+        }
+}
+
+/* Claims up to one batch from the head of the queue. 0 on success. */
+static int claim_batch(kd_fwd_t *f, int64_t now)
+{
+        size_t n = f->claimq_len;
+        if (n > (size_t)f->conf->fwd_claim_batch)
+                n = (size_t)f->conf->fwd_claim_batch;
+        kd_fate_claim_t *items = calloc(n, sizeof(*items));
+        kd_task_t **tasks = calloc(n, sizeof(*tasks));
+        char errstr[512];
+        if (!items || !tasks) {
+                free(items);
+                free(tasks);
+                mysql_failed(f, now, "claim", "out of memory");
+                return -1;
+        }
+        kd_task_t *t = f->claimq;
+        for (size_t i = 0; i < n; i++, t = t->qnext) {
+                tasks[i] = t;
+                items[i].id = t->id;
+                items[i].id_len = strlen(t->id);
+                items[i].fire_at_ms = t->fire_at_ms;
+        }
+        uint64_t before = kd_fate_statements(f->fate);
+        kdelay_err_t err = kd_fate_claim(f->fate, items, n, f->instance, errstr,
+                                         sizeof(errstr));
+        f->stats.claim_statements += kd_fate_statements(f->fate) - before;
+        if (err) {
+                free(items);
+                free(tasks);
+                mysql_failed(f, now, "claim", errstr);
+                return -1;
+        }
+        mysql_ok(f);
+        for (size_t i = 0; i < n; i++) {
+                t = tasks[i];
+                kd_claim_forget(f, t);
+                switch (items[i].fate) {
+                case KDELAY_FATE_CANCELLED:
+                        f->stats.cancelled++;
+                        kd_log(f->conf, KDELAY_LOG_INFO,
+                               "event=task_cancelled id=%s", t->id);
+                        kd_task_done(f, t);
+                        break;
+                case KDELAY_FATE_FIRED:
+                        f->stats.already_fired++;
+                        kd_task_done(f, t);
+                        break;
+                case KDELAY_FATE_FIRING:
+                        f->stats.claimed++;
+                        t->state = KD_TASK_CLAIMED;
+                        kd_heap_push(&f->timers, &t->timer, t->fire_at_ms);
+                        break;
+                default:
+                        /* No row after our insert (removed meanwhile):
+                         * claim it again. */
+                        kd_claim_enqueue(f, t);
+                }
+        }
+        free(items);
+        free(tasks);
+        return 0;
+}
+
+void kd_claim_flush(kd_fwd_t *f, int64_t now)
+{
+        while (f->claimq && now >= f->mysql_retry_ms)
+                if (claim_batch(f, now))
+                        return;
+}
+
+void kd_claim_mark_fired(kd_fwd_t *f, const char *id)
+{
+        if (f->fired_len == f->fired_cap) {
+                size_t cap = f->fired_cap ? f->fired_cap * 2 : 256;
+                char **v = realloc(f->fired_ids, cap * sizeof(*v));
+                if (!v)
+                        return; /* the row stays FIRING: still correct */
+                f->fired_ids = v;
+                f->fired_cap = cap;
+        }
+        char *copy = strdup(id);
+        if (copy)
+                f->fired_ids[f->fired_len++] = copy;
+}
+
+void kd_claim_flush_fired(kd_fwd_t *f, int64_t now)
+{
+        while (f->fired_len > 0 && now >= f->mysql_retry_ms) {
+                size_t n = f->fired_len;
+                if (n > (size_t)f->conf->fwd_claim_batch)
+                        n = (size_t)f->conf->fwd_claim_batch;
+                size_t *lens = malloc(n * sizeof(*lens));
+                char errstr[512];
+                if (!lens)
+                        return;
+                for (size_t i = 0; i < n; i++)
+                        lens[i] = strlen(f->fired_ids[i]);
+                uint64_t before = kd_fate_statements(f->fate);
+                kdelay_err_t err = kd_fate_mark_fired(
+                    f->fate, (const char *const *)f->fired_ids, lens, n, errstr,
+                    sizeof(errstr));
+                f->stats.mark_statements +=
+                    kd_fate_statements(f->fate) - before;
+                free(lens);
+                if (err) {
+                        mysql_failed(f, now, "mark_fired", errstr);
+                        return;
+                }
+                mysql_ok(f);
+                for (size_t i = 0; i < n; i++)
+                        free(f->fired_ids[i]);
+                memmove(f->fired_ids, f->fired_ids + n,
+                        (f->fired_len - n) * sizeof(*f->fired_ids));
+                f->fired_len -= n;
+        }
+}

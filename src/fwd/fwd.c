@@ -1,0 +1,212 @@
+/* The forwarder object: its Kafka clients, MySQL store and statistics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kd_fwd.h"
+#include "kd_log.h"
+#include "kd_schema.h"
+#include "kd_util.h"
+
+/* Consumer defaults the user may override. Bounded prefetch keeps memory
+ * independent of the backlog; short fetch waits make resumes prompt. */
+static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
+                                                   "earliest",
+                                                   "queued.max.messages.kbytes",
+                                                   "16384",
+                                                   "fetch.wait.max.ms",
+                                                   "100",
+                                                   "session.timeout.ms",
+                                                   "10000",
+                                                   "heartbeat.interval.ms",
+                                                   "1000",
+                                                   NULL};
+static const char *const kd_producer_defaults[] = {
+    "linger.ms", "1", "partitioner", "murmur2_random", NULL};
+static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
+                                                 "acks", "all", NULL};
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+        (void)rk;
+        kd_fwd_t *f = opaque;
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
+                kd_part_assign(f, parts);
+        else
+                kd_part_revoke(f, parts);
+}
+
+static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
+                              const char *const *defaults,
+                              const char *const *forced, char *errstr,
+                              size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(f->conf, &f->owner, defaults,
+                                               forced, errstr, errstr_size);
+        if (!rkc)
+                return NULL;
+        if (type == RD_KAFKA_CONSUMER)
+                rd_kafka_conf_set_rebalance_cb(rkc, rebalance_cb);
+        else
+                rd_kafka_conf_set_dr_msg_cb(rkc, kd_produce_dr_cb);
+        rd_kafka_t *rk = rd_kafka_new(type, rkc, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                        "cannot create Kafka %s: %s",
+                        type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
+                        why);
+        }
+        return rk;
+}
+
+kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
+                        size_t errstr_size)
+{
+        kd_fwd_t *f = calloc(1, sizeof(*f));
+        if (!f)
+                return KDELAY_ERR_NO_MEMORY;
+        f->conf = conf;
+        f->owner.conf = conf;
+        kd_heap_init(&f->timers);
+        for (int i = 0; i < 2; i++)
+                f->io_fds[i][0] = f->io_fds[i][1] = -1;
+        if (conf->fwd_instance) {
+                kd_strlcpy(f->instance, conf->fwd_instance,
+                           sizeof(f->instance));
+        } else {
+                char host[48] = "host";
+                gethostname(host, sizeof(host) - 1);
+                snprintf(f->instance, sizeof(f->instance), "%s-%d", host,
+                         (int)getpid());
+        }
+        kdelay_err_t err = KDELAY_OK;
+        if (!conf->mysql_url) {
+                err = kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
+                              "the forwarder needs MySQL: set mysql.url or "
+                              "pass --mysql");
+                goto fail;
+        }
+        if (kd_fate_store_new(&f->fate, conf)) {
+                err = KDELAY_ERR_NO_MEMORY;
+                goto fail;
+        }
+        /* A schema mismatch is fatal; MySQL being down is not (claims wait
+         * and retry; hops and dead letters go on). */
+        char why[512];
+        err = kd_fate_store_connect(f->fate, why, sizeof(why));
+        if (err == KDELAY_ERR_SCHEMA) {
+                kd_fail(err, errstr, errstr_size, "%s", why);
+                goto fail;
+        }
+        if (err) {
+                char q[600];
+                kd_log(conf, KDELAY_LOG_WARNING,
+                       "event=mysql_unavailable what=startup err=%s",
+                       kd_log_quote(why, q, sizeof(q)));
+                err = KDELAY_OK;
+        }
+        const char *forced_consumer[] = {"group.id",
+                                         conf->fwd_group_id,
+                                         "enable.auto.commit",
+                                         "false",
+                                         "enable.auto.offset.store",
+                                         "false",
+                                         "enable.partition.eof",
+                                         "false",
+                                         "isolation.level",
+                                         "read_committed",
+                                         NULL};
+        f->consumer = client_new(f, RD_KAFKA_CONSUMER, kd_consumer_defaults,
+                                 forced_consumer, errstr, errstr_size);
+        if (!f->consumer) {
+                err = KDELAY_ERR_KAFKA;
+                goto fail;
+        }
+        rd_kafka_poll_set_consumer(f->consumer);
+        f->producer = client_new(f, RD_KAFKA_PRODUCER, kd_producer_defaults,
+                                 kd_producer_forced, errstr, errstr_size);
+        if (!f->producer) {
+                err = KDELAY_ERR_KAFKA;
+                goto fail;
+        }
+        *fp = f;
+        return KDELAY_OK;
+fail:
+        f->conf = NULL; /* stays the caller's on failure */
+        kd_fwd_destroy(f);
+        return err;
+}
+
+void kd_fwd_destroy(kd_fwd_t *f)
+{
+        if (!f)
+                return;
+        if (f->consumer_q)
+                rd_kafka_queue_destroy(f->consumer_q);
+        if (f->producer_q)
+                rd_kafka_queue_destroy(f->producer_q);
+        if (f->consumer)
+                rd_kafka_destroy(f->consumer);
+        /* Reports of produces still in flight free their (orphan) tasks. */
+        if (f->producer) {
+                rd_kafka_flush(f->producer, 1000);
+                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_poll(f->producer, 0);
+                rd_kafka_destroy(f->producer);
+        }
+        while (f->claimq) {
+                kd_task_t *t = f->claimq;
+                kd_claim_forget(f, t);
+                kd_task_free(f, t);
+        }
+        kd_heap_node_t *n;
+        while ((n = kd_heap_pop(&f->timers)))
+                kd_task_free(
+                    f, (kd_task_t *)((char *)n - offsetof(kd_task_t, timer)));
+        kd_heap_clear(&f->timers);
+        for (size_t i = 0; i < f->fired_len; i++)
+                free(f->fired_ids[i]);
+        free(f->fired_ids);
+        for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                        if (f->io_fds[i][j] >= 0)
+                                close(f->io_fds[i][j]);
+        kd_fate_store_destroy(f->fate);
+        kdelay_conf_destroy(f->conf);
+        free(f);
+}
+
+void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
+{
+        size_t parts = 0, waiting = 0, full = 0;
+        for (kd_part_t *p = f->parts; p; p = p->next) {
+                parts++;
+                waiting += p->state == KD_PART_WAITING;
+                full += p->state == KD_PART_FULL;
+        }
+        const kd_fwd_stats_t *s = &f->stats;
+        uint64_t statements = s->claim_statements + s->mark_statements;
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=%s read=%llu held=%llu hopped=%llu fired=%llu "
+               "cancelled=%llu already_fired=%llu dead=%llu wrong_tier=%llu "
+               "produce_retries=%llu held_now=%zu held_bytes=%lld "
+               "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
+               "paused_full=%zu claim_statements=%llu mark_statements=%llu "
+               "statements_per_fire=%.3f late_max_ms=%lld mysql=%s",
+               event, (unsigned long long)s->read, (unsigned long long)s->held,
+               (unsigned long long)s->hopped, (unsigned long long)s->fired,
+               (unsigned long long)s->cancelled,
+               (unsigned long long)s->already_fired,
+               (unsigned long long)s->dead, (unsigned long long)s->wrong_tier,
+               (unsigned long long)s->produce_retries, f->held_cnt,
+               (long long)f->held_bytes, f->claimq_len, f->inflight, parts,
+               waiting, full, (unsigned long long)s->claim_statements,
+               (unsigned long long)s->mark_statements,
+               s->fired ? (double)statements / (double)s->fired : 0.0,
+               (long long)s->late_max_ms, f->mysql_down ? "down" : "up");
+}

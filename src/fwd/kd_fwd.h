@@ -1,0 +1,162 @@
+/* kdelay-forwarder internals: the forwarder object, its partitions and
+ * tasks. The forwarder is one thread running one event loop (loop.c);
+ * librdkafka's threads only wake it through queue io-event fds.
+ * docs/forwarder.md explains the design. */
+#ifndef KD_FWD_H
+#define KD_FWD_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include <kdelay/kdelay.h>
+
+#include "kd_conf.h"
+#include "kd_fate.h"
+#include "kd_heap.h"
+#include "kd_offtrack.h"
+
+typedef struct kd_part kd_part_t;
+
+/* What a task is waiting for. The persisted record is in Kafka; this is
+ * only its in-memory bookkeeping while a forwarder handles it. */
+typedef enum kd_task_state {
+        KD_TASK_QUEUED,   /* read, in its partition's backlog */
+        KD_TASK_HELD,     /* timer at fire_at - claim_ahead */
+        KD_TASK_CLAIMING, /* in the claim queue */
+        KD_TASK_CLAIMED,  /* FIRING in MySQL, timer at fire_at */
+        KD_TASK_FIRING,   /* produced to its target, awaiting the report */
+        KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
+        KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
+        KD_TASK_RETRY     /* a produce failed; timer at the retry time */
+} kd_task_state_t;
+
+typedef struct kd_task {
+        kd_heap_node_t timer;
+        kd_task_state_t state;
+        kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
+        int retries;
+        kd_part_t *part;             /* source partition; NULL once revoked */
+        struct kd_task *prev, *next; /* the partition's task list */
+        struct kd_task *qnext;       /* backlog / claim queue link */
+        int64_t offset;
+        int64_t append_ms; /* LogAppendTime of the source record */
+        int64_t fire_at_ms;
+        const char *dead_reason; /* static; set when dead-lettered */
+        char *id;                /* owned, NUL-terminated */
+        char *target;            /* owned */
+        void *key;               /* owned; NULL = null key */
+        size_t key_len;
+        void *value; /* owned; NULL = null value */
+        size_t value_len;
+        rd_kafka_headers_t *hdrs; /* owned copy; may be NULL */
+        size_t bytes;             /* memory accounted to the held set */
+        int held;                 /* counted in the held set */
+} kd_task_t;
+
+typedef enum kd_part_state {
+        KD_PART_FLOWING,
+        KD_PART_WAITING, /* paused until wake_ms: head not due */
+        KD_PART_FULL     /* paused: the held set is full */
+} kd_part_state_t;
+
+struct kd_part {
+        char topic[256];
+        int32_t partition;
+        size_t tier;
+        kd_part_state_t state;
+        int64_t wake_ms;
+        kd_task_t *backlog, *backlog_tail; /* read, not yet processed */
+        kd_task_t *tasks;                  /* every live task from here */
+        kd_offtrack_t track;
+        int64_t committed; /* last commit point sent, -1 none */
+        struct kd_part *next;
+};
+
+typedef struct kd_fwd_stats {
+        uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
+            wrong_tier, produce_retries, claim_statements, claimed,
+            mark_statements, commits;
+        int64_t late_max_ms;
+} kd_fwd_stats_t;
+
+typedef struct kd_fwd {
+        kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
+        kdelay_conf_t *conf; /* owned */
+        char instance[64];
+        rd_kafka_t *consumer;  /* owned */
+        rd_kafka_t *producer;  /* owned */
+        kd_fate_store_t *fate; /* owned */
+        kd_part_t *parts;      /* assigned partitions */
+        kd_heap_t timers;      /* HELD, CLAIMED, RETRY tasks */
+        kd_task_t *claimq, *claimq_tail;
+        size_t claimq_len;
+        int64_t claimq_since; /* when the oldest queued claim was queued */
+        char **fired_ids;     /* owned: delivered, not yet marked FIRED */
+        size_t fired_len, fired_cap;
+        size_t held_cnt;
+        int64_t held_bytes;
+        size_t inflight;        /* produces awaiting a report */
+        int64_t mysql_retry_ms; /* no MySQL before this; 0 = now */
+        int64_t mysql_backoff_ms;
+        int mysql_down; /* logged state */
+        int64_t next_commit_ms, next_stats_ms, next_mark_ms;
+        int io_fds[2][2]; /* consumer, producer queue wake-up pipes */
+        rd_kafka_queue_t *consumer_q; /* owned reference */
+        rd_kafka_queue_t *producer_q; /* owned reference */
+        volatile sig_atomic_t *stop;  /* borrowed: set by signal handlers */
+        int wake_fd;                  /* borrowed: readable on a signal */
+        kd_fwd_stats_t stats;
+} kd_fwd_t;
+
+/* fwd.c: lifecycle. conf is taken on success. */
+kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
+                        size_t errstr_size);
+void kd_fwd_destroy(kd_fwd_t *f);
+void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
+
+/* loop.c: runs until *stop is set, then shuts down cleanly. */
+kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);
+
+/* part.c: assignment and per-partition processing. */
+void kd_part_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
+void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
+void kd_part_on_message(kd_fwd_t *f, rd_kafka_message_t *m);
+/* Processes every partition's backlog whose head is due at now. */
+void kd_part_process_all(kd_fwd_t *f, int64_t now);
+/* Earliest wake time of a waiting partition, or INT64_MAX. */
+int64_t kd_part_next_wake(const kd_fwd_t *f);
+kd_part_t *kd_part_find(kd_fwd_t *f, const char *topic, int32_t partition);
+void kd_part_pause(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
+                   int64_t wake_ms);
+/* Commits every partition whose commit point moved; sync or async. */
+void kd_part_commit(kd_fwd_t *f, int sync);
+
+/* task.c */
+kd_task_t *kd_task_from_message(const rd_kafka_message_t *m);
+void kd_task_free(kd_fwd_t *f, kd_task_t *t);
+/* Marks t's offset handled and frees it. */
+void kd_task_done(kd_fwd_t *f, kd_task_t *t);
+/* Accounts t to / removes t from the held set. */
+void kd_task_hold(kd_fwd_t *f, kd_task_t *t);
+void kd_task_unhold(kd_fwd_t *f, kd_task_t *t);
+int kd_fwd_held_full(const kd_fwd_t *f, const kd_task_t *t);
+
+/* produce.c: fire / hop / dead-letter, and their delivery reports. */
+void kd_produce_fire(kd_fwd_t *f, kd_task_t *t, int64_t now);
+void kd_produce_hop(kd_fwd_t *f, kd_task_t *t, size_t tier);
+void kd_produce_dead(kd_fwd_t *f, kd_task_t *t, const char *reason);
+void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                      void *opaque);
+
+/* claim.c: batched MySQL claims and FIRED marks. */
+void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
+void kd_claim_flush(kd_fwd_t *f, int64_t now);
+void kd_claim_mark_fired(kd_fwd_t *f, const char *id);
+void kd_claim_flush_fired(kd_fwd_t *f, int64_t now);
+/* Removes t from the claim queue (revoke). */
+void kd_claim_forget(kd_fwd_t *f, kd_task_t *t);
+
+#endif

@@ -1,0 +1,90 @@
+/* kdelay-forwarder: holds each tier partition until its head is due, then
+ * hops or fires its tasks (docs/forwarder.md). Logs go to stderr. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kd_fwd.h"
+
+static const char kd_fwd_help[] =
+    "Usage: kdelay-forwarder [OPTIONS]\n"
+    "\n"
+    "Consumes the tier topics as consumer group forwarder.group_id, holds\n"
+    "each task until it is due, claims it in the MySQL fate table and\n"
+    "fires it to its target topic, or hops it to a smaller tier. Run\n"
+    "several for more partitions; they share the work through the group.\n"
+    "SIGTERM/SIGINT: finish in-flight work, commit, leave the group, exit\n"
+    "0; a second signal exits at once. Settings: docs/configuration.md\n"
+    "(forwarder.*).\n"
+    "\n";
+
+static volatile sig_atomic_t kd_stop;
+static int kd_wake_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        if (kd_stop)
+                _exit(130); /* second signal: at once */
+        kd_stop = 1;
+        if (kd_wake_pipe[1] >= 0) {
+                char c = 's';
+                ssize_t r = write(kd_wake_pipe[1], &c, 1);
+                (void)r;
+        }
+}
+
+int main(int argc, char **argv)
+{
+        kd_cli_t cli;
+        int argi;
+        char errstr[512];
+        if (argc > 1 && !strcmp(argv[1], "--version")) {
+                printf("kdelay-forwarder %s\n", KDELAY_VERSION_STR);
+                return KD_EXIT_OK;
+        }
+        kd_cli_init(&cli, "kdelay-forwarder");
+        cli.info = 1;
+        int rc = kd_cli_parse(&cli, argc, argv, "", NULL, NULL, NULL,
+                              kd_fwd_help, &argi);
+        if (rc == KD_EXIT_OK && argi < argc)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[argi]);
+        if (rc != KD_EXIT_OK) {
+                kd_cli_clear(&cli);
+                return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+        }
+        if (pipe2(kd_wake_pipe, O_NONBLOCK | O_CLOEXEC)) {
+                perror("kdelay-forwarder: pipe");
+                kd_cli_clear(&cli);
+                return KD_EXIT_ERROR;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        kd_fwd_t *f = NULL;
+        kdelay_err_t err = kd_fwd_new(&f, cli.conf, errstr, sizeof(errstr));
+        if (err) {
+                kd_cli_log(&cli, KDELAY_LOG_ERROR,
+                           "event=startup_failed err=\"%s\"", errstr);
+                kd_cli_clear(&cli);
+                return KD_EXIT_ERROR;
+        }
+        cli.conf = NULL; /* the forwarder owns it */
+        err = kd_fwd_run(f, &kd_stop, kd_wake_pipe[0]);
+        kd_fwd_destroy(f);
+        kd_cli_log(&cli, KDELAY_LOG_NOTICE, "event=forwarder_exit err=%s",
+                   kdelay_err_name(err));
+        kd_cli_clear(&cli);
+        close(kd_wake_pipe[0]);
+        close(kd_wake_pipe[1]);
+        return err ? KD_EXIT_ERROR : KD_EXIT_OK;
+}

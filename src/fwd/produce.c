@@ -1,0 +1,163 @@
+/* Producing: fire to the target, hop to a tier, dead-letter; delivery
+ * reports decide when a task's offset is handled. */
+#include <string.h>
+
+#include "kd_fwd.h"
+#include "kd_log.h"
+#include "kd_util.h"
+
+#define KD_FIRE_PERMANENT_RETRIES 5
+
+/* Errors after which producing the same record to the same topic cannot
+ * succeed. */
+static int permanent(rd_kafka_resp_err_t err)
+{
+        switch (err) {
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+/* A fire that cannot succeed: the task goes to the dead-letter topic. */
+static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
+{
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=fire_failed id=%s target=%s err=\"%s\" retries=%d "
+               "action=dead_letter",
+               t->id, t->target, rd_kafka_err2str(err), t->retries);
+        t->retries = 0;
+        kd_produce_dead(f, t,
+                        err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+                                err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE
+                            ? "too-large"
+                            : "target-unavailable");
+}
+
+/* Schedules producing t again as `as` after an exponential backoff. */
+static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                        const char *event, rd_kafka_resp_err_t err)
+{
+        int64_t backoff = 100LL << (t->retries < 6 ? t->retries : 6);
+        if (backoff > f->conf->fwd_retry_max_ms)
+                backoff = f->conf->fwd_retry_max_ms;
+        t->retries++;
+        f->stats.produce_retries++;
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=%s id=%s err=\"%s\" retry_in_ms=%lld", event,
+               t->id ? t->id : "-", rd_kafka_err2str(err), (long long)backoff);
+        t->retry_as = as;
+        t->state = KD_TASK_RETRY;
+        kd_heap_push(&f->timers, &t->timer, kd_now_ms() + backoff);
+}
+
+/* Sends t with headers hdrs (taken) to topic; on a local failure the task
+ * is retried later. */
+static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
+                    rd_kafka_headers_t *hdrs, kd_task_state_t state)
+{
+        t->state = state;
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            f->producer, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_KEY(t->key, t->key_len),
+            RD_KAFKA_V_VALUE(t->value, t->value_len), RD_KAFKA_V_HEADERS(hdrs),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
+            RD_KAFKA_V_END);
+        if (!err) {
+                f->inflight++;
+                return;
+        }
+        rd_kafka_headers_destroy(hdrs);
+        /* The target may be created any moment: give it a few retries
+         * (about 6 s) before the task goes to the dead-letter topic. */
+        if (state == KD_TASK_FIRING && permanent(err) &&
+            t->retries >= KD_FIRE_PERMANENT_RETRIES) {
+                fire_failed(f, t, err);
+                return;
+        }
+        retry_later(f, t, state, "produce_failed", err);
+}
+
+static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
+{
+        return t->hdrs ? rd_kafka_headers_copy(t->hdrs)
+                       : rd_kafka_headers_new(1);
+}
+
+void kd_produce_fire(kd_fwd_t *f, kd_task_t *t, int64_t now)
+{
+        /* The fired record: key, value, user headers, kdelay-id and
+         * kdelay-fire-at; the routing headers stay behind. */
+        rd_kafka_headers_t *h = headers_copy(t);
+        rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
+        rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
+        kd_task_unhold(f, t);
+        int64_t late = now - t->fire_at_ms;
+        if (late > f->stats.late_max_ms)
+                f->stats.late_max_ms = late;
+        produce(f, t, t->target, h, KD_TASK_FIRING);
+}
+
+void kd_produce_hop(kd_fwd_t *f, kd_task_t *t, size_t tier)
+{
+        char topic[256];
+        kd_tiers_topic(&f->conf->tiers, tier, f->conf->topic_prefix, topic,
+                       sizeof(topic));
+        produce(f, t, topic, headers_copy(t), KD_TASK_HOPPING);
+}
+
+void kd_produce_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
+{
+        char topic[256];
+        rd_kafka_headers_t *h = headers_copy(t);
+        t->dead_reason = reason;
+        rd_kafka_header_add(h, KDELAY_HDR_DEAD_REASON, -1, reason, -1);
+        kd_conf_dead_topic(f->conf, topic, sizeof(topic));
+        produce(f, t, topic, h, KD_TASK_DEAD);
+}
+
+void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+        (void)rk;
+        (void)opaque;
+        kd_task_t *t = m->_private;
+        kd_fwd_t *f = rd_kafka_opaque(rk);
+        f->inflight--;
+        if (!m->err) {
+                switch (t->state) {
+                case KD_TASK_FIRING:
+                        f->stats.fired++;
+                        kd_claim_mark_fired(f, t->id);
+                        break;
+                case KD_TASK_HOPPING:
+                        f->stats.hopped++;
+                        break;
+                default:
+                        f->stats.dead++;
+                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                               "event=dead_lettered reason=%s topic=%s "
+                               "partition=%d offset=%lld",
+                               t->dead_reason, t->part ? t->part->topic : "-",
+                               t->part ? t->part->partition : -1,
+                               (long long)t->offset);
+                }
+                kd_task_done(f, t);
+                return;
+        }
+        if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
+                kd_task_free(f, t);
+                return;
+        }
+        if (t->state == KD_TASK_FIRING && permanent(m->err)) {
+                fire_failed(f, t, m->err); /* librdkafka retried already */
+                return;
+        }
+        retry_later(f, t, t->state, "delivery_failed", m->err);
+}
