@@ -34,7 +34,8 @@ static const char kd_schedule_help[] =
     "  --value V            record value ('' for empty)\n"
     "  --key K              record key (default: no key)\n"
     "  --delay D            due after D: 250ms, 30s, 5m, 2h, 7d, 1h30m\n"
-    "  --at TIME            due at TIME: epoch milliseconds, or RFC 3339\n"
+    "  --at TIME            due at TIME: epoch milliseconds (not seconds), or\n"
+    "                       RFC 3339; a time already past fires at once\n"
     "                       (2026-12-01T08:00:00Z, "
     "2026-12-01T09:00:00.5+01:00)\n"
     "  --id ID              task id, 1..128 bytes UTF-8 (default: a new "
@@ -131,7 +132,8 @@ static int resolve_time(sched_args_t *a)
         if (kd_ctl_time_parse(a->at, &a->task.fire_at_ms))
                 return kd_cli_usage_error(a->cli,
                                           "--at \"%s\" is neither epoch "
-                                          "milliseconds nor an RFC 3339 time",
+                                          "milliseconds (13 digits) nor an "
+                                          "RFC 3339 time",
                                           a->at);
         return KD_EXIT_OK;
 }

@@ -131,8 +131,10 @@ int kd_ctl_topics(int argc, char **argv)
                                       errstr, sizeof(errstr))
                    : kd_topics_check(cli.conf, reports, &n, errstr,
                                      sizeof(errstr));
-        if (n > 0 && !(create && err && err != KDELAY_ERR_KAFKA &&
-                       reports[0].partitions == 0)) {
+        /* Without metadata the reports say nothing: print no table. */
+        int known = !err || err == KDELAY_ERR_CONFIG ||
+                    (create && err == KDELAY_ERR_KAFKA);
+        if (n > 0 && known) {
                 printf("%-32s %-8s %-10s %s\n", "TOPIC", "STATE", "PARTITIONS",
                        create ? "NOTE" : "CHECK");
                 for (size_t i = 0; i < n; i++) {

@@ -25,6 +25,10 @@ int kd_ctl_time_parse(const char *s, int64_t *msp)
                         return -1;
                 long long v = 0;
                 sscanf(s, "%lld", &v);
+                /* 1e11 ms is 1973: a smaller number is almost surely
+                 * seconds (date +%s), which would fire at once. */
+                if (v < 100000000000LL)
+                        return -1;
                 *msp = v;
                 return 0;
         }

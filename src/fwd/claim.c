@@ -1,6 +1,7 @@
 /* Claims in MySQL, in batches: no task fires without its FIRING row, and
  * delivered tasks are marked FIRED in one statement per batch. While MySQL
  * is unreachable, tasks stay held and claims are retried with backoff. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,13 @@ void kd_claim_forget(kd_fwd_t *f, kd_task_t *t)
                 f->claimq_tail = prev;
         f->claimq_len--;
         t->qnext = NULL;
+}
+
+void kd_claim_new_generation(kd_fwd_t *f)
+{
+        f->generation++;
+        snprintf(f->claim_prefix, sizeof(f->claim_prefix),
+                 "%.20s:%08x.%u:", f->instance, f->boot, f->generation);
 }
 
 /* MySQL failed: back off, and say so once per outage. */
@@ -77,10 +85,12 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                 n = (size_t)f->conf->fwd_claim_batch;
         kd_fate_claim_t *items = calloc(n, sizeof(*items));
         kd_task_t **tasks = calloc(n, sizeof(*tasks));
+        char(*tokens)[65] = calloc(n, sizeof(*tokens));
         char errstr[512];
-        if (!items || !tasks) {
+        if (!items || !tasks || !tokens) {
                 free(items);
                 free(tasks);
+                free(tokens);
                 mysql_failed(f, now, "claim", "out of memory");
                 return -1;
         }
@@ -90,6 +100,9 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                 items[i].id = t->id;
                 items[i].id_len = strlen(t->id);
                 items[i].fire_at_ms = t->fire_at_ms;
+                snprintf(tokens[i], sizeof(tokens[i]), "%s%llu",
+                         f->claim_prefix, (unsigned long long)++f->claim_seq);
+                items[i].token = tokens[i];
         }
         uint64_t before = kd_fate_statements(f->fate);
         kdelay_err_t err = kd_fate_claim(f->fate, items, n, f->instance, errstr,
@@ -98,6 +111,7 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
         if (err) {
                 free(items);
                 free(tasks);
+                free(tokens);
                 mysql_failed(f, now, "claim", errstr);
                 return -1;
         }
@@ -117,6 +131,16 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                         kd_task_done(f, t);
                         break;
                 case KDELAY_FATE_FIRING:
+                        if (strcmp(items[i].row_owner, tokens[i]) &&
+                            !strncmp(items[i].row_owner, f->claim_prefix,
+                                     strlen(f->claim_prefix))) {
+                                /* Another copy of this task (a hop repeated
+                                 * after a rebalance or crash) was claimed
+                                 * in this assignment: it fires, not this. */
+                                f->stats.dup_copies++;
+                                kd_task_done(f, t);
+                                break;
+                        }
                         f->stats.claimed++;
                         t->state = KD_TASK_CLAIMED;
                         kd_heap_push(&f->timers, &t->timer, t->fire_at_ms);
@@ -129,6 +153,7 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
         }
         free(items);
         free(tasks);
+        free(tokens);
         return 0;
 }
 

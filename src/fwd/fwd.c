@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "kd_fwd.h"
@@ -83,6 +84,15 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
                 snprintf(f->instance, sizeof(f->instance), "%s-%d", host,
                          (int)getpid());
         }
+        /* Owner tokens keep to [A-Za-z0-9._-]. */
+        for (char *c = f->instance; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' ||
+                      *c == '-'))
+                        *c = '_';
+        if (getrandom(&f->boot, sizeof(f->boot), 0) != sizeof(f->boot))
+                f->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
+        kd_claim_new_generation(f);
         kdelay_err_t err = KDELAY_OK;
         if (!conf->mysql_url) {
                 err = kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
@@ -193,7 +203,8 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
         uint64_t statements = s->claim_statements + s->mark_statements;
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=%s read=%llu held=%llu hopped=%llu fired=%llu "
-               "cancelled=%llu already_fired=%llu dead=%llu wrong_tier=%llu "
+               "cancelled=%llu already_fired=%llu dup_copies=%llu dead=%llu "
+               "wrong_tier=%llu "
                "produce_retries=%llu held_now=%zu held_bytes=%lld "
                "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
                "paused_full=%zu claim_statements=%llu mark_statements=%llu "
@@ -202,7 +213,8 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                (unsigned long long)s->hopped, (unsigned long long)s->fired,
                (unsigned long long)s->cancelled,
                (unsigned long long)s->already_fired,
-               (unsigned long long)s->dead, (unsigned long long)s->wrong_tier,
+               (unsigned long long)s->dup_copies, (unsigned long long)s->dead,
+               (unsigned long long)s->wrong_tier,
                (unsigned long long)s->produce_retries, f->held_cnt,
                (long long)f->held_bytes, f->claimq_len, f->inflight, parts,
                waiting, full, (unsigned long long)s->claim_statements,

@@ -77,7 +77,7 @@ struct kd_part {
 
 typedef struct kd_fwd_stats {
         uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
-            wrong_tier, produce_retries, claim_statements, claimed,
+            dup_copies, wrong_tier, produce_retries, claim_statements, claimed,
             mark_statements, commits;
         int64_t late_max_ms;
 } kd_fwd_stats_t;
@@ -86,6 +86,14 @@ typedef struct kd_fwd {
         kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
         kdelay_conf_t *conf; /* owned */
         char instance[64];
+        /* Claim tokens "<instance>:<boot>.<generation>:<seq>": a FIRING row
+         * whose owner starts with claim_prefix was claimed by another copy
+         * of the same task inside this assignment, which this process
+         * still holds or has fired (see claim.c). */
+        char claim_prefix[48];
+        uint32_t boot;
+        unsigned generation;
+        uint64_t claim_seq;
         rd_kafka_t *consumer;  /* owned */
         rd_kafka_t *producer;  /* owned */
         kd_fate_store_t *fate; /* owned */
@@ -158,5 +166,7 @@ void kd_claim_mark_fired(kd_fwd_t *f, const char *id);
 void kd_claim_flush_fired(kd_fwd_t *f, int64_t now);
 /* Removes t from the claim queue (revoke). */
 void kd_claim_forget(kd_fwd_t *f, kd_task_t *t);
+/* Starts a new claim generation (on every assignment). */
+void kd_claim_new_generation(kd_fwd_t *f);
 
 #endif

@@ -154,6 +154,8 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->fire_at_ms = w.fire_at_ms;
                 if (!t->id || !t->target)
                         d = KD_WIRE__COUNT; /* out of memory */
+                else if (kd_conf_is_own_topic(f->conf, t->target))
+                        d = KD_WIRE_BAD_TARGET; /* would loop through us */
         }
         if (d != KD_WIRE_OK) {
                 t->dead_reason = d == KD_WIRE__COUNT ? "out-of-memory"
@@ -220,6 +222,7 @@ void kd_part_on_message(kd_fwd_t *f, rd_kafka_message_t *m)
 
 void kd_part_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
+        kd_claim_new_generation(f);
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 int tier = -1;

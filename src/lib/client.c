@@ -33,6 +33,8 @@ typedef struct kd_pending {
         kdelay_delivery_cb_t *cb; /* async: user callback */
         void *opaque;
         int is_async;
+        char *id_out; /* caller's buffer for the id, may be NULL */
+        size_t id_out_size;
         atomic_int done; /* sync: set by the delivery callback */
         kdelay_err_t err;
         char errstr[256];
@@ -179,7 +181,9 @@ void kdelay_client_destroy(kdelay_client_t *c)
                  * left, then serve the purge reports. */
                 rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE |
                                        RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_flush(rk, 5000);
+                /* Purge reports are local: they all arrive promptly. */
+                while (atomic_load(&c->pending) > 0)
+                        rd_kafka_poll(rk, 100);
                 rd_kafka_destroy(rk);
         }
         kd_fate_store_destroy(c->fate);
@@ -269,10 +273,20 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
 {
         int64_t now = kd_now_ms();
         int64_t fire_at = 0;
+        if (p->id_out &&
+            p->id_out_size <= (t && t->id ? strlen(t->id) : KDELAY_ID_GEN_LEN))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "id_out holds %zu bytes, the id needs more",
+                               p->id_out_size);
         kdelay_err_t err = task_check(c, t, now, &fire_at, p->id, sizeof(p->id),
                                       errstr, errstr_size);
         if (err)
                 return err;
+        /* A cut id would cancel some other task: refuse instead. */
+        if (p->id_out && p->id_out_size <= strlen(p->id))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "id_out holds %zu bytes, the id needs %zu",
+                               p->id_out_size, strlen(p->id) + 1);
         size_t tier = kd_tiers_choose(&c->conf->tiers, fire_at - now);
         char topic[256];
         kd_tiers_topic(&c->conf->tiers, tier, c->conf->topic_prefix, topic,
@@ -303,8 +317,10 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                                errstr, errstr_size, "cannot produce to %s: %s",
                                topic, rd_kafka_err2str(kerr));
         }
+        char qid[KDELAY_ID_MAX * 4 + 3];
         kd_log(c->conf, KDELAY_LOG_DEBUG,
-               "event=task_produced id=%s topic=%s fire_at=%lld", p->id, topic,
+               "event=task_produced id=%s topic=%s fire_at=%lld",
+               kd_log_quote(p->id, qid, sizeof(qid)), topic,
                (long long)fire_at);
         return KDELAY_OK;
 }
@@ -319,7 +335,8 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size)
 {
-        kd_pending_t p = {.is_async = 0};
+        kd_pending_t p = {
+            .is_async = 0, .id_out = id_out, .id_out_size = id_out_size};
         if (!c)
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "client is NULL");
@@ -353,6 +370,8 @@ kdelay_err_t kdelay_schedule_async(kdelay_client_t *c,
         if (!p)
                 return KDELAY_ERR_NO_MEMORY;
         p->is_async = 1;
+        p->id_out = id_out;
+        p->id_out_size = id_out_size;
         p->cb = cb;
         p->opaque = opaque;
         kdelay_err_t err = produce(c, task, p, errstr, errstr_size);
@@ -366,8 +385,11 @@ kdelay_err_t kdelay_schedule_async(kdelay_client_t *c,
 
 int kdelay_poll(kdelay_client_t *c, int timeout_ms)
 {
-        rd_kafka_t *rk = c ? producer_get(c) : NULL;
-        return rk ? rd_kafka_poll(rk, timeout_ms) : 0;
+        /* Started here too, so a poll thread started before the first
+         * schedule waits instead of spinning. */
+        if (!c || producer_start(c, NULL, 0))
+                return 0;
+        return rd_kafka_poll(producer_get(c), timeout_ms);
 }
 
 kdelay_err_t kdelay_flush(kdelay_client_t *c, int timeout_ms)
@@ -403,13 +425,15 @@ kdelay_err_t kdelay_cancel(kdelay_client_t *c, const char *id, char *errstr,
                 return KDELAY_ERR_INVALID_ARG;
         if ((err = id_check(id, errstr, errstr_size)))
                 return err;
+        char qid[KDELAY_ID_MAX * 4 + 3];
         pthread_mutex_lock(&c->fate_lock);
         err = kd_fate_cancel(c->fate, id, strlen(id), errstr, errstr_size);
         pthread_mutex_unlock(&c->fate_lock);
         kd_log(c->conf,
                err && err != KDELAY_ERR_TOO_LATE ? KDELAY_LOG_WARNING
                                                  : KDELAY_LOG_INFO,
-               "event=task_cancel id=%s result=%s", id, kdelay_err_name(err));
+               "event=task_cancel id=%s result=%s",
+               kd_log_quote(id, qid, sizeof(qid)), kdelay_err_name(err));
         return err;
 }
 

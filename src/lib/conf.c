@@ -61,8 +61,8 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.instance", KD_PROP_STRING, KD_OFF(fwd_instance), NULL, 0},
     {"forwarder.hold_horizon", KD_PROP_DURATION, KD_OFF(fwd_hold_horizon_ms),
      "30s", 0},
-    {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms),
-     "200ms", 0},
+    {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms), "200ms",
+     0},
     {"forwarder.claim_ahead", KD_PROP_DURATION, KD_OFF(fwd_claim_ahead_ms),
      "100ms", 0},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1},
@@ -119,6 +119,9 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 /* fallthrough */
         case KD_PROP_STRING:
         case KD_PROP_SECRET: {
+                if (!*value && p->def)
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s must not be empty", p->name);
                 char *copy = *value ? strdup(value) : NULL;
                 if (*value && !copy)
                         return KDELAY_ERR_NO_MEMORY;

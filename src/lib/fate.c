@@ -158,7 +158,8 @@ static kdelay_err_t stmt_fail(kd_fate_store_t *store, const char *what,
                           "migrate`",
                           what)
                 : kd_mysql_fail(store->conn, what, errstr, errstr_size);
-        if (no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) {
+        if ((no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) ||
+            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED) {
                 kd_log(store->conf, KDELAY_LOG_WARNING,
                        "event=mysql_disconnected errno=%u", no);
                 mysql_close(store->conn);
@@ -167,10 +168,11 @@ static kdelay_err_t stmt_fail(kd_fate_store_t *store, const char *what,
         return err;
 }
 
-/* Sends one statement; for reads, *resp gets the stored result. */
-static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
-                         const char *what, MYSQL_RES **resp, char *errstr,
-                         size_t errstr_size)
+/* Sends one statement; for reads, *resp gets the stored result. When
+ * dupp is given, a duplicate-key error is not an error: *dupp is set. */
+static kdelay_err_t stmt_dup(kd_fate_store_t *store, kd_sql_t *sql,
+                             const char *what, MYSQL_RES **resp, int *dupp,
+                             char *errstr, size_t errstr_size)
 {
         if (sql->oom)
                 return KDELAY_ERR_NO_MEMORY;
@@ -178,8 +180,15 @@ static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
         if (err)
                 return err;
         store->statements++;
-        if (mysql_real_query(store->conn, sql->buf, sql->len))
+        if (dupp)
+                *dupp = 0;
+        if (mysql_real_query(store->conn, sql->buf, sql->len)) {
+                if (dupp && mysql_errno(store->conn) == ER_DUP_ENTRY) {
+                        *dupp = 1;
+                        return KDELAY_OK;
+                }
                 return stmt_fail(store, what, errstr, errstr_size);
+        }
         if (resp) {
                 *resp = mysql_store_result(store->conn);
                 if (!*resp)
@@ -188,25 +197,39 @@ static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
         return KDELAY_OK;
 }
 
+static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
+                         const char *what, MYSQL_RES **resp, char *errstr,
+                         size_t errstr_size)
+{
+        return stmt_dup(store, sql, what, resp, NULL, errstr, errstr_size);
+}
+
+static kdelay_err_t status_once(kd_fate_store_t *store, const char *id,
+                                size_t id_len, kdelay_status_t *status,
+                                char *errstr, size_t errstr_size);
+
 static kdelay_err_t cancel_once(kd_fate_store_t *store, const char *id,
                                 size_t id_len, char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
         int64_t now = kd_now_ms();
-        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
+        int dup = 0;
+        /* A plain INSERT (not IGNORE): only "row exists" may pass, every
+         * other problem stays an error. */
+        sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
                       "decided_at_ms, updated_at_ms) VALUES (");
         sql_add_hex(&sql, id, id_len);
         sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
                 (long long)now);
         kdelay_err_t err =
-            stmt(store, &sql, "cancel", NULL, errstr, errstr_size);
+            stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
-        if (mysql_affected_rows(store->conn) == 1)
+        if (!dup)
                 return KDELAY_OK; /* inserted: cancelled now */
         kdelay_status_t st;
-        if ((err = kd_fate_status(store, id, id_len, &st, errstr, errstr_size)))
+        if ((err = status_once(store, id, id_len, &st, errstr, errstr_size)))
                 return err;
         switch (st.fate) {
         case KDELAY_FATE_CANCELLED:
@@ -222,14 +245,22 @@ static kdelay_err_t cancel_once(kd_fate_store_t *store, const char *id,
         }
 }
 
+/* Cancel and status are idempotent: when a connection that was up broke
+ * under the call, one more try on a fresh connection is safe. */
+#define KD_RETRY_ONCE(store, call)                                             \
+        do {                                                                   \
+                int had_conn_ = (store)->conn != NULL;                         \
+                err = (call);                                                  \
+                if (err == KDELAY_ERR_MYSQL && had_conn_ && !(store)->conn)    \
+                        err = (call);                                          \
+        } while (0)
+
 kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
                             size_t id_len, char *errstr, size_t errstr_size)
 {
-        kdelay_err_t err = cancel_once(store, id, id_len, errstr, errstr_size);
-        /* The insert is idempotent, so one retry on a fresh connection is
-         * safe when the old connection broke. */
-        if (err == KDELAY_ERR_MYSQL && !store->conn)
-                err = cancel_once(store, id, id_len, errstr, errstr_size);
+        kdelay_err_t err;
+        KD_RETRY_ONCE(store,
+                      cancel_once(store, id, id_len, errstr, errstr_size));
         return err;
 }
 
@@ -241,6 +272,16 @@ static int64_t col_i64(const char *s)
 kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
                             size_t id_len, kdelay_status_t *status,
                             char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err;
+        KD_RETRY_ONCE(
+            store, status_once(store, id, id_len, status, errstr, errstr_size));
+        return err;
+}
+
+static kdelay_err_t status_once(kd_fate_store_t *store, const char *id,
+                                size_t id_len, kdelay_status_t *status,
+                                char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
@@ -277,29 +318,21 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                 return KDELAY_OK;
         kd_sql_t sql = {0};
         int64_t now = kd_now_ms();
-        char qowner[130];
-        size_t olen = owner ? strlen(owner) : 0;
-        if (olen > 64)
-                olen = 64;
-        /* owner is ours (instance name); keep it to [A-Za-z0-9._-]. */
-        for (size_t i = 0; i < olen; i++) {
-                char c = owner[i];
-                int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                         c == '-' || c == ':';
-                qowner[i] = ok ? c : '_';
-        }
-        qowner[olen] = '\0';
-
         sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
                       "fire_at_ms, owner, decided_at_ms, updated_at_ms) "
                       "VALUES ");
         for (size_t i = 0; i < n; i++) {
+                const char *tok = items[i].token ? items[i].token : owner;
+                size_t tlen = tok ? strlen(tok) : 0;
                 sql_add(&sql, "%s(", i ? "," : "");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, ",'FIRING',%lld,'%s',%lld,%lld)",
-                        (long long)items[i].fire_at_ms, qowner, (long long)now,
-                        (long long)now);
+                sql_add(&sql, ",'FIRING',%lld,",
+                        (long long)items[i].fire_at_ms);
+                if (tlen)
+                        sql_add_hex(&sql, tok, tlen > 64 ? 64 : tlen);
+                else
+                        sql_add(&sql, "NULL");
+                sql_add(&sql, ",%lld,%lld)", (long long)now, (long long)now);
         }
         kdelay_err_t err =
             stmt(store, &sql, "claim", NULL, errstr, errstr_size);
@@ -308,13 +341,14 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                 return err;
         }
         sql.len = 0;
-        sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
-                      "IN (");
+        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
+                      "task_id IN (");
         for (size_t i = 0; i < n; i++) {
                 if (i)
                         sql_add(&sql, ",");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
                 items[i].fate = KDELAY_FATE_UNDECIDED;
+                items[i].row_owner[0] = '\0';
         }
         sql_add(&sql, ")");
         MYSQL_RES *res = NULL;
@@ -327,11 +361,15 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                 unsigned long *lens = mysql_fetch_lengths(res);
                 kdelay_fate_t f = kd_fate_parse(row[1]);
                 /* Batches are small (hundreds); a linear match is cheaper
-                 * than building an index. Duplicate ids share the fate. */
-                for (size_t i = 0; i < n; i++)
-                        if (items[i].id_len == lens[0] &&
-                            memcmp(items[i].id, row[0], lens[0]) == 0)
-                                items[i].fate = f;
+                 * than building an index. Duplicate ids share the row. */
+                for (size_t i = 0; i < n; i++) {
+                        if (items[i].id_len != lens[0] ||
+                            memcmp(items[i].id, row[0], lens[0]))
+                                continue;
+                        items[i].fate = f;
+                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
+                                   sizeof(items[i].row_owner));
+                }
         }
         mysql_free_result(res);
         return KDELAY_OK;

@@ -34,7 +34,7 @@ struct kdelay_conf_s {
         int64_t fwd_max_held_bytes;  /* held tasks, bytes */
         int64_t fwd_commit_interval_ms;
         int64_t fwd_stats_interval_ms;
-        int64_t fwd_retry_max_ms;    /* longest backoff */
+        int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
         rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
         char **kafka_kv;          /* owned; name,value,name,value... as set */
@@ -60,8 +60,9 @@ typedef struct kd_rk_owner {
 /* A librdkafka conf for one client: `defaults` (NULL-terminated name,
  * value pairs, may be NULL), then brokers, then the user's pass-through
  * properties, then `forced` pairs that kdelay's guarantees depend on. Logs
- * go to owner->conf's log callback (owner NULL: logs are dropped). The caller owns the result (rd_kafka_new()
- * takes it on success). NULL on failure, with errstr set. */
+ * go to owner->conf's log callback (owner NULL: logs are dropped). The caller
+ * owns the result (rd_kafka_new() takes it on success). NULL on failure, with
+ * errstr set. */
 rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                                  kd_rk_owner_t *owner,
                                  const char *const *defaults,

@@ -29,7 +29,7 @@ kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
                             size_t id_len, kdelay_status_t *status,
                             char *errstr, size_t errstr_size);
 
-/* One task of a claim batch; fate is the outcome. */
+/* One task of a claim batch. */
 typedef struct kd_fate_claim {
         const char *id; /* borrowed */
         size_t id_len;
@@ -37,10 +37,14 @@ typedef struct kd_fate_claim {
         kdelay_fate_t fate; /* out: FIRING = go ahead and produce,
                                FIRED = already delivered, skip,
                                CANCELLED = drop */
+        const char *token;  /* owner written if this claim inserts the row;
+                               NULL = the call's owner. <= 64 bytes */
+        char row_owner[65]; /* out: the owner the row holds */
 } kd_fate_claim_t;
 
 /* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all,
- * then reads back every row. owner names the claiming forwarder. */
+ * then reads back every row. A claim "won" when row_owner equals its
+ * token; FIRING with another owner means another claim came first. */
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size);

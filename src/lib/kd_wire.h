@@ -39,7 +39,8 @@ typedef struct kd_wire_task {
         int64_t fire_at_ms;
 } kd_wire_task_t;
 
-/* Non-zero when id is 1..KDELAY_ID_MAX bytes of valid UTF-8 without NUL. */
+/* Non-zero when id is 1..KDELAY_ID_MAX bytes of valid UTF-8 without control
+ * characters (C0, DEL): ids end up in logs and terminals. */
 int kd_wire_id_valid(const char *id, size_t len);
 
 /* Non-zero when Kafka accepts name as a topic: 1..249 of [A-Za-z0-9._-],

@@ -171,11 +171,20 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         unsigned proto = MYSQL_PROTOCOL_TCP;
         mysql_optionsv(conn, MYSQL_OPT_PROTOCOL, &proto);
         if (!mysql_real_connect(conn, p.host, p.user, password, p.db, p.port,
-                                NULL, CLIENT_FOUND_ROWS)) {
+                                NULL, 0)) {
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u as %s "
                               "(db %s): %s",
                               p.host, p.port, p.user, p.db, mysql_error(conn));
+                mysql_close(conn);
+                kd_mysql_params_clear(&p);
+                return err;
+        }
+        /* Each fate statement must be durable on its own, whatever the
+         * server's default (a DBA may set autocommit=0). */
+        if (mysql_autocommit(conn, 1)) {
+                err = kd_mysql_fail(conn, "enable autocommit", errstr,
+                                    errstr_size);
                 mysql_close(conn);
                 kd_mysql_params_clear(&p);
                 return err;

@@ -31,8 +31,8 @@ const char *kd_wire_defect_str(kd_wire_defect_t d)
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
         unsigned char c = s[0];
-        if (c == 0)
-                return 0;
+        if (c < 0x20 || c == 0x7f)
+                return 0; /* NUL and control characters */
         if (c < 0x80)
                 return 1;
         size_t len;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,8 +170,10 @@ void it_msg_free(it_msg_t *m)
         memset(m, 0, sizeof(*m));
 }
 
-size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
-                  int timeout_ms)
+/* Reads records of topics from the start. With fixed (msgs, want) it stops
+ * at want; with grow (msgsp) it stops after idle_ms without a record. */
+static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
+                      it_msg_t **msgsp, int idle_ms, int timeout_ms)
 {
         char errstr[512];
         rd_kafka_conf_t *rkc = rd_kafka_conf_new();
@@ -206,17 +209,27 @@ size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
         }
         rd_kafka_assign(rk, parts);
         rd_kafka_topic_partition_list_destroy(parts);
-        size_t n = 0;
+        size_t n = 0, cap = 0;
         int64_t deadline = kd_mono_ms() + timeout_ms;
-        while (n < want && kd_mono_ms() < deadline) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        int64_t last = kd_mono_ms();
+        while (kd_mono_ms() < deadline) {
+                if (msgs && n >= want)
+                        break;
+                if (msgsp && kd_mono_ms() - last >= idle_ms)
+                        break;
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;
                 if (m->err) {
                         rd_kafka_message_destroy(m);
                         continue;
                 }
-                it_msg_t *o = &msgs[n++];
+                last = kd_mono_ms();
+                if (msgsp && n == cap) {
+                        cap = cap ? cap * 2 : 1024;
+                        *msgsp = realloc(*msgsp, cap * sizeof(**msgsp));
+                }
+                it_msg_t *o = msgsp ? &(*msgsp)[n++] : &msgs[n++];
                 memset(o, 0, sizeof(*o));
                 snprintf(o->topic, sizeof(o->topic), "%s",
                          rd_kafka_topic_name(m->rkt));
@@ -235,6 +248,81 @@ size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
         return n;
+}
+
+size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
+                  int timeout_ms)
+{
+        return consume(topics, msgs, want, NULL, 0, timeout_ms);
+}
+
+size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
+                      int timeout_ms)
+{
+        *msgsp = NULL;
+        return consume(topics, NULL, 0, msgsp, idle_ms, timeout_ms);
+}
+
+int it_create_topic(const char *topic, int partitions)
+{
+        char errstr[256];
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                          sizeof(errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        if (!rk)
+                return -1;
+        rd_kafka_NewTopic_t *nt =
+            rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        int rc = -1;
+        if (ev) {
+                size_t n;
+                const rd_kafka_topic_result_t **res =
+                    rd_kafka_CreateTopics_result_topics(
+                        rd_kafka_event_CreateTopics_result(ev), &n);
+                if (n == 1 && !rd_kafka_topic_result_error(res[0]))
+                        rc = 0;
+                rd_kafka_event_destroy(ev);
+        }
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_destroy(rk);
+        return rc ? rc : it_wait_topic(topic);
+}
+
+pid_t it_spawn(char *const argv[], const char *log_path)
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, log_path,
+                                         O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        pid_t pid;
+        int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        return rc ? -1 : pid;
+}
+
+int it_wait_pid(pid_t pid, int timeout_ms)
+{
+        /* A pidfd becomes readable when the process exits. */
+        int fd = pidfd_open(pid, 0);
+        if (fd >= 0) {
+                struct pollfd p = {fd, POLLIN, 0};
+                int r = poll(&p, 1, timeout_ms);
+                close(fd);
+                if (r == 0)
+                        return -1;
+        }
+        int status;
+        if (waitpid(pid, &status, fd >= 0 ? 0 : WNOHANG) != pid)
+                return -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 char *it_header(const it_msg_t *m, const char *name)
@@ -289,7 +377,9 @@ static void drain(int fds[2], char **bufs)
 int it_run(char *const argv[], char *const env[], char **out, char **err)
 {
         int po[2], pe[2];
-        if (pipe(po) || pipe(pe))
+        /* CLOEXEC: only the dup2'd copies reach the child, so a daemon it
+         * starts cannot hold our pipes open. */
+        if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))
                 return -1;
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);

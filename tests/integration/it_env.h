@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <librdkafka/rdkafka.h>
 #include <mysql.h>
@@ -56,14 +57,33 @@ typedef struct it_msg {
 void it_msg_free(it_msg_t *m);
 
 /* Consumes every record of `topics` (NULL-terminated) from the start until
- * `want` records arrived or timeout_ms passed. Returns the number read into
+ * `want` records arrived or timeout_ms passed (want 0: until no record came
+ * for 3 s, at most `max`... see it_consume_all). Returns the number read into
  * msgs[] (caller frees each with it_msg_free). */
 size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
                   int timeout_ms);
 
+/* Consumes every record of `topics` from the start into *msgsp (grown as
+ * needed; caller frees each and the array) until no record arrived for
+ * idle_ms, or timeout_ms passed. Returns the count. */
+size_t it_consume_all(const char *const *topics, it_msg_t **msgsp,
+                      int idle_ms, int timeout_ms);
+
 /* The value of header `name` of m as a new NUL-terminated string, or NULL
  * when absent. Caller frees. */
 char *it_header(const it_msg_t *m, const char *name);
+
+/* Creates topic with `partitions` partitions (replication 1) and waits
+ * until metadata shows it. 0 on success. */
+int it_create_topic(const char *topic, int partitions);
+
+/* Starts argv (argv[0] a path) in the background with stdout and stderr
+ * appended to log_path. Returns the pid, or -1. */
+pid_t it_spawn(char *const argv[], const char *log_path);
+
+/* Waits up to timeout_ms for pid to exit; returns its exit status (128+sig
+ * when killed), or -1 on time-out (the process is then left running). */
+int it_wait_pid(pid_t pid, int timeout_ms);
 
 /* Runs argv (argv[0] a path) with extra environment `env` (NULL-terminated
  * "K=V", may be NULL); captures stdout and stderr (NUL-terminated, caller

@@ -68,6 +68,7 @@ static int ctl_raw(const char *a0, ...)
         va_list ap;
         free(out);
         free(err);
+        out = err = NULL;
         argv[n++] = KDELAY_CTL;
         argv[n++] = (char *)a0;
         va_start(ap, a0);
@@ -356,7 +357,8 @@ static void test_password_from_environment(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
         snprintf(user, sizeof(user), "kdit%d", (int)getpid());
         snprintf(sql, sizeof(sql),
-                 "CREATE USER '%s'@'%%' IDENTIFIED BY 's3cr3t'", user);
+                 "CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY 's3cr3t'",
+                 user);
         CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
         snprintf(sql, sizeof(sql), "GRANT ALL ON `%s`.* TO '%s'@'%%'", db,
                  user);

@@ -320,7 +320,13 @@ static void test_id_utf8(void)
         expect_id(ID("\xef\xbf\xbf"), KD_WIRE_OK);     /* U+FFFF */
         expect_id(ID("\xf0\x90\x80\x80"), KD_WIRE_OK); /* U+10000 */
         expect_id(ID("\xf4\x8f\xbf\xbf"), KD_WIRE_OK); /* U+10FFFF */
-        expect_id(ID("\x7f"), KD_WIRE_OK);
+
+        /* Control characters would end up raw in logs and terminals. */
+        expect_id(ID("\x7f"), KD_WIRE_BAD_ID);
+        expect_id(ID("a\nb event=forged"), KD_WIRE_BAD_ID);
+        expect_id(ID("tab\there"), KD_WIRE_BAD_ID);
+        expect_id(ID("\x1b[31m"), KD_WIRE_BAD_ID);
+        expect_id(ID("space ok"), KD_WIRE_OK);
 
         /* Invalid. */
         expect_id(ID("\xc0\xaf"), KD_WIRE_BAD_ID);         /* overlong '/' */

@@ -1,0 +1,658 @@
+/* Integration: kdelay-forwarder end to end against the real broker and
+ * MariaDB, in one timeline that exercises every path and fault at once:
+ *
+ *   2,000 tasks due from +3 s to +150 s, from the library and from a plain
+ *   producer writing the headers itself, across every tier path (held at
+ *   once, hops 1m -> 1s, repeated 1s hops); malformed records interleaved;
+ *   two forwarders in one group; 10% cancelled before due; some cancelled
+ *   after delivery (exit 3); forwarder A stopped with SIGTERM and
+ *   restarted; forwarder B killed with SIGKILL and restarted; MySQL
+ *   stopped for 6 s while tasks come due.
+ *
+ * Then it checks: nothing lost, nothing early, no acknowledged cancel
+ * delivered, duplicates only among tasks in flight at the SIGKILL (same
+ * kdelay-id), every malformed record dead-lettered with its reason, every
+ * delivery claimed in MySQL; and prints lateness p50/p99/max. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "it_env.h"
+#include "kd_test.h"
+#include "kd_tiers.h"
+#include "kd_topics.h"
+#include "kd_util.h"
+
+#define N_TASKS         2000
+#define N_RAW           400 /* of which written by a plain producer */
+#define SPREAD_FIRST_MS 3000
+#define SPREAD_LAST_MS  150000
+#define N_TARGETS       3
+
+static char prefix[40], group[64], db[64], url[256];
+static char targets[N_TARGETS][96], dead_topic[96];
+static char stack_sh[512];
+
+typedef struct task {
+        char id[64];
+        int64_t fire_at;
+        int target;
+        int cancel_ok; /* cancelled before due, acknowledged */
+        int too_late;  /* cancelled after delivery: exit 3 */
+        int delivered; /* copies seen on the target */
+        int64_t first_ts;
+} task_t;
+
+static task_t tasks[N_TASKS];
+
+static int suite_init(void)
+{
+        char errstr[512];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n;
+        if (it_env_init())
+                return -1;
+        it_unique(prefix, sizeof(prefix), "itfwd");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        it_unique(db, sizeof(db), "kdit_fwd");
+        if (it_db_create(db, 1, url, sizeof(url)))
+                return -1;
+        kdelay_conf_t *conf = it_conf_new(prefix, url);
+        int rc =
+            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr));
+        kdelay_conf_destroy(conf);
+        if (rc) {
+                fprintf(stderr, "topics: %s\n", errstr);
+                return -1;
+        }
+        for (int i = 0; i < N_TARGETS; i++) {
+                snprintf(targets[i], sizeof(targets[i]), "%s.target%d", prefix,
+                         i);
+                if (it_create_topic(targets[i], 2))
+                        return -1;
+        }
+        snprintf(dead_topic, sizeof(dead_topic), "%s.dead", prefix);
+        snprintf(stack_sh, sizeof(stack_sh), "%s/deploy/local/stack.sh",
+                 KDELAY_SOURCE_DIR);
+        return 0;
+}
+
+static int suite_cleanup(void)
+{
+        it_db_drop(db);
+        return 0;
+}
+
+/* --- forwarder processes ------------------------------------------------- */
+
+typedef struct fwd {
+        const char *name;
+        pid_t pid;
+        char log[256];
+} fwd_t;
+
+static void fwd_start(fwd_t *f)
+{
+        char pfx[96], grp[96], inst[64];
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", group);
+        snprintf(inst, sizeof(inst), "forwarder.instance=%s", f->name);
+        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", prefix, f->name);
+        char *argv[] = {KDELAY_FORWARDER,
+                        "--brokers",
+                        (char *)it_brokers(),
+                        "--mysql",
+                        url,
+                        "-X",
+                        pfx,
+                        "-X",
+                        grp,
+                        "-X",
+                        inst,
+                        "-X",
+                        "forwarder.hold_horizon=10s",
+                        "-X",
+                        "forwarder.stats_interval=5s",
+                        "-X",
+                        "forwarder.commit_interval=500ms",
+                        NULL};
+        f->pid = it_spawn(argv, f->log);
+        CU_ASSERT_FATAL(f->pid > 0);
+}
+
+/* Signals f and waits for it to exit; returns its exit status. */
+static int fwd_stop(fwd_t *f, int sig)
+{
+        kill(f->pid, sig);
+        int rc = it_wait_pid(f->pid, 60000);
+        f->pid = -1;
+        return rc;
+}
+
+/* How many times the log says a non-empty assignment was received. There
+ * is no other notification of a consumer group assignment to await, so
+ * wait_assigned polls the log file. */
+static int log_count(const char *path, const char *needle)
+{
+        FILE *fp = fopen(path, "r");
+        char line[4096];
+        int n = 0;
+        if (!fp)
+                return 0;
+        while (fgets(line, sizeof(line), fp))
+                if (strstr(line, needle))
+                        n++;
+        fclose(fp);
+        return n;
+}
+
+static int wait_log(const char *path, const char *needle, int timeout_ms)
+{
+        int64_t deadline = kd_mono_ms() + timeout_ms;
+        while (kd_mono_ms() < deadline) {
+                if (log_count(path, needle) > 0)
+                        return 0;
+                struct timespec ts = {0, 50 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        return -1;
+}
+
+/* Sleeps until wall-clock time at_ms: the timeline's clock, not a wait
+ * for an event. */
+static void until(int64_t at_ms)
+{
+        int64_t d = at_ms - kd_now_ms();
+        if (d > 0) {
+                struct timespec ts = {d / 1000, (d % 1000) * 1000000};
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* --- scheduling ------------------------------------------------------------
+ */
+
+static void schedule_library(int64_t start)
+{
+        kdelay_client_t *c = NULL;
+        char errstr[512];
+        CU_ASSERT_EQUAL_FATAL(kdelay_client_new(&c, it_conf_new(prefix, url),
+                                                errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        for (int i = N_RAW; i < N_TASKS; i++) {
+                task_t *t = &tasks[i];
+                char key[32], value[32], seq[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                snprintf(value, sizeof(value), "v%d", i);
+                snprintf(seq, sizeof(seq), "%d", i);
+                kdelay_header_t h = {"test-seq", seq, strlen(seq)};
+                kdelay_task_t kt;
+                kdelay_task_init(&kt);
+                kt.topic = targets[t->target];
+                kt.key = key;
+                kt.key_len = strlen(key);
+                kt.value = value;
+                kt.value_len = strlen(value);
+                kt.headers = &h;
+                kt.header_cnt = 1;
+                kt.fire_at_ms = t->fire_at;
+                (void)start;
+                CU_ASSERT_EQUAL_FATAL(
+                    kdelay_schedule_async(c, &kt, NULL, NULL, t->id,
+                                          sizeof(t->id), errstr,
+                                          sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL(kdelay_flush(c, 60000), KDELAY_OK);
+        kdelay_client_destroy(c);
+}
+
+static rd_kafka_t *raw_producer(void)
+{
+        char errstr[256];
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                          sizeof(errstr));
+        rd_kafka_conf_set(rkc, "enable.idempotence", "true", errstr,
+                          sizeof(errstr));
+        return rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+}
+
+/* Produces one record with the given headers (name, value pairs, NULL
+ * value = header without value; NULL-terminated) to tier `tier`. */
+static void raw_send(rd_kafka_t *rk, const char *tier, const char *key,
+                     const char *value, const char *const *hdrs)
+{
+        char topic[128];
+        snprintf(topic, sizeof(topic), "%s.tier.%s", prefix, tier);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        for (size_t i = 0; hdrs[i]; i += 2)
+                rd_kafka_header_add(h, hdrs[i], -1, hdrs[i + 1], -1);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_KEY((void *)key, strlen(key)),
+            RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+            RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_END);
+        CU_ASSERT_EQUAL_FATAL(err, 0);
+}
+
+/* The tier a producer following docs/wire-format.md picks. */
+static const char *tier_for(int64_t remaining)
+{
+        kd_tiers_t tiers;
+        kd_tiers_parse(&tiers, "1s,1m,30m,7d", NULL, 0);
+        static char name[KD_TIER_NAME_MAX];
+        kd_strlcpy(name, tiers.v[kd_tiers_choose(&tiers, remaining)].name,
+                   sizeof(name));
+        return name;
+}
+
+static void schedule_raw(rd_kafka_t *rk)
+{
+        for (int i = 0; i < N_RAW; i++) {
+                task_t *t = &tasks[i];
+                char key[32], value[32], seq[16], fire_at[24];
+                snprintf(t->id, sizeof(t->id), "raw-%s-%d", prefix, i);
+                snprintf(key, sizeof(key), "k%d", i);
+                snprintf(value, sizeof(value), "v%d", i);
+                snprintf(seq, sizeof(seq), "%d", i);
+                snprintf(fire_at, sizeof(fire_at), "%lld",
+                         (long long)t->fire_at);
+                const char *h[] = {"test-seq",
+                                   seq,
+                                   "kdelay-id",
+                                   t->id,
+                                   "kdelay-target",
+                                   targets[t->target],
+                                   "kdelay-fire-at",
+                                   fire_at,
+                                   "kdelay-v",
+                                   "1",
+                                   NULL};
+                raw_send(rk, tier_for(t->fire_at - kd_now_ms()), key, value, h);
+        }
+}
+
+/* Malformed records and the dead-letter reason each must get. */
+typedef struct bad {
+        const char *kind;
+        const char *tier;
+        const char *reason;
+} bad_t;
+
+static const bad_t bads[] = {
+    {"no-id", "1s", "missing-id"},
+    {"empty-id", "1s", "bad-id"},
+    {"long-id", "1m", "bad-id"},
+    {"no-target", "1s", "missing-target"},
+    {"bad-target", "1s", "bad-target"},
+    {"no-fire-at", "1s", "missing-fire-at"},
+    {"bad-fire-at", "1m", "bad-fire-at"},
+    {"absurd-fire-at", "1s", "absurd-fire-at"},
+    {"v2", "1s", "unknown-version"},
+    {"no-version", "1s", "missing-version"},
+    {"dup-id", "1s", "duplicate-header"},
+    {"missing-target-topic", "1s", "target-unavailable"},
+};
+#define N_BADS (sizeof(bads) / sizeof(bads[0]))
+
+static void schedule_bad(rd_kafka_t *rk, int64_t start)
+{
+        char long_id[130], soon[24], id[64], missing_topic[96];
+        memset(long_id, 'x', 129);
+        long_id[129] = '\0';
+        snprintf(soon, sizeof(soon), "%lld", (long long)start + 5000);
+        snprintf(missing_topic, sizeof(missing_topic), "%s.no-such-topic",
+                 prefix);
+        for (size_t i = 0; i < N_BADS; i++) {
+                const bad_t *b = &bads[i];
+                snprintf(id, sizeof(id), "bad-%s-%zu", prefix, i);
+                const char *idv = id, *target = targets[0], *fa = soon,
+                           *v = "1";
+                const char *h[16];
+                size_t n = 0;
+                h[n++] = "test-bad";
+                h[n++] = b->kind;
+                if (!strcmp(b->kind, "empty-id"))
+                        idv = "";
+                if (!strcmp(b->kind, "long-id"))
+                        idv = long_id;
+                if (!strcmp(b->kind, "bad-target"))
+                        target = "a b";
+                if (!strcmp(b->kind, "missing-target-topic"))
+                        target = missing_topic;
+                if (!strcmp(b->kind, "bad-fire-at"))
+                        fa = "12:00";
+                if (!strcmp(b->kind, "absurd-fire-at"))
+                        fa = "99999999999999";
+                if (!strcmp(b->kind, "v2"))
+                        v = "2";
+                if (strcmp(b->kind, "no-id")) {
+                        h[n++] = "kdelay-id";
+                        h[n++] = idv;
+                }
+                if (!strcmp(b->kind, "dup-id")) {
+                        h[n++] = "kdelay-id";
+                        h[n++] = "other";
+                }
+                if (strcmp(b->kind, "no-target")) {
+                        h[n++] = "kdelay-target";
+                        h[n++] = target;
+                }
+                if (strcmp(b->kind, "no-fire-at")) {
+                        h[n++] = "kdelay-fire-at";
+                        h[n++] = fa;
+                }
+                if (strcmp(b->kind, "no-version")) {
+                        h[n++] = "kdelay-v";
+                        h[n++] = v;
+                }
+                h[n] = NULL;
+                raw_send(rk, b->tier, b->kind, "bad", h);
+        }
+}
+
+/* --- checks ----------------------------------------------------------------
+ */
+
+static task_t *task_by_id(const char *id)
+{
+        for (int i = 0; i < N_TASKS; i++)
+                if (!strcmp(tasks[i].id, id))
+                        return &tasks[i];
+        return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void report_lateness(const char *what, int64_t *v, size_t n)
+{
+        if (n == 0)
+                return;
+        qsort(v, n, sizeof(*v), cmp_i64);
+        printf("\n  lateness %-22s n=%-5zu p50=%lldms p99=%lldms max=%lldms",
+               what, n, (long long)v[n / 2], (long long)v[(n * 99) / 100],
+               (long long)v[n - 1]);
+}
+
+/* Fault windows (ms after start): fire-at inside them may be late. */
+static const int64_t faults[][2] = {
+    {35000, 46000},   /* A stopped, restarted */
+    {70000, 90000},   /* B killed, session timeout, restarted */
+    {100000, 112000}, /* MySQL down */
+};
+
+static int in_fault(int64_t rel)
+{
+        for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+                if (rel >= faults[i][0] && rel <= faults[i][1])
+                        return 1;
+        return 0;
+}
+
+static void check_fate_rows(void)
+{
+        MYSQL *conn = it_mysql_connect();
+        char sql[256];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+        snprintf(sql, sizeof(sql), "USE `%s`", db);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            mysql_query(conn, "SELECT task_id, state FROM kdelay_fate"), 0);
+        MYSQL_RES *res = mysql_store_result(conn);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+        static char state[N_TASKS][16];
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res))) {
+                task_t *t = task_by_id(row[0]);
+                if (t)
+                        kd_strlcpy(state[t - tasks], row[1], 16);
+        }
+        mysql_free_result(res);
+        mysql_close(conn);
+        int unclaimed = 0, not_fired = 0;
+        for (int i = 0; i < N_TASKS; i++) {
+                if (!tasks[i].delivered)
+                        continue;
+                if (strcmp(state[i], "FIRING") && strcmp(state[i], "FIRED"))
+                        unclaimed++;
+                if (strcmp(state[i], "FIRED"))
+                        not_fired++;
+        }
+        printf("\n  delivered without a claim: %d, delivered not marked "
+               "FIRED: %d",
+               unclaimed, not_fired);
+        CU_ASSERT_EQUAL(unclaimed, 0);
+}
+
+static void check_dead_letters(void)
+{
+        const char *tl[] = {dead_topic, NULL};
+        it_msg_t *msgs = NULL;
+        size_t n = it_consume_all(tl, &msgs, 3000, 30000);
+        int found[N_BADS] = {0};
+        int valid_dead = 0;
+        for (size_t k = 0; k < n; k++) {
+                char *kind = it_header(&msgs[k], "test-bad");
+                char *reason = it_header(&msgs[k], KDELAY_HDR_DEAD_REASON);
+                if (!kind) {
+                        valid_dead++;
+                } else {
+                        for (size_t i = 0; i < N_BADS; i++) {
+                                if (strcmp(kind, bads[i].kind))
+                                        continue;
+                                found[i]++;
+                                if (!reason || strcmp(reason, bads[i].reason))
+                                        printf("\n  dead %s: reason %s, want "
+                                               "%s",
+                                               kind, reason ? reason : "-",
+                                               bads[i].reason);
+                                CU_ASSERT_STRING_EQUAL(reason ? reason : "",
+                                                       bads[i].reason);
+                                /* Original key and value kept. */
+                                CU_ASSERT(msgs[k].len == 3 &&
+                                          !memcmp(msgs[k].value, "bad", 3));
+                        }
+                }
+                free(kind);
+                free(reason);
+                it_msg_free(&msgs[k]);
+        }
+        free(msgs);
+        for (size_t i = 0; i < N_BADS; i++) {
+                if (found[i] < 1)
+                        printf("\n  malformed %s not dead-lettered",
+                               bads[i].kind);
+                CU_ASSERT(found[i] >= 1);
+        }
+        CU_ASSERT_EQUAL(valid_dead, 0);
+}
+
+static void test_forwarder_timeline(void)
+{
+        fwd_t a = {"fwA", -1, ""}, b = {"fwB", -1, ""};
+        int64_t start = kd_now_ms();
+        for (int i = 0; i < N_TASKS; i++) {
+                tasks[i].fire_at =
+                    start + SPREAD_FIRST_MS +
+                    (int64_t)i * (SPREAD_LAST_MS - SPREAD_FIRST_MS) / N_TASKS;
+                tasks[i].target = i % N_TARGETS;
+        }
+        /* Mix raw and library tasks over the whole spread. */
+        for (int i = 0; i < N_RAW; i++) {
+                int j = i * (N_TASKS / N_RAW);
+                task_t tmp = tasks[i];
+                tasks[i] = tasks[j];
+                tasks[j] = tmp;
+        }
+        fwd_start(&a);
+        fwd_start(&b);
+        rd_kafka_t *rk = raw_producer();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        schedule_raw(rk);
+        schedule_bad(rk, start);
+        rd_kafka_flush(rk, 30000);
+        CU_ASSERT_EQUAL(rd_kafka_outq_len(rk), 0);
+        rd_kafka_destroy(rk);
+        schedule_library(start);
+        printf("\n  scheduled %d tasks in %lld ms", N_TASKS,
+               (long long)(kd_now_ms() - start));
+
+        /* Both forwarders get a share of the partitions. */
+        CU_ASSERT_EQUAL(
+            wait_log(a.log, "event=partitions_assigned count=", 30000), 0);
+        CU_ASSERT_EQUAL(
+            wait_log(b.log, "event=partitions_assigned count=", 30000), 0);
+
+        /* Cancel 10% long before they are due: each must be acknowledged. */
+        kdelay_client_t *c = NULL;
+        char errstr[512];
+        CU_ASSERT_EQUAL_FATAL(kdelay_client_new(&c, it_conf_new(prefix, url),
+                                                errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        int cancelled = 0;
+        for (int i = 0; i < N_TASKS && cancelled < N_TASKS / 10; i++) {
+                if (i % 7 != 3 || tasks[i].fire_at < kd_now_ms() + 15000)
+                        continue;
+                kdelay_err_t err =
+                    kdelay_cancel(c, tasks[i].id, errstr, sizeof(errstr));
+                CU_ASSERT_EQUAL(err, KDELAY_OK);
+                tasks[i].cancel_ok = err == KDELAY_OK;
+                cancelled++;
+        }
+        CU_ASSERT_EQUAL(cancelled, N_TASKS / 10);
+        kdelay_client_destroy(c);
+
+        /* Cancel after delivery: too late (exit 3). */
+        until(start + 25000);
+        int late_cancels = 0;
+        for (int i = 0; i < N_TASKS && late_cancels < 10; i++) {
+                if (tasks[i].fire_at > start + 15000 || tasks[i].cancel_ok)
+                        continue;
+                char pfx[96];
+                snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+                char *argv[] = {KDELAY_CTL, "cancel",    "--mysql",
+                                url,        tasks[i].id, NULL};
+                int rc = it_run(argv, NULL, NULL, NULL);
+                CU_ASSERT_EQUAL(rc, 3);
+                tasks[i].too_late = 1;
+                late_cancels++;
+        }
+
+        /* Faults. */
+        until(start + faults[0][0]);
+        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
+        until(start + faults[0][0] + 5000);
+        fwd_start(&a);
+        until(start + faults[1][0]);
+        CU_ASSERT_EQUAL(fwd_stop(&b, SIGKILL), 128 + SIGKILL);
+        int64_t killed_at = kd_now_ms();
+        until(start + faults[1][0] + 5000);
+        fwd_start(&b);
+        until(start + faults[2][0]);
+        char *down[] = {stack_sh, "mysql-stop", NULL};
+        char *up[] = {stack_sh, "mysql-start", NULL};
+        CU_ASSERT_EQUAL(it_run(down, NULL, NULL, NULL), 0);
+        until(start + faults[2][0] + 6000);
+        CU_ASSERT_EQUAL(it_run(up, NULL, NULL, NULL), 0);
+
+        /* Everything due, plus time for the slowest path. */
+        until(start + SPREAD_LAST_MS + 5000);
+        const char *tl[N_TARGETS + 1];
+        for (int i = 0; i < N_TARGETS; i++)
+                tl[i] = targets[i];
+        tl[N_TARGETS] = NULL;
+        it_msg_t *msgs = NULL;
+        size_t n = it_consume_all(tl, &msgs, 5000, 60000);
+
+        int early = 0, cancelled_delivered = 0, unknown = 0;
+        for (size_t k = 0; k < n; k++) {
+                char *id = it_header(&msgs[k], KDELAY_HDR_ID);
+                char *fa = it_header(&msgs[k], KDELAY_HDR_FIRE_AT);
+                char *target = it_header(&msgs[k], KDELAY_HDR_TARGET);
+                task_t *t = id ? task_by_id(id) : NULL;
+                if (!t) {
+                        unknown++;
+                } else {
+                        t->delivered++;
+                        if (t->delivered == 1)
+                                t->first_ts = msgs[k].ts;
+                        if (msgs[k].ts < t->fire_at)
+                                early++;
+                        if (t->cancel_ok)
+                                cancelled_delivered++;
+                        CU_ASSERT_STRING_EQUAL(msgs[k].topic,
+                                               targets[t->target]);
+                        CU_ASSERT(fa && atoll(fa) == t->fire_at);
+                        /* Routing headers stay behind. */
+                        CU_ASSERT_PTR_NULL(target);
+                        char key[32];
+                        snprintf(key, sizeof(key), "k%d", (int)(t - tasks));
+                        CU_ASSERT(msgs[k].key_len == strlen(key) &&
+                                  !memcmp(msgs[k].key, key, msgs[k].key_len));
+                }
+                free(id);
+                free(fa);
+                free(target);
+                it_msg_free(&msgs[k]);
+        }
+        free(msgs);
+
+        int lost = 0, dups = 0, dups_outside = 0;
+        static int64_t late_all[N_TASKS], late_quiet[N_TASKS];
+        size_t n_all = 0, n_quiet = 0;
+        for (int i = 0; i < N_TASKS; i++) {
+                task_t *t = &tasks[i];
+                if (!t->cancel_ok && !t->delivered)
+                        lost++;
+                if (t->too_late)
+                        CU_ASSERT(t->delivered >= 1);
+                if (t->delivered > 1) {
+                        dups += t->delivered - 1;
+                        /* In flight at the kill: fired in the last moments
+                         * before it, not yet marked FIRED or committed. */
+                        if (t->fire_at < killed_at - 3000 ||
+                            t->fire_at > killed_at + 1000)
+                                dups_outside++;
+                }
+                if (t->delivered) {
+                        int64_t late = t->first_ts - t->fire_at;
+                        late_all[n_all++] = late;
+                        if (!in_fault(t->fire_at - start))
+                                late_quiet[n_quiet++] = late;
+                }
+        }
+        printf("\n  records on targets: %zu; lost=%d early=%d "
+               "cancelled_then_delivered=%d duplicates=%d (outside the kill "
+               "window: %d) unknown=%d",
+               n, lost, early, cancelled_delivered, dups, dups_outside,
+               unknown);
+        report_lateness("(all)", late_all, n_all);
+        report_lateness("(outside fault windows)", late_quiet, n_quiet);
+        CU_ASSERT_EQUAL(lost, 0);
+        CU_ASSERT_EQUAL(early, 0);
+        CU_ASSERT_EQUAL(cancelled_delivered, 0);
+        CU_ASSERT_EQUAL(dups_outside, 0);
+        CU_ASSERT_EQUAL(unknown, 0);
+
+        check_dead_letters();
+        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
+        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        check_fate_rows();
+        printf("\n  forwarder logs: %s %s\n", a.log, b.log);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {KD_TEST(test_forwarder_timeline),
+                                               KD_TEST_END};
+        return kd_test_run("forwarder", cases, suite_init, suite_cleanup);
+}
