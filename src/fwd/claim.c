@@ -141,6 +141,21 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                                 kd_task_done(f, t);
                                 break;
                         }
+                        if (strcmp(items[i].row_owner, tokens[i]) &&
+                            !t->waited_foreign &&
+                            f->conf->fwd_foreign_wait_ms > 0) {
+                                /* Claimed by another process: it is alive
+                                 * and about to mark it FIRED, or it died.
+                                 * Look again a little later; fire then if
+                                 * the row still says FIRING. */
+                                t->waited_foreign = 1;
+                                t->state = KD_TASK_HELD;
+                                f->stats.foreign_waits++;
+                                kd_heap_push(&f->timers, &t->timer,
+                                             now +
+                                                 f->conf->fwd_foreign_wait_ms);
+                                break;
+                        }
                         f->stats.claimed++;
                         t->state = KD_TASK_CLAIMED;
                         kd_heap_push(&f->timers, &t->timer, t->fire_at_ms);

@@ -54,6 +54,7 @@ typedef struct kd_task {
         rd_kafka_headers_t *hdrs; /* owned copy; may be NULL */
         size_t bytes;             /* memory accounted to the held set */
         int held;                 /* counted in the held set */
+        int waited_foreign;       /* waited once for a foreign claim */
 } kd_task_t;
 
 typedef enum kd_part_state {
@@ -77,8 +78,8 @@ struct kd_part {
 
 typedef struct kd_fwd_stats {
         uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
-            dup_copies, wrong_tier, produce_retries, claim_statements, claimed,
-            mark_statements, commits;
+            dup_copies, foreign_waits, wrong_tier, produce_retries,
+            claim_statements, claimed, mark_statements, commits;
         int64_t late_max_ms;
 } kd_fwd_stats_t;
 

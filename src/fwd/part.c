@@ -162,10 +162,10 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                                                      : kd_wire_defect_str(d);
                 return;
         }
-        /* A task whose own delay fitted a smaller tier than the one it sits
-         * in fires late by up to this tier's delay. */
-        if (kd_tiers_choose(&f->conf->tiers, t->fire_at_ms - t->append_ms) <
-            p->tier) {
+        /* A task due before its tier lets it be handled (its own delay
+         * fitted a smaller tier) fires late by up to this tier's delay. */
+        if (t->fire_at_ms + f->conf->fwd_hold_horizon_ms <
+            t->append_ms + f->conf->tiers.v[p->tier].delay_ms) {
                 f->stats.wrong_tier++;
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=wrong_tier id=%s topic=%s partition=%d "

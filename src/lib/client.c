@@ -273,11 +273,6 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
 {
         int64_t now = kd_now_ms();
         int64_t fire_at = 0;
-        if (p->id_out &&
-            p->id_out_size <= (t && t->id ? strlen(t->id) : KDELAY_ID_GEN_LEN))
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "id_out holds %zu bytes, the id needs more",
-                               p->id_out_size);
         kdelay_err_t err = task_check(c, t, now, &fire_at, p->id, sizeof(p->id),
                                       errstr, errstr_size);
         if (err)

@@ -65,6 +65,8 @@ static const kd_prop_t kd_props[] = {
      0},
     {"forwarder.claim_ahead", KD_PROP_DURATION, KD_OFF(fwd_claim_ahead_ms),
      "100ms", 0},
+    {"forwarder.foreign_claim_wait", KD_PROP_DURATION,
+     KD_OFF(fwd_foreign_wait_ms), "2s", 0},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1},
     {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1},
     {"forwarder.max_held_bytes", KD_PROP_BYTES, KD_OFF(fwd_max_held_bytes),

@@ -276,6 +276,9 @@ static void expect_reject(kdelay_task_t *t, kdelay_err_t want)
         char id[KDELAY_ID_MAX + 1];
         kdelay_err_t err =
             kdelay_schedule(client, t, id, sizeof(id), errstr, sizeof(errstr));
+        if (err != want)
+                fprintf(stderr, "\nexpected %s, got %s: %s\n",
+                        kdelay_err_name(want), kdelay_err_name(err), errstr);
         CU_ASSERT_EQUAL(err, want);
         CU_ASSERT(strlen(errstr) > 0);
         err = kdelay_schedule_async(client, t, NULL, NULL, id, sizeof(id),
@@ -360,6 +363,12 @@ static void test_bad_input_is_rejected_before_sending(void)
         base_task(&t);
         t.value = NULL; /* length without data */
         expect_reject(&t, KDELAY_ERR_INVALID_ARG);
+        /* An id buffer too small for the id: refused, never cut short. */
+        base_task(&t);
+        char small[10];
+        CU_ASSERT_EQUAL(kdelay_schedule(client, &t, small, sizeof(small),
+                                        NULL, 0),
+                        KDELAY_ERR_INVALID_ARG);
         /* Nothing was enqueued by any of them. */
         CU_ASSERT_EQUAL(kdelay_outq_len(client), 0);
 }
