@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian machine: install what kdelay needs, build
 # it, start a local Kafka + MariaDB stack, create kdelay's topics and
-# schema, schedule a task, show it sitting in its tier topic with its
-# headers and its fate in MySQL, and cancel a second task.
+# schema, run kdelay-forwarder, schedule a task and see it delivered on
+# time, and cancel a second one that then never arrives.
 # The stack keeps running afterwards: `deploy/local/stack.sh down` stops it.
 set -euo pipefail
 
@@ -29,22 +29,47 @@ ctl topics create --partitions 2 --replication-factor 1 "${common[@]}"
 ctl topics check "${common[@]}"
 ctl db migrate "${common[@]}"
 
-step "Scheduling a task due in 45 seconds"
-id=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-42 \
-       --value 'ship order 42' --delay 45s --header source=demo)
-echo "task id: $id"
+step "Creating the demo target topic and starting kdelay-forwarder"
+deploy/local/stack.sh topic demo.reminders --partitions 2
+fwd_log=build/demo/forwarder.log
+build/demo/kdelay-forwarder "${common[@]}" >"$fwd_log" 2>&1 &
+fwd_pid=$!
+trap 'kill "$fwd_pid" 2>/dev/null || true' EXIT
+echo "forwarder pid $fwd_pid, log $fwd_log"
 
-step "The task as a Kafka record in its tier topic (kdelay.tier.1s)"
 kcat=$(command -v kcat || command -v kafkacat)
+step "Scheduling a task due in 5 seconds, and one due in 8 seconds that we cancel"
+id=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-42 \
+       --value 'ship order 42' --delay 5s --header source=demo)
+echo "task id: $id"
+id2=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-43 \
+        --value 'never sent' --delay 8s)
+ctl cancel "${common[@]}" "$id2"
+
+step "The first task as a Kafka record in its tier topic (kdelay.tier.1s)"
 "$kcat" -C -b "$KDELAY_BROKERS" -t kdelay.tier.1s -o beginning -e -q \
   -f 'partition=%p offset=%o append_time=%T key=%k value=%s\n  headers: %h\n' |
   grep -B1 -F "kdelay-id=$id" || { echo "record not found" >&2; exit 1; }
+
+step "Waiting for its delivery on demo.reminders"
+timeout 60 "$kcat" -C -b "$KDELAY_BROKERS" -t demo.reminders -o beginning -q \
+  -f 'delivered: timestamp=%T key=%k value=%s headers: %h\n' |
+  grep -m1 -F "kdelay-id=$id" || { echo "task $id was not delivered" >&2; exit 1; }
 ctl status "${common[@]}" "$id"
 
-step "Scheduling a second task and cancelling it"
-id2=$(ctl schedule "${common[@]}" --topic demo.reminders --value 'never sent' --delay 10m)
-ctl cancel "${common[@]}" "$id2"
+step "The cancelled task never arrives"
+sleep 5 # past its due time (8 s after scheduling) with margin
+if "$kcat" -C -b "$KDELAY_BROKERS" -t demo.reminders -o beginning -e -q -f '%h\n' |
+   grep -qF "kdelay-id=$id2"; then
+  echo "cancelled task $id2 was delivered" >&2; exit 1
+fi
+echo "task $id2 was not delivered"
 ctl status "${common[@]}" --json "$id2"
+
+step "Stopping the forwarder (SIGTERM) and its last statistics"
+kill -TERM "$fwd_pid"; wait "$fwd_pid" || true
+trap - EXIT
+grep -a 'event=forwarder_stopped' "$fwd_log" | tr ' ' '\n' | grep -E '^(fired|cancelled|held|hopped|statements_per_fire|late_max_ms)=' | paste -sd' '
 
 cat <<TXT
 

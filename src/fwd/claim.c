@@ -77,6 +77,66 @@ static void mysql_ok(kd_fwd_t *f)
         }
 }
 
+/* Where a claim outcome sends task t. */
+typedef enum kd_settle {
+        KD_SETTLED,       /* fire, drop or wait: decided */
+        KD_NEEDS_TAKEOVER /* FIRING under an owner that seems gone */
+} kd_settle_t;
+
+static void hold_again(kd_fwd_t *f, kd_task_t *t, int64_t at)
+{
+        t->state = KD_TASK_HELD;
+        kd_heap_push(&f->timers, &t->timer, at);
+}
+
+static kd_settle_t settle(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
+                          int64_t now, int after_takeover)
+{
+        const char *owner = c->row_owner;
+        switch (c->fate) {
+        case KDELAY_FATE_CANCELLED:
+                f->stats.cancelled++;
+                kd_log(f->conf, KDELAY_LOG_INFO, "event=task_cancelled id=%s",
+                       t->id);
+                kd_task_done(f, t);
+                return KD_SETTLED;
+        case KDELAY_FATE_FIRED:
+                f->stats.already_fired++;
+                kd_task_done(f, t);
+                return KD_SETTLED;
+        case KDELAY_FATE_FIRING:
+                break;
+        default:
+                /* No row after our insert (removed meanwhile): again. */
+                kd_claim_enqueue(f, t);
+                return KD_SETTLED;
+        }
+        if (!strcmp(owner, t->token)) {
+                /* Ours: fire at fire_at. */
+                f->stats.claimed++;
+                t->state = KD_TASK_CLAIMED;
+                kd_heap_push(&f->timers, &t->timer, t->fire_at_ms);
+                return KD_SETTLED;
+        }
+        if (!strncmp(owner, f->claim_prefix, strlen(f->claim_prefix))) {
+                /* Another copy of this task (a hop repeated after a
+                 * rebalance or crash) holds the claim in this assignment:
+                 * it fires, not this one. */
+                f->stats.dup_copies++;
+                kd_task_done(f, t);
+                return KD_SETTLED;
+        }
+        if (!t->waited_foreign || after_takeover) {
+                /* Claimed by another process, which is alive and about to
+                 * mark it FIRED, or died. Look again a little later. */
+                t->waited_foreign = 1;
+                f->stats.foreign_waits++;
+                hold_again(f, t, now + f->conf->fwd_foreign_wait_ms);
+                return KD_SETTLED;
+        }
+        return KD_NEEDS_TAKEOVER;
+}
+
 /* Claims up to one batch from the head of the queue. 0 on success. */
 static int claim_batch(kd_fwd_t *f, int64_t now)
 {
@@ -85,14 +145,11 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                 n = (size_t)f->conf->fwd_claim_batch;
         kd_fate_claim_t *items = calloc(n, sizeof(*items));
         kd_task_t **tasks = calloc(n, sizeof(*tasks));
-        char(*tokens)[65] = calloc(n, sizeof(*tokens));
         char errstr[512];
-        if (!items || !tasks || !tokens) {
-                free(items);
-                free(tasks);
-                free(tokens);
+        int rc = -1;
+        if (!items || !tasks) {
                 mysql_failed(f, now, "claim", "out of memory");
-                return -1;
+                goto out;
         }
         kd_task_t *t = f->claimq;
         for (size_t i = 0; i < n; i++, t = t->qnext) {
@@ -100,76 +157,55 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                 items[i].id = t->id;
                 items[i].id_len = strlen(t->id);
                 items[i].fire_at_ms = t->fire_at_ms;
-                snprintf(tokens[i], sizeof(tokens[i]), "%s%llu",
-                         f->claim_prefix, (unsigned long long)++f->claim_seq);
-                items[i].token = tokens[i];
+                if (!t->token[0])
+                        snprintf(t->token, sizeof(t->token), "%s%llu",
+                                 f->claim_prefix,
+                                 (unsigned long long)++f->claim_seq);
+                items[i].token = t->token;
         }
         uint64_t before = kd_fate_statements(f->fate);
-        kdelay_err_t err = kd_fate_claim(f->fate, items, n, f->instance, errstr,
-                                         sizeof(errstr));
+        kdelay_err_t err =
+            kd_fate_claim(f->fate, items, n, NULL, errstr, sizeof(errstr));
         f->stats.claim_statements += kd_fate_statements(f->fate) - before;
         if (err) {
-                free(items);
-                free(tasks);
-                free(tokens);
                 mysql_failed(f, now, "claim", errstr);
-                return -1;
+                goto out;
         }
         mysql_ok(f);
+        /* Settle each; the ones needing a takeover are packed to the
+         * front of items/tasks. */
+        size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-                t = tasks[i];
-                kd_claim_forget(f, t);
-                switch (items[i].fate) {
-                case KDELAY_FATE_CANCELLED:
-                        f->stats.cancelled++;
-                        kd_log(f->conf, KDELAY_LOG_INFO,
-                               "event=task_cancelled id=%s", t->id);
-                        kd_task_done(f, t);
-                        break;
-                case KDELAY_FATE_FIRED:
-                        f->stats.already_fired++;
-                        kd_task_done(f, t);
-                        break;
-                case KDELAY_FATE_FIRING:
-                        if (strcmp(items[i].row_owner, tokens[i]) &&
-                            !strncmp(items[i].row_owner, f->claim_prefix,
-                                     strlen(f->claim_prefix))) {
-                                /* Another copy of this task (a hop repeated
-                                 * after a rebalance or crash) was claimed
-                                 * in this assignment: it fires, not this. */
-                                f->stats.dup_copies++;
-                                kd_task_done(f, t);
-                                break;
-                        }
-                        if (strcmp(items[i].row_owner, tokens[i]) &&
-                            !t->waited_foreign &&
-                            f->conf->fwd_foreign_wait_ms > 0) {
-                                /* Claimed by another process: it is alive
-                                 * and about to mark it FIRED, or it died.
-                                 * Look again a little later; fire then if
-                                 * the row still says FIRING. */
-                                t->waited_foreign = 1;
-                                t->state = KD_TASK_HELD;
-                                f->stats.foreign_waits++;
-                                kd_heap_push(&f->timers, &t->timer,
-                                             now +
-                                                 f->conf->fwd_foreign_wait_ms);
-                                break;
-                        }
-                        f->stats.claimed++;
-                        t->state = KD_TASK_CLAIMED;
-                        kd_heap_push(&f->timers, &t->timer, t->fire_at_ms);
-                        break;
-                default:
-                        /* No row after our insert (removed meanwhile):
-                         * claim it again. */
-                        kd_claim_enqueue(f, t);
+                kd_claim_forget(f, tasks[i]);
+                if (settle(f, tasks[i], &items[i], now, 0) ==
+                    KD_NEEDS_TAKEOVER) {
+                        items[m] = items[i];
+                        tasks[m++] = tasks[i];
                 }
         }
+        if (m > 0) {
+                before = kd_fate_statements(f->fate);
+                err =
+                    kd_fate_takeover(f->fate, items, m, errstr, sizeof(errstr));
+                f->stats.claim_statements +=
+                    kd_fate_statements(f->fate) - before;
+                for (size_t i = 0; i < m; i++) {
+                        if (err)
+                                kd_claim_enqueue(f, tasks[i]);
+                        else
+                                settle(f, tasks[i], &items[i], now, 1);
+                }
+                if (err) {
+                        mysql_failed(f, now, "takeover", errstr);
+                        goto out;
+                }
+                f->stats.takeovers += m;
+        }
+        rc = 0;
+out:
         free(items);
         free(tasks);
-        free(tokens);
-        return 0;
+        return rc;
 }
 
 void kd_claim_flush(kd_fwd_t *f, int64_t now)

@@ -55,6 +55,8 @@ typedef struct kd_task {
         size_t bytes;             /* memory accounted to the held set */
         int held;                 /* counted in the held set */
         int waited_foreign;       /* waited once for a foreign claim */
+        char token[65]; /* claim owner token, fixed at the first claim so a
+                           retried claim recognises its own row */
 } kd_task_t;
 
 typedef enum kd_part_state {
@@ -78,7 +80,7 @@ struct kd_part {
 
 typedef struct kd_fwd_stats {
         uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
-            dup_copies, foreign_waits, wrong_tier, produce_retries,
+            dup_copies, foreign_waits, takeovers, wrong_tier, produce_retries,
             claim_statements, claimed, mark_statements, commits;
         int64_t late_max_ms;
 } kd_fwd_stats_t;

@@ -56,17 +56,19 @@ static void tick(kd_fwd_t *f, int64_t now)
         const kdelay_conf_t *c = f->conf;
         kd_part_process_all(f, now);
         run_timers(f, now);
+        /* FIRED marks first: a claim after a MySQL outage must see the
+         * deliveries made before it. */
+        if (f->fired_len > 0 && (f->fired_len >= (size_t)c->fwd_claim_batch ||
+                                 now >= f->next_mark_ms)) {
+                kd_claim_flush_fired(f, now);
+                f->next_mark_ms = now + 100;
+        }
         /* Claims wait up to a quarter of claim_ahead to fill a batch, so a
          * claim still lands well before its fire time. */
         if (f->claimq && (f->claimq_len >= (size_t)c->fwd_claim_batch ||
                           now - f->claimq_since >= c->fwd_claim_ahead_ms / 4)) {
                 kd_claim_flush(f, now);
                 run_timers(f, kd_now_ms()); /* claims already due */
-        }
-        if (f->fired_len > 0 && (f->fired_len >= (size_t)c->fwd_claim_batch ||
-                                 now >= f->next_mark_ms)) {
-                kd_claim_flush_fired(f, now);
-                f->next_mark_ms = now + 100;
         }
         if (now >= f->next_commit_ms) {
                 kd_part_commit(f, 0);

@@ -310,6 +310,83 @@ static kdelay_err_t status_once(kd_fate_store_t *store, const char *id,
         return KDELAY_OK;
 }
 
+/* Reads the rows of items back: fate and owner of each. */
+static kdelay_err_t read_back(kd_fate_store_t *store, kd_fate_claim_t *items,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
+                      "task_id IN (");
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(&sql, ",");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                items[i].fate = KDELAY_FATE_UNDECIDED;
+                items[i].row_owner[0] = '\0';
+        }
+        sql_add(&sql, ")");
+        MYSQL_RES *res = NULL;
+        kdelay_err_t err =
+            stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                kdelay_fate_t f = kd_fate_parse(row[1]);
+                /* Batches are small (hundreds); a linear match is cheaper
+                 * than building an index. Duplicate ids share the row. */
+                for (size_t i = 0; i < n; i++) {
+                        if (items[i].id_len != lens[0] ||
+                            memcmp(items[i].id, row[0], lens[0]))
+                                continue;
+                        items[i].fate = f;
+                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
+                                   sizeof(items[i].row_owner));
+                }
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        if (n == 0)
+                return KDELAY_OK;
+        kd_sql_t sql = {0};
+        sql_add(&sql,
+                "UPDATE kdelay_fate SET updated_at_ms = %lld, owner = "
+                "CASE task_id",
+                (long long)kd_now_ms());
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " THEN ");
+                sql_add_hex(&sql, items[i].token, strlen(items[i].token));
+        }
+        sql_add(&sql, " ELSE owner END WHERE state = 'FIRING' AND (");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " AND owner <=> ");
+                if (items[i].row_owner[0])
+                        sql_add_hex(&sql, items[i].row_owner,
+                                    strlen(items[i].row_owner));
+                else
+                        sql_add(&sql, "NULL");
+                sql_add(&sql, ")");
+        }
+        sql_add(&sql, ")");
+        kdelay_err_t err =
+            stmt(store, &sql, "takeover", NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        return read_back(store, items, n, errstr, errstr_size);
+}
+
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size)
@@ -340,39 +417,8 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                 free(sql.buf);
                 return err;
         }
-        sql.len = 0;
-        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
-                      "task_id IN (");
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(&sql, ",");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                items[i].fate = KDELAY_FATE_UNDECIDED;
-                items[i].row_owner[0] = '\0';
-        }
-        sql_add(&sql, ")");
-        MYSQL_RES *res = NULL;
-        err = stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
         free(sql.buf);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                kdelay_fate_t f = kd_fate_parse(row[1]);
-                /* Batches are small (hundreds); a linear match is cheaper
-                 * than building an index. Duplicate ids share the row. */
-                for (size_t i = 0; i < n; i++) {
-                        if (items[i].id_len != lens[0] ||
-                            memcmp(items[i].id, row[0], lens[0]))
-                                continue;
-                        items[i].fate = f;
-                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
-                                   sizeof(items[i].row_owner));
-                }
-        }
-        mysql_free_result(res);
-        return KDELAY_OK;
+        return read_back(store, items, n, errstr, errstr_size);
 }
 
 kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,

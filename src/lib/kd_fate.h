@@ -49,6 +49,14 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size);
 
+/* Takes over n FIRING claims whose owner seems gone: for each item whose
+ * row is FIRING under owner row_owner (as a claim returned it), sets the
+ * owner to token, atomically (compare-and-set). Then reads the rows back
+ * like kd_fate_claim: the item won when row_owner equals token. Two
+ * statements. */
+kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
+                              size_t n, char *errstr, size_t errstr_size);
+
 /* Marks n FIRING tasks FIRED in one statement. */
 kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,

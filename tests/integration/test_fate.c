@@ -182,6 +182,44 @@ static void test_batch_claim_uses_two_statements(void)
         CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_FIRED);
 }
 
+/* Takeover is a compare-and-set on the owner: of two forwarders that both
+ * think the claimer died, exactly one wins. */
+static void test_takeover_is_compare_and_set(void)
+{
+        char id[64], errstr[256];
+        new_id(id, sizeof(id));
+        kd_fate_claim_t c = {id,          strlen(id), 5, KDELAY_FATE_UNDECIDED,
+                             "dead-fw:1", ""};
+        CU_ASSERT_EQUAL_FATAL(
+            kd_fate_claim(store, &c, 1, NULL, errstr, sizeof(errstr)), 0);
+        CU_ASSERT_STRING_EQUAL(c.row_owner, "dead-fw:1");
+        /* Two contenders saw owner dead-fw:1. */
+        kd_fate_claim_t x = c, y = c;
+        x.token = "fw-x:7";
+        y.token = "fw-y:9";
+        CU_ASSERT_EQUAL(kd_fate_takeover(store, &x, 1, errstr, sizeof(errstr)),
+                        0);
+        CU_ASSERT_EQUAL(x.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(x.row_owner, "fw-x:7");
+        CU_ASSERT_EQUAL(kd_fate_takeover(store, &y, 1, errstr, sizeof(errstr)),
+                        0);
+        CU_ASSERT_STRING_EQUAL(y.row_owner, "fw-x:7"); /* y lost */
+        /* A claim again (INSERT IGNORE) keeps the owner. */
+        kd_fate_claim_t z = {id,       strlen(id), 5, KDELAY_FATE_UNDECIDED,
+                             "fw-z:1", ""};
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(store, &z, 1, NULL, errstr, sizeof(errstr)), 0);
+        CU_ASSERT_STRING_EQUAL(z.row_owner, "fw-x:7");
+        /* A FIRED row is not taken over. */
+        mark_fired(id);
+        kd_fate_claim_t w = x;
+        w.token = "fw-w:1";
+        CU_ASSERT_EQUAL(kd_fate_takeover(store, &w, 1, errstr, sizeof(errstr)),
+                        0);
+        CU_ASSERT_EQUAL(w.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_STRING_EQUAL(w.row_owner, "fw-x:7");
+}
+
 static void test_ids_with_sql_metacharacters(void)
 {
         const char *ids[] = {"quote'id", "back\\slash", "semi;colon--",
@@ -286,6 +324,7 @@ int main(void)
             KD_TEST(test_cancel_before_claim_wins),
             KD_TEST(test_cancel_after_claim_is_too_late),
             KD_TEST(test_batch_claim_uses_two_statements),
+            KD_TEST(test_takeover_is_compare_and_set),
             KD_TEST(test_ids_with_sql_metacharacters),
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),

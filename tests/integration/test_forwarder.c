@@ -571,7 +571,7 @@ static void test_forwarder_timeline(void)
                 tl[i] = targets[i];
         tl[N_TARGETS] = NULL;
         it_msg_t *msgs = NULL;
-        size_t n = it_consume_all(tl, &msgs, 5000, 60000);
+        size_t n = it_consume_all(tl, &msgs, 10000, 60000);
 
         int early = 0, cancelled_delivered = 0, unknown = 0;
         for (size_t k = 0; k < n; k++) {
@@ -611,8 +611,12 @@ static void test_forwarder_timeline(void)
         size_t n_all = 0, n_quiet = 0;
         for (int i = 0; i < N_TASKS; i++) {
                 task_t *t = &tasks[i];
-                if (!t->cancel_ok && !t->delivered)
+                if (!t->cancel_ok && !t->delivered) {
                         lost++;
+                        printf("\n  LOST %s fire_at=+%lldms target=%s", t->id,
+                               (long long)(t->fire_at - start),
+                               targets[t->target]);
+                }
                 if (t->too_late)
                         CU_ASSERT(t->delivered >= 1);
                 if (t->delivered > 1) {
@@ -620,8 +624,12 @@ static void test_forwarder_timeline(void)
                         /* In flight at the kill: fired in the last moments
                          * before it, not yet marked FIRED or committed. */
                         if (t->fire_at < killed_at - 3000 ||
-                            t->fire_at > killed_at + 1000)
+                            t->fire_at > killed_at + 1000) {
                                 dups_outside++;
+                                printf("\n  DUPLICATE %s x%d fire_at=+%lldms",
+                                       t->id, t->delivered,
+                                       (long long)(t->fire_at - start));
+                        }
                 }
                 if (t->delivered) {
                         int64_t late = t->first_ts - t->fire_at;

@@ -1,0 +1,136 @@
+/* Unit tests for the per-partition offset tracker: the commit point is the
+ * lowest offset not yet handled. */
+#include <stdlib.h>
+
+#include "kd_offtrack.h"
+#include "kd_test.h"
+
+static void test_empty_has_no_commit_point(void)
+{
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), -1);
+        CU_ASSERT_EQUAL(kd_offtrack_pending(&t), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 5), -1);
+        kd_offtrack_clear(&t);
+}
+
+static void test_out_of_order_completion(void)
+{
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        for (int64_t o = 10; o < 15; o++)
+                CU_ASSERT_EQUAL(kd_offtrack_add(&t, o), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 10);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 12), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 11), 0);
+        /* 10 still held: nothing may be committed past it. */
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 10);
+        CU_ASSERT_EQUAL(kd_offtrack_pending(&t), 3);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 10), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 13);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 14), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 13);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 13), 0);
+        /* All done: the offset after the last one read. */
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 15);
+        CU_ASSERT_EQUAL(kd_offtrack_pending(&t), 0);
+        kd_offtrack_clear(&t);
+}
+
+static void test_gaps_and_rejects(void)
+{
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        /* Gaps (compaction, transaction markers) are fine. */
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, 100), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, 103), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, 110), 0);
+        /* Going backwards or repeating is refused. */
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, 110), -1);
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, 50), -1);
+        CU_ASSERT_EQUAL(kd_offtrack_add(&t, -1), -1);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 101), -1); /* never read */
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 100), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 100), -1); /* already past */
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 103);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 110), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 103);
+        CU_ASSERT_EQUAL(kd_offtrack_done(&t, 103), 0);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&t), 111);
+        kd_offtrack_clear(&t);
+}
+
+/* Many records, completed in a shuffled order, through ring growth and
+ * wrap-around: the commit point always equals the smallest undone one. */
+static void test_shuffled_against_reference(void)
+{
+        enum { N = 50000 };
+        static int64_t order[N];
+        static unsigned char done[N];
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        srand(11);
+        for (int i = 0; i < N; i++) {
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_add(&t, 1000 + 2 * i), 0);
+                order[i] = i;
+        }
+        for (int i = N - 1; i > 0; i--) {
+                int j = rand() % (i + 1);
+                int64_t x = order[i];
+                order[i] = order[j];
+                order[j] = x;
+        }
+        int lowest = 0;
+        for (int k = 0; k < N; k++) {
+                int i = (int)order[k];
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_done(&t, 1000 + 2 * i), 0);
+                done[i] = 1;
+                while (lowest < N && done[lowest])
+                        lowest++;
+                int64_t want =
+                    lowest < N ? 1000 + 2 * lowest : 1000 + 2 * (N - 1) + 1;
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_commit_point(&t), want);
+                /* Keep reading while completing: exercises wrap-around. */
+                if (k % 1000 == 0)
+                        CU_ASSERT_EQUAL_FATAL(kd_offtrack_pending(&t),
+                                              (size_t)(N - k - 1));
+        }
+        kd_offtrack_clear(&t);
+}
+
+/* A sliding window (read ahead, complete behind): the ring wraps around
+ * many times without growing. */
+static void test_sliding_window_wraps(void)
+{
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        for (int64_t o = 0; o < 100000; o++) {
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_add(&t, o), 0);
+                if (o >= 50) {
+                        /* complete two behind, out of order */
+                        if (o % 2 == 0) {
+                                CU_ASSERT_EQUAL_FATAL(
+                                    kd_offtrack_done(&t, o - 49), 0);
+                                CU_ASSERT_EQUAL_FATAL(
+                                    kd_offtrack_done(&t, o - 50), 0);
+                                CU_ASSERT_EQUAL_FATAL(
+                                    kd_offtrack_commit_point(&t), o - 48);
+                        }
+                }
+        }
+        CU_ASSERT(t.cap <= 128);
+        kd_offtrack_clear(&t);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_empty_has_no_commit_point),
+            KD_TEST(test_out_of_order_completion),
+            KD_TEST(test_gaps_and_rejects),
+            KD_TEST(test_shuffled_against_reference),
+            KD_TEST(test_sliding_window_wraps),
+            KD_TEST_END};
+        return kd_test_run("offtrack", cases, NULL, NULL);
+}
