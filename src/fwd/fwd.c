@@ -23,8 +23,11 @@ static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
                                                    "heartbeat.interval.ms",
                                                    "1000",
                                                    NULL};
+/* A report within 30 s: a fire whose target is missing goes to the dead
+ * letters in about that time, not librdkafka's default 300 s. */
 static const char *const kd_producer_defaults[] = {
-    "linger.ms", "1", "partitioner", "murmur2_random", NULL};
+    "linger.ms",          "1",     "partitioner", "murmur2_random",
+    "message.timeout.ms", "30000", NULL};
 static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
                                                  "acks", "all", NULL};
 

@@ -114,7 +114,8 @@ typedef struct kd_fwd {
         int64_t mysql_backoff_ms;
         int mysql_down; /* logged state */
         int64_t next_commit_ms, next_stats_ms, next_mark_ms;
-        int io_fds[2][2]; /* consumer, producer queue wake-up pipes */
+        int64_t shutdown_deadline; /* monotonic; 0 = not shutting down */
+        int io_fds[2][2];          /* consumer, producer queue wake-up pipes */
         rd_kafka_queue_t *consumer_q; /* owned reference */
         rd_kafka_queue_t *producer_q; /* owned reference */
         volatile sig_atomic_t *stop;  /* borrowed: set by signal handlers */

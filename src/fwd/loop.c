@@ -11,6 +11,9 @@
 #include "kd_log.h"
 #include "kd_util.h"
 
+/* FIRED marks are batched over this long. */
+#define KD_MARK_INTERVAL_MS 250
+
 /* Messages handled per wake-up before timers get their turn. */
 #define KD_LOOP_BATCH 2000
 
@@ -61,12 +64,12 @@ static void tick(kd_fwd_t *f, int64_t now)
         if (f->fired_len > 0 && (f->fired_len >= (size_t)c->fwd_claim_batch ||
                                  now >= f->next_mark_ms)) {
                 kd_claim_flush_fired(f, now);
-                f->next_mark_ms = now + 100;
+                f->next_mark_ms = now + KD_MARK_INTERVAL_MS;
         }
-        /* Claims wait up to a quarter of claim_ahead to fill a batch, so a
+        /* Claims wait up to half of claim_ahead to fill a batch, so a
          * claim still lands well before its fire time. */
         if (f->claimq && (f->claimq_len >= (size_t)c->fwd_claim_batch ||
-                          now - f->claimq_since >= c->fwd_claim_ahead_ms / 4)) {
+                          now - f->claimq_since >= c->fwd_claim_ahead_ms / 2)) {
                 kd_claim_flush(f, now);
                 run_timers(f, kd_now_ms()); /* claims already due */
         }
@@ -96,7 +99,7 @@ static int next_timeout(const kd_fwd_t *f, int64_t now)
                 at = min64(at, n->key);
         at = min64(at, kd_part_next_wake(f));
         if (f->claimq)
-                at = min64(at, f->claimq_since + c->fwd_claim_ahead_ms / 4);
+                at = min64(at, f->claimq_since + c->fwd_claim_ahead_ms / 2);
         if (f->claimq || f->fired_len)
                 at = min64(at, f->mysql_retry_ms);
         if (f->fired_len)
@@ -183,14 +186,15 @@ static void shutdown_clean(kd_fwd_t *f)
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=forwarder_stopping held=%zu inflight=%zu", f->held_cnt,
                f->inflight);
+        /* One deadline for the whole shutdown, revoke included. */
+        f->shutdown_deadline = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
         rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->consumer);
         if (err)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=consumer_close_failed err=\"%s\"",
                        rd_kafka_err2str(err));
         /* Orphans from the revoke report here; mark what they delivered. */
-        int64_t deadline = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
-        while (f->inflight > 0 && kd_mono_ms() < deadline)
+        while (f->inflight > 0 && kd_mono_ms() < f->shutdown_deadline)
                 rd_kafka_poll(f->producer, 100);
         kd_claim_flush_fired(f, kd_now_ms());
         kd_fwd_log_stats(f, "forwarder_stopped");

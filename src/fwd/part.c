@@ -286,7 +286,10 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
 
 void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
-        int64_t deadline = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        int64_t deadline =
+            f->shutdown_deadline
+                ? f->shutdown_deadline
+                : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
         /* Let in-flight produces finish so their offsets can be committed
          * and the next owner does not deliver them again. */
         while (f->inflight > 0 && kd_mono_ms() < deadline)

@@ -64,7 +64,7 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms), "200ms",
      0},
     {"forwarder.claim_ahead", KD_PROP_DURATION, KD_OFF(fwd_claim_ahead_ms),
-     "100ms", 0},
+     "500ms", 0},
     {"forwarder.foreign_claim_wait", KD_PROP_DURATION,
      KD_OFF(fwd_foreign_wait_ms), "2s", 0},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1},
