@@ -66,8 +66,8 @@ size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
 /* Consumes every record of `topics` from the start into *msgsp (grown as
  * needed; caller frees each and the array) until no record arrived for
  * idle_ms, or timeout_ms passed. Returns the count. */
-size_t it_consume_all(const char *const *topics, it_msg_t **msgsp,
-                      int idle_ms, int timeout_ms);
+size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
+                      int timeout_ms);
 
 /* The value of header `name` of m as a new NUL-terminated string, or NULL
  * when absent. Caller frees. */

@@ -366,9 +366,9 @@ static void test_bad_input_is_rejected_before_sending(void)
         /* An id buffer too small for the id: refused, never cut short. */
         base_task(&t);
         char small[10];
-        CU_ASSERT_EQUAL(kdelay_schedule(client, &t, small, sizeof(small),
-                                        NULL, 0),
-                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(
+            kdelay_schedule(client, &t, small, sizeof(small), NULL, 0),
+            KDELAY_ERR_INVALID_ARG);
         /* Nothing was enqueued by any of them. */
         CU_ASSERT_EQUAL(kdelay_outq_len(client), 0);
 }
