@@ -207,7 +207,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=%s read=%llu held=%llu hopped=%llu fired=%llu "
                "cancelled=%llu already_fired=%llu dup_copies=%llu "
-               "foreign_waits=%llu takeovers=%llu dead=%llu "
+               "foreign_waits=%llu takeovers=%llu handed_over=%llu dead=%llu "
                "wrong_tier=%llu "
                "produce_retries=%llu held_now=%zu held_bytes=%lld "
                "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
@@ -219,7 +219,8 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                (unsigned long long)s->already_fired,
                (unsigned long long)s->dup_copies,
                (unsigned long long)s->foreign_waits,
-               (unsigned long long)s->takeovers, (unsigned long long)s->dead,
+               (unsigned long long)s->takeovers,
+               (unsigned long long)s->handed_over, (unsigned long long)s->dead,
                (unsigned long long)s->wrong_tier,
                (unsigned long long)s->produce_retries, f->held_cnt,
                (long long)f->held_bytes, f->claimq_len, f->inflight, parts,

@@ -80,8 +80,9 @@ struct kd_part {
 
 typedef struct kd_fwd_stats {
         uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
-            dup_copies, foreign_waits, takeovers, wrong_tier, produce_retries,
-            claim_statements, claimed, mark_statements, commits;
+            dup_copies, foreign_waits, takeovers, handed_over, wrong_tier,
+            produce_retries, claim_statements, claimed, mark_statements,
+            commits;
         int64_t late_max_ms;
 } kd_fwd_stats_t;
 

@@ -284,12 +284,75 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
         kd_offtrack_clear(&p->track);
 }
 
+/* Fires the tasks already claimed here (due within claim_ahead) when they
+ * come due, rather than leaving them to the next owner, which would find
+ * our claim and wait before taking it over. */
+static void fire_claimed(kd_fwd_t *f, int64_t deadline)
+{
+        for (;;) {
+                int64_t now = kd_now_ms(), next = INT64_MAX;
+                for (kd_part_t *p = f->parts; p; p = p->next) {
+                        for (kd_task_t *t = p->tasks; t; t = t->next) {
+                                if (t->state != KD_TASK_CLAIMED)
+                                        continue;
+                                if (t->fire_at_ms <= now) {
+                                        kd_heap_remove(&f->timers, &t->timer);
+                                        kd_produce_fire(f, t, now);
+                                } else if (t->fire_at_ms < next) {
+                                        next = t->fire_at_ms;
+                                }
+                        }
+                }
+                if (next == INT64_MAX ||
+                    kd_mono_ms() + (next - now) >= deadline)
+                        return;
+                /* Wait for the next fire time, serving reports meanwhile. */
+                rd_kafka_poll(f->producer, (int)(next - now));
+        }
+}
+
+/* Hands over the tasks held from revoked partitions by hopping them: once
+ * their reports are in, their offsets are done, so the next owner resumes
+ * after them instead of re-reading — and re-hopping — everything from the
+ * oldest held task on. */
+static void hand_over(kd_fwd_t *f)
+{
+        int64_t now = kd_now_ms();
+        for (kd_part_t *p = f->parts; p; p = p->next) {
+                for (kd_task_t *t = p->tasks; t; t = t->next) {
+                        switch (t->state) {
+                        case KD_TASK_CLAIMING:
+                                kd_claim_forget(f, t);
+                                break;
+                        case KD_TASK_HELD:
+                        case KD_TASK_CLAIMED:
+                                break;
+                        case KD_TASK_RETRY:
+                                if (t->retry_as == KD_TASK_DEAD)
+                                        continue;
+                                break;
+                        default:
+                                continue; /* in flight, or not yet read */
+                        }
+                        if (kd_heap_node_queued(&t->timer))
+                                kd_heap_remove(&f->timers, &t->timer);
+                        kd_task_unhold(f, t);
+                        f->stats.handed_over++;
+                        kd_produce_hop(f, t,
+                                       kd_tiers_choose(&f->conf->tiers,
+                                                       t->fire_at_ms - now));
+                }
+        }
+}
+
 void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         int64_t deadline =
             f->shutdown_deadline
                 ? f->shutdown_deadline
                 : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        fire_claimed(f, deadline);
+        hand_over(f);
         /* Let in-flight produces finish so their offsets can be committed
          * and the next owner does not deliver them again. */
         while (f->inflight > 0 && kd_mono_ms() < deadline)
