@@ -8,7 +8,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-step() { printf '\n== %s\n' "$*"; }
+step() { printf "\n== %s  (%s)\n" "$*" "$(date +%T)"; }
 
 step "Installing dependencies (apt-get, only what is missing)"
 deploy/local/deps.sh
@@ -52,9 +52,15 @@ step "The first task as a Kafka record in its tier topic (kdelay.tier.1s)"
   grep -B1 -F "kdelay-id=$id" || { echo "record not found" >&2; exit 1; }
 
 step "Waiting for its delivery on demo.reminders"
-timeout 60 "$kcat" -C -b "$KDELAY_BROKERS" -t demo.reminders -o beginning -q \
-  -f 'delivered: timestamp=%T key=%k value=%s headers: %h\n' |
-  grep -m1 -F "kdelay-id=$id" || { echo "task $id was not delivered" >&2; exit 1; }
+# A consumer that stays open; we stop it once the task has arrived.
+coproc KCAT { exec timeout 60 "$kcat" -u -C -b "$KDELAY_BROKERS" -t demo.reminders \
+  -o beginning -q -f 'delivered: timestamp=%T key=%k value=%s headers: %h\n'; }
+kcat_pid=$KCAT_PID
+found=0
+grep -m1 -F "kdelay-id=$id" <&"${KCAT[0]}" && found=1
+kill "$kcat_pid" 2>/dev/null || true
+wait "$kcat_pid" 2>/dev/null || true
+((found)) || { echo "task $id was not delivered" >&2; exit 1; }
 ctl status "${common[@]}" "$id"
 
 step "The cancelled task never arrives"
