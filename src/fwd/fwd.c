@@ -209,7 +209,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                "cancelled=%llu already_fired=%llu dup_copies=%llu "
                "foreign_waits=%llu takeovers=%llu handed_over=%llu dead=%llu "
                "wrong_tier=%llu "
-               "produce_retries=%llu held_now=%zu held_bytes=%lld "
+               "produce_retries=%llu held_now=%zu held_max=%zu held_bytes=%lld "
                "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
                "paused_full=%zu claim_statements=%llu mark_statements=%llu "
                "statements_per_fire=%.3f late_max_ms=%lld mysql=%s",
@@ -222,7 +222,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                (unsigned long long)s->takeovers,
                (unsigned long long)s->handed_over, (unsigned long long)s->dead,
                (unsigned long long)s->wrong_tier,
-               (unsigned long long)s->produce_retries, f->held_cnt,
+               (unsigned long long)s->produce_retries, f->held_cnt, s->held_max,
                (long long)f->held_bytes, f->claimq_len, f->inflight, parts,
                waiting, full, (unsigned long long)s->claim_statements,
                (unsigned long long)s->mark_statements,

@@ -84,6 +84,7 @@ typedef struct kd_fwd_stats {
             produce_retries, claim_statements, claimed, mark_statements,
             commits;
         int64_t late_max_ms;
+        size_t held_max; /* the most tasks held at once */
 } kd_fwd_stats_t;
 
 typedef struct kd_fwd {

@@ -48,7 +48,8 @@ void kd_task_hold(kd_fwd_t *f, kd_task_t *t)
         if (t->held)
                 return;
         t->held = 1;
-        f->held_cnt++;
+        if (++f->held_cnt > f->stats.held_max)
+                f->stats.held_max = f->held_cnt;
         f->held_bytes += (int64_t)t->bytes;
 }
 

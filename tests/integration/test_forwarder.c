@@ -94,13 +94,14 @@ typedef struct fwd {
         char log[256];
 } fwd_t;
 
-static void fwd_start(fwd_t *f)
+static void fwd_start_ex(fwd_t *f, const char *pfx_name, const char *grp_name,
+                         const char *extra)
 {
         char pfx[96], grp[96], inst[64];
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
-        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", group);
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", pfx_name);
+        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", grp_name);
         snprintf(inst, sizeof(inst), "forwarder.instance=%s", f->name);
-        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", prefix, f->name);
+        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx_name, f->name);
         char *argv[] = {KDELAY_FORWARDER,
                         "--brokers",
                         (char *)it_brokers(),
@@ -118,9 +119,16 @@ static void fwd_start(fwd_t *f)
                         "forwarder.stats_interval=5s",
                         "-X",
                         "forwarder.commit_interval=500ms",
+                        "-X",
+                        (char *)extra,
                         NULL};
         f->pid = it_spawn(argv, f->log);
         CU_ASSERT_FATAL(f->pid > 0);
+}
+
+static void fwd_start(fwd_t *f)
+{
+        fwd_start_ex(f, prefix, group, "forwarder.max_held=100000");
 }
 
 /* Signals f and waits for it to exit; returns its exit status. */
@@ -658,9 +666,79 @@ static void test_forwarder_timeline(void)
         printf("\n  forwarder logs: %s %s\n", a.log, b.log);
 }
 
+/* A held set of 5 tasks while 60 come due within two seconds: partitions
+ * pause for back-pressure instead of holding more, and every task is still
+ * delivered, none early. */
+static void test_backpressure_bounds_the_held_set(void)
+{
+        enum { N = 60 };
+        char pfx[40], grp[64], errstr[512], target[96];
+        char ids[N][KDELAY_ID_MAX + 1];
+        int64_t fire_at[N];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n;
+        it_unique(pfx, sizeof(pfx), "itbp");
+        snprintf(grp, sizeof(grp), "%s-group", pfx);
+        snprintf(target, sizeof(target), "%s.target", pfx);
+        kdelay_conf_t *conf = it_conf_new(pfx, url);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 1), 0);
+        kdelay_client_t *c = NULL;
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        int64_t start = kd_now_ms();
+        for (int i = 0; i < N; i++) {
+                kdelay_task_t t;
+                kdelay_task_init(&t);
+                t.topic = target;
+                t.value = "bp";
+                t.value_len = 2;
+                fire_at[i] = start + 3000 + (i % 20) * 100;
+                t.fire_at_ms = fire_at[i];
+                CU_ASSERT_EQUAL_FATAL(
+                    kdelay_schedule_async(c, &t, NULL, NULL, ids[i],
+                                          sizeof(ids[i]), errstr,
+                                          sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
+        kdelay_client_destroy(c);
+        fwd_t f = {"fwBP", -1, ""};
+        fwd_start_ex(&f, pfx, grp, "forwarder.max_held=5");
+        const char *tl[] = {target, NULL};
+        it_msg_t msgs[N + 8];
+        size_t got = it_consume(tl, msgs, N, 60000);
+        CU_ASSERT_EQUAL(got, N);
+        int early = 0, found = 0;
+        for (size_t k = 0; k < got; k++) {
+                char *id = it_header(&msgs[k], KDELAY_HDR_ID);
+                for (int i = 0; id && i < N; i++) {
+                        if (strcmp(id, ids[i]))
+                                continue;
+                        found++;
+                        early += msgs[k].ts < fire_at[i];
+                }
+                free(id);
+                it_msg_free(&msgs[k]);
+        }
+        CU_ASSERT_EQUAL(found, N);
+        CU_ASSERT_EQUAL(early, 0);
+        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        /* It did pause for back-pressure, and never held more than 5. */
+        CU_ASSERT(log_count(f.log, "event=partition_backpressure") > 0);
+        CU_ASSERT_EQUAL(log_count(f.log, "event=forwarder_stopped"), 1);
+        CU_ASSERT(log_count(f.log, "held_max=5 ") >= 1);
+        CU_ASSERT_EQUAL(log_count(f.log, "held_max=6"), 0);
+        printf("\n  back-pressure: %d pauses logged",
+               log_count(f.log, "event=partition_backpressure"));
+}
+
 int main(void)
 {
-        static const kd_test_case_t cases[] = {KD_TEST(test_forwarder_timeline),
-                                               KD_TEST_END};
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_backpressure_bounds_the_held_set),
+            KD_TEST(test_forwarder_timeline), KD_TEST_END};
         return kd_test_run("forwarder", cases, suite_init, suite_cleanup);
 }
