@@ -103,9 +103,13 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
 void kdelay_client_destroy(kdelay_client_t *client);
 
 /* Schedules task and waits until Kafka has acknowledged it (acks=all) or
- * failed. id_out (may be NULL) receives the task id; it should hold
- * KDELAY_ID_MAX + 1 bytes. Input errors are returned before anything is
- * sent. */
+ * failed: at most librdkafka's message.timeout.ms (default 300 s; set it
+ * with kdelay_conf_set_kafka). id_out (may be NULL) receives the task id;
+ * when it is too small for the id the call fails with
+ * KDELAY_ERR_INVALID_ARG before sending (KDELAY_ID_MAX + 1 bytes always
+ * suffice). Input errors are returned before anything is sent. While it
+ * waits it serves delivery callbacks, so callbacks of asynchronous tasks
+ * may run inside this call, on this thread. */
 kdelay_err_t kdelay_schedule(kdelay_client_t *client, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size);

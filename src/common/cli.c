@@ -9,7 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The installed config file (CMake passes its path). */
+#ifndef KD_DEFAULT_CONFIG
 #define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
+#endif
 
 void kd_cli_init(kd_cli_t *cli, const char *prog)
 {
@@ -181,7 +184,11 @@ int kd_cli_exit_code(kdelay_err_t err)
         case KDELAY_ERR_INVALID_TIME:
         case KDELAY_ERR_INVALID_DURATION:
         case KDELAY_ERR_INVALID_HEADER:
-                return KD_EXIT_USAGE;
+        case KDELAY_ERR_INVALID_TIERS:
+        case KDELAY_ERR_CONFIG:
+        case KDELAY_ERR_UNKNOWN_PROPERTY:
+        case KDELAY_ERR_NOT_CONFIGURED:
+                return KD_EXIT_USAGE; /* fix the command or config */
         default:
                 return KD_EXIT_ERROR;
         }

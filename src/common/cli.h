@@ -8,6 +8,10 @@
 
 #include <kdelay/kdelay.h>
 
+#ifndef KD_DEFAULT_CONFIG
+#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
+#endif
+
 /* Exit codes of every kdelay binary. */
 enum {
         KD_EXIT_OK = 0,
@@ -32,7 +36,7 @@ enum {
         "Common options:\n"                                                    \
         "  -c, --config FILE    libconfig file (default: $KDELAY_CONFIG, "     \
         "else\n"                                                               \
-        "                       /etc/kdelay/kdelay.conf when it exists)\n"     \
+        "                       " KD_DEFAULT_CONFIG " when it exists)\n"       \
         "      --brokers LIST   Kafka bootstrap servers HOST:PORT[,...]\n"     \
         "      --mysql URL      mysql://user[:password]@host[:port]/db; "      \
         "the\n"                                                                \

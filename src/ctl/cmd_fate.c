@@ -17,8 +17,9 @@ static const char kd_cancel_help[] =
     "delivered; it may name a task no forwarder has seen yet.\n"
     "Prints \"ID CANCELLED\" on success.\n"
     "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
-    "already firing or fired and will be or was delivered), 1 error (the\n"
-    "outcome is unknown: retry), 2 usage error.\n"
+    "already firing or fired and will be or was delivered), 1 error (MySQL\n"
+    "unreachable or failing: the outcome is unknown, retry), 2 usage or\n"
+    "configuration error.\n"
     "\n";
 
 static const char kd_status_help[] =

@@ -148,6 +148,68 @@ static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int type)
         return NULL;
 }
 
+/* One Admin API round trip: send() issues the request on q with opt; the
+ * result event of type ev_type comes back in *evp (caller destroys it).
+ * Timeouts and request-level errors are returned as kdelay errors. */
+typedef void(kd_admin_send_fn)(rd_kafka_t *rk, rd_kafka_AdminOptions_t *opt,
+                               rd_kafka_queue_t *q, void *arg);
+
+static kdelay_err_t admin_call(rd_kafka_t *rk, rd_kafka_admin_op_t op,
+                               int ev_type, const char *what,
+                               kd_admin_send_fn *send, void *arg,
+                               rd_kafka_event_t **evp, char *errstr,
+                               size_t errstr_size)
+{
+        char why[256];
+        kdelay_err_t err = KDELAY_OK;
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, op);
+        rd_kafka_AdminOptions_set_request_timeout(opt, KD_ADMIN_TIMEOUT_MS, why,
+                                                  sizeof(why));
+        if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS)
+                rd_kafka_AdminOptions_set_operation_timeout(
+                    opt, KD_ADMIN_TIMEOUT_MS, why, sizeof(why));
+        send(rk, opt, q, arg);
+        rd_kafka_event_t *ev = admin_wait(q, ev_type);
+        if (!ev) {
+                err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, errstr_size,
+                              "no answer to %s", what);
+        } else if (rd_kafka_event_error(ev)) {
+                err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size, "%s: %s",
+                              what, rd_kafka_event_error_string(ev));
+                rd_kafka_event_destroy(ev);
+                ev = NULL;
+        }
+        rd_kafka_AdminOptions_destroy(opt);
+        rd_kafka_queue_destroy(q);
+        *evp = ev;
+        return err;
+}
+
+typedef struct kd_create_req {
+        rd_kafka_NewTopic_t **nts;
+        size_t cnt;
+} kd_create_req_t;
+
+static void send_create(rd_kafka_t *rk, rd_kafka_AdminOptions_t *opt,
+                        rd_kafka_queue_t *q, void *arg)
+{
+        kd_create_req_t *r = arg;
+        rd_kafka_CreateTopics(rk, r->nts, r->cnt, opt, q);
+}
+
+typedef struct kd_describe_req {
+        rd_kafka_ConfigResource_t **crs;
+        size_t cnt;
+} kd_describe_req_t;
+
+static void send_describe(rd_kafka_t *rk, rd_kafka_AdminOptions_t *opt,
+                          rd_kafka_queue_t *q, void *arg)
+{
+        kd_describe_req_t *r = arg;
+        rd_kafka_DescribeConfigs(rk, r->crs, r->cnt, opt, q);
+}
+
 static int set_cfg(rd_kafka_NewTopic_t *nt, const char *name, const char *value)
 {
         return rd_kafka_NewTopic_set_config(nt, name, value) ? -1 : 0;
@@ -199,23 +261,14 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                 idx[cnt] = i;
                 nts[cnt++] = nt;
         }
+        rd_kafka_event_t *ev = NULL;
         if (!err && cnt > 0) {
-                rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-                rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
-                    rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-                rd_kafka_AdminOptions_set_operation_timeout(
-                    opt, KD_ADMIN_TIMEOUT_MS, why, sizeof(why));
-                rd_kafka_CreateTopics(rk, nts, cnt, opt, q);
-                rd_kafka_event_t *ev =
-                    admin_wait(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT);
-                if (!ev) {
-                        err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, errstr_size,
-                                      "no answer to CreateTopics");
-                } else if (rd_kafka_event_error(ev)) {
-                        err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                                      "CreateTopics: %s",
-                                      rd_kafka_event_error_string(ev));
-                } else {
+                kd_create_req_t req = {nts, cnt};
+                err = admin_call(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS,
+                                 RD_KAFKA_EVENT_CREATETOPICS_RESULT,
+                                 "CreateTopics", send_create, &req, &ev, errstr,
+                                 errstr_size);
+                if (ev) {
                         size_t rn;
                         const rd_kafka_topic_result_t **res =
                             rd_kafka_CreateTopics_result_topics(
@@ -253,8 +306,6 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                 }
                 if (ev)
                         rd_kafka_event_destroy(ev);
-                rd_kafka_AdminOptions_destroy(opt);
-                rd_kafka_queue_destroy(q);
         }
         for (size_t j = 0; j < cnt; j++)
                 rd_kafka_NewTopic_destroy(nts[j]);
@@ -345,24 +396,14 @@ kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                 crs[cnt++] = rd_kafka_ConfigResource_new(
                     RD_KAFKA_RESOURCE_TOPIC, reports[i].name);
         }
+        rd_kafka_event_t *ev = NULL;
         if (!err && cnt > 0) {
-                char why[256];
-                rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-                rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
-                    rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-                rd_kafka_AdminOptions_set_request_timeout(
-                    opt, KD_ADMIN_TIMEOUT_MS, why, sizeof(why));
-                rd_kafka_DescribeConfigs(rk, crs, cnt, opt, q);
-                rd_kafka_event_t *ev =
-                    admin_wait(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT);
-                if (!ev) {
-                        err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, errstr_size,
-                                      "no answer to DescribeConfigs");
-                } else if (rd_kafka_event_error(ev)) {
-                        err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                                      "DescribeConfigs: %s",
-                                      rd_kafka_event_error_string(ev));
-                } else {
+                kd_describe_req_t req = {crs, cnt};
+                err = admin_call(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS,
+                                 RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT,
+                                 "DescribeConfigs", send_describe, &req, &ev,
+                                 errstr, errstr_size);
+                if (ev) {
                         size_t rn;
                         const rd_kafka_ConfigResource_t **res =
                             rd_kafka_DescribeConfigs_result_resources(
@@ -388,8 +429,6 @@ kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                 }
                 if (ev)
                         rd_kafka_event_destroy(ev);
-                rd_kafka_AdminOptions_destroy(opt);
-                rd_kafka_queue_destroy(q);
         }
         for (size_t j = 0; j < cnt; j++)
                 rd_kafka_ConfigResource_destroy(crs[j]);
