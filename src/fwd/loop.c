@@ -221,7 +221,20 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                                 {f->io_fds[1][0], POLLIN, 0},
                                 {wake_fd, POLLIN, 0}};
         int more = 1; /* the queues may hold events from before io setup */
+        kdelay_err_t result = KDELAY_OK;
         while (!*stop) {
+                char why[512];
+                /* A fatal idempotent-producer error (e.g. fenced, or
+                 * sequence loss) cannot be retried away: stop cleanly and
+                 * exit non-zero so a supervisor starts a fresh process. */
+                if (rd_kafka_fatal_error(f->producer, why, sizeof(why))) {
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=producer_fatal err=\"%s\" "
+                               "action=exit",
+                               why);
+                        result = KDELAY_ERR_KAFKA;
+                        break;
+                }
                 tick(f, kd_now_ms());
                 int timeout = more ? 0 : next_timeout(f, kd_now_ms());
                 if (poll(fds, wake_fd >= 0 ? 3 : 2, timeout) < 0 &&
@@ -234,5 +247,5 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                         ;
         }
         shutdown_clean(f);
-        return KDELAY_OK;
+        return result;
 }
