@@ -72,6 +72,9 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 run_ctest() {
   log event=ctest dir="$1"
   (cd "$1" && ctest --output-on-failure --timeout 600)
+  # The forwarder test's figures (lateness, duplicates, back-pressure).
+  grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled)' \
+    "$1/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
 }
 run_ctest build/test
 [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && run_ctest build/asan
