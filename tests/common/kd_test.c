@@ -3,6 +3,8 @@
 #include "kd_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int kd_test_run(const char *suite, const kd_test_case_t *cases,
                 int (*init)(void), int (*cleanup)(void))
@@ -12,8 +14,11 @@ int kd_test_run(const char *suite, const kd_test_case_t *cases,
         CU_pSuite s = CU_add_suite(suite, init, cleanup);
         if (!s)
                 goto fail;
+        /* KD_TEST_ONLY=name runs one test (for development). */
+        const char *only = getenv("KD_TEST_ONLY");
         for (const kd_test_case_t *c = cases; c->name; c++)
-                if (!CU_add_test(s, c->name, c->fn))
+                if ((!only || !strcmp(only, c->name)) &&
+                    !CU_add_test(s, c->name, c->fn))
                         goto fail;
         CU_basic_set_mode(CU_BRM_VERBOSE);
         if (CU_basic_run_tests() != CUE_SUCCESS)
