@@ -117,6 +117,7 @@ typedef struct kd_fwd {
         int mysql_down; /* logged state */
         int64_t next_commit_ms, next_stats_ms, next_mark_ms;
         int64_t shutdown_deadline; /* monotonic; 0 = not shutting down */
+        int64_t last_report_mono;  /* when a delivery report last came */
         int io_fds[2][2];          /* consumer, producer queue wake-up pipes */
         rd_kafka_queue_t *consumer_q; /* owned reference */
         rd_kafka_queue_t *producer_q; /* owned reference */
@@ -164,6 +165,11 @@ void kd_produce_hop(kd_fwd_t *f, kd_task_t *t, size_t tier);
 void kd_produce_dead(kd_fwd_t *f, kd_task_t *t, const char *reason);
 void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                       void *opaque);
+/* Serves delivery reports until nothing is in flight or deadline
+ * (monotonic ms) passes; outside shutdown also when no report came for a
+ * second (a produce stuck on a missing topic must not hold a rebalance,
+ * and so the whole group, up). */
+void kd_produce_drain(kd_fwd_t *f, int64_t deadline);
 
 /* claim.c: batched MySQL claims and FIRED marks. */
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);

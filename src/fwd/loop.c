@@ -194,8 +194,7 @@ static void shutdown_clean(kd_fwd_t *f)
                        "event=consumer_close_failed err=\"%s\"",
                        rd_kafka_err2str(err));
         /* Orphans from the revoke report here; mark what they delivered. */
-        while (f->inflight > 0 && kd_mono_ms() < f->shutdown_deadline)
-                rd_kafka_poll(f->producer, 100);
+        kd_produce_drain(f, f->shutdown_deadline);
         kd_claim_flush_fired(f, kd_now_ms());
         kd_fwd_log_stats(f, "forwarder_stopped");
 }

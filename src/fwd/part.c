@@ -355,8 +355,7 @@ void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         hand_over(f);
         /* Let in-flight produces finish so their offsets can be committed
          * and the next owner does not deliver them again. */
-        while (f->inflight > 0 && kd_mono_ms() < deadline)
-                rd_kafka_poll(f->producer, 100);
+        kd_produce_drain(f, deadline);
         kd_claim_flush_fired(f, kd_now_ms());
         kd_part_commit(f, 1);
         kd_part_t **pp = &f->parts;

@@ -130,6 +130,7 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         kd_task_t *t = m->_private;
         kd_fwd_t *f = rd_kafka_opaque(rk);
         f->inflight--;
+        f->last_report_mono = kd_mono_ms();
         if (!m->err) {
                 switch (t->state) {
                 case KD_TASK_FIRING:
@@ -160,4 +161,18 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 return;
         }
         retry_later(f, t, t->state, "delivery_failed", m->err);
+}
+
+/* How long a drain waits without any report before giving up. */
+#define KD_STALL_MS 1000
+
+void kd_produce_drain(kd_fwd_t *f, int64_t deadline)
+{
+        f->last_report_mono = kd_mono_ms();
+        while (f->inflight > 0) {
+                int64_t now = kd_mono_ms();
+                if (now >= deadline || now - f->last_report_mono >= KD_STALL_MS)
+                        return;
+                rd_kafka_poll(f->producer, 100);
+        }
 }

@@ -642,8 +642,14 @@ static void test_forwarder_timeline(void)
                 if (t->delivered) {
                         int64_t late = t->first_ts - t->fire_at;
                         late_all[n_all++] = late;
-                        if (!in_fault(t->fire_at - start))
+                        if (!in_fault(t->fire_at - start)) {
                                 late_quiet[n_quiet++] = late;
+                                if (late > 1000)
+                                        printf("\n  late %lldms outside "
+                                               "faults: %s fire_at=+%lldms",
+                                               (long long)late, t->id,
+                                               (long long)(t->fire_at - start));
+                        }
                 }
         }
         printf("\n  records on targets: %zu; lost=%d early=%d "
