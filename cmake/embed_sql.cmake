@@ -1,10 +1,11 @@
 # Generates a C file embedding the versioned schema migrations
 # (deploy/mysql/NNN_name.sql) so kdelayctl needs no data files at run time.
-# Called as: cmake -DOUT=file.c -DSQL_FILES="a;b" -P embed_sql.cmake
+# Called as: cmake -DOUT=file.c -DSQL_FILES="a|b" -P embed_sql.cmake
 set(body "/* Generated from deploy/mysql by cmake/embed_sql.cmake. */\n")
 string(APPEND body "#include \"kd_schema.h\"\n\n")
 set(table "")
 set(n 0)
+string(REPLACE "|" ";" SQL_FILES "${SQL_FILES}")
 list(SORT SQL_FILES)
 foreach(f IN LISTS SQL_FILES)
   get_filename_component(name "${f}" NAME_WE)

@@ -1,25 +1,104 @@
 /* kdelayctl db: migrate the MySQL schema, show its version. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <kdelay/kdelay.h>
 
 #include "cli.h"
 #include "ctl.h"
+#include "kd_conf.h"
+#include "kd_fate.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_util.h"
 
 static const char kd_db_help[] =
     "Usage: kdelayctl db migrate\n"
     "       kdelayctl db version\n"
+    "       kdelayctl db gc [--older-than DURATION] [--batch N]\n"
     "\n"
     "migrate  applies every schema migration the database lacks, in order\n"
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
     "         in table kdelay_schema. Safe to run again and concurrently.\n"
     "version  prints the database's schema version and this build's.\n"
+    "gc       deletes fate rows of tasks due more than DURATION ago\n"
+    "         (default mysql.fate_retention, 30d), in batches of N rows\n"
+    "         (default 1000) so no statement holds locks for long. Rows of\n"
+    "         cancelled tasks whose due time is unknown (no forwarder has\n"
+    "         seen them yet) are kept until 10 years past the cancel.\n"
+    "         Keep DURATION above the tier topics' retention, or a record\n"
+    "         re-read from Kafka could fire again.\n"
     "\n"
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
+
+enum { OPT_OLDER = 0x200, OPT_BATCH };
+
+typedef struct gc_args {
+        kd_cli_t *cli;
+        const char *older;
+        int batch;
+} gc_args_t;
+
+static int gc_on_opt(int opt, const char *arg, void *ctx)
+{
+        gc_args_t *a = ctx;
+        if (opt == OPT_OLDER) {
+                a->older = arg;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_BATCH) {
+                char *end;
+                long v = strtol(arg, &end, 10);
+                if (end == arg || *end || v < 1 || v > 100000)
+                        return kd_cli_usage_error(
+                            a->cli, "--batch: \"%s\" is not in 1..100000", arg);
+                a->batch = (int)v;
+                return KD_EXIT_OK;
+        }
+        return KD_EXIT_USAGE;
+}
+
+/* Deletes expired rows batch by batch, logging progress. */
+static int run_gc(kd_cli_t *cli, const gc_args_t *a)
+{
+        char errstr[512];
+        int64_t keep = cli->conf->fate_retention_ms;
+        if (a->older && kdelay_duration_parse(a->older, &keep))
+                return kd_cli_usage_error(cli,
+                                          "--older-than \"%s\" is not a "
+                                          "duration (e.g. 30d)",
+                                          a->older);
+        kd_fate_store_t *st = NULL;
+        if (kd_fate_store_new(&st, cli->conf))
+                return KD_EXIT_ERROR;
+        int64_t now = kd_now_ms();
+        uint64_t total = 0, n = 0;
+        int batches = 0;
+        kdelay_err_t err;
+        do {
+                err =
+                    kd_fate_gc(st, now - keep, now - KDELAY_MAX_DELAY_MS - keep,
+                               a->batch, &n, errstr, sizeof(errstr));
+                if (err)
+                        break;
+                total += n;
+                batches++;
+                kd_cli_log(cli, KDELAY_LOG_INFO,
+                           "event=gc_batch deleted=%llu total=%llu",
+                           (unsigned long long)n, (unsigned long long)total);
+        } while (n == (uint64_t)a->batch);
+        kd_fate_store_destroy(st);
+        if (err) {
+                fprintf(stderr, "%s: %s (deleted %llu rows before)\n",
+                        cli->prog, errstr, (unsigned long long)total);
+                return kd_cli_exit_code(err);
+        }
+        printf("deleted %llu rows in %d batches\n", (unsigned long long)total,
+               batches);
+        return KD_EXIT_OK;
+}
 
 static void on_migration(const kd_migration_t *m, void *opaque)
 {
@@ -41,25 +120,37 @@ int kd_ctl_db(int argc, char **argv)
                         fputs(KD_CLI_HELP, stdout);
                         return KD_EXIT_OK;
                 }
-                return kd_cli_usage_error(&cli,
-                                          "expected 'migrate' or 'version'");
+                return kd_cli_usage_error(
+                    &cli, "expected 'migrate', 'version' or 'gc'");
         }
         int migrate = !strcmp(argv[1], "migrate");
-        kd_cli_init(&cli,
-                    migrate ? "kdelayctl db migrate" : "kdelayctl db version");
-        if (!migrate && strcmp(argv[1], "version"))
+        int gc = !strcmp(argv[1], "gc");
+        kd_cli_init(&cli, migrate ? "kdelayctl db migrate"
+                          : gc    ? "kdelayctl db gc"
+                                  : "kdelayctl db version");
+        if (!migrate && !gc && strcmp(argv[1], "version"))
                 return kd_cli_usage_error(&cli,
                                           "unknown subcommand \"%s\" (expected "
-                                          "'migrate' or 'version')",
+                                          "'migrate', 'version' or 'gc')",
                                           argv[1]);
-        int rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", NULL, NULL, NULL,
-                              kd_db_help, &argi);
+        static const struct option gc_opts[] = {
+            {"older-than", required_argument, NULL, OPT_OLDER},
+            {"batch", required_argument, NULL, OPT_BATCH},
+            {NULL, 0, NULL, 0}};
+        gc_args_t ga = {.cli = &cli, .batch = 1000};
+        int rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", gc ? gc_opts : NULL,
+                              gc_on_opt, &ga, kd_db_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[argi + 1]);
         if (rc != KD_EXIT_OK) {
                 kd_cli_clear(&cli);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+        }
+        if (gc) {
+                rc = run_gc(&cli, &ga);
+                kd_cli_clear(&cli);
+                return rc;
         }
         MYSQL *conn = NULL;
         kdelay_err_t err =

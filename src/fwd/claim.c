@@ -98,6 +98,7 @@ static kd_settle_t settle(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 f->stats.cancelled++;
                 kd_log(f->conf, KDELAY_LOG_INFO, "event=task_cancelled id=%s",
                        t->id);
+                kd_claim_note_cancelled(f, t->id, t->fire_at_ms);
                 kd_task_done(f, t);
                 return KD_SETTLED;
         case KDELAY_FATE_FIRED:
@@ -230,8 +231,65 @@ void kd_claim_mark_fired(kd_fwd_t *f, const char *id)
                 f->fired_ids[f->fired_len++] = copy;
 }
 
+void kd_claim_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
+{
+        if (f->seen_len == f->seen_cap) {
+                size_t cap = f->seen_cap ? f->seen_cap * 2 : 64;
+                char **v = realloc(f->seen_ids, cap * sizeof(*v));
+                if (v)
+                        f->seen_ids = v;
+                int64_t *w = realloc(f->seen_fire_at, cap * sizeof(*w));
+                if (w)
+                        f->seen_fire_at = w;
+                if (!v || !w)
+                        return; /* gc then keeps the row longer: safe */
+                f->seen_cap = cap;
+        }
+        char *copy = strdup(id);
+        if (!copy)
+                return;
+        f->seen_ids[f->seen_len] = copy;
+        f->seen_fire_at[f->seen_len++] = fire_at;
+}
+
+/* Writes queued due times of dropped cancelled tasks, one statement per
+ * batch. Best effort: a row left without one is only kept longer. */
+static void flush_cancelled(kd_fwd_t *f, int64_t now)
+{
+        while (f->seen_len > 0 && now >= f->mysql_retry_ms) {
+                size_t n = f->seen_len;
+                if (n > (size_t)f->conf->fwd_claim_batch)
+                        n = (size_t)f->conf->fwd_claim_batch;
+                size_t *lens = malloc(n * sizeof(*lens));
+                char errstr[512];
+                if (!lens)
+                        return;
+                for (size_t i = 0; i < n; i++)
+                        lens[i] = strlen(f->seen_ids[i]);
+                uint64_t before = kd_fate_statements(f->fate);
+                kdelay_err_t err = kd_fate_note_cancelled(
+                    f->fate, (const char *const *)f->seen_ids, lens,
+                    f->seen_fire_at, n, errstr, sizeof(errstr));
+                f->stats.mark_statements +=
+                    kd_fate_statements(f->fate) - before;
+                free(lens);
+                if (err) {
+                        mysql_failed(f, now, "note_cancelled", errstr);
+                        return;
+                }
+                for (size_t i = 0; i < n; i++)
+                        free(f->seen_ids[i]);
+                memmove(f->seen_ids, f->seen_ids + n,
+                        (f->seen_len - n) * sizeof(*f->seen_ids));
+                memmove(f->seen_fire_at, f->seen_fire_at + n,
+                        (f->seen_len - n) * sizeof(*f->seen_fire_at));
+                f->seen_len -= n;
+        }
+}
+
 void kd_claim_flush_fired(kd_fwd_t *f, int64_t now)
 {
+        flush_cancelled(f, now);
         while (f->fired_len > 0 && now >= f->mysql_retry_ms) {
                 size_t n = f->fired_len;
                 if (n > (size_t)f->conf->fwd_claim_batch)

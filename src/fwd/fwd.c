@@ -185,6 +185,10 @@ void kd_fwd_destroy(kd_fwd_t *f)
         for (size_t i = 0; i < f->fired_len; i++)
                 free(f->fired_ids[i]);
         free(f->fired_ids);
+        for (size_t i = 0; i < f->seen_len; i++)
+                free(f->seen_ids[i]);
+        free(f->seen_ids);
+        free(f->seen_fire_at);
         for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++)
                         if (f->io_fds[i][j] >= 0)

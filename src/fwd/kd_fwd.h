@@ -109,6 +109,9 @@ typedef struct kd_fwd {
         int64_t claimq_since; /* when the oldest queued claim was queued */
         char **fired_ids;     /* owned: delivered, not yet marked FIRED */
         size_t fired_len, fired_cap;
+        char **seen_ids;       /* owned: dropped as CANCELLED, due time not */
+        int64_t *seen_fire_at; /* yet written to their rows (for gc) */
+        size_t seen_len, seen_cap;
         size_t held_cnt;
         int64_t held_bytes;
         size_t inflight;        /* produces awaiting a report */
@@ -175,6 +178,8 @@ void kd_produce_drain(kd_fwd_t *f, int64_t deadline);
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
 void kd_claim_flush(kd_fwd_t *f, int64_t now);
 void kd_claim_mark_fired(kd_fwd_t *f, const char *id);
+/* Queues the due time of a task dropped as CANCELLED for its row. */
+void kd_claim_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
 void kd_claim_flush_fired(kd_fwd_t *f, int64_t now);
 /* Removes t from the claim queue (revoke). */
 void kd_claim_forget(kd_fwd_t *f, kd_task_t *t);

@@ -49,6 +49,8 @@ static const kd_prop_t kd_props[] = {
      KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0},
     {"mysql.connect_timeout", KD_PROP_INT, KD_OFF(mysql_connect_timeout_s), "5",
      1},
+    {"mysql.fate_retention", KD_PROP_DURATION, KD_OFF(fate_retention_ms), "30d",
+     0},
     {"topics.partitions", KD_PROP_INT, KD_OFF(topics_partitions), "6", 1},
     {"topics.replication_factor", KD_PROP_INT,
      KD_OFF(topics_replication_factor), "-1", -1},

@@ -443,3 +443,49 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
         free(sql.buf);
         return err;
 }
+
+kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
+                                    const char *const *ids,
+                                    const size_t *id_lens,
+                                    const int64_t *fire_ats, size_t n,
+                                    char *errstr, size_t errstr_size)
+{
+        if (n == 0)
+                return KDELAY_OK;
+        kd_sql_t sql = {0};
+        sql_add(&sql, "UPDATE kdelay_fate SET fire_at_ms = CASE task_id");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, ids[i], id_lens[i]);
+                sql_add(&sql, " THEN %lld", (long long)fire_ats[i]);
+        }
+        sql_add(&sql, " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
+                      "AND task_id IN (");
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(&sql, ",");
+                sql_add_hex(&sql, ids[i], id_lens[i]);
+        }
+        sql_add(&sql, ")");
+        kdelay_err_t err =
+            stmt(store, &sql, "note cancelled", NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
+kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
+                        int64_t decided_before_ms, int batch,
+                        uint64_t *deletedp, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        /* Small batches keep each statement's locks short. */
+        sql_add(&sql,
+                "DELETE FROM kdelay_fate WHERE fire_at_ms < %lld OR "
+                "(fire_at_ms IS NULL AND decided_at_ms < %lld) LIMIT %d",
+                (long long)due_before_ms, (long long)decided_before_ms, batch);
+        kdelay_err_t err = stmt(store, &sql, "gc", NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (!err)
+                *deletedp = (uint64_t)mysql_affected_rows(store->conn);
+        return err;
+}

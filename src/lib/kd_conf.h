@@ -19,6 +19,7 @@ struct kdelay_conf_s {
         char *mysql_password;     /* owned; NULL = from URL or env */
         char *mysql_password_env; /* owned */
         int mysql_connect_timeout_s;
+        int64_t fate_retention_ms; /* gc keeps rows this long past due */
         int topics_partitions;
         int topics_replication_factor; /* -1 = broker default */
         int64_t topics_retention_margin_ms;

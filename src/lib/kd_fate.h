@@ -62,6 +62,23 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,
                                 size_t errstr_size);
 
+/* Records the due time of n CANCELLED tasks a forwarder dropped (rows
+ * still without one), so gc can tell when the task is long past. One
+ * statement. */
+kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
+                                    const char *const *ids,
+                                    const size_t *id_lens,
+                                    const int64_t *fire_ats, size_t n,
+                                    char *errstr, size_t errstr_size);
+
+/* Deletes at most `batch` rows of tasks due before due_before_ms, or, for
+ * rows whose due time is unknown (cancelled, never seen by a forwarder),
+ * decided before decided_before_ms. *deletedp gets the count; call again
+ * until it is below batch. One statement per call. */
+kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
+                        int64_t decided_before_ms, int batch,
+                        uint64_t *deletedp, char *errstr, size_t errstr_size);
+
 /* Statements sent since the store was created (for cost measurements). */
 uint64_t kd_fate_statements(const kd_fate_store_t *store);
 

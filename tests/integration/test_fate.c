@@ -220,6 +220,96 @@ static void test_takeover_is_compare_and_set(void)
         CU_ASSERT_STRING_EQUAL(w.row_owner, "fw-x:7");
 }
 
+/* gc deletes rows of tasks long past due, in batches, and keeps cancels
+ * whose due time is unknown (the task may still be pending). */
+static void test_gc_deletes_only_expired_rows(void)
+{
+        MYSQL *conn = NULL;
+        kdelay_conf_t *conf = it_conf_new(NULL, url);
+        char errstr[256], sql[512];
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)), KDELAY_OK);
+        int64_t now = kd_now_ms(), day = 86400000LL;
+        const struct {
+                const char *id, *state;
+                int64_t fire_at; /* -1 = NULL */
+                int64_t decided;
+                int kept;
+        } rows[] = {
+            {"gc-old-fired", "FIRED", now - 40 * day, now - 40 * day, 0},
+            {"gc-old-firing", "FIRING", now - 31 * day, now - 31 * day, 0},
+            {"gc-old-seen-cancel", "CANCELLED", now - 35 * day, now - 60 * day,
+             0},
+            {"gc-new-fired", "FIRED", now - 29 * day, now - 29 * day, 1},
+            {"gc-future-cancel", "CANCELLED", now + 90 * day, now - 60 * day,
+             1},
+            {"gc-unseen-cancel", "CANCELLED", -1, now - 400 * day, 1},
+        };
+        size_t n = sizeof(rows) / sizeof(rows[0]);
+        for (size_t i = 0; i < n; i++) {
+                char fa[24] = "NULL";
+                if (rows[i].fire_at >= 0)
+                        snprintf(fa, sizeof(fa), "%lld",
+                                 (long long)rows[i].fire_at);
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO kdelay_fate (task_id, state, fire_at_ms,"
+                         " decided_at_ms, updated_at_ms) VALUES ('%s', '%s', "
+                         "%s, %lld, %lld)",
+                         rows[i].id, rows[i].state, fa,
+                         (long long)rows[i].decided,
+                         (long long)rows[i].decided);
+                CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        }
+        /* Batches of 2: the three expired rows need two statements. */
+        uint64_t total = 0, got;
+        int calls = 0;
+        int64_t keep = 30 * day;
+        do {
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_fate_gc(store, now - keep,
+                               now - KDELAY_MAX_DELAY_MS - keep, 2, &got,
+                               errstr, sizeof(errstr)),
+                    KDELAY_OK);
+                total += got;
+                calls++;
+        } while (got == 2);
+        CU_ASSERT(total >= 3); /* earlier tests' rows are young: kept */
+        CU_ASSERT(calls >= 2);
+        for (size_t i = 0; i < n; i++) {
+                kdelay_status_t st;
+                CU_ASSERT_EQUAL(kdelay_status(client, rows[i].id, &st, errstr,
+                                              sizeof(errstr)),
+                                KDELAY_OK);
+                CU_ASSERT_EQUAL(st.fate != KDELAY_FATE_UNDECIDED, rows[i].kept);
+        }
+        mysql_close(conn);
+        kdelay_conf_destroy(conf);
+}
+
+/* The forwarder records the due time of a cancelled task it drops. */
+static void test_note_cancelled_sets_due_time_once(void)
+{
+        char id[64], errstr[256];
+        kdelay_status_t st;
+        new_id(id, sizeof(id));
+        CU_ASSERT_EQUAL(kdelay_cancel(client, id, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        const char *ids[] = {id};
+        size_t lens[] = {strlen(id)};
+        int64_t fa[] = {1234567};
+        CU_ASSERT_EQUAL(kd_fate_note_cancelled(store, ids, lens, fa, 1, errstr,
+                                               sizeof(errstr)),
+                        KDELAY_OK);
+        fa[0] = 7654321; /* a second note does not move it */
+        CU_ASSERT_EQUAL(kd_fate_note_cancelled(store, ids, lens, fa, 1, errstr,
+                                               sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_status(client, id, &st, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(st.fire_at_ms, 1234567);
+}
+
 static void test_ids_with_sql_metacharacters(void)
 {
         const char *ids[] = {"quote'id", "back\\slash", "semi;colon--",
@@ -325,6 +415,8 @@ int main(void)
             KD_TEST(test_cancel_after_claim_is_too_late),
             KD_TEST(test_batch_claim_uses_two_statements),
             KD_TEST(test_takeover_is_compare_and_set),
+            KD_TEST(test_gc_deletes_only_expired_rows),
+            KD_TEST(test_note_cancelled_sets_due_time_once),
             KD_TEST(test_ids_with_sql_metacharacters),
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),

@@ -414,20 +414,29 @@ static void check_fate_rows(void)
         snprintf(sql, sizeof(sql), "USE `%s`", db);
         CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
         CU_ASSERT_EQUAL_FATAL(
-            mysql_query(conn, "SELECT task_id, state FROM kdelay_fate"), 0);
+            mysql_query(conn,
+                        "SELECT task_id, state, fire_at_ms FROM kdelay_fate"),
+            0);
         MYSQL_RES *res = mysql_store_result(conn);
         CU_ASSERT_PTR_NOT_NULL_FATAL(res);
         static char state[N_TASKS][16];
+        static int64_t fire_at[N_TASKS];
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res))) {
                 task_t *t = task_by_id(row[0]);
-                if (t)
+                if (t) {
                         kd_strlcpy(state[t - tasks], row[1], 16);
+                        fire_at[t - tasks] = row[2] ? atoll(row[2]) : -1;
+                }
         }
         mysql_free_result(res);
         mysql_close(conn);
-        int unclaimed = 0, not_fired = 0;
+        int unclaimed = 0, not_fired = 0, cancel_no_due = 0;
         for (int i = 0; i < N_TASKS; i++) {
+                /* Dropped cancels carry their due time for gc. */
+                if (tasks[i].cancel_ok && (strcmp(state[i], "CANCELLED") ||
+                                           fire_at[i] != tasks[i].fire_at))
+                        cancel_no_due++;
                 if (!tasks[i].delivered)
                         continue;
                 if (strcmp(state[i], "FIRING") && strcmp(state[i], "FIRED"))
@@ -439,6 +448,7 @@ static void check_fate_rows(void)
                "FIRED: %d",
                unclaimed, not_fired);
         CU_ASSERT_EQUAL(unclaimed, 0);
+        CU_ASSERT_EQUAL(cancel_no_due, 0);
 }
 
 static void check_dead_letters(void)
