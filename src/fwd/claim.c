@@ -216,48 +216,60 @@ void kd_claim_flush(kd_fwd_t *f, int64_t now)
                         return;
 }
 
-void kd_claim_mark_fired(kd_fwd_t *f, const char *id)
+void kd_idq_clear(kd_idq_t *q)
 {
-        if (f->fired_len == f->fired_cap) {
-                size_t cap = f->fired_cap ? f->fired_cap * 2 : 256;
-                char **v = realloc(f->fired_ids, cap * sizeof(*v));
-                if (!v)
-                        return; /* the row stays FIRING: still correct */
-                f->fired_ids = v;
-                f->fired_cap = cap;
-        }
-        char *copy = strdup(id);
-        if (copy)
-                f->fired_ids[f->fired_len++] = copy;
+        for (size_t i = 0; i < q->len; i++)
+                free(q->ids[i]);
+        free(q->ids);
+        free(q->vals);
+        memset(q, 0, sizeof(*q));
 }
 
-void kd_claim_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
+/* Appends a copy of id; -1 when out of memory (nothing queued). */
+static int idq_push(kd_idq_t *q, const char *id, int64_t val)
 {
-        if (f->seen_len == f->seen_cap) {
-                size_t cap = f->seen_cap ? f->seen_cap * 2 : 64;
-                char **v = realloc(f->seen_ids, cap * sizeof(*v));
+        if (q->len == q->cap) {
+                size_t cap = q->cap ? q->cap * 2 : 256;
+                char **v = realloc(q->ids, cap * sizeof(*v));
                 if (v)
-                        f->seen_ids = v;
-                int64_t *w = realloc(f->seen_fire_at, cap * sizeof(*w));
+                        q->ids = v;
+                int64_t *w = realloc(q->vals, cap * sizeof(*w));
                 if (w)
-                        f->seen_fire_at = w;
+                        q->vals = w;
                 if (!v || !w)
-                        return; /* gc then keeps the row longer: safe */
-                f->seen_cap = cap;
+                        return -1;
+                q->cap = cap;
         }
         char *copy = strdup(id);
         if (!copy)
-                return;
-        f->seen_ids[f->seen_len] = copy;
-        f->seen_fire_at[f->seen_len++] = fire_at;
+                return -1;
+        q->ids[q->len] = copy;
+        q->vals[q->len++] = val;
+        return 0;
 }
 
-/* Writes queued due times of dropped cancelled tasks, one statement per
- * batch. Best effort: a row left without one is only kept longer. */
-static void flush_cancelled(kd_fwd_t *f, int64_t now)
+/* Writes one batch of a queue; the fate-table statement behind it. */
+typedef kdelay_err_t(kd_idq_write_fn)(kd_fate_store_t *store,
+                                      const char *const *ids,
+                                      const size_t *lens, const int64_t *vals,
+                                      size_t n, char *errstr,
+                                      size_t errstr_size);
+
+static kdelay_err_t write_fired(kd_fate_store_t *store, const char *const *ids,
+                                const size_t *lens, const int64_t *vals,
+                                size_t n, char *errstr, size_t errstr_size)
 {
-        while (f->seen_len > 0 && now >= f->mysql_retry_ms) {
-                size_t n = f->seen_len;
+        (void)vals;
+        return kd_fate_mark_fired(store, ids, lens, n, errstr, errstr_size);
+}
+
+/* Writes q in batches of claim_batch ids, one statement each, until it is
+ * empty or MySQL fails (then it backs off; the queue waits). */
+static void idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_idq_write_fn *write,
+                      const char *what, int64_t now)
+{
+        while (q->len > 0 && now >= f->mysql_retry_ms) {
+                size_t n = q->len;
                 if (n > (size_t)f->conf->fwd_claim_batch)
                         n = (size_t)f->conf->fwd_claim_batch;
                 size_t *lens = malloc(n * sizeof(*lens));
@@ -265,57 +277,41 @@ static void flush_cancelled(kd_fwd_t *f, int64_t now)
                 if (!lens)
                         return;
                 for (size_t i = 0; i < n; i++)
-                        lens[i] = strlen(f->seen_ids[i]);
+                        lens[i] = strlen(q->ids[i]);
                 uint64_t before = kd_fate_statements(f->fate);
-                kdelay_err_t err = kd_fate_note_cancelled(
-                    f->fate, (const char *const *)f->seen_ids, lens,
-                    f->seen_fire_at, n, errstr, sizeof(errstr));
+                kdelay_err_t err =
+                    write(f->fate, (const char *const *)q->ids, lens, q->vals,
+                          n, errstr, sizeof(errstr));
                 f->stats.mark_statements +=
                     kd_fate_statements(f->fate) - before;
                 free(lens);
                 if (err) {
-                        mysql_failed(f, now, "note_cancelled", errstr);
-                        return;
-                }
-                for (size_t i = 0; i < n; i++)
-                        free(f->seen_ids[i]);
-                memmove(f->seen_ids, f->seen_ids + n,
-                        (f->seen_len - n) * sizeof(*f->seen_ids));
-                memmove(f->seen_fire_at, f->seen_fire_at + n,
-                        (f->seen_len - n) * sizeof(*f->seen_fire_at));
-                f->seen_len -= n;
-        }
-}
-
-void kd_claim_flush_fired(kd_fwd_t *f, int64_t now)
-{
-        flush_cancelled(f, now);
-        while (f->fired_len > 0 && now >= f->mysql_retry_ms) {
-                size_t n = f->fired_len;
-                if (n > (size_t)f->conf->fwd_claim_batch)
-                        n = (size_t)f->conf->fwd_claim_batch;
-                size_t *lens = malloc(n * sizeof(*lens));
-                char errstr[512];
-                if (!lens)
-                        return;
-                for (size_t i = 0; i < n; i++)
-                        lens[i] = strlen(f->fired_ids[i]);
-                uint64_t before = kd_fate_statements(f->fate);
-                kdelay_err_t err = kd_fate_mark_fired(
-                    f->fate, (const char *const *)f->fired_ids, lens, n, errstr,
-                    sizeof(errstr));
-                f->stats.mark_statements +=
-                    kd_fate_statements(f->fate) - before;
-                free(lens);
-                if (err) {
-                        mysql_failed(f, now, "mark_fired", errstr);
+                        mysql_failed(f, now, what, errstr);
                         return;
                 }
                 mysql_ok(f);
                 for (size_t i = 0; i < n; i++)
-                        free(f->fired_ids[i]);
-                memmove(f->fired_ids, f->fired_ids + n,
-                        (f->fired_len - n) * sizeof(*f->fired_ids));
-                f->fired_len -= n;
+                        free(q->ids[i]);
+                memmove(q->ids, q->ids + n, (q->len - n) * sizeof(*q->ids));
+                memmove(q->vals, q->vals + n, (q->len - n) * sizeof(*q->vals));
+                q->len -= n;
         }
+}
+
+void kd_claim_mark_fired(kd_fwd_t *f, const char *id)
+{
+        /* Out of memory: the row stays FIRING, which is still correct. */
+        idq_push(&f->fired, id, 0);
+}
+
+void kd_claim_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
+{
+        /* Out of memory: gc keeps the row longer, which is safe. */
+        idq_push(&f->seen, id, fire_at);
+}
+
+void kd_claim_flush_fired(kd_fwd_t *f, int64_t now)
+{
+        idq_flush(f, &f->seen, kd_fate_note_cancelled, "note_cancelled", now);
+        idq_flush(f, &f->fired, write_fired, "mark_fired", now);
 }

@@ -182,13 +182,8 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 kd_task_free(
                     f, (kd_task_t *)((char *)n - offsetof(kd_task_t, timer)));
         kd_heap_clear(&f->timers);
-        for (size_t i = 0; i < f->fired_len; i++)
-                free(f->fired_ids[i]);
-        free(f->fired_ids);
-        for (size_t i = 0; i < f->seen_len; i++)
-                free(f->seen_ids[i]);
-        free(f->seen_ids);
-        free(f->seen_fire_at);
+        kd_idq_clear(&f->fired);
+        kd_idq_clear(&f->seen);
         for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++)
                         if (f->io_fds[i][j] >= 0)

@@ -87,6 +87,15 @@ typedef struct kd_fwd_stats {
         size_t held_max; /* the most tasks held at once */
 } kd_fwd_stats_t;
 
+/* Task ids, each with a value, waiting for one batched UPDATE. */
+typedef struct kd_idq {
+        char **ids;    /* owned strings */
+        int64_t *vals; /* parallel to ids */
+        size_t len, cap;
+} kd_idq_t;
+
+void kd_idq_clear(kd_idq_t *q);
+
 typedef struct kd_fwd {
         kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
         kdelay_conf_t *conf; /* owned */
@@ -107,11 +116,9 @@ typedef struct kd_fwd {
         kd_task_t *claimq, *claimq_tail;
         size_t claimq_len;
         int64_t claimq_since; /* when the oldest queued claim was queued */
-        char **fired_ids;     /* owned: delivered, not yet marked FIRED */
-        size_t fired_len, fired_cap;
-        char **seen_ids;       /* owned: dropped as CANCELLED, due time not */
-        int64_t *seen_fire_at; /* yet written to their rows (for gc) */
-        size_t seen_len, seen_cap;
+        kd_idq_t fired;       /* delivered, not yet marked FIRED */
+        kd_idq_t seen;        /* dropped as CANCELLED, due time not yet written
+                                 to their rows (for gc) */
         size_t held_cnt;
         int64_t held_bytes;
         size_t inflight;        /* produces awaiting a report */

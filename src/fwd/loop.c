@@ -61,8 +61,8 @@ static void tick(kd_fwd_t *f, int64_t now)
         run_timers(f, now);
         /* FIRED marks first: a claim after a MySQL outage must see the
          * deliveries made before it. */
-        if ((f->fired_len > 0 || f->seen_len > 0) &&
-            (f->fired_len >= (size_t)c->fwd_claim_batch ||
+        if ((f->fired.len > 0 || f->seen.len > 0) &&
+            (f->fired.len >= (size_t)c->fwd_claim_batch ||
              now >= f->next_mark_ms)) {
                 kd_claim_flush_fired(f, now);
                 f->next_mark_ms = now + KD_MARK_INTERVAL_MS;
@@ -101,9 +101,9 @@ static int next_timeout(const kd_fwd_t *f, int64_t now)
         at = min64(at, kd_part_next_wake(f));
         if (f->claimq)
                 at = min64(at, f->claimq_since + c->fwd_claim_ahead_ms / 2);
-        if (f->claimq || f->fired_len || f->seen_len)
+        if (f->claimq || f->fired.len || f->seen.len)
                 at = min64(at, f->mysql_retry_ms);
-        if (f->fired_len || f->seen_len)
+        if (f->fired.len || f->seen.len)
                 at = min64(at, f->next_mark_ms);
         at = min64(at, f->next_commit_ms);
         return at <= now ? 0 : (int)(at - now);

@@ -89,6 +89,18 @@ static void sql_add_hex(kd_sql_t *s, const char *id, size_t len)
         s->len = (size_t)(p - s->buf);
 }
 
+/* Appends "X'..',X'..')" for ids: the rest of a "task_id IN (" list. */
+static void sql_add_id_list(kd_sql_t *s, const char *const *ids,
+                            const size_t *lens, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(s, ",");
+                sql_add_hex(s, ids[i], lens[i]);
+        }
+        sql_add(s, ")");
+}
+
 kdelay_fate_t kd_fate_parse(const char *s)
 {
         if (!s)
@@ -432,12 +444,7 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                 "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
                 "%lld WHERE state = 'FIRING' AND task_id IN (",
                 (long long)kd_now_ms());
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(&sql, ",");
-                sql_add_hex(&sql, ids[i], id_lens[i]);
-        }
-        sql_add(&sql, ")");
+        sql_add_id_list(&sql, ids, id_lens, n);
         kdelay_err_t err =
             stmt(store, &sql, "mark fired", NULL, errstr, errstr_size);
         free(sql.buf);
@@ -461,12 +468,7 @@ kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
         }
         sql_add(&sql, " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
                       "AND task_id IN (");
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(&sql, ",");
-                sql_add_hex(&sql, ids[i], id_lens[i]);
-        }
-        sql_add(&sql, ")");
+        sql_add_id_list(&sql, ids, id_lens, n);
         kdelay_err_t err =
             stmt(store, &sql, "note cancelled", NULL, errstr, errstr_size);
         free(sql.buf);
