@@ -123,14 +123,29 @@ void it_db_drop(const char *name)
         mysql_close(conn);
 }
 
+rd_kafka_t *it_kafka_new(rd_kafka_type_t type, const char *const *props)
+{
+        char errstr[512];
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        if (rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
+                              sizeof(errstr)))
+                goto fail;
+        for (size_t i = 0; props && props[i]; i += 2)
+                if (rd_kafka_conf_set(rkc, props[i], props[i + 1], errstr,
+                                      sizeof(errstr)))
+                        goto fail;
+        rd_kafka_t *rk = rd_kafka_new(type, rkc, errstr, sizeof(errstr));
+        if (rk)
+                return rk;
+fail:
+        rd_kafka_conf_destroy(rkc);
+        fprintf(stderr, "it_kafka_new: %s\n", errstr);
+        return NULL;
+}
+
 int it_wait_topic(const char *topic)
 {
-        char errstr[256];
-        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
-                          sizeof(errstr));
-        rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         if (!rk)
                 return -1;
         int found = 0;
@@ -175,20 +190,12 @@ void it_msg_free(it_msg_t *m)
 static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
                       it_msg_t **msgsp, int idle_ms, int timeout_ms)
 {
-        char errstr[512];
-        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
-                          sizeof(errstr));
-        rd_kafka_conf_set(rkc, "group.id", "kdelay-it-reader", errstr,
-                          sizeof(errstr));
-        rd_kafka_conf_set(rkc, "enable.auto.commit", "false", errstr,
-                          sizeof(errstr));
-        rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_CONSUMER, rkc, errstr, sizeof(errstr));
-        if (!rk) {
-                fprintf(stderr, "it_consume: %s\n", errstr);
+        static const char *const props[] = {"group.id", "kdelay-it-reader",
+                                            "enable.auto.commit", "false",
+                                            NULL};
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
+        if (!rk)
                 return 0;
-        }
         rd_kafka_poll_set_consumer(rk);
         /* Assign every partition from the beginning: no group, no wait for
          * a rebalance. */
@@ -266,11 +273,7 @@ size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
 int it_create_topic(const char *topic, int partitions)
 {
         char errstr[256];
-        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
-                          sizeof(errstr));
-        rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         if (!rk)
                 return -1;
         rd_kafka_NewTopic_t *nt =

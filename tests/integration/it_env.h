@@ -36,6 +36,11 @@ void it_db_drop(const char *name);
 /* A connection to the stack's server (database from the URL). */
 MYSQL *it_mysql_connect(void);
 
+/* A plain librdkafka client of the stack's broker with extra properties
+ * (NULL-terminated name, value pairs; may be NULL). NULL on failure (the
+ * reason printed). Caller destroys it. */
+rd_kafka_t *it_kafka_new(rd_kafka_type_t type, const char *const *props);
+
 /* Waits until broker metadata shows `topic`; 0 when it does within 30 s. */
 int it_wait_topic(const char *topic);
 

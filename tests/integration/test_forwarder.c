@@ -220,13 +220,8 @@ static void schedule_library(int64_t start)
 
 static rd_kafka_t *raw_producer(void)
 {
-        char errstr[256];
-        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
-                          sizeof(errstr));
-        rd_kafka_conf_set(rkc, "enable.idempotence", "true", errstr,
-                          sizeof(errstr));
-        return rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        static const char *const props[] = {"enable.idempotence", "true", NULL};
+        return it_kafka_new(RD_KAFKA_PRODUCER, props);
 }
 
 /* Produces one record with the given headers (name, value pairs, NULL
@@ -682,6 +677,26 @@ static void test_forwarder_timeline(void)
         printf("\n  forwarder logs: %s %s\n", a.log, b.log);
 }
 
+/* A fresh prefix of its own with its tier topics (partitions each), its
+ * group name, and a client scheduling into it (caller destroys it). */
+static kdelay_client_t *scratch(const char *stem, int partitions, char *pfx,
+                                size_t pfx_size, char *grp, size_t grp_size)
+{
+        char errstr[512];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n;
+        kdelay_client_t *c = NULL;
+        it_unique(pfx, pfx_size, stem);
+        snprintf(grp, grp_size, "%s-group", pfx);
+        kdelay_conf_t *conf = it_conf_new(pfx, url);
+        CU_ASSERT_EQUAL_FATAL(kd_topics_create(conf, partitions, 1, reports, &n,
+                                               errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        return c;
+}
+
 /* A held set of 5 tasks while 60 come due within two seconds: partitions
  * pause for back-pressure instead of holding more, and every task is still
  * delivered, none early. */
@@ -691,19 +706,10 @@ static void test_backpressure_bounds_the_held_set(void)
         char pfx[40], grp[64], errstr[512], target[96];
         char ids[N][KDELAY_ID_MAX + 1];
         int64_t fire_at[N];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
-        it_unique(pfx, sizeof(pfx), "itbp");
-        snprintf(grp, sizeof(grp), "%s-group", pfx);
+        kdelay_client_t *c =
+            scratch("itbp", 2, pfx, sizeof(pfx), grp, sizeof(grp));
         snprintf(target, sizeof(target), "%s.target", pfx);
-        kdelay_conf_t *conf = it_conf_new(pfx, url);
-        CU_ASSERT_EQUAL_FATAL(
-            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr)),
-            KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 1), 0);
-        kdelay_client_t *c = NULL;
-        CU_ASSERT_EQUAL_FATAL(
-            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
         int64_t start = kd_now_ms();
         for (int i = 0; i < N; i++) {
                 kdelay_task_t t;
@@ -757,18 +763,9 @@ static void test_backpressure_bounds_the_held_set(void)
 static void test_second_signal_exits_at_once(void)
 {
         char pfx[40], grp[64], errstr[512], missing[96];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
-        it_unique(pfx, sizeof(pfx), "itsig");
-        snprintf(grp, sizeof(grp), "%s-group", pfx);
+        kdelay_client_t *c =
+            scratch("itsig", 1, pfx, sizeof(pfx), grp, sizeof(grp));
         snprintf(missing, sizeof(missing), "%s.missing", pfx);
-        kdelay_conf_t *conf = it_conf_new(pfx, url);
-        CU_ASSERT_EQUAL_FATAL(
-            kd_topics_create(conf, 1, 1, reports, &n, errstr, sizeof(errstr)),
-            KDELAY_OK);
-        kdelay_client_t *c = NULL;
-        CU_ASSERT_EQUAL_FATAL(
-            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
         kdelay_task_t t;
         kdelay_task_init(&t);
         t.topic = missing;

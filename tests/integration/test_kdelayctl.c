@@ -215,11 +215,7 @@ static void test_topics_check_finds_bad_config(void)
         char bad_prefix[64], topic[128], errstr[256];
         it_unique(bad_prefix, sizeof(bad_prefix), "itbad");
         snprintf(topic, sizeof(topic), "%s.tier.1s", bad_prefix);
-        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
-                          sizeof(errstr));
-        rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
         rd_kafka_NewTopic_t *nt =
             rd_kafka_NewTopic_new(topic, 1, 1, errstr, sizeof(errstr));
