@@ -127,7 +127,10 @@ static kd_settle_t settle(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 kd_task_done(f, t);
                 return KD_SETTLED;
         }
-        if (!t->waited_foreign || after_takeover) {
+        /* Exactly-once: a foreign FIRING row belongs to a transaction that
+         * aborted or will be fenced (a committed one would have marked this
+         * record done in its offsets), so it is taken over at once. */
+        if ((!f->eos && !t->waited_foreign) || after_takeover) {
                 /* Claimed by another process, which is alive and about to
                  * mark it FIRED, or died. Look again a little later. */
                 t->waited_foreign = 1;
@@ -225,8 +228,7 @@ void kd_idq_clear(kd_idq_t *q)
         memset(q, 0, sizeof(*q));
 }
 
-/* Appends a copy of id; -1 when out of memory (nothing queued). */
-static int idq_push(kd_idq_t *q, const char *id, int64_t val)
+int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
 {
         if (q->len == q->cap) {
                 size_t cap = q->cap ? q->cap * 2 : 256;
@@ -301,13 +303,13 @@ static void idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_idq_write_fn *write,
 void kd_claim_mark_fired(kd_fwd_t *f, const char *id)
 {
         /* Out of memory: the row stays FIRING, which is still correct. */
-        idq_push(&f->fired, id, 0);
+        kd_idq_push(&f->fired, id, 0);
 }
 
 void kd_claim_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
 {
         /* Out of memory: gc keeps the row longer, which is safe. */
-        idq_push(&f->seen, id, fire_at);
+        kd_idq_push(&f->seen, id, fire_at);
 }
 
 void kd_claim_flush_fired(kd_fwd_t *f, int64_t now)

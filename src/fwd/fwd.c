@@ -30,6 +30,19 @@ static const char *const kd_producer_defaults[] = {
     "message.timeout.ms", "30000", NULL};
 static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
                                                  "acks", "all", NULL};
+/* Exactly-once: a crashed instance's open transaction blocks
+ * read_committed consumers of the targets until it times out (or the
+ * instance restarts and fences it); keep that short. Produces must time
+ * out within a transaction. */
+static const char *const kd_txn_producer_defaults[] = {"linger.ms",
+                                                       "1",
+                                                       "partitioner",
+                                                       "murmur2_random",
+                                                       "transaction.timeout.ms",
+                                                       "10000",
+                                                       "message.timeout.ms",
+                                                       "10000",
+                                                       NULL};
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
@@ -140,8 +153,27 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
                 goto fail;
         }
         rd_kafka_poll_set_consumer(f->consumer);
-        f->producer = client_new(f, RD_KAFKA_PRODUCER, kd_producer_defaults,
-                                 kd_producer_forced, errstr, errstr_size);
+        f->eos = conf->fwd_delivery == KD_DELIVERY_EXACTLY_ONCE;
+        char txn_id[128];
+        if (f->eos && !conf->fwd_txn_id && !conf->fwd_instance) {
+                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                              "forwarder.delivery=exactly_once needs a "
+                              "stable forwarder.instance (or "
+                              "forwarder.transactional_id), so that a "
+                              "restarted forwarder fences its predecessor");
+                goto fail;
+        }
+        snprintf(txn_id, sizeof(txn_id), "%s",
+                 conf->fwd_txn_id ? conf->fwd_txn_id : "");
+        if (!conf->fwd_txn_id)
+                snprintf(txn_id, sizeof(txn_id), "%s-%s", conf->fwd_group_id,
+                         f->instance);
+        const char *forced_txn[] = {"enable.idempotence", "true", "acks", "all",
+                                    "transactional.id",   txn_id, NULL};
+        f->producer = client_new(
+            f, RD_KAFKA_PRODUCER,
+            f->eos ? kd_txn_producer_defaults : kd_producer_defaults,
+            f->eos ? forced_txn : kd_producer_forced, errstr, errstr_size);
         if (!f->producer) {
                 err = KDELAY_ERR_KAFKA;
                 goto fail;
@@ -177,6 +209,8 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 kd_claim_forget(f, t);
                 kd_task_free(f, t);
         }
+        while (f->paceq)
+                kd_task_free(f, f->paceq);
         kd_heap_node_t *n;
         while ((n = kd_heap_pop(&f->timers)))
                 kd_task_free(
@@ -184,6 +218,8 @@ void kd_fwd_destroy(kd_fwd_t *f)
         kd_heap_clear(&f->timers);
         kd_idq_clear(&f->fired);
         kd_idq_clear(&f->seen);
+        kd_idq_clear(&f->txn_fired);
+        kd_idq_clear(&f->poison);
         for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++)
                         if (f->io_fds[i][j] >= 0)
@@ -210,6 +246,8 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                "wrong_tier=%llu "
                "produce_retries=%llu held_now=%zu held_max=%zu held_bytes=%lld "
                "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
+               "txn_commits=%llu txn_aborts=%llu skipped_done=%llu "
+               "rate_limited=%llu "
                "paused_full=%zu claim_statements=%llu mark_statements=%llu "
                "statements_per_fire=%.3f late_max_ms=%lld mysql=%s",
                event, (unsigned long long)s->read, (unsigned long long)s->held,
@@ -223,7 +261,11 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                (unsigned long long)s->wrong_tier,
                (unsigned long long)s->produce_retries, f->held_cnt, s->held_max,
                (long long)f->held_bytes, f->claimq_len, f->inflight, parts,
-               waiting, full, (unsigned long long)s->claim_statements,
+               waiting, (unsigned long long)s->txn_commits,
+               (unsigned long long)s->txn_aborts,
+               (unsigned long long)s->skipped_done,
+               (unsigned long long)s->rate_limited, full,
+               (unsigned long long)s->claim_statements,
                (unsigned long long)s->mark_statements,
                s->fired ? (double)statements / (double)s->fired : 0.0,
                (long long)s->late_max_ms, f->mysql_down ? "down" : "up");

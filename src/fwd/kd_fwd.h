@@ -30,7 +30,8 @@ typedef enum kd_task_state {
         KD_TASK_FIRING,   /* produced to its target, awaiting the report */
         KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
-        KD_TASK_RETRY     /* a produce failed; timer at the retry time */
+        KD_TASK_RETRY,    /* a produce failed; timer at the retry time */
+        KD_TASK_PACED     /* due, claimed, waiting for max_fire_rate */
 } kd_task_state_t;
 
 typedef struct kd_task {
@@ -55,6 +56,7 @@ typedef struct kd_task {
         size_t bytes;             /* memory accounted to the held set */
         int held;                 /* counted in the held set */
         int waited_foreign;       /* waited once for a foreign claim */
+        int offset_done;          /* exactly-once: marked done when produced */
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
 } kd_task_t;
@@ -75,6 +77,10 @@ struct kd_part {
         kd_task_t *tasks;                  /* every live task from here */
         kd_offtrack_t track;
         int64_t committed; /* last commit point sent, -1 none */
+        /* Exactly-once: records above the committed offset that an earlier
+         * owner handled (its committed done set); skipped when read. */
+        kd_offrange_t *skip; /* owned */
+        size_t skip_cnt, skip_pos;
         struct kd_part *next;
 };
 
@@ -82,7 +88,7 @@ typedef struct kd_fwd_stats {
         uint64_t read, held, hopped, fired, cancelled, already_fired, dead,
             dup_copies, foreign_waits, takeovers, handed_over, wrong_tier,
             produce_retries, claim_statements, claimed, mark_statements,
-            commits;
+            commits, txn_commits, txn_aborts, skipped_done, rate_limited;
         int64_t late_max_ms;
         size_t held_max; /* the most tasks held at once */
 } kd_fwd_stats_t;
@@ -95,6 +101,8 @@ typedef struct kd_idq {
 } kd_idq_t;
 
 void kd_idq_clear(kd_idq_t *q);
+/* Appends a copy of id; -1 when out of memory (nothing queued). */
+int kd_idq_push(kd_idq_t *q, const char *id, int64_t val);
 
 typedef struct kd_fwd {
         kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
@@ -131,8 +139,25 @@ typedef struct kd_fwd {
         int io_fds[2][2];          /* consumer, producer queue wake-up pipes */
         rd_kafka_queue_t *consumer_q; /* owned reference */
         rd_kafka_queue_t *producer_q; /* owned reference */
-        volatile sig_atomic_t *stop;  /* borrowed: set by signal handlers */
-        int wake_fd;                  /* borrowed: readable on a signal */
+        /* Exactly-once mode (txn.c). Produces go into the open transaction;
+         * its fires are marked FIRED only once it commits. */
+        int eos;
+        int txn_open;
+        int txn_has_fire; /* the open transaction holds a fire */
+        int txn_failed;   /* a produce in it failed: abort and rewind */
+        int txn_dirty;    /* offsets moved since the last commit */
+        int fatal;        /* a fatal producer error: stop, exit non-zero */
+        int64_t txn_opened_ms;
+        int64_t txn_last_ms; /* last commit or abort */
+        kd_idq_t txn_fired;  /* fired in the open transaction */
+        kd_idq_t poison;     /* id -> fires aborted by a permanent error */
+        /* forwarder.max_fire_rate: a token bucket, and the due tasks
+         * waiting for it in due order (pace.c). */
+        double fire_tokens;
+        int64_t fire_tokens_ms;
+        kd_task_t *paceq, *paceq_tail;
+        volatile sig_atomic_t *stop; /* borrowed: set by signal handlers */
+        int wake_fd;                 /* borrowed: readable on a signal */
         kd_fwd_stats_t stats;
 } kd_fwd_t;
 
@@ -156,8 +181,43 @@ int64_t kd_part_next_wake(const kd_fwd_t *f);
 kd_part_t *kd_part_find(kd_fwd_t *f, const char *topic, int32_t partition);
 void kd_part_pause(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
                    int64_t wake_ms);
-/* Commits every partition whose commit point moved; sync or async. */
+/* Commits every partition whose commit point moved; sync or async
+ * (at-least-once mode; exactly-once commits through kd_txn_commit). */
 void kd_part_commit(kd_fwd_t *f, int sync);
+/* Exactly-once, after an aborted transaction: drops every task and reads
+ * all assigned partitions again from their committed offsets. */
+void kd_part_rewind(kd_fwd_t *f);
+/* Offsets and done sets of the assigned partitions, for a transaction;
+ * NULL when none has a commit point. Caller destroys it. */
+rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f);
+
+/* txn.c: exactly-once mode. */
+typedef enum kd_txn_result {
+        KD_TXN_OK,      /* committed, or nothing to commit */
+        KD_TXN_ABORTED, /* aborted: the caller rewinds (or drops) */
+        KD_TXN_FATAL    /* f->fatal set: the process must exit */
+} kd_txn_result_t;
+/* init_transactions: fences an earlier process with the same
+ * transactional.id and aborts its open transaction. */
+kdelay_err_t kd_txn_init(kd_fwd_t *f, char *errstr, size_t errstr_size);
+/* Opens a transaction unless one is open; 0 when produces may go ahead. */
+int kd_txn_begin(kd_fwd_t *f);
+/* Commits the open transaction (or, when only offsets moved, one holding
+ * just them) with every partition's offset and done set. */
+kd_txn_result_t kd_txn_commit(kd_fwd_t *f);
+/* Aborts the open transaction (a produce in it failed). */
+kd_txn_result_t kd_txn_abort(kd_fwd_t *f, const char *why);
+/* When the open transaction is due for its commit; INT64_MAX for none. */
+int64_t kd_txn_due_ms(const kd_fwd_t *f);
+/* pace.c: forwarder.max_fire_rate. Fires t now if the rate allows and
+ * nothing is waiting before it, else queues it (due order is kept). */
+void kd_pace_fire(kd_fwd_t *f, kd_task_t *t, int64_t now);
+/* Fires queued tasks as the rate allows. */
+void kd_pace_run(kd_fwd_t *f, int64_t now);
+/* When the next queued task may fire; INT64_MAX when none waits. */
+int64_t kd_pace_next_ms(const kd_fwd_t *f);
+/* Removes t from the queue (revoke, free). */
+void kd_pace_forget(kd_fwd_t *f, kd_task_t *t);
 
 /* task.c */
 kd_task_t *kd_task_from_message(const rd_kafka_message_t *m);

@@ -18,7 +18,13 @@ typedef struct kd_offtrack {
         size_t head, len, cap;
         int64_t next;      /* offset after the last added; -1 = none yet */
         int64_t committed; /* last commit point handed out, -1 = none */
+        size_t runs;       /* runs of done records above the commit point */
 } kd_offtrack_t;
+
+/* A closed range of offsets [first, last]. */
+typedef struct kd_offrange {
+        int64_t first, last;
+} kd_offrange_t;
 
 void kd_offtrack_init(kd_offtrack_t *t);
 void kd_offtrack_clear(kd_offtrack_t *t);
@@ -27,8 +33,8 @@ void kd_offtrack_clear(kd_offtrack_t *t);
  * -1 when it does not, or out of memory. */
 int kd_offtrack_add(kd_offtrack_t *t, int64_t offset);
 
-/* Marks offset done; -1 when it is not tracked (never added, or below the
- * commit point already). */
+/* Marks offset done (again is a no-op); -1 when it is not tracked (never
+ * added, or below the commit point already). */
 int kd_offtrack_done(kd_offtrack_t *t, int64_t offset);
 
 /* Lowest offset not done, or the offset after the last added when all are
@@ -37,5 +43,28 @@ int64_t kd_offtrack_commit_point(const kd_offtrack_t *t);
 
 /* Number of records read and not yet done. */
 size_t kd_offtrack_pending(const kd_offtrack_t *t);
+
+/* The done set above the commit point, for exactly-once commits: which
+ * records after the first unhandled one are handled already, so that the
+ * next owner of the partition skips exactly those. Format "kd1" then one
+ * ";<gap>.<len>" per run of done records, in base 36: the run starts <gap>
+ * offsets after the end of the previous run (or after the commit point)
+ * and spans <len> + 1 offsets. `tail` (tail_cnt ranges, increasing, all
+ * at or after the next offset to read) are done records not read yet,
+ * appended; `commit` is the commit point to state when nothing was read.
+ * Writes at most size - 1 chars; -1 when the text does not fit. */
+int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
+                       const kd_offrange_t *tail, size_t tail_cnt, char *buf,
+                       size_t size);
+
+/* Longest encoding of one run: two 13-digit base-36 numbers, ';' and '.'. */
+#define KD_OFFTRACK_RUN_MAX_CHARS 28
+
+/* Parses what kd_offtrack_encode wrote for commit point `commit` into
+ * *ranges (owned by the caller, free()), *cnt ranges in increasing order.
+ * NULL or "" give none. -1 when the text is not a valid encoding (then
+ * nothing is returned). */
+int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
+                       kd_offrange_t **ranges, size_t *cnt);
 
 #endif

@@ -34,7 +34,7 @@ static void run_timers(kd_fwd_t *f, int64_t now)
                         kd_claim_enqueue(f, t);
                         break;
                 case KD_TASK_CLAIMED:
-                        kd_produce_fire(f, t, now);
+                        kd_pace_fire(f, t, now);
                         break;
                 case KD_TASK_RETRY:
                         if (t->retry_as == KD_TASK_FIRING)
@@ -58,6 +58,7 @@ static void tick(kd_fwd_t *f, int64_t now)
 {
         const kdelay_conf_t *c = f->conf;
         kd_part_process_all(f, now);
+        kd_pace_run(f, now);
         run_timers(f, now);
         /* FIRED marks first: a claim after a MySQL outage must see the
          * deliveries made before it. */
@@ -74,7 +75,11 @@ static void tick(kd_fwd_t *f, int64_t now)
                 kd_claim_flush(f, now);
                 run_timers(f, kd_now_ms()); /* claims already due */
         }
-        if (now >= f->next_commit_ms) {
+        if (f->eos) {
+                if (kd_txn_due_ms(f) <= now &&
+                    kd_txn_commit(f) == KD_TXN_ABORTED)
+                        kd_part_rewind(f);
+        } else if (now >= f->next_commit_ms) {
                 kd_part_commit(f, 0);
                 f->next_commit_ms = now + c->fwd_commit_interval_ms;
         }
@@ -105,7 +110,11 @@ static int next_timeout(const kd_fwd_t *f, int64_t now)
                 at = min64(at, f->mysql_retry_ms);
         if (f->fired.len || f->seen.len)
                 at = min64(at, f->next_mark_ms);
-        at = min64(at, f->next_commit_ms);
+        if (f->eos)
+                at = min64(at, kd_txn_due_ms(f));
+        else
+                at = min64(at, f->next_commit_ms);
+        at = min64(at, kd_pace_next_ms(f));
         return at <= now ? 0 : (int)(at - now);
 }
 
@@ -148,14 +157,15 @@ static void log_start(kd_fwd_t *f)
             "event=forwarder_start version=%s instance=%s group=%s "
             "brokers=%s tiers=%s topics=%s.tier.{%s} dead_topic=%s.dead "
             "hold_horizon=%s lookahead=%s claim_ahead=%s max_held=%d "
-            "max_held_bytes=%lld",
+            "max_held_bytes=%lld delivery=%s max_fire_rate=%d",
             KDELAY_VERSION_STR, f->instance, c->fwd_group_id, c->brokers, tiers,
             c->topic_prefix, tiers, c->topic_prefix,
             kdelay_duration_format(c->fwd_hold_horizon_ms, horizon,
                                    sizeof(horizon)),
             kdelay_duration_format(c->fwd_lookahead_ms, look, sizeof(look)),
             kdelay_duration_format(c->fwd_claim_ahead_ms, ahead, sizeof(ahead)),
-            c->fwd_max_held, (long long)c->fwd_max_held_bytes);
+            c->fwd_max_held, (long long)c->fwd_max_held_bytes,
+            f->eos ? "exactly_once" : "at_least_once", c->fwd_max_fire_rate);
 }
 
 static kdelay_err_t subscribe(kd_fwd_t *f)
@@ -215,6 +225,16 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 return KDELAY_ERR_SYSTEM;
         }
         log_start(f);
+        if (f->eos) {
+                char why[512];
+                if (kd_txn_init(f, why, sizeof(why))) {
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=startup_failed what=init_transactions "
+                               "err=\"%s\"",
+                               why);
+                        return KDELAY_ERR_KAFKA;
+                }
+        }
         if (subscribe(f))
                 return KDELAY_ERR_KAFKA;
         struct pollfd fds[3] = {{f->io_fds[0][0], POLLIN, 0},
@@ -223,11 +243,12 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
         int more = 1; /* the queues may hold events from before io setup */
         kdelay_err_t result = KDELAY_OK;
         while (!*stop) {
-                char why[512];
+                char why[512] = "see the txn_error line";
                 /* A fatal idempotent-producer error (e.g. fenced, or
                  * sequence loss) cannot be retried away: stop cleanly and
                  * exit non-zero so a supervisor starts a fresh process. */
-                if (rd_kafka_fatal_error(f->producer, why, sizeof(why))) {
+                if (f->fatal ||
+                    rd_kafka_fatal_error(f->producer, why, sizeof(why))) {
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=producer_fatal err=\"%s\" "
                                "action=exit",
@@ -247,5 +268,10 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                         ;
         }
         shutdown_clean(f);
+        if (f->fatal) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=producer_fatal what=transaction action=exit");
+                result = KDELAY_ERR_KAFKA;
+        }
         return result;
 }

@@ -18,9 +18,11 @@ void kd_offtrack_clear(kd_offtrack_t *t)
         kd_offtrack_init(t);
 }
 
-/* Drops done records from the front. */
+/* Drops done records from the front: the leading run, if any. */
 static void advance(kd_offtrack_t *t)
 {
+        if (t->len > 0 && t->done[t->head])
+                t->runs--;
         while (t->len > 0 && t->done[t->head]) {
                 t->head = (t->head + 1) % t->cap;
                 t->len--;
@@ -78,6 +80,15 @@ int kd_offtrack_done(kd_offtrack_t *t, int64_t offset)
         }
         if (lo == t->len || t->off[(t->head + lo) % t->cap] != offset)
                 return -1;
+        if (t->done[(t->head + lo) % t->cap])
+                return 0;
+        /* Joining two runs, extending one, or starting one. */
+        int left = lo > 0 && t->done[(t->head + lo - 1) % t->cap];
+        int right = lo + 1 < t->len && t->done[(t->head + lo + 1) % t->cap];
+        if (left && right)
+                t->runs--;
+        else if (!left && !right)
+                t->runs++;
         t->done[(t->head + lo) % t->cap] = 1;
         advance(t);
         return 0;
@@ -96,4 +107,139 @@ size_t kd_offtrack_pending(const kd_offtrack_t *t)
         for (size_t i = 0; i < t->len; i++)
                 n += !t->done[(t->head + i) % t->cap];
         return n;
+}
+
+/* Appends v in base 36 at *pos; -1 when it does not fit. */
+static int put36(char *buf, size_t size, size_t *pos, uint64_t v)
+{
+        char tmp[16];
+        size_t n = 0;
+        do {
+                tmp[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+                v /= 36;
+        } while (v);
+        if (*pos + n + 1 > size)
+                return -1;
+        while (n)
+                buf[(*pos)++] = tmp[--n];
+        buf[*pos] = '\0';
+        return 0;
+}
+
+static int putc1(char *buf, size_t size, size_t *pos, char c)
+{
+        if (*pos + 2 > size)
+                return -1;
+        buf[(*pos)++] = c;
+        buf[*pos] = '\0';
+        return 0;
+}
+
+/* Appends the run [first, last] after prev. */
+static int put_run(char *buf, size_t size, size_t *pos, int64_t prev,
+                   int64_t first, int64_t last)
+{
+        return putc1(buf, size, pos, ';') ||
+                       put36(buf, size, pos, (uint64_t)(first - prev)) ||
+                       putc1(buf, size, pos, '.') ||
+                       put36(buf, size, pos, (uint64_t)(last - first))
+                   ? -1
+                   : 0;
+}
+
+int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
+                       const kd_offrange_t *tail, size_t tail_cnt, char *buf,
+                       size_t size)
+{
+        size_t pos = 0;
+        if (size < 4)
+                return -1;
+        memcpy(buf, "kd1", 4);
+        pos = 3;
+        int64_t prev = kd_offtrack_commit_point(t); /* end of the last run */
+        if (prev < 0)
+                prev = commit;
+        for (size_t i = 0; i < t->len; i++) {
+                if (!t->done[(t->head + i) % t->cap])
+                        continue;
+                int64_t first = t->off[(t->head + i) % t->cap];
+                while (i + 1 < t->len && t->done[(t->head + i + 1) % t->cap])
+                        i++;
+                int64_t last = t->off[(t->head + i) % t->cap];
+                if (put_run(buf, size, &pos, prev, first, last))
+                        return -1;
+                prev = last;
+        }
+        for (size_t i = 0; i < tail_cnt; i++) {
+                int64_t first = tail[i].first > prev ? tail[i].first : prev + 1;
+                if (tail[i].last < first)
+                        continue;
+                if (put_run(buf, size, &pos, prev, first, tail[i].last))
+                        return -1;
+                prev = tail[i].last;
+        }
+        return 0;
+}
+
+/* Reads a base-36 number at *p (at least one digit); -1 on none/overflow. */
+static int get36(const char **p, const char *end, int64_t *out)
+{
+        uint64_t v = 0;
+        const char *s = *p;
+        while (s < end) {
+                int d;
+                if (*s >= '0' && *s <= '9')
+                        d = *s - '0';
+                else if (*s >= 'a' && *s <= 'z')
+                        d = *s - 'a' + 10;
+                else
+                        break;
+                if (v > (uint64_t)(INT64_MAX - d) / 36)
+                        return -1;
+                v = v * 36 + (uint64_t)d;
+                s++;
+        }
+        if (s == *p)
+                return -1;
+        *p = s;
+        *out = (int64_t)v;
+        return 0;
+}
+
+int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
+                       kd_offrange_t **ranges, size_t *cnt)
+{
+        *ranges = NULL;
+        *cnt = 0;
+        if (!text || len == 0)
+                return 0;
+        if (len < 3 || memcmp(text, "kd1", 3))
+                return -1;
+        const char *p = text + 3, *end = text + len;
+        kd_offrange_t *v = NULL;
+        size_t n = 0, cap = 0;
+        int64_t prev = commit;
+        while (p < end) {
+                int64_t gap, span;
+                if (*p++ != ';' || get36(&p, end, &gap) || p >= end ||
+                    *p++ != '.' || get36(&p, end, &span) || gap < 1 ||
+                    gap > INT64_MAX - prev || span > INT64_MAX - prev - gap)
+                        goto bad;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        kd_offrange_t *w = realloc(v, cap * sizeof(*v));
+                        if (!w)
+                                goto bad;
+                        v = w;
+                }
+                v[n].first = prev + gap;
+                v[n].last = prev + gap + span;
+                prev = v[n++].last;
+        }
+        *ranges = v;
+        *cnt = n;
+        return 0;
+bad:
+        free(v);
+        return -1;
 }

@@ -68,6 +68,20 @@ static kd_task_t *backlog_pop(kd_part_t *p)
         return t;
 }
 
+/* Exactly-once: the done set above the commit point is committed as
+ * offset metadata (at most Kafka's default offset.metadata.max.bytes,
+ * 4096). Handling one record adds at most one run to it, so a partition
+ * stops at this many runs until held tasks ahead of them fire. */
+#define KD_OFFSET_METADATA_MAX 4096
+#define KD_DONE_RUNS_MAX                                                       \
+        ((KD_OFFSET_METADATA_MAX - 16) / KD_OFFTRACK_RUN_MAX_CHARS - 1)
+
+static int done_set_full(const kd_fwd_t *f, const kd_part_t *p)
+{
+        return f->eos &&
+               p->track.runs + (p->skip_cnt - p->skip_pos) >= KD_DONE_RUNS_MAX;
+}
+
 /* Handles the backlog head t if it is due; 0 when the partition must
  * wait (then it is paused with a reason). */
 static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
@@ -88,6 +102,10 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 due = tier_due;
         if (due - c->fwd_lookahead_ms > now) {
                 kd_part_pause(f, p, KD_PART_WAITING, due - c->fwd_lookahead_ms);
+                return 0;
+        }
+        if (done_set_full(f, p)) {
+                kd_part_pause(f, p, KD_PART_FULL, 0);
                 return 0;
         }
         int64_t remaining = t->fire_at_ms - now;
@@ -129,7 +147,7 @@ void kd_part_process_all(kd_fwd_t *f, int64_t now)
         for (kd_part_t *p = f->parts; p; p = p->next) {
                 if ((p->state == KD_PART_WAITING && p->wake_ms <= now) ||
                     (p->state == KD_PART_FULL && p->backlog &&
-                     !kd_fwd_held_full(f, p->backlog)))
+                     !kd_fwd_held_full(f, p->backlog) && !done_set_full(f, p)))
                         process_partition(f, p, now);
         }
 }
@@ -190,6 +208,18 @@ void kd_part_on_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 return; /* not ours (any more) */
         if (p->track.next >= 0 && m->offset < p->track.next)
                 return; /* seen before (re-delivery after a seek) */
+        while (p->skip_pos < p->skip_cnt &&
+               p->skip[p->skip_pos].last < m->offset)
+                p->skip_pos++;
+        if (p->skip_pos < p->skip_cnt &&
+            p->skip[p->skip_pos].first <= m->offset) {
+                /* Handled by the previous owner in a committed transaction:
+                 * done here too, so that our commits keep saying so. */
+                if (kd_offtrack_add(&p->track, m->offset) == 0)
+                        kd_offtrack_done(&p->track, m->offset);
+                f->stats.skipped_done++;
+                return;
+        }
         kd_task_t *t = kd_task_from_message(m);
         if (!t || kd_offtrack_add(&p->track, m->offset)) {
                 /* Not tracked, so never committed: a restart re-reads it. */
@@ -220,9 +250,51 @@ void kd_part_on_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 process_partition(f, p, now);
 }
 
+/* Exactly-once: the committed offsets and done sets of parts, read with
+ * require-stable semantics (a read_committed consumer waits for pending
+ * transactional commits), written into parts as the offsets to start at.
+ * Retried until it succeeds; -1 only when stopping or fatal. */
+static int fetch_committed(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        for (int attempt = 1;; attempt++) {
+                rd_kafka_resp_err_t err =
+                    rd_kafka_committed(f->consumer, parts, 10000);
+                if (!err)
+                        return 0;
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=committed_fetch_failed attempt=%d err=\"%s\"",
+                       attempt, rd_kafka_err2str(err));
+                if (*f->stop || attempt >= 30) {
+                        f->fatal = attempt >= 30;
+                        *f->stop = 1;
+                        return -1;
+                }
+        }
+}
+
+static void load_done_set(kd_fwd_t *f, kd_part_t *p,
+                          const rd_kafka_topic_partition_t *tp)
+{
+        if (tp->offset < 0 || !tp->metadata)
+                return;
+        if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
+                               &p->skip, &p->skip_cnt)) {
+                /* Not ours (another tool committed here): nothing to skip. */
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=done_set_unreadable topic=%s partition=%d "
+                       "offset=%lld",
+                       p->topic, p->partition, (long long)tp->offset);
+        }
+}
+
 void kd_part_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         kd_claim_new_generation(f);
+        if (f->eos && parts->cnt > 0 && fetch_committed(f, parts)) {
+                rd_kafka_assign(f->consumer, NULL);
+                return;
+        }
+        size_t skipped = 0;
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 int tier = -1;
@@ -243,13 +315,19 @@ void kd_part_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 p->partition = tp->partition;
                 p->tier = (size_t)tier;
                 p->state = KD_PART_FLOWING;
-                p->committed = -1;
+                p->committed = f->eos ? tp->offset : -1;
                 kd_offtrack_init(&p->track);
+                if (f->eos)
+                        load_done_set(f, p, tp);
+                for (size_t k = 0; k < p->skip_cnt; k++)
+                        skipped +=
+                            (size_t)(p->skip[k].last - p->skip[k].first + 1);
                 p->next = f->parts;
                 f->parts = p;
         }
-        kd_log(f->conf, KDELAY_LOG_INFO, "event=partitions_assigned count=%d",
-               parts->cnt);
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=partitions_assigned count=%d done_above_commit=%zu",
+               parts->cnt, skipped);
         rd_kafka_assign(f->consumer, parts);
 }
 
@@ -282,6 +360,9 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
         if (p->state != KD_PART_FLOWING)
                 resume(f, p); /* the pause flag outlives the assignment */
         kd_offtrack_clear(&p->track);
+        free(p->skip);
+        p->skip = NULL;
+        p->skip_cnt = p->skip_pos = 0;
 }
 
 /* Fires the tasks already claimed here (due within claim_ahead) when they
@@ -293,10 +374,17 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                 int64_t now = kd_now_ms(), next = INT64_MAX;
                 for (kd_part_t *p = f->parts; p; p = p->next) {
                         for (kd_task_t *t = p->tasks; t; t = t->next) {
-                                if (t->state != KD_TASK_CLAIMED)
+                                if (t->state != KD_TASK_CLAIMED &&
+                                    t->state != KD_TASK_PACED)
                                         continue;
                                 if (t->fire_at_ms <= now) {
-                                        kd_heap_remove(&f->timers, &t->timer);
+                                        /* The rate limit yields to the
+                                         * rebalance: these are due. */
+                                        if (t->state == KD_TASK_PACED)
+                                                kd_pace_forget(f, t);
+                                        else
+                                                kd_heap_remove(&f->timers,
+                                                               &t->timer);
                                         kd_produce_fire(f, t, now);
                                 } else if (t->fire_at_ms < next) {
                                         next = t->fire_at_ms;
@@ -351,13 +439,23 @@ void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
             f->shutdown_deadline
                 ? f->shutdown_deadline
                 : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
-        fire_claimed(f, deadline);
-        hand_over(f);
-        /* Let in-flight produces finish so their offsets can be committed
-         * and the next owner does not deliver them again. */
-        kd_produce_drain(f, deadline);
+        if (!f->fatal) {
+                fire_claimed(f, deadline);
+                hand_over(f);
+        }
+        if (f->eos) {
+                /* The fires and hand-overs commit with the offsets while
+                 * this generation still owns the partitions; aborted, the
+                 * next owner redoes them from our last commit. */
+                kd_txn_commit(f);
+        } else {
+                /* Let in-flight produces finish so their offsets can be
+                 * committed and the next owner does not deliver them
+                 * again. */
+                kd_produce_drain(f, deadline);
+                kd_part_commit(f, 1);
+        }
         kd_claim_flush_fired(f, kd_now_ms());
-        kd_part_commit(f, 1);
         kd_part_t **pp = &f->parts;
         while (*pp) {
                 kd_part_t *p = *pp;
@@ -393,4 +491,64 @@ void kd_part_commit(kd_fwd_t *f, int sync)
                                l->cnt, rd_kafka_err2str(err));
         }
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kd_part_rewind(kd_fwd_t *f)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(8);
+        size_t n = 0;
+        kd_part_t **pp = &f->parts;
+        while (*pp) {
+                kd_part_t *p = *pp;
+                *pp = p->next;
+                rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+                part_drop(f, p);
+                free(p);
+                n++;
+        }
+        kd_log(f->conf, KDELAY_LOG_NOTICE, "event=partitions_rewound count=%zu",
+               n);
+        /* A fresh assignment restarts every fetch at the committed offset
+         * and discards what was prefetched. */
+        kd_part_assign(f, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(8);
+        for (kd_part_t *p = f->parts; p; p = p->next) {
+                int64_t cp = kd_offtrack_commit_point(&p->track);
+                if (cp < 0)
+                        cp = p->committed; /* nothing read yet */
+                if (cp < 0)
+                        continue;
+                char meta[KD_OFFSET_METADATA_MAX];
+                /* Runs the previous owner committed that we have not read
+                 * yet stay in the set. */
+                if (kd_offtrack_encode(&p->track, cp, p->skip + p->skip_pos,
+                                       p->skip_cnt - p->skip_pos, meta,
+                                       sizeof(meta))) {
+                        /* Cannot happen below KD_DONE_RUNS_MAX runs. */
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=done_set_too_large topic=%s "
+                               "partition=%d runs=%zu",
+                               p->topic, p->partition, p->track.runs);
+                        meta[0] = '\0';
+                }
+                rd_kafka_topic_partition_t *tp =
+                    rd_kafka_topic_partition_list_add(l, p->topic,
+                                                      p->partition);
+                tp->offset = cp;
+                tp->metadata = strdup(meta);
+                tp->metadata_size = tp->metadata ? strlen(meta) : 0;
+                p->committed = cp;
+        }
+        if (l->cnt == 0) {
+                rd_kafka_topic_partition_list_destroy(l);
+                return NULL;
+        }
+        return l;
 }

@@ -1,5 +1,6 @@
 /* Producing: fire to the target, hop to a tier, dead-letter; delivery
  * reports decide when a task's offset is handled. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kd_fwd.h"
@@ -64,6 +65,12 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                     rd_kafka_headers_t *hdrs, kd_task_state_t state)
 {
         t->state = state;
+        if (f->eos && kd_txn_begin(f)) {
+                rd_kafka_headers_destroy(hdrs);
+                retry_later(f, t, state, "produce_deferred",
+                            RD_KAFKA_RESP_ERR__STATE);
+                return;
+        }
         rd_kafka_resp_err_t err = rd_kafka_producev(
             f->producer, RD_KAFKA_V_TOPIC(topic),
             RD_KAFKA_V_KEY(t->key, t->key_len),
@@ -72,6 +79,16 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
             RD_KAFKA_V_END);
         if (!err) {
                 f->inflight++;
+                if (f->eos && t->part) {
+                        /* Handled as far as the transaction goes: its
+                         * commit carries this offset as done, and a failed
+                         * delivery aborts it. */
+                        kd_offtrack_done(&t->part->track, t->offset);
+                        t->offset_done = 1;
+                        f->txn_dirty = 1;
+                        if (state == KD_TASK_FIRING)
+                                f->txn_has_fire = 1;
+                }
                 return;
         }
         rd_kafka_headers_destroy(hdrs);
@@ -91,8 +108,47 @@ static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
                        : rd_kafka_headers_new(1);
 }
 
+/* Exactly-once: a fire whose delivery failed for good aborts its
+ * transaction, and the task comes back after the rewind; these counts
+ * (per id, the most recent KD_POISON_MAX) send it to the dead-letter topic
+ * after as many attempts as at-least-once makes. */
+#define KD_POISON_MAX 256
+
+static int64_t *poison_slot(kd_fwd_t *f, const char *id)
+{
+        for (size_t i = 0; i < f->poison.len; i++)
+                if (!strcmp(f->poison.ids[i], id))
+                        return &f->poison.vals[i];
+        return NULL;
+}
+
+static void poison_bump(kd_fwd_t *f, const char *id)
+{
+        int64_t *n = poison_slot(f, id);
+        if (n) {
+                (*n)++;
+                return;
+        }
+        if (f->poison.len >= KD_POISON_MAX) {
+                free(f->poison.ids[0]);
+                memmove(f->poison.ids, f->poison.ids + 1,
+                        (f->poison.len - 1) * sizeof(*f->poison.ids));
+                memmove(f->poison.vals, f->poison.vals + 1,
+                        (f->poison.len - 1) * sizeof(*f->poison.vals));
+                f->poison.len--;
+        }
+        kd_idq_push(&f->poison, id, 1);
+}
+
 void kd_produce_fire(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
+        int64_t *failures = f->eos ? poison_slot(f, t->id) : NULL;
+        if (failures && *failures >= KD_FIRE_PERMANENT_RETRIES) {
+                kd_task_unhold(f, t);
+                t->retries = (int)*failures;
+                fire_failed(f, t, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC);
+                return;
+        }
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_copy(t);
@@ -135,7 +191,11 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 switch (t->state) {
                 case KD_TASK_FIRING:
                         f->stats.fired++;
-                        kd_claim_mark_fired(f, t->id);
+                        /* Exactly-once: FIRED once the transaction commits */
+                        if (f->eos)
+                                kd_idq_push(&f->txn_fired, t->id, 0);
+                        else
+                                kd_claim_mark_fired(f, t->id);
                         break;
                 case KD_TASK_HOPPING:
                         f->stats.hopped++;
@@ -150,6 +210,21 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                                (long long)t->offset);
                 }
                 kd_task_done(f, t);
+                return;
+        }
+        if (f->eos) {
+                /* The transaction cannot commit: abort it, and read again
+                 * from the committed offsets (loop.c). */
+                if (t->state == KD_TASK_FIRING && permanent(m->err))
+                        poison_bump(f, t->id);
+                if (t->part) {
+                        f->txn_failed = 1;
+                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                               "event=delivery_failed id=%s err=\"%s\" "
+                               "action=abort_transaction",
+                               t->id ? t->id : "-", rd_kafka_err2str(m->err));
+                }
+                kd_task_free(f, t);
                 return;
         }
         if (!t->part) { /* revoked meanwhile: the next owner re-reads it */

@@ -73,6 +73,8 @@ void kd_task_free(kd_fwd_t *f, kd_task_t *t)
         kd_task_unhold(f, t);
         if (kd_heap_node_queued(&t->timer))
                 kd_heap_remove(&f->timers, &t->timer);
+        if (t->state == KD_TASK_PACED)
+                kd_pace_forget(f, t);
         kd_part_t *p = t->part;
         if (p) {
                 if (t->prev)
@@ -93,7 +95,9 @@ void kd_task_free(kd_fwd_t *f, kd_task_t *t)
 
 void kd_task_done(kd_fwd_t *f, kd_task_t *t)
 {
-        if (t->part)
+        if (t->part) {
                 kd_offtrack_done(&t->part->track, t->offset);
+                f->txn_dirty = 1;
+        }
         kd_task_free(f, t);
 }

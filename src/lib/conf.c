@@ -25,7 +25,8 @@ typedef enum kd_prop_type {
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
         KD_PROP_DURATION, /* int64_t ms */
-        KD_PROP_TIERS     /* kd_tiers_t */
+        KD_PROP_TIERS,    /* kd_tiers_t */
+        KD_PROP_DELIVERY  /* kd_delivery_t */
 } kd_prop_type_t;
 
 typedef struct kd_prop {
@@ -81,7 +82,16 @@ static const kd_prop_t kd_props[] = {
      0},
     {"forwarder.shutdown_timeout", KD_PROP_DURATION,
      KD_OFF(fwd_shutdown_timeout_ms), "10s", 0},
+    {"forwarder.delivery", KD_PROP_DELIVERY, KD_OFF(fwd_delivery),
+     "at_least_once", 0},
+    {"forwarder.transactional_id", KD_PROP_STRING, KD_OFF(fwd_txn_id), NULL, 0},
+    {"forwarder.transaction_interval", KD_PROP_DURATION,
+     KD_OFF(fwd_txn_interval_ms), "100ms", 0},
+    {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0},
 };
+
+static const char *const kd_delivery_names[] = {"at_least_once",
+                                                "exactly_once"};
 
 static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
                            const char *value);
@@ -169,6 +179,17 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 *(int64_t *)field = ms;
                 return KDELAY_OK;
         }
+        case KD_PROP_DELIVERY:
+                for (size_t i = 0; i < KD_ARRAY_LEN(kd_delivery_names); i++) {
+                        if (!strcmp(value, kd_delivery_names[i])) {
+                                *(kd_delivery_t *)field = (kd_delivery_t)i;
+                                return KDELAY_OK;
+                        }
+                }
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "%s: \"%s\" is not at_least_once or "
+                               "exactly_once",
+                               p->name, value);
         case KD_PROP_TIERS: {
                 char why[200];
                 kd_tiers_t t;
@@ -369,6 +390,11 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 break;
         case KD_PROP_TIERS:
                 kd_tiers_format((const kd_tiers_t *)field, tmp, sizeof(tmp));
+                break;
+        case KD_PROP_DELIVERY:
+                kd_strlcpy(tmp,
+                           kd_delivery_names[*(const kd_delivery_t *)field],
+                           sizeof(tmp));
                 break;
         }
         if (strlen(tmp) >= buf_size)

@@ -11,6 +11,12 @@
 
 #include "kd_tiers.h"
 
+/* forwarder.delivery (docs/reliability.md). */
+typedef enum kd_delivery {
+        KD_DELIVERY_AT_LEAST_ONCE,
+        KD_DELIVERY_EXACTLY_ONCE
+} kd_delivery_t;
+
 struct kdelay_conf_s {
         char *brokers;      /* owned; bootstrap.servers */
         char *topic_prefix; /* owned */
@@ -38,9 +44,13 @@ struct kdelay_conf_s {
         int64_t fwd_stats_interval_ms;
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
-        rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
-        char **kafka_kv;          /* owned; name,value,name,value... as set */
-        size_t kafka_kv_cnt;      /* number of strings (2 per property) */
+        kd_delivery_t fwd_delivery;
+        char *fwd_txn_id;            /* owned; NULL = kdelay-<instance> */
+        int64_t fwd_txn_interval_ms; /* longest open transaction */
+        int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
+        rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
+        char **kafka_kv;     /* owned; name,value,name,value... as set */
+        size_t kafka_kv_cnt; /* number of strings (2 per property) */
         kdelay_log_cb_t *log_cb;
         kdelay_log_level_t log_level;
         void *log_opaque;

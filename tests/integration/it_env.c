@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kd_conf.h"
@@ -247,6 +248,7 @@ static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
                 o->value = dup_bytes(m->payload, m->len);
                 o->len = m->len;
                 o->ts = rd_kafka_message_timestamp(m, &o->tstype);
+                o->recv_ms = kd_now_ms();
                 rd_kafka_headers_t *h = NULL;
                 if (!rd_kafka_message_headers(m, &h) && h)
                         o->headers = rd_kafka_headers_copy(h);
@@ -427,4 +429,59 @@ int it_run(char *const argv[], char *const env[], char **out, char **err)
         else
                 free(bufs[1]);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int it_log_count(const char *path, const char *needle)
+{
+        FILE *fp = fopen(path, "r");
+        char line[8192];
+        int n = 0;
+        if (!fp)
+                return 0;
+        while (fgets(line, sizeof(line), fp))
+                if (strstr(line, needle))
+                        n++;
+        fclose(fp);
+        return n;
+}
+
+int it_wait_log(const char *path, const char *needle, int timeout_ms)
+{
+        int64_t deadline = kd_mono_ms() + timeout_ms;
+        while (kd_mono_ms() < deadline) {
+                if (it_log_count(path, needle) > 0)
+                        return 0;
+                struct timespec ts = {0, 50 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        return -1;
+}
+
+void it_sleep_until(int64_t at_ms)
+{
+        int64_t d = at_ms - kd_now_ms();
+        if (d > 0) {
+                struct timespec ts = {d / 1000, (d % 1000) * 1000000};
+                nanosleep(&ts, NULL);
+        }
+}
+
+pid_t it_forwarder_start(const char *bin, const char *log_path,
+                         const char *mysql_url, const char *const *props)
+{
+        char *argv[6 + 2 * 24 + 1];
+        int n = 0;
+        argv[n++] = (char *)bin;
+        argv[n++] = "--brokers";
+        argv[n++] = (char *)it_brokers();
+        argv[n++] = "--mysql";
+        argv[n++] = (char *)mysql_url;
+        for (int i = 0; props && props[i]; i++) {
+                if (i >= 24)
+                        return -1;
+                argv[n++] = "-X";
+                argv[n++] = (char *)props[i];
+        }
+        argv[n] = NULL;
+        return it_spawn(argv, log_path);
 }

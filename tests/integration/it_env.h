@@ -56,6 +56,7 @@ typedef struct it_msg {
         size_t len;
         int64_t ts;
         rd_kafka_timestamp_type_t tstype;
+        int64_t recv_ms; /* wall clock when consumed (read_committed) */
         rd_kafka_headers_t *headers; /* owned; may be NULL */
 } it_msg_t;
 
@@ -94,5 +95,23 @@ int it_wait_pid(pid_t pid, int timeout_ms);
  * "K=V", may be NULL); captures stdout and stderr (NUL-terminated, caller
  * frees). Returns the exit status, or -1 when it could not run. */
 int it_run(char *const argv[], char *const env[], char **out, char **err);
+
+/* Starts the forwarder binary `bin` on the stack's broker with mysql.url
+ * `mysql_url` and one -X per "name=value" in props (NULL-terminated, at
+ * most 24), output appended to log_path. Returns the pid, or -1. */
+pid_t it_forwarder_start(const char *bin, const char *log_path,
+                         const char *mysql_url, const char *const *props);
+
+/* How many lines of the log file at path contain needle. */
+int it_log_count(const char *path, const char *needle);
+
+/* Waits up to timeout_ms for a line containing needle in the log at path;
+ * 0 when it appeared. A forwarder's log is the only notification of, e.g.,
+ * a consumer group assignment, so this polls the file. */
+int it_wait_log(const char *path, const char *needle, int timeout_ms);
+
+/* Sleeps until wall-clock time at_ms: a test timeline's clock, not a wait
+ * for an event. */
+void it_sleep_until(int64_t at_ms);
 
 #endif

@@ -102,27 +102,15 @@ static void fwd_start_ex(fwd_t *f, const char *pfx_name, const char *grp_name,
         snprintf(grp, sizeof(grp), "forwarder.group_id=%s", grp_name);
         snprintf(inst, sizeof(inst), "forwarder.instance=%s", f->name);
         snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx_name, f->name);
-        char *argv[] = {KDELAY_FORWARDER,
-                        "--brokers",
-                        (char *)it_brokers(),
-                        "--mysql",
-                        url,
-                        "-X",
-                        pfx,
-                        "-X",
-                        grp,
-                        "-X",
-                        inst,
-                        "-X",
-                        "forwarder.hold_horizon=10s",
-                        "-X",
-                        "forwarder.stats_interval=5s",
-                        "-X",
-                        "forwarder.commit_interval=500ms",
-                        "-X",
-                        (char *)extra,
-                        NULL};
-        f->pid = it_spawn(argv, f->log);
+        const char *props[] = {pfx,
+                               grp,
+                               inst,
+                               "forwarder.hold_horizon=10s",
+                               "forwarder.stats_interval=5s",
+                               "forwarder.commit_interval=500ms",
+                               extra,
+                               NULL};
+        f->pid = it_forwarder_start(KDELAY_FORWARDER, f->log, url, props);
         CU_ASSERT_FATAL(f->pid > 0);
 }
 
@@ -138,46 +126,6 @@ static int fwd_stop(fwd_t *f, int sig)
         int rc = it_wait_pid(f->pid, 60000);
         f->pid = -1;
         return rc;
-}
-
-/* How many times the log says a non-empty assignment was received. There
- * is no other notification of a consumer group assignment to await, so
- * wait_assigned polls the log file. */
-static int log_count(const char *path, const char *needle)
-{
-        FILE *fp = fopen(path, "r");
-        char line[4096];
-        int n = 0;
-        if (!fp)
-                return 0;
-        while (fgets(line, sizeof(line), fp))
-                if (strstr(line, needle))
-                        n++;
-        fclose(fp);
-        return n;
-}
-
-static int wait_log(const char *path, const char *needle, int timeout_ms)
-{
-        int64_t deadline = kd_mono_ms() + timeout_ms;
-        while (kd_mono_ms() < deadline) {
-                if (log_count(path, needle) > 0)
-                        return 0;
-                struct timespec ts = {0, 50 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-        }
-        return -1;
-}
-
-/* Sleeps until wall-clock time at_ms: the timeline's clock, not a wait
- * for an event. */
-static void until(int64_t at_ms)
-{
-        int64_t d = at_ms - kd_now_ms();
-        if (d > 0) {
-                struct timespec ts = {d / 1000, (d % 1000) * 1000000};
-                nanosleep(&ts, NULL);
-        }
 }
 
 /* --- scheduling ------------------------------------------------------------
@@ -521,9 +469,9 @@ static void test_forwarder_timeline(void)
 
         /* Both forwarders get a share of the partitions. */
         CU_ASSERT_EQUAL(
-            wait_log(a.log, "event=partitions_assigned count=", 30000), 0);
+            it_wait_log(a.log, "event=partitions_assigned count=", 30000), 0);
         CU_ASSERT_EQUAL(
-            wait_log(b.log, "event=partitions_assigned count=", 30000), 0);
+            it_wait_log(b.log, "event=partitions_assigned count=", 30000), 0);
 
         /* Cancel 10% long before they are due: each must be acknowledged. */
         kdelay_client_t *c = NULL;
@@ -545,7 +493,7 @@ static void test_forwarder_timeline(void)
         kdelay_client_destroy(c);
 
         /* Cancel after delivery: too late (exit 3). */
-        until(start + 25000);
+        it_sleep_until(start + 25000);
         int late_cancels = 0;
         for (int i = 0; i < N_TASKS && late_cancels < 10; i++) {
                 if (tasks[i].fire_at > start + 15000 || tasks[i].cancel_ok)
@@ -561,24 +509,24 @@ static void test_forwarder_timeline(void)
         }
 
         /* Faults. */
-        until(start + faults[0][0]);
+        it_sleep_until(start + faults[0][0]);
         CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
-        until(start + faults[0][0] + 5000);
+        it_sleep_until(start + faults[0][0] + 5000);
         fwd_start(&a);
-        until(start + faults[1][0]);
+        it_sleep_until(start + faults[1][0]);
         CU_ASSERT_EQUAL(fwd_stop(&b, SIGKILL), 128 + SIGKILL);
         int64_t killed_at = kd_now_ms();
-        until(start + faults[1][0] + 5000);
+        it_sleep_until(start + faults[1][0] + 5000);
         fwd_start(&b);
-        until(start + faults[2][0]);
+        it_sleep_until(start + faults[2][0]);
         char *down[] = {stack_sh, "mysql-stop", NULL};
         char *up[] = {stack_sh, "mysql-start", NULL};
         CU_ASSERT_EQUAL(it_run(down, NULL, NULL, NULL), 0);
-        until(start + faults[2][0] + 6000);
+        it_sleep_until(start + faults[2][0] + 6000);
         CU_ASSERT_EQUAL(it_run(up, NULL, NULL, NULL), 0);
 
         /* Everything due, plus time for the slowest path. */
-        until(start + SPREAD_LAST_MS + 5000);
+        it_sleep_until(start + SPREAD_LAST_MS + 5000);
         const char *tl[N_TARGETS + 1];
         for (int i = 0; i < N_TARGETS; i++)
                 tl[i] = targets[i];
@@ -749,12 +697,12 @@ static void test_backpressure_bounds_the_held_set(void)
         CU_ASSERT_EQUAL(early, 0);
         CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
         /* It did pause for back-pressure, and never held more than 5. */
-        CU_ASSERT(log_count(f.log, "event=partition_backpressure") > 0);
-        CU_ASSERT_EQUAL(log_count(f.log, "event=forwarder_stopped"), 1);
-        CU_ASSERT(log_count(f.log, "held_max=5 ") >= 1);
-        CU_ASSERT_EQUAL(log_count(f.log, "held_max=6"), 0);
+        CU_ASSERT(it_log_count(f.log, "event=partition_backpressure") > 0);
+        CU_ASSERT_EQUAL(it_log_count(f.log, "event=forwarder_stopped"), 1);
+        CU_ASSERT(it_log_count(f.log, "held_max=5 ") >= 1);
+        CU_ASSERT_EQUAL(it_log_count(f.log, "held_max=6"), 0);
         printf("\n  back-pressure: %d pauses logged",
-               log_count(f.log, "event=partition_backpressure"));
+               it_log_count(f.log, "event=partition_backpressure"));
 }
 
 /* SIGTERM waits for produces in flight; a second signal does not. A fire
@@ -777,10 +725,10 @@ static void test_second_signal_exits_at_once(void)
         kdelay_client_destroy(c);
         fwd_t f = {"fwSIG", -1, ""};
         fwd_start_ex(&f, pfx, grp, "forwarder.stats_interval=200ms");
-        CU_ASSERT_EQUAL_FATAL(wait_log(f.log, "inflight=1 ", 30000), 0);
+        CU_ASSERT_EQUAL_FATAL(it_wait_log(f.log, "inflight=1 ", 30000), 0);
         kill(f.pid, SIGTERM);
         CU_ASSERT_EQUAL_FATAL(
-            wait_log(f.log, "event=forwarder_stopping", 10000), 0);
+            it_wait_log(f.log, "event=forwarder_stopping", 10000), 0);
         int64_t t0 = kd_mono_ms();
         int rc = fwd_stop(&f, SIGTERM);
         int64_t took = kd_mono_ms() - t0;

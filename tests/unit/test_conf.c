@@ -97,6 +97,10 @@ static const char *const defaults[][2] = {
     {"topics.replication_factor", "-1"},
     {"topics.retention_margin", "7d"},
     {"topics.dead_retention", "14d"},
+    {"forwarder.delivery", "at_least_once"},
+    {"forwarder.transactional_id", ""},
+    {"forwarder.transaction_interval", "100ms"},
+    {"forwarder.max_fire_rate", "0"},
 };
 
 static void assert_defaults(const kdelay_conf_t *conf)
@@ -161,6 +165,10 @@ static void test_set_good(void)
             {"topics.replication_factor", "3", "3"},
             {"topics.retention_margin", "36h", "1d12h"},
             {"topics.dead_retention", "720h", "30d"},
+            {"forwarder.delivery", "exactly_once", "exactly_once"},
+            {"forwarder.transactional_id", "fw-7", "fw-7"},
+            {"forwarder.transaction_interval", "50ms", "50ms"},
+            {"forwarder.max_fire_rate", "500", "500"},
         };
         for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
                 CU_ASSERT_EQUAL(kdelay_conf_set(conf, kv[i][0], kv[i][1],
@@ -171,6 +179,8 @@ static void test_set_good(void)
         CU_ASSERT_EQUAL(conf->topics_partitions, 12);
         CU_ASSERT_EQUAL(conf->tiers.cnt, 3);
         CU_ASSERT_EQUAL(conf->topics_retention_margin_ms, 36 * 3600000LL);
+        CU_ASSERT_EQUAL(conf->fwd_delivery, KD_DELIVERY_EXACTLY_ONCE);
+        CU_ASSERT_EQUAL(conf->fwd_max_fire_rate, 500);
 
         /* The prefix is used for topic names. */
         char name[64];
@@ -242,6 +252,9 @@ static void test_set_bad_values(void)
             {"mysql.url", "mysql://h/db", KDELAY_ERR_CONFIG},
             {"topics.retention_margin", "7", KDELAY_ERR_INVALID_DURATION},
             {"topics.dead_retention", "-1d", KDELAY_ERR_INVALID_DURATION},
+            {"forwarder.delivery", "exactly-once", KDELAY_ERR_CONFIG},
+            {"forwarder.delivery", "", KDELAY_ERR_CONFIG},
+            {"forwarder.max_fire_rate", "-1", KDELAY_ERR_CONFIG},
         };
         kdelay_conf_t *conf = kdelay_conf_new();
         CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
@@ -669,6 +682,9 @@ static void test_load_repo_conf(void)
         GET_IS(conf, "topic_prefix", "kdelay");
         GET_IS(conf, "brokers", "127.0.0.1:9092");
         GET_IS(conf, "topics.partitions", "6");
+        GET_IS(conf, "forwarder.delivery", "at_least_once");
+        GET_IS(conf, "forwarder.transaction_interval", "100ms");
+        GET_IS(conf, "forwarder.max_fire_rate", "0");
         CU_ASSERT_PTR_NOT_NULL(conf->mysql_url);
         /* Its MySQL URL parses. */
         if (conf->mysql_url) {

@@ -1,6 +1,7 @@
 /* Unit tests for the per-partition offset tracker: the commit point is the
  * lowest offset not yet handled. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kd_offtrack.h"
 #include "kd_test.h"
@@ -123,6 +124,116 @@ static void test_sliding_window_wraps(void)
         kd_offtrack_clear(&t);
 }
 
+/* Counts runs of done entries in a reference array from index lo. */
+static size_t ref_runs(const unsigned char *done, int lo, int n)
+{
+        size_t runs = 0;
+        for (int i = lo; i < n; i++)
+                if (done[i] && (i == lo || !done[i - 1]))
+                        runs++;
+        return runs;
+}
+
+/* Random completion with gaps between offsets: the run count is exact at
+ * every step, and the encoded done set decodes to exactly the done offsets
+ * above the commit point. */
+static void test_runs_and_encoding_against_reference(void)
+{
+        enum { N = 3000 };
+        static unsigned char done[N];
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        srand(5);
+        for (int i = 0; i < N; i++)
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_add(&t, 7 + 3 * i), 0);
+        int lowest = 0;
+        char buf[65536];
+        for (int k = 0; k < 2 * N; k++) {
+                int i = rand() % N;
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_done(&t, 7 + 3 * i),
+                                      i < lowest ? -1 : 0);
+                done[i] = 1;
+                while (lowest < N && done[lowest])
+                        lowest++;
+                CU_ASSERT_EQUAL_FATAL(t.runs, ref_runs(done, lowest, N));
+                if (k % 97 != 0)
+                        continue;
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_offtrack_encode(&t, -1, NULL, 0, buf, sizeof(buf)), 0);
+                kd_offrange_t *r;
+                size_t cnt;
+                int64_t cp = kd_offtrack_commit_point(&t);
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_offtrack_decode(buf, strlen(buf), cp, &r, &cnt), 0);
+                CU_ASSERT_EQUAL_FATAL(cnt, t.runs);
+                /* Every offset above cp is in a range iff it is done. */
+                size_t j = 0;
+                for (int x = lowest; x < N; x++) {
+                        int64_t o = 7 + 3 * x;
+                        while (j < cnt && r[j].last < o)
+                                j++;
+                        int in = j < cnt && r[j].first <= o;
+                        CU_ASSERT_EQUAL_FATAL(in, done[x]);
+                }
+                free(r);
+        }
+        kd_offtrack_clear(&t);
+}
+
+static void test_encoding_limits_and_bad_text(void)
+{
+        kd_offtrack_t t;
+        kd_offtrack_init(&t);
+        for (int64_t o = 0; o < 10; o++)
+                kd_offtrack_add(&t, o);
+        kd_offtrack_done(&t, 2);
+        kd_offtrack_done(&t, 3);
+        kd_offtrack_done(&t, 9);
+        char buf[64];
+        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, NULL, 0, buf, sizeof(buf)),
+                        0);
+        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.1;6.0");
+        /* Done records not read yet (the previous owner's) are kept. */
+        kd_offrange_t tail[] = {{12, 14}, {20, 20}};
+        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, tail, 2, buf, sizeof(buf)),
+                        0);
+        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.1;6.0;3.2;6.0");
+        /* Nothing read: relative to the given commit point. */
+        kd_offtrack_t empty;
+        kd_offtrack_init(&empty);
+        CU_ASSERT_EQUAL(
+            kd_offtrack_encode(&empty, 10, tail, 2, buf, sizeof(buf)), 0);
+        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.2;6.0");
+        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, NULL, 0, buf, 8), -1);
+        kd_offrange_t *r;
+        size_t cnt;
+        static const char *const bad[] = {"kd2",
+                                          "kd1;",
+                                          "kd1;1",
+                                          "kd1;1.",
+                                          "kd1;0.1",
+                                          "kd1;1.1;",
+                                          "kd1;-1.1",
+                                          "kd1;1.1!",
+                                          "kd1;A.1",
+                                          "x",
+                                          "kd1;1.1.",
+                                          "kd1;zzzzzzzzzzzzzzz.1",
+                                          "kd1;1.zzzzzzzzzzzzz"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                CU_ASSERT_EQUAL(
+                    kd_offtrack_decode(bad[i], strlen(bad[i]), 100, &r, &cnt),
+                    -1);
+                CU_ASSERT_PTR_NULL(r);
+        }
+        CU_ASSERT_EQUAL(kd_offtrack_decode(NULL, 0, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(cnt, 0);
+        CU_ASSERT_EQUAL(kd_offtrack_decode("kd1", 3, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(cnt, 0);
+        free(r);
+        kd_offtrack_clear(&t);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -131,6 +242,8 @@ int main(void)
             KD_TEST(test_gaps_and_rejects),
             KD_TEST(test_shuffled_against_reference),
             KD_TEST(test_sliding_window_wraps),
+            KD_TEST(test_runs_and_encoding_against_reference),
+            KD_TEST(test_encoding_limits_and_bad_text),
             KD_TEST_END};
         return kd_test_run("offtrack", cases, NULL, NULL);
 }

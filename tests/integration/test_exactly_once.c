@@ -1,0 +1,335 @@
+/* Integration: kdelay-forwarder with forwarder.delivery=exactly_once on the
+ * real broker and MariaDB.
+ *
+ *   - 600 tasks due over ~20 s (held at once, and hopped through the 1 s
+ *     tier several times), 10% cancelled before due; two forwarders in
+ *     one group; one killed with SIGKILL and restarted under the same
+ *     instance name (its transactional.id fences the dead one), the other
+ *     stopped with SIGTERM and restarted. A read_committed consumer sees
+ *     every task that was not cancelled exactly once, none early.
+ *   - A second process with the same instance name fences the first,
+ *     which exits non-zero with a clear log line.
+ *   - A fire whose target does not exist fails its transaction: it is
+ *     aborted, the partitions are read again from the committed offsets,
+ *     the other fires in it are delivered exactly once, and the task goes
+ *     to the dead-letter topic. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "it_env.h"
+#include "kd_test.h"
+#include "kd_topics.h"
+#include "kd_util.h"
+
+static char url[256], db[64];
+
+static int suite_init(void)
+{
+        if (it_env_init())
+                return -1;
+        it_unique(db, sizeof(db), "kdit_eos");
+        return it_db_create(db, 1, url, sizeof(url));
+}
+
+static int suite_cleanup(void)
+{
+        it_db_drop(db);
+        return 0;
+}
+
+/* A forwarder process in exactly-once mode. */
+typedef struct fwd {
+        const char *instance;
+        pid_t pid;
+        char log[256];
+} fwd_t;
+
+static void fwd_start(fwd_t *f, const char *pfx, const char *extra)
+{
+        char xp[96], xg[128], xi[96];
+        snprintf(xp, sizeof(xp), "topic_prefix=%s", pfx);
+        snprintf(xg, sizeof(xg), "forwarder.group_id=%s-group", pfx);
+        snprintf(xi, sizeof(xi), "forwarder.instance=%s", f->instance);
+        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx, f->instance);
+        const char *props[] = {xp,
+                               xg,
+                               xi,
+                               "forwarder.delivery=exactly_once",
+                               "forwarder.hold_horizon=5s",
+                               "forwarder.stats_interval=5s",
+                               extra ? extra : "forwarder.max_held=100000",
+                               NULL};
+        f->pid = it_forwarder_start(KDELAY_FORWARDER, f->log, url, props);
+        CU_ASSERT_FATAL(f->pid > 0);
+}
+
+static int fwd_stop(fwd_t *f, int sig)
+{
+        kill(f->pid, sig);
+        int rc = it_wait_pid(f->pid, 60000);
+        f->pid = -1;
+        return rc;
+}
+
+/* A fresh prefix with its tier topics and a target, and a client. */
+static kdelay_client_t *scratch(const char *stem, char *pfx, size_t pfx_size,
+                                char *target, size_t target_size)
+{
+        char errstr[512];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n;
+        kdelay_client_t *c = NULL;
+        it_unique(pfx, pfx_size, stem);
+        snprintf(target, target_size, "%s.target", pfx);
+        kdelay_conf_t *conf = it_conf_new(pfx, url);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        return c;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void print_lateness(const char *what, int64_t *v, size_t n)
+{
+        if (!n)
+                return;
+        qsort(v, n, sizeof(*v), cmp_i64);
+        printf("\n  %s n=%zu p50=%lld p99=%lld max=%lld ms", what, n,
+               (long long)v[n / 2], (long long)v[(n * 99) / 100],
+               (long long)v[n - 1]);
+}
+
+enum { N_TASKS = 600 };
+
+typedef struct task {
+        char id[KDELAY_ID_MAX + 1];
+        int64_t fire_at;
+        int cancelled; /* acknowledged cancel */
+        int copies;    /* deliveries seen by the read_committed consumer */
+} task_t;
+
+static task_t tasks[N_TASKS];
+
+static task_t *task_by_id(const char *id)
+{
+        for (int i = 0; id && i < N_TASKS; i++)
+                if (!strcmp(tasks[i].id, id))
+                        return &tasks[i];
+        return NULL;
+}
+
+static void test_exactly_once_through_kill_and_restart(void)
+{
+        char pfx[40], target[96], errstr[512];
+        kdelay_client_t *c =
+            scratch("iteos", pfx, sizeof(pfx), target, sizeof(target));
+        int64_t start = kd_now_ms();
+        /* Due from +3 s to +21 s: with a 5 s hold horizon most hop through
+         * the 1 s tier a few times before they are held. */
+        for (int i = 0; i < N_TASKS; i++) {
+                kdelay_task_t t;
+                kdelay_task_init(&t);
+                t.topic = target;
+                t.value = "eos";
+                t.value_len = 3;
+                tasks[i].fire_at = start + 3000 + (int64_t)i * 18000 / N_TASKS;
+                t.fire_at_ms = tasks[i].fire_at;
+                CU_ASSERT_EQUAL_FATAL(
+                    kdelay_schedule_async(c, &t, NULL, NULL, tasks[i].id,
+                                          sizeof(tasks[i].id), errstr,
+                                          sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(kdelay_flush(c, 30000), KDELAY_OK);
+        for (int i = 0; i < N_TASKS; i += 10) {
+                kdelay_err_t err =
+                    kdelay_cancel(c, tasks[i].id, errstr, sizeof(errstr));
+                CU_ASSERT_EQUAL(err, KDELAY_OK);
+                tasks[i].cancelled = err == KDELAY_OK;
+        }
+        fwd_t a = {"eosA", -1, ""}, b = {"eosB", -1, ""};
+        fwd_start(&a, pfx, NULL);
+        fwd_start(&b, pfx, NULL);
+        it_sleep_until(start + 8000);
+        CU_ASSERT_EQUAL(fwd_stop(&a, SIGKILL), 128 + SIGKILL);
+        fwd_start(&a, pfx, NULL); /* same transactional.id: fences the dead */
+        it_sleep_until(start + 13000);
+        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        fwd_start(&b, pfx, NULL);
+        it_sleep_until(start + 22000);
+
+        const char *tl[] = {target, NULL};
+        it_msg_t *msgs = NULL;
+        size_t got = it_consume_all(tl, &msgs, 6000, 90000);
+        int64_t *late = calloc(got + 1, sizeof(*late));
+        size_t nl = 0;
+        int early = 0, unknown = 0;
+        for (size_t k = 0; k < got; k++) {
+                char *id = it_header(&msgs[k], KDELAY_HDR_ID);
+                task_t *t = task_by_id(id);
+                if (!t) {
+                        unknown++;
+                } else {
+                        t->copies++;
+                        early += msgs[k].ts < t->fire_at;
+                        late[nl++] = msgs[k].ts - t->fire_at;
+                }
+                free(id);
+                it_msg_free(&msgs[k]);
+        }
+        free(msgs);
+        int lost = 0, dups = 0, cancel_delivered = 0;
+        for (int i = 0; i < N_TASKS; i++) {
+                if (tasks[i].cancelled)
+                        cancel_delivered += tasks[i].copies > 0;
+                else
+                        lost += tasks[i].copies == 0;
+                dups += tasks[i].copies > 1 ? tasks[i].copies - 1 : 0;
+        }
+        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
+        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        printf("\n  exactly-once: records=%zu lost=%d early=%d "
+               "cancelled_then_delivered=%d duplicates=%d unknown=%d",
+               got, lost, early, cancel_delivered, dups, unknown);
+        print_lateness("lateness (record timestamp)", late, nl);
+        printf("\n  (the SIGKILL leaves its partitions idle until the group's "
+               "session times out: that is the tail)\n  records skipped as "
+               "done by an earlier owner's transaction: %d log lines with "
+               "skipped_done>0; logs %s %s",
+               it_log_count(a.log, "skipped_done=") -
+                   it_log_count(a.log, "skipped_done=0 ") +
+                   it_log_count(b.log, "skipped_done=") -
+                   it_log_count(b.log, "skipped_done=0 "),
+               a.log, b.log);
+        CU_ASSERT_EQUAL(lost, 0);
+        CU_ASSERT_EQUAL(early, 0);
+        CU_ASSERT_EQUAL(cancel_delivered, 0);
+        CU_ASSERT_EQUAL(dups, 0);
+        CU_ASSERT_EQUAL(unknown, 0);
+        free(late);
+        kdelay_client_destroy(c);
+}
+
+/* Two processes with one instance name share a transactional.id: the
+ * second one's init_transactions fences the first, whose next transaction
+ * fails fatally, so it exits 1 and says why. */
+static void test_same_instance_is_fenced(void)
+{
+        char pfx[40], target[96], errstr[512];
+        kdelay_client_t *c =
+            scratch("itfence", pfx, sizeof(pfx), target, sizeof(target));
+        fwd_t first = {"eosF", -1, ""}, second = {"eosF", -1, ""};
+        fwd_start(&first, pfx, NULL);
+        CU_ASSERT_EQUAL_FATAL(
+            it_wait_log(first.log, "event=partitions_assigned", 30000), 0);
+        snprintf(second.log, sizeof(second.log), "%s", first.log);
+        fwd_start(&second, pfx, "forwarder.stats_interval=1s");
+        /* Work for the first one, whatever the group decides. */
+        for (int i = 0; i < 20; i++) {
+                kdelay_task_t t;
+                kdelay_task_init(&t);
+                t.topic = target;
+                t.value = "f";
+                t.value_len = 1;
+                t.delay_ms = 1000 + 100 * i;
+                CU_ASSERT_EQUAL(
+                    kdelay_schedule(c, &t, NULL, 0, errstr, sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        int rc = it_wait_pid(first.pid, 60000);
+        printf("\n  fenced forwarder: exit %d", rc);
+        CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT(it_log_count(first.log, "action=exit") > 0);
+        CU_ASSERT_EQUAL(fwd_stop(&second, SIGTERM), 0);
+        kdelay_client_destroy(c);
+}
+
+/* A fire to a topic that does not exist fails its transaction. */
+static void test_failed_fire_aborts_and_rewinds(void)
+{
+        enum { N = 40 };
+        char pfx[40], target[96], missing[128], errstr[512];
+        char ids[N][KDELAY_ID_MAX + 1], bad_id[KDELAY_ID_MAX + 1];
+        kdelay_client_t *c =
+            scratch("itabort", pfx, sizeof(pfx), target, sizeof(target));
+        snprintf(missing, sizeof(missing), "%s.missing", pfx);
+        int64_t due = kd_now_ms() + 4000;
+        kdelay_task_t t;
+        kdelay_task_init(&t);
+        t.topic = missing;
+        t.value = "m";
+        t.value_len = 1;
+        t.fire_at_ms = due;
+        CU_ASSERT_EQUAL_FATAL(kdelay_schedule(c, &t, bad_id, sizeof(bad_id),
+                                              errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        for (int i = 0; i < N; i++) {
+                t.topic = target;
+                t.fire_at_ms = due + i % 4; /* in the same transactions */
+                CU_ASSERT_EQUAL_FATAL(kdelay_schedule(c, &t, ids[i],
+                                                      sizeof(ids[i]), errstr,
+                                                      sizeof(errstr)),
+                                      KDELAY_OK);
+        }
+        fwd_t f = {"eosAb", -1, ""};
+        fwd_start(&f, pfx, "topic.metadata.propagation.max.ms=1000");
+        const char *tl[] = {target, NULL};
+        it_msg_t msgs[N + 8];
+        size_t got = it_consume(tl, msgs, N + 8, 25000);
+        int seen[N] = {0}, dups = 0;
+        for (size_t k = 0; k < got; k++) {
+                char *id = it_header(&msgs[k], KDELAY_HDR_ID);
+                for (int i = 0; id && i < N; i++)
+                        if (!strcmp(id, ids[i]))
+                                dups += seen[i]++ > 0;
+                free(id);
+                it_msg_free(&msgs[k]);
+        }
+        int delivered = 0;
+        for (int i = 0; i < N; i++)
+                delivered += seen[i] > 0;
+        char dead[96];
+        snprintf(dead, sizeof(dead), "%s.dead", pfx);
+        const char *dl[] = {dead, NULL};
+        it_msg_t d[2];
+        size_t nd = it_consume(dl, d, 1, 30000);
+        char *reason = nd ? it_header(&d[0], KDELAY_HDR_DEAD_REASON) : NULL;
+        char *did = nd ? it_header(&d[0], KDELAY_HDR_ID) : NULL;
+        printf("\n  abort: delivered=%d/%d duplicates=%d dead=%zu reason=%s "
+               "aborts=%d rewinds=%d",
+               delivered, N, dups, nd, reason ? reason : "-",
+               it_log_count(f.log, "event=txn_aborted"),
+               it_log_count(f.log, "event=partitions_rewound"));
+        CU_ASSERT_EQUAL(delivered, N);
+        CU_ASSERT_EQUAL(dups, 0);
+        CU_ASSERT(it_log_count(f.log, "event=txn_aborted") >= 1);
+        CU_ASSERT(it_log_count(f.log, "event=partitions_rewound") >= 1);
+        CU_ASSERT_EQUAL(nd, 1);
+        CU_ASSERT_STRING_EQUAL(reason ? reason : "", "target-unavailable");
+        CU_ASSERT_STRING_EQUAL(did ? did : "", bad_id);
+        free(reason);
+        free(did);
+        for (size_t k = 0; k < nd; k++)
+                it_msg_free(&d[k]);
+        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        kdelay_client_destroy(c);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_failed_fire_aborts_and_rewinds),
+            KD_TEST(test_same_instance_is_fenced),
+            KD_TEST(test_exactly_once_through_kill_and_restart), KD_TEST_END};
+        return kd_test_run("exactly_once", cases, suite_init, suite_cleanup);
+}
