@@ -705,6 +705,63 @@ static void test_backpressure_bounds_the_held_set(void)
                it_log_count(f.log, "event=partition_backpressure"));
 }
 
+/* forwarder.max_fire_rate=100: 200 tasks due within 200 ms (as after an
+ * outage) fire no faster than the rate allows, and in due order. */
+static void test_max_fire_rate_paces_in_due_order(void)
+{
+        enum { N = 200, RATE = 100 };
+        char pfx[40], grp[64], errstr[512], target[96];
+        kdelay_client_t *c =
+            scratch("itrate", 1, pfx, sizeof(pfx), grp, sizeof(grp));
+        snprintf(target, sizeof(target), "%s.target", pfx);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 1), 0);
+        int64_t due = kd_now_ms() + 3000;
+        for (int i = 0; i < N; i++) {
+                kdelay_task_t t;
+                kdelay_task_init(&t);
+                t.topic = target;
+                t.value = "r";
+                t.value_len = 1;
+                t.fire_at_ms = due + i;
+                CU_ASSERT_EQUAL_FATAL(kdelay_schedule_async(c, &t, NULL, NULL,
+                                                            NULL, 0, errstr,
+                                                            sizeof(errstr)),
+                                      KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
+        kdelay_client_destroy(c);
+        fwd_t f = {"fwRATE", -1, ""};
+        fwd_start_ex(&f, pfx, grp, "forwarder.max_fire_rate=100");
+        const char *tl[] = {target, NULL};
+        static it_msg_t msgs[N + 8];
+        size_t got = it_consume(tl, msgs, N, 60000);
+        CU_ASSERT_EQUAL(got, N);
+        int early = 0, out_of_order = 0;
+        int64_t prev = 0, first_ts = INT64_MAX, last_ts = 0;
+        for (size_t k = 0; k < got; k++) {
+                char *fa = it_header(&msgs[k], KDELAY_HDR_FIRE_AT);
+                int64_t at = fa ? atoll(fa) : 0;
+                early += msgs[k].ts < at;
+                out_of_order += at < prev;
+                prev = at;
+                first_ts = msgs[k].ts < first_ts ? msgs[k].ts : first_ts;
+                last_ts = msgs[k].ts > last_ts ? msgs[k].ts : last_ts;
+                free(fa);
+                it_msg_free(&msgs[k]);
+        }
+        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        printf("\n  max_fire_rate=%d: %zu fires over %lld ms, %d out of due "
+               "order, %d early, rate_limited logged: %d",
+               RATE, got, (long long)(last_ts - first_ts), out_of_order, early,
+               it_log_count(f.log, "rate_limited=0 ") <
+                   it_log_count(f.log, "rate_limited="));
+        CU_ASSERT_EQUAL(early, 0);
+        CU_ASSERT_EQUAL(out_of_order, 0);
+        /* A bucket of RATE/10 fires at once, then RATE per second: the
+         * last one cannot come before (N - RATE/10) / RATE seconds. */
+        CU_ASSERT(last_ts - first_ts >= (N - RATE / 10) * 1000 / RATE - 50);
+}
+
 /* SIGTERM waits for produces in flight; a second signal does not. A fire
  * to a target that does not exist stays in flight (librdkafka waits for
  * the topic to appear), which holds the first shutdown up. */
@@ -743,6 +800,7 @@ int main(void)
         static const kd_test_case_t cases[] = {
             KD_TEST(test_backpressure_bounds_the_held_set),
             KD_TEST(test_second_signal_exits_at_once),
+            KD_TEST(test_max_fire_rate_paces_in_due_order),
             KD_TEST(test_forwarder_timeline), KD_TEST_END};
         return kd_test_run("forwarder", cases, suite_init, suite_cleanup);
 }
