@@ -112,7 +112,7 @@ static int run_mode(const char *mode, int n, int window, figures_t *fig)
         snprintf(xi, sizeof(xi), "forwarder.instance=%s", pfx);
         char *fargv[] = {KDELAY_FORWARDER,
                          "-X",
-                         "forwarder.stats_interval=0",
+                         "forwarder.stats_interval=0s",
                          "--brokers",
                          (char *)it_brokers(),
                          "--mysql",
