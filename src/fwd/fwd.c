@@ -24,10 +24,19 @@ static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
                                                    "1000",
                                                    NULL};
 /* A report within 30 s: a fire whose target is missing goes to the dead
- * letters in about that time, not librdkafka's default 300 s. */
-static const char *const kd_producer_defaults[] = {
-    "linger.ms",          "1",     "partitioner", "murmur2_random",
-    "message.timeout.ms", "30000", NULL};
+ * letters in about that time, not librdkafka's default 300 s.
+ * message.max.bytes: the broker's default record limit (1048588), so that
+ * every record it accepted into a tier topic can be produced again, and a
+ * larger one fails here, at once, and goes to the dead letters. */
+static const char *const kd_producer_defaults[] = {"linger.ms",
+                                                   "1",
+                                                   "partitioner",
+                                                   "murmur2_random",
+                                                   "message.timeout.ms",
+                                                   "30000",
+                                                   "message.max.bytes",
+                                                   "1048588",
+                                                   NULL};
 static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
                                                  "acks", "all", NULL};
 /* Exactly-once: a crashed instance's open transaction blocks
@@ -42,6 +51,8 @@ static const char *const kd_txn_producer_defaults[] = {"linger.ms",
                                                        "10000",
                                                        "message.timeout.ms",
                                                        "10000",
+                                                       "message.max.bytes",
+                                                       "1048588",
                                                        NULL};
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,

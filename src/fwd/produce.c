@@ -42,6 +42,12 @@ static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
                             : "target-unavailable");
 }
 
+static int too_large(rd_kafka_resp_err_t err)
+{
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
 /* Schedules producing t again as `as` after an exponential backoff. */
 static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                         const char *event, rd_kafka_resp_err_t err)
@@ -57,6 +63,31 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
         t->retry_as = as;
         t->state = KD_TASK_RETRY;
         kd_heap_push(&f->timers, &t->timer, kd_now_ms() + backoff);
+}
+
+static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t);
+
+/* A produce of t as `state` failed with err: retry it later, or, when it
+ * cannot succeed, send it elsewhere. */
+static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t state,
+                           rd_kafka_resp_err_t err, const char *event)
+{
+        if (too_large(err)) {
+                if (state == KD_TASK_DEAD) {
+                        dead_letter_too_large(f, t);
+                        return;
+                }
+                fire_failed(f, t, err); /* a hop or a fire: too-large */
+                return;
+        }
+        /* The target may be created any moment: give it a few retries
+         * (about 6 s) before the task goes to the dead-letter topic. */
+        if (state == KD_TASK_FIRING && permanent(err) &&
+            t->retries >= KD_FIRE_PERMANENT_RETRIES) {
+                fire_failed(f, t, err);
+                return;
+        }
+        retry_later(f, t, state, event, err);
 }
 
 /* Sends t with headers hdrs (taken) to topic; on a local failure the task
@@ -92,14 +123,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 return;
         }
         rd_kafka_headers_destroy(hdrs);
-        /* The target may be created any moment: give it a few retries
-         * (about 6 s) before the task goes to the dead-letter topic. */
-        if (state == KD_TASK_FIRING && permanent(err) &&
-            t->retries >= KD_FIRE_PERMANENT_RETRIES) {
-                fire_failed(f, t, err);
-                return;
-        }
-        retry_later(f, t, state, "produce_failed", err);
+        produce_failed(f, t, state, err, "produce_failed");
 }
 
 static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
@@ -174,9 +198,39 @@ void kd_produce_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         char topic[256];
         rd_kafka_headers_t *h = headers_copy(t);
         t->dead_reason = reason;
+        /* Ours is the only reason: a forged one from the producer goes. */
+        rd_kafka_header_remove(h, KDELAY_HDR_DEAD_REASON);
         rd_kafka_header_add(h, KDELAY_HDR_DEAD_REASON, -1, reason, -1);
         kd_conf_dead_topic(f->conf, topic, sizeof(topic));
         produce(f, t, topic, h, KD_TASK_DEAD);
+}
+
+/* A dead letter too large for the dead-letter topic: sent again without
+ * its key and value (the headers say what it was); if even that fails it
+ * is logged and dropped, so that it cannot stop its partition. */
+static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
+{
+        if (t->key || t->value) {
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=dead_letter_too_large topic=%s partition=%d "
+                       "offset=%lld bytes=%zu action=drop_key_and_value",
+                       t->part ? t->part->topic : "-",
+                       t->part ? t->part->partition : -1, (long long)t->offset,
+                       t->key_len + t->value_len);
+                free(t->key);
+                free(t->value);
+                t->key = t->value = NULL;
+                t->key_len = t->value_len = 0;
+                kd_produce_dead(f, t, t->dead_reason);
+                return;
+        }
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=dead_letter_dropped reason=%s topic=%s partition=%d "
+               "offset=%lld why=too_large",
+               t->dead_reason, t->part ? t->part->topic : "-",
+               t->part ? t->part->partition : -1, (long long)t->offset);
+        f->stats.dead++;
+        kd_task_done(f, t);
 }
 
 void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -235,7 +289,7 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 fire_failed(f, t, m->err); /* librdkafka retried already */
                 return;
         }
-        retry_later(f, t, t->state, "delivery_failed", m->err);
+        produce_failed(f, t, t->state, m->err, "delivery_failed");
 }
 
 /* How long a drain waits without any report before giving up. */

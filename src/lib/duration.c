@@ -42,6 +42,11 @@ kdelay_err_t kdelay_duration_parse(const char *text, int64_t *msp)
         int last_unit = -1;
         while (*p) {
                 const char *digits = p;
+                /* Leading zeros do not count against the 19 digits
+                 * kd_parse_i64 takes (one stays: "0s" is a number). */
+                while (digits[0] == '0' && digits[1] >= '0' && digits[1] <= '9')
+                        digits++;
+                p = digits;
                 while (*p >= '0' && *p <= '9')
                         p++;
                 int64_t n;

@@ -147,9 +147,16 @@ kd_wire_defect_t kd_wire_decode(const rd_kafka_headers_t *hdrs, int64_t now_ms,
                 return KD_WIRE_DUP_HEADER;
         if (r == 0)
                 return KD_WIRE_NO_FIRE_AT;
+        /* Digits only: leading zeros are digits too, however many. */
+        while (len > 1 && v[0] == '0')
+                v++, len--;
         if (kd_parse_i64(v, len, &task->fire_at_ms) != 0)
                 return KD_WIRE_BAD_FIRE_AT;
-        if (task->fire_at_ms > now_ms + KDELAY_MAX_DELAY_MS + 86400000LL)
+        /* now + 10 years + 1 day, saturated: a clock near INT64_MAX must
+         * not overflow the bound. */
+        const int64_t ahead = KDELAY_MAX_DELAY_MS + 86400000LL;
+        int64_t limit = now_ms > INT64_MAX - ahead ? INT64_MAX : now_ms + ahead;
+        if (task->fire_at_ms > limit)
                 return KD_WIRE_ABSURD_FIRE_AT;
         return KD_WIRE_OK;
 }

@@ -50,6 +50,9 @@ static void test_parse_units(void)
         parse_ok("0ms", 0);
         parse_ok("1ms", 1);
         parse_ok("007s", 7 * SEC);
+        /* Leading zeros beyond 19 digits are still one number. */
+        parse_ok("00000000000000000000090s", 90 * SEC);
+        parse_ok("0000000000000000000000ms", 0);
 }
 
 static void test_parse_combined(void)

@@ -410,6 +410,11 @@ static void test_fire_at(void)
         expect_fire_at("0x10", KD_WIRE_BAD_FIRE_AT);
         expect_fire_at("99999999999999999999", KD_WIRE_BAD_FIRE_AT);
         expect_fire_at("9223372036854775808", KD_WIRE_BAD_FIRE_AT);
+        /* Leading zeros are digits, beyond 19 characters too. */
+        expect_fire_at("0001700000000000", KD_WIRE_OK);
+        expect_fire_at("00000000000000000000001700000000000", KD_WIRE_OK);
+        expect_fire_at("00000000000000000000000", KD_WIRE_OK);
+        expect_fire_at("000000000009223372036854775808", KD_WIRE_BAD_FIRE_AT);
 
         /* Beyond now + 10 years + 1 day. */
         snprintf(buf, sizeof(buf), "%lld", (long long)(LIMIT_MS + 1));
@@ -442,6 +447,11 @@ static void test_fire_at_relative_to_now(void)
                         KD_WIRE_ABSURD_FIRE_AT);
         CU_ASSERT_EQUAL(kd_wire_decode(h, NOW_MS + 1, &task), KD_WIRE_OK);
         CU_ASSERT_EQUAL(task.fire_at_ms, LIMIT_MS + 1);
+        /* A clock at its extremes: the bound saturates, never overflows
+         * (fuzz/regress/wire-absurd-bound-overflows-at-int64-max-now). */
+        CU_ASSERT_EQUAL(kd_wire_decode(h, INT64_MAX, &task), KD_WIRE_OK);
+        CU_ASSERT_EQUAL(kd_wire_decode(h, INT64_MIN, &task),
+                        KD_WIRE_ABSURD_FIRE_AT);
         rd_kafka_headers_destroy(h);
 }
 
