@@ -116,8 +116,11 @@ static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
                 *result = KD_TXN_FATAL;
                 return 0;
         }
-        if (next == KD_NEXT_RETRY &&
-            !(f->shutdown_deadline && kd_mono_ms() >= f->shutdown_deadline))
+        /* A signal during a long outage ends the retries (abort). */
+        int stopping = f->shutdown_deadline
+                           ? kd_mono_ms() >= f->shutdown_deadline
+                           : *f->stop;
+        if (next == KD_NEXT_RETRY && !stopping)
                 return 1;
         *result = kd_txn_abort(f, what);
         return 0;
