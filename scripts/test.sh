@@ -2,10 +2,12 @@
 # The whole kdelay test suite, from a fresh Debian machine or a warm one:
 # installs dependencies, starts a private Kafka + MariaDB stack on test
 # ports, builds twice (plain and ASan+UBSan), runs every CUnit program under
-# ctest in both builds, checks formatting, and stops the stack.
+# ctest in both builds, the torture tool's fast profile in both delivery
+# modes (plain build), checks formatting, and stops the stack.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
+#   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,5 +79,25 @@ run_ctest() {
     "$1/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
 }
 run_ctest build/test
+
+# The torture tool's fast profile in both delivery modes, against this
+# stack (it stops and restarts its Kafka and MariaDB): the plain build only,
+# about 90 s per mode. Its table goes to stdout, its log to build/test/.
+torture_failed=""
+run_torture() { # MODE
+  local out=build/test/torture-$1.log
+  log event=torture mode="$1" log="$out"
+  if ! build/test/tests/torture/kdelay-torture --profile fast --mode "$1" 2>"$out"; then
+    tail -n 60 "$out" >&2
+    log event=torture_failed mode="$1" log="$out"
+    torture_failed="$torture_failed $1"
+  fi
+}
+if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
+  run_torture at_least_once
+  run_torture exactly_once
+fi
+
 [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && run_ctest build/asan
+[ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

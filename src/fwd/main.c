@@ -42,6 +42,20 @@ int main(int argc, char **argv)
         kd_cli_t cli;
         int argi;
         char errstr[512];
+        /* Signals first: a supervisor's SIGTERM right after the start
+         * must still mean a clean stop. */
+        if (pipe2(kd_wake_pipe, O_NONBLOCK | O_CLOEXEC)) {
+                perror("kdelay-forwarder: pipe");
+                return KD_EXIT_ERROR;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
         if (argc > 1 && !strcmp(argv[1], "--version")) {
                 printf("kdelay-forwarder %s\n", KDELAY_VERSION_STR);
                 return KD_EXIT_OK;
@@ -55,21 +69,10 @@ int main(int argc, char **argv)
                                         argv[argi]);
         if (rc != KD_EXIT_OK) {
                 kd_cli_clear(&cli);
+                close(kd_wake_pipe[0]);
+                close(kd_wake_pipe[1]);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
         }
-        if (pipe2(kd_wake_pipe, O_NONBLOCK | O_CLOEXEC)) {
-                perror("kdelay-forwarder: pipe");
-                kd_cli_clear(&cli);
-                return KD_EXIT_ERROR;
-        }
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-
         kd_fwd_t *f = NULL;
         kdelay_err_t err = kd_fwd_new(&f, cli.conf, errstr, sizeof(errstr));
         if (err) {

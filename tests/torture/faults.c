@@ -1,0 +1,369 @@
+/* The fault schedule and its injector thread (docs/torture.md, "Faults"). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "faults.h"
+#include "it_env.h"
+#include "kd_util.h"
+
+#define SEC 1000LL
+
+static const char *const tt_fault_names[TT_F_KINDS] = {
+    "kill9",        "sigterm",       "restart",
+    "mysql_stop",   "mysql_start",   "kafka_stop",
+    "kafka_start",  "forwarder_add", "forwarder_remove",
+    "outage_begin", "outage_end"};
+
+const char *tt_fault_name(tt_fault_kind_t kind)
+{
+        return tt_fault_names[kind];
+}
+
+static int add(tt_faults_t *fs, size_t *cap, int64_t at, tt_fault_kind_t kind,
+               int slot, int ref)
+{
+        if (fs->n == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 64;
+                tt_fault_t *nv = realloc(fs->v, ncap * sizeof(*nv));
+                if (!nv)
+                        return -1;
+                fs->v = nv;
+                *cap = ncap;
+        }
+        tt_fault_t *f = &fs->v[fs->n];
+        memset(f, 0, sizeof(*f));
+        f->at_rel = at;
+        f->kind = kind;
+        f->slot = slot;
+        f->id = (int)fs->n;
+        f->ref = ref;
+        f->done_slot = -1;
+        return (int)fs->n++;
+}
+
+static int cmp_fault(const void *a, const void *b)
+{
+        const tt_fault_t *x = a, *y = b;
+        if (x->at_rel != y->at_rel)
+                return x->at_rel < y->at_rel ? -1 : 1;
+        return x->kind < y->kind ? -1 : x->kind > y->kind;
+}
+
+/* A stop at `at` and its restart after a pause of 1..3 s. The restart
+ * refers to the stop by its planned time (unique: ties are nudged). */
+static int add_stop_restart(tt_faults_t *fs, size_t *cap, tt_rng_t *r,
+                            int64_t at, tt_fault_kind_t kind, int slot)
+{
+        int k = add(fs, cap, at, kind, slot, -1);
+        if (k < 0)
+                return -1;
+        return add(fs, cap, at + tt_rng_range(r, 1 * SEC, 3 * SEC),
+                   TT_F_RESTART, slot, k);
+}
+
+int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
+{
+        tt_rng_t r;
+        size_t cap = 0;
+        int64_t w = o->window_ms;
+        int base = o->forwarders;
+        tt_rng_seed(&r, o->seed, 2);
+        fs->v = NULL;
+        fs->n = 0;
+        /* Process faults in [5%, 66%] of the window; the outage after. */
+        int64_t lo = w / 20, hi = w * 66 / 100;
+        int n_kill = (int)(w / (30 * SEC)) > 5 ? (int)(w / (30 * SEC)) : 5;
+        int n_term = (int)(w / (120 * SEC)) > 1 ? (int)(w / (120 * SEC)) : 1;
+        int n_mysql = (int)(w / (300 * SEC)) > 1 ? (int)(w / (300 * SEC)) : 1;
+        int n_kafka = (int)(w / (600 * SEC)) > 1 ? (int)(w / (600 * SEC)) : 1;
+        int64_t mysql_down = o->full ? 15 * SEC : 5 * SEC;
+        int64_t outage = o->full ? 20 * SEC : 12 * SEC;
+        int rc = 0;
+        for (int i = 0; i < n_kill && !rc; i++)
+                rc = add_stop_restart(fs, &cap, &r, tt_rng_range(&r, lo, hi),
+                                      TT_F_KILL9,
+                                      (int)tt_rng_range(&r, 0, base - 1)) < 0;
+        for (int i = 0; i < n_term && !rc; i++)
+                rc = add_stop_restart(fs, &cap, &r, tt_rng_range(&r, lo, hi),
+                                      TT_F_TERM,
+                                      (int)tt_rng_range(&r, 0, base - 1)) < 0;
+        for (int i = 0; i < n_mysql && !rc; i++) {
+                int64_t at = w * (50 + 40 * i / n_mysql) / 100 +
+                             tt_rng_range(&r, 0, w / 25);
+                int k = add(fs, &cap, at, TT_F_MYSQL_STOP, -1, -1);
+                rc = k < 0 || add(fs, &cap, at + mysql_down, TT_F_MYSQL_START,
+                                  -1, k) < 0;
+        }
+        for (int i = 0; i < n_kafka && !rc; i++) {
+                int64_t at = w * (20 + 40 * i / n_kafka) / 100 +
+                             tt_rng_range(&r, 0, w / 25);
+                /* Started 2 s after the stop has finished. */
+                int k = add(fs, &cap, at, TT_F_KAFKA_STOP, -1, -1);
+                rc = k < 0 ||
+                     add(fs, &cap, at + 2 * SEC, TT_F_KAFKA_START, -1, k) < 0;
+        }
+        if (!rc)
+                rc = add(fs, &cap, w / 10 + tt_rng_range(&r, 0, w * 3 / 100),
+                         TT_F_ADD, base, -1) < 0 ||
+                     add(fs, &cap, w * 55 / 100 + tt_rng_range(&r, 0, w / 20),
+                         TT_F_REMOVE, base, -1) < 0;
+        if (!rc) {
+                int64_t at = w * 72 / 100 + tt_rng_range(&r, 0, w * 3 / 100);
+                int k = add(fs, &cap, at, TT_F_OUTAGE_BEGIN, -1, -1);
+                rc = k < 0 ||
+                     add(fs, &cap, at + outage, TT_F_OUTAGE_END, -1, k) < 0;
+        }
+        if (rc)
+                return -1;
+        /* Sort by time, then point each ref at its beginning's new index. */
+        qsort(fs->v, fs->n, sizeof(*fs->v), cmp_fault);
+        int *at_index = calloc(fs->n ? fs->n : 1, sizeof(*at_index));
+        if (!at_index)
+                return -1;
+        for (size_t i = 0; i < fs->n; i++)
+                at_index[fs->v[i].id] = (int)i;
+        for (size_t i = 0; i < fs->n; i++)
+                if (fs->v[i].ref >= 0)
+                        fs->v[i].ref = at_index[fs->v[i].ref];
+        free(at_index);
+        return 0;
+}
+
+void tt_faults_print(const tt_faults_t *fs, FILE *out)
+{
+        fprintf(out, "fault schedule (seconds after T0, planned):\n");
+        for (size_t i = 0; i < fs->n; i++) {
+                const tt_fault_t *f = &fs->v[i];
+                fprintf(out, "  %8.3f  %-16s", (double)f->at_rel / 1000.0,
+                        tt_fault_name(f->kind));
+                if (f->slot >= 0)
+                        fprintf(out, " forwarder slot %d", f->slot);
+                fprintf(out, "\n");
+        }
+        fflush(out);
+}
+
+/* Runs deploy/local/stack.sh verb; its output goes to the stack log. */
+static int stack(tt_faults_t *fs, const char *verb)
+{
+        char *out = NULL, *err = NULL;
+        char *argv[] = {(char *)fs->stack, (char *)verb, NULL};
+        int rc = it_run(argv, NULL, &out, &err);
+        if (fs->stack_log) {
+                fprintf(fs->stack_log, "--- stack.sh %s: rc=%d\n%s%s", verb, rc,
+                        out ? out : "", err ? err : "");
+                fflush(fs->stack_log);
+        }
+        free(out);
+        free(err);
+        if (rc)
+                atomic_fetch_add(&fs->counts.failed, 1);
+        return rc;
+}
+
+/* The planned slot when running, else the next running regular one. */
+static int pick_running(const tt_fleet_t *fl, int slot)
+{
+        for (int k = 0; k < fl->base; k++) {
+                int s = (slot + k) % fl->base;
+                if (tt_fleet_running(fl, s))
+                        return s;
+        }
+        return -1;
+}
+
+static int start_slot(tt_faults_t *fs, int slot)
+{
+        int rc = tt_fleet_start(fs->fleet, slot);
+        if (rc)
+                atomic_fetch_add(&fs->counts.failed, 1);
+        return rc;
+}
+
+static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
+{
+        tt_fleet_t *fl = fs->fleet;
+        tt_fault_counts_t *c = &fs->counts;
+        switch (f->kind) {
+        case TT_F_KILL9:
+        case TT_F_TERM:
+                /* Signal only: the restart collects the exit, so a slow
+                 * shutdown does not hold up the schedule. */
+                f->done_slot = pick_running(fl, f->slot);
+                if (f->done_slot < 0)
+                        break;
+                tt_fleet_signal(fl, f->done_slot,
+                                f->kind == TT_F_KILL9 ? SIGKILL : SIGTERM);
+                if (f->kind == TT_F_KILL9)
+                        c->kill9++;
+                else
+                        c->sigterm++;
+                break;
+        case TT_F_RESTART:
+                /* The outage's end restarts every slot itself. */
+                if (f->ref < 0 || fs->v[f->ref].done_slot < 0 || *in_outage ||
+                    tt_fleet_running(fl, fs->v[f->ref].done_slot))
+                        break;
+                f->done_slot = fs->v[f->ref].done_slot;
+                f->rc = tt_fleet_wait(fl, f->done_slot, 30000);
+                if (fs->v[f->ref].kind == TT_F_TERM &&
+                    !tt_fleet_clean_term(fl, f->done_slot, f->rc)) {
+                        c->unclean_terms++;
+                        tt_log("event=forwarder_unclean_exit slot=%d rc=%d",
+                               f->done_slot, f->rc);
+                }
+                f->rc = start_slot(fs, f->done_slot);
+                break;
+        case TT_F_MYSQL_STOP:
+                f->rc = stack(fs, "mysql-stop");
+                fs->mysql_down = 1;
+                c->mysql++;
+                break;
+        case TT_F_MYSQL_START:
+                f->rc = stack(fs, "mysql-start");
+                fs->mysql_down = f->rc != 0;
+                break;
+        case TT_F_KAFKA_STOP:
+                f->rc = stack(fs, "kafka-stop");
+                fs->kafka_down = 1;
+                c->kafka++;
+                break;
+        case TT_F_KAFKA_START:
+                f->rc = stack(fs, "kafka-start");
+                fs->kafka_down = f->rc != 0;
+                break;
+        case TT_F_ADD:
+                f->done_slot = f->slot;
+                f->rc = start_slot(fs, f->slot);
+                c->added += f->rc == 0;
+                break;
+        case TT_F_REMOVE:
+                if (!tt_fleet_running(fl, f->slot))
+                        break;
+                f->done_slot = f->slot;
+                f->rc = tt_fleet_stop(fl, f->slot, SIGTERM);
+                c->removed++;
+                c->unclean_terms += f->rc != 0;
+                break;
+        case TT_F_OUTAGE_BEGIN:
+                c->outage_begin = kd_now_ms();
+                f->rc = tt_fleet_stop_all(fl);
+                c->unclean_terms += f->rc;
+                *in_outage = 1;
+                c->outage++;
+                f->done_slot = 0;
+                break;
+        case TT_F_OUTAGE_END:
+                for (int s = 0; s < fl->base; s++)
+                        if (!tt_fleet_running(fl, s)) {
+                                tt_fleet_wait(fl, s, 30000);
+                                f->rc |= start_slot(fs, s);
+                        }
+                c->outage_end = kd_now_ms();
+                *in_outage = 0;
+                f->done_slot = 0;
+                break;
+        case TT_F_KINDS:
+                break;
+        }
+}
+
+static int needs_slot(tt_fault_kind_t k)
+{
+        return k == TT_F_KILL9 || k == TT_F_TERM || k == TT_F_RESTART ||
+               k == TT_F_REMOVE;
+}
+
+/* A forwarder that died on its own is counted and started again. */
+static void restart_crashed(tt_faults_t *fs, int in_outage)
+{
+        int was[TT_MAX_SLOTS];
+        for (int s = 0; s < TT_MAX_SLOTS; s++)
+                was[s] = tt_fleet_running(fs->fleet, s);
+        int n = tt_fleet_reap(fs->fleet);
+        fs->counts.crashes += n;
+        for (int s = 0; n && !in_outage && s < TT_MAX_SLOTS; s++)
+                if (was[s] && !tt_fleet_running(fs->fleet, s))
+                        start_slot(fs, s);
+}
+
+static int is_stack(tt_fault_kind_t k)
+{
+        return k == TT_F_MYSQL_STOP || k == TT_F_MYSQL_START ||
+               k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START;
+}
+
+static void *injector(void *arg)
+{
+        tt_faults_t *fs = ((tt_injector_t *)arg)->fs;
+        int stack_thread = ((tt_injector_t *)arg)->stack;
+        int in_outage = 0;
+        for (size_t i = 0; i < fs->n; i++) {
+                tt_fault_t *f = &fs->v[i];
+                if (is_stack(f->kind) != stack_thread)
+                        continue;
+                int64_t at = f->at_rel;
+                if (f->ref >= 0) {
+                        const tt_fault_t *b = &fs->v[f->ref];
+                        int64_t kept = b->ended_rel + (f->at_rel - b->at_rel);
+                        at = kept > at ? kept : at;
+                }
+                if (tt_sleep_until(fs->t0 + at, fs->stop))
+                        break;
+                if (!stack_thread)
+                        restart_crashed(fs, in_outage);
+                f->began_rel = kd_now_ms() - fs->t0;
+                run_one(fs, f, &in_outage);
+                f->ended_rel = kd_now_ms() - fs->t0;
+                if (needs_slot(f->kind) && f->done_slot < 0)
+                        fs->counts.skipped++;
+                tt_log("event=fault kind=%s slot=%d planned_s=%.3f "
+                       "began_s=%.3f ended_s=%.3f rc=%d%s",
+                       tt_fault_name(f->kind), f->done_slot,
+                       (double)f->at_rel / 1000.0,
+                       (double)f->began_rel / 1000.0,
+                       (double)f->ended_rel / 1000.0, f->rc,
+                       needs_slot(f->kind) && f->done_slot < 0 ? " skipped=1"
+                                                               : "");
+        }
+        return NULL;
+}
+
+int tt_faults_start(tt_faults_t *fs, int64_t t0)
+{
+        fs->t0 = t0;
+        for (int k = 0; k < 2; k++) {
+                tt_injector_t *in = &fs->inj[k];
+                in->fs = fs;
+                in->stack = k;
+                if (pthread_create(&in->thread, NULL, injector, in))
+                        return -1;
+                in->started = 1;
+        }
+        return 0;
+}
+
+void tt_faults_join(tt_faults_t *fs)
+{
+        for (int k = 0; k < 2; k++)
+                if (fs->inj[k].started)
+                        pthread_join(fs->inj[k].thread, NULL);
+        if (fs->mysql_down && stack(fs, "mysql-start") == 0)
+                fs->mysql_down = 0;
+        if (fs->kafka_down && stack(fs, "kafka-start") == 0)
+                fs->kafka_down = 0;
+        fs->counts.crashes += tt_fleet_reap(fs->fleet);
+        for (int s = 0; s < fs->fleet->base; s++)
+                if (!tt_fleet_running(fs->fleet, s)) {
+                        tt_fleet_wait(fs->fleet, s, 30000);
+                        start_slot(fs, s);
+                }
+}
+
+void tt_faults_free(tt_faults_t *fs)
+{
+        free(fs->v);
+        fs->v = NULL;
+        fs->n = 0;
+}

@@ -1,0 +1,93 @@
+/* The fault schedule: planned from the seed before the run, printed up
+ * front, executed by one injector thread at its wall-clock times, and
+ * logged with the times things actually happened. */
+#ifndef TT_FAULTS_H
+#define TT_FAULTS_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "fleet.h"
+#include "torture.h"
+
+typedef enum tt_fault_kind {
+        TT_F_KILL9,   /* kill -9 a forwarder */
+        TT_F_TERM,    /* SIGTERM a forwarder */
+        TT_F_RESTART, /* restart the slot a KILL9/TERM stopped */
+        TT_F_MYSQL_STOP,
+        TT_F_MYSQL_START,
+        TT_F_KAFKA_STOP,
+        TT_F_KAFKA_START,
+        TT_F_ADD,          /* start the extra forwarder (rebalance) */
+        TT_F_REMOVE,       /* SIGTERM the extra forwarder (rebalance) */
+        TT_F_OUTAGE_BEGIN, /* SIGTERM every forwarder */
+        TT_F_OUTAGE_END,   /* restart them all: catch-up */
+        TT_F_KINDS
+} tt_fault_kind_t;
+
+typedef struct tt_fault {
+        int64_t at_rel; /* planned, ms after T0 */
+        tt_fault_kind_t kind;
+        int slot; /* KILL9/TERM/RESTART: planned slot */
+        int id;   /* creation order, for ref */
+        int ref;  /* an ending fault: index of its beginning; the gap
+                     between them is kept when the beginning ran late */
+        /* filled when executed */
+        int done_slot; /* the slot acted on, -1 = skipped */
+        int64_t began_rel, ended_rel;
+        int rc;
+} tt_fault_t;
+
+/* Figures of the injector, read by main after tt_faults_join(). */
+typedef struct tt_fault_counts {
+        int kill9, sigterm, mysql, kafka, added, removed, outage, skipped;
+        atomic_int failed; /* stack.sh or restart failures */
+        int crashes;       /* forwarders found dead on their own */
+        int unclean_terms; /* SIGTERM not answered by exit 0 */
+        int64_t outage_begin, outage_end; /* epoch ms; 0 = none */
+} tt_fault_counts_t;
+
+struct tt_faults;
+
+/* One injector thread. */
+typedef struct tt_injector {
+        struct tt_faults *fs; /* the owner */
+        int stack;            /* 1: MySQL and Kafka; 0: forwarders */
+        pthread_t thread;
+        int started;
+} tt_injector_t;
+
+typedef struct tt_faults {
+        tt_fault_t *v; /* owned */
+        size_t n;
+        int64_t t0;
+        tt_fleet_t *fleet;      /* borrowed; driven only by the injector while
+                                   it runs */
+        const char *stack;      /* stack.sh path, borrowed */
+        FILE *stack_log;        /* borrowed */
+        const atomic_int *stop; /* borrowed */
+        int kafka_down, mysql_down; /* the stack thread's */
+        tt_fault_counts_t counts;
+        tt_injector_t inj[2];
+} tt_faults_t;
+
+/* Plans the schedule for the options' window and forwarders. */
+int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o);
+
+/* Prints the planned schedule (relative times) to out. */
+void tt_faults_print(const tt_faults_t *fs, FILE *out);
+
+const char *tt_fault_name(tt_fault_kind_t kind);
+
+/* Runs the schedule from t0 on in two threads: one drives the forwarders,
+ * the other stops and starts MySQL and Kafka (stack.sh serialises those
+ * anyway), so a slow Kafka restart does not hold up the kills. */
+int tt_faults_start(tt_faults_t *fs, int64_t t0);
+
+/* Waits for the injector to finish its schedule (or stop), then brings
+ * back whatever is still down (Kafka, MySQL, forwarders). */
+void tt_faults_join(tt_faults_t *fs);
+
+void tt_faults_free(tt_faults_t *fs);
+
+#endif

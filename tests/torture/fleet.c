@@ -1,0 +1,192 @@
+/* Forwarder processes: start, signal, reap, read their last statistics. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fleet.h"
+#include "it_env.h"
+#include "kd_util.h"
+
+void tt_fleet_init(tt_fleet_t *f, const tt_opts_t *o, const tt_names_t *n)
+{
+        memset(f, 0, sizeof(*f));
+        f->opts = o;
+        f->names = n;
+        f->base = o->forwarders;
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                f->slots[i].pid = -1;
+                snprintf(f->slots[i].log, sizeof(f->slots[i].log),
+                         "%s/forwarder-%d.log", n->run_dir, i);
+        }
+}
+
+int tt_fleet_running(const tt_fleet_t *f, int slot)
+{
+        return f->slots[slot].pid > 0 && !f->slots[slot].stopping;
+}
+
+int tt_fleet_start(tt_fleet_t *f, int slot)
+{
+        const tt_opts_t *o = f->opts;
+        tt_slot_t *s = &f->slots[slot];
+        char pfx[96], grp[128], inst[64], hold[64], mode[64], rate[64];
+        const char *argv[32];
+        size_t a = 0;
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", f->names->prefix);
+        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", f->names->group);
+        snprintf(inst, sizeof(inst), "forwarder.instance=torture-%d", slot);
+        argv[a++] = o->forwarder_path;
+        argv[a++] = "--brokers";
+        argv[a++] = f->names->brokers;
+        argv[a++] = "--mysql";
+        argv[a++] = f->names->mysql_url;
+        argv[a++] = "-X";
+        argv[a++] = pfx;
+        argv[a++] = "-X";
+        argv[a++] = grp;
+        argv[a++] = "-X";
+        argv[a++] = inst;
+        argv[a++] = "-X";
+        argv[a++] = "forwarder.stats_interval=5s";
+        if (o->hold_horizon_ms > 0) {
+                snprintf(hold, sizeof(hold), "forwarder.hold_horizon=%lldms",
+                         (long long)o->hold_horizon_ms);
+                argv[a++] = "-X";
+                argv[a++] = hold;
+        }
+        /* Only what differs from the forwarder's defaults, so the tool
+         * also runs against forwarders that predate these properties. */
+        if (o->exactly_once) {
+                snprintf(mode, sizeof(mode), "forwarder.delivery=%s", o->mode);
+                argv[a++] = "-X";
+                argv[a++] = mode;
+        }
+        if (o->max_fire_rate >= 0) {
+                snprintf(rate, sizeof(rate), "forwarder.max_fire_rate=%ld",
+                         o->max_fire_rate);
+                argv[a++] = "-X";
+                argv[a++] = rate;
+        }
+        argv[a] = NULL;
+        s->pid = it_spawn((char *const *)argv, s->log);
+        if (s->pid <= 0) {
+                tt_log("event=forwarder_start_failed slot=%d", slot);
+                s->pid = -1;
+                return -1;
+        }
+        s->starts++;
+        s->started_ms = kd_mono_ms();
+        tt_log("event=forwarder_started slot=%d pid=%d start=%d log=%s", slot,
+               (int)s->pid, s->starts, s->log);
+        return 0;
+}
+
+int tt_fleet_signal(tt_fleet_t *f, int slot, int sig)
+{
+        tt_slot_t *s = &f->slots[slot];
+        if (!tt_fleet_running(f, slot))
+                return -1;
+        kill(s->pid, sig);
+        s->stopping = sig;
+        s->young = sig == SIGTERM && kd_mono_ms() - s->started_ms < 200;
+        return 0;
+}
+
+int tt_fleet_clean_term(const tt_fleet_t *f, int slot, int rc)
+{
+        return rc == 0 || (rc == 128 + SIGTERM && f->slots[slot].young);
+}
+
+int tt_fleet_wait(tt_fleet_t *f, int slot, int timeout_ms)
+{
+        tt_slot_t *s = &f->slots[slot];
+        if (s->pid <= 0)
+                return -1;
+        int rc = it_wait_pid(s->pid, timeout_ms);
+        if (rc < 0) {
+                tt_log("event=forwarder_stuck slot=%d pid=%d sig=%d "
+                       "action=sigkill log=%s",
+                       slot, (int)s->pid, s->stopping, s->log);
+                kill(s->pid, SIGKILL);
+                rc = it_wait_pid(s->pid, 30000);
+        }
+        s->pid = -1;
+        s->stopping = 0;
+        return rc;
+}
+
+int tt_fleet_stop(tt_fleet_t *f, int slot, int sig)
+{
+        if (tt_fleet_signal(f, slot, sig))
+                return -1;
+        return tt_fleet_wait(f, slot, 30000);
+}
+
+int tt_fleet_stop_all(tt_fleet_t *f)
+{
+        int bad = 0, termed[TT_MAX_SLOTS];
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                termed[i] = f->slots[i].stopping == SIGTERM;
+                if (tt_fleet_running(f, i)) {
+                        tt_fleet_signal(f, i, SIGTERM);
+                        termed[i] = 1;
+                }
+        }
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                if (f->slots[i].pid <= 0)
+                        continue;
+                int rc = tt_fleet_wait(f, i, 30000);
+                if (termed[i] && !tt_fleet_clean_term(f, i, rc)) {
+                        tt_log("event=forwarder_unclean_exit slot=%d rc=%d "
+                               "log=%s",
+                               i, rc, f->slots[i].log);
+                        bad++;
+                }
+        }
+        return bad;
+}
+
+int tt_fleet_reap(tt_fleet_t *f)
+{
+        int found = 0;
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                tt_slot_t *s = &f->slots[i];
+                int status;
+                if (s->pid <= 0 || s->stopping ||
+                    waitpid(s->pid, &status, WNOHANG) != s->pid)
+                        continue;
+                int rc = WIFEXITED(status) ? WEXITSTATUS(status)
+                                           : 128 + WTERMSIG(status);
+                tt_log("event=forwarder_died slot=%d pid=%d rc=%d log=%s", i,
+                       (int)s->pid, rc, s->log);
+                s->pid = -1;
+                s->unexpected_exits++;
+                found++;
+        }
+        return found;
+}
+
+int tt_fleet_last_stats(const tt_fleet_t *f, int slot, double *spf,
+                        long long *fired)
+{
+        FILE *fp = fopen(f->slots[slot].log, "r");
+        char line[4096];
+        int found = -1;
+        if (!fp)
+                return -1;
+        while (fgets(line, sizeof(line), fp)) {
+                if (!strstr(line, "event=forwarder_stopped"))
+                        continue;
+                const char *p = strstr(line, " statements_per_fire=");
+                const char *q = strstr(line, " fired=");
+                if (!p || !q)
+                        continue;
+                *spf = strtod(p + 21, NULL);
+                *fired = strtoll(q + 7, NULL, 10);
+                found = 0;
+        }
+        fclose(fp);
+        return found;
+}

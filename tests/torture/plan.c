@@ -1,0 +1,110 @@
+/* The task plan: due times, schedule times, paths, targets and cancels,
+ * all derived from the seed (docs/torture.md, "What it schedules"). */
+#include <stdio.h>
+
+#include "torture.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+
+int64_t tt_hold_horizon(const tt_opts_t *o)
+{
+        return o->hold_horizon_ms > 0 ? o->hold_horizon_ms : 30 * SEC;
+}
+
+/* The lead (fire-at minus schedule time) range of a category, clipped to
+ * the window; 0 when the window cannot hold it. */
+static int lead_range(tt_cat_t cat, int64_t hold, int64_t window, int64_t *lo,
+                      int64_t *hi)
+{
+        switch (cat) {
+        case TT_CAT_HELD:
+                *lo = 300;
+                *hi = hold;
+                break;
+        case TT_CAT_1S:
+                /* Beyond the hold horizon, but at most 15 s of 1 s hops. */
+                *lo = hold + 500;
+                *hi = hold + 15 * SEC < 59 * SEC ? hold + 15 * SEC : 59 * SEC;
+                break;
+        case TT_CAT_1M:
+                *lo = MIN;
+                *hi = 29 * MIN + 30 * SEC;
+                break;
+        case TT_CAT_30M:
+                *lo = 30 * MIN;
+                *hi = window;
+                break;
+        }
+        if (*hi > window - SEC)
+                *hi = window - SEC;
+        return *lo <= *hi;
+}
+
+/* Shares in percent: held 25, 1s hops 35, 1m 30, 30m 10; a category the
+ * window cannot hold falls back to the next smaller one. */
+static tt_cat_t pick_cat(tt_rng_t *r, int64_t hold, int64_t window)
+{
+        int64_t roll = tt_rng_range(r, 0, 99), lo, hi;
+        tt_cat_t cat = roll < 25   ? TT_CAT_HELD
+                       : roll < 60 ? TT_CAT_1S
+                       : roll < 90 ? TT_CAT_1M
+                                   : TT_CAT_30M;
+        while (cat > TT_CAT_HELD && !lead_range(cat, hold, window, &lo, &hi))
+                cat--;
+        return cat;
+}
+
+static tt_via_t pick_via(tt_rng_t *r)
+{
+        int64_t roll = tt_rng_range(r, 0, 99);
+        return roll < 12   ? TT_VIA_LIB_SYNC
+               : roll < 50 ? TT_VIA_LIB_ASYNC
+                           : TT_VIA_RAW;
+}
+
+void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
+                   const tt_names_t *names, int64_t t0)
+{
+        tt_rng_t r;
+        tt_rng_seed(&r, o->seed, 1);
+        int64_t hold = tt_hold_horizon(o), w = o->window_ms;
+        for (size_t i = 0; i < n; i++) {
+                tt_task_t *t = &tasks[i];
+                int64_t lo, hi;
+                t->cat = (uint8_t)pick_cat(&r, hold, w);
+                if (!lead_range((tt_cat_t)t->cat, hold, w, &lo, &hi))
+                        lo = hi = 300;
+                int64_t lead = tt_rng_range(&r, lo, hi);
+                int64_t fire_rel = tt_rng_range(&r, lead > SEC ? lead : SEC, w);
+                t->fire_at = t0 + fire_rel;
+                t->sched_at = t->fire_at - lead;
+                t->via = (uint8_t)pick_via(&r);
+                t->target = (uint8_t)tt_rng_range(&r, 0, TT_TARGETS - 1);
+                /* Every fifth library task gets a generated ULID; it is
+                 * never cancelled (a cancel needs the id up front). */
+                t->gen_id = t->via != TT_VIA_RAW && tt_rng_range(&r, 0, 4) == 0;
+                if (!t->gen_id)
+                        snprintf(t->id, sizeof(t->id), "%s-%zu", names->prefix,
+                                 i);
+                t->cancel_kind = TT_CANCEL_NONE;
+                if (t->gen_id || tt_rng_range(&r, 0, 99) >= 10)
+                        continue;
+                /* Cancel: 55% early, 45% racing the claim or the fire. */
+                int64_t roll = tt_rng_range(&r, 0, 99);
+                int64_t span = t->fire_at - t->sched_at;
+                if (roll < 55 && span > 2500) {
+                        t->cancel_kind = TT_CANCEL_EARLY;
+                        t->cancel_at = tt_rng_range(&r, t->sched_at + 100,
+                                                    t->fire_at - 2 * SEC);
+                } else if (roll < 78) {
+                        t->cancel_kind = TT_CANCEL_CLAIM;
+                        t->cancel_at = t->fire_at - tt_rng_range(&r, 200, 700);
+                } else {
+                        t->cancel_kind = TT_CANCEL_FIRE;
+                        t->cancel_at = t->fire_at + tt_rng_range(&r, -25, 25);
+                }
+                if (t->cancel_at < t->sched_at + 50)
+                        t->cancel_at = t->sched_at + 50;
+        }
+}

@@ -1,0 +1,285 @@
+/* The figures table (docs/torture.md, "Reading the table"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+typedef struct lat {
+        int64_t *v; /* owned */
+        size_t n;
+} lat_t;
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static int64_t pct(const lat_t *l, double q)
+{
+        size_t i = (size_t)(q * (double)l->n);
+        return l->v[i < l->n ? i : l->n - 1];
+}
+
+static void row_lat(FILE *out, const char *name, lat_t *l)
+{
+        if (!l->n) {
+                fprintf(out, "  %-42s n=0\n", name);
+                return;
+        }
+        qsort(l->v, l->n, sizeof(*l->v), cmp_i64);
+        fprintf(out, "  %-42s %lld / %lld / %lld / %lld ms (n=%zu)\n", name,
+                (long long)pct(l, 0.5), (long long)pct(l, 0.99),
+                (long long)pct(l, 0.999), (long long)l->v[l->n - 1], l->n);
+}
+
+static void row(FILE *out, const char *name, long long v, const char *note)
+{
+        fprintf(out, "  %-42s %lld%s%s\n", name, v, note && *note ? "  " : "",
+                note ? note : "");
+}
+
+/* Counted figures over the task table. */
+typedef struct counts {
+        long long acked, failed, acked_late, delivered, records, dups, cancels,
+            c_ok, c_late, c_err, c_retried, race, race_ok, race_late, lost,
+            unacked_missing, early_ts, early_rx, cancel_then_delivered,
+            fate_cancel_delivered, too_late_missing, bad, dead_tasks,
+            fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row;
+} counts_t;
+
+static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
+                  lat_t *cts, lat_t *crx)
+{
+        const tt_fault_counts_t *f = in->faults;
+        int shown = 0;
+        for (size_t i = 0; i < in->n; i++) {
+                const tt_task_t *t = &in->tasks[i];
+                int copies = atomic_load(&t->copies);
+                int acked = atomic_load(&t->sched_state) == TT_SCHED_ACKED;
+                c->acked += acked;
+                c->failed += !acked;
+                c->acked_late += acked && t->acked_at > t->fire_at;
+                c->delivered += copies > 0;
+                c->records += copies;
+                c->dups += copies > 1 ? copies - 1 : 0;
+                if (t->cancel_kind != TT_CANCEL_NONE) {
+                        int race = t->cancel_kind != TT_CANCEL_EARLY;
+                        c->cancels++;
+                        c->c_ok += t->answer == TT_ANS_OK;
+                        c->c_late += t->answer == TT_ANS_TOO_LATE;
+                        c->c_err += t->answer == TT_ANS_ERROR;
+                        c->c_retried += t->first_answer == TT_ANS_ERROR;
+                        c->race += race;
+                        c->race_ok += race && t->answer == TT_ANS_OK;
+                        c->race_late += race && t->answer == TT_ANS_TOO_LATE;
+                }
+                int cancelled =
+                    t->answer == TT_ANS_OK || t->fate == TT_FATE_CANCELLED;
+                if (acked && !copies && !cancelled) {
+                        c->lost++;
+                        if (shown++ < 20)
+                                tt_log("event=lost idx=%zu id=%s "
+                                       "fire_at_s=%.3f sched_at_s=%.3f "
+                                       "acked_at_s=%.3f cat=%d via=%d "
+                                       "cancel=%d answer=%d fate=%d "
+                                       "dead=%d",
+                                       i, t->id,
+                                       (double)(t->fire_at - in->t0) / 1e3,
+                                       (double)(t->sched_at - in->t0) / 1e3,
+                                       (double)(t->acked_at - in->t0) / 1e3,
+                                       t->cat, t->via, t->cancel_kind,
+                                       t->answer, t->fate, t->dead_copies);
+                }
+                c->unacked_missing += !acked && !copies && !cancelled;
+                c->too_late_missing += t->answer == TT_ANS_TOO_LATE && !copies;
+                c->early_ts += t->early_ts > 0;
+                c->early_rx += t->early_rx > 0;
+                if (t->answer == TT_ANS_OK && copies) {
+                        c->cancel_then_delivered++;
+                        tt_log("event=cancel_acknowledged_then_delivered "
+                               "idx=%zu id=%s fire_at_s=%.3f "
+                               "cancel_sent_s=%.3f copies=%d",
+                               i, t->id, (double)(t->fire_at - in->t0) / 1e3,
+                               (double)(t->cancel_sent_at - in->t0) / 1e3,
+                               copies);
+                }
+                c->fate_cancel_delivered +=
+                    t->fate == TT_FATE_CANCELLED && copies;
+                c->bad += t->bad_copy > 0;
+                c->dead_tasks += t->dead_copies > 0;
+                c->fate_fired += t->fate == TT_FATE_FIRED;
+                c->fate_firing += t->fate == TT_FATE_FIRING;
+                c->fate_cancelled += t->fate == TT_FATE_CANCELLED;
+                c->fate_none += t->fate == TT_FATE_NONE;
+                c->fired_no_row += copies && t->fate == TT_FATE_NONE;
+                if (!copies)
+                        continue;
+                ts->v[ts->n++] = t->first_ts - t->fire_at;
+                rx->v[rx->n++] = t->first_rx - t->fire_at;
+                if (f->outage_begin && t->fire_at >= f->outage_begin &&
+                    t->fire_at <= f->outage_end) {
+                        cts->v[cts->n++] = t->first_ts - t->fire_at;
+                        crx->v[crx->n++] = t->first_rx - t->fire_at;
+                }
+        }
+}
+
+static void stats_rows(const tt_report_in_t *in, FILE *out)
+{
+        char buf[512] = "";
+        size_t len = 0;
+        for (int s = 0; s < TT_MAX_SLOTS; s++) {
+                double spf;
+                long long fired;
+                if (!in->fleet->slots[s].starts ||
+                    tt_fleet_last_stats(in->fleet, s, &spf, &fired))
+                        continue;
+                int w = snprintf(buf + len, sizeof(buf) - len,
+                                 "%sslot%d=%.3f (fired %lld)", len ? ", " : "",
+                                 s, spf, fired);
+                if (w < 0 || (size_t)w >= sizeof(buf) - len)
+                        break;
+                len += (size_t)w;
+        }
+        fprintf(out, "  %-42s %s\n", "statements per fire (last stop)",
+                len ? buf : "-");
+}
+
+int tt_report(const tt_report_in_t *in, FILE *out)
+{
+        const tt_opts_t *o = in->opts;
+        const tt_fault_counts_t *f = in->faults;
+        counts_t c;
+        lat_t ts = {0}, rx = {0}, cts = {0}, crx = {0};
+        char note[160];
+        memset(&c, 0, sizeof(c));
+        size_t cap = in->n ? in->n : 1;
+        ts.v = malloc(cap * sizeof(int64_t));
+        rx.v = malloc(cap * sizeof(int64_t));
+        cts.v = malloc(cap * sizeof(int64_t));
+        crx.v = malloc(cap * sizeof(int64_t));
+        if (!ts.v || !rx.v || !cts.v || !crx.v) {
+                fprintf(out, "out of memory\n");
+                return 1;
+        }
+        count(in, &c, &ts, &rx, &cts, &crx);
+        int fail = c.lost || c.early_ts || c.early_rx ||
+                   c.cancel_then_delivered || c.bad ||
+                   c.fate_cancel_delivered ||
+                   (in->fate_rows >= 0 && c.fired_no_row) ||
+                   (o->exactly_once && c.dups);
+
+        fprintf(out,
+                "\nkdelay-torture: mode=%s profile=%s seed=%llu tasks=%zu "
+                "forwarders=%d window=%llds prefix=%s\n",
+                o->mode, o->full ? "full" : "fast", (unsigned long long)o->seed,
+                in->n, o->forwarders, (long long)(o->window_ms / 1000),
+                in->names->prefix);
+        fprintf(out, "  %-42s %s\n", "figure", "value");
+        row(out, "scheduled", (long long)in->n, NULL);
+        snprintf(note, sizeof(note),
+                 "(failed %lld; acknowledged after fire-at %lld)", c.failed,
+                 c.acked_late);
+        row(out, "schedule acknowledged", c.acked, note);
+        snprintf(note, sizeof(note), "(%lld records)", c.records);
+        row(out, "delivered (distinct ids)", c.delivered, note);
+        snprintf(note, sizeof(note),
+                 "(of %lld cancels; %lld first answered error, retried)",
+                 c.cancels, c.c_retried);
+        row(out, "cancelled, acknowledged", c.c_ok, note);
+        row(out, "cancel too late", c.c_late, NULL);
+        row(out, "cancel unresolved (error)", c.c_err, NULL);
+        snprintf(note, sizeof(note), "(of %lld racing: %lld ok, %lld too late)",
+                 c.race, c.race_ok, c.race_late);
+        row(out, "racing cancels", c.race, note);
+        row(out, "LOST", c.lost,
+            "(acknowledged, neither delivered nor cancelled)");
+        snprintf(note, sizeof(note), "(by receipt time: %lld)", c.early_rx);
+        row(out, "EARLY (record timestamp < fire-at)", c.early_ts, note);
+        row(out, "ACKNOWLEDGED-CANCEL-THEN-DELIVERED", c.cancel_then_delivered,
+            NULL);
+        row(out, "DUPLICATES (extra copies by kdelay-id)", c.dups,
+            o->exactly_once ? "(must be 0: exactly_once)" : "(allowed)");
+        row(out, "corrupted copies (target/id/fire-at)", c.bad, NULL);
+        row(out, "not delivered, schedule unacknowledged", c.unacked_missing,
+            NULL);
+        row_lat(out, "lateness, record ts p50/p99/p999/max", &ts);
+        row_lat(out, "lateness, receipt p50/p99/p999/max", &rx);
+        row_lat(out, "catch-up lateness, record ts", &cts);
+        row_lat(out, "catch-up lateness, receipt", &crx);
+        snprintf(note, sizeof(note),
+                 "kill9=%d sigterm=%d mysql=%d kafka=%d add=%d remove=%d "
+                 "outage=%d",
+                 f->kill9, f->sigterm, f->mysql, f->kafka, f->added, f->removed,
+                 f->outage);
+        fprintf(out, "  %-42s %s\n", "faults injected", note);
+        snprintf(note, sizeof(note),
+                 "skipped=%d failed=%d crashes=%d unclean_sigterm=%d "
+                 "unclean_final_stop=%d",
+                 f->skipped, atomic_load(&f->failed), f->crashes,
+                 f->unclean_terms, in->stop_unclean);
+        fprintf(out, "  %-42s %s\n", "fault notes", note);
+        if (f->outage_begin)
+                fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",
+                        "outage (all forwarders stopped)",
+                        (double)(f->outage_begin - in->t0) / 1e3,
+                        (double)(f->outage_end - in->t0) / 1e3);
+        snprintf(note, sizeof(note), "(dead-letter records %llu, unknown %llu)",
+                 (unsigned long long)in->verifier->dead_records,
+                 (unsigned long long)in->verifier->unknown);
+        row(out, "dead-lettered tasks", c.dead_tasks, note);
+        if (in->fate_rows >= 0)
+                snprintf(note, sizeof(note),
+                         "FIRED=%lld FIRING=%lld CANCELLED=%lld none=%lld; "
+                         "delivered without row %lld",
+                         c.fate_fired, c.fate_firing, c.fate_cancelled,
+                         c.fate_none, c.fired_no_row);
+        else
+                snprintf(note, sizeof(note), "could not be read");
+        fprintf(out, "  %-42s %s\n", "fate table", note);
+        row(out, "fate CANCELLED but delivered", c.fate_cancel_delivered, NULL);
+        fprintf(out, "  %-42s %s\n", "verifier read to the end",
+                in->caught_up ? "yes" : "NO (timed out)");
+        stats_rows(in, out);
+        fprintf(out, "  %-42s %.1f s\n", "wall time",
+                (double)in->wall_ms / 1e3);
+        fprintf(out, "  %-42s %s\n", "run dir (logs)", in->names->run_dir);
+        fprintf(out, "RESULT: %s\n", fail ? "FAIL" : "PASS");
+        fflush(out);
+        free(ts.v);
+        free(rx.v);
+        free(cts.v);
+        free(crx.v);
+        return fail ? 1 : 0;
+}
+
+int tt_report_dump(const tt_report_in_t *in, const char *path)
+{
+        FILE *fp = fopen(path, "w");
+        if (!fp)
+                return -1;
+        fprintf(fp, "idx,id,cat,via,fire_at,sched_at,acked_at,state,"
+                    "cancel,cancel_at,cancel_sent,answer,copies,first_ts,"
+                    "first_rx,early,dead,fate\n");
+        for (size_t i = 0; i < in->n; i++) {
+                const tt_task_t *t = &in->tasks[i];
+                int64_t z = in->t0;
+                int copies = atomic_load(&t->copies);
+                fprintf(
+                    fp,
+                    "%zu,%s,%d,%d,%lld,%lld,%lld,%d,%d,%lld,%lld,%d,%d,"
+                    "%lld,%lld,%d,%d,%d\n",
+                    i, t->id, t->cat, t->via, (long long)(t->fire_at - z),
+                    (long long)(t->sched_at - z),
+                    (long long)(t->acked_at ? t->acked_at - z : -1),
+                    atomic_load(&t->sched_state), t->cancel_kind,
+                    (long long)(t->cancel_kind ? t->cancel_at - z : -1),
+                    (long long)(t->cancel_sent_at ? t->cancel_sent_at - z : -1),
+                    t->answer, copies,
+                    (long long)(copies ? t->first_ts - z : -1),
+                    (long long)(copies ? t->first_rx - z : -1),
+                    t->early_ts + t->early_rx, t->dead_copies, t->fate);
+        }
+        return fclose(fp) ? -1 : 0;
+}

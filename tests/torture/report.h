@@ -1,0 +1,37 @@
+/* The table of figures printed at the end of a run, and its verdict. */
+#ifndef TT_REPORT_H
+#define TT_REPORT_H
+
+#include <stdio.h>
+
+#include "faults.h"
+#include "fleet.h"
+#include "torture.h"
+#include "verify.h"
+
+/* Everything the table shows besides the tasks; all borrowed. */
+typedef struct tt_report_in {
+        const tt_opts_t *opts;
+        const tt_names_t *names;
+        const tt_task_t *tasks;
+        size_t n;
+        const tt_fault_counts_t *faults;
+        const tt_fleet_t *fleet;
+        const tt_verifier_t *verifier; /* stopped */
+        int64_t t0;
+        int64_t wall_ms;
+        int caught_up;    /* the verifier reached the end of every topic */
+        long fate_rows;   /* -1: the fate table could not be read */
+        int stop_unclean; /* forwarders not exiting 0 at the end */
+} tt_report_in_t;
+
+/* Prints the table to out and returns the exit status: 1 when anything
+ * was lost, early, delivered after an acknowledged cancel, corrupted, or
+ * (exactly_once) duplicated; else 0. */
+int tt_report(const tt_report_in_t *in, FILE *out);
+
+/* Writes one CSV line per task (times relative to T0) to path, for
+ * post-mortems. 0 on success. */
+int tt_report_dump(const tt_report_in_t *in, const char *path);
+
+#endif

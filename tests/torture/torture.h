@@ -1,0 +1,155 @@
+/* kdelay-torture: shared types of the torture tool (docs/torture.md).
+ *
+ * One run: plan N tasks and a fault schedule from a seed, schedule the
+ * tasks from producer threads, cancel some, inject faults into the
+ * forwarders, MySQL and Kafka, watch every target topic with an
+ * independent read_committed consumer, and print one table of figures.
+ *
+ * Ownership: main.c owns the task table (tt_task_t[]) and every module
+ * context; each thread writes only the task fields its section names
+ * (plan: before any thread starts; producer; cancel; verifier; fate:
+ * after every thread has been joined). */
+#ifndef TT_TORTURE_H
+#define TT_TORTURE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <kdelay/kdelay.h>
+#include <librdkafka/rdkafka.h>
+
+#define TT_TARGETS   3  /* target topics, TT_TARGET_PARTS partitions each */
+#define TT_MAX_SLOTS 17 /* forwarder slots: --forwarders (<= 16) + 1 added */
+#define TT_ID_SIZE   64 /* ids are "<prefix>-<idx>" or a 26-char ULID */
+
+/* Command line, after defaults and the profile are applied. Read-only
+ * once parsed. Strings point into argv or static defaults. */
+typedef struct tt_opts {
+        size_t tasks;
+        int full;                /* profile full (else fast) */
+        int64_t window_ms;       /* due times spread over [T0, T0+window] */
+        int64_t hold_horizon_ms; /* passed to the forwarders; 0 = default */
+        int64_t drain_ms;        /* after the last due time */
+        int exactly_once;
+        const char *mode;
+        int forwarders;
+        uint64_t seed;
+        const char *forwarder_path;
+        const char *kdelayctl_path;
+        const char *stack_path;
+        const char *run_base; /* run dirs go below */
+        long max_fire_rate;   /* -1 = not passed */
+} tt_opts_t;
+
+/* Names of this run's resources. Filled by main.c, read-only afterwards. */
+typedef struct tt_names {
+        const char *brokers;
+        char prefix[40];
+        char group[64];
+        char db[64];
+        char mysql_url[512];
+        char run_dir[600];
+        char targets[TT_TARGETS][96];
+        char dead[96];
+} tt_names_t;
+
+typedef enum tt_via { TT_VIA_LIB_SYNC, TT_VIA_LIB_ASYNC, TT_VIA_RAW } tt_via_t;
+
+typedef enum tt_cat {
+        TT_CAT_HELD, /* due within the hold horizon when scheduled */
+        TT_CAT_1S,   /* 1s tier, hops along it */
+        TT_CAT_1M,   /* 1m tier, then 1s hops or held */
+        TT_CAT_30M   /* 30m tier (windows above 30 min) */
+} tt_cat_t;
+
+typedef enum tt_cancel_kind {
+        TT_CANCEL_NONE,
+        TT_CANCEL_EARLY, /* long before due */
+        TT_CANCEL_CLAIM, /* around the claim: fire-at - 700..200 ms */
+        TT_CANCEL_FIRE   /* within 25 ms of fire-at, before or after */
+} tt_cancel_kind_t;
+
+typedef enum tt_answer {
+        TT_ANS_NONE,
+        TT_ANS_OK,       /* acknowledged cancelled */
+        TT_ANS_TOO_LATE, /* KDELAY_ERR_TOO_LATE */
+        TT_ANS_ERROR     /* still an error after the retries */
+} tt_answer_t;
+
+enum tt_sched_state {
+        TT_SCHED_PLANNED = 0,
+        TT_SCHED_ENQUEUED, /* id valid, not yet acknowledged */
+        TT_SCHED_ACKED,
+        TT_SCHED_FAILED
+};
+
+enum tt_fate { TT_FATE_NONE, TT_FATE_FIRING, TT_FATE_FIRED, TT_FATE_CANCELLED };
+
+typedef struct tt_task {
+        /* plan (plan.c), before any thread starts */
+        int64_t fire_at;
+        int64_t sched_at;
+        int64_t cancel_at;
+        uint8_t via, cat, cancel_kind, target;
+        uint8_t gen_id; /* the library generates the id */
+        /* producer thread; id published by sched_state >= ENQUEUED */
+        char id[TT_ID_SIZE];
+        _Atomic int sched_state;
+        int64_t acked_at;
+        /* cancel thread */
+        uint8_t answer, first_answer;
+        int64_t cancel_sent_at;
+        /* verifier thread (copies read by main while draining) */
+        _Atomic int copies;
+        int dead_copies;
+        int early_ts, early_rx, bad_copy;
+        int64_t first_ts, first_rx;
+        /* after every thread has been joined */
+        uint8_t fate;
+} tt_task_t;
+
+/* --- util.c ----------------------------------------------------------------
+ */
+
+/* Deterministic generator (splitmix64), one per user: not thread-safe. */
+typedef struct tt_rng {
+        uint64_t s;
+} tt_rng_t;
+
+void tt_rng_seed(tt_rng_t *r, uint64_t seed, uint64_t stream);
+uint64_t tt_rng_next(tt_rng_t *r);
+/* Uniform in [lo, hi] (lo <= hi). */
+int64_t tt_rng_range(tt_rng_t *r, int64_t lo, int64_t hi);
+
+/* One key=value line to stderr with a timestamp; thread-safe. */
+void tt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Sleeps until wall-clock time at_ms (the run's timeline), waking early
+ * when *stop is set. 0 when at_ms was reached, -1 when stopped. */
+int tt_sleep_until(int64_t at_ms, const atomic_int *stop);
+
+/* Sleeps ms, waking early when *stop is set (for retry back-off). */
+int tt_sleep_ms(int64_t ms, const atomic_int *stop);
+
+/* A kdelay conf for this run (brokers, mysql.url, prefix) whose library
+ * log lines at warning level and above go to log (may be NULL). Caller
+ * owns it. NULL on failure. */
+kdelay_conf_t *tt_conf_new(const tt_names_t *names, FILE *log_file);
+
+/* --- plan.c ----------------------------------------------------------------
+ */
+
+/* Plans n tasks over the window starting at t0 (epoch ms). */
+void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
+                   const tt_names_t *names, int64_t t0);
+
+/* The hold horizon the forwarders run with. */
+int64_t tt_hold_horizon(const tt_opts_t *o);
+
+/* librdkafka's log lines of a client built from rkc go to fp (also its
+ * conf opaque, so the client must not use that otherwise). */
+void tt_rk_log_to(rd_kafka_conf_t *rkc, FILE *fp);
+
+#endif

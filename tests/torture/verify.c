@@ -1,0 +1,338 @@
+/* The verifier thread and the fate-table read (verify.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kd_mysql.h"
+#include "kd_util.h"
+#include "verify.h"
+
+/* The value of header name as a NUL-terminated copy in buf; NULL when
+ * absent or too long. */
+static const char *header(rd_kafka_headers_t *h, const char *name, char *buf,
+                          size_t size)
+{
+        const void *val;
+        size_t len;
+        if (!h || rd_kafka_header_get_last(h, name, &val, &len) || len >= size)
+                return NULL;
+        memcpy(buf, val ? val : "", len);
+        buf[len] = '\0';
+        return buf;
+}
+
+static void handle(tt_verifier_t *v, rd_kafka_message_t *m)
+{
+        int64_t rx = kd_now_ms();
+        rd_kafka_headers_t *h = NULL;
+        char sidx[24], id[KDELAY_ID_MAX + 1], fa[24];
+        const char *topic = rd_kafka_topic_name(m->rkt);
+        int dead = !strcmp(topic, v->names->dead);
+        v->records++;
+        v->dead_records += dead;
+        rd_kafka_message_headers(m, &h);
+        const char *s = header(h, "torture-idx", sidx, sizeof(sidx));
+        char *end = NULL;
+        unsigned long long idx = s ? strtoull(s, &end, 10) : 0;
+        if (!s || *end || idx >= v->n) {
+                v->unknown++;
+                return;
+        }
+        tt_task_t *t = &v->tasks[idx];
+        if (dead) {
+                t->dead_copies++;
+                tt_log("event=dead_lettered_task idx=%llu id=%s", idx,
+                       header(h, KDELAY_HDR_ID, id, sizeof(id)) ? id : "-");
+                return;
+        }
+        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+        const char *hid = header(h, KDELAY_HDR_ID, id, sizeof(id));
+        const char *hfa = header(h, KDELAY_HDR_FIRE_AT, fa, sizeof(fa));
+        int id_known =
+            !t->gen_id || atomic_load(&t->sched_state) >= TT_SCHED_ENQUEUED;
+        if (!hid || !hfa || atoll(hfa) != t->fire_at ||
+            strcmp(topic, v->names->targets[t->target]) ||
+            (id_known && strcmp(hid, t->id))) {
+                t->bad_copy++;
+                tt_log("event=bad_copy idx=%llu id=%s fire_at=%s topic=%s", idx,
+                       hid ? hid : "-", hfa ? hfa : "-", topic);
+        }
+        if (ts < t->fire_at)
+                t->early_ts++;
+        if (rx < t->fire_at)
+                t->early_rx++;
+        if (ts < t->fire_at || rx < t->fire_at)
+                tt_log("event=early idx=%llu id=%s fire_at=%lld ts=%lld "
+                       "rx=%lld",
+                       idx, t->id, (long long)t->fire_at, (long long)ts,
+                       (long long)rx);
+        if (atomic_fetch_add(&t->copies, 1) == 0) {
+                t->first_ts = ts;
+                t->first_rx = rx;
+                pthread_mutex_lock(&v->lock);
+                v->firsts++;
+                pthread_cond_broadcast(&v->cond);
+                pthread_mutex_unlock(&v->lock);
+        }
+}
+
+/* High watermarks of every assigned partition, into hi[]. */
+static void watermarks(tt_verifier_t *v, int64_t *hi)
+{
+        for (int i = 0; i < v->parts->cnt; i++) {
+                int64_t lo = 0;
+                hi[i] = -1;
+                if (rd_kafka_query_watermark_offsets(
+                        v->rk, v->parts->elems[i].topic,
+                        v->parts->elems[i].partition, &lo, &hi[i], 10000))
+                        hi[i] = -1;
+        }
+}
+
+static int reached(tt_verifier_t *v, const int64_t *hi)
+{
+        rd_kafka_topic_partition_list_t *pos =
+            rd_kafka_topic_partition_list_copy(v->parts);
+        int ok = rd_kafka_position(v->rk, pos) == 0;
+        for (int i = 0; ok && i < pos->cnt; i++) {
+                int64_t at = pos->elems[i].offset;
+                if (hi[i] < 0 || (hi[i] > 0 && (at < 0 || at < hi[i])))
+                        ok = 0;
+        }
+        rd_kafka_topic_partition_list_destroy(pos);
+        return ok;
+}
+
+static void *verifier_main(void *arg)
+{
+        tt_verifier_t *v = arg;
+        int64_t *hi = calloc((size_t)v->parts->cnt, sizeof(*hi));
+        int have_hi = 0;
+        int64_t next_check = 0;
+        while (!atomic_load(&v->quit)) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(v->rk, 50);
+                if (m) {
+                        if (!m->err)
+                                handle(v, m);
+                        else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                tt_log("event=verifier_consume_error "
+                                       "err=\"%s\"",
+                                       rd_kafka_err2str(m->err));
+                        rd_kafka_message_destroy(m);
+                }
+                if (!hi || !atomic_load(&v->catchup_req) ||
+                    kd_mono_ms() < next_check)
+                        continue;
+                next_check = kd_mono_ms() + 200;
+                if (!have_hi) {
+                        watermarks(v, hi);
+                        have_hi = 1;
+                }
+                if (reached(v, hi)) {
+                        pthread_mutex_lock(&v->lock);
+                        v->caught_up = 1;
+                        pthread_cond_broadcast(&v->cond);
+                        pthread_mutex_unlock(&v->lock);
+                        atomic_store(&v->catchup_req, 0);
+                }
+        }
+        free(hi);
+        return NULL;
+}
+
+static void add_parts(tt_verifier_t *v, const char *topic)
+{
+        const struct rd_kafka_metadata *md;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(v->rk, topic, NULL);
+        if (rd_kafka_metadata(v->rk, 0, rkt, &md, 10000) == 0) {
+                for (int p = 0; p < md->topics[0].partition_cnt; p++)
+                        rd_kafka_topic_partition_list_add(
+                            v->parts, topic, md->topics[0].partitions[p].id)
+                            ->offset = RD_KAFKA_OFFSET_BEGINNING;
+                rd_kafka_metadata_destroy(md);
+        } else {
+                tt_log("event=verifier_metadata_failed topic=%s", topic);
+        }
+        rd_kafka_topic_destroy(rkt);
+}
+
+int tt_verifier_start(tt_verifier_t *v)
+{
+        char errstr[512], group[96];
+        snprintf(group, sizeof(group), "%s-verifier", v->names->prefix);
+        const char *props[] = {"bootstrap.servers",
+                               v->names->brokers,
+                               "group.id",
+                               group,
+                               "enable.auto.commit",
+                               "false",
+                               "isolation.level",
+                               "read_committed",
+                               "fetch.wait.max.ms",
+                               "20",
+                               "auto.offset.reset",
+                               "earliest",
+                               NULL};
+        pthread_mutex_init(&v->lock, NULL);
+        pthread_cond_init(&v->cond, NULL);
+        rd_kafka_conf_t *rkc = rd_kafka_conf_new();
+        for (size_t i = 0; props[i]; i += 2)
+                if (rd_kafka_conf_set(rkc, props[i], props[i + 1], errstr,
+                                      sizeof(errstr))) {
+                        rd_kafka_conf_destroy(rkc);
+                        tt_log("event=verifier_failed err=\"%s\"", errstr);
+                        return -1;
+                }
+        tt_rk_log_to(rkc, v->client_log);
+        v->rk = rd_kafka_new(RD_KAFKA_CONSUMER, rkc, errstr, sizeof(errstr));
+        if (!v->rk) {
+                rd_kafka_conf_destroy(rkc);
+                tt_log("event=verifier_failed err=\"%s\"", errstr);
+                return -1;
+        }
+        rd_kafka_poll_set_consumer(v->rk);
+        /* Every partition from the beginning, assigned: no group
+         * membership, no rebalance. */
+        v->parts = rd_kafka_topic_partition_list_new(32);
+        for (int i = 0; i < TT_TARGETS; i++)
+                add_parts(v, v->names->targets[i]);
+        add_parts(v, v->names->dead);
+        if (v->parts->cnt == 0 || rd_kafka_assign(v->rk, v->parts))
+                return -1;
+        if (pthread_create(&v->thread, NULL, verifier_main, v))
+                return -1;
+        v->started = 1;
+        return 0;
+}
+
+size_t tt_verifier_wait(tt_verifier_t *v, size_t seen, int64_t deadline_ms)
+{
+        struct timespec ts = {(time_t)(deadline_ms / 1000),
+                              (long)(deadline_ms % 1000) * 1000000L};
+        pthread_mutex_lock(&v->lock);
+        while (v->firsts == seen && kd_now_ms() < deadline_ms)
+                if (pthread_cond_timedwait(&v->cond, &v->lock, &ts))
+                        break;
+        size_t n = v->firsts;
+        pthread_mutex_unlock(&v->lock);
+        return n;
+}
+
+int tt_verifier_catch_up(tt_verifier_t *v, int timeout_ms)
+{
+        int64_t deadline = kd_now_ms() + timeout_ms;
+        struct timespec ts = {(time_t)(deadline / 1000),
+                              (long)(deadline % 1000) * 1000000L};
+        atomic_store(&v->catchup_req, 1);
+        pthread_mutex_lock(&v->lock);
+        while (!v->caught_up)
+                if (pthread_cond_timedwait(&v->cond, &v->lock, &ts))
+                        break;
+        int ok = v->caught_up;
+        pthread_mutex_unlock(&v->lock);
+        return ok ? 0 : -1;
+}
+
+void tt_verifier_stop(tt_verifier_t *v)
+{
+        atomic_store(&v->quit, 1);
+        if (v->started)
+                pthread_join(v->thread, NULL);
+        v->started = 0;
+        if (v->rk) {
+                rd_kafka_consumer_close(v->rk);
+                rd_kafka_destroy(v->rk);
+                v->rk = NULL;
+        }
+        if (v->parts)
+                rd_kafka_topic_partition_list_destroy(v->parts);
+        v->parts = NULL;
+        pthread_cond_destroy(&v->cond);
+        pthread_mutex_destroy(&v->lock);
+}
+
+/* --- the fate table ---------------------------------------------------------
+ */
+
+static int cmp_id(const void *a, const void *b, void *tasks)
+{
+        const tt_task_t *t = tasks;
+        return strcmp(t[*(const size_t *)a].id, t[*(const size_t *)b].id);
+}
+
+/* The task of id: "<prefix>-<idx>" directly, a generated id by search in
+ * gen[] (indices sorted by id). */
+static tt_task_t *task_of(tt_task_t *tasks, size_t n, const char *prefix,
+                          const size_t *gen, size_t ngen, const char *id)
+{
+        size_t plen = strlen(prefix);
+        if (!strncmp(id, prefix, plen) && id[plen] == '-') {
+                char *end;
+                unsigned long long i = strtoull(id + plen + 1, &end, 10);
+                if (!*end && i < n && !strcmp(tasks[i].id, id))
+                        return &tasks[i];
+                return NULL;
+        }
+        size_t lo = 0, hi = ngen;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(tasks[gen[mid]].id, id);
+                if (!c)
+                        return &tasks[gen[mid]];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
+{
+        char errstr[512];
+        MYSQL *conn = NULL;
+        kdelay_conf_t *conf = tt_conf_new(names, NULL);
+        size_t *gen = malloc((n ? n : 1) * sizeof(*gen)), ngen = 0;
+        long rows = -1;
+        if (!conf || !gen ||
+            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr))) {
+                tt_log("event=fate_read_failed err=\"%s\"",
+                       conf && gen ? errstr : "out of memory");
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (tasks[i].gen_id && tasks[i].id[0])
+                        gen[ngen++] = i;
+        qsort_r(gen, ngen, sizeof(*gen), cmp_id, tasks);
+        if (mysql_query(conn, "SELECT task_id, state FROM kdelay_fate")) {
+                tt_log("event=fate_read_failed err=\"%s\"", mysql_error(conn));
+                goto out;
+        }
+        MYSQL_RES *res = mysql_use_result(conn);
+        MYSQL_ROW row;
+        rows = 0;
+        while (res && (row = mysql_fetch_row(res))) {
+                unsigned long *len = mysql_fetch_lengths(res);
+                char id[KDELAY_ID_MAX + 1];
+                rows++;
+                if (!row[0] || !row[1] || len[0] > KDELAY_ID_MAX)
+                        continue;
+                memcpy(id, row[0], len[0]);
+                id[len[0]] = '\0';
+                tt_task_t *t = task_of(tasks, n, names->prefix, gen, ngen, id);
+                if (!t)
+                        continue;
+                t->fate = !strcmp(row[1], "FIRING")  ? TT_FATE_FIRING
+                          : !strcmp(row[1], "FIRED") ? TT_FATE_FIRED
+                                                     : TT_FATE_CANCELLED;
+        }
+        if (res)
+                mysql_free_result(res);
+out:
+        if (conn)
+                mysql_close(conn);
+        kdelay_conf_destroy(conf);
+        free(gen);
+        return rows;
+}

@@ -1,0 +1,51 @@
+/* The independent verifier: a read_committed consumer of every target
+ * topic and the dead-letter topic, running in its own thread for the
+ * whole run, recording each task's copies, timestamps and receipt times
+ * (its own consumer, no group: it never affects the forwarders). */
+#ifndef TT_VERIFY_H
+#define TT_VERIFY_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "torture.h"
+
+typedef struct tt_verifier {
+        tt_task_t *tasks; /* borrowed; the thread writes the verifier
+                             fields */
+        size_t n;
+        const tt_names_t *names; /* borrowed */
+        FILE *client_log;        /* borrowed; librdkafka's log lines */
+        rd_kafka_t *rk;          /* owned */
+        rd_kafka_topic_partition_list_t *parts; /* owned */
+        pthread_t thread;
+        int started;
+        atomic_int quit;
+        atomic_int catchup_req;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        size_t firsts; /* under lock: tasks seen at least once */
+        int caught_up; /* under lock */
+        /* the thread's counters; read after tt_verifier_stop() */
+        uint64_t records, dead_records, unknown;
+} tt_verifier_t;
+
+int tt_verifier_start(tt_verifier_t *v);
+
+/* Waits until the number of tasks seen differs from `seen` or wall-clock
+ * deadline_ms passes; returns the number seen. */
+size_t tt_verifier_wait(tt_verifier_t *v, size_t seen, int64_t deadline_ms);
+
+/* Reads on until every partition's position reaches the high watermark
+ * taken now. 0 when it did within timeout_ms. */
+int tt_verifier_catch_up(tt_verifier_t *v, int timeout_ms);
+
+void tt_verifier_stop(tt_verifier_t *v);
+
+/* Reads the fate table into each task's fate field. Returns the number of
+ * rows read, -1 on error. Call after every thread has been joined. */
+long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names);
+
+#endif
