@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "it_env.h"
-#include "kd_topics.h"
 #include "kd_util.h"
 
 static int cmp_i64(const void *a, const void *b)
@@ -66,21 +65,16 @@ static void percentiles(int64_t *v, size_t n, int64_t out[3])
 static int run_mode(const char *mode, int n, int window, figures_t *fig)
 {
         char pfx[40], db[64], url[256], target[96], errstr[512];
-        char grp[96], log[128], xp[96], xg[128], xm[64], xi[96];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t nr;
+        char grp[96], xm[64];
         it_unique(pfx, sizeof(pfx), "bench");
         it_unique(db, sizeof(db), "kdbench");
         snprintf(target, sizeof(target), "%s.target", pfx);
         snprintf(grp, sizeof(grp), "%s-group", pfx);
-        snprintf(log, sizeof(log), "bench-%s.log", pfx);
         if (it_db_create(db, 1, url, sizeof(url)))
                 return -1;
         kdelay_conf_t *conf = it_conf_new(pfx, url); /* the client's */
         kdelay_client_t *c = NULL;
-        if (kd_topics_create(conf, 4, 1, reports, &nr, errstr,
-                             sizeof(errstr)) ||
-            it_create_topic(target, 4) ||
+        if (it_tiers_create(pfx, url, 4) || it_create_topic(target, 4) ||
             kdelay_client_new(&c, conf, errstr, sizeof(errstr))) {
                 fprintf(stderr, "setup: %s\n", errstr);
                 return -1;
@@ -106,34 +100,17 @@ static int run_mode(const char *mode, int n, int window, figures_t *fig)
         }
         kdelay_client_destroy(c);
 
-        snprintf(xp, sizeof(xp), "topic_prefix=%s", pfx);
-        snprintf(xg, sizeof(xg), "forwarder.group_id=%s", grp);
         snprintf(xm, sizeof(xm), "forwarder.delivery=%s", mode);
-        snprintf(xi, sizeof(xi), "forwarder.instance=%s", pfx);
-        char *fargv[] = {KDELAY_FORWARDER,
-                         "-X",
-                         "forwarder.stats_interval=0s",
-                         "--brokers",
-                         (char *)it_brokers(),
-                         "--mysql",
-                         url,
-                         "-X",
-                         xp,
-                         "-X",
-                         xg,
-                         "-X",
-                         xm,
-                         "-X",
-                         xi,
-                         NULL};
-        pid_t pid = it_spawn(fargv, log);
+        const char *props[] = {xm, "forwarder.stats_interval=0s", NULL};
+        it_fwd_t fwd = {pfx, -1, ""};
+        if (it_fwd_start(&fwd, KDELAY_FORWARDER, pfx, grp, url, props))
+                return -1;
         const char *tl[] = {target, NULL};
         it_msg_t *msgs = NULL;
         /* The first task is due 8 s out: stop after 15 s without a record
          * (before the first, or after the last). */
         size_t got = it_consume_all(tl, &msgs, 15000, 120000);
-        kill(pid, SIGTERM);
-        fig->exit_code = it_wait_pid(pid, 30000);
+        fig->exit_code = it_fwd_stop(&fwd, SIGTERM);
 
         int64_t *late = calloc(got ? got : 1, sizeof(*late));
         int64_t *vis = calloc(got ? got : 1, sizeof(*vis));
@@ -151,9 +128,9 @@ static int run_mode(const char *mode, int n, int window, figures_t *fig)
         percentiles(late, nl, fig->late);
         percentiles(vis, nl, fig->visible);
         fig->delivered = got;
-        fig->fired = stat_of(log, "fired");
-        fig->statements =
-            stat_of(log, "claim_statements") + stat_of(log, "mark_statements");
+        fig->fired = stat_of(fwd.log, "fired");
+        fig->statements = stat_of(fwd.log, "claim_statements") +
+                          stat_of(fwd.log, "mark_statements");
         it_db_drop(db);
         free(late);
         free(vis);

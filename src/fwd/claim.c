@@ -12,31 +12,14 @@
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
 {
         t->state = KD_TASK_CLAIMING;
-        t->qnext = NULL;
-        if (!f->claimq)
+        if (!f->claimq.head)
                 f->claimq_since = kd_now_ms();
-        if (f->claimq_tail)
-                f->claimq_tail->qnext = t;
-        else
-                f->claimq = t;
-        f->claimq_tail = t;
-        f->claimq_len++;
+        kd_taskq_push(&f->claimq, t);
 }
 
 void kd_claim_forget(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_task_t **pp = &f->claimq, *prev = NULL;
-        while (*pp && *pp != t) {
-                prev = *pp;
-                pp = &(*pp)->qnext;
-        }
-        if (!*pp)
-                return;
-        *pp = t->qnext;
-        if (f->claimq_tail == t)
-                f->claimq_tail = prev;
-        f->claimq_len--;
-        t->qnext = NULL;
+        kd_taskq_remove(&f->claimq, t);
 }
 
 void kd_claim_new_generation(kd_fwd_t *f)
@@ -73,7 +56,7 @@ static void mysql_ok(kd_fwd_t *f)
                 f->mysql_down = 0;
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=mysql_available held=%zu claim_queue=%zu",
-                       f->held_cnt, f->claimq_len);
+                       f->held_cnt, f->claimq.len);
         }
 }
 
@@ -144,7 +127,7 @@ static kd_settle_t settle(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
 /* Claims up to one batch from the head of the queue. 0 on success. */
 static int claim_batch(kd_fwd_t *f, int64_t now)
 {
-        size_t n = f->claimq_len;
+        size_t n = f->claimq.len;
         if (n > (size_t)f->conf->fwd_claim_batch)
                 n = (size_t)f->conf->fwd_claim_batch;
         kd_fate_claim_t *items = calloc(n, sizeof(*items));
@@ -155,7 +138,7 @@ static int claim_batch(kd_fwd_t *f, int64_t now)
                 mysql_failed(f, now, "claim", "out of memory");
                 goto out;
         }
-        kd_task_t *t = f->claimq;
+        kd_task_t *t = f->claimq.head;
         for (size_t i = 0; i < n; i++, t = t->qnext) {
                 tasks[i] = t;
                 items[i].id = t->id;
@@ -214,7 +197,7 @@ out:
 
 void kd_claim_flush(kd_fwd_t *f, int64_t now)
 {
-        while (f->claimq && now >= f->mysql_retry_ms)
+        while (f->claimq.head && now >= f->mysql_retry_ms)
                 if (claim_batch(f, now))
                         return;
 }

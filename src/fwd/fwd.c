@@ -215,13 +215,13 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 rd_kafka_poll(f->producer, 0);
                 rd_kafka_destroy(f->producer);
         }
-        while (f->claimq) {
-                kd_task_t *t = f->claimq;
+        while (f->claimq.head) {
+                kd_task_t *t = f->claimq.head;
                 kd_claim_forget(f, t);
                 kd_task_free(f, t);
         }
-        while (f->paceq)
-                kd_task_free(f, f->paceq);
+        while (f->paceq.head)
+                kd_task_free(f, f->paceq.head);
         kd_heap_node_t *n;
         while ((n = kd_heap_pop(&f->timers)))
                 kd_task_free(
@@ -271,7 +271,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                (unsigned long long)s->handed_over, (unsigned long long)s->dead,
                (unsigned long long)s->wrong_tier,
                (unsigned long long)s->produce_retries, f->held_cnt, s->held_max,
-               (long long)f->held_bytes, f->claimq_len, f->inflight, parts,
+               (long long)f->held_bytes, f->claimq.len, f->inflight, parts,
                waiting, (unsigned long long)s->txn_commits,
                (unsigned long long)s->txn_aborts,
                (unsigned long long)s->skipped_done,

@@ -41,7 +41,7 @@ typedef struct kd_task {
         int retries;
         kd_part_t *part;             /* source partition; NULL once revoked */
         struct kd_task *prev, *next; /* the partition's task list */
-        struct kd_task *qnext;       /* backlog / claim queue link */
+        struct kd_task *qnext;       /* link in one kd_taskq_t */
         int64_t offset;
         int64_t append_ms; /* LogAppendTime of the source record */
         int64_t fire_at_ms;
@@ -61,6 +61,18 @@ typedef struct kd_task {
                            retried claim recognises its own row */
 } kd_task_t;
 
+/* A FIFO of tasks linked through qnext (a task is in at most one): a
+ * partition's backlog, the claim queue, the pacing queue. */
+typedef struct kd_taskq {
+        kd_task_t *head, *tail;
+        size_t len;
+} kd_taskq_t;
+
+void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
+kd_task_t *kd_taskq_pop(kd_taskq_t *q); /* NULL when empty */
+/* Removes t if queued; 1 when it was. */
+int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);
+
 typedef enum kd_part_state {
         KD_PART_FLOWING,
         KD_PART_WAITING, /* paused until wake_ms: head not due */
@@ -73,8 +85,8 @@ struct kd_part {
         size_t tier;
         kd_part_state_t state;
         int64_t wake_ms;
-        kd_task_t *backlog, *backlog_tail; /* read, not yet processed */
-        kd_task_t *tasks;                  /* every live task from here */
+        kd_taskq_t backlog; /* read, not yet processed */
+        kd_task_t *tasks;   /* every live task from here */
         kd_offtrack_t track;
         int64_t committed; /* last commit point sent, -1 none */
         /* Exactly-once: records above the committed offset that an earlier
@@ -121,8 +133,7 @@ typedef struct kd_fwd {
         kd_fate_store_t *fate; /* owned */
         kd_part_t *parts;      /* assigned partitions */
         kd_heap_t timers;      /* HELD, CLAIMED, RETRY tasks */
-        kd_task_t *claimq, *claimq_tail;
-        size_t claimq_len;
+        kd_taskq_t claimq;
         int64_t claimq_since; /* when the oldest queued claim was queued */
         kd_idq_t fired;       /* delivered, not yet marked FIRED */
         kd_idq_t seen;        /* dropped as CANCELLED, due time not yet written
@@ -155,7 +166,7 @@ typedef struct kd_fwd {
          * waiting for it in due order (pace.c). */
         double fire_tokens;
         int64_t fire_tokens_ms;
-        kd_task_t *paceq, *paceq_tail;
+        kd_taskq_t paceq;
         volatile sig_atomic_t *stop; /* borrowed: set by signal handlers */
         int wake_fd;                 /* borrowed: readable on a signal */
         kd_fwd_stats_t stats;

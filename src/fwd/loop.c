@@ -70,8 +70,9 @@ static void tick(kd_fwd_t *f, int64_t now)
         }
         /* Claims wait up to half of claim_ahead to fill a batch, so a
          * claim still lands well before its fire time. */
-        if (f->claimq && (f->claimq_len >= (size_t)c->fwd_claim_batch ||
-                          now - f->claimq_since >= c->fwd_claim_ahead_ms / 2)) {
+        if (f->claimq.head &&
+            (f->claimq.len >= (size_t)c->fwd_claim_batch ||
+             now - f->claimq_since >= c->fwd_claim_ahead_ms / 2)) {
                 kd_claim_flush(f, now);
                 run_timers(f, kd_now_ms()); /* claims already due */
         }
@@ -104,9 +105,9 @@ static int next_timeout(const kd_fwd_t *f, int64_t now)
         if (n)
                 at = min64(at, n->key);
         at = min64(at, kd_part_next_wake(f));
-        if (f->claimq)
+        if (f->claimq.head)
                 at = min64(at, f->claimq_since + c->fwd_claim_ahead_ms / 2);
-        if (f->claimq || f->fired.len || f->seen.len)
+        if (f->claimq.head || f->fired.len || f->seen.len)
                 at = min64(at, f->mysql_retry_ms);
         if (f->fired.len || f->seen.len)
                 at = min64(at, f->next_mark_ms);

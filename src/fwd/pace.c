@@ -31,32 +31,23 @@ void kd_pace_fire(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 return;
         }
         refill(f, now);
-        if (!f->paceq && f->fire_tokens >= 1.0) {
+        if (!f->paceq.head && f->fire_tokens >= 1.0) {
                 f->fire_tokens -= 1.0;
                 kd_produce_fire(f, t, now);
                 return;
         }
         f->stats.rate_limited++;
         t->state = KD_TASK_PACED;
-        t->qnext = NULL;
-        if (f->paceq_tail)
-                f->paceq_tail->qnext = t;
-        else
-                f->paceq = t;
-        f->paceq_tail = t;
+        kd_taskq_push(&f->paceq, t);
 }
 
 void kd_pace_run(kd_fwd_t *f, int64_t now)
 {
-        if (!f->paceq)
+        if (!f->paceq.head)
                 return;
         refill(f, now);
-        while (f->paceq && f->fire_tokens >= 1.0) {
-                kd_task_t *t = f->paceq;
-                f->paceq = t->qnext;
-                if (!f->paceq)
-                        f->paceq_tail = NULL;
-                t->qnext = NULL;
+        while (f->paceq.head && f->fire_tokens >= 1.0) {
+                kd_task_t *t = kd_taskq_pop(&f->paceq);
                 f->fire_tokens -= 1.0;
                 kd_produce_fire(f, t, now);
         }
@@ -64,7 +55,7 @@ void kd_pace_run(kd_fwd_t *f, int64_t now)
 
 int64_t kd_pace_next_ms(const kd_fwd_t *f)
 {
-        if (!f->paceq)
+        if (!f->paceq.head)
                 return INT64_MAX;
         double missing = 1.0 - f->fire_tokens;
         if (missing <= 0)
@@ -75,15 +66,5 @@ int64_t kd_pace_next_ms(const kd_fwd_t *f)
 
 void kd_pace_forget(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_task_t **pp = &f->paceq, *prev = NULL;
-        while (*pp && *pp != t) {
-                prev = *pp;
-                pp = &(*pp)->qnext;
-        }
-        if (!*pp)
-                return;
-        *pp = t->qnext;
-        if (f->paceq_tail == t)
-                f->paceq_tail = prev;
-        t->qnext = NULL;
+        kd_taskq_remove(&f->paceq, t);
 }

@@ -56,18 +56,6 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
         p->wake_ms = 0;
 }
 
-static kd_task_t *backlog_pop(kd_part_t *p)
-{
-        kd_task_t *t = p->backlog;
-        if (t) {
-                p->backlog = t->qnext;
-                if (!p->backlog)
-                        p->backlog_tail = NULL;
-                t->qnext = NULL;
-        }
-        return t;
-}
-
 /* Exactly-once: the done set above the commit point is committed as
  * offset metadata (at most Kafka's default offset.metadata.max.bytes,
  * 4096). Handling one record adds at most one run to it, so a partition
@@ -88,7 +76,7 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
 {
         const kdelay_conf_t *c = f->conf;
         if (t->dead_reason) {
-                backlog_pop(p);
+                kd_taskq_pop(&p->backlog);
                 kd_produce_dead(f, t, t->dead_reason);
                 return 1;
         }
@@ -110,7 +98,7 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
         }
         int64_t remaining = t->fire_at_ms - now;
         if (remaining > c->fwd_hold_horizon_ms + c->fwd_lookahead_ms) {
-                backlog_pop(p);
+                kd_taskq_pop(&p->backlog);
                 kd_produce_hop(f, t, kd_tiers_choose(&c->tiers, remaining));
                 return 1;
         }
@@ -118,7 +106,7 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 kd_part_pause(f, p, KD_PART_FULL, 0);
                 return 0;
         }
-        backlog_pop(p);
+        kd_taskq_pop(&p->backlog);
         kd_task_hold(f, t);
         t->state = KD_TASK_HELD;
         int64_t claim_at = t->fire_at_ms - c->fwd_claim_ahead_ms;
@@ -135,8 +123,8 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
 
 static void process_partition(kd_fwd_t *f, kd_part_t *p, int64_t now)
 {
-        while (p->backlog)
-                if (!process_head(f, p, p->backlog, now))
+        while (p->backlog.head)
+                if (!process_head(f, p, p->backlog.head, now))
                         return;
         if (p->state != KD_PART_FLOWING)
                 resume(f, p);
@@ -146,8 +134,9 @@ void kd_part_process_all(kd_fwd_t *f, int64_t now)
 {
         for (kd_part_t *p = f->parts; p; p = p->next) {
                 if ((p->state == KD_PART_WAITING && p->wake_ms <= now) ||
-                    (p->state == KD_PART_FULL && p->backlog &&
-                     !kd_fwd_held_full(f, p->backlog) && !done_set_full(f, p)))
+                    (p->state == KD_PART_FULL && p->backlog.head &&
+                     !kd_fwd_held_full(f, p->backlog.head) &&
+                     !done_set_full(f, p)))
                         process_partition(f, p, now);
         }
 }
@@ -241,11 +230,7 @@ void kd_part_on_message(kd_fwd_t *f, rd_kafka_message_t *m)
         int64_t now = kd_now_ms();
         decode(f, p, t, now);
         t->state = KD_TASK_QUEUED;
-        if (p->backlog_tail)
-                p->backlog_tail->qnext = t;
-        else
-                p->backlog = t;
-        p->backlog_tail = t;
+        kd_taskq_push(&p->backlog, t);
         if (p->state == KD_PART_FLOWING)
                 process_partition(f, p, now);
 }
@@ -335,7 +320,7 @@ void kd_part_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
  * it. Tasks with a produce in flight live on as orphans until reported. */
 static void part_drop(kd_fwd_t *f, kd_part_t *p)
 {
-        while (backlog_pop(p))
+        while (kd_taskq_pop(&p->backlog))
                 ;
         kd_task_t *t = p->tasks;
         while (t) {

@@ -101,3 +101,44 @@ void kd_task_done(kd_fwd_t *f, kd_task_t *t)
         }
         kd_task_free(f, t);
 }
+
+void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
+{
+        t->qnext = NULL;
+        if (q->tail)
+                q->tail->qnext = t;
+        else
+                q->head = t;
+        q->tail = t;
+        q->len++;
+}
+
+kd_task_t *kd_taskq_pop(kd_taskq_t *q)
+{
+        kd_task_t *t = q->head;
+        if (!t)
+                return NULL;
+        q->head = t->qnext;
+        if (!q->head)
+                q->tail = NULL;
+        t->qnext = NULL;
+        q->len--;
+        return t;
+}
+
+int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t)
+{
+        kd_task_t **pp = &q->head, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->qnext;
+        }
+        if (!*pp)
+                return 0;
+        *pp = t->qnext;
+        if (q->tail == t)
+                q->tail = prev;
+        t->qnext = NULL;
+        q->len--;
+        return 1;
+}

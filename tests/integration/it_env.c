@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "kd_conf.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_topics.h"
 #include "kd_util.h"
 
 extern char **environ;
@@ -466,22 +468,58 @@ void it_sleep_until(int64_t at_ms)
         }
 }
 
-pid_t it_forwarder_start(const char *bin, const char *log_path,
-                         const char *mysql_url, const char *const *props)
+int it_tiers_create(const char *prefix, const char *mysql_url, int partitions)
 {
-        char *argv[6 + 2 * 24 + 1];
+        char errstr[512];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t n;
+        kdelay_conf_t *conf = it_conf_new(prefix, mysql_url);
+        int rc = conf ? (int)kd_topics_create(conf, partitions, 1, reports, &n,
+                                              errstr, sizeof(errstr))
+                      : -1;
+        kdelay_conf_destroy(conf);
+        if (rc)
+                fprintf(stderr, "topics of %s: %s\n", prefix,
+                        conf ? errstr : "no conf");
+        return rc ? -1 : 0;
+}
+
+int it_fwd_start(it_fwd_t *f, const char *bin, const char *pfx, const char *grp,
+                 const char *mysql_url, const char *const *props)
+{
+        char xp[256], xg[256], xi[128];
+        char *argv[11 + 2 * 20 + 1];
         int n = 0;
+        snprintf(xp, sizeof(xp), "topic_prefix=%s", pfx);
+        snprintf(xg, sizeof(xg), "forwarder.group_id=%s", grp);
+        snprintf(xi, sizeof(xi), "forwarder.instance=%s", f->instance);
+        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx, f->instance);
         argv[n++] = (char *)bin;
         argv[n++] = "--brokers";
         argv[n++] = (char *)it_brokers();
         argv[n++] = "--mysql";
         argv[n++] = (char *)mysql_url;
+        argv[n++] = "-X";
+        argv[n++] = xp;
+        argv[n++] = "-X";
+        argv[n++] = xg;
+        argv[n++] = "-X";
+        argv[n++] = xi;
         for (int i = 0; props && props[i]; i++) {
-                if (i >= 24)
+                if (i >= 20)
                         return -1;
                 argv[n++] = "-X";
                 argv[n++] = (char *)props[i];
         }
         argv[n] = NULL;
-        return it_spawn(argv, log_path);
+        f->pid = it_spawn(argv, f->log);
+        return f->pid > 0 ? 0 : -1;
+}
+
+int it_fwd_stop(it_fwd_t *f, int sig)
+{
+        kill(f->pid, sig);
+        int rc = it_wait_pid(f->pid, 60000);
+        f->pid = -1;
+        return rc;
 }

@@ -96,11 +96,28 @@ int it_wait_pid(pid_t pid, int timeout_ms);
  * frees). Returns the exit status, or -1 when it could not run. */
 int it_run(char *const argv[], char *const env[], char **out, char **err);
 
-/* Starts the forwarder binary `bin` on the stack's broker with mysql.url
- * `mysql_url` and one -X per "name=value" in props (NULL-terminated, at
- * most 24), output appended to log_path. Returns the pid, or -1. */
-pid_t it_forwarder_start(const char *bin, const char *log_path,
-                         const char *mysql_url, const char *const *props);
+/* Creates the tier and dead-letter topics of topic prefix `prefix`
+ * (`partitions` each) with kdelay's own topic code; 0 on success (else the
+ * reason is printed). */
+int it_tiers_create(const char *prefix, const char *mysql_url, int partitions);
+
+/* A kdelay-forwarder process of a test. */
+typedef struct it_fwd {
+        const char *instance; /* borrowed: forwarder.instance */
+        pid_t pid;            /* -1 when not running */
+        char log[256];        /* its stdout and stderr */
+} it_fwd_t;
+
+/* Starts the forwarder binary `bin` as f->instance for topic prefix `pfx`,
+ * group `grp` and mysql.url `mysql_url` on the stack's broker, with one
+ * -X per "name=value" in props (NULL-terminated, at most 20; may be NULL);
+ * output to "fwd-<pfx>-<instance>.log". 0 on success. */
+int it_fwd_start(it_fwd_t *f, const char *bin, const char *pfx, const char *grp,
+                 const char *mysql_url, const char *const *props);
+
+/* Sends sig to f and waits up to 60 s for it to exit: its exit status
+ * (see it_wait_pid). */
+int it_fwd_stop(it_fwd_t *f, int sig);
 
 /* How many lines of the log file at path contain needle. */
 int it_log_count(const char *path, const char *needle);

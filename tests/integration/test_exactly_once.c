@@ -20,7 +20,6 @@
 
 #include "it_env.h"
 #include "kd_test.h"
-#include "kd_topics.h"
 #include "kd_util.h"
 
 static char url[256], db[64];
@@ -39,38 +38,17 @@ static int suite_cleanup(void)
         return 0;
 }
 
-/* A forwarder process in exactly-once mode. */
-typedef struct fwd {
-        const char *instance;
-        pid_t pid;
-        char log[256];
-} fwd_t;
-
-static void fwd_start(fwd_t *f, const char *pfx, const char *extra)
+/* A forwarder in exactly-once mode for prefix pfx (group <pfx>-group). */
+static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
 {
-        char xp[96], xg[128], xi[96];
-        snprintf(xp, sizeof(xp), "topic_prefix=%s", pfx);
-        snprintf(xg, sizeof(xg), "forwarder.group_id=%s-group", pfx);
-        snprintf(xi, sizeof(xi), "forwarder.instance=%s", f->instance);
-        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx, f->instance);
-        const char *props[] = {xp,
-                               xg,
-                               xi,
-                               "forwarder.delivery=exactly_once",
-                               "forwarder.hold_horizon=5s",
-                               "forwarder.stats_interval=5s",
-                               extra ? extra : "forwarder.max_held=100000",
-                               NULL};
-        f->pid = it_forwarder_start(KDELAY_FORWARDER, f->log, url, props);
-        CU_ASSERT_FATAL(f->pid > 0);
-}
-
-static int fwd_stop(fwd_t *f, int sig)
-{
-        kill(f->pid, sig);
-        int rc = it_wait_pid(f->pid, 60000);
-        f->pid = -1;
-        return rc;
+        char grp[96];
+        snprintf(grp, sizeof(grp), "%s-group", pfx);
+        const char *props[] = {
+            "forwarder.delivery=exactly_once", "forwarder.hold_horizon=5s",
+            "forwarder.stats_interval=5s",
+            extra ? extra : "forwarder.max_held=100000", NULL};
+        CU_ASSERT_FATAL(
+            it_fwd_start(f, KDELAY_FORWARDER, pfx, grp, url, props) == 0);
 }
 
 /* A fresh prefix with its tier topics and a target, and a client. */
@@ -78,15 +56,11 @@ static kdelay_client_t *scratch(const char *stem, char *pfx, size_t pfx_size,
                                 char *target, size_t target_size)
 {
         char errstr[512];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
         kdelay_client_t *c = NULL;
         it_unique(pfx, pfx_size, stem);
         snprintf(target, target_size, "%s.target", pfx);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(pfx, url, 2), 0);
         kdelay_conf_t *conf = it_conf_new(pfx, url);
-        CU_ASSERT_EQUAL_FATAL(
-            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr)),
-            KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
         CU_ASSERT_EQUAL_FATAL(
             kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
@@ -157,14 +131,14 @@ static void test_exactly_once_through_kill_and_restart(void)
                 CU_ASSERT_EQUAL(err, KDELAY_OK);
                 tasks[i].cancelled = err == KDELAY_OK;
         }
-        fwd_t a = {"eosA", -1, ""}, b = {"eosB", -1, ""};
+        it_fwd_t a = {"eosA", -1, ""}, b = {"eosB", -1, ""};
         fwd_start(&a, pfx, NULL);
         fwd_start(&b, pfx, NULL);
         it_sleep_until(start + 8000);
-        CU_ASSERT_EQUAL(fwd_stop(&a, SIGKILL), 128 + SIGKILL);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGKILL), 128 + SIGKILL);
         fwd_start(&a, pfx, NULL); /* same transactional.id: fences the dead */
         it_sleep_until(start + 13000);
-        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGTERM), 0);
         fwd_start(&b, pfx, NULL);
         it_sleep_until(start + 22000);
 
@@ -196,8 +170,8 @@ static void test_exactly_once_through_kill_and_restart(void)
                         lost += tasks[i].copies == 0;
                 dups += tasks[i].copies > 1 ? tasks[i].copies - 1 : 0;
         }
-        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
-        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGTERM), 0);
         printf("\n  exactly-once: records=%zu lost=%d early=%d "
                "cancelled_then_delivered=%d duplicates=%d unknown=%d",
                got, lost, early, cancel_delivered, dups, unknown);
@@ -228,7 +202,7 @@ static void test_same_instance_is_fenced(void)
         char pfx[40], target[96], errstr[512];
         kdelay_client_t *c =
             scratch("itfence", pfx, sizeof(pfx), target, sizeof(target));
-        fwd_t first = {"eosF", -1, ""}, second = {"eosF", -1, ""};
+        it_fwd_t first = {"eosF", -1, ""}, second = {"eosF", -1, ""};
         fwd_start(&first, pfx, NULL);
         CU_ASSERT_EQUAL_FATAL(
             it_wait_log(first.log, "event=partitions_assigned", 30000), 0);
@@ -250,7 +224,7 @@ static void test_same_instance_is_fenced(void)
         printf("\n  fenced forwarder: exit %d", rc);
         CU_ASSERT_EQUAL(rc, 1);
         CU_ASSERT(it_log_count(first.log, "action=exit") > 0);
-        CU_ASSERT_EQUAL(fwd_stop(&second, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&second, SIGTERM), 0);
         kdelay_client_destroy(c);
 }
 
@@ -281,7 +255,7 @@ static void test_failed_fire_aborts_and_rewinds(void)
                                                       sizeof(errstr)),
                                       KDELAY_OK);
         }
-        fwd_t f = {"eosAb", -1, ""};
+        it_fwd_t f = {"eosAb", -1, ""};
         fwd_start(&f, pfx, "topic.metadata.propagation.max.ms=1000");
         const char *tl[] = {target, NULL};
         it_msg_t msgs[N + 8];
@@ -321,7 +295,7 @@ static void test_failed_fire_aborts_and_rewinds(void)
         free(did);
         for (size_t k = 0; k < nd; k++)
                 it_msg_free(&d[k]);
-        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
         kdelay_client_destroy(c);
 }
 

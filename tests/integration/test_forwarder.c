@@ -23,7 +23,6 @@
 #include "it_env.h"
 #include "kd_test.h"
 #include "kd_tiers.h"
-#include "kd_topics.h"
 #include "kd_util.h"
 
 #define N_TASKS         2000
@@ -50,24 +49,14 @@ static task_t tasks[N_TASKS];
 
 static int suite_init(void)
 {
-        char errstr[512];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
         if (it_env_init())
                 return -1;
         it_unique(prefix, sizeof(prefix), "itfwd");
         snprintf(group, sizeof(group), "%s-group", prefix);
         it_unique(db, sizeof(db), "kdit_fwd");
-        if (it_db_create(db, 1, url, sizeof(url)))
+        if (it_db_create(db, 1, url, sizeof(url)) ||
+            it_tiers_create(prefix, url, 2))
                 return -1;
-        kdelay_conf_t *conf = it_conf_new(prefix, url);
-        int rc =
-            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr));
-        kdelay_conf_destroy(conf);
-        if (rc) {
-                fprintf(stderr, "topics: %s\n", errstr);
-                return -1;
-        }
         for (int i = 0; i < N_TARGETS; i++) {
                 snprintf(targets[i], sizeof(targets[i]), "%s.target%d", prefix,
                          i);
@@ -88,44 +77,19 @@ static int suite_cleanup(void)
 
 /* --- forwarder processes ------------------------------------------------- */
 
-typedef struct fwd {
-        const char *name;
-        pid_t pid;
-        char log[256];
-} fwd_t;
-
-static void fwd_start_ex(fwd_t *f, const char *pfx_name, const char *grp_name,
-                         const char *extra)
+static void fwd_start_ex(it_fwd_t *f, const char *pfx_name,
+                         const char *grp_name, const char *extra)
 {
-        char pfx[96], grp[96], inst[64];
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", pfx_name);
-        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", grp_name);
-        snprintf(inst, sizeof(inst), "forwarder.instance=%s", f->name);
-        snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx_name, f->name);
-        const char *props[] = {pfx,
-                               grp,
-                               inst,
-                               "forwarder.hold_horizon=10s",
+        const char *props[] = {"forwarder.hold_horizon=10s",
                                "forwarder.stats_interval=5s",
-                               "forwarder.commit_interval=500ms",
-                               extra,
-                               NULL};
-        f->pid = it_forwarder_start(KDELAY_FORWARDER, f->log, url, props);
-        CU_ASSERT_FATAL(f->pid > 0);
+                               "forwarder.commit_interval=500ms", extra, NULL};
+        CU_ASSERT_FATAL(it_fwd_start(f, KDELAY_FORWARDER, pfx_name, grp_name,
+                                     url, props) == 0);
 }
 
-static void fwd_start(fwd_t *f)
+static void fwd_start(it_fwd_t *f)
 {
         fwd_start_ex(f, prefix, group, "forwarder.max_held=100000");
-}
-
-/* Signals f and waits for it to exit; returns its exit status. */
-static int fwd_stop(fwd_t *f, int sig)
-{
-        kill(f->pid, sig);
-        int rc = it_wait_pid(f->pid, 60000);
-        f->pid = -1;
-        return rc;
 }
 
 /* --- scheduling ------------------------------------------------------------
@@ -439,7 +403,7 @@ static void check_dead_letters(void)
 
 static void test_forwarder_timeline(void)
 {
-        fwd_t a = {"fwA", -1, ""}, b = {"fwB", -1, ""};
+        it_fwd_t a = {"fwA", -1, ""}, b = {"fwB", -1, ""};
         int64_t start = kd_now_ms();
         for (int i = 0; i < N_TASKS; i++) {
                 tasks[i].fire_at =
@@ -510,11 +474,11 @@ static void test_forwarder_timeline(void)
 
         /* Faults. */
         it_sleep_until(start + faults[0][0]);
-        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGTERM), 0);
         it_sleep_until(start + faults[0][0] + 5000);
         fwd_start(&a);
         it_sleep_until(start + faults[1][0]);
-        CU_ASSERT_EQUAL(fwd_stop(&b, SIGKILL), 128 + SIGKILL);
+        CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGKILL), 128 + SIGKILL);
         int64_t killed_at = kd_now_ms();
         it_sleep_until(start + faults[1][0] + 5000);
         fwd_start(&b);
@@ -619,8 +583,8 @@ static void test_forwarder_timeline(void)
         CU_ASSERT_EQUAL(unknown, 0);
 
         check_dead_letters();
-        CU_ASSERT_EQUAL(fwd_stop(&a, SIGTERM), 0);
-        CU_ASSERT_EQUAL(fwd_stop(&b, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGTERM), 0);
         check_fate_rows();
         printf("\n  forwarder logs: %s %s\n", a.log, b.log);
 }
@@ -631,15 +595,11 @@ static kdelay_client_t *scratch(const char *stem, int partitions, char *pfx,
                                 size_t pfx_size, char *grp, size_t grp_size)
 {
         char errstr[512];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
         kdelay_client_t *c = NULL;
         it_unique(pfx, pfx_size, stem);
         snprintf(grp, grp_size, "%s-group", pfx);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(pfx, url, partitions), 0);
         kdelay_conf_t *conf = it_conf_new(pfx, url);
-        CU_ASSERT_EQUAL_FATAL(kd_topics_create(conf, partitions, 1, reports, &n,
-                                               errstr, sizeof(errstr)),
-                              KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(
             kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
         return c;
@@ -675,7 +635,7 @@ static void test_backpressure_bounds_the_held_set(void)
         }
         CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
         kdelay_client_destroy(c);
-        fwd_t f = {"fwBP", -1, ""};
+        it_fwd_t f = {"fwBP", -1, ""};
         fwd_start_ex(&f, pfx, grp, "forwarder.max_held=5");
         const char *tl[] = {target, NULL};
         it_msg_t msgs[N + 8];
@@ -695,7 +655,7 @@ static void test_backpressure_bounds_the_held_set(void)
         }
         CU_ASSERT_EQUAL(found, N);
         CU_ASSERT_EQUAL(early, 0);
-        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
         /* It did pause for back-pressure, and never held more than 5. */
         CU_ASSERT(it_log_count(f.log, "event=partition_backpressure") > 0);
         CU_ASSERT_EQUAL(it_log_count(f.log, "event=forwarder_stopped"), 1);
@@ -730,7 +690,7 @@ static void test_max_fire_rate_paces_in_due_order(void)
         }
         CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
         kdelay_client_destroy(c);
-        fwd_t f = {"fwRATE", -1, ""};
+        it_fwd_t f = {"fwRATE", -1, ""};
         fwd_start_ex(&f, pfx, grp, "forwarder.max_fire_rate=100");
         const char *tl[] = {target, NULL};
         static it_msg_t msgs[N + 8];
@@ -749,7 +709,7 @@ static void test_max_fire_rate_paces_in_due_order(void)
                 free(fa);
                 it_msg_free(&msgs[k]);
         }
-        CU_ASSERT_EQUAL(fwd_stop(&f, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
         printf("\n  max_fire_rate=%d: %zu fires over %lld ms, %d out of due "
                "order, %d early, rate_limited logged: %d",
                RATE, got, (long long)(last_ts - first_ts), out_of_order, early,
@@ -780,14 +740,14 @@ static void test_second_signal_exits_at_once(void)
         CU_ASSERT_EQUAL_FATAL(
             kdelay_schedule(c, &t, NULL, 0, errstr, sizeof(errstr)), KDELAY_OK);
         kdelay_client_destroy(c);
-        fwd_t f = {"fwSIG", -1, ""};
+        it_fwd_t f = {"fwSIG", -1, ""};
         fwd_start_ex(&f, pfx, grp, "forwarder.stats_interval=200ms");
         CU_ASSERT_EQUAL_FATAL(it_wait_log(f.log, "inflight=1 ", 30000), 0);
         kill(f.pid, SIGTERM);
         CU_ASSERT_EQUAL_FATAL(
             it_wait_log(f.log, "event=forwarder_stopping", 10000), 0);
         int64_t t0 = kd_mono_ms();
-        int rc = fwd_stop(&f, SIGTERM);
+        int rc = it_fwd_stop(&f, SIGTERM);
         int64_t took = kd_mono_ms() - t0;
         printf("\n  second signal: exit %d after %lld ms", rc, (long long)took);
         /* 130 comes only from the second-signal path; a finished

@@ -27,7 +27,6 @@
 #include "it_env.h"
 #include "kd_test.h"
 #include "kd_tiers.h"
-#include "kd_topics.h"
 #include "kd_util.h"
 
 #define N_HOSTILE   3000
@@ -63,8 +62,6 @@ static size_t pick(size_t n)
 static int suite_init(void)
 {
         char errstr[512];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t n;
         if (it_env_init())
                 return -1;
         const char *seed = getenv("KD_HOSTILE_SEED");
@@ -76,16 +73,9 @@ static int suite_init(void)
         it_unique(prefix, sizeof(prefix), "ithost");
         snprintf(group, sizeof(group), "%s-group", prefix);
         it_unique(db, sizeof(db), "kdit_host");
-        if (it_db_create(db, 1, url, sizeof(url)))
+        if (it_db_create(db, 1, url, sizeof(url)) ||
+            it_tiers_create(prefix, url, 2))
                 return -1;
-        kdelay_conf_t *conf = it_conf_new(prefix, url);
-        int rc =
-            kd_topics_create(conf, 2, 1, reports, &n, errstr, sizeof(errstr));
-        kdelay_conf_destroy(conf);
-        if (rc) {
-                fprintf(stderr, "topics: %s\n", errstr);
-                return -1;
-        }
         for (int i = 0; i < N_TARGETS; i++) {
                 snprintf(targets[i], sizeof(targets[i]), "%s.target%d", prefix,
                          i);
@@ -112,56 +102,15 @@ static int suite_cleanup(void)
 
 /* --- the forwarder --- */
 
-static pid_t fwd_pid = -1;
-static char fwd_log[256];
+static it_fwd_t fwd = {"fwHostile", -1, ""};
 
 static void fwd_start(void)
 {
-        char pfx[96], grp[96];
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
-        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", group);
-        snprintf(fwd_log, sizeof(fwd_log), "fwd-%s.log", prefix);
-        char *argv[] = {KDELAY_FORWARDER,
-                        "--brokers",
-                        (char *)it_brokers(),
-                        "--mysql",
-                        url,
-                        "-X",
-                        pfx,
-                        "-X",
-                        grp,
-                        "-X",
-                        "forwarder.instance=fwHostile",
-                        "-X",
-                        "forwarder.hold_horizon=10s",
-                        "-X",
-                        "forwarder.stats_interval=5s",
-                        "-X",
-                        "forwarder.commit_interval=500ms",
-                        NULL};
-        fwd_pid = it_spawn(argv, fwd_log);
-        CU_ASSERT_FATAL(fwd_pid > 0);
-}
-
-/* Polls the forwarder's log for needle: an assignment is announced only
- * there, so this is the event to wait for. 0 when seen in time. */
-static int wait_log(const char *needle, int timeout_ms)
-{
-        int64_t deadline = kd_mono_ms() + timeout_ms;
-        char line[4096];
-        while (kd_mono_ms() < deadline) {
-                FILE *fp = fopen(fwd_log, "r");
-                int found = 0;
-                while (fp && !found && fgets(line, sizeof(line), fp))
-                        found = strstr(line, needle) != NULL;
-                if (fp)
-                        fclose(fp);
-                if (found)
-                        return 0;
-                struct timespec ts = {0, 50 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-        }
-        return -1;
+        const char *props[] = {"forwarder.hold_horizon=10s",
+                               "forwarder.stats_interval=5s",
+                               "forwarder.commit_interval=500ms", NULL};
+        CU_ASSERT_FATAL(it_fwd_start(&fwd, KDELAY_FORWARDER, prefix, group, url,
+                                     props) == 0);
 }
 
 /* --- producing --- */
@@ -1082,7 +1031,7 @@ static void test_hostile_input(void)
         int64_t start = kd_mono_ms();
         fwd_start();
         CU_ASSERT_EQUAL_FATAL(
-            wait_log("event=partitions_assigned count=", 30000), 0);
+            it_wait_log(fwd.log, "event=partitions_assigned count=", 30000), 0);
 
         rd_kafka_t *rk = raw_producer();
         CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
@@ -1129,11 +1078,11 @@ static void test_hostile_input(void)
         check_dead();
 
         /* Still alive after all of it, and a clean stop. */
-        CU_ASSERT_EQUAL(it_wait_pid(fwd_pid, 0), -1);
-        kill(fwd_pid, SIGTERM);
-        CU_ASSERT_EQUAL(it_wait_pid(fwd_pid, 60000), 0);
+        CU_ASSERT_EQUAL(it_wait_pid(fwd.pid, 0), -1);
+        kill(fwd.pid, SIGTERM);
+        CU_ASSERT_EQUAL(it_wait_pid(fwd.pid, 60000), 0);
         printf("\n  took %lld ms; forwarder log: %s\n",
-               (long long)(kd_mono_ms() - start), fwd_log);
+               (long long)(kd_mono_ms() - start), fwd.log);
 }
 
 int main(void)
