@@ -16,8 +16,12 @@ static const char kd_fwd_help[] =
     "each task until it is due, claims it in the MySQL fate table and\n"
     "fires it to its target topic, or hops it to a smaller tier. Run\n"
     "several for more partitions; they share the work through the group.\n"
+    "With -X forwarder.delivery=exactly_once (and a stable\n"
+    "forwarder.instance) hops and fires go through Kafka transactions.\n"
     "SIGTERM/SIGINT: finish in-flight work, commit, leave the group, exit\n"
-    "0; a second signal exits at once. Settings: docs/configuration.md\n"
+    "0; a second signal exits at once (130). Exit 1: startup failed, or\n"
+    "a fatal Kafka error (e.g. fenced by a newer process with the same\n"
+    "transactional id): restart it. Settings: docs/configuration.md\n"
     "(forwarder.*).\n"
     "\n";
 
