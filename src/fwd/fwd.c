@@ -42,18 +42,22 @@ static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
 /* Exactly-once: a crashed instance's open transaction blocks
  * read_committed consumers of the targets until it times out (or the
  * instance restarts and fences it); keep that short. Produces must time
- * out within a transaction. */
-static const char *const kd_txn_producer_defaults[] = {"linger.ms",
-                                                       "1",
-                                                       "partitioner",
-                                                       "murmur2_random",
-                                                       "transaction.timeout.ms",
-                                                       "10000",
-                                                       "message.timeout.ms",
-                                                       "10000",
-                                                       "message.max.bytes",
-                                                       "1048588",
-                                                       NULL};
+ * out within a transaction. A missing target must fail as unknown (5 s)
+ * before a produce times out (10 s), so that it counts as permanent. */
+static const char *const kd_txn_producer_defaults[] = {
+    "linger.ms",
+    "1",
+    "partitioner",
+    "murmur2_random",
+    "transaction.timeout.ms",
+    "10000",
+    "message.timeout.ms",
+    "10000",
+    "topic.metadata.propagation.max.ms",
+    "5000",
+    "message.max.bytes",
+    "1048588",
+    NULL};
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)

@@ -199,8 +199,9 @@ void kd_part_commit(kd_fwd_t *f, int sync);
  * all assigned partitions again from their committed offsets. */
 void kd_part_rewind(kd_fwd_t *f);
 /* Offsets and done sets of the assigned partitions, for a transaction;
- * NULL when none has a commit point. Caller destroys it. */
-rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f);
+ * NULL when none has a commit point, or when *failed (a done set that
+ * cannot be written: the transaction must abort). Caller destroys it. */
+rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f, int *failed);
 
 /* txn.c: exactly-once mode. */
 typedef enum kd_txn_result {

@@ -46,19 +46,28 @@ size_t kd_offtrack_pending(const kd_offtrack_t *t);
 
 /* The done set above the commit point, for exactly-once commits: which
  * records after the first unhandled one are handled already, so that the
- * next owner of the partition skips exactly those. Format "kd1" then one
- * ";<gap>.<len>" per run of done records, in base 36: the run starts <gap>
- * offsets after the end of the previous run (or after the commit point)
- * and spans <len> + 1 offsets. `tail` (tail_cnt ranges, increasing, all
- * at or after the next offset to read) are done records not read yet,
- * appended; `commit` is the commit point to state when nothing was read.
- * Writes at most size - 1 chars; -1 when the text does not fit. */
+ * next owner of the partition skips exactly those. Two forms; the shorter
+ * is written:
+ *   "kd1" then one ";<gap>.<len>" per run of done offsets, in base 36: the
+ *     run starts <gap> offsets after the end of the previous run (or after
+ *     the commit point) and spans <len> + 1 offsets;
+ *   "kdb;" then a bitmap, 6 offsets per character (A-Za-z0-9-_ = 0..63,
+ *     lowest bit first): bit i says whether commit + 1 + i is done.
+ * The bitmap's size depends only on the span from the commit point to the
+ * last done offset, never on the order records completed in.
+ * `commit` is the commit point (see kd_offtrack_commit_after); `tail`
+ * (tail_cnt ranges, increasing, all above commit and at or after the next
+ * offset to read) are done records not read yet, included. Writes at most
+ * size - 1 chars; -1 when neither form fits. */
 int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
                        const kd_offrange_t *tail, size_t tail_cnt, char *buf,
                        size_t size);
 
-/* Longest encoding of one run: two 13-digit base-36 numbers, ';' and '.'. */
-#define KD_OFFTRACK_RUN_MAX_CHARS 28
+/* The offset to commit: the commit point, or `fallback` when nothing was
+ * read, moved past tail ranges (done, not read yet) that start at it;
+ * *tail and *tail_cnt are advanced past those. -1 when there is none. */
+int64_t kd_offtrack_commit_after(const kd_offtrack_t *t, int64_t fallback,
+                                 const kd_offrange_t **tail, size_t *tail_cnt);
 
 /* Parses what kd_offtrack_encode wrote for commit point `commit` into
  * *ranges (owned by the caller, free()), *cnt ranges in increasing order.

@@ -147,18 +147,33 @@ static int put_run(char *buf, size_t size, size_t *pos, int64_t prev,
                    : 0;
 }
 
-int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
+int64_t kd_offtrack_commit_after(const kd_offtrack_t *t, int64_t fallback,
+                                 const kd_offrange_t **tail, size_t *tail_cnt)
+{
+        int64_t cp = kd_offtrack_commit_point(t);
+        if (cp < 0)
+                cp = fallback;
+        if (cp < 0)
+                return -1;
+        /* Only when everything read is done can a tail range start at (or
+         * before) the commit point. */
+        while (*tail_cnt > 0 && (*tail)->first <= cp) {
+                if ((*tail)->last >= cp)
+                        cp = (*tail)->last + 1;
+                (*tail)++;
+                (*tail_cnt)--;
+        }
+        return cp;
+}
+
+/* The runs form ("kd1"); -1 when it does not fit. */
+static int encode_runs(const kd_offtrack_t *t, int64_t commit,
                        const kd_offrange_t *tail, size_t tail_cnt, char *buf,
                        size_t size)
 {
-        size_t pos = 0;
-        if (size < 4)
-                return -1;
+        size_t pos = 3;
         memcpy(buf, "kd1", 4);
-        pos = 3;
-        int64_t prev = kd_offtrack_commit_point(t); /* end of the last run */
-        if (prev < 0)
-                prev = commit;
+        int64_t prev = commit; /* end of the last run */
         for (size_t i = 0; i < t->len; i++) {
                 if (!t->done[(t->head + i) % t->cap])
                         continue;
@@ -179,6 +194,66 @@ int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
                 prev = tail[i].last;
         }
         return 0;
+}
+
+static const char kd_b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Sets bit (offset - commit - 1) of the bitmap text after "kdb;". */
+static void set_bit(char *bits, int64_t commit, int64_t offset)
+{
+        int64_t i = offset - commit - 1;
+        bits[i / 6] |= (char)(1 << (i % 6));
+}
+
+/* The bitmap form ("kdb;"); -1 when it does not fit. */
+static int encode_bitmap(const kd_offtrack_t *t, int64_t commit,
+                         const kd_offrange_t *tail, size_t tail_cnt, char *buf,
+                         size_t size)
+{
+        int64_t last = commit; /* the last done offset */
+        for (size_t i = 0; i < t->len; i++)
+                if (t->done[(t->head + i) % t->cap] &&
+                    t->off[(t->head + i) % t->cap] > last)
+                        last = t->off[(t->head + i) % t->cap];
+        if (tail_cnt > 0 && tail[tail_cnt - 1].last > last)
+                last = tail[tail_cnt - 1].last;
+        int64_t chars = (last - commit + 5) / 6;
+        if (chars < 0 || (uint64_t)chars + 5 > size)
+                return -1;
+        memcpy(buf, "kdb;", 4);
+        char *bits = buf + 4;
+        memset(bits, 0, (size_t)chars);
+        for (size_t i = 0; i < t->len; i++)
+                if (t->done[(t->head + i) % t->cap] &&
+                    t->off[(t->head + i) % t->cap] > commit)
+                        set_bit(bits, commit, t->off[(t->head + i) % t->cap]);
+        for (size_t i = 0; i < tail_cnt; i++)
+                for (int64_t o = tail[i].first > commit ? tail[i].first
+                                                        : commit + 1;
+                     o <= tail[i].last; o++)
+                        set_bit(bits, commit, o);
+        for (int64_t i = 0; i < chars; i++)
+                bits[i] = kd_b64[(unsigned char)bits[i]];
+        bits[chars] = '\0';
+        return 0;
+}
+
+int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
+                       const kd_offrange_t *tail, size_t tail_cnt, char *buf,
+                       size_t size)
+{
+        if (size < 5)
+                return -1;
+        char *runs = malloc(size);
+        if (!runs)
+                return -1;
+        int r = encode_runs(t, commit, tail, tail_cnt, runs, size);
+        int b = encode_bitmap(t, commit, tail, tail_cnt, buf, size);
+        if (r == 0 && (b != 0 || strlen(runs) <= strlen(buf)))
+                memcpy(buf, runs, strlen(runs) + 1);
+        free(runs);
+        return r == 0 || b == 0 ? 0 : -1;
 }
 
 /* Reads a base-36 number at *p (at least one digit); -1 on none/overflow. */
@@ -206,6 +281,54 @@ static int get36(const char **p, const char *end, int64_t *out)
         return 0;
 }
 
+/* Appends [first, last] to *v (n used, cap allocated); -1 out of memory. */
+static int range_push(kd_offrange_t **v, size_t *n, size_t *cap, int64_t first,
+                      int64_t last)
+{
+        if (*n == *cap) {
+                size_t c = *cap ? *cap * 2 : 16;
+                kd_offrange_t *w = realloc(*v, c * sizeof(**v));
+                if (!w)
+                        return -1;
+                *v = w;
+                *cap = c;
+        }
+        (*v)[*n].first = first;
+        (*v)[(*n)++].last = last;
+        return 0;
+}
+
+static int decode_bitmap(const char *bits, size_t len, int64_t commit,
+                         kd_offrange_t **ranges, size_t *cnt)
+{
+        kd_offrange_t *v = NULL;
+        size_t n = 0, cap = 0;
+        if (commit < 0 || len > (size_t)(INT64_MAX - commit) / 6 - 1)
+                return -1;
+        for (size_t k = 0; k < len; k++) {
+                const char *d = memchr(kd_b64, bits[k], 64);
+                if (!bits[k] || !d) {
+                        free(v);
+                        return -1;
+                }
+                int x = (int)(d - kd_b64);
+                for (int j = 0; j < 6; j++) {
+                        if (!(x & (1 << j)))
+                                continue;
+                        int64_t o = commit + 1 + (int64_t)k * 6 + j;
+                        if (n > 0 && v[n - 1].last == o - 1)
+                                v[n - 1].last = o;
+                        else if (range_push(&v, &n, &cap, o, o)) {
+                                free(v);
+                                return -1;
+                        }
+                }
+        }
+        *ranges = v;
+        *cnt = n;
+        return 0;
+}
+
 int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
                        kd_offrange_t **ranges, size_t *cnt)
 {
@@ -213,6 +336,8 @@ int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
         *cnt = 0;
         if (!text || len == 0)
                 return 0;
+        if (len >= 4 && !memcmp(text, "kdb;", 4))
+                return decode_bitmap(text + 4, len - 4, commit, ranges, cnt);
         if (len < 3 || memcmp(text, "kd1", 3))
                 return -1;
         const char *p = text + 3, *end = text + len;
@@ -225,16 +350,9 @@ int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
                     *p++ != '.' || get36(&p, end, &span) || gap < 1 ||
                     gap > INT64_MAX - prev || span > INT64_MAX - prev - gap)
                         goto bad;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        kd_offrange_t *w = realloc(v, cap * sizeof(*v));
-                        if (!w)
-                                goto bad;
-                        v = w;
-                }
-                v[n].first = prev + gap;
-                v[n].last = prev + gap + span;
-                prev = v[n++].last;
+                if (range_push(&v, &n, &cap, prev + gap, prev + gap + span))
+                        goto bad;
+                prev = prev + gap + span;
         }
         *ranges = v;
         *cnt = n;

@@ -57,17 +57,19 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
 }
 
 /* Exactly-once: the done set above the commit point is committed as
- * offset metadata (at most Kafka's default offset.metadata.max.bytes,
- * 4096). Handling one record adds at most one run to it, so a partition
- * stops at this many runs until held tasks ahead of them fire. */
+ * offset metadata, at most Kafka's default offset.metadata.max.bytes
+ * (4096). Its bitmap form needs one character per 6 offsets from the
+ * commit point to the last done one, so a record this far above the
+ * commit point waits (the partition pauses) until older records are
+ * handled; completions in any order never make the set larger. */
 #define KD_OFFSET_METADATA_MAX 4096
-#define KD_DONE_RUNS_MAX                                                       \
-        ((KD_OFFSET_METADATA_MAX - 16) / KD_OFFTRACK_RUN_MAX_CHARS - 1)
+#define KD_DONE_SPAN_MAX       24000
 
-static int done_set_full(const kd_fwd_t *f, const kd_part_t *p)
+static int done_set_full(const kd_fwd_t *f, const kd_part_t *p,
+                         const kd_task_t *head)
 {
-        return f->eos &&
-               p->track.runs + (p->skip_cnt - p->skip_pos) >= KD_DONE_RUNS_MAX;
+        return f->eos && head->offset - kd_offtrack_commit_point(&p->track) >
+                             KD_DONE_SPAN_MAX;
 }
 
 /* Handles the backlog head t if it is due; 0 when the partition must
@@ -92,7 +94,7 @@ static int process_head(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 kd_part_pause(f, p, KD_PART_WAITING, due - c->fwd_lookahead_ms);
                 return 0;
         }
-        if (done_set_full(f, p)) {
+        if (done_set_full(f, p, t)) {
                 kd_part_pause(f, p, KD_PART_FULL, 0);
                 return 0;
         }
@@ -136,7 +138,7 @@ void kd_part_process_all(kd_fwd_t *f, int64_t now)
                 if ((p->state == KD_PART_WAITING && p->wake_ms <= now) ||
                     (p->state == KD_PART_FULL && p->backlog.head &&
                      !kd_fwd_held_full(f, p->backlog.head) &&
-                     !done_set_full(f, p)))
+                     !done_set_full(f, p, p->backlog.head)))
                         process_partition(f, p, now);
         }
 }
@@ -358,7 +360,8 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
         for (;;) {
                 int64_t now = kd_now_ms(), next = INT64_MAX;
                 for (kd_part_t *p = f->parts; p; p = p->next) {
-                        for (kd_task_t *t = p->tasks; t; t = t->next) {
+                        for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
+                                nx = t->next; /* a produce may free t */
                                 if (t->state != KD_TASK_CLAIMED &&
                                     t->state != KD_TASK_PACED)
                                         continue;
@@ -367,7 +370,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                          * rebalance: these are due. */
                                         if (t->state == KD_TASK_PACED)
                                                 kd_pace_forget(f, t);
-                                        else
+                                        else if (kd_heap_node_queued(&t->timer))
                                                 kd_heap_remove(&f->timers,
                                                                &t->timer);
                                         kd_produce_fire(f, t, now);
@@ -392,7 +395,8 @@ static void hand_over(kd_fwd_t *f)
 {
         int64_t now = kd_now_ms();
         for (kd_part_t *p = f->parts; p; p = p->next) {
-                for (kd_task_t *t = p->tasks; t; t = t->next) {
+                for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
+                        nx = t->next; /* a produce may free t */
                         switch (t->state) {
                         case KD_TASK_CLAIMING:
                                 kd_claim_forget(f, t);
@@ -431,8 +435,12 @@ void kd_part_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         if (f->eos) {
                 /* The fires and hand-overs commit with the offsets while
                  * this generation still owns the partitions; aborted, the
-                 * next owner redoes them from our last commit. */
+                 * next owner redoes them from our last commit. Retries end
+                 * at the deadline: the whole group waits for this. */
+                int64_t saved = f->shutdown_deadline;
+                f->shutdown_deadline = deadline;
                 kd_txn_commit(f);
+                f->shutdown_deadline = saved;
         } else {
                 /* Let in-flight produces finish so their offsets can be
                  * committed and the next owner does not deliver them
@@ -500,28 +508,31 @@ void kd_part_rewind(kd_fwd_t *f)
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f)
+rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f, int *failed)
 {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(8);
+        *failed = 0;
         for (kd_part_t *p = f->parts; p; p = p->next) {
-                int64_t cp = kd_offtrack_commit_point(&p->track);
-                if (cp < 0)
-                        cp = p->committed; /* nothing read yet */
-                if (cp < 0)
-                        continue;
-                char meta[KD_OFFSET_METADATA_MAX];
                 /* Runs the previous owner committed that we have not read
                  * yet stay in the set. */
-                if (kd_offtrack_encode(&p->track, cp, p->skip + p->skip_pos,
-                                       p->skip_cnt - p->skip_pos, meta,
+                const kd_offrange_t *tail = p->skip + p->skip_pos;
+                size_t tail_cnt = p->skip_cnt - p->skip_pos;
+                int64_t cp = kd_offtrack_commit_after(&p->track, p->committed,
+                                                      &tail, &tail_cnt);
+                if (cp < 0)
+                        continue; /* nothing read, nothing committed */
+                char meta[KD_OFFSET_METADATA_MAX];
+                if (kd_offtrack_encode(&p->track, cp, tail, tail_cnt, meta,
                                        sizeof(meta))) {
-                        /* Cannot happen below KD_DONE_RUNS_MAX runs. */
+                        /* Bounded by KD_DONE_SPAN_MAX; committing less would
+                         * let the next owner redo what is done here. */
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=done_set_too_large topic=%s "
-                               "partition=%d runs=%zu",
-                               p->topic, p->partition, p->track.runs);
-                        meta[0] = '\0';
+                               "partition=%d commit=%lld action=abort",
+                               p->topic, p->partition, (long long)cp);
+                        *failed = 1;
+                        break;
                 }
                 rd_kafka_topic_partition_t *tp =
                     rd_kafka_topic_partition_list_add(l, p->topic,
@@ -529,9 +540,11 @@ rd_kafka_topic_partition_list_t *kd_part_offsets(kd_fwd_t *f)
                 tp->offset = cp;
                 tp->metadata = strdup(meta);
                 tp->metadata_size = tp->metadata ? strlen(meta) : 0;
+                if (!tp->metadata)
+                        *failed = 1;
                 p->committed = cp;
         }
-        if (l->cnt == 0) {
+        if (l->cnt == 0 || *failed) {
                 rd_kafka_topic_partition_list_destroy(l);
                 return NULL;
         }

@@ -66,6 +66,7 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
 }
 
 static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t);
+static int poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t state);
 
 /* A produce of t as `state` failed with err: retry it later, or, when it
  * cannot succeed, send it elsewhere. */
@@ -96,6 +97,10 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                     rd_kafka_headers_t *hdrs, kd_task_state_t state)
 {
         t->state = state;
+        if (poisoned(f, t, state)) {
+                rd_kafka_headers_destroy(hdrs);
+                return;
+        }
         if (f->eos && kd_txn_begin(f)) {
                 rd_kafka_headers_destroy(hdrs);
                 retry_later(f, t, state, "produce_deferred",
@@ -132,27 +137,47 @@ static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
                        : rd_kafka_headers_new(1);
 }
 
-/* Exactly-once: a fire whose delivery failed for good aborts its
- * transaction, and the task comes back after the rewind; these counts
- * (per id, the most recent KD_POISON_MAX) send it to the dead-letter topic
- * after as many attempts as at-least-once makes. */
+/* Exactly-once: a produce whose delivery failed for good aborts its
+ * transaction, and the record comes back after the rewind, to fail again.
+ * These counts (per source record, the most recent KD_POISON_MAX; value =
+ * failures + last error << 32) send it elsewhere after as many attempts as
+ * at-least-once makes for a fire. */
 #define KD_POISON_MAX 256
 
-static int64_t *poison_slot(kd_fwd_t *f, const char *id)
+/* The source record and what was produced from it. */
+static void poison_key(const kd_task_t *t, kd_task_state_t state, char *buf,
+                       size_t size)
 {
+        snprintf(buf, size, "%s/%d/%lld/%d", t->part->topic, t->part->partition,
+                 (long long)t->offset, (int)state);
+}
+
+static int64_t *poison_slot(kd_fwd_t *f, const kd_task_t *t,
+                            kd_task_state_t state)
+{
+        char key[300];
+        if (!t->part)
+                return NULL;
+        poison_key(t, state, key, sizeof(key));
         for (size_t i = 0; i < f->poison.len; i++)
-                if (!strcmp(f->poison.ids[i], id))
+                if (!strcmp(f->poison.ids[i], key))
                         return &f->poison.vals[i];
         return NULL;
 }
 
-static void poison_bump(kd_fwd_t *f, const char *id)
+static void poison_bump(kd_fwd_t *f, const kd_task_t *t,
+                        rd_kafka_resp_err_t err)
 {
-        int64_t *n = poison_slot(f, id);
-        if (n) {
-                (*n)++;
+        char key[300];
+        int64_t *v = poison_slot(f, t, t->state);
+        int64_t n = v ? (*v & 0xffffffff) + 1 : 1;
+        int64_t val = n | ((int64_t)(uint32_t)err << 32);
+        if (v) {
+                *v = val;
                 return;
         }
+        if (!t->part)
+                return;
         if (f->poison.len >= KD_POISON_MAX) {
                 free(f->poison.ids[0]);
                 memmove(f->poison.ids, f->poison.ids + 1,
@@ -161,18 +186,44 @@ static void poison_bump(kd_fwd_t *f, const char *id)
                         (f->poison.len - 1) * sizeof(*f->poison.vals));
                 f->poison.len--;
         }
-        kd_idq_push(&f->poison, id, 1);
+        poison_key(t, t->state, key, sizeof(key));
+        kd_idq_push(&f->poison, key, val);
+}
+
+/* Exactly-once: t failed for good often enough; handles it as a local
+ * failure would (no produce, no abort). 1 when it did. */
+static int poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t state)
+{
+        int64_t *v = f->eos ? poison_slot(f, t, state) : NULL;
+        if (!v || (*v & 0xffffffff) < KD_FIRE_PERMANENT_RETRIES)
+                return 0;
+        rd_kafka_resp_err_t err = (rd_kafka_resp_err_t)(int32_t)(*v >> 32);
+        if (state == KD_TASK_HOPPING && !too_large(err)) {
+                /* A tier topic refuses it: stop aborting everything. */
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=hop_failed id=%s err=\"%s\" "
+                       "action=dead_letter",
+                       t->id ? t->id : "-", rd_kafka_err2str(err));
+                kd_produce_dead(f, t, "tier-unavailable");
+                return 1;
+        }
+        if (state == KD_TASK_DEAD && !too_large(err)) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=dead_letter_dropped reason=%s topic=%s "
+                       "partition=%d offset=%lld err=\"%s\"",
+                       t->dead_reason, t->part->topic, t->part->partition,
+                       (long long)t->offset, rd_kafka_err2str(err));
+                f->stats.dead++;
+                kd_task_done(f, t);
+                return 1;
+        }
+        t->retries = KD_FIRE_PERMANENT_RETRIES;
+        produce_failed(f, t, state, err, "produce_failed");
+        return 1;
 }
 
 void kd_produce_fire(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
-        int64_t *failures = f->eos ? poison_slot(f, t->id) : NULL;
-        if (failures && *failures >= KD_FIRE_PERMANENT_RETRIES) {
-                kd_task_unhold(f, t);
-                t->retries = (int)*failures;
-                fire_failed(f, t, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC);
-                return;
-        }
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_copy(t);
@@ -269,8 +320,8 @@ void kd_produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         if (f->eos) {
                 /* The transaction cannot commit: abort it, and read again
                  * from the committed offsets (loop.c). */
-                if (t->state == KD_TASK_FIRING && permanent(m->err))
-                        poison_bump(f, t->id);
+                if (permanent(m->err))
+                        poison_bump(f, t, m->err);
                 if (t->part) {
                         f->txn_failed = 1;
                         kd_log(f->conf, KDELAY_LOG_WARNING,

@@ -126,9 +126,18 @@ static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
         return 0;
 }
 
+/* The transaction state cannot be recovered here: exit for a restart. */
+static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
+{
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=txn_unrecoverable what=%s action=exit", what);
+        f->fatal = 1;
+        *f->stop = 1;
+        return KD_TXN_FATAL;
+}
+
 kd_txn_result_t kd_txn_abort(kd_fwd_t *f, const char *why)
 {
-        kd_idq_clear(&f->txn_fired);
         if (f->fatal)
                 return KD_TXN_FATAL;
         if (f->txn_open) {
@@ -137,18 +146,28 @@ kd_txn_result_t kd_txn_abort(kd_fwd_t *f, const char *why)
                             f->producer, KD_TXN_CALL_TIMEOUT_MS);
                         if (!error)
                                 break;
-                        if (classify(f, error, "abort_transaction") !=
-                                KD_NEXT_RETRY ||
-                            *f->stop)
+                        kd_txn_next_t next =
+                            classify(f, error, "abort_transaction");
+                        if (next == KD_NEXT_FATAL)
                                 return KD_TXN_FATAL;
+                        if (next != KD_NEXT_RETRY ||
+                            (f->shutdown_deadline &&
+                             kd_mono_ms() >= f->shutdown_deadline))
+                                return give_up(f, "abort_transaction");
                 }
-                /* Purged produces report now (and set txn_failed). */
+                /* Reports of the purged and the in-flight produces come
+                 * now; what they say delivered belongs to the aborted
+                 * transaction. */
                 while (rd_kafka_poll(f->producer, 0) > 0)
                         ;
         }
+        /* Nothing of the aborted transaction is FIRED. */
+        f->stats.fired -= f->txn_fired.len;
+        kd_idq_clear(&f->txn_fired);
         f->txn_failed = 0;
         f->txn_open = 0;
         f->txn_has_fire = 0;
+        f->txn_dirty = 0; /* the rewind starts from what is committed */
         f->txn_last_ms = kd_now_ms();
         f->stats.txn_aborts++;
         kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -167,7 +186,10 @@ kd_txn_result_t kd_txn_commit(kd_fwd_t *f)
         if (kd_txn_begin(f))
                 return f->fatal ? KD_TXN_FATAL : kd_txn_abort(f, "begin");
         int64_t t0 = kd_mono_ms();
-        rd_kafka_topic_partition_list_t *offsets = kd_part_offsets(f);
+        int failed;
+        rd_kafka_topic_partition_list_t *offsets = kd_part_offsets(f, &failed);
+        if (failed)
+                return kd_txn_abort(f, "done_set");
         if (offsets) {
                 rd_kafka_consumer_group_metadata_t *cgmd =
                     rd_kafka_consumer_group_metadata(f->consumer);

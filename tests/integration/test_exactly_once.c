@@ -256,7 +256,7 @@ static void test_failed_fire_aborts_and_rewinds(void)
                                       KDELAY_OK);
         }
         it_fwd_t f = {"eosAb", -1, ""};
-        fwd_start(&f, pfx, "topic.metadata.propagation.max.ms=1000");
+        fwd_start(&f, pfx, NULL);
         const char *tl[] = {target, NULL};
         it_msg_t msgs[N + 8];
         size_t got = it_consume(tl, msgs, N + 8, 25000);

@@ -158,14 +158,20 @@ static void test_runs_and_encoding_against_reference(void)
                 CU_ASSERT_EQUAL_FATAL(t.runs, ref_runs(done, lowest, N));
                 if (k % 97 != 0)
                         continue;
+                const kd_offrange_t *none = NULL;
+                size_t none_cnt = 0;
+                int64_t cp = kd_offtrack_commit_after(&t, -1, &none, &none_cnt);
                 CU_ASSERT_EQUAL_FATAL(
-                    kd_offtrack_encode(&t, -1, NULL, 0, buf, sizeof(buf)), 0);
+                    kd_offtrack_encode(&t, cp, NULL, 0, buf, sizeof(buf)), 0);
                 kd_offrange_t *r;
                 size_t cnt;
-                int64_t cp = kd_offtrack_commit_point(&t);
                 CU_ASSERT_EQUAL_FATAL(
                     kd_offtrack_decode(buf, strlen(buf), cp, &r, &cnt), 0);
-                CU_ASSERT_EQUAL_FATAL(cnt, t.runs);
+                /* The runs form has one range per run (the bitmap cannot
+                 * tell offsets never read, here every 2 of 3, from ones
+                 * not done, and needs not: those never arrive). */
+                if (!strncmp(buf, "kd1", 3))
+                        CU_ASSERT_EQUAL_FATAL(cnt, t.runs);
                 /* Every offset above cp is in a range iff it is done. */
                 size_t j = 0;
                 for (int x = lowest; x < N; x++) {
@@ -180,32 +186,79 @@ static void test_runs_and_encoding_against_reference(void)
         kd_offtrack_clear(&t);
 }
 
-static void test_encoding_limits_and_bad_text(void)
+/* Encodes t (with tail) at its commit point and decodes it again. */
+static size_t round_trip(const kd_offtrack_t *t, const kd_offrange_t *tail,
+                         size_t tail_cnt, char *buf, size_t size,
+                         kd_offrange_t **r)
+{
+        size_t cnt = 0;
+        int64_t cp = kd_offtrack_commit_after(t, -1, &tail, &tail_cnt);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_offtrack_encode(t, cp, tail, tail_cnt, buf, size), 0);
+        CU_ASSERT_EQUAL_FATAL(kd_offtrack_decode(buf, strlen(buf), cp, r, &cnt),
+                              0);
+        return cnt;
+}
+
+static void test_encoding_forms_tail_and_bad_text(void)
 {
         kd_offtrack_t t;
-        kd_offtrack_init(&t);
-        for (int64_t o = 0; o < 10; o++)
-                kd_offtrack_add(&t, o);
-        kd_offtrack_done(&t, 2);
-        kd_offtrack_done(&t, 3);
-        kd_offtrack_done(&t, 9);
-        char buf[64];
-        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, NULL, 0, buf, sizeof(buf)),
-                        0);
-        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.1;6.0");
-        /* Done records not read yet (the previous owner's) are kept. */
-        kd_offrange_t tail[] = {{12, 14}, {20, 20}};
-        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, tail, 2, buf, sizeof(buf)),
-                        0);
-        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.1;6.0;3.2;6.0");
-        /* Nothing read: relative to the given commit point. */
-        kd_offtrack_t empty;
-        kd_offtrack_init(&empty);
-        CU_ASSERT_EQUAL(
-            kd_offtrack_encode(&empty, 10, tail, 2, buf, sizeof(buf)), 0);
-        CU_ASSERT_STRING_EQUAL(buf, "kd1;2.2;6.0");
-        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, -1, NULL, 0, buf, 8), -1);
         kd_offrange_t *r;
+        char buf[4096];
+        kd_offtrack_init(&t);
+        /* Few runs over a long span: the runs form. */
+        kd_offtrack_add(&t, 0);
+        kd_offtrack_add(&t, 1000);
+        kd_offtrack_add(&t, 1001);
+        kd_offtrack_done(&t, 1000);
+        kd_offtrack_done(&t, 1001);
+        CU_ASSERT_EQUAL(round_trip(&t, NULL, 0, buf, sizeof(buf), &r), 1);
+        CU_ASSERT_STRING_EQUAL(buf, "kd1;rs.1");
+        CU_ASSERT(r[0].first == 1000 && r[0].last == 1001);
+        free(r);
+        /* Done records not read yet (the previous owner's) are kept. */
+        kd_offrange_t tail[] = {{1005, 1007}, {1020, 1020}};
+        CU_ASSERT_EQUAL(round_trip(&t, tail, 2, buf, sizeof(buf), &r), 3);
+        CU_ASSERT(r[1].first == 1005 && r[1].last == 1007);
+        CU_ASSERT(r[2].first == 1020 && r[2].last == 1020);
+        free(r);
+        kd_offtrack_clear(&t);
+
+        /* Every other record done (fires in an order unrelated to the
+         * offsets): 1,500 runs do not fit as runs, the bitmap does. */
+        for (int64_t o = 0; o < 3001; o++)
+                kd_offtrack_add(&t, o);
+        for (int64_t o = 1; o < 3001; o += 2)
+                kd_offtrack_done(&t, o);
+        CU_ASSERT_EQUAL(round_trip(&t, NULL, 0, buf, sizeof(buf), &r), 1500);
+        CU_ASSERT_NSTRING_EQUAL(buf, "kdb;", 4);
+        CU_ASSERT(strlen(buf) < 4 + 3000 / 6 + 2);
+        CU_ASSERT(r[0].first == 1 && r[1499].last == 2999);
+        free(r);
+        CU_ASSERT_EQUAL(kd_offtrack_encode(&t, 0, NULL, 0, buf, 100), -1);
+        kd_offtrack_clear(&t);
+
+        /* All read is done and the next offset begins a tail range: the
+         * commit point moves past it instead of dropping it. */
+        for (int64_t o = 0; o < 10; o++) {
+                kd_offtrack_add(&t, o);
+                kd_offtrack_done(&t, o);
+        }
+        kd_offrange_t tail2[] = {{10, 14}, {20, 20}};
+        const kd_offrange_t *tp = tail2;
+        size_t tc = 2;
+        CU_ASSERT_EQUAL(kd_offtrack_commit_after(&t, -1, &tp, &tc), 15);
+        CU_ASSERT_EQUAL(tc, 1);
+        CU_ASSERT_EQUAL(tp->first, 20);
+        kd_offtrack_clear(&t);
+        /* Nothing read: the fallback commit point. */
+        tp = tail2;
+        tc = 2;
+        CU_ASSERT_EQUAL(kd_offtrack_commit_after(&t, 3, &tp, &tc), 3);
+        CU_ASSERT_EQUAL(tc, 2);
+        tc = 0;
+        CU_ASSERT_EQUAL(kd_offtrack_commit_after(&t, -1, &tp, &tc), -1);
+
         size_t cnt;
         static const char *const bad[] = {"kd2",
                                           "kd1;",
@@ -219,7 +272,10 @@ static void test_encoding_limits_and_bad_text(void)
                                           "x",
                                           "kd1;1.1.",
                                           "kd1;zzzzzzzzzzzzzzz.1",
-                                          "kd1;1.zzzzzzzzzzzzz"};
+                                          "kd1;1.zzzzzzzzzzzzz",
+                                          "kdb;!",
+                                          "kdb;AB=",
+                                          "kdb"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 CU_ASSERT_EQUAL(
                     kd_offtrack_decode(bad[i], strlen(bad[i]), 100, &r, &cnt),
@@ -230,8 +286,12 @@ static void test_encoding_limits_and_bad_text(void)
         CU_ASSERT_EQUAL(cnt, 0);
         CU_ASSERT_EQUAL(kd_offtrack_decode("kd1", 3, 5, &r, &cnt), 0);
         CU_ASSERT_EQUAL(cnt, 0);
+        CU_ASSERT_EQUAL(kd_offtrack_decode("kdb;", 4, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(cnt, 0);
+        CU_ASSERT_EQUAL(kd_offtrack_decode("kdb;BA", 6, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(cnt, 1); /* bit 0 of char 0: offset 6 */
+        CU_ASSERT(cnt == 1 && r[0].first == 6 && r[0].last == 6);
         free(r);
-        kd_offtrack_clear(&t);
 }
 
 int main(void)
@@ -243,7 +303,7 @@ int main(void)
             KD_TEST(test_shuffled_against_reference),
             KD_TEST(test_sliding_window_wraps),
             KD_TEST(test_runs_and_encoding_against_reference),
-            KD_TEST(test_encoding_limits_and_bad_text),
+            KD_TEST(test_encoding_forms_tail_and_bad_text),
             KD_TEST_END};
         return kd_test_run("offtrack", cases, NULL, NULL);
 }
