@@ -229,6 +229,14 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
         if (f->eos) {
                 char why[512];
                 if (kd_txn_init(f, why, sizeof(why))) {
+                        if (*stop && !f->fatal) {
+                                /* Stopped while waiting for the broker:
+                                 * nothing was consumed or produced. */
+                                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                                       "event=forwarder_stopped "
+                                       "before=init_transactions");
+                                return KDELAY_OK;
+                        }
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=startup_failed what=init_transactions "
                                "err=\"%s\"",
