@@ -56,7 +56,6 @@ typedef struct kd_task {
         size_t bytes;             /* memory accounted to the held set */
         int held;                 /* counted in the held set */
         int waited_foreign;       /* waited once for a foreign claim */
-        int offset_done;          /* exactly-once: marked done when produced */
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
 } kd_task_t;

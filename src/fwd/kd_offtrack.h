@@ -18,7 +18,6 @@ typedef struct kd_offtrack {
         size_t head, len, cap;
         int64_t next;      /* offset after the last added; -1 = none yet */
         int64_t committed; /* last commit point handed out, -1 = none */
-        size_t runs;       /* runs of done records above the commit point */
 } kd_offtrack_t;
 
 /* A closed range of offsets [first, last]. */

@@ -18,11 +18,9 @@ void kd_offtrack_clear(kd_offtrack_t *t)
         kd_offtrack_init(t);
 }
 
-/* Drops done records from the front: the leading run, if any. */
+/* Drops done records from the front. */
 static void advance(kd_offtrack_t *t)
 {
-        if (t->len > 0 && t->done[t->head])
-                t->runs--;
         while (t->len > 0 && t->done[t->head]) {
                 t->head = (t->head + 1) % t->cap;
                 t->len--;
@@ -82,13 +80,6 @@ int kd_offtrack_done(kd_offtrack_t *t, int64_t offset)
                 return -1;
         if (t->done[(t->head + lo) % t->cap])
                 return 0;
-        /* Joining two runs, extending one, or starting one. */
-        int left = lo > 0 && t->done[(t->head + lo - 1) % t->cap];
-        int right = lo + 1 < t->len && t->done[(t->head + lo + 1) % t->cap];
-        if (left && right)
-                t->runs--;
-        else if (!left && !right)
-                t->runs++;
         t->done[(t->head + lo) % t->cap] = 1;
         advance(t);
         return 0;

@@ -120,7 +120,6 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                          * commit carries this offset as done, and a failed
                          * delivery aborts it. */
                         kd_offtrack_done(&t->part->track, t->offset);
-                        t->offset_done = 1;
                         f->txn_dirty = 1;
                         if (state == KD_TASK_FIRING)
                                 f->txn_has_fire = 1;

@@ -155,7 +155,6 @@ static void test_runs_and_encoding_against_reference(void)
                 done[i] = 1;
                 while (lowest < N && done[lowest])
                         lowest++;
-                CU_ASSERT_EQUAL_FATAL(t.runs, ref_runs(done, lowest, N));
                 if (k % 97 != 0)
                         continue;
                 const kd_offrange_t *none = NULL;
@@ -171,7 +170,7 @@ static void test_runs_and_encoding_against_reference(void)
                  * tell offsets never read, here every 2 of 3, from ones
                  * not done, and needs not: those never arrive). */
                 if (!strncmp(buf, "kd1", 3))
-                        CU_ASSERT_EQUAL_FATAL(cnt, t.runs);
+                        CU_ASSERT_EQUAL_FATAL(cnt, ref_runs(done, lowest, N));
                 /* Every offset above cp is in a range iff it is done. */
                 size_t j = 0;
                 for (int x = lowest; x < N; x++) {
