@@ -1,13 +1,18 @@
-/* The forwarder object: its Kafka clients, MySQL store and statistics. */
+/* The forwarder object (kd_fwd.h): creates and destroys the Kafka
+ * clients, the fate store and the delivery mode, wires the pipeline's
+ * hooks, and writes the statistics line from the metric table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
+#include "kd_claim.h"
+#include "kd_fire.h"
 #include "kd_fwd.h"
+#include "kd_intake.h"
 #include "kd_log.h"
-#include "kd_schema.h"
+#include "kd_mode.h"
+#include "kd_settle.h"
 #include "kd_util.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
@@ -23,41 +28,9 @@ static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
                                                    "heartbeat.interval.ms",
                                                    "1000",
                                                    NULL};
-/* A report within 30 s: a fire whose target is missing goes to the dead
- * letters in about that time, not librdkafka's default 300 s.
- * message.max.bytes: the broker's default record limit (1048588), so that
- * every record it accepted into a tier topic can be produced again, and a
- * larger one fails here, at once, and goes to the dead letters. */
-static const char *const kd_producer_defaults[] = {"linger.ms",
-                                                   "1",
-                                                   "partitioner",
-                                                   "murmur2_random",
-                                                   "message.timeout.ms",
-                                                   "30000",
-                                                   "message.max.bytes",
-                                                   "1048588",
-                                                   NULL};
-static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
-                                                 "acks", "all", NULL};
-/* Exactly-once: a crashed instance's open transaction blocks
- * read_committed consumers of the targets until it times out (or the
- * instance restarts and fences it); keep that short. Produces must time
- * out within a transaction. A missing target must fail as unknown (5 s)
- * before a produce times out (10 s), so that it counts as permanent. */
-static const char *const kd_txn_producer_defaults[] = {
-    "linger.ms",
-    "1",
-    "partitioner",
-    "murmur2_random",
-    "transaction.timeout.ms",
-    "10000",
-    "message.timeout.ms",
-    "10000",
-    "topic.metadata.propagation.max.ms",
-    "5000",
-    "message.max.bytes",
-    "1048588",
-    NULL};
+
+/* Before kd_fwd_run lends the signal flag, stops go here. */
+static volatile sig_atomic_t kd_no_stop;
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
@@ -65,9 +38,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         (void)rk;
         kd_fwd_t *f = opaque;
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
-                kd_part_assign(f, parts);
+                kd_intake_assign(f, parts);
         else
-                kd_part_revoke(f, parts);
+                kd_intake_revoke(f, parts);
 }
 
 static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
@@ -83,7 +56,7 @@ static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
         if (type == RD_KAFKA_CONSUMER)
                 rd_kafka_conf_set_rebalance_cb(rkc, rebalance_cb);
         else
-                rd_kafka_conf_set_dr_msg_cb(rkc, kd_produce_dr_cb);
+                rd_kafka_conf_set_dr_msg_cb(rkc, kd_fire_dr_cb);
         rd_kafka_t *rk = rd_kafka_new(type, rkc, why, sizeof(why));
         if (!rk) {
                 rd_kafka_conf_destroy(rkc);
@@ -95,63 +68,39 @@ static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
         return rk;
 }
 
-kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
-                        size_t errstr_size)
+/* The MySQL fate store from conf. A schema mismatch is fatal; MySQL being
+ * down is not (claims wait and retry; hops and dead letters go on). */
+static kdelay_err_t store_open(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
-        kd_fwd_t *f = calloc(1, sizeof(*f));
-        if (!f)
-                return KDELAY_ERR_NO_MEMORY;
-        f->conf = conf;
-        f->owner.conf = conf;
-        kd_heap_init(&f->timers);
-        for (int i = 0; i < 2; i++)
-                f->io_fds[i][0] = f->io_fds[i][1] = -1;
-        if (conf->fwd_instance) {
-                kd_strlcpy(f->instance, conf->fwd_instance,
-                           sizeof(f->instance));
-        } else {
-                char host[48] = "host";
-                gethostname(host, sizeof(host) - 1);
-                snprintf(f->instance, sizeof(f->instance), "%s-%d", host,
-                         (int)getpid());
-        }
-        /* Owner tokens keep to [A-Za-z0-9._-]. */
-        for (char *c = f->instance; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' ||
-                      *c == '-'))
-                        *c = '_';
-        if (getrandom(&f->boot, sizeof(f->boot), 0) != sizeof(f->boot))
-                f->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
-        kd_claim_new_generation(f);
-        kdelay_err_t err = KDELAY_OK;
-        if (!conf->mysql_url) {
-                err = kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
-                              "the forwarder needs MySQL: set mysql.url or "
-                              "pass --mysql");
-                goto fail;
-        }
-        if (kd_fate_store_new(&f->fate, conf)) {
-                err = KDELAY_ERR_NO_MEMORY;
-                goto fail;
-        }
-        /* A schema mismatch is fatal; MySQL being down is not (claims wait
-         * and retry; hops and dead letters go on). */
+        const kdelay_conf_t *conf = f->conf;
+        if (!conf->mysql_url)
+                return kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
+                               "the forwarder needs MySQL: set mysql.url or "
+                               "pass --mysql");
+        if (kd_fate_store_new(&f->store.fate, conf))
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
         char why[512];
-        err = kd_fate_store_connect(f->fate, why, sizeof(why));
-        if (err == KDELAY_ERR_SCHEMA) {
-                kd_fail(err, errstr, errstr_size, "%s", why);
-                goto fail;
-        }
+        kdelay_err_t err =
+            kd_fate_store_connect(f->store.fate, why, sizeof(why));
+        if (err == KDELAY_ERR_SCHEMA)
+                return kd_fail(err, errstr, errstr_size, "%s", why);
         if (err) {
                 char q[600];
                 kd_log(conf, KDELAY_LOG_WARNING,
                        "event=mysql_unavailable what=startup err=%s",
                        kd_log_quote(why, q, sizeof(q)));
-                err = KDELAY_OK;
         }
+        kd_metric_set(&f->metrics, KD_M_MYSQL_UP, !err);
+        return KDELAY_OK;
+}
+
+static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
+                                 const char *const *forced, char *errstr,
+                                 size_t errstr_size)
+{
         const char *forced_consumer[] = {"group.id",
-                                         conf->fwd_group_id,
+                                         f->conf->fwd_group_id,
                                          "enable.auto.commit",
                                          "false",
                                          "enable.auto.offset.store",
@@ -161,127 +110,133 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf, char *errstr,
                                          "isolation.level",
                                          "read_committed",
                                          NULL};
-        f->consumer = client_new(f, RD_KAFKA_CONSUMER, kd_consumer_defaults,
-                                 forced_consumer, errstr, errstr_size);
-        if (!f->consumer) {
-                err = KDELAY_ERR_KAFKA;
-                goto fail;
-        }
-        rd_kafka_poll_set_consumer(f->consumer);
-        f->eos = conf->fwd_delivery == KD_DELIVERY_EXACTLY_ONCE;
-        char txn_id[128];
-        if (f->eos && !conf->fwd_txn_id && !conf->fwd_instance) {
-                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                              "forwarder.delivery=exactly_once needs a "
-                              "stable forwarder.instance (or "
-                              "forwarder.transactional_id), so that a "
-                              "restarted forwarder fences its predecessor");
-                goto fail;
-        }
-        snprintf(txn_id, sizeof(txn_id), "%s",
-                 conf->fwd_txn_id ? conf->fwd_txn_id : "");
-        if (!conf->fwd_txn_id)
-                snprintf(txn_id, sizeof(txn_id), "%s-%s", conf->fwd_group_id,
-                         f->instance);
-        const char *forced_txn[] = {"enable.idempotence", "true", "acks", "all",
-                                    "transactional.id",   txn_id, NULL};
-        f->producer = client_new(
-            f, RD_KAFKA_PRODUCER,
-            f->eos ? kd_txn_producer_defaults : kd_producer_defaults,
-            f->eos ? forced_txn : kd_producer_forced, errstr, errstr_size);
-        if (!f->producer) {
-                err = KDELAY_ERR_KAFKA;
-                goto fail;
+        f->kafka.consumer =
+            client_new(f, RD_KAFKA_CONSUMER, kd_consumer_defaults,
+                       forced_consumer, errstr, errstr_size);
+        if (!f->kafka.consumer)
+                return KDELAY_ERR_KAFKA;
+        rd_kafka_poll_set_consumer(f->kafka.consumer);
+        f->kafka.producer = client_new(f, RD_KAFKA_PRODUCER, defaults, forced,
+                                       errstr, errstr_size);
+        return f->kafka.producer ? KDELAY_OK : KDELAY_ERR_KAFKA;
+}
+
+kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
+                        kd_fate_store_t *store, char *errstr,
+                        size_t errstr_size)
+{
+        kd_fwd_t *f = calloc(1, sizeof(*f));
+        if (!f)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        f->conf = conf;
+        f->owner.conf = conf;
+        f->stop = &kd_no_stop;
+        f->wake_fd = -1;
+        kd_timers_init(&f->timers);
+        for (int i = 0; i < 2; i++)
+                f->kafka.io_fds[i][0] = f->kafka.io_fds[i][1] = -1;
+        f->hooks.room = kd_intake_room;
+        f->hooks.rewind = kd_intake_rewind;
+        kd_timer_init(&f->intake.room, NULL, f);
+        kd_timer_init(&f->claim.flush, NULL, f);
+        kd_timer_init(&f->pace.timer, NULL, f);
+        kd_timer_init(&f->settle.flush, NULL, f);
+        kd_timer_init(&f->stats_timer, NULL, f);
+        kd_claim_init(f);
+        f->mode = kd_mode_select(conf);
+        const char *const *defaults, *const *forced;
+        kdelay_err_t err =
+            f->mode->init(f, &defaults, &forced, errstr, errstr_size);
+        if (!err && store)
+                f->store.fate = store;
+        else if (!err)
+                err = store_open(f, errstr, errstr_size);
+        if (!err)
+                err = clients_open(f, defaults, forced, errstr, errstr_size);
+        if (err) {
+                f->conf = NULL; /* both stay the caller's on failure */
+                if (f->store.fate == store)
+                        f->store.fate = NULL;
+                kd_fwd_destroy(f);
+                return err;
         }
         *fp = f;
         return KDELAY_OK;
-fail:
-        f->conf = NULL; /* stays the caller's on failure */
-        kd_fwd_destroy(f);
-        return err;
 }
 
 void kd_fwd_destroy(kd_fwd_t *f)
 {
         if (!f)
                 return;
-        if (f->consumer_q)
-                rd_kafka_queue_destroy(f->consumer_q);
-        if (f->producer_q)
-                rd_kafka_queue_destroy(f->producer_q);
-        if (f->consumer)
-                rd_kafka_destroy(f->consumer);
+        kd_fwd_kafka_t *k = &f->kafka;
+        if (k->consumer_q)
+                rd_kafka_queue_destroy(k->consumer_q);
+        if (k->producer_q)
+                rd_kafka_queue_destroy(k->producer_q);
+        if (k->consumer)
+                rd_kafka_destroy(k->consumer);
         /* Reports of produces still in flight free their (orphan) tasks. */
-        if (f->producer) {
-                rd_kafka_flush(f->producer, 1000);
-                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
+        if (k->producer) {
+                rd_kafka_flush(k->producer, 1000);
+                rd_kafka_purge(k->producer, RD_KAFKA_PURGE_F_QUEUE |
                                                 RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_poll(f->producer, 0);
-                rd_kafka_destroy(f->producer);
+                rd_kafka_poll(k->producer, 0);
+                rd_kafka_destroy(k->producer);
         }
-        while (f->claimq.head) {
-                kd_task_t *t = f->claimq.head;
-                kd_claim_forget(f, t);
-                kd_task_free(f, t);
-        }
-        while (f->paceq.head)
-                kd_task_free(f, f->paceq.head);
-        kd_heap_node_t *n;
-        while ((n = kd_heap_pop(&f->timers)))
-                kd_task_free(
-                    f, (kd_task_t *)((char *)n - offsetof(kd_task_t, timer)));
-        kd_heap_clear(&f->timers);
-        kd_idq_clear(&f->fired);
-        kd_idq_clear(&f->seen);
-        kd_idq_clear(&f->txn_fired);
-        kd_idq_clear(&f->poison);
+        kd_intake_clear(f);
+        kd_settle_clear(f);
+        if (f->mode)
+                f->mode->destroy(f);
+        kd_timers_clear(&f->timers);
         for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++)
-                        if (f->io_fds[i][j] >= 0)
-                                close(f->io_fds[i][j]);
-        kd_fate_store_destroy(f->fate);
+                        if (k->io_fds[i][j] >= 0)
+                                close(k->io_fds[i][j]);
+        kd_fate_store_destroy(f->store.fate);
         kdelay_conf_destroy(f->conf);
         free(f);
 }
 
-void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
+void kd_fwd_oom(kd_fwd_t *f, const char *what)
 {
-        size_t parts = 0, waiting = 0, full = 0;
-        for (kd_part_t *p = f->parts; p; p = p->next) {
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=out_of_memory what=%s action=exit", what);
+        f->kafka.fatal = 1;
+        *f->stop = 1;
+}
+
+/* Gauges read from the pipeline's state just before they are shown. */
+static void refresh_gauges(kd_fwd_t *f)
+{
+        int64_t parts = 0, waiting = 0, full = 0;
+        for (const kd_part_t *p = f->intake.parts; p; p = p->next) {
                 parts++;
                 waiting += p->state == KD_PART_WAITING;
                 full += p->state == KD_PART_FULL;
         }
-        const kd_fwd_stats_t *s = &f->stats;
-        uint64_t statements = s->claim_statements + s->mark_statements;
+        kd_metrics_t *m = &f->metrics;
+        kd_metric_set(m, KD_M_HELD_NOW, (int64_t)f->held.cnt);
+        kd_metric_set(m, KD_M_HELD_BYTES, f->held.bytes);
+        kd_metric_set(m, KD_M_CLAIM_QUEUE, (int64_t)f->claim.q.len);
+        kd_metric_set(m, KD_M_INFLIGHT, (int64_t)f->kafka.inflight);
+        kd_metric_set(m, KD_M_PARTITIONS, parts);
+        kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
+        kd_metric_set(m, KD_M_PAUSED_FULL, full);
+}
+
+void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
+{
+        char line[2048];
+        kd_metrics_t *m = &f->metrics;
+        refresh_gauges(f);
+        int64_t fired = kd_metric_get(m, KD_M_FIRED);
+        int64_t statements = kd_metric_get(m, KD_M_CLAIM_STATEMENTS) +
+                             kd_metric_get(m, KD_M_MARK_STATEMENTS);
+        if (kd_metrics_format(m, line, sizeof(line)) < 0)
+                line[0] = '\0';
         kd_log(f->conf, KDELAY_LOG_INFO,
-               "event=%s read=%llu held=%llu hopped=%llu fired=%llu "
-               "cancelled=%llu already_fired=%llu dup_copies=%llu "
-               "foreign_waits=%llu takeovers=%llu handed_over=%llu dead=%llu "
-               "wrong_tier=%llu "
-               "produce_retries=%llu held_now=%zu held_max=%zu held_bytes=%lld "
-               "claim_queue=%zu inflight=%zu partitions=%zu paused_waiting=%zu "
-               "txn_commits=%llu txn_aborts=%llu skipped_done=%llu "
-               "rate_limited=%llu "
-               "paused_full=%zu claim_statements=%llu mark_statements=%llu "
-               "statements_per_fire=%.3f late_max_ms=%lld mysql=%s",
-               event, (unsigned long long)s->read, (unsigned long long)s->held,
-               (unsigned long long)s->hopped, (unsigned long long)s->fired,
-               (unsigned long long)s->cancelled,
-               (unsigned long long)s->already_fired,
-               (unsigned long long)s->dup_copies,
-               (unsigned long long)s->foreign_waits,
-               (unsigned long long)s->takeovers,
-               (unsigned long long)s->handed_over, (unsigned long long)s->dead,
-               (unsigned long long)s->wrong_tier,
-               (unsigned long long)s->produce_retries, f->held_cnt, s->held_max,
-               (long long)f->held_bytes, f->claimq.len, f->inflight, parts,
-               waiting, (unsigned long long)s->txn_commits,
-               (unsigned long long)s->txn_aborts,
-               (unsigned long long)s->skipped_done,
-               (unsigned long long)s->rate_limited, full,
-               (unsigned long long)s->claim_statements,
-               (unsigned long long)s->mark_statements,
-               s->fired ? (double)statements / (double)s->fired : 0.0,
-               (long long)s->late_max_ms, f->mysql_down ? "down" : "up");
+               "event=%s%s statements_per_fire=%.3f mysql=%s", event, line,
+               fired ? (double)statements / (double)fired : 0.0,
+               f->store.down ? "down" : "up");
 }

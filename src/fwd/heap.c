@@ -74,16 +74,25 @@ static void sift_down(kd_heap_t *h, size_t i)
         set(h, i, n);
 }
 
+int kd_heap_reserve(kd_heap_t *h, size_t n)
+{
+        if (n <= h->cap)
+                return 0;
+        size_t cap = h->cap ? h->cap : 64;
+        while (cap < n)
+                cap *= 2;
+        kd_heap_node_t **v = realloc(h->v, cap * sizeof(*v));
+        if (!v)
+                return -1;
+        h->v = v;
+        h->cap = cap;
+        return 0;
+}
+
 int kd_heap_push(kd_heap_t *h, kd_heap_node_t *n, int64_t key)
 {
-        if (h->len == h->cap) {
-                size_t cap = h->cap ? h->cap * 2 : 64;
-                kd_heap_node_t **v = realloc(h->v, cap * sizeof(*v));
-                if (!v)
-                        return -1;
-                h->v = v;
-                h->cap = cap;
-        }
+        if (h->len == h->cap && kd_heap_reserve(h, h->len + 1))
+                return -1;
         n->key = key;
         n->seq = h->next_seq++;
         set(h, h->len++, n);

@@ -28,6 +28,9 @@ void kd_heap_clear(kd_heap_t *h);
 void kd_heap_node_init(kd_heap_node_t *n);
 int kd_heap_node_queued(const kd_heap_node_t *n);
 
+/* Grows the array to hold at least n nodes; -1 when out of memory. */
+int kd_heap_reserve(kd_heap_t *h, size_t n);
+
 /* Inserts n with key; -1 when out of memory (n unchanged). */
 int kd_heap_push(kd_heap_t *h, kd_heap_node_t *n, int64_t key);
 

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "kd_fwd.h"
+#include "kd_log.h"
 
 static const char kd_fwd_help[] =
     "Usage: kdelay-forwarder [OPTIONS]\n"
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
 {
         kd_cli_t cli;
         int argi;
-        char errstr[512];
+        char errstr[512] = "";
         /* Signals first: a supervisor's SIGTERM right after the start
          * must still mean a clean stop. */
         if (pipe2(kd_wake_pipe, O_NONBLOCK | O_CLOEXEC)) {
@@ -78,10 +79,14 @@ int main(int argc, char **argv)
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
         }
         kd_fwd_t *f = NULL;
-        kdelay_err_t err = kd_fwd_new(&f, cli.conf, errstr, sizeof(errstr));
+        kdelay_err_t err =
+            kd_fwd_new(&f, cli.conf, NULL, errstr, sizeof(errstr));
         if (err) {
+                char q[600];
                 kd_cli_log(&cli, KDELAY_LOG_ERROR,
-                           "event=startup_failed err=\"%s\"", errstr);
+                           "event=startup_failed err=%s code=%s",
+                           kd_log_quote(errstr, q, sizeof(q)),
+                           kdelay_err_name(err));
                 kd_cli_clear(&cli);
                 return KD_EXIT_ERROR;
         }

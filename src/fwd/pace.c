@@ -1,8 +1,9 @@
-/* forwarder.max_fire_rate: after a long outage many tasks are due at once;
- * a token bucket spreads their fires so targets and their consumers are
- * not flooded. Tasks wait in a FIFO in the order their timers came due,
- * which is due order, so firing keeps it. */
-#include "kd_fwd.h"
+/* Pacing (kd_pace.h): owns f->pace, the token bucket, its queue and
+ * timer. Calls the produce half of the fire stage. */
+#include "kd_pace.h"
+
+#include "kd_fire.h"
+#include "kd_util.h"
 
 /* The bucket holds a tenth of a second of fires (at least one). */
 static double bucket_size(const kd_fwd_t *f)
@@ -11,60 +12,87 @@ static double bucket_size(const kd_fwd_t *f)
         return b < 1.0 ? 1.0 : b;
 }
 
-static void refill(kd_fwd_t *f, int64_t now)
+static void refill(kd_fwd_t *f, int64_t mono)
 {
-        if (f->fire_tokens_ms == 0) {
-                f->fire_tokens = bucket_size(f);
-        } else if (now > f->fire_tokens_ms) {
-                f->fire_tokens += (double)(now - f->fire_tokens_ms) *
-                                  f->conf->fwd_max_fire_rate / 1000.0;
-                if (f->fire_tokens > bucket_size(f))
-                        f->fire_tokens = bucket_size(f);
+        kd_fwd_pace_t *p = &f->pace;
+        if (p->tokens_mono == 0) {
+                p->tokens = bucket_size(f);
+        } else if (mono > p->tokens_mono) {
+                p->tokens += (double)(mono - p->tokens_mono) *
+                             f->conf->fwd_max_fire_rate / 1000.0;
+                if (p->tokens > bucket_size(f))
+                        p->tokens = bucket_size(f);
         }
-        f->fire_tokens_ms = now;
+        p->tokens_mono = mono;
 }
 
-void kd_pace_fire(kd_fwd_t *f, kd_task_t *t, int64_t now)
+static void run_cb(kd_timer_t *tm, void *arg);
+
+/* When the queue's head gets its token. */
+static void arm(kd_fwd_t *f)
 {
+        kd_fwd_pace_t *p = &f->pace;
+        if (!p->q.head)
+                return;
+        double missing = 1.0 - p->tokens;
+        int64_t at = p->tokens_mono;
+        if (missing > 0)
+                at += (int64_t)(missing * 1000.0 / f->conf->fwd_max_fire_rate) +
+                      1;
+        if (kd_timer_arm(&f->timers, &p->timer, KD_CLOCK_MONO, at, run_cb, f))
+                kd_fwd_oom(f, "pace_timer");
+}
+
+/* Fires queued tasks as the rate allows. */
+static void run_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        kd_fwd_pace_t *p = &f->pace;
+        refill(f, kd_mono_ms());
+        while (p->q.head && p->tokens >= 1.0) {
+                kd_task_t *t = kd_taskq_pop(&p->q);
+                p->tokens -= 1.0;
+                kd_fire_now(f, t, kd_now_ms());
+        }
+        arm(f);
+}
+
+/* t is due: fire it now if the rate allows and nothing waits before it,
+ * else queue it (due order is kept). */
+static void due_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_fwd_pace_t *p = &f->pace;
+        kd_task_t *t = kd_task_of_timer(tm);
         if (f->conf->fwd_max_fire_rate <= 0) {
-                kd_produce_fire(f, t, now);
+                kd_fire_now(f, t, kd_now_ms());
                 return;
         }
-        refill(f, now);
-        if (!f->paceq.head && f->fire_tokens >= 1.0) {
-                f->fire_tokens -= 1.0;
-                kd_produce_fire(f, t, now);
+        refill(f, kd_mono_ms());
+        if (!p->q.head && p->tokens >= 1.0) {
+                p->tokens -= 1.0;
+                kd_fire_now(f, t, kd_now_ms());
                 return;
         }
-        f->stats.rate_limited++;
+        kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
         t->state = KD_TASK_PACED;
-        kd_taskq_push(&f->paceq, t);
+        kd_taskq_push(&p->q, t);
+        if (p->q.len == 1)
+                arm(f);
 }
 
-void kd_pace_run(kd_fwd_t *f, int64_t now)
+void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
-        if (!f->paceq.head)
-                return;
-        refill(f, now);
-        while (f->paceq.head && f->fire_tokens >= 1.0) {
-                kd_task_t *t = kd_taskq_pop(&f->paceq);
-                f->fire_tokens -= 1.0;
-                kd_produce_fire(f, t, now);
-        }
-}
-
-int64_t kd_pace_next_ms(const kd_fwd_t *f)
-{
-        if (!f->paceq.head)
-                return INT64_MAX;
-        double missing = 1.0 - f->fire_tokens;
-        if (missing <= 0)
-                return f->fire_tokens_ms;
-        return f->fire_tokens_ms +
-               (int64_t)(missing * 1000.0 / f->conf->fwd_max_fire_rate) + 1;
+        t->state = KD_TASK_CLAIMED;
+        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_WALL,
+                         t->rec.fire_at_ms, due_cb, f))
+                kd_fwd_oom(f, "fire_timer");
 }
 
 void kd_pace_forget(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_taskq_remove(&f->paceq, t);
+        if (t->state == KD_TASK_PACED && kd_taskq_remove(&f->pace.q, t) &&
+            !f->pace.q.head)
+                kd_timer_disarm(&f->timers, &f->pace.timer);
 }

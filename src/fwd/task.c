@@ -1,9 +1,9 @@
-/* In-memory tasks: copied out of consumed records, accounted in the held
- * set, freed when handled. */
+/* Tasks: copied out of consumed records, freed when handled; the task
+ * FIFO. Owns nothing beyond each task's record (kd_task.h). */
+#include "kd_task.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "kd_fwd.h"
 
 static void *dup_bytes(const void *p, size_t n)
 {
@@ -15,91 +15,54 @@ static void *dup_bytes(const void *p, size_t n)
         return d;
 }
 
-kd_task_t *kd_task_from_message(const rd_kafka_message_t *m)
+/* Bytes a header set takes, for the held-set accounting. */
+static size_t headers_bytes(const rd_kafka_headers_t *h)
+{
+        size_t total = 0;
+        const char *name;
+        const void *val;
+        size_t size;
+        for (size_t i = 0;
+             h && !rd_kafka_header_get_all(h, i, &name, &val, &size); i++)
+                total += strlen(name) + size + 32;
+        return total;
+}
+
+kd_task_t *kd_task_new(const rd_kafka_message_t *m)
 {
         kd_task_t *t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
-        kd_heap_node_init(&t->timer);
-        t->offset = m->offset;
-        t->append_ms = rd_kafka_message_timestamp(m, NULL);
-        t->key_len = m->key_len;
-        t->value_len = m->len;
-        t->key = dup_bytes(m->key, m->key_len);
-        t->value = dup_bytes(m->payload, m->len);
+        kd_timer_init(&t->timer, NULL, NULL);
+        kd_taskrec_t *r = &t->rec;
+        r->offset = m->offset;
+        r->append_ms = rd_kafka_message_timestamp(m, NULL);
+        r->key_len = m->key_len;
+        r->value_len = m->len;
+        r->key = dup_bytes(m->key, m->key_len);
+        r->value = dup_bytes(m->payload, m->len);
         rd_kafka_headers_t *h = NULL;
         if (!rd_kafka_message_headers(m, &h) && h)
-                t->hdrs = rd_kafka_headers_copy(h);
-        if ((m->key && !t->key) || (m->payload && !t->value) ||
-            (h && !t->hdrs)) {
-                free(t->key);
-                free(t->value);
-                if (t->hdrs)
-                        rd_kafka_headers_destroy(t->hdrs);
-                free(t);
+                r->hdrs = rd_kafka_headers_copy(h);
+        if ((m->key && !r->key) || (m->payload && !r->value) ||
+            (h && !r->hdrs)) {
+                kd_task_free(t);
                 return NULL;
         }
-        t->bytes = sizeof(*t) + m->key_len + m->len + 256;
+        t->bytes = sizeof(*t) + m->key_len + m->len + headers_bytes(r->hdrs);
         return t;
 }
 
-void kd_task_hold(kd_fwd_t *f, kd_task_t *t)
+void kd_task_free(kd_task_t *t)
 {
-        if (t->held)
-                return;
-        t->held = 1;
-        if (++f->held_cnt > f->stats.held_max)
-                f->stats.held_max = f->held_cnt;
-        f->held_bytes += (int64_t)t->bytes;
-}
-
-void kd_task_unhold(kd_fwd_t *f, kd_task_t *t)
-{
-        if (!t->held)
-                return;
-        t->held = 0;
-        f->held_cnt--;
-        f->held_bytes -= (int64_t)t->bytes;
-}
-
-int kd_fwd_held_full(const kd_fwd_t *f, const kd_task_t *t)
-{
-        return f->held_cnt + 1 > (size_t)f->conf->fwd_max_held ||
-               f->held_bytes + (int64_t)t->bytes > f->conf->fwd_max_held_bytes;
-}
-
-void kd_task_free(kd_fwd_t *f, kd_task_t *t)
-{
-        kd_task_unhold(f, t);
-        if (kd_heap_node_queued(&t->timer))
-                kd_heap_remove(&f->timers, &t->timer);
-        if (t->state == KD_TASK_PACED)
-                kd_pace_forget(f, t);
-        kd_part_t *p = t->part;
-        if (p) {
-                if (t->prev)
-                        t->prev->next = t->next;
-                else
-                        p->tasks = t->next;
-                if (t->next)
-                        t->next->prev = t->prev;
-        }
-        free(t->id);
-        free(t->target);
-        free(t->key);
-        free(t->value);
-        if (t->hdrs)
-                rd_kafka_headers_destroy(t->hdrs);
+        kd_taskrec_t *r = &t->rec;
+        free(r->id);
+        free(r->target);
+        free(r->key);
+        free(r->value);
+        if (r->hdrs)
+                rd_kafka_headers_destroy(r->hdrs);
         free(t);
-}
-
-void kd_task_done(kd_fwd_t *f, kd_task_t *t)
-{
-        if (t->part) {
-                kd_offtrack_done(&t->part->track, t->offset);
-                f->txn_dirty = 1;
-        }
-        kd_task_free(f, t);
 }
 
 void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)

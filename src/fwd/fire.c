@@ -1,0 +1,318 @@
+/* Produce (kd_fire.h): fire, hop, dead-letter and their retries; the
+ * delivery report callback. Owns the in-flight count in f->kafka. Calls
+ * the mode and the settle stage. */
+#include "kd_fire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_held.h"
+#include "kd_log.h"
+#include "kd_mode.h"
+#include "kd_settle.h"
+#include "kd_tiers.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+#define KD_FIRE_PERMANENT_RETRIES 5
+
+/* Errors after which producing the same record to the same topic cannot
+ * succeed. */
+static int permanent(rd_kafka_resp_err_t err)
+{
+        switch (err) {
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+static int too_large(rd_kafka_resp_err_t err)
+{
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
+static const char *id_of(const kd_task_t *t, char *buf, size_t size)
+{
+        return t->rec.id ? kd_log_quote(t->rec.id, buf, size) : "-";
+}
+
+/* A fire that cannot succeed: the task goes to the dead-letter topic. */
+static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
+{
+        char q[160], qt[300];
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=fire_failed id=%s target=%s err=\"%s\" retries=%d "
+               "action=dead_letter",
+               id_of(t, q, sizeof(q)),
+               kd_log_quote(t->rec.target, qt, sizeof(qt)),
+               rd_kafka_err2str(err), t->retries);
+        t->retries = 0;
+        kd_fire_dead(f, t, too_large(err) ? "too-large" : "target-unavailable");
+}
+
+static void retry_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_task_t *t = kd_task_of_timer(tm);
+        if (t->retry_as == KD_TASK_FIRING)
+                kd_fire_now(f, t, kd_now_ms());
+        else if (t->retry_as == KD_TASK_HOPPING)
+                kd_fire_hop(f, t);
+        else
+                kd_fire_dead(f, t, t->dead_reason);
+}
+
+/* Produces t again as `as` after an exponential backoff. */
+static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                        const char *event, rd_kafka_resp_err_t err)
+{
+        int64_t backoff = 100LL << (t->retries < 6 ? t->retries : 6);
+        char q[160];
+        if (backoff > f->conf->fwd_retry_max_ms)
+                backoff = f->conf->fwd_retry_max_ms;
+        t->retries++;
+        kd_metric_inc(&f->metrics, KD_M_PRODUCE_RETRIES);
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=%s id=%s err=\"%s\" retry_in_ms=%lld", event,
+               id_of(t, q, sizeof(q)), rd_kafka_err2str(err),
+               (long long)backoff);
+        t->retry_as = as;
+        t->state = KD_TASK_RETRY;
+        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
+                         kd_mono_ms() + backoff, retry_cb, f))
+                kd_fwd_oom(f, "retry_timer");
+}
+
+/* A dead letter too large for the dead-letter topic: sent again without
+ * its key and value (the headers say what it was); if even that fails it
+ * is logged and dropped, so that it cannot stop its partition. */
+static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_taskrec_t *r = &t->rec;
+        const char *topic = t->part ? t->part->topic : "-";
+        int partition = t->part ? t->part->partition : -1;
+        if (r->key || r->value) {
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=dead_letter_too_large topic=%s partition=%d "
+                       "offset=%lld bytes=%zu action=drop_key_and_value",
+                       topic, partition, (long long)r->offset,
+                       r->key_len + r->value_len);
+                free(r->key);
+                free(r->value);
+                r->key = r->value = NULL;
+                r->key_len = r->value_len = 0;
+                kd_fire_dead(f, t, t->dead_reason);
+                return;
+        }
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=dead_letter_dropped reason=%s topic=%s partition=%d "
+               "offset=%lld why=too_large",
+               t->dead_reason, topic, partition, (long long)r->offset);
+        kd_metric_inc(&f->metrics, KD_M_DEAD);
+        f->mode->done(f, t);
+}
+
+/* A produce of t as `as` failed with err: retry it later, or, when it
+ * cannot succeed, send it elsewhere. */
+static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                           rd_kafka_resp_err_t err, const char *event)
+{
+        if (too_large(err)) {
+                if (as == KD_TASK_DEAD)
+                        dead_letter_too_large(f, t);
+                else
+                        fire_failed(f, t, err); /* a hop or a fire */
+                return;
+        }
+        /* The target may be created any moment: give it a few retries
+         * (about 6 s) before the task goes to the dead-letter topic. */
+        if (as == KD_TASK_FIRING && permanent(err) &&
+            t->retries >= KD_FIRE_PERMANENT_RETRIES) {
+                fire_failed(f, t, err);
+                return;
+        }
+        retry_later(f, t, as, event, err);
+}
+
+/* Producing t as `as` failed for good often enough (the mode counted):
+ * handles it as a local failure would, without producing. */
+static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                     rd_kafka_resp_err_t err)
+{
+        char q[160];
+        if (as == KD_TASK_HOPPING && !too_large(err)) {
+                /* A tier topic refuses it: stop failing everything. */
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=hop_failed id=%s err=\"%s\" action=dead_letter",
+                       id_of(t, q, sizeof(q)), rd_kafka_err2str(err));
+                kd_fire_dead(f, t, "tier-unavailable");
+                return;
+        }
+        if (as == KD_TASK_DEAD && !too_large(err)) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=dead_letter_dropped reason=%s topic=%s "
+                       "partition=%d offset=%lld err=\"%s\"",
+                       t->dead_reason, t->part ? t->part->topic : "-",
+                       t->part ? t->part->partition : -1,
+                       (long long)t->rec.offset, rd_kafka_err2str(err));
+                kd_metric_inc(&f->metrics, KD_M_DEAD);
+                f->mode->done(f, t);
+                return;
+        }
+        t->retries = KD_FIRE_PERMANENT_RETRIES;
+        produce_failed(f, t, as, err, "produce_failed");
+}
+
+/* Sends t with headers hdrs (taken) to topic as `as`. */
+static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
+                    rd_kafka_headers_t *hdrs, kd_task_state_t as)
+{
+        rd_kafka_resp_err_t err;
+        t->state = as;
+        if (f->mode->poisoned(f, t, as, &err)) {
+                rd_kafka_headers_destroy(hdrs);
+                poisoned(f, t, as, err);
+                return;
+        }
+        if (f->mode->begin(f)) {
+                rd_kafka_headers_destroy(hdrs);
+                retry_later(f, t, as, "produce_deferred",
+                            RD_KAFKA_RESP_ERR__STATE);
+                return;
+        }
+        const kd_taskrec_t *r = &t->rec;
+        err = rd_kafka_producev(f->kafka.producer, RD_KAFKA_V_TOPIC(topic),
+                                RD_KAFKA_V_KEY(r->key, r->key_len),
+                                RD_KAFKA_V_VALUE(r->value, r->value_len),
+                                RD_KAFKA_V_HEADERS(hdrs),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
+        if (!err) {
+                f->kafka.inflight++;
+                f->mode->produced(f, t);
+                return;
+        }
+        rd_kafka_headers_destroy(hdrs);
+        produce_failed(f, t, as, err, "produce_failed");
+}
+
+/* A copy of t's headers; NULL when out of memory (then t is retried). */
+static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
+{
+        return t->rec.hdrs ? rd_kafka_headers_copy(t->rec.hdrs)
+                           : rd_kafka_headers_new(1);
+}
+
+void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
+{
+        /* The fired record: key, value, user headers, kdelay-id and
+         * kdelay-fire-at; the routing headers stay behind. */
+        rd_kafka_headers_t *h = headers_copy(t);
+        kd_held_remove(f, t);
+        t->late_ms = now - t->rec.fire_at_ms;
+        if (!h) {
+                retry_later(f, t, KD_TASK_FIRING, "produce_failed",
+                            RD_KAFKA_RESP_ERR__FAIL);
+                return;
+        }
+        rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
+        rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
+        produce(f, t, t->rec.target, h, KD_TASK_FIRING);
+}
+
+void kd_fire_hop(kd_fwd_t *f, kd_task_t *t)
+{
+        char topic[256];
+        size_t tier =
+            kd_tiers_choose(&f->conf->tiers, t->rec.fire_at_ms - kd_now_ms());
+        rd_kafka_headers_t *h = headers_copy(t);
+        if (!h) {
+                retry_later(f, t, KD_TASK_HOPPING, "produce_failed",
+                            RD_KAFKA_RESP_ERR__FAIL);
+                return;
+        }
+        kd_tiers_topic(&f->conf->tiers, tier, f->conf->topic_prefix, topic,
+                       sizeof(topic));
+        produce(f, t, topic, h, KD_TASK_HOPPING);
+}
+
+void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
+{
+        char topic[256];
+        rd_kafka_headers_t *h = headers_copy(t);
+        t->dead_reason = reason;
+        if (!h) {
+                retry_later(f, t, KD_TASK_DEAD, "produce_failed",
+                            RD_KAFKA_RESP_ERR__FAIL);
+                return;
+        }
+        /* Ours is the only reason: a forged one from the producer goes. */
+        rd_kafka_header_remove(h, KDELAY_HDR_DEAD_REASON);
+        rd_kafka_header_add(h, KDELAY_HDR_DEAD_REASON, -1, reason, -1);
+        kd_conf_dead_topic(f->conf, topic, sizeof(topic));
+        produce(f, t, topic, h, KD_TASK_DEAD);
+}
+
+static void delivered(kd_fwd_t *f, kd_task_t *t)
+{
+        if (t->state == KD_TASK_HOPPING) {
+                kd_metric_inc(&f->metrics, KD_M_HOPPED);
+        } else if (t->state == KD_TASK_DEAD) {
+                kd_metric_inc(&f->metrics, KD_M_DEAD);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=dead_lettered reason=%s topic=%s partition=%d "
+                       "offset=%lld",
+                       t->dead_reason, t->part ? t->part->topic : "-",
+                       t->part ? t->part->partition : -1,
+                       (long long)t->rec.offset);
+        }
+        f->mode->delivered(f, t);
+}
+
+void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+        (void)opaque;
+        kd_task_t *t = m->_private;
+        kd_fwd_t *f = rd_kafka_opaque(rk);
+        f->kafka.inflight--;
+        f->kafka.last_report_mono = kd_mono_ms();
+        if (!m->err) {
+                delivered(f, t);
+                return;
+        }
+        if (f->mode->failed(f, t, m->err, permanent(m->err)))
+                return;
+        if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
+                kd_settle_release(f, t);
+                return;
+        }
+        if (t->state == KD_TASK_FIRING && permanent(m->err)) {
+                fire_failed(f, t, m->err); /* librdkafka retried already */
+                return;
+        }
+        produce_failed(f, t, t->state, m->err, "delivery_failed");
+}
+
+/* How long a drain waits without any report before giving up. */
+#define KD_STALL_MS 1000
+
+void kd_fire_drain(kd_fwd_t *f, int64_t deadline)
+{
+        f->kafka.last_report_mono = kd_mono_ms();
+        while (f->kafka.inflight > 0) {
+                int64_t now = kd_mono_ms();
+                if (now >= deadline ||
+                    now - f->kafka.last_report_mono >= KD_STALL_MS)
+                        return;
+                rd_kafka_poll(f->kafka.producer, 100);
+        }
+}

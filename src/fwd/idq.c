@@ -1,0 +1,47 @@
+/* Batched id queue (kd_idq.h). */
+#include "kd_idq.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void kd_idq_clear(kd_idq_t *q)
+{
+        for (size_t i = 0; i < q->len; i++)
+                free(q->ids[i]);
+        free(q->ids);
+        free(q->vals);
+        memset(q, 0, sizeof(*q));
+}
+
+int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
+{
+        if (q->len == q->cap) {
+                size_t cap = q->cap ? q->cap * 2 : 256;
+                char **v = realloc(q->ids, cap * sizeof(*v));
+                if (v)
+                        q->ids = v;
+                int64_t *w = realloc(q->vals, cap * sizeof(*w));
+                if (w)
+                        q->vals = w;
+                if (!v || !w)
+                        return -1;
+                q->cap = cap;
+        }
+        char *copy = strdup(id);
+        if (!copy)
+                return -1;
+        q->ids[q->len] = copy;
+        q->vals[q->len++] = val;
+        return 0;
+}
+
+void kd_idq_shift(kd_idq_t *q, size_t n)
+{
+        if (n > q->len)
+                n = q->len;
+        for (size_t i = 0; i < n; i++)
+                free(q->ids[i]);
+        memmove(q->ids, q->ids + n, (q->len - n) * sizeof(*q->ids));
+        memmove(q->vals, q->vals + n, (q->len - n) * sizeof(*q->vals));
+        q->len -= n;
+}

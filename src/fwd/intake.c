@@ -1,0 +1,438 @@
+/* Intake stage (kd_intake.h): owns f->intake, the partition list, each
+ * partition's backlog, pause state and wake timer. Calls downstream only:
+ * schedule, claim/pace/fire (on revoke) and the mode. */
+#include "kd_intake.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_claim.h"
+#include "kd_fire.h"
+#include "kd_held.h"
+#include "kd_log.h"
+#include "kd_mode.h"
+#include "kd_pace.h"
+#include "kd_sched.h"
+#include "kd_settle.h"
+#include "kd_tiers.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+static kd_part_t *part_find(kd_fwd_t *f, const char *topic, int32_t partition)
+{
+        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+                if (p->partition == partition && !strcmp(p->topic, topic))
+                        return p;
+        return NULL;
+}
+
+static void pause_resume(kd_fwd_t *f, kd_part_t *p, int pause)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__FAIL;
+        if (l) {
+                rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+                err = pause ? rd_kafka_pause_partitions(f->kafka.consumer, l)
+                            : rd_kafka_resume_partitions(f->kafka.consumer, l);
+                rd_kafka_topic_partition_list_destroy(l);
+        }
+        if (err)
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=%s_failed topic=%s partition=%d err=\"%s\"",
+                       pause ? "pause" : "resume", p->topic, p->partition,
+                       rd_kafka_err2str(err));
+}
+
+static void set_state(kd_fwd_t *f, kd_part_t *p, kd_part_state_t to)
+{
+        f->intake.full += (to == KD_PART_FULL) - (p->state == KD_PART_FULL);
+        p->state = to;
+}
+
+static void wake_cb(kd_timer_t *tm, void *arg);
+
+/* Pauses p until wake_at (KD_PART_WAITING) or room (KD_PART_FULL). */
+static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
+                       int64_t wake_at)
+{
+        if (p->state == KD_PART_FLOWING)
+                pause_resume(f, p, 1);
+        if (why == KD_PART_FULL && p->state != KD_PART_FULL)
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=partition_backpressure topic=%s partition=%d "
+                       "held=%zu held_bytes=%lld",
+                       p->topic, p->partition, f->held.cnt,
+                       (long long)f->held.bytes);
+        set_state(f, p, why);
+        if (why != KD_PART_WAITING)
+                kd_timer_disarm(&f->timers, &p->wake);
+        else if (kd_timer_arm(&f->timers, &p->wake, KD_CLOCK_WALL, wake_at,
+                              wake_cb, f))
+                kd_fwd_oom(f, "wake_timer");
+}
+
+static void resume(kd_fwd_t *f, kd_part_t *p)
+{
+        if (p->state != KD_PART_FLOWING)
+                pause_resume(f, p, 0);
+        set_state(f, p, KD_PART_FLOWING);
+        kd_timer_disarm(&f->timers, &p->wake);
+}
+
+/* Hands backlog heads to the schedule stage until one must wait. */
+static void process(kd_fwd_t *f, kd_part_t *p)
+{
+        int64_t now = kd_now_ms(), wake_at = 0;
+        while (p->backlog.head) {
+                kd_sched_t what =
+                    kd_sched_decide(f, p, p->backlog.head, now, &wake_at);
+                if (what == KD_SCHED_WAIT) {
+                        pause_part(f, p, KD_PART_WAITING, wake_at);
+                        return;
+                }
+                if (what == KD_SCHED_FULL) {
+                        pause_part(f, p, KD_PART_FULL, 0);
+                        return;
+                }
+                kd_sched_take(f, kd_taskq_pop(&p->backlog), what);
+        }
+        if (p->state != KD_PART_FLOWING)
+                resume(f, p);
+}
+
+static void wake_cb(kd_timer_t *tm, void *arg)
+{
+        process(arg, (kd_part_t *)((char *)tm - offsetof(kd_part_t, wake)));
+}
+
+/* Room appeared: partitions paused for it try again. */
+static void room_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        for (kd_part_t *p = f->intake.parts; p && f->intake.full; p = p->next)
+                if (p->state == KD_PART_FULL)
+                        process(f, p);
+}
+
+void kd_intake_room(kd_fwd_t *f)
+{
+        if (f->intake.full &&
+            kd_timer_arm_by(&f->timers, &f->intake.room, KD_CLOCK_MONO,
+                            kd_mono_ms(), room_cb, f))
+                kd_fwd_oom(f, "room_timer");
+}
+
+/* Copies the decoded wire fields into t, or marks it for the dead topic. */
+static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
+{
+        kd_taskrec_t *r = &t->rec;
+        kd_wire_task_t w;
+        kd_wire_defect_t d = kd_wire_decode(r->hdrs, now, &w);
+        if (d != KD_WIRE_OK) {
+                t->dead_reason = kd_wire_defect_str(d);
+                return;
+        }
+        r->id = strndup(w.id, w.id_len);
+        r->target = strndup(w.target, w.target_len);
+        r->fire_at_ms = w.fire_at_ms;
+        if (!r->id || !r->target) {
+                t->dead_reason = "out-of-memory";
+                return;
+        }
+        if (kd_conf_is_own_topic(f->conf, r->target)) {
+                /* would loop through us */
+                t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
+                return;
+        }
+        /* A task due before its tier lets it be handled (its own delay
+         * fitted a smaller tier) fires late by up to this tier's delay. */
+        if (r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
+            r->append_ms + f->conf->tiers.v[p->tier].delay_ms) {
+                char q[160];
+                kd_metric_inc(&f->metrics, KD_M_WRONG_TIER);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=wrong_tier id=%s topic=%s partition=%d "
+                       "offset=%lld fire_at=%lld append_time=%lld",
+                       kd_log_quote(r->id, q, sizeof(q)), p->topic,
+                       p->partition, (long long)r->offset,
+                       (long long)r->fire_at_ms, (long long)r->append_ms);
+        }
+}
+
+/* 1 when an earlier owner handled offset in a committed transaction (its
+ * done set): done here too, so that our commits keep saying so. */
+static int skip_done(kd_fwd_t *f, kd_part_t *p, int64_t offset)
+{
+        while (p->skip_pos < p->skip_cnt && p->skip[p->skip_pos].last < offset)
+                p->skip_pos++;
+        if (p->skip_pos >= p->skip_cnt || p->skip[p->skip_pos].first > offset)
+                return 0;
+        if (kd_offtrack_add(&p->track, offset) == 0)
+                kd_offtrack_done(&p->track, offset);
+        kd_metric_inc(&f->metrics, KD_M_SKIPPED_DONE);
+        return 1;
+}
+
+void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
+{
+        if (m->err) {
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=consume_error topic=%s partition=%d err=\"%s\"",
+                       m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
+                       rd_kafka_message_errstr(m));
+                return;
+        }
+        kd_part_t *p = part_find(f, rd_kafka_topic_name(m->rkt), m->partition);
+        if (!p)
+                return; /* not ours (any more) */
+        if (p->track.next >= 0 && m->offset < p->track.next)
+                return; /* seen before (re-delivery after a seek) */
+        if (skip_done(f, p, m->offset))
+                return;
+        kd_task_t *t = kd_task_new(m);
+        if (!t || kd_offtrack_add(&p->track, m->offset)) {
+                /* Not tracked, so never committed: a restart re-reads it. */
+                if (t)
+                        kd_task_free(t);
+                kd_fwd_oom(f, "task");
+                return;
+        }
+        kd_metric_inc(&f->metrics, KD_M_READ);
+        t->part = p;
+        t->next = p->tasks;
+        if (p->tasks)
+                p->tasks->prev = t;
+        p->tasks = t;
+        decode(f, p, t, kd_now_ms());
+        t->state = KD_TASK_QUEUED;
+        kd_taskq_push(&p->backlog, t);
+        if (p->state == KD_PART_FLOWING)
+                process(f, p);
+}
+
+/* The tier index of topic; -1 when it is not one of ours. */
+static int tier_of(const kd_fwd_t *f, const char *topic)
+{
+        char name[256];
+        for (size_t k = 0; k < f->conf->tiers.cnt; k++) {
+                kd_tiers_topic(&f->conf->tiers, k, f->conf->topic_prefix, name,
+                               sizeof(name));
+                if (!strcmp(name, topic))
+                        return (int)k;
+        }
+        return -1;
+}
+
+static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts)
+{
+        rd_kafka_resp_err_t err = rd_kafka_assign(f->kafka.consumer, parts);
+        if (err) {
+                /* Nothing would be read or committed: exit for a restart. */
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=assign_failed err=\"%s\" action=exit",
+                       rd_kafka_err2str(err));
+                f->kafka.fatal = 1;
+                *f->stop = 1;
+        }
+}
+
+void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        kd_claim_new_generation(f);
+        if (f->mode->assigning(f, parts)) {
+                assign(f, NULL);
+                return;
+        }
+        size_t skipped = 0;
+        for (int i = 0; i < parts->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                int tier = tier_of(f, tp->topic);
+                if (tier < 0)
+                        continue;
+                kd_part_t *p = calloc(1, sizeof(*p));
+                if (!p) {
+                        kd_fwd_oom(f, "partition");
+                        assign(f, NULL);
+                        return;
+                }
+                kd_strlcpy(p->topic, tp->topic, sizeof(p->topic));
+                p->partition = tp->partition;
+                p->tier = (size_t)tier;
+                p->state = KD_PART_FLOWING;
+                kd_timer_init(&p->wake, wake_cb, f);
+                kd_offtrack_init(&p->track);
+                f->mode->opened(f, p, tp);
+                for (size_t k = 0; k < p->skip_cnt; k++)
+                        skipped +=
+                            (size_t)(p->skip[k].last - p->skip[k].first + 1);
+                p->next = f->intake.parts;
+                f->intake.parts = p;
+        }
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=partitions_assigned count=%d done_above_commit=%zu",
+               parts->cnt, skipped);
+        assign(f, parts);
+}
+
+/* Drops everything held for p: not committed, so the next owner re-reads
+ * it. Tasks with a produce in flight live on as orphans until reported. */
+static void part_drop(kd_fwd_t *f, kd_part_t *p)
+{
+        while (kd_taskq_pop(&p->backlog))
+                ;
+        for (kd_task_t *t = p->tasks, *next; t; t = next) {
+                next = t->next;
+                t->part = NULL;
+                t->prev = t->next = NULL;
+                switch (t->state) {
+                case KD_TASK_FIRING:
+                case KD_TASK_HOPPING:
+                case KD_TASK_DEAD:
+                        break; /* an orphan */
+                case KD_TASK_CLAIMING:
+                        kd_claim_forget(f, t);
+                        kd_settle_release(f, t);
+                        break;
+                case KD_TASK_PACED:
+                        kd_pace_forget(f, t);
+                        kd_settle_release(f, t);
+                        break;
+                default:
+                        kd_settle_release(f, t);
+                }
+        }
+        p->tasks = NULL;
+        if (p->state != KD_PART_FLOWING)
+                resume(f, p); /* the pause flag outlives the assignment */
+        kd_offtrack_clear(&p->track);
+        free(p->skip);
+        p->skip = NULL;
+        p->skip_cnt = p->skip_pos = 0;
+}
+
+/* Drops every partition; their names go into l when given. */
+static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
+{
+        while (f->intake.parts) {
+                kd_part_t *p = f->intake.parts;
+                f->intake.parts = p->next;
+                if (l)
+                        rd_kafka_topic_partition_list_add(l, p->topic,
+                                                          p->partition);
+                part_drop(f, p);
+                free(p);
+        }
+        kd_timer_disarm(&f->timers, &f->intake.room);
+}
+
+/* Fires the tasks already claimed here (due within claim_ahead) when they
+ * come due, rather than leaving them to the next owner, which would find
+ * our claim and wait before taking it over. */
+static void fire_claimed(kd_fwd_t *f, int64_t deadline)
+{
+        for (;;) {
+                int64_t now = kd_now_ms(), next = INT64_MAX;
+                for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                        for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
+                                nx = t->next; /* a produce may free t */
+                                if (t->state != KD_TASK_CLAIMED &&
+                                    t->state != KD_TASK_PACED)
+                                        continue;
+                                if (t->rec.fire_at_ms <= now) {
+                                        /* The rate limit yields to the
+                                         * rebalance: these are due. */
+                                        kd_pace_forget(f, t);
+                                        kd_timer_disarm(&f->timers, &t->timer);
+                                        kd_fire_now(f, t, now);
+                                } else if (t->rec.fire_at_ms < next) {
+                                        next = t->rec.fire_at_ms;
+                                }
+                        }
+                }
+                if (next == INT64_MAX ||
+                    kd_mono_ms() + (next - now) >= deadline)
+                        return;
+                /* Wait for the next fire time, serving reports meanwhile. */
+                rd_kafka_poll(f->kafka.producer, (int)(next - now));
+        }
+}
+
+/* Hands over the tasks held from revoked partitions by hopping them: once
+ * their reports are in, their offsets are done, so the next owner resumes
+ * after them instead of re-reading — and re-hopping — everything from the
+ * oldest held task on. */
+static void hand_over(kd_fwd_t *f)
+{
+        for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
+                        nx = t->next; /* a produce may free t */
+                        switch (t->state) {
+                        case KD_TASK_CLAIMING:
+                                kd_claim_forget(f, t);
+                                break;
+                        case KD_TASK_HELD:
+                        case KD_TASK_CLAIMED:
+                                break;
+                        case KD_TASK_RETRY:
+                                if (t->retry_as == KD_TASK_DEAD)
+                                        continue;
+                                break;
+                        default:
+                                continue; /* in flight, or not yet read */
+                        }
+                        kd_timer_disarm(&f->timers, &t->timer);
+                        kd_held_remove(f, t);
+                        kd_metric_inc(&f->metrics, KD_M_HANDED_OVER);
+                        kd_fire_hop(f, t);
+                }
+        }
+}
+
+void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        int64_t deadline =
+            f->shutdown_deadline
+                ? f->shutdown_deadline
+                : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        if (!f->kafka.fatal) {
+                fire_claimed(f, deadline);
+                hand_over(f);
+        }
+        /* Let in-flight produces finish so their offsets are committed
+         * and the next owner does not produce them again. */
+        kd_fire_drain(f, deadline);
+        f->mode->revoke(f, deadline);
+        kd_settle_flush(f);
+        drop_all(f, NULL);
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=partitions_revoked count=%d inflight_abandoned=%zu",
+               parts->cnt, f->kafka.inflight);
+        assign(f, NULL);
+}
+
+void kd_intake_rewind(kd_fwd_t *f)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(8);
+        if (!l) {
+                kd_fwd_oom(f, "rewind");
+                return;
+        }
+        size_t n = 0;
+        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+                n++;
+        drop_all(f, l);
+        kd_log(f->conf, KDELAY_LOG_NOTICE, "event=partitions_rewound count=%zu",
+               n);
+        /* A fresh assignment restarts every fetch at the committed offset
+         * and discards what was prefetched. */
+        kd_intake_assign(f, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kd_intake_clear(kd_fwd_t *f)
+{
+        drop_all(f, NULL);
+}

@@ -1,0 +1,24 @@
+/* Claim stage: held tasks coming due are claimed in the fate store in
+ * batches (no task fires without its FIRING row); a won claim goes to the
+ * fire stage at its fire time, a cancelled or fired one is settled. While
+ * the store is unreachable, tasks wait and claims are retried with
+ * backoff. */
+#ifndef KD_CLAIM_H
+#define KD_CLAIM_H
+
+#include "kd_fwd.h"
+
+/* Sets the claim identity: instance name and boot id. */
+void kd_claim_init(kd_fwd_t *f);
+/* Starts a new claim generation (on every assignment). */
+void kd_claim_new_generation(kd_fwd_t *f);
+/* Timer callback: the held task (arg is the kd_fwd_t, the timer a task's)
+ * is within claim_ahead of its fire time; queue its claim. */
+void kd_claim_due_cb(kd_timer_t *tm, void *arg);
+/* Queues t's claim (a batch goes out when full or claim_ahead/2 after
+ * its first task was queued). */
+void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
+/* Removes t from the claim queue (revoke, shutdown). */
+void kd_claim_forget(kd_fwd_t *f, kd_task_t *t);
+
+#endif

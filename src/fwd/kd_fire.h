@@ -1,0 +1,24 @@
+/* Fire stage, part two: produce a task's record to its target (fire), to a
+ * smaller tier (hop) or to the dead-letter topic, retry failed produces,
+ * and hand delivery reports to the settle stage through the delivery mode.
+ */
+#ifndef KD_FIRE_H
+#define KD_FIRE_H
+
+#include "kd_fwd.h"
+
+/* Produces t to its target now (wall-clock now, for lateness). */
+void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now);
+/* Produces t to the tier that fits its remaining delay. */
+void kd_fire_hop(kd_fwd_t *f, kd_task_t *t);
+/* Produces t to the dead-letter topic with reason (static). */
+void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason);
+/* librdkafka's delivery report callback (the producer's opaque is f). */
+void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+/* Serves delivery reports until nothing is in flight or deadline
+ * (monotonic ms) passes; outside shutdown also when no report came for a
+ * second (a produce stuck on a missing topic must not hold a rebalance,
+ * and so the whole group, up). */
+void kd_fire_drain(kd_fwd_t *f, int64_t deadline);
+
+#endif

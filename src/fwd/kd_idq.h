@@ -1,0 +1,21 @@
+/* A queue of task ids, each with a value, waiting for one batched
+ * fate-store statement (FIRED marks, due times of cancelled tasks). */
+#ifndef KD_IDQ_H
+#define KD_IDQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kd_idq {
+        char **ids;    /* owned strings */
+        int64_t *vals; /* parallel to ids */
+        size_t len, cap;
+} kd_idq_t;
+
+void kd_idq_clear(kd_idq_t *q);
+/* Appends a copy of id; -1 when out of memory (nothing queued). */
+int kd_idq_push(kd_idq_t *q, const char *id, int64_t val);
+/* Drops the first n entries. */
+void kd_idq_shift(kd_idq_t *q, size_t n);
+
+#endif

@@ -1,0 +1,124 @@
+/* The forwarder's metric table: one row per metric (name, type, unit,
+ * labels, help), in the manner of nng's nni_stat_info. The same rows make
+ * the `event=stats` log line now and the Prometheus exporter later; a new
+ * metric is one line in KD_METRICS. Counters only ever go up. */
+#ifndef KD_METRICS_H
+#define KD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum kd_metric_type {
+        KD_METRIC_COUNTER,  /* monotonic, never decreases */
+        KD_METRIC_GAUGE,    /* a level, set when read */
+        KD_METRIC_HISTOGRAM /* observations in buckets (kd_metric_bounds) */
+} kd_metric_type_t;
+
+/* X(ID, name, type, unit, help): name is the log key and the base of the
+ * exported name; unit "" for counts. The log line keeps this order. */
+#define KD_METRICS(X)                                                          \
+        X(READ, "read", COUNTER, "", "Tier records read")                      \
+        X(HELD, "held", COUNTER, "", "Tasks taken into the held set")          \
+        X(HOPPED, "hopped", COUNTER, "", "Tasks hopped to a smaller tier")     \
+        X(FIRED, "fired", COUNTER, "",                                         \
+          "Tasks delivered to their target (exactly_once: committed)")         \
+        X(CANCELLED, "cancelled", COUNTER, "",                                 \
+          "Tasks dropped because their fate is CANCELLED")                     \
+        X(ALREADY_FIRED, "already_fired", COUNTER, "",                         \
+          "Tasks dropped because their fate is FIRED")                         \
+        X(DUP_COPIES, "dup_copies", COUNTER, "",                               \
+          "Copies of a task claimed by another copy in this assignment")       \
+        X(FOREIGN_WAITS, "foreign_waits", COUNTER, "",                         \
+          "Claims found FIRING under another owner and re-checked later")      \
+        X(TAKEOVERS, "takeovers", COUNTER, "",                                 \
+          "FIRING claims taken over from an owner that seems gone")            \
+        X(HANDED_OVER, "handed_over", COUNTER, "",                             \
+          "Held tasks hopped on a revoke for the next owner")                  \
+        X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \
+        X(WRONG_TIER, "wrong_tier", COUNTER, "",                               \
+          "Tasks read from a tier larger than their delay allows")             \
+        X(PRODUCE_RETRIES, "produce_retries", COUNTER, "",                     \
+          "Produces retried after a failure")                                  \
+        X(HELD_NOW, "held_now", GAUGE, "", "Tasks in the held set")            \
+        X(HELD_MAX, "held_max", GAUGE, "", "Most tasks held at once")          \
+        X(HELD_BYTES, "held_bytes", GAUGE, "bytes",                            \
+          "Memory accounted to the held set")                                  \
+        X(CLAIM_QUEUE, "claim_queue", GAUGE, "", "Tasks waiting for a claim")  \
+        X(INFLIGHT, "inflight", GAUGE, "", "Produces awaiting a report")       \
+        X(PARTITIONS, "partitions", GAUGE, "", "Assigned tier partitions")     \
+        X(PAUSED_WAITING, "paused_waiting", GAUGE, "",                         \
+          "Partitions paused until their head is due")                         \
+        X(TXN_COMMITS, "txn_commits", COUNTER, "", "Transactions committed")   \
+        X(TXN_ABORTS, "txn_aborts", COUNTER, "", "Transactions aborted")       \
+        X(SKIPPED_DONE, "skipped_done", COUNTER, "",                           \
+          "Records skipped as handled by an earlier owner (done set)")         \
+        X(RATE_LIMITED, "rate_limited", COUNTER, "",                           \
+          "Fires delayed by forwarder.max_fire_rate")                          \
+        X(PAUSED_FULL, "paused_full", GAUGE, "",                               \
+          "Partitions paused for back-pressure")                               \
+        X(CLAIMED, "claimed", COUNTER, "", "Claims won")                       \
+        X(CLAIM_STATEMENTS, "claim_statements", COUNTER, "",                   \
+          "Fate-table statements for claims and takeovers")                    \
+        X(MARK_STATEMENTS, "mark_statements", COUNTER, "",                     \
+          "Fate-table statements for FIRED marks and cancel due times")        \
+        X(MARKS_LOST, "marks_lost", COUNTER, "",                               \
+          "FIRED marks not queued for lack of memory (rows stay FIRING)")      \
+        X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
+        X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
+        X(LATE_MAX, "late_max_ms", GAUGE, "ms", "Latest fire so far")          \
+        X(LATE, "late_ms", HISTOGRAM, "ms",                                    \
+          "Fire lateness: produce time minus fire-at")
+
+typedef enum kd_metric_id {
+#define KD_METRIC_ENUM(id, name, type, unit, help) KD_M_##id,
+        KD_METRICS(KD_METRIC_ENUM)
+#undef KD_METRIC_ENUM
+            KD_M__COUNT
+} kd_metric_id_t;
+
+typedef struct kd_metric_info {
+        const char *name;
+        kd_metric_type_t type;
+        const char *unit; /* "" = a count */
+        const char *help;
+} kd_metric_info_t;
+
+extern const kd_metric_info_t kd_metric_info[KD_M__COUNT];
+
+/* Histogram bucket upper bounds (inclusive), in the metric's unit; the
+ * last bucket is +Inf. Fire lateness: 1 ms to 60 s. */
+#define KD_HIST_BUCKETS 16
+extern const int64_t kd_metric_bounds[KD_HIST_BUCKETS];
+
+typedef struct kd_hist {
+        uint64_t bucket[KD_HIST_BUCKETS + 1]; /* per bucket, not cumulative */
+        uint64_t count;
+        int64_t sum;
+} kd_hist_t;
+
+typedef struct kd_metrics {
+        int64_t v[KD_M__COUNT];      /* counters and gauges */
+        kd_hist_t hist[KD_M__COUNT]; /* histograms only */
+} kd_metrics_t;
+
+void kd_metric_add(kd_metrics_t *m, kd_metric_id_t id, uint64_t n);
+static inline void kd_metric_inc(kd_metrics_t *m, kd_metric_id_t id)
+{
+        kd_metric_add(m, id, 1);
+}
+void kd_metric_set(kd_metrics_t *m, kd_metric_id_t id, int64_t v);
+/* A gauge that keeps the largest value set. */
+void kd_metric_max(kd_metrics_t *m, kd_metric_id_t id, int64_t v);
+void kd_metric_observe(kd_metrics_t *m, kd_metric_id_t id, int64_t v);
+int64_t kd_metric_get(const kd_metrics_t *m, kd_metric_id_t id);
+
+/* Upper bound of the bucket holding quantile q (0..1) of a histogram;
+ * -1 when it has no observations, INT64_MAX in the +Inf bucket. */
+int64_t kd_metric_quantile(const kd_metrics_t *m, kd_metric_id_t id, double q);
+
+/* Every metric as " name=value" in table order (histograms as
+ * name_count, name_sum, name_p50, name_p99), into buf. Returns the length
+ * it needed (snprintf's convention). */
+int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,37 @@
+/* An assigned tier partition: the data the pipeline's stages share about
+ * it. intake.c creates, pauses and drops partitions; the settle stage
+ * moves their offset trackers and commit points. */
+#ifndef KD_PART_H
+#define KD_PART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kd_offtrack.h"
+#include "kd_task.h"
+#include "kd_timer.h"
+
+typedef enum kd_part_state {
+        KD_PART_FLOWING,
+        KD_PART_WAITING, /* paused until its wake timer: head not due */
+        KD_PART_FULL     /* paused: no room (held set, done-set span) */
+} kd_part_state_t;
+
+struct kd_part {
+        char topic[256];
+        int32_t partition;
+        size_t tier;
+        kd_part_state_t state;
+        kd_timer_t wake;    /* KD_PART_WAITING: wall clock, head due */
+        kd_taskq_t backlog; /* read, not yet processed */
+        kd_task_t *tasks;   /* every live task from here */
+        kd_offtrack_t track;
+        int64_t committed; /* last commit point sent, -1 none */
+        /* Exactly-once: records above the committed offset that an earlier
+         * owner handled (its committed done set); skipped when read. */
+        kd_offrange_t *skip; /* owned */
+        size_t skip_cnt, skip_pos;
+        struct kd_part *next;
+};
+
+#endif

@@ -1,0 +1,26 @@
+/* Schedule stage: for a partition's backlog head, the hold/hop decision —
+ * wait (not due in its tier yet), dead-letter (malformed), hop (due later
+ * than the hold horizon), or hold in memory with a timer that claims it
+ * claim_ahead before its fire time. */
+#ifndef KD_SCHED_H
+#define KD_SCHED_H
+
+#include "kd_fwd.h"
+
+typedef enum kd_sched {
+        KD_SCHED_WAIT, /* not due: pause the partition until *wake_at */
+        KD_SCHED_FULL, /* no room: pause until room appears */
+        KD_SCHED_DEAD, /* malformed: to the dead-letter topic */
+        KD_SCHED_HOP,  /* to a smaller tier */
+        KD_SCHED_HOLD  /* into the held set */
+} kd_sched_t;
+
+/* What to do with t, the backlog head of p, at wall time now. Decides
+ * only; *wake_at (wall ms) is set for KD_SCHED_WAIT. */
+kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
+                           const kd_task_t *t, int64_t now, int64_t *wake_at);
+/* Carries out a decision other than WAIT/FULL for t, which its caller has
+ * taken off the backlog. */
+void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what);
+
+#endif

@@ -1,0 +1,29 @@
+/* Settle stage, the common part under both delivery modes: a handled
+ * task's offset is done and the task freed; FIRED marks and the due times
+ * of dropped cancelled tasks go to the fate store in batches. The modes
+ * (kd_mode.h) build on these; nothing here calls upstream but through
+ * f->hooks. */
+#ifndef KD_SETTLE_H
+#define KD_SETTLE_H
+
+#include "kd_fwd.h"
+
+/* Lets t go wherever it is (timer, held set, partition list) and frees
+ * it; its offset stays not done (a restart or the next owner re-reads it).
+ * t must be out of the claim and pacing queues. */
+void kd_settle_release(kd_fwd_t *f, kd_task_t *t);
+/* Marks t's offset handled (when it still has its partition) and frees
+ * it. */
+void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
+
+/* Task id was delivered (exactly_once: committed), late_ms after its fire
+ * time: counted, and its FIRED mark queued (a copy of id is kept). */
+void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms);
+/* Queues the due time of a task dropped as CANCELLED for its row. */
+void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
+/* Writes what is queued now, in batches, unless the store backs off. */
+void kd_settle_flush(kd_fwd_t *f);
+/* Frees what is queued (shutdown). */
+void kd_settle_clear(kd_fwd_t *f);
+
+#endif

@@ -1,0 +1,87 @@
+/* A task in the forwarder: the record as read from Kafka (kd_taskrec_t,
+ * what is persisted and produced again) inside its in-memory bookkeeping
+ * (kd_task_t), as beanstalkd keeps its Jobrec inside the Job. Plus the
+ * FIFO of tasks (kd_taskq_t) used by backlogs, the claim queue and the
+ * pacing queue. */
+#ifndef KD_TASK_H
+#define KD_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_timer.h"
+
+typedef struct kd_part kd_part_t;
+
+/* The tier record, copied out of the consumed message. */
+typedef struct kd_taskrec {
+        int64_t offset;
+        int64_t append_ms; /* LogAppendTime of the source record */
+        void *key;         /* owned; NULL = null key */
+        size_t key_len;
+        void *value; /* owned; NULL = null value */
+        size_t value_len;
+        rd_kafka_headers_t *hdrs; /* owned copy; may be NULL */
+        /* Decoded from the headers (NULL/0 when the record is malformed). */
+        char *id;     /* owned, NUL-terminated */
+        char *target; /* owned */
+        int64_t fire_at_ms;
+} kd_taskrec_t;
+
+/* What a task is waiting for. */
+typedef enum kd_task_state {
+        KD_TASK_QUEUED,   /* read, in its partition's backlog */
+        KD_TASK_HELD,     /* timer at fire_at - claim_ahead */
+        KD_TASK_CLAIMING, /* in the claim queue */
+        KD_TASK_CLAIMED,  /* FIRING in the fate store, timer at fire_at */
+        KD_TASK_PACED,    /* due, claimed, waiting for max_fire_rate */
+        KD_TASK_FIRING,   /* produced to its target, awaiting the report */
+        KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
+        KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
+        KD_TASK_RETRY     /* a produce failed; timer at the retry time */
+} kd_task_state_t;
+
+typedef struct kd_task {
+        kd_taskrec_t rec;
+        kd_task_state_t state;
+        kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
+        kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
+        int retries;
+        int64_t late_ms; /* produce time of the last fire - fire_at */
+        kd_part_t *part; /* borrowed; NULL once revoked */
+        struct kd_task *prev, *next; /* the partition's task list */
+        struct kd_task *qnext;       /* link in one kd_taskq_t */
+        const char *dead_reason;     /* static; set when dead-lettered */
+        size_t bytes;                /* memory accounted to the held set */
+        int held;                    /* counted in the held set */
+        int waited_foreign;          /* waited once for a foreign claim */
+        char token[65]; /* claim owner token, fixed at the first claim so a
+                           retried claim recognises its own row */
+} kd_task_t;
+
+/* The task whose timer tm is. */
+static inline kd_task_t *kd_task_of_timer(kd_timer_t *tm)
+{
+        return (kd_task_t *)((char *)tm - offsetof(kd_task_t, timer));
+}
+
+/* A task copied out of m (its decoded fields still unset); NULL when out
+ * of memory. The caller owns it (kd_task_free). */
+kd_task_t *kd_task_new(const rd_kafka_message_t *m);
+/* Frees t's record and t; t must be out of every queue, list and timer. */
+void kd_task_free(kd_task_t *t);
+
+/* A FIFO of tasks linked through qnext (a task is in at most one). */
+typedef struct kd_taskq {
+        kd_task_t *head, *tail;
+        size_t len;
+} kd_taskq_t;
+
+void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
+kd_task_t *kd_taskq_pop(kd_taskq_t *q); /* NULL when empty */
+/* Removes t if queued; 1 when it was. */
+int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);
+
+#endif

@@ -1,0 +1,71 @@
+/* The forwarder's timer service: every deadline duty (a held task's claim,
+ * a claimed task's fire, retries, claim and FIRED-mark flushes, commits,
+ * statistics, partition wake-ups) is a kd_timer_t with a callback. The
+ * loop asks for the next deadline and runs what is due: one place per duty.
+ *
+ * A timer runs on one of two clocks, chosen when it is armed: wall time
+ * for deadlines derived from a task's fire-at or a record's append time,
+ * monotonic time for every interval (backoff, batching, commit cadence),
+ * so that a clock step never stretches or cuts an interval. Not
+ * thread-safe: the forwarder's one thread owns it. */
+#ifndef KD_TIMER_H
+#define KD_TIMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kd_heap.h"
+
+typedef enum kd_clock {
+        KD_CLOCK_WALL, /* kd_now_ms(): fire-at, append time */
+        KD_CLOCK_MONO  /* kd_mono_ms(): intervals */
+} kd_clock_t;
+
+typedef struct kd_timer kd_timer_t;
+
+/* Runs a due timer, already disarmed; it may re-arm itself. */
+typedef void kd_timer_cb_t(kd_timer_t *tm, void *arg);
+
+struct kd_timer {
+        kd_heap_node_t node; /* first: the heap's node */
+        kd_timer_cb_t *cb;
+        void *arg; /* borrowed; passed to cb */
+        kd_clock_t clock;
+};
+
+typedef struct kd_timers {
+        kd_heap_t wall, mono; /* armed timers of each clock */
+} kd_timers_t;
+
+void kd_timers_init(kd_timers_t *ts);
+/* Frees the heaps; armed timers are disarmed, not run. */
+void kd_timers_clear(kd_timers_t *ts);
+
+void kd_timer_init(kd_timer_t *tm, kd_timer_cb_t *cb, void *arg);
+int kd_timer_armed(const kd_timer_t *tm);
+
+/* Arms tm (moving it if armed) to run at `at` on `clock`, with callback
+ * cb and arg (they replace the timer's). -1 when out of memory; tm is
+ * then disarmed. */
+int kd_timer_arm(kd_timers_t *ts, kd_timer_t *tm, kd_clock_t clock, int64_t at,
+                 kd_timer_cb_t *cb, void *arg);
+
+/* Arms tm at `at` unless it is armed on the same clock earlier already. */
+int kd_timer_arm_by(kd_timers_t *ts, kd_timer_t *tm, kd_clock_t clock,
+                    int64_t at, kd_timer_cb_t *cb, void *arg);
+
+void kd_timer_disarm(kd_timers_t *ts, kd_timer_t *tm);
+
+/* When tm is due on its clock; INT64_MAX when not armed. */
+int64_t kd_timer_due(const kd_timer_t *tm);
+
+/* Milliseconds from now until the earliest armed timer is due (0 when one
+ * is due), at most max_ms. */
+int kd_timers_wait_ms(const kd_timers_t *ts, int max_ms);
+
+/* Runs every timer due now, earliest first (a timer armed by a callback
+ * for now runs in the same call); at most `limit` callbacks, so that Kafka
+ * events get their turn. Returns the number run. */
+size_t kd_timers_run(kd_timers_t *ts, size_t limit);
+
+#endif

@@ -1,0 +1,197 @@
+/* Delivery mode at_least_once (kd_mode.h): idempotent produces; a task's
+ * offset is done when its produce is reported delivered, and offsets are
+ * committed every forwarder.commit_interval and on revoke. A crash between
+ * a delivery and the next commit re-reads, and the fate table mostly
+ * stops a second fire (docs/reliability.md). Owns its commit timer. */
+#include <stdlib.h>
+
+#include "kd_log.h"
+#include "kd_mode.h"
+#include "kd_settle.h"
+#include "kd_util.h"
+
+/* Producer defaults the user may override. A report within 30 s: a fire
+ * whose target is missing goes to the dead letters in about that time,
+ * not librdkafka's default 300 s. message.max.bytes: the broker's default
+ * record limit (1048588), so that every record it accepted into a tier
+ * topic can be produced again, and a larger one fails here, at once, and
+ * goes to the dead letters. */
+static const char *const alo_producer_defaults[] = {"linger.ms",
+                                                    "1",
+                                                    "partitioner",
+                                                    "murmur2_random",
+                                                    "message.timeout.ms",
+                                                    "30000",
+                                                    "message.max.bytes",
+                                                    "1048588",
+                                                    NULL};
+
+/* What at-least-once's guarantee depends on. */
+static const char *const alo_producer_forced[] = {"enable.idempotence", "true",
+                                                  "acks", "all", NULL};
+
+typedef struct alo_state {
+        kd_timer_t commit; /* monotonic, every commit_interval */
+} alo_state_t;
+
+/* Commits every partition whose commit point moved; sync or async. */
+static void commit(kd_fwd_t *f, int sync)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(8);
+        if (!l) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=out_of_memory what=commit action=retry");
+                return;
+        }
+        for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                int64_t cp = kd_offtrack_commit_point(&p->track);
+                if (cp < 0 || cp <= p->committed)
+                        continue;
+                rd_kafka_topic_partition_list_add(l, p->topic, p->partition)
+                    ->offset = cp;
+                p->committed = cp;
+        }
+        if (l->cnt > 0) {
+                rd_kafka_resp_err_t err =
+                    rd_kafka_commit(f->kafka.consumer, l, sync ? 0 : 1);
+                kd_metric_inc(&f->metrics, KD_M_COMMITS);
+                if (err)
+                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                               "event=commit_failed partitions=%d err=\"%s\"",
+                               l->cnt, rd_kafka_err2str(err));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void commit_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        commit(f, 0);
+        if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
+                         kd_mono_ms() + f->conf->fwd_commit_interval_ms,
+                         commit_cb, f))
+                kd_fwd_oom(f, "commit_timer");
+}
+
+static kdelay_err_t alo_init(kd_fwd_t *f, const char *const **defaults,
+                             const char *const **forced, char *errstr,
+                             size_t errstr_size)
+{
+        alo_state_t *s = calloc(1, sizeof(*s));
+        if (!s)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        kd_timer_init(&s->commit, commit_cb, f);
+        f->mode_state = s;
+        *defaults = alo_producer_defaults;
+        *forced = alo_producer_forced;
+        return KDELAY_OK;
+}
+
+static void alo_destroy(kd_fwd_t *f)
+{
+        alo_state_t *s = f->mode_state;
+        if (!s)
+                return;
+        kd_timer_disarm(&f->timers, &s->commit);
+        free(s);
+        f->mode_state = NULL;
+}
+
+static kdelay_err_t alo_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        alo_state_t *s = f->mode_state;
+        if (kd_timer_arm(&f->timers, &s->commit, KD_CLOCK_MONO,
+                         kd_mono_ms() + f->conf->fwd_commit_interval_ms,
+                         commit_cb, f))
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        return KDELAY_OK;
+}
+
+static int alo_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        (void)f;
+        (void)parts;
+        return 0; /* start at the committed offsets */
+}
+
+static void alo_opened(kd_fwd_t *f, kd_part_t *p,
+                       const rd_kafka_topic_partition_t *tp)
+{
+        (void)f;
+        (void)tp;
+        p->committed = -1;
+}
+
+static int alo_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
+{
+        (void)f;
+        (void)p;
+        (void)t;
+        return 1;
+}
+
+static int alo_begin(kd_fwd_t *f)
+{
+        (void)f;
+        return 0;
+}
+
+static int alo_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+                        rd_kafka_resp_err_t *err)
+{
+        (void)f;
+        (void)t;
+        (void)as;
+        (void)err;
+        return 0; /* failures are retried per task, never aborted */
+}
+
+static void alo_produced(kd_fwd_t *f, kd_task_t *t)
+{
+        (void)f;
+        (void)t; /* done once reported delivered */
+}
+
+static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
+{
+        if (t->state == KD_TASK_FIRING)
+                kd_settle_fired(f, t->rec.id, t->late_ms);
+        kd_settle_done(f, t);
+}
+
+static int alo_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
+                      int permanent)
+{
+        (void)f;
+        (void)t;
+        (void)err;
+        (void)permanent;
+        return 0; /* the fire stage retries or dead-letters it */
+}
+
+static void alo_revoke(kd_fwd_t *f, int64_t deadline)
+{
+        (void)deadline; /* a synchronous commit has its own timeout */
+        commit(f, 1);
+}
+
+const kd_mode_ops_t kd_mode_alo = {
+    .name = "at_least_once",
+    .takeover_at_once = 0,
+    .init = alo_init,
+    .destroy = alo_destroy,
+    .start = alo_start,
+    .assigning = alo_assigning,
+    .opened = alo_opened,
+    .admit = alo_admit,
+    .begin = alo_begin,
+    .poisoned = alo_poisoned,
+    .produced = alo_produced,
+    .delivered = alo_delivered,
+    .failed = alo_failed,
+    .done = kd_settle_done,
+    .revoke = alo_revoke,
+};

@@ -1,0 +1,730 @@
+/* Delivery mode exactly_once (kd_mode.h): every hop, fire and dead letter
+ * goes into a Kafka transaction together with the source partitions'
+ * offsets and done sets (consume-transform-produce, as librdkafka's
+ * examples/transactions.c). A transaction that holds a fire commits at
+ * the next loop turn; one that holds only hops, dead letters or offsets
+ * after forwarder.transaction_interval. docs/reliability.md states the
+ * guarantee. Owns the transaction state (one enum, changed only through
+ * txn_set_state), its commit timer, the fires of the open transaction and
+ * the poison table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_log.h"
+#include "kd_mode.h"
+#include "kd_settle.h"
+#include "kd_util.h"
+
+/* Longest a single transactional call may block the loop before it is
+ * retried (retriable errors) from the top. */
+#define KD_TXN_CALL_TIMEOUT_MS 10000
+
+/* The coordinator completes a commit (writes its markers) after answering
+ * it; offsets sent to the next transaction before that are refused as
+ * CONCURRENT_TRANSACTIONS and librdkafka retries them only ~100 ms later.
+ * Waiting this long after a commit avoids that. */
+#define KD_TXN_SETTLE_MS 20
+
+/* The done set above the commit point is committed as offset metadata, at
+ * most Kafka's default offset.metadata.max.bytes (4096). Its bitmap form
+ * needs one character per 6 offsets from the commit point to the last
+ * done one, so a record this far above the commit point waits (the
+ * partition pauses) until older records are handled; completions in any
+ * order never make the set larger. */
+#define KD_OFFSET_METADATA_MAX 4096
+#define KD_DONE_SPAN_MAX       24000
+
+/* A produce whose delivery failed for good aborts its transaction, and
+ * the record comes back after the rewind, to fail again. The poison table
+ * counts such failures per source record and produce kind (the most
+ * recent KD_POISON_MAX) and sends the record elsewhere after as many
+ * attempts as at-least-once makes for a fire. */
+#define KD_POISON_MAX     256
+#define KD_POISON_BUCKETS 512
+#define KD_POISON_LIMIT   5
+
+typedef struct poison {
+        char topic[256];
+        int32_t partition;
+        int64_t offset;
+        kd_task_state_t as;
+        int failures;
+        rd_kafka_resp_err_t err; /* the last */
+        struct poison *chain;    /* same bucket */
+} poison_t;
+
+typedef struct poison_table {
+        poison_t *bucket[KD_POISON_BUCKETS]; /* borrowed from ring */
+        poison_t ring[KD_POISON_MAX];        /* oldest replaced first */
+        size_t used, next;
+} poison_table_t;
+
+typedef enum kd_txn_state {
+        KD_TXN_READY,      /* none open */
+        KD_TXN_OPEN,       /* begun: produces go into it */
+        KD_TXN_ABORTABLE,  /* a produce in it failed: abort and rewind */
+        KD_TXN_COMMITTING, /* sending offsets, committing */
+        KD_TXN_ABORTING,   /* aborting */
+        KD_TXN_FATAL       /* unrecoverable: the process exits */
+} kd_txn_state_t;
+
+/* What a commit or abort came to. */
+typedef enum kd_txn_result {
+        KD_TXN_COMMITTED, /* committed, or nothing to commit */
+        KD_TXN_ABORTED,   /* aborted: the caller rewinds (or drops) */
+        KD_TXN_EXIT       /* fatal: the process must exit */
+} kd_txn_result_t;
+
+static const char *const txn_state_names[] = {
+    "ready", "open", "abortable", "committing", "aborting", "fatal"};
+
+typedef struct eos_state {
+        kd_txn_state_t state;
+        int has_fire; /* the open transaction holds a fire */
+        int dirty;    /* offsets moved since the last commit */
+        int64_t opened_mono, last_mono; /* begin; last commit or abort */
+        kd_idq_t fired; /* fired in the open transaction: id, lateness */
+        kd_timer_t commit;
+        const char *forced[7]; /* producer properties, into txn_id */
+        char *txn_id;          /* owned */
+        poison_table_t poison;
+} eos_state_t;
+
+static eos_state_t *state_of(const kd_fwd_t *f)
+{
+        return f->mode_state;
+}
+
+/* The only place the transaction state changes: transitions outside the
+ * table are a bug, logged, and end the process (fatal). */
+static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
+{
+        eos_state_t *s = state_of(f);
+        static const unsigned allowed[] = {
+            [KD_TXN_READY] = 1u << KD_TXN_OPEN | 1u << KD_TXN_FATAL,
+            [KD_TXN_OPEN] = 1u << KD_TXN_ABORTABLE | 1u << KD_TXN_COMMITTING |
+                            1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
+            [KD_TXN_ABORTABLE] = 1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
+            [KD_TXN_COMMITTING] = 1u << KD_TXN_READY | 1u << KD_TXN_ABORTABLE |
+                                  1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
+            [KD_TXN_ABORTING] = 1u << KD_TXN_READY | 1u << KD_TXN_FATAL,
+            [KD_TXN_FATAL] = 0};
+        kd_txn_state_t from = s->state;
+        if (from == to)
+                return;
+        if (!(allowed[from] & (1u << to))) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=bug what=txn_state from=%s to=%s action=exit",
+                       txn_state_names[from], txn_state_names[to]);
+                to = KD_TXN_FATAL;
+        }
+        kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
+               txn_state_names[from], txn_state_names[to]);
+        s->state = to;
+        if (to == KD_TXN_FATAL) {
+                f->kafka.fatal = 1;
+                *f->stop = 1;
+        }
+}
+
+/* --- poison table ---------------------------------------------------- */
+
+static size_t poison_hash(const char *topic, int32_t partition, int64_t offset,
+                          kd_task_state_t as)
+{
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (const char *c = topic; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        h = (h ^ (uint64_t)(uint32_t)partition) * 1099511628211ULL;
+        h = (h ^ (uint64_t)offset) * 1099511628211ULL;
+        h = (h ^ (uint64_t)as) * 1099511628211ULL;
+        return (size_t)(h % KD_POISON_BUCKETS);
+}
+
+static poison_t *poison_find(poison_table_t *pt, const kd_task_t *t,
+                             kd_task_state_t as)
+{
+        if (!t->part || pt->used == 0) /* the usual case: nothing to look */
+                return NULL;
+        size_t b =
+            poison_hash(t->part->topic, t->part->partition, t->rec.offset, as);
+        for (poison_t *e = pt->bucket[b]; e; e = e->chain)
+                if (e->offset == t->rec.offset && e->as == as &&
+                    e->partition == t->part->partition &&
+                    !strcmp(e->topic, t->part->topic))
+                        return e;
+        return NULL;
+}
+
+static void poison_unlink(poison_table_t *pt, poison_t *e)
+{
+        size_t b = poison_hash(e->topic, e->partition, e->offset, e->as);
+        for (poison_t **pp = &pt->bucket[b]; *pp; pp = &(*pp)->chain)
+                if (*pp == e) {
+                        *pp = e->chain;
+                        return;
+                }
+}
+
+static void poison_bump(poison_table_t *pt, const kd_task_t *t,
+                        rd_kafka_resp_err_t err)
+{
+        poison_t *e = poison_find(pt, t, t->state);
+        if (!e) {
+                if (!t->part)
+                        return;
+                e = &pt->ring[pt->next];
+                if (pt->used == KD_POISON_MAX)
+                        poison_unlink(pt, e); /* the oldest goes */
+                else
+                        pt->used++;
+                pt->next = (pt->next + 1) % KD_POISON_MAX;
+                kd_strlcpy(e->topic, t->part->topic, sizeof(e->topic));
+                e->partition = t->part->partition;
+                e->offset = t->rec.offset;
+                e->as = t->state;
+                e->failures = 0;
+                size_t b =
+                    poison_hash(e->topic, e->partition, e->offset, e->as);
+                e->chain = pt->bucket[b];
+                pt->bucket[b] = e;
+        }
+        e->failures++;
+        e->err = err;
+}
+
+/* --- the transaction ------------------------------------------------- */
+
+static void commit_cb(kd_timer_t *tm, void *arg);
+
+/* When the transaction is due for its commit; re-armed whenever an input
+ * changes. */
+static void arm(kd_fwd_t *f)
+{
+        eos_state_t *s = state_of(f);
+        int64_t at = INT64_MAX, interval = f->conf->fwd_txn_interval_ms;
+        if (s->state == KD_TXN_ABORTABLE)
+                at = 0;
+        else if (s->state == KD_TXN_OPEN && s->has_fire)
+                at = s->last_mono + KD_TXN_SETTLE_MS;
+        else if (s->state == KD_TXN_OPEN)
+                at = s->opened_mono + interval;
+        else if (s->state == KD_TXN_READY && s->dirty)
+                at = s->last_mono + interval;
+        if (at == INT64_MAX)
+                kd_timer_disarm(&f->timers, &s->commit);
+        else if (kd_timer_arm(&f->timers, &s->commit, KD_CLOCK_MONO, at,
+                              commit_cb, f))
+                kd_fwd_oom(f, "txn_timer");
+}
+
+/* What a failed transactional call leaves us to do. */
+typedef enum kd_txn_next {
+        KD_NEXT_RETRY,
+        KD_NEXT_ABORT,
+        KD_NEXT_FATAL
+} kd_txn_next_t;
+
+/* Logs error (taken) and classifies it. */
+static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
+                              const char *what)
+{
+        kd_txn_next_t next = KD_NEXT_ABORT;
+        if (rd_kafka_error_is_fatal(error))
+                next = KD_NEXT_FATAL;
+        else if (rd_kafka_error_txn_requires_abort(error))
+                next = KD_NEXT_ABORT;
+        else if (rd_kafka_error_is_retriable(error))
+                next = KD_NEXT_RETRY;
+        char q[600];
+        kd_log(f->conf,
+               next == KD_NEXT_RETRY ? KDELAY_LOG_WARNING : KDELAY_LOG_ERROR,
+               "event=txn_error what=%s err=%s code=%s action=%s", what,
+               kd_log_quote(rd_kafka_error_string(error), q, sizeof(q)),
+               rd_kafka_error_name(error),
+               next == KD_NEXT_FATAL   ? "exit"
+               : next == KD_NEXT_RETRY ? "retry"
+                                       : "abort");
+        rd_kafka_error_destroy(error);
+        if (next == KD_NEXT_FATAL)
+                txn_set_state(f, KD_TXN_FATAL);
+        return next;
+}
+
+static int eos_begin(kd_fwd_t *f)
+{
+        eos_state_t *s = state_of(f);
+        if (s->state == KD_TXN_OPEN)
+                return 0;
+        if (s->state != KD_TXN_READY)
+                return -1; /* failed or fatal: deferred until the abort */
+        rd_kafka_error_t *error = rd_kafka_begin_transaction(f->kafka.producer);
+        if (error) {
+                classify(f, error, "begin_transaction");
+                return -1;
+        }
+        txn_set_state(f, KD_TXN_OPEN);
+        s->has_fire = 0;
+        s->opened_mono = kd_mono_ms();
+        arm(f);
+        return 0;
+}
+
+/* The transaction state cannot be recovered here: exit for a restart. */
+static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
+{
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=txn_unrecoverable what=%s action=exit", what);
+        txn_set_state(f, KD_TXN_FATAL);
+        return KD_TXN_EXIT;
+}
+
+/* Aborts the open transaction (if any) and forgets its fires. */
+static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
+{
+        eos_state_t *s = state_of(f);
+        if (s->state == KD_TXN_FATAL)
+                return KD_TXN_EXIT;
+        if (s->state != KD_TXN_READY) {
+                txn_set_state(f, KD_TXN_ABORTING);
+                for (;;) {
+                        rd_kafka_error_t *error = rd_kafka_abort_transaction(
+                            f->kafka.producer, KD_TXN_CALL_TIMEOUT_MS);
+                        if (!error)
+                                break;
+                        kd_txn_next_t next =
+                            classify(f, error, "abort_transaction");
+                        if (next == KD_NEXT_FATAL)
+                                return KD_TXN_EXIT;
+                        if (next != KD_NEXT_RETRY ||
+                            (f->shutdown_deadline &&
+                             kd_mono_ms() >= f->shutdown_deadline))
+                                return give_up(f, "abort_transaction");
+                }
+                /* Reports of the purged and the in-flight produces come
+                 * now; what they say delivered belongs to the aborted
+                 * transaction. */
+                while (rd_kafka_poll(f->kafka.producer, 0) > 0)
+                        ;
+                txn_set_state(f, KD_TXN_READY);
+        }
+        /* Nothing of the aborted transaction fired. */
+        kd_idq_clear(&s->fired);
+        s->has_fire = 0;
+        s->dirty = 0; /* the rewind starts from what is committed */
+        s->last_mono = kd_mono_ms();
+        kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=txn_aborted why=%s action=rewind", why);
+        arm(f);
+        return KD_TXN_ABORTED;
+}
+
+/* After a failed call: 1 to call again (retriable, and not past the
+ * shutdown deadline), else *result says what the transaction came to. */
+static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
+                 kd_txn_result_t *result)
+{
+        kd_txn_next_t next = classify(f, error, what);
+        if (next == KD_NEXT_FATAL) {
+                *result = KD_TXN_EXIT;
+                return 0;
+        }
+        /* A signal during a long outage ends the retries (abort). */
+        int stopping = f->shutdown_deadline
+                           ? kd_mono_ms() >= f->shutdown_deadline
+                           : *f->stop;
+        if (next == KD_NEXT_RETRY && !stopping)
+                return 1;
+        *result = txn_abort(f, what);
+        return 0;
+}
+
+static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed);
+
+/* Sends every partition's offset and done set into the transaction;
+ * KD_TXN_COMMITTED when the commit may go ahead. */
+static kd_txn_result_t send_offsets(kd_fwd_t *f)
+{
+        int failed;
+        rd_kafka_topic_partition_list_t *l = offsets(f, &failed);
+        if (failed)
+                return txn_abort(f, "done_set");
+        if (!l)
+                return KD_TXN_COMMITTED;
+        rd_kafka_consumer_group_metadata_t *cgmd =
+            rd_kafka_consumer_group_metadata(f->kafka.consumer);
+        kd_txn_result_t r = KD_TXN_COMMITTED;
+        rd_kafka_error_t *error;
+        while ((error = rd_kafka_send_offsets_to_transaction(
+                    f->kafka.producer, l, cgmd, KD_TXN_CALL_TIMEOUT_MS)) &&
+               again(f, error, "send_offsets_to_transaction", &r))
+                ;
+        rd_kafka_consumer_group_metadata_destroy(cgmd);
+        rd_kafka_topic_partition_list_destroy(l);
+        return error ? r : KD_TXN_COMMITTED;
+}
+
+/* Commits the open transaction (or, when only offsets moved, one holding
+ * just them) with every partition's offset and done set. */
+static kd_txn_result_t txn_commit(kd_fwd_t *f)
+{
+        eos_state_t *s = state_of(f);
+        if (s->state == KD_TXN_FATAL)
+                return KD_TXN_EXIT;
+        if (s->state == KD_TXN_ABORTABLE)
+                return txn_abort(f, "delivery_failed");
+        if (s->state == KD_TXN_READY && !s->dirty)
+                return KD_TXN_COMMITTED;
+        if (eos_begin(f))
+                return s->state == KD_TXN_FATAL ? KD_TXN_EXIT
+                                                : txn_abort(f, "begin");
+        int64_t t0 = kd_mono_ms();
+        txn_set_state(f, KD_TXN_COMMITTING);
+        kd_txn_result_t r = send_offsets(f);
+        if (r != KD_TXN_COMMITTED)
+                return r;
+        int64_t t1 = kd_mono_ms();
+        rd_kafka_error_t *error;
+        while ((error = rd_kafka_commit_transaction(f->kafka.producer,
+                                                    KD_TXN_CALL_TIMEOUT_MS)))
+                if (!again(f, error, "commit_transaction", &r))
+                        return r;
+        if (s->state == KD_TXN_ABORTABLE) /* a report failed meanwhile */
+                return txn_abort(f, "delivery_failed");
+        txn_set_state(f, KD_TXN_READY);
+        s->has_fire = 0;
+        s->dirty = 0;
+        s->last_mono = kd_mono_ms();
+        kd_metric_inc(&f->metrics, KD_M_TXN_COMMITS);
+        kd_log(f->conf, KDELAY_LOG_DEBUG,
+               "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld",
+               s->fired.len, (long long)(kd_mono_ms() - t0),
+               (long long)(t1 - t0));
+        for (size_t i = 0; i < s->fired.len; i++)
+                kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
+        kd_idq_clear(&s->fired);
+        arm(f);
+        return KD_TXN_COMMITTED;
+}
+
+static void commit_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        if (txn_commit(f) == KD_TXN_ABORTED)
+                f->hooks.rewind(f);
+}
+
+/* --- offsets and done sets ------------------------------------------- */
+
+/* Offsets and done sets of the assigned partitions; NULL when none has a
+ * commit point, or when *failed (a done set that cannot be written: the
+ * transaction must abort). Caller destroys it. */
+static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(8);
+        *failed = !l;
+        for (kd_part_t *p = l ? f->intake.parts : NULL; p; p = p->next) {
+                /* Runs the previous owner committed that we have not read
+                 * yet stay in the set. */
+                const kd_offrange_t *tail = p->skip + p->skip_pos;
+                size_t tail_cnt = p->skip_cnt - p->skip_pos;
+                int64_t cp = kd_offtrack_commit_after(&p->track, p->committed,
+                                                      &tail, &tail_cnt);
+                if (cp < 0)
+                        continue; /* nothing read, nothing committed */
+                char meta[KD_OFFSET_METADATA_MAX];
+                if (kd_offtrack_encode(&p->track, cp, tail, tail_cnt, meta,
+                                       sizeof(meta))) {
+                        /* Bounded by KD_DONE_SPAN_MAX; committing less would
+                         * let the next owner redo what is done here. */
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=done_set_too_large topic=%s "
+                               "partition=%d commit=%lld action=abort",
+                               p->topic, p->partition, (long long)cp);
+                        *failed = 1;
+                        break;
+                }
+                rd_kafka_topic_partition_t *tp =
+                    rd_kafka_topic_partition_list_add(l, p->topic,
+                                                      p->partition);
+                tp->offset = cp;
+                tp->metadata = strdup(meta);
+                tp->metadata_size = tp->metadata ? strlen(meta) : 0;
+                if (!tp->metadata)
+                        *failed = 1;
+                p->committed = cp;
+        }
+        if (!l || l->cnt == 0 || *failed) {
+                if (l)
+                        rd_kafka_topic_partition_list_destroy(l);
+                return NULL;
+        }
+        return l;
+}
+
+/* The committed offsets and done sets of parts, read with require-stable
+ * semantics (a read_committed consumer waits for pending transactional
+ * commits), written into parts as the offsets to start at. Retried until
+ * it succeeds; -1 only when stopping or fatal. */
+static int eos_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        if (parts->cnt == 0)
+                return 0;
+        for (int attempt = 1;; attempt++) {
+                rd_kafka_resp_err_t err =
+                    rd_kafka_committed(f->kafka.consumer, parts, 10000);
+                if (!err)
+                        return 0;
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=committed_fetch_failed attempt=%d err=\"%s\"",
+                       attempt, rd_kafka_err2str(err));
+                if (*f->stop || attempt >= 30) {
+                        if (attempt >= 30)
+                                txn_set_state(f, KD_TXN_FATAL);
+                        *f->stop = 1;
+                        return -1;
+                }
+        }
+}
+
+static void eos_opened(kd_fwd_t *f, kd_part_t *p,
+                       const rd_kafka_topic_partition_t *tp)
+{
+        p->committed = tp->offset;
+        if (tp->offset < 0 || !tp->metadata)
+                return;
+        if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
+                               &p->skip, &p->skip_cnt)) {
+                /* Not ours (another tool committed here): nothing to skip. */
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=done_set_unreadable topic=%s partition=%d "
+                       "offset=%lld",
+                       p->topic, p->partition, (long long)tp->offset);
+        }
+}
+
+static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
+{
+        (void)f;
+        return t->rec.offset - kd_offtrack_commit_point(&p->track) <=
+               KD_DONE_SPAN_MAX;
+}
+
+/* --- produce and settle ---------------------------------------------- */
+
+static int eos_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+                        rd_kafka_resp_err_t *err)
+{
+        const poison_t *e = poison_find(&state_of(f)->poison, t, as);
+        if (!e || e->failures < KD_POISON_LIMIT)
+                return 0;
+        *err = e->err;
+        return 1;
+}
+
+/* The offset of t is done as far as the transaction goes: its commit
+ * carries it, and an abort rewinds it. */
+static void moved(kd_fwd_t *f)
+{
+        eos_state_t *s = state_of(f);
+        if (!s->dirty) {
+                s->dirty = 1;
+                arm(f);
+        }
+}
+
+static void eos_produced(kd_fwd_t *f, kd_task_t *t)
+{
+        eos_state_t *s = state_of(f);
+        if (!t->part)
+                return;
+        if (kd_offtrack_done(&t->part->track, t->rec.offset) == 0)
+                f->hooks.room(f);
+        if (t->state == KD_TASK_FIRING && !s->has_fire) {
+                s->has_fire = 1;
+                arm(f);
+        }
+        moved(f);
+}
+
+static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
+{
+        eos_state_t *s = state_of(f);
+        /* FIRED (and counted) once the transaction commits. */
+        if (t->state == KD_TASK_FIRING &&
+            kd_idq_push(&s->fired, t->rec.id, t->late_ms)) {
+                char q[160];
+                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=out_of_memory what=fired_mark id=%s",
+                       kd_log_quote(t->rec.id, q, sizeof(q)));
+        }
+        kd_settle_done(f, t);
+}
+
+static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
+                      int permanent)
+{
+        eos_state_t *s = state_of(f);
+        /* The transaction cannot commit: abort it, and read again from
+         * the committed offsets. */
+        if (permanent)
+                poison_bump(&s->poison, t, err);
+        if (t->part &&
+            (s->state == KD_TXN_OPEN || s->state == KD_TXN_COMMITTING)) {
+                char q[160];
+                txn_set_state(f, KD_TXN_ABORTABLE);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=delivery_failed id=%s err=\"%s\" "
+                       "action=abort_transaction",
+                       t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
+                       rd_kafka_err2str(err));
+                arm(f);
+        }
+        kd_settle_release(f, t);
+        return 1;
+}
+
+static void eos_done(kd_fwd_t *f, kd_task_t *t)
+{
+        if (t->part)
+                moved(f);
+        kd_settle_done(f, t);
+}
+
+static void eos_revoke(kd_fwd_t *f, int64_t deadline)
+{
+        /* The fires and hand-overs commit with the offsets while this
+         * generation still owns the partitions; aborted, the next owner
+         * redoes them from our last commit. Retries end at the deadline:
+         * the whole group waits for this. */
+        int64_t saved = f->shutdown_deadline;
+        f->shutdown_deadline = deadline;
+        txn_commit(f);
+        f->shutdown_deadline = saved;
+}
+
+/* --- lifecycle ------------------------------------------------------- */
+
+/* Exactly-once: a crashed instance's open transaction blocks
+ * read_committed consumers of the targets until it times out (or the
+ * instance restarts and fences it); keep that short. Produces must time
+ * out within a transaction. A missing target must fail as unknown (5 s)
+ * before a produce times out (10 s), so that it counts as permanent. */
+static const char *const eos_producer_defaults[] = {
+    "linger.ms",
+    "1",
+    "partitioner",
+    "murmur2_random",
+    "transaction.timeout.ms",
+    "10000",
+    "message.timeout.ms",
+    "10000",
+    "topic.metadata.propagation.max.ms",
+    "5000",
+    "message.max.bytes",
+    "1048588",
+    NULL};
+
+static kdelay_err_t eos_init(kd_fwd_t *f, const char *const **defaults,
+                             const char *const **forced, char *errstr,
+                             size_t errstr_size)
+{
+        const kdelay_conf_t *c = f->conf;
+        if (!c->fwd_txn_id && !c->fwd_instance)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "forwarder.delivery=exactly_once needs a "
+                               "stable forwarder.instance (or "
+                               "forwarder.transactional_id), so that a "
+                               "restarted forwarder fences its predecessor");
+        eos_state_t *s = calloc(1, sizeof(*s));
+        if (!s)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        f->mode_state = s;
+        kd_timer_init(&s->commit, commit_cb, f);
+        /* The whole id, never truncated: two instances must not share
+         * one. */
+        int n = c->fwd_txn_id ? snprintf(NULL, 0, "%s", c->fwd_txn_id)
+                              : snprintf(NULL, 0, "%s-%s", c->fwd_group_id,
+                                         c->fwd_instance);
+        s->txn_id = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        if (!s->txn_id)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        if (c->fwd_txn_id)
+                snprintf(s->txn_id, (size_t)n + 1, "%s", c->fwd_txn_id);
+        else
+                snprintf(s->txn_id, (size_t)n + 1, "%s-%s", c->fwd_group_id,
+                         c->fwd_instance);
+        const char *forced_txn[] = {
+            "enable.idempotence", "true",    "acks", "all",
+            "transactional.id",   s->txn_id, NULL};
+        memcpy(s->forced, forced_txn, sizeof(forced_txn));
+        *defaults = eos_producer_defaults;
+        *forced = s->forced;
+        return KDELAY_OK;
+}
+
+static void eos_destroy(kd_fwd_t *f)
+{
+        eos_state_t *s = f->mode_state;
+        if (!s)
+                return;
+        kd_timer_disarm(&f->timers, &s->commit);
+        kd_idq_clear(&s->fired);
+        free(s->txn_id);
+        free(s);
+        f->mode_state = NULL;
+}
+
+/* init_transactions: fences an earlier process with the same
+ * transactional.id and aborts its open transaction. */
+static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        for (;;) {
+                rd_kafka_error_t *error = rd_kafka_init_transactions(
+                    f->kafka.producer, KD_TXN_CALL_TIMEOUT_MS);
+                if (!error)
+                        return KDELAY_OK;
+                /* A broker still starting is worth waiting for. */
+                int retry = rd_kafka_error_is_retriable(error) &&
+                            !rd_kafka_error_is_fatal(error) && !*f->stop;
+                if (!retry) {
+                        kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                                "init_transactions: %s",
+                                rd_kafka_error_string(error));
+                        rd_kafka_error_destroy(error);
+                        return KDELAY_ERR_KAFKA;
+                }
+                classify(f, error, "init_transactions");
+        }
+}
+
+const kd_mode_ops_t kd_mode_eos = {
+    .name = "exactly_once",
+    .takeover_at_once = 1,
+    .init = eos_init,
+    .destroy = eos_destroy,
+    .start = eos_start,
+    .assigning = eos_assigning,
+    .opened = eos_opened,
+    .admit = eos_admit,
+    .begin = eos_begin,
+    .poisoned = eos_poisoned,
+    .produced = eos_produced,
+    .delivered = eos_delivered,
+    .failed = eos_failed,
+    .done = eos_done,
+    .revoke = eos_revoke,
+};
+
+const kd_mode_ops_t *kd_mode_select(const kdelay_conf_t *conf)
+{
+        return conf->fwd_delivery == KD_DELIVERY_EXACTLY_ONCE ? &kd_mode_eos
+                                                              : &kd_mode_alo;
+}
