@@ -9,11 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The installed config file (CMake passes its path). */
-#ifndef KD_DEFAULT_CONFIG
-#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
-#endif
-
 void kd_cli_init(kd_cli_t *cli, const char *prog)
 {
         memset(cli, 0, sizeof(*cli));

@@ -8,8 +8,11 @@
 
 #include <kdelay/kdelay.h>
 
+/* The installed config file, read when neither -c nor $KDELAY_CONFIG names
+ * one. Its one definition is CMakeLists.txt's compile definition on kd_cli
+ * (<sysconfdir>/kdelay/kdelay.conf), passed on to every binary linking it. */
 #ifndef KD_DEFAULT_CONFIG
-#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
+#error "KD_DEFAULT_CONFIG comes from the build: link the kd_cli target"
 #endif
 
 /* Exit codes of every kdelay binary. */
