@@ -45,7 +45,7 @@ struct kdelay_conf_s {
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
         kd_delivery_t fwd_delivery;
-        char *fwd_txn_id;            /* owned; NULL = kdelay-<instance> */
+        char *fwd_txn_id;            /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms; /* longest open transaction */
         int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
         rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
