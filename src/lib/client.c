@@ -41,12 +41,10 @@ typedef struct kd_pending {
         char id[KDELAY_ID_MAX + 1];
 } kd_pending_t;
 
-/* Producer defaults the user may override with -X / kafka = [...]. */
-static const char *const kd_producer_defaults[] = {
+/* The client's producer defaults, which the user may override with -X /
+ * kafka = [...]; what no one overrides is kd_producer_forced (kd_conf.h). */
+static const char *const kd_client_producer_defaults[] = {
     "linger.ms", "5", "partitioner", "murmur2_random", NULL};
-/* What the no-loss guarantee needs: never overridden. */
-static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
-                                                 "acks", "all", NULL};
 
 const char *kdelay_fate_str(kdelay_fate_t fate)
 {
@@ -116,9 +114,9 @@ static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
         kdelay_err_t err = KDELAY_OK;
         pthread_mutex_lock(&c->rk_lock);
         if (!producer_get(c)) {
-                rd_kafka_conf_t *rkc =
-                    kd_conf_rk_conf(c->conf, &c->owner, kd_producer_defaults,
-                                    kd_producer_forced, errstr, errstr_size);
+                rd_kafka_conf_t *rkc = kd_conf_rk_conf(
+                    c->conf, &c->owner, kd_client_producer_defaults,
+                    kd_producer_forced, errstr, errstr_size);
                 rd_kafka_t *rk = NULL;
                 if (!rkc) {
                         err = KDELAY_ERR_CONFIG;
@@ -150,7 +148,7 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
         /* Check the Kafka properties now, so a bad one fails here rather
          * than at the first schedule. */
         rd_kafka_conf_t *rkc =
-            kd_conf_rk_conf(conf, NULL, kd_producer_defaults,
+            kd_conf_rk_conf(conf, NULL, kd_client_producer_defaults,
                             kd_producer_forced, errstr, errstr_size);
         if (!rkc)
                 return KDELAY_ERR_CONFIG;

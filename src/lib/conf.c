@@ -90,6 +90,9 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0},
 };
 
+const char *const kd_producer_forced[] = {"enable.idempotence", "true", "acks",
+                                          "all", NULL};
+
 static const char *const kd_delivery_names[] = {"at_least_once",
                                                 "exactly_once"};
 

@@ -346,6 +346,56 @@ static void test_set_kafka(void)
         kdelay_conf_destroy(conf);
 }
 
+/* The value of name in a built librdkafka conf ("" when unreadable). */
+static const char *rkc_get(const rd_kafka_conf_t *rkc, const char *name,
+                           char *buf, size_t size)
+{
+        if (rd_kafka_conf_get(rkc, name, buf, &size) != RD_KAFKA_CONF_OK)
+                buf[0] = '\0';
+        return buf;
+}
+
+/* kd_producer_forced is what every producer's no-loss promise needs, and
+ * it wins over the user's pass-through properties and over defaults. */
+static void test_producer_forced(void)
+{
+        static const char *const want[] = {"enable.idempotence", "true", "acks",
+                                           "all"};
+        size_t n = 0;
+        for (; kd_producer_forced[n]; n++) {
+                CU_ASSERT_FATAL(n < 4);
+                CU_ASSERT_STRING_EQUAL(kd_producer_forced[n], want[n]);
+        }
+        CU_ASSERT_EQUAL(n, 4);
+
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "", buf[256];
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_kafka(conf, "acks", "1", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "enable.idempotence",
+                                              "false", errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        const char *ours[] = {"acks", "0", NULL};
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(
+            conf, NULL, ours, kd_producer_forced, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        CU_ASSERT_STRING_EQUAL(
+            rkc_get(rkc, "enable.idempotence", buf, sizeof(buf)), "true");
+        /* librdkafka reads acks=all back as -1. */
+        CU_ASSERT_STRING_EQUAL(rkc_get(rkc, "acks", buf, sizeof(buf)), "-1");
+        rd_kafka_conf_destroy(rkc);
+
+        /* Without the forced pairs the user's value stands: the check above
+         * can fail. */
+        rkc = kd_conf_rk_conf(conf, NULL, ours, NULL, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        CU_ASSERT_STRING_EQUAL(rkc_get(rkc, "acks", buf, sizeof(buf)), "1");
+        rd_kafka_conf_destroy(rkc);
+        kdelay_conf_destroy(conf);
+}
+
 static void test_set_pair(void)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -876,6 +926,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_set_bad_values),
     KD_TEST(test_password_hidden),
     KD_TEST(test_set_kafka),
+    KD_TEST(test_producer_forced),
     KD_TEST(test_set_pair),
     KD_TEST(test_dup),
     KD_TEST(test_log_level),
