@@ -4,6 +4,7 @@
 #define KD_CONF_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -55,6 +56,12 @@ struct kdelay_conf_s {
         kdelay_log_level_t log_level;
         void *log_opaque;
 };
+
+/* Writes the property reference, the table of docs/configuration.md, as
+ * markdown to out: one row per kdelay property with its default, the values
+ * it takes and its help text. 0 on success, -1 when writing failed or a row
+ * cannot be written as a table row (no help text, a '|' or a newline). */
+int kd_conf_write_reference(FILE *out);
 
 /* Name of the dead-letter topic: "<prefix>.dead". */
 void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
