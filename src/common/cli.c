@@ -9,11 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The installed config file (CMake passes its path). */
-#ifndef KD_DEFAULT_CONFIG
-#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
-#endif
-
 void kd_cli_init(kd_cli_t *cli, const char *prog)
 {
         memset(cli, 0, sizeof(*cli));
@@ -192,6 +187,53 @@ int kd_cli_exit_code(kdelay_err_t err)
         default:
                 return KD_EXIT_ERROR;
         }
+}
+
+/* "'a', 'b' or 'c'", cut short if buf is too small. */
+static void subverb_list(const char *const *subs, char *buf, size_t size)
+{
+        size_t n = 0, off = 0;
+        while (subs[n])
+                n++;
+        buf[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+                const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+                int w = snprintf(buf + off, size - off, "%s'%s'", sep, subs[i]);
+                if (w < 0 || (size_t)w >= size - off)
+                        return;
+                off += (size_t)w;
+        }
+}
+
+int kd_cli_subverb(kd_cli_t *cli, const char *verb, const char *const *subs,
+                   const char *help, int argc, char **argv, int *rcp)
+{
+        char expected[256];
+        subverb_list(subs, expected, sizeof(expected));
+        kd_cli_init(cli, verb);
+        if (argc >= 2 && argv[1][0] != '-') {
+                for (int i = 0; subs[i]; i++) {
+                        if (strcmp(argv[1], subs[i]))
+                                continue;
+                        snprintf(cli->prog_buf, sizeof(cli->prog_buf), "%s %s",
+                                 verb, subs[i]);
+                        cli->prog = cli->prog_buf;
+                        return i;
+                }
+                *rcp = kd_cli_usage_error(
+                    cli, "unknown subcommand \"%s\" (expected %s)", argv[1],
+                    expected);
+                return -1;
+        }
+        if (argc >= 2 &&
+            (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+                fputs(help, stdout);
+                fputs(KD_CLI_HELP, stdout);
+                *rcp = KD_EXIT_OK;
+                return -1;
+        }
+        *rcp = kd_cli_usage_error(cli, "expected %s", expected);
+        return -1;
 }
 
 int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,

@@ -8,8 +8,11 @@
 
 #include <kdelay/kdelay.h>
 
+/* The installed config file, read when neither -c nor $KDELAY_CONFIG names
+ * one. Its one definition is CMakeLists.txt's compile definition on kd_cli
+ * (<sysconfdir>/kdelay/kdelay.conf), passed on to every binary linking it. */
 #ifndef KD_DEFAULT_CONFIG
-#define KD_DEFAULT_CONFIG "/etc/kdelay/kdelay.conf"
+#error "KD_DEFAULT_CONFIG comes from the build: link the kd_cli target"
 #endif
 
 /* Exit codes of every kdelay binary. */
@@ -50,6 +53,7 @@ enum {
 
 typedef struct kd_cli {
         const char *prog;        /* "kdelayctl topics create", for messages */
+        char prog_buf[64];       /* prog when kd_cli_subverb built it */
         const char *config_path; /* borrowed from argv */
         const char *overrides[KD_CLI_OVERRIDES_MAX]; /* "name=value" */
         char *owned[KD_CLI_OVERRIDES_MAX];           /* what we built */
@@ -83,6 +87,15 @@ typedef int(kd_cli_opt_fn)(int opt, const char *arg, void *ctx);
 int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
                  const struct option *own_long, kd_cli_opt_fn *on_opt,
                  void *ctx, const char *help, int *argi);
+
+/* The sub-verb of `kdelayctl VERB SUB [OPTIONS]` (argv[0] = VERB, argv[1]
+ * = SUB): initialises cli (kd_cli_init) with prog "<verb> <sub>" ("<verb>"
+ * when there is none) and returns SUB's index in subs (NULL-terminated).
+ * Otherwise returns -1 with *rcp set: KD_EXIT_OK after printing help and
+ * KD_CLI_HELP for -h/--help, or KD_EXIT_USAGE after saying which sub-verbs
+ * there are. Then the caller goes on with kd_cli_parse(argc - 1, argv + 1). */
+int kd_cli_subverb(kd_cli_t *cli, const char *verb, const char *const *subs,
+                   const char *help, int argc, char **argv, int *rcp);
 
 /* Builds cli->conf: defaults, cli->defaults, then the config file, then
  * overrides in command-line order. Prints the error and returns an exit code

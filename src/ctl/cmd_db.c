@@ -35,6 +35,9 @@ static const char kd_db_help[] =
 
 enum { OPT_OLDER = 0x200, OPT_BATCH };
 
+/* Indexes of the sub-verbs in kd_ctl_db's list. */
+enum { DB_MIGRATE, DB_VERSION, DB_GC };
+
 typedef struct gc_args {
         kd_cli_t *cli;
         const char *older;
@@ -109,37 +112,24 @@ static void on_migration(const kd_migration_t *m, void *opaque)
 
 int kd_ctl_db(int argc, char **argv)
 {
+        static const char *const subs[] = {"migrate", "version", "gc", NULL};
         kd_cli_t cli;
         int argi;
         char errstr[512];
-        if (argc < 2 || argv[1][0] == '-') {
-                kd_cli_init(&cli, "kdelayctl db");
-                if (argc >= 2 &&
-                    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-                        fputs(kd_db_help, stdout);
-                        fputs(KD_CLI_HELP, stdout);
-                        return KD_EXIT_OK;
-                }
-                return kd_cli_usage_error(
-                    &cli, "expected 'migrate', 'version' or 'gc'");
-        }
-        int migrate = !strcmp(argv[1], "migrate");
-        int gc = !strcmp(argv[1], "gc");
-        kd_cli_init(&cli, migrate ? "kdelayctl db migrate"
-                          : gc    ? "kdelayctl db gc"
-                                  : "kdelayctl db version");
-        if (!migrate && !gc && strcmp(argv[1], "version"))
-                return kd_cli_usage_error(&cli,
-                                          "unknown subcommand \"%s\" (expected "
-                                          "'migrate', 'version' or 'gc')",
-                                          argv[1]);
+        int rc;
+        int sub = kd_cli_subverb(&cli, "kdelayctl db", subs, kd_db_help, argc,
+                                 argv, &rc);
+        if (sub < 0)
+                return rc;
+        int migrate = sub == DB_MIGRATE;
+        int gc = sub == DB_GC;
         static const struct option gc_opts[] = {
             {"older-than", required_argument, NULL, OPT_OLDER},
             {"batch", required_argument, NULL, OPT_BATCH},
             {NULL, 0, NULL, 0}};
         gc_args_t ga = {.cli = &cli, .batch = 1000};
-        int rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", gc ? gc_opts : NULL,
-                              gc_on_opt, &ga, kd_db_help, &argi);
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", gc ? gc_opts : NULL,
+                          gc_on_opt, &ga, kd_db_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[argi + 1]);

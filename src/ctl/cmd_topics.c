@@ -31,6 +31,9 @@ static const char kd_topics_help[] =
 
 enum { OPT_PARTITIONS = 0x200, OPT_RF };
 
+/* Indexes of the sub-verbs in kd_ctl_topics's list. */
+enum { TOPICS_CREATE, TOPICS_CHECK };
+
 typedef struct topics_args {
         kd_cli_t *cli;
         int partitions;
@@ -84,6 +87,7 @@ static const char *state_name(kd_topic_state_t s)
 
 int kd_ctl_topics(int argc, char **argv)
 {
+        static const char *const subs[] = {"create", "check", NULL};
         static const struct option opts[] = {
             {"partitions", required_argument, NULL, OPT_PARTITIONS},
             {"replication-factor", required_argument, NULL, OPT_RF},
@@ -95,29 +99,14 @@ int kd_ctl_topics(int argc, char **argv)
         char errstr[512] = "";
         int argi;
 
-        if (argc < 2 || argv[1][0] == '-') {
-                kd_cli_init(&cli, "kdelayctl topics");
-                if (argc >= 2 &&
-                    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-                        fputs(kd_topics_help, stdout);
-                        fputs(KD_CLI_HELP, stdout);
-                        return KD_EXIT_OK;
-                }
-                return kd_cli_usage_error(&cli, "expected 'create' or "
-                                                "'check'");
-        }
-        const char *sub = argv[1];
-        int create = !strcmp(sub, "create");
-        kd_cli_init(&cli, create ? "kdelayctl topics create"
-                                 : "kdelayctl topics check");
-        if (!create && strcmp(sub, "check"))
-                return kd_cli_usage_error(&cli,
-                                          "unknown subcommand \"%s\" (expected "
-                                          "'create' or 'check')",
-                                          sub);
-        int rc =
-            kd_cli_parse(&cli, argc - 1, argv + 1, "", create ? opts : NULL,
-                         on_opt, &a, kd_topics_help, &argi);
+        int rc;
+        int sub = kd_cli_subverb(&cli, "kdelayctl topics", subs, kd_topics_help,
+                                 argc, argv, &rc);
+        if (sub < 0)
+                return rc;
+        int create = sub == TOPICS_CREATE;
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", create ? opts : NULL,
+                          on_opt, &a, kd_topics_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[argi + 1]);

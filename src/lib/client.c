@@ -41,12 +41,10 @@ typedef struct kd_pending {
         char id[KDELAY_ID_MAX + 1];
 } kd_pending_t;
 
-/* Producer defaults the user may override with -X / kafka = [...]. */
-static const char *const kd_producer_defaults[] = {
+/* The client's producer defaults, which the user may override with -X /
+ * kafka = [...]; what no one overrides is kd_producer_forced (kd_conf.h). */
+static const char *const kd_client_producer_defaults[] = {
     "linger.ms", "5", "partitioner", "murmur2_random", NULL};
-/* What the no-loss guarantee needs: never overridden. */
-static const char *const kd_producer_forced[] = {"enable.idempotence", "true",
-                                                 "acks", "all", NULL};
 
 const char *kdelay_fate_str(kdelay_fate_t fate)
 {
@@ -116,9 +114,9 @@ static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
         kdelay_err_t err = KDELAY_OK;
         pthread_mutex_lock(&c->rk_lock);
         if (!producer_get(c)) {
-                rd_kafka_conf_t *rkc =
-                    kd_conf_rk_conf(c->conf, &c->owner, kd_producer_defaults,
-                                    kd_producer_forced, errstr, errstr_size);
+                rd_kafka_conf_t *rkc = kd_conf_rk_conf(
+                    c->conf, &c->owner, kd_client_producer_defaults,
+                    kd_producer_forced, errstr, errstr_size);
                 rd_kafka_t *rk = NULL;
                 if (!rkc) {
                         err = KDELAY_ERR_CONFIG;
@@ -150,7 +148,7 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
         /* Check the Kafka properties now, so a bad one fails here rather
          * than at the first schedule. */
         rd_kafka_conf_t *rkc =
-            kd_conf_rk_conf(conf, NULL, kd_producer_defaults,
+            kd_conf_rk_conf(conf, NULL, kd_client_producer_defaults,
                             kd_producer_forced, errstr, errstr_size);
         if (!rkc)
                 return KDELAY_ERR_CONFIG;
@@ -363,7 +361,8 @@ kdelay_err_t kdelay_schedule_async(kdelay_client_t *c,
                                "client is NULL");
         kd_pending_t *p = calloc(1, sizeof(*p));
         if (!p)
-                return KDELAY_ERR_NO_MEMORY;
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
         p->is_async = 1;
         p->id_out = id_out;
         p->id_out_size = id_out_size;
@@ -403,6 +402,24 @@ int kdelay_outq_len(kdelay_client_t *c)
         return c ? atomic_load(&c->pending) : 0;
 }
 
+/* Calls into the fate store start with errstr cleared, and end here: the
+ * store leaves it unfilled on some failures (out of memory), and the API
+ * promises a detail on every error. */
+static void errstr_clear(char *errstr, size_t errstr_size)
+{
+        if (errstr && errstr_size)
+                errstr[0] = '\0';
+}
+
+static kdelay_err_t errstr_ensure(kdelay_err_t err, const char *what,
+                                  char *errstr, size_t errstr_size)
+{
+        if (err && errstr && errstr_size && !errstr[0])
+                kd_fail(err, errstr, errstr_size, "%s: %s", what,
+                        kdelay_err_str(err));
+        return err;
+}
+
 static kdelay_err_t id_check(const char *id, char *errstr, size_t errstr_size)
 {
         if (!id || !kd_wire_id_valid(id, strlen(id)))
@@ -417,13 +434,16 @@ kdelay_err_t kdelay_cancel(kdelay_client_t *c, const char *id, char *errstr,
 {
         kdelay_err_t err;
         if (!c)
-                return KDELAY_ERR_INVALID_ARG;
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "client is NULL");
         if ((err = id_check(id, errstr, errstr_size)))
                 return err;
         char qid[KDELAY_ID_MAX * 4 + 3];
+        errstr_clear(errstr, errstr_size);
         pthread_mutex_lock(&c->fate_lock);
         err = kd_fate_cancel(c->fate, id, strlen(id), errstr, errstr_size);
         pthread_mutex_unlock(&c->fate_lock);
+        errstr_ensure(err, "cancel", errstr, errstr_size);
         kd_log(c->conf,
                err && err != KDELAY_ERR_TOO_LATE ? KDELAY_LOG_WARNING
                                                  : KDELAY_LOG_INFO,
@@ -438,12 +458,14 @@ kdelay_err_t kdelay_status(kdelay_client_t *c, const char *id,
 {
         kdelay_err_t err;
         if (!c || !status)
-                return KDELAY_ERR_INVALID_ARG;
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "%s is NULL", !c ? "client" : "status");
         if ((err = id_check(id, errstr, errstr_size)))
                 return err;
+        errstr_clear(errstr, errstr_size);
         pthread_mutex_lock(&c->fate_lock);
         err = kd_fate_status(c->fate, id, strlen(id), status, errstr,
                              errstr_size);
         pthread_mutex_unlock(&c->fate_lock);
-        return err;
+        return errstr_ensure(err, "status", errstr, errstr_size);
 }

@@ -1,5 +1,6 @@
 /* The configuration object: kdelay properties, librdkafka pass-through,
- * libconfig file loading. Reference: docs/configuration.md. */
+ * libconfig file loading. The reference, docs/configuration.md, is
+ * generated from the property table below. */
 #define _POSIX_C_SOURCE 200809L
 #include "kd_conf.h"
 
@@ -33,62 +34,123 @@ typedef struct kd_prop {
         const char *name;
         kd_prop_type_t type;
         size_t offset;
-        const char *def; /* default as text; NULL = unset */
-        int min;         /* KD_PROP_INT only */
+        const char *def;   /* default as text; NULL = unset */
+        int min;           /* KD_PROP_INT and KD_PROP_BYTES only */
+        const char *help;  /* one line of markdown, no '|', for the reference */
+        const char *unset; /* reference's default cell when def is NULL;
+                              NULL = "—" */
 } kd_prop_t;
+
+/* What prop_set accepts, and what the reference says it does. */
+#define KD_PROP_INT_MAX     1000000
+#define KD_PROP_BYTES_MAX   (1LL << 40) /* "2^40" in messages */
+#define KD_TOPIC_PREFIX_MAX 200         /* room for "<prefix>.tier.<tier>" */
 
 #define KD_OFF(field) offsetof(struct kdelay_conf_s, field)
 
-/* Every kdelay property. Keep docs/configuration.md in step. */
+/* Every kdelay property: name, type, field, default, minimum, help text and
+ * what the reference shows as default when there is none. The reference in
+ * docs/configuration.md is generated from this table (kd_conf_write_reference;
+ * docs/development.md says how to refresh it). */
 static const kd_prop_t kd_props[] = {
-    {"brokers", KD_PROP_STRING, KD_OFF(brokers), "127.0.0.1:9092", 0},
-    {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0},
-    {"tiers", KD_PROP_TIERS, KD_OFF(tiers), "1s,1m,30m,7d", 0},
-    {"mysql.url", KD_PROP_MYSQLURL, KD_OFF(mysql_url), NULL, 0},
-    {"mysql.password", KD_PROP_SECRET, KD_OFF(mysql_password), NULL, 0},
+    {"brokers", KD_PROP_STRING, KD_OFF(brokers), "127.0.0.1:9092", 0,
+     "Kafka bootstrap servers, `HOST:PORT[,...]` (librdkafka "
+     "`bootstrap.servers`)"},
+    {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0,
+     "topics are `<prefix>.tier.<tier>` and `<prefix>.dead`"},
+    {"tiers", KD_PROP_TIERS, KD_OFF(tiers), "1s,1m,30m,7d", 0,
+     "tier delays; in the file a list `[ \"1s\", \"1m\" ]`, on `-X` "
+     "comma-separated"},
+    {"mysql.url", KD_PROP_MYSQLURL, KD_OFF(mysql_url), NULL, 0,
+     "the MySQL database of the fate table; needed by cancel, status, db and "
+     "the forwarder",
+     "— (unset)"},
+    {"mysql.password", KD_PROP_SECRET, KD_OFF(mysql_password), NULL, 0,
+     "password, overriding the URL's (prefer the environment variable)"},
     {"mysql.password_env", KD_PROP_STRING, KD_OFF(mysql_password_env),
-     KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0},
+     KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0,
+     "environment variable read for the password when neither "
+     "`mysql.password` nor the URL gives one"},
     {"mysql.connect_timeout", KD_PROP_INT, KD_OFF(mysql_connect_timeout_s), "5",
-     1},
+     1, "how long connecting to MySQL may take, in seconds"},
     {"mysql.fate_retention", KD_PROP_DURATION, KD_OFF(fate_retention_ms), "30d",
-     0},
-    {"topics.partitions", KD_PROP_INT, KD_OFF(topics_partitions), "6", 1},
+     0,
+     "`kdelayctl db gc` deletes rows of tasks due longer ago than this (keep "
+     "it above the tier topics' retention)"},
+    {"topics.partitions", KD_PROP_INT, KD_OFF(topics_partitions), "6", 1,
+     "partitions of topics created by `kdelayctl topics create`"},
     {"topics.replication_factor", KD_PROP_INT,
-     KD_OFF(topics_replication_factor), "-1", -1},
+     KD_OFF(topics_replication_factor), "-1", -1,
+     "replicas of created topics; -1 = the broker's "
+     "`default.replication.factor`"},
     {"topics.retention_margin", KD_PROP_DURATION,
-     KD_OFF(topics_retention_margin_ms), "7d", 0},
+     KD_OFF(topics_retention_margin_ms), "7d", 0,
+     "tier topic retention = 2 × tier delay + this margin; `topics check` "
+     "requires at least tier delay + margin"},
     {"topics.dead_retention", KD_PROP_DURATION, KD_OFF(dead_retention_ms),
-     "14d", 0},
+     "14d", 0, "retention of the dead-letter topic"},
     {"forwarder.group_id", KD_PROP_STRING, KD_OFF(fwd_group_id),
-     "kdelay-forwarder", 0},
-    {"forwarder.instance", KD_PROP_STRING, KD_OFF(fwd_instance), NULL, 0},
+     "kdelay-forwarder", 0, "consumer group of the forwarders"},
+    {"forwarder.instance", KD_PROP_STRING, KD_OFF(fwd_instance), NULL, 0,
+     "name in logs and in claim owner tokens ([A-Za-z0-9._-]; other "
+     "characters become `_`); give each forwarder a stable one (required for "
+     "`exactly_once` unless `forwarder.transactional_id` is set)",
+     "`<hostname>-<pid>`"},
     {"forwarder.hold_horizon", KD_PROP_DURATION, KD_OFF(fwd_hold_horizon_ms),
-     "30s", 0},
+     "30s", 0,
+     "a due task firing within this is held in memory; further away it hops "
+     "to a smaller tier"},
     {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms), "200ms",
-     0},
+     0,
+     "a partition's head is read this long before it is due (covers fetch "
+     "latency)"},
     {"forwarder.claim_ahead", KD_PROP_DURATION, KD_OFF(fwd_claim_ahead_ms),
-     "500ms", 0},
+     "500ms", 0,
+     "held tasks are claimed in MySQL this long before `fire-at` (a cancel in "
+     "that last moment answers \"too late\"); claims batch for up to half of "
+     "it"},
     {"forwarder.foreign_claim_wait", KD_PROP_DURATION,
-     KD_OFF(fwd_foreign_wait_ms), "2s", 0},
-    {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1},
-    {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1},
+     KD_OFF(fwd_foreign_wait_ms), "2s", 0,
+     "a task found `FIRING` under another forwarder's claim is checked again "
+     "after this, and fired only if still not `FIRED` (0 = fire at once)"},
+    {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1,
+     "ids per claim / mark-fired statement"},
+    {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1,
+     "held tasks at most; past it partitions pause (back-pressure)"},
     {"forwarder.max_held_bytes", KD_PROP_BYTES, KD_OFF(fwd_max_held_bytes),
-     "268435456", 1024},
+     "268435456", 1024, "bytes of held tasks at most"},
     {"forwarder.commit_interval", KD_PROP_DURATION,
-     KD_OFF(fwd_commit_interval_ms), "1s", 0},
+     KD_OFF(fwd_commit_interval_ms), "1s", 0,
+     "offsets are committed this often (and on revoke and shutdown)"},
     {"forwarder.stats_interval", KD_PROP_DURATION,
-     KD_OFF(fwd_stats_interval_ms), "10s", 0},
-    {"forwarder.retry_max", KD_PROP_DURATION, KD_OFF(fwd_retry_max_ms), "5s",
-     0},
+     KD_OFF(fwd_stats_interval_ms), "10s", 0,
+     "an `event=stats` log line this often; 0 = never"},
+    {"forwarder.retry_max", KD_PROP_DURATION, KD_OFF(fwd_retry_max_ms), "5s", 0,
+     "longest backoff for MySQL and produce retries"},
     {"forwarder.shutdown_timeout", KD_PROP_DURATION,
-     KD_OFF(fwd_shutdown_timeout_ms), "10s", 0},
+     KD_OFF(fwd_shutdown_timeout_ms), "10s", 0,
+     "how long shutdown and revoke wait for produces in flight"},
     {"forwarder.delivery", KD_PROP_DELIVERY, KD_OFF(fwd_delivery),
-     "at_least_once", 0},
-    {"forwarder.transactional_id", KD_PROP_STRING, KD_OFF(fwd_txn_id), NULL, 0},
+     "at_least_once", 0,
+     "the forwarder's delivery guarantee; `exactly_once` uses Kafka "
+     "transactions (docs/reliability.md)"},
+    {"forwarder.transactional_id", KD_PROP_STRING, KD_OFF(fwd_txn_id), NULL, 0,
+     "`exactly_once`: the producer's `transactional.id`; stable per "
+     "forwarder, so that a restarted one fences its predecessor and aborts "
+     "its open transaction at once",
+     "`<group_id>-<instance>`"},
     {"forwarder.transaction_interval", KD_PROP_DURATION,
-     KD_OFF(fwd_txn_interval_ms), "100ms", 0},
-    {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0},
+     KD_OFF(fwd_txn_interval_ms), "100ms", 0,
+     "`exactly_once`: longest a transaction holding only hops, dead letters "
+     "and offsets stays open; one holding a fire commits at the next loop "
+     "turn (at least 20 ms after the previous commit)"},
+    {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0,
+     "most fires per second per forwarder (0 = no limit); smooths the "
+     "catch-up after an outage, in due order"},
 };
+
+const char *const kd_producer_forced[] = {"enable.idempotence", "true", "acks",
+                                          "all", NULL};
 
 static const char *const kd_delivery_names[] = {"at_least_once",
                                                 "exactly_once"};
@@ -113,13 +175,13 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
         case KD_PROP_TOPICPFX:
                 /* The longest generated name is "<prefix>.tier.<tier>". */
                 if (!kd_wire_topic_valid(value, strlen(value)) ||
-                    strlen(value) > 200)
+                    strlen(value) > KD_TOPIC_PREFIX_MAX)
                         return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr,
                                        errstr_size,
                                        "%s: \"%s\" does not make valid "
                                        "Kafka topic names ([A-Za-z0-9._-], "
-                                       "at most 200 chars)",
-                                       p->name, value);
+                                       "at most %d chars)",
+                                       p->name, value, KD_TOPIC_PREFIX_MAX);
                 /* fallthrough */
         case KD_PROP_MYSQLURL:
                 if (p->type == KD_PROP_MYSQLURL && *value) {
@@ -147,11 +209,12 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 char *end;
                 errno = 0;
                 long v = strtol(value, &end, 10);
-                if (errno || end == value || *end || v < p->min || v > 1000000)
+                if (errno || end == value || *end || v < p->min ||
+                    v > KD_PROP_INT_MAX)
                         return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                        "%s: \"%s\" is not an integer in "
-                                       "[%d, 1000000]",
-                                       p->name, value, p->min);
+                                       "[%d, %d]",
+                                       p->name, value, p->min, KD_PROP_INT_MAX);
                 *(int *)field = (int)v;
                 return KDELAY_OK;
         }
@@ -160,7 +223,7 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 errno = 0;
                 long long v = strtoll(value, &end, 10);
                 if (errno || end == value || *end || v < p->min ||
-                    v > (1LL << 40))
+                    v > KD_PROP_BYTES_MAX)
                         return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                        "%s: \"%s\" is not a byte count in "
                                        "[%d, 2^40]",
@@ -409,6 +472,83 @@ void kdelay_conf_set_log_cb(kdelay_conf_t *conf, kdelay_log_cb_t *cb,
         conf->log_cb = cb;
         conf->log_level = max_level;
         conf->log_opaque = opaque;
+}
+
+/* --- the reference (docs/configuration.md) ------------------------------ */
+
+/* The "values" cell of p: what prop_set accepts. */
+static void prop_values(const kd_prop_t *p, char *buf, size_t size)
+{
+        switch (p->type) {
+        case KD_PROP_STRING:
+                snprintf(buf, size, "text");
+                break;
+        case KD_PROP_SECRET:
+                snprintf(buf, size, "text, read back as `***`");
+                break;
+        case KD_PROP_TOPICPFX:
+                snprintf(buf, size, "`[A-Za-z0-9._-]`, at most %d chars",
+                         KD_TOPIC_PREFIX_MAX);
+                break;
+        case KD_PROP_MYSQLURL:
+                snprintf(buf, size,
+                         "`mysql://user[:password]@host[:port]/db`, user and "
+                         "password percent-encoded");
+                break;
+        case KD_PROP_INT:
+                snprintf(buf, size, "integer, %d .. %d", p->min,
+                         KD_PROP_INT_MAX);
+                break;
+        case KD_PROP_BYTES:
+                snprintf(buf, size, "bytes, %d .. 2^40", p->min);
+                break;
+        case KD_PROP_DURATION:
+                snprintf(buf, size, "duration");
+                break;
+        case KD_PROP_TIERS:
+                snprintf(buf, size,
+                         "durations, each > 0 and <= 10 years, no duplicates, "
+                         "at most %d",
+                         KD_TIERS_MAX);
+                break;
+        case KD_PROP_DELIVERY:
+                snprintf(buf, size, "`%s` or `%s`", kd_delivery_names[0],
+                         kd_delivery_names[1]);
+                break;
+        }
+        /* Text without a default: "" unsets it (prop_set). */
+        if (p->type <= KD_PROP_MYSQLURL && !p->def) {
+                size_t n = strlen(buf);
+                snprintf(buf + n, size - n, "; empty = unset");
+        }
+}
+
+/* Non-zero when s cannot stand in a table cell. */
+static int cell_bad(const char *s)
+{
+        return !s || !*s || strpbrk(s, "|\n");
+}
+
+int kd_conf_write_reference(FILE *out)
+{
+        fputs("| property | default | values | meaning |\n"
+              "|---|---|---|---|\n",
+              out);
+        for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
+                const kd_prop_t *p = &kd_props[i];
+                char values[256], def[128];
+                prop_values(p, values, sizeof(values));
+                if (p->def)
+                        snprintf(def, sizeof(def), "`%s`", p->def);
+                else
+                        snprintf(def, sizeof(def), "%s",
+                                 p->unset ? p->unset : "—");
+                if (cell_bad(p->help) || cell_bad(def))
+                        return -1;
+                fprintf(out, "| `%s` | %s | %s | %s |\n", p->name, def, values,
+                        p->help);
+        }
+        return ferror(out) ? -1 : 0;
 }
 
 /* --- libconfig files ---------------------------------------------------- */

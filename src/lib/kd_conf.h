@@ -4,6 +4,7 @@
 #define KD_CONF_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -45,7 +46,7 @@ struct kdelay_conf_s {
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
         kd_delivery_t fwd_delivery;
-        char *fwd_txn_id;            /* owned; NULL = kdelay-<instance> */
+        char *fwd_txn_id;            /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms; /* longest open transaction */
         int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
         rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
@@ -55,6 +56,12 @@ struct kdelay_conf_s {
         kdelay_log_level_t log_level;
         void *log_opaque;
 };
+
+/* Writes the property reference, the table of docs/configuration.md, as
+ * markdown to out: one row per kdelay property with its default, the values
+ * it takes and its help text. 0 on success, -1 when writing failed or a row
+ * cannot be written as a table row (no help text, a '|' or a newline). */
+int kd_conf_write_reference(FILE *out);
 
 /* Name of the dead-letter topic: "<prefix>.dead". */
 void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
@@ -80,6 +87,17 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                                  const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size);
+
+/* What kdelay's no-loss promise needs of every producer it creates:
+ * NULL-terminated name, value pairs (enable.idempotence=true, acks=all) to
+ * pass as kd_conf_rk_conf's `forced`, so no user property overrides them.
+ *
+ * Transitional: src/fwd/fwd.c still defines a file-local array of this name,
+ * which cannot follow this declaration in one file; CMakeLists.txt compiles
+ * it with KD_CONF_NO_SHARED_PRODUCER_FORCED until it uses this one. */
+#ifndef KD_CONF_NO_SHARED_PRODUCER_FORCED
+extern const char *const kd_producer_forced[];
+#endif
 
 /* Retention for tier topic idx: tier delay * 2 + retention margin. */
 int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx);

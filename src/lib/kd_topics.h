@@ -1,5 +1,6 @@
 /* kdelay's own topics (tiers + dead letters): create and check them with
- * the Kafka Admin API. Used by kdelayctl and the forwarder's start-up. */
+ * the Kafka Admin API. Used by `kdelayctl topics` and the integration
+ * tests; the forwarder does not create or check topics. */
 #ifndef KD_TOPICS_H
 #define KD_TOPICS_H
 
@@ -29,23 +30,30 @@ typedef struct kd_topic_report {
 } kd_topic_report_t;
 
 /* Fills reports[] (KD_TOPICS_MAX entries) with the tier topics then the dead
- * topic, and *np with their number, stating whether each exists. */
+ * topic, and *np with their number, stating whether each exists and its
+ * partition count. */
 kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
                             kd_topic_report_t *reports, size_t *np,
                             char *errstr, size_t errstr_size);
 
-/* Creates every missing topic (partitions/replication_factor from conf
- * unless > 0 / != 0 overrides given) with LogAppendTime, delete cleanup and
- * a retention of tier delay * 2 + topics.retention_margin. */
+/* Creates every missing topic (partitions / replication_factor from conf
+ * unless > 0 / != 0 overrides are given) with LogAppendTime, delete cleanup,
+ * retention.bytes -1 and retention.ms = tier delay * 2 +
+ * topics.retention_margin (the dead topic: topics.dead_retention); topics
+ * that exist are left alone. Then waits until every created topic has a
+ * leader for each partition. A topic the broker refused is KD_TOPIC_FAILED
+ * with the broker's reason in problem, and the call returns
+ * KDELAY_ERR_KAFKA. */
 kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                               int replication_factor,
                               kd_topic_report_t *reports, size_t *np,
                               char *errstr, size_t errstr_size);
 
-/* Checks every topic's configuration: present, LogAppendTime, cleanup
- * policy delete, retention.bytes -1, retention.ms >= tier delay +
- * topics.retention_margin. Sets each report's ok/problem. Returns
- * KDELAY_ERR_CONFIG when any topic is not ok. */
+/* Checks every topic's configuration: present, cleanup policy delete,
+ * retention.bytes -1, and for tier topics also LogAppendTime and
+ * retention.ms -1 or >= tier delay + topics.retention_margin (the dead
+ * topic's timestamp type and retention are not checked). Sets each report's
+ * ok/problem. Returns KDELAY_ERR_CONFIG when any topic is not ok. */
 kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                              kd_topic_report_t *reports, size_t *np,
                              char *errstr, size_t errstr_size);

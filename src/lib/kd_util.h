@@ -27,9 +27,6 @@ int64_t kd_now_ms(void);
 /* Monotonic time in milliseconds (for deadlines, never for due times). */
 int64_t kd_mono_ms(void);
 
-/* strdup that returns NULL for NULL. Caller owns the result. */
-char *kd_strdup0(const char *s);
-
 /* Copies src into dst (size dst_size), truncating; always terminates. */
 void kd_strlcpy(char *dst, const char *src, size_t dst_size);
 

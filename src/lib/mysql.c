@@ -159,7 +159,9 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         MYSQL *conn = mysql_init(NULL);
         if (!conn) {
                 kd_mysql_params_clear(&p);
-                return KDELAY_ERR_NO_MEMORY;
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "cannot start a MySQL connection: out of "
+                               "memory");
         }
         unsigned timeout = (unsigned)conf->mysql_connect_timeout_s;
         unsigned rw_timeout = 30;

@@ -4,7 +4,6 @@
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,11 +34,6 @@ int64_t kd_now_ms(void)
 int64_t kd_mono_ms(void)
 {
         return clock_ms(CLOCK_MONOTONIC);
-}
-
-char *kd_strdup0(const char *s)
-{
-        return s ? strdup(s) : NULL;
 }
 
 void kd_strlcpy(char *dst, const char *src, size_t dst_size)

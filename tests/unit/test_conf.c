@@ -346,6 +346,153 @@ static void test_set_kafka(void)
         kdelay_conf_destroy(conf);
 }
 
+/* The value of name in a built librdkafka conf ("" when unreadable). */
+static const char *rkc_get(const rd_kafka_conf_t *rkc, const char *name,
+                           char *buf, size_t size)
+{
+        if (rd_kafka_conf_get(rkc, name, buf, &size) != RD_KAFKA_CONF_OK)
+                buf[0] = '\0';
+        return buf;
+}
+
+/* kd_producer_forced is what every producer's no-loss promise needs, and
+ * it wins over the user's pass-through properties and over defaults. */
+static void test_producer_forced(void)
+{
+        static const char *const want[] = {"enable.idempotence", "true", "acks",
+                                           "all"};
+        size_t n = 0;
+        for (; kd_producer_forced[n]; n++) {
+                CU_ASSERT_FATAL(n < 4);
+                CU_ASSERT_STRING_EQUAL(kd_producer_forced[n], want[n]);
+        }
+        CU_ASSERT_EQUAL(n, 4);
+
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512] = "", buf[256];
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_kafka(conf, "acks", "1", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set_kafka(conf, "enable.idempotence",
+                                              "false", errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        const char *ours[] = {"acks", "0", NULL};
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(
+            conf, NULL, ours, kd_producer_forced, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        CU_ASSERT_STRING_EQUAL(
+            rkc_get(rkc, "enable.idempotence", buf, sizeof(buf)), "true");
+        /* librdkafka reads acks=all back as -1. */
+        CU_ASSERT_STRING_EQUAL(rkc_get(rkc, "acks", buf, sizeof(buf)), "-1");
+        rd_kafka_conf_destroy(rkc);
+
+        /* Without the forced pairs the user's value stands: the check above
+         * can fail. */
+        rkc = kd_conf_rk_conf(conf, NULL, ours, NULL, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        CU_ASSERT_STRING_EQUAL(rkc_get(rkc, "acks", buf, sizeof(buf)), "1");
+        rd_kafka_conf_destroy(rkc);
+        kdelay_conf_destroy(conf);
+}
+
+/* Checks one row of the reference against what the conf does: the name is
+ * a property, the default is what a new conf reads back, and the values
+ * cell's range and "empty = unset" hold. */
+static void reference_row_check(char *row)
+{
+        char *cell[4];
+        char *save = NULL, *tok = strtok_r(row, "|", &save);
+        size_t n = 0;
+        for (; tok && n < 4; tok = strtok_r(NULL, "|", &save)) {
+                while (*tok == ' ')
+                        tok++;
+                char *end = tok + strlen(tok);
+                while (end > tok && end[-1] == ' ')
+                        *--end = '\0';
+                cell[n++] = tok;
+        }
+        CU_ASSERT_EQUAL_FATAL(n, 4);
+        CU_ASSERT_PTR_NULL(tok); /* no fifth cell */
+        /* `name` */
+        size_t len = strlen(cell[0]);
+        CU_ASSERT_FATAL(len > 2 && cell[0][0] == '`' &&
+                        cell[0][len - 1] == '`');
+        cell[0][len - 1] = '\0';
+        const char *name = cell[0] + 1;
+
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char got[1024], want[1100], errstr[512];
+        CU_ASSERT_EQUAL_FATAL(kdelay_conf_get(conf, name, got, sizeof(got)),
+                              KDELAY_OK);
+        if (*got && strcmp(name, "mysql.password")) {
+                snprintf(want, sizeof(want), "`%s`", got);
+                CU_ASSERT_STRING_EQUAL(cell[1], want);
+        }
+        CU_ASSERT_STRING_NOT_EQUAL(cell[3], "");
+
+        /* "integer, LO .. HI" and "bytes, LO .. 2^40": both ends are
+         * accepted, one past either is refused. */
+        long lo, hi = 1L << 40;
+        if (sscanf(cell[2], "integer, %ld .. %ld", &lo, &hi) == 2 ||
+            sscanf(cell[2], "bytes, %ld .. 2^40", &lo) == 1) {
+                const struct {
+                        long v;
+                        kdelay_err_t want;
+                } edge[] = {{lo, KDELAY_OK},
+                            {hi, KDELAY_OK},
+                            {lo - 1, KDELAY_ERR_CONFIG},
+                            {hi + 1, KDELAY_ERR_CONFIG}};
+                for (size_t i = 0; i < 4; i++) {
+                        char num[32];
+                        snprintf(num, sizeof(num), "%ld", edge[i].v);
+                        CU_ASSERT_EQUAL(kdelay_conf_set(conf, name, num, errstr,
+                                                        sizeof(errstr)),
+                                        edge[i].want);
+                }
+        }
+        if (strstr(cell[2], "empty = unset")) {
+                CU_ASSERT_EQUAL(
+                    kdelay_conf_set(conf, name, "", errstr, sizeof(errstr)),
+                    KDELAY_OK);
+                CU_ASSERT_EQUAL(kdelay_conf_get(conf, name, got, sizeof(got)),
+                                KDELAY_OK);
+                CU_ASSERT_STRING_EQUAL(got, "");
+        } else {
+                CU_ASSERT_NOT_EQUAL(
+                    kdelay_conf_set(conf, name, "", errstr, sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        kdelay_conf_destroy(conf);
+}
+
+/* The reference table (docs/configuration.md) says what the conf does. */
+static void test_reference(void)
+{
+        char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+        CU_ASSERT_EQUAL(kd_conf_write_reference(out), 0);
+        CU_ASSERT_EQUAL_FATAL(fclose(out), 0);
+
+        const char *head = "| property | default | values | meaning |\n"
+                           "|---|---|---|---|\n";
+        CU_ASSERT_EQUAL_FATAL(strncmp(text, head, strlen(head)), 0);
+        size_t rows = 0;
+        char *save = NULL;
+        for (char *row = strtok_r(text + strlen(head), "\n", &save); row;
+             row = strtok_r(NULL, "\n", &save)) {
+                rows++;
+                CU_ASSERT_EQUAL(row[0], '|');
+                CU_ASSERT_EQUAL(row[strlen(row) - 1], '|');
+                reference_row_check(row);
+        }
+        CU_ASSERT(rows >= 29);
+        free(text);
+}
+
 static void test_set_pair(void)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -876,6 +1023,8 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_set_bad_values),
     KD_TEST(test_password_hidden),
     KD_TEST(test_set_kafka),
+    KD_TEST(test_producer_forced),
+    KD_TEST(test_reference),
     KD_TEST(test_set_pair),
     KD_TEST(test_dup),
     KD_TEST(test_log_level),
