@@ -1,7 +1,7 @@
 /* The fate store's front: every kd_fate_ function dispatches through the
  * store's operations table (kd_fate_ops.h), after what every
- * implementation shares: empty batches are answered here, without a
- * statement. */
+ * implementation shares: arguments are checked and empty batches answered
+ * here, without a statement, so that no implementation differs there. */
 #include "kd_fate.h"
 
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include "kd_fate_mysql.h"
 #include "kd_fate_ops.h"
+#include "kd_util.h"
 
 struct kd_fate_store {
         const kd_fate_ops_t *ops; /* borrowed: static */
@@ -41,6 +42,48 @@ const char *kd_fate_claim_owner(const kd_fate_claim_t *item, const char *owner,
         size_t len = tok ? strlen(tok) : 0;
         *lenp = len > KD_FATE_OWNER_MAX ? KD_FATE_OWNER_MAX : len;
         return tok;
+}
+
+/* An id the fate table can hold: VARBINARY(KDELAY_ID_MAX). A longer one
+ * would be cut (INSERT IGNORE) and meet another id's row. */
+static kdelay_err_t check_id(const char *id, size_t len, char *errstr,
+                             size_t errstr_size)
+{
+        if (!id || len > KDELAY_ID_MAX)
+                return kd_fail(KDELAY_ERR_INVALID_ID, errstr, errstr_size,
+                               "task id missing or over %d bytes",
+                               KDELAY_ID_MAX);
+        return KDELAY_OK;
+}
+
+static kdelay_err_t check_ids(const char *const *ids, const size_t *lens,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++)
+                err = check_id(ids[i], lens[i], errstr, errstr_size);
+        return err;
+}
+
+/* Claim items' ids; with `tokens`, every token present and no longer than
+ * an owner (a takeover writes it whole). */
+static kdelay_err_t check_items(const kd_fate_claim_t *items, size_t n,
+                                int tokens, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++) {
+                err =
+                    check_id(items[i].id, items[i].id_len, errstr, errstr_size);
+                if (!err && tokens &&
+                    (!items[i].token ||
+                     strlen(items[i].token) > KD_FATE_OWNER_MAX))
+                        err =
+                            kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                                    "takeover token missing or over %d "
+                                    "bytes",
+                                    KD_FATE_OWNER_MAX);
+        }
+        return err;
 }
 
 kdelay_fate_t kd_fate_parse(const char *s)
@@ -84,6 +127,9 @@ kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
 kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
                             size_t id_len, char *errstr, size_t errstr_size)
 {
+        kdelay_err_t err = check_id(id, id_len, errstr, errstr_size);
+        if (err)
+                return err;
         return store->ops->cancel(store->impl, id, id_len, errstr, errstr_size);
 }
 
@@ -91,6 +137,9 @@ kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
                             size_t id_len, kdelay_status_t *status,
                             char *errstr, size_t errstr_size)
 {
+        kdelay_err_t err = check_id(id, id_len, errstr, errstr_size);
+        if (err)
+                return err;
         return store->ops->status(store->impl, id, id_len, status, errstr,
                                   errstr_size);
 }
@@ -99,8 +148,9 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
+        kdelay_err_t err = check_items(items, n, 0, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
         return store->ops->claim(store->impl, items, n, owner, errstr,
                                  errstr_size);
 }
@@ -108,8 +158,9 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
 kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
                               size_t n, char *errstr, size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
+        kdelay_err_t err = check_items(items, n, 1, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
         return store->ops->takeover(store->impl, items, n, errstr, errstr_size);
 }
 
@@ -117,8 +168,9 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,
                                 size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
         return store->ops->mark_fired(store->impl, ids, id_lens, n, errstr,
                                       errstr_size);
 }
@@ -129,8 +181,9 @@ kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
                                     const int64_t *fire_ats, size_t n,
                                     char *errstr, size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
         return store->ops->note_cancelled(store->impl, ids, id_lens, fire_ats,
                                           n, errstr, errstr_size);
 }
@@ -139,6 +192,9 @@ kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                         int64_t decided_before_ms, int batch,
                         uint64_t *deletedp, char *errstr, size_t errstr_size)
 {
+        if (batch < 0)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "gc batch %d is negative", batch);
         return store->ops->gc(store->impl, due_before_ms, decided_before_ms,
                               batch, deletedp, errstr, errstr_size);
 }

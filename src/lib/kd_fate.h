@@ -17,6 +17,12 @@ typedef struct kd_fate_store kd_fate_store_t;
 /* The longest owner a row holds (the owner column's width). */
 #define KD_FATE_OWNER_MAX 64
 
+/* Every call below checks its arguments first, the same for every
+ * implementation: an id longer than KDELAY_ID_MAX bytes (or NULL) is
+ * KDELAY_ERR_INVALID_ID, a takeover token NULL or longer than
+ * KD_FATE_OWNER_MAX bytes or a negative gc batch KDELAY_ERR_INVALID_ARG,
+ * and nothing is sent; an empty batch is KDELAY_OK without a statement. */
+
 /* The MySQL store. conf is borrowed and must outlive the store. Connects
  * on first use. */
 kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
