@@ -86,6 +86,30 @@ static kdelay_err_t check_items(const kd_fate_claim_t *items, size_t n,
         return err;
 }
 
+void kd_fate_status_none(kdelay_status_t *status)
+{
+        memset(status, 0, sizeof(*status));
+        status->fate = KDELAY_FATE_UNDECIDED;
+        status->decided_at_ms = status->updated_at_ms = -1;
+        status->fire_at_ms = -1;
+}
+
+kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
+                                  size_t errstr_size)
+{
+        switch (fate) {
+        case KDELAY_FATE_CANCELLED:
+                return KDELAY_OK;
+        case KDELAY_FATE_FIRING:
+        case KDELAY_FATE_FIRED:
+                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
+                               "task is already %s", kdelay_fate_str(fate));
+        default:
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "fate row changed during cancel; retry");
+        }
+}
+
 kdelay_fate_t kd_fate_parse(const char *s)
 {
         if (!s)

@@ -220,18 +220,7 @@ static kdelay_err_t cancel_once(kd_fate_mysql_t *store, const char *id,
         kdelay_status_t st;
         if ((err = status_once(store, id, id_len, &st, errstr, errstr_size)))
                 return err;
-        switch (st.fate) {
-        case KDELAY_FATE_CANCELLED:
-                return KDELAY_OK;
-        case KDELAY_FATE_FIRING:
-        case KDELAY_FATE_FIRED:
-                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
-                               "task is already %s", kdelay_fate_str(st.fate));
-        default:
-                /* The row vanished between the two statements (gc). */
-                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                               "fate row changed during cancel; retry");
-        }
+        return kd_fate_cancel_found(st.fate, errstr, errstr_size);
 }
 
 /* Cancel and status are idempotent: when a connection that was up broke
@@ -284,10 +273,7 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
         free(sql.buf);
         if (err)
                 return err;
-        memset(status, 0, sizeof(*status));
-        status->fate = KDELAY_FATE_UNDECIDED;
-        status->decided_at_ms = status->updated_at_ms = -1;
-        status->fire_at_ms = -1;
+        kd_fate_status_none(status);
         MYSQL_ROW row = mysql_fetch_row(res);
         if (row) {
                 status->fate = kd_fate_parse(row[0]);

@@ -54,4 +54,14 @@ void *kd_fate_store_impl(const kd_fate_store_t *store,
 const char *kd_fate_claim_owner(const kd_fate_claim_t *item, const char *owner,
                                 size_t *lenp);
 
+/* Sets *status to what a status of no row says: UNDECIDED, times -1. */
+void kd_fate_status_none(kdelay_status_t *status);
+
+/* What a cancel answers that found a row of `fate` already there:
+ * KDELAY_OK for CANCELLED, KDELAY_ERR_TOO_LATE for FIRING or FIRED, and
+ * for no row (gone between two statements: gc) a retriable
+ * KDELAY_ERR_MYSQL. */
+kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
+                                  size_t errstr_size);
+
 #endif
