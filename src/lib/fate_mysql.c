@@ -346,7 +346,9 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
         for (size_t i = 0; i < n; i++) {
                 sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " AND owner <=> ");
+                /* BINARY: owners are bytes, not text under the column's
+                 * case-folding collation. */
+                sql_add(&sql, " AND BINARY owner <=> ");
                 if (items[i].row_owner[0])
                         sql_add_hex(&sql, items[i].row_owner,
                                     strlen(items[i].row_owner));
