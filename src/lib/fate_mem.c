@@ -221,23 +221,52 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
         return leave(m, 2, KDELAY_OK);
 }
 
-static kdelay_err_t mem_mark_fired(void *impl, const char *const *ids,
-                                   const size_t *id_lens, size_t n,
-                                   char *errstr, size_t errstr_size)
+/* An UPDATE ... WHERE task_id IN (ids): set(row, i, arg) on the row of
+ * each ids[i] that has one. One statement. */
+static kdelay_err_t
+update_ids(void *impl, const char *const *ids, const size_t *id_lens, size_t n,
+           void (*set)(kd_memrow_t *r, size_t i, const void *arg),
+           const void *arg, char *errstr, size_t errstr_size)
 {
         kd_fate_mem_t *m = impl;
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
-        int64_t now = kd_now_ms();
         for (size_t i = 0; i < n; i++) {
                 kd_memrow_t *r = kd_memtab_find(&m->rows, ids[i], id_lens[i]);
-                if (r && r->fate == KDELAY_FATE_FIRING) {
-                        r->fate = KDELAY_FATE_FIRED;
-                        r->updated_at_ms = now;
-                }
+                if (r)
+                        set(r, i, arg);
         }
         return leave(m, 1, KDELAY_OK);
+}
+
+/* FIRING -> FIRED at the time *arg. */
+static void fire_row(kd_memrow_t *r, size_t i, const void *arg)
+{
+        (void)i;
+        if (r->fate == KDELAY_FATE_FIRING) {
+                r->fate = KDELAY_FATE_FIRED;
+                r->updated_at_ms = *(const int64_t *)arg;
+        }
+}
+
+static kdelay_err_t mem_mark_fired(void *impl, const char *const *ids,
+                                   const size_t *id_lens, size_t n,
+                                   char *errstr, size_t errstr_size)
+{
+        int64_t now = kd_now_ms();
+        return update_ids(impl, ids, id_lens, n, fire_row, &now, errstr,
+                          errstr_size);
+}
+
+/* A CANCELLED row's due time, from the fire_ats array at arg, if it has
+ * none: the first item of an id sets it, later ones find it set. */
+static void note_row(kd_memrow_t *r, size_t i, const void *arg)
+{
+        if (r->fate == KDELAY_FATE_CANCELLED && !r->has_fire_at) {
+                r->has_fire_at = 1;
+                r->fire_at_ms = ((const int64_t *)arg)[i];
+        }
 }
 
 static kdelay_err_t mem_note_cancelled(void *impl, const char *const *ids,
@@ -245,19 +274,8 @@ static kdelay_err_t mem_note_cancelled(void *impl, const char *const *ids,
                                        const int64_t *fire_ats, size_t n,
                                        char *errstr, size_t errstr_size)
 {
-        kd_fate_mem_t *m = impl;
-        kdelay_err_t err = enter(m, errstr, errstr_size);
-        if (err)
-                return err;
-        /* The first item of an id sets it; later ones find it set. */
-        for (size_t i = 0; i < n; i++) {
-                kd_memrow_t *r = kd_memtab_find(&m->rows, ids[i], id_lens[i]);
-                if (r && r->fate == KDELAY_FATE_CANCELLED && !r->has_fire_at) {
-                        r->has_fire_at = 1;
-                        r->fire_at_ms = fire_ats[i];
-                }
-        }
-        return leave(m, 1, KDELAY_OK);
+        return update_ids(impl, ids, id_lens, n, note_row, fire_ats, errstr,
+                          errstr_size);
 }
 
 typedef struct kd_gc_bounds {
