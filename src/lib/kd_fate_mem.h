@@ -1,6 +1,7 @@
 /* The fate store in memory: the same semantics as the MySQL store
- * (kd_fate.h, docs/fate-protocol.md), for tests of the forwarder's claim
- * and fire logic without MySQL. Statements are counted as the MySQL store
+ * (kd_fate.h, docs/fate-protocol.md), held to them by the same contract
+ * tests (tests/common/kd_fate_contract.h), for tests of the forwarder's
+ * claim and fire logic without MySQL. Statements are counted as the MySQL store
  * sends them: claim and takeover 2, cancel 1, or 2 when the row existed
  * (too late included), every other call 1, connect 0; a call failed by an
  * injected fault or by running out of memory counts none.
