@@ -1,104 +1,113 @@
-/* The fate table: cancel, status, batched claim and mark-fired.
- *
- * Rows only ever move FIRING -> FIRED; CANCELLED is only ever inserted,
- * never reached by an update. So "INSERT IGNORE, then read the row" is
- * race-free: once a row exists, a cancel cannot change it, and a claim
- * that finds CANCELLED drops the task. Ids are sent as hex literals, so
- * no byte of an id can be mistaken for SQL. */
+/* The fate store's front: every kd_fate_ function dispatches through the
+ * store's operations table (kd_fate_ops.h), after what every
+ * implementation shares: arguments are checked and empty batches answered
+ * here, without a statement, so that no implementation differs there. */
 #include "kd_fate.h"
 
-#include <errmsg.h>
-#include <mysql.h>
-#include <mysqld_error.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_conf.h"
-#include "kd_log.h"
-#include "kd_mysql.h"
-#include "kd_schema.h"
+#include "kd_fate_mysql.h"
+#include "kd_fate_ops.h"
 #include "kd_util.h"
 
 struct kd_fate_store {
-        const kdelay_conf_t *conf; /* borrowed */
-        MYSQL *conn;               /* owned; NULL = not connected */
-        uint64_t statements;
+        const kd_fate_ops_t *ops; /* borrowed: static */
+        void *impl;               /* owned: freed by ops->destroy */
 };
 
-/* A growable SQL text buffer. */
-typedef struct kd_sql {
-        char *buf;
-        size_t len, cap;
-        int oom;
-} kd_sql_t;
-
-static void sql_add(kd_sql_t *s, const char *fmt, ...) KD_PRINTF(2, 3);
-
-static void sql_reserve(kd_sql_t *s, size_t more)
+kdelay_err_t kd_fate_store_wrap(kd_fate_store_t **storep,
+                                const kd_fate_ops_t *ops, void *impl)
 {
-        if (s->oom || s->len + more + 1 <= s->cap)
-                return;
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->len + more + 1)
-                cap *= 2;
-        char *nb = realloc(s->buf, cap);
-        if (!nb) {
-                s->oom = 1;
-                return;
+        kd_fate_store_t *st = calloc(1, sizeof(*st));
+        if (!st) {
+                ops->destroy(impl);
+                return KDELAY_ERR_NO_MEMORY;
         }
-        s->buf = nb;
-        s->cap = cap;
+        st->ops = ops;
+        st->impl = impl;
+        *storep = st;
+        return KDELAY_OK;
 }
 
-static void sql_add(kd_sql_t *s, const char *fmt, ...)
+void *kd_fate_store_impl(const kd_fate_store_t *store, const kd_fate_ops_t *ops)
 {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-                s->oom = 1;
-                return;
-        }
-        sql_reserve(s, (size_t)n);
-        if (s->oom)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
-        va_end(ap);
-        s->len += (size_t)n;
+        return store && store->ops == ops ? store->impl : NULL;
 }
 
-/* Appends X'hex' for the id bytes. */
-static void sql_add_hex(kd_sql_t *s, const char *id, size_t len)
+const char *kd_fate_claim_owner(const kd_fate_claim_t *item, const char *owner,
+                                size_t *lenp)
 {
-        static const char hx[] = "0123456789abcdef";
-        sql_reserve(s, len * 2 + 3);
-        if (s->oom)
-                return;
-        char *p = s->buf + s->len;
-        *p++ = 'X';
-        *p++ = '\'';
-        for (size_t i = 0; i < len; i++) {
-                *p++ = hx[(unsigned char)id[i] >> 4];
-                *p++ = hx[(unsigned char)id[i] & 15];
-        }
-        *p++ = '\'';
-        *p = '\0';
-        s->len = (size_t)(p - s->buf);
+        const char *tok = item->token ? item->token : owner;
+        size_t len = tok ? strlen(tok) : 0;
+        *lenp = len > KD_FATE_OWNER_MAX ? KD_FATE_OWNER_MAX : len;
+        return tok;
 }
 
-/* Appends "X'..',X'..')" for ids: the rest of a "task_id IN (" list. */
-static void sql_add_id_list(kd_sql_t *s, const char *const *ids,
-                            const size_t *lens, size_t n)
+/* An id the fate table can hold: VARBINARY(KDELAY_ID_MAX). A longer one
+ * would be cut (INSERT IGNORE) and meet another id's row. */
+static kdelay_err_t check_id(const char *id, size_t len, char *errstr,
+                             size_t errstr_size)
 {
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(s, ",");
-                sql_add_hex(s, ids[i], lens[i]);
+        if (!id || len > KDELAY_ID_MAX)
+                return kd_fail(KDELAY_ERR_INVALID_ID, errstr, errstr_size,
+                               "task id missing or over %d bytes",
+                               KDELAY_ID_MAX);
+        return KDELAY_OK;
+}
+
+static kdelay_err_t check_ids(const char *const *ids, const size_t *lens,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++)
+                err = check_id(ids[i], lens[i], errstr, errstr_size);
+        return err;
+}
+
+/* Claim items' ids; with `tokens`, every token present and no longer than
+ * an owner (a takeover writes it whole). */
+static kdelay_err_t check_items(const kd_fate_claim_t *items, size_t n,
+                                int tokens, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++) {
+                err =
+                    check_id(items[i].id, items[i].id_len, errstr, errstr_size);
+                if (!err && tokens &&
+                    (!items[i].token ||
+                     strlen(items[i].token) > KD_FATE_OWNER_MAX))
+                        err =
+                            kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                                    "takeover token missing or over %d "
+                                    "bytes",
+                                    KD_FATE_OWNER_MAX);
         }
-        sql_add(s, ")");
+        return err;
+}
+
+void kd_fate_status_none(kdelay_status_t *status)
+{
+        memset(status, 0, sizeof(*status));
+        status->fate = KDELAY_FATE_UNDECIDED;
+        status->decided_at_ms = status->updated_at_ms = -1;
+        status->fire_at_ms = -1;
+}
+
+kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
+                                  size_t errstr_size)
+{
+        switch (fate) {
+        case KDELAY_FATE_CANCELLED:
+                return KDELAY_OK;
+        case KDELAY_FATE_FIRING:
+        case KDELAY_FATE_FIRED:
+                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
+                               "task is already %s", kdelay_fate_str(fate));
+        default:
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "fate row changed during cancel; retry");
+        }
 }
 
 kdelay_fate_t kd_fate_parse(const char *s)
@@ -117,338 +126,77 @@ kdelay_fate_t kd_fate_parse(const char *s)
 kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
                                const kdelay_conf_t *conf)
 {
-        kd_fate_store_t *st = calloc(1, sizeof(*st));
-        if (!st)
-                return KDELAY_ERR_NO_MEMORY;
-        st->conf = conf;
-        *storep = st;
-        return KDELAY_OK;
+        return kd_fate_mysql_new(storep, conf);
 }
 
 void kd_fate_store_destroy(kd_fate_store_t *store)
 {
         if (!store)
                 return;
-        if (store->conn)
-                mysql_close(store->conn);
+        store->ops->destroy(store->impl);
         free(store);
 }
 
 uint64_t kd_fate_statements(const kd_fate_store_t *store)
 {
-        return store->statements;
+        return store->ops->statements(store->impl);
 }
 
 kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
                                    size_t errstr_size)
 {
-        if (store->conn)
-                return KDELAY_OK;
-        MYSQL *conn;
-        kdelay_err_t err =
-            kd_mysql_connect(store->conf, &conn, errstr, errstr_size);
-        if (err)
-                return err;
-        if ((err = kd_schema_check(conn, errstr, errstr_size))) {
-                mysql_close(conn);
-                return err;
-        }
-        store->conn = conn;
-        return KDELAY_OK;
+        return store->ops->connect(store->impl, errstr, errstr_size);
 }
-
-/* After a failed statement: forget a broken connection so the next call
- * reconnects; map the error. */
-static kdelay_err_t stmt_fail(kd_fate_store_t *store, const char *what,
-                              char *errstr, size_t errstr_size)
-{
-        unsigned no = mysql_errno(store->conn);
-        kdelay_err_t err =
-            no == ER_NO_SUCH_TABLE
-                ? kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
-                          "%s: fate table missing: run `kdelayctl db "
-                          "migrate`",
-                          what)
-                : kd_mysql_fail(store->conn, what, errstr, errstr_size);
-        if ((no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) ||
-            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED) {
-                kd_log(store->conf, KDELAY_LOG_WARNING,
-                       "event=mysql_disconnected errno=%u", no);
-                mysql_close(store->conn);
-                store->conn = NULL;
-        }
-        return err;
-}
-
-/* Sends one statement; for reads, *resp gets the stored result. When
- * dupp is given, a duplicate-key error is not an error: *dupp is set. */
-static kdelay_err_t stmt_dup(kd_fate_store_t *store, kd_sql_t *sql,
-                             const char *what, MYSQL_RES **resp, int *dupp,
-                             char *errstr, size_t errstr_size)
-{
-        if (sql->oom)
-                return KDELAY_ERR_NO_MEMORY;
-        kdelay_err_t err = kd_fate_store_connect(store, errstr, errstr_size);
-        if (err)
-                return err;
-        store->statements++;
-        if (dupp)
-                *dupp = 0;
-        if (mysql_real_query(store->conn, sql->buf, sql->len)) {
-                if (dupp && mysql_errno(store->conn) == ER_DUP_ENTRY) {
-                        *dupp = 1;
-                        return KDELAY_OK;
-                }
-                return stmt_fail(store, what, errstr, errstr_size);
-        }
-        if (resp) {
-                *resp = mysql_store_result(store->conn);
-                if (!*resp)
-                        return stmt_fail(store, what, errstr, errstr_size);
-        }
-        return KDELAY_OK;
-}
-
-static kdelay_err_t stmt(kd_fate_store_t *store, kd_sql_t *sql,
-                         const char *what, MYSQL_RES **resp, char *errstr,
-                         size_t errstr_size)
-{
-        return stmt_dup(store, sql, what, resp, NULL, errstr, errstr_size);
-}
-
-static kdelay_err_t status_once(kd_fate_store_t *store, const char *id,
-                                size_t id_len, kdelay_status_t *status,
-                                char *errstr, size_t errstr_size);
-
-static kdelay_err_t cancel_once(kd_fate_store_t *store, const char *id,
-                                size_t id_len, char *errstr, size_t errstr_size)
-{
-        kd_sql_t sql = {0};
-        int64_t now = kd_now_ms();
-        int dup = 0;
-        /* A plain INSERT (not IGNORE): only "row exists" may pass, every
-         * other problem stays an error. */
-        sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
-                      "decided_at_ms, updated_at_ms) VALUES (");
-        sql_add_hex(&sql, id, id_len);
-        sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
-                (long long)now);
-        kdelay_err_t err =
-            stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
-        free(sql.buf);
-        if (err)
-                return err;
-        if (!dup)
-                return KDELAY_OK; /* inserted: cancelled now */
-        kdelay_status_t st;
-        if ((err = status_once(store, id, id_len, &st, errstr, errstr_size)))
-                return err;
-        switch (st.fate) {
-        case KDELAY_FATE_CANCELLED:
-                return KDELAY_OK;
-        case KDELAY_FATE_FIRING:
-        case KDELAY_FATE_FIRED:
-                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
-                               "task is already %s", kdelay_fate_str(st.fate));
-        default:
-                /* The row vanished between the two statements (gc). */
-                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                               "fate row changed during cancel; retry");
-        }
-}
-
-/* Cancel and status are idempotent: when a connection that was up broke
- * under the call, one more try on a fresh connection is safe. */
-#define KD_RETRY_ONCE(store, call)                                             \
-        do {                                                                   \
-                int had_conn_ = (store)->conn != NULL;                         \
-                err = (call);                                                  \
-                if (err == KDELAY_ERR_MYSQL && had_conn_ && !(store)->conn)    \
-                        err = (call);                                          \
-        } while (0)
 
 kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
                             size_t id_len, char *errstr, size_t errstr_size)
 {
-        kdelay_err_t err;
-        KD_RETRY_ONCE(store,
-                      cancel_once(store, id, id_len, errstr, errstr_size));
-        return err;
-}
-
-static int64_t col_i64(const char *s)
-{
-        return s ? strtoll(s, NULL, 10) : -1;
+        kdelay_err_t err = check_id(id, id_len, errstr, errstr_size);
+        if (err)
+                return err;
+        return store->ops->cancel(store->impl, id, id_len, errstr, errstr_size);
 }
 
 kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
                             size_t id_len, kdelay_status_t *status,
                             char *errstr, size_t errstr_size)
 {
-        kdelay_err_t err;
-        KD_RETRY_ONCE(
-            store, status_once(store, id, id_len, status, errstr, errstr_size));
-        return err;
-}
-
-static kdelay_err_t status_once(kd_fate_store_t *store, const char *id,
-                                size_t id_len, kdelay_status_t *status,
-                                char *errstr, size_t errstr_size)
-{
-        kd_sql_t sql = {0};
-        MYSQL_RES *res = NULL;
-        sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
-                      "updated_at_ms FROM kdelay_fate WHERE task_id = ");
-        sql_add_hex(&sql, id, id_len);
-        kdelay_err_t err =
-            stmt(store, &sql, "status", &res, errstr, errstr_size);
-        free(sql.buf);
+        kdelay_err_t err = check_id(id, id_len, errstr, errstr_size);
         if (err)
                 return err;
-        memset(status, 0, sizeof(*status));
-        status->fate = KDELAY_FATE_UNDECIDED;
-        status->decided_at_ms = status->updated_at_ms = -1;
-        status->fire_at_ms = -1;
-        MYSQL_ROW row = mysql_fetch_row(res);
-        if (row) {
-                status->fate = kd_fate_parse(row[0]);
-                status->fire_at_ms = col_i64(row[1]);
-                kd_strlcpy(status->owner, row[2] ? row[2] : "",
-                           sizeof(status->owner));
-                status->decided_at_ms = col_i64(row[3]);
-                status->updated_at_ms = col_i64(row[4]);
-        }
-        mysql_free_result(res);
-        return KDELAY_OK;
-}
-
-/* Reads the rows of items back: fate and owner of each. */
-static kdelay_err_t read_back(kd_fate_store_t *store, kd_fate_claim_t *items,
-                              size_t n, char *errstr, size_t errstr_size)
-{
-        kd_sql_t sql = {0};
-        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
-                      "task_id IN (");
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(&sql, ",");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                items[i].fate = KDELAY_FATE_UNDECIDED;
-                items[i].row_owner[0] = '\0';
-        }
-        sql_add(&sql, ")");
-        MYSQL_RES *res = NULL;
-        kdelay_err_t err =
-            stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
-        free(sql.buf);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                kdelay_fate_t f = kd_fate_parse(row[1]);
-                /* Batches are small (hundreds); a linear match is cheaper
-                 * than building an index. Duplicate ids share the row. */
-                for (size_t i = 0; i < n; i++) {
-                        if (items[i].id_len != lens[0] ||
-                            memcmp(items[i].id, row[0], lens[0]))
-                                continue;
-                        items[i].fate = f;
-                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
-                                   sizeof(items[i].row_owner));
-                }
-        }
-        mysql_free_result(res);
-        return KDELAY_OK;
-}
-
-kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
-                              size_t n, char *errstr, size_t errstr_size)
-{
-        if (n == 0)
-                return KDELAY_OK;
-        kd_sql_t sql = {0};
-        sql_add(&sql,
-                "UPDATE kdelay_fate SET updated_at_ms = %lld, owner = "
-                "CASE task_id",
-                (long long)kd_now_ms());
-        for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " THEN ");
-                sql_add_hex(&sql, items[i].token, strlen(items[i].token));
-        }
-        sql_add(&sql, " ELSE owner END WHERE state = 'FIRING' AND (");
-        for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " AND owner <=> ");
-                if (items[i].row_owner[0])
-                        sql_add_hex(&sql, items[i].row_owner,
-                                    strlen(items[i].row_owner));
-                else
-                        sql_add(&sql, "NULL");
-                sql_add(&sql, ")");
-        }
-        sql_add(&sql, ")");
-        kdelay_err_t err =
-            stmt(store, &sql, "takeover", NULL, errstr, errstr_size);
-        free(sql.buf);
-        if (err)
-                return err;
-        return read_back(store, items, n, errstr, errstr_size);
+        return store->ops->status(store->impl, id, id_len, status, errstr,
+                                  errstr_size);
 }
 
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
-        kd_sql_t sql = {0};
-        int64_t now = kd_now_ms();
-        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
-                      "fire_at_ms, owner, decided_at_ms, updated_at_ms) "
-                      "VALUES ");
-        for (size_t i = 0; i < n; i++) {
-                const char *tok = items[i].token ? items[i].token : owner;
-                size_t tlen = tok ? strlen(tok) : 0;
-                sql_add(&sql, "%s(", i ? "," : "");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, ",'FIRING',%lld,",
-                        (long long)items[i].fire_at_ms);
-                if (tlen)
-                        sql_add_hex(&sql, tok, tlen > 64 ? 64 : tlen);
-                else
-                        sql_add(&sql, "NULL");
-                sql_add(&sql, ",%lld,%lld)", (long long)now, (long long)now);
-        }
-        kdelay_err_t err =
-            stmt(store, &sql, "claim", NULL, errstr, errstr_size);
-        if (err) {
-                free(sql.buf);
+        kdelay_err_t err = check_items(items, n, 0, errstr, errstr_size);
+        if (err || n == 0)
                 return err;
-        }
-        free(sql.buf);
-        return read_back(store, items, n, errstr, errstr_size);
+        return store->ops->claim(store->impl, items, n, owner, errstr,
+                                 errstr_size);
+}
+
+kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = check_items(items, n, 1, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
+        return store->ops->takeover(store->impl, items, n, errstr, errstr_size);
 }
 
 kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,
                                 size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
-        kd_sql_t sql = {0};
-        sql_add(&sql,
-                "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
-                "%lld WHERE state = 'FIRING' AND task_id IN (",
-                (long long)kd_now_ms());
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "mark fired", NULL, errstr, errstr_size);
-        free(sql.buf);
-        return err;
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
+        return store->ops->mark_fired(store->impl, ids, id_lens, n, errstr,
+                                      errstr_size);
 }
 
 kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
@@ -457,37 +205,20 @@ kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
                                     const int64_t *fire_ats, size_t n,
                                     char *errstr, size_t errstr_size)
 {
-        if (n == 0)
-                return KDELAY_OK;
-        kd_sql_t sql = {0};
-        sql_add(&sql, "UPDATE kdelay_fate SET fire_at_ms = CASE task_id");
-        for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, ids[i], id_lens[i]);
-                sql_add(&sql, " THEN %lld", (long long)fire_ats[i]);
-        }
-        sql_add(&sql, " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
-                      "AND task_id IN (");
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "note cancelled", NULL, errstr, errstr_size);
-        free(sql.buf);
-        return err;
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
+        return store->ops->note_cancelled(store->impl, ids, id_lens, fire_ats,
+                                          n, errstr, errstr_size);
 }
 
 kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                         int64_t decided_before_ms, int batch,
                         uint64_t *deletedp, char *errstr, size_t errstr_size)
 {
-        kd_sql_t sql = {0};
-        /* Small batches keep each statement's locks short. */
-        sql_add(&sql,
-                "DELETE FROM kdelay_fate WHERE fire_at_ms < %lld OR "
-                "(fire_at_ms IS NULL AND decided_at_ms < %lld) LIMIT %d",
-                (long long)due_before_ms, (long long)decided_before_ms, batch);
-        kdelay_err_t err = stmt(store, &sql, "gc", NULL, errstr, errstr_size);
-        free(sql.buf);
-        if (!err)
-                *deletedp = (uint64_t)mysql_affected_rows(store->conn);
-        return err;
+        if (batch < 0)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "gc batch %d is negative", batch);
+        return store->ops->gc(store->impl, due_before_ms, decided_before_ms,
+                              batch, deletedp, errstr, errstr_size);
 }

@@ -1,6 +1,9 @@
 /* The fate table (docs/fate-protocol.md): cancel, status, and the
- * forwarder's batched claim / mark-fired. One MySQL connection, opened
- * lazily and reopened after a connection error. Not thread-safe. */
+ * forwarder's batched claim / mark-fired. A store is one implementation
+ * behind an operations table (kd_fate_ops.h): kd_fate_store_new makes the
+ * MySQL one (fate_mysql.c: one connection, opened lazily and reopened
+ * after a connection error; not thread-safe), kd_fate_mem_new
+ * (kd_fate_mem.h) an in-memory one for tests. */
 #ifndef KD_FATE_H
 #define KD_FATE_H
 
@@ -11,7 +14,17 @@
 
 typedef struct kd_fate_store kd_fate_store_t;
 
-/* conf is borrowed and must outlive the store. Connects on first use. */
+/* The longest owner a row holds (the owner column's width). */
+#define KD_FATE_OWNER_MAX 64
+
+/* Every call below checks its arguments first, the same for every
+ * implementation: an id longer than KDELAY_ID_MAX bytes (or NULL) is
+ * KDELAY_ERR_INVALID_ID, a takeover token NULL or longer than
+ * KD_FATE_OWNER_MAX bytes or a negative gc batch KDELAY_ERR_INVALID_ARG,
+ * and nothing is sent; an empty batch is KDELAY_OK without a statement. */
+
+/* The MySQL store. conf is borrowed and must outlive the store. Connects
+ * on first use. */
 kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
                                const kdelay_conf_t *conf);
 void kd_fate_store_destroy(kd_fate_store_t *store);
@@ -39,7 +52,7 @@ typedef struct kd_fate_claim {
                                CANCELLED = drop */
         const char *token;  /* owner written if this claim inserts the row;
                                NULL = the call's owner. <= 64 bytes */
-        char row_owner[65]; /* out: the owner the row holds */
+        char row_owner[KD_FATE_OWNER_MAX + 1]; /* out: the row's owner */
 } kd_fate_claim_t;
 
 /* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all,

@@ -1,5 +1,6 @@
-/* A thin CUnit harness: one suite per test program, run with the basic
- * runner (which prints CUnit's summary), exit status 1 on any failure. */
+/* A thin CUnit harness: one or more suites per test program, run with the
+ * basic runner (which prints CUnit's summary), exit status 1 on any
+ * failure. */
 #ifndef KD_TEST_H
 #define KD_TEST_H
 
@@ -16,6 +17,21 @@ typedef struct kd_test_case {
  * status for main. */
 int kd_test_run(const char *suite, const kd_test_case_t *cases,
                 int (*init)(void), int (*cleanup)(void));
+
+/* One suite of a program with several. */
+typedef struct kd_test_suite {
+        const char *name;            /* NULL ends an array of suites */
+        const kd_test_case_t *cases; /* borrowed; ends with KD_TEST_END */
+        int (*init)(void);           /* once before; may be NULL */
+        int (*cleanup)(void);        /* once after; may be NULL */
+        void (*setup)(void);         /* before each case; may be NULL */
+        void (*teardown)(void);      /* after each case; may be NULL */
+} kd_test_suite_t;
+
+/* Runs every suite of `suites` (ended by a NULL name) like kd_test_run.
+ * KD_TEST_SUITE=name runs only that suite, KD_TEST_ONLY=name only the
+ * cases of that name (for development). */
+int kd_test_run_suites(const kd_test_suite_t *suites);
 
 #define KD_TEST(fn)                                                            \
         {                                                                      \

@@ -1,5 +1,7 @@
-/* Integration: the fate protocol against a real MariaDB: cancel, status,
- * the forwarder's batched claim and mark-fired, schema checks. */
+/* Integration: the fate protocol against a real MariaDB: cancel and
+ * status through the client, schema checks, and the fate store contract
+ * (tests/common/kd_fate_contract.h) that the in-memory store passes too:
+ * claims, takeover, mark-fired, note-cancelled, gc. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include "it_env.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
+#include "kd_fate_contract.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
 #include "kd_test.h"
@@ -131,185 +134,6 @@ static void test_cancel_after_claim_is_too_late(void)
         CU_ASSERT_EQUAL(claim_one(id, fire_at), KDELAY_FATE_FIRED);
 }
 
-static void test_batch_claim_uses_two_statements(void)
-{
-        enum { N = 200 };
-        static char ids[N][64];
-        static kd_fate_claim_t items[N];
-        char errstr[256];
-        for (int i = 0; i < N; i++) {
-                new_id(ids[i], sizeof(ids[i]));
-                if (i % 10 == 0)
-                        CU_ASSERT_EQUAL(kdelay_cancel(client, ids[i], errstr,
-                                                      sizeof(errstr)),
-                                        KDELAY_OK);
-                if (i % 10 == 1) {
-                        CU_ASSERT_EQUAL(claim_one(ids[i], 1),
-                                        KDELAY_FATE_FIRING);
-                        mark_fired(ids[i]);
-                }
-                items[i] = (kd_fate_claim_t){ids[i], strlen(ids[i]), 42,
-                                             KDELAY_FATE_UNDECIDED};
-        }
-        uint64_t before = kd_fate_statements(store);
-        CU_ASSERT_EQUAL_FATAL(
-            kd_fate_claim(store, items, N, "fw-batch", errstr, sizeof(errstr)),
-            KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_statements(store) - before, 2);
-        for (int i = 0; i < N; i++) {
-                kdelay_fate_t want = i % 10 == 0   ? KDELAY_FATE_CANCELLED
-                                     : i % 10 == 1 ? KDELAY_FATE_FIRED
-                                                   : KDELAY_FATE_FIRING;
-                CU_ASSERT_EQUAL(items[i].fate, want);
-        }
-        /* Mark the claimed ones fired in one statement. */
-        const char *fired[N];
-        size_t lens[N], nf = 0;
-        for (int i = 0; i < N; i++)
-                if (items[i].fate == KDELAY_FATE_FIRING) {
-                        fired[nf] = ids[i];
-                        lens[nf++] = strlen(ids[i]);
-                }
-        before = kd_fate_statements(store);
-        CU_ASSERT_EQUAL(
-            kd_fate_mark_fired(store, fired, lens, nf, errstr, sizeof(errstr)),
-            KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_statements(store) - before, 1);
-        kdelay_status_t st;
-        CU_ASSERT_EQUAL(
-            kdelay_status(client, ids[5], &st, errstr, sizeof(errstr)),
-            KDELAY_OK);
-        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_FIRED);
-}
-
-/* Takeover is a compare-and-set on the owner: of two forwarders that both
- * think the claimer died, exactly one wins. */
-static void test_takeover_is_compare_and_set(void)
-{
-        char id[64], errstr[256];
-        new_id(id, sizeof(id));
-        kd_fate_claim_t c = {id,          strlen(id), 5, KDELAY_FATE_UNDECIDED,
-                             "dead-fw:1", ""};
-        CU_ASSERT_EQUAL_FATAL(
-            kd_fate_claim(store, &c, 1, NULL, errstr, sizeof(errstr)), 0);
-        CU_ASSERT_STRING_EQUAL(c.row_owner, "dead-fw:1");
-        /* Two contenders saw owner dead-fw:1. */
-        kd_fate_claim_t x = c, y = c;
-        x.token = "fw-x:7";
-        y.token = "fw-y:9";
-        CU_ASSERT_EQUAL(kd_fate_takeover(store, &x, 1, errstr, sizeof(errstr)),
-                        0);
-        CU_ASSERT_EQUAL(x.fate, KDELAY_FATE_FIRING);
-        CU_ASSERT_STRING_EQUAL(x.row_owner, "fw-x:7");
-        CU_ASSERT_EQUAL(kd_fate_takeover(store, &y, 1, errstr, sizeof(errstr)),
-                        0);
-        CU_ASSERT_STRING_EQUAL(y.row_owner, "fw-x:7"); /* y lost */
-        /* A claim again (INSERT IGNORE) keeps the owner. */
-        kd_fate_claim_t z = {id,       strlen(id), 5, KDELAY_FATE_UNDECIDED,
-                             "fw-z:1", ""};
-        CU_ASSERT_EQUAL(
-            kd_fate_claim(store, &z, 1, NULL, errstr, sizeof(errstr)), 0);
-        CU_ASSERT_STRING_EQUAL(z.row_owner, "fw-x:7");
-        /* A FIRED row is not taken over. */
-        mark_fired(id);
-        kd_fate_claim_t w = x;
-        w.token = "fw-w:1";
-        CU_ASSERT_EQUAL(kd_fate_takeover(store, &w, 1, errstr, sizeof(errstr)),
-                        0);
-        CU_ASSERT_EQUAL(w.fate, KDELAY_FATE_FIRED);
-        CU_ASSERT_STRING_EQUAL(w.row_owner, "fw-x:7");
-}
-
-/* gc deletes rows of tasks long past due, in batches, and keeps cancels
- * whose due time is unknown (the task may still be pending). */
-static void test_gc_deletes_only_expired_rows(void)
-{
-        MYSQL *conn = NULL;
-        kdelay_conf_t *conf = it_conf_new(NULL, url);
-        char errstr[256], sql[512];
-        CU_ASSERT_EQUAL_FATAL(
-            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)), KDELAY_OK);
-        int64_t now = kd_now_ms(), day = 86400000LL;
-        const struct {
-                const char *id, *state;
-                int64_t fire_at; /* -1 = NULL */
-                int64_t decided;
-                int kept;
-        } rows[] = {
-            {"gc-old-fired", "FIRED", now - 40 * day, now - 40 * day, 0},
-            {"gc-old-firing", "FIRING", now - 31 * day, now - 31 * day, 0},
-            {"gc-old-seen-cancel", "CANCELLED", now - 35 * day, now - 60 * day,
-             0},
-            {"gc-new-fired", "FIRED", now - 29 * day, now - 29 * day, 1},
-            {"gc-future-cancel", "CANCELLED", now + 90 * day, now - 60 * day,
-             1},
-            {"gc-unseen-cancel", "CANCELLED", -1, now - 400 * day, 1},
-        };
-        size_t n = sizeof(rows) / sizeof(rows[0]);
-        for (size_t i = 0; i < n; i++) {
-                char fa[24] = "NULL";
-                if (rows[i].fire_at >= 0)
-                        snprintf(fa, sizeof(fa), "%lld",
-                                 (long long)rows[i].fire_at);
-                snprintf(sql, sizeof(sql),
-                         "INSERT INTO kdelay_fate (task_id, state, fire_at_ms,"
-                         " decided_at_ms, updated_at_ms) VALUES ('%s', '%s', "
-                         "%s, %lld, %lld)",
-                         rows[i].id, rows[i].state, fa,
-                         (long long)rows[i].decided,
-                         (long long)rows[i].decided);
-                CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
-        }
-        /* Batches of 2: the three expired rows need two statements. */
-        uint64_t total = 0, got;
-        int calls = 0;
-        int64_t keep = 30 * day;
-        do {
-                CU_ASSERT_EQUAL_FATAL(
-                    kd_fate_gc(store, now - keep,
-                               now - KDELAY_MAX_DELAY_MS - keep, 2, &got,
-                               errstr, sizeof(errstr)),
-                    KDELAY_OK);
-                total += got;
-                calls++;
-        } while (got == 2);
-        CU_ASSERT(total >= 3); /* earlier tests' rows are young: kept */
-        CU_ASSERT(calls >= 2);
-        for (size_t i = 0; i < n; i++) {
-                kdelay_status_t st;
-                CU_ASSERT_EQUAL(kdelay_status(client, rows[i].id, &st, errstr,
-                                              sizeof(errstr)),
-                                KDELAY_OK);
-                CU_ASSERT_EQUAL(st.fate != KDELAY_FATE_UNDECIDED, rows[i].kept);
-        }
-        mysql_close(conn);
-        kdelay_conf_destroy(conf);
-}
-
-/* The forwarder records the due time of a cancelled task it drops. */
-static void test_note_cancelled_sets_due_time_once(void)
-{
-        char id[64], errstr[256];
-        kdelay_status_t st;
-        new_id(id, sizeof(id));
-        CU_ASSERT_EQUAL(kdelay_cancel(client, id, errstr, sizeof(errstr)),
-                        KDELAY_OK);
-        const char *ids[] = {id};
-        size_t lens[] = {strlen(id)};
-        int64_t fa[] = {1234567};
-        CU_ASSERT_EQUAL(kd_fate_note_cancelled(store, ids, lens, fa, 1, errstr,
-                                               sizeof(errstr)),
-                        KDELAY_OK);
-        fa[0] = 7654321; /* a second note does not move it */
-        CU_ASSERT_EQUAL(kd_fate_note_cancelled(store, ids, lens, fa, 1, errstr,
-                                               sizeof(errstr)),
-                        KDELAY_OK);
-        CU_ASSERT_EQUAL(kdelay_status(client, id, &st, errstr, sizeof(errstr)),
-                        KDELAY_OK);
-        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_CANCELLED);
-        CU_ASSERT_EQUAL(st.fire_at_ms, 1234567);
-}
-
 static void test_ids_with_sql_metacharacters(void)
 {
         const char *ids[] = {"quote'id", "back\\slash", "semi;colon--",
@@ -407,21 +231,79 @@ static void test_unreachable_mysql_is_retriable_error(void)
         kdelay_client_destroy(c);
 }
 
+/* The contract's side: a database of its own, emptied for every case. */
+static char cdb[64], curl[256];
+static kdelay_conf_t *cconf; /* owned */
+static MYSQL *cconn;         /* owned: writes rows as other processes */
+
+static int contract_init(void)
+{
+        char errstr[256];
+        if (it_env_init())
+                return -1;
+        it_unique(cdb, sizeof(cdb), "kdit_fatec");
+        if (it_db_create(cdb, 1, curl, sizeof(curl)) ||
+            !(cconf = it_conf_new(NULL, curl)) ||
+            kd_mysql_connect(cconf, &cconn, errstr, sizeof(errstr)))
+                return -1;
+        return 0;
+}
+
+static int contract_cleanup(void)
+{
+        if (cconn)
+                mysql_close(cconn);
+        kdelay_conf_destroy(cconf);
+        it_db_drop(cdb);
+        return 0;
+}
+
+static int mysql_open(kd_fate_store_t **storep)
+{
+        if (mysql_query(cconn, "DELETE FROM kdelay_fate"))
+                return -1;
+        return kd_fate_store_new(storep, cconf) ? -1 : 0;
+}
+
+static int mysql_put(kd_fate_store_t *st, const char *id, kdelay_fate_t fate,
+                     int64_t fire_at_ms, int64_t decided_at_ms)
+{
+        char qid[KDELAY_ID_MAX * 2 + 1], fa[24] = "NULL", sql[512];
+        size_t len = strlen(id);
+        (void)st; /* the row goes in through cconn */
+        if (len > KDELAY_ID_MAX ||
+            mysql_real_escape_string(cconn, qid, id, (unsigned long)len) ==
+                (unsigned long)-1)
+                return -1;
+        if (fire_at_ms != -1)
+                snprintf(fa, sizeof(fa), "%lld", (long long)fire_at_ms);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO kdelay_fate (task_id, state, fire_at_ms, "
+                 "decided_at_ms, updated_at_ms) VALUES ('%s', '%s', %s, "
+                 "%lld, %lld)",
+                 qid, kdelay_fate_str(fate), fa, (long long)decided_at_ms,
+                 (long long)decided_at_ms);
+        return mysql_query(cconn, sql) ? -1 : 0;
+}
+
+static const kd_fate_contract_t mysql_contract = {
+    contract_init, contract_cleanup, mysql_open, mysql_put};
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_status_of_unknown_task_is_undecided),
             KD_TEST(test_cancel_before_claim_wins),
             KD_TEST(test_cancel_after_claim_is_too_late),
-            KD_TEST(test_batch_claim_uses_two_statements),
-            KD_TEST(test_takeover_is_compare_and_set),
-            KD_TEST(test_gc_deletes_only_expired_rows),
-            KD_TEST(test_note_cancelled_sets_due_time_once),
             KD_TEST(test_ids_with_sql_metacharacters),
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),
             KD_TEST_END};
-        return kd_test_run("fate", cases, suite_init, suite_cleanup);
+        const kd_test_suite_t suites[] = {
+            {"fate", cases, suite_init, suite_cleanup, NULL, NULL},
+            kd_fate_contract_suite("fate_contract_mysql", &mysql_contract),
+            {NULL, NULL, NULL, NULL, NULL, NULL}};
+        return kd_test_run_suites(suites);
 }

@@ -1,0 +1,447 @@
+/* The fate store in memory (kd_fate_mem.h): each operation does to a hash
+ * table of rows (fate_memtab.c) what the MySQL store's statements do to
+ * the kdelay_fate table, under one mutex, so a call is as atomic as a
+ * statement. Where a statement's CASE picks the first matching item of a
+ * batch, so does the code here. */
+#include "kd_fate_mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kd_fate_memtab.h"
+#include "kd_fate_ops.h"
+#include "kd_util.h"
+
+typedef struct kd_fate_mem {
+        pthread_mutex_t lock;
+        kd_memtab_t rows;       /* owned; guarded by lock */
+        unsigned fail_left;     /* guarded by lock */
+        kdelay_err_t fail_err;  /* guarded by lock */
+        int delay_ms;           /* guarded by lock */
+        _Atomic uint64_t calls; /* written under lock */
+        _Atomic uint64_t stmts; /* written under lock */
+} kd_fate_mem_t;
+
+static void sleep_ms(int ms)
+{
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+                ;
+}
+
+/* Every call starts here: counts it, sleeps the delay, takes the lock.
+ * An injected fault fails it instead, with nothing locked or changed. */
+static kdelay_err_t enter(kd_fate_mem_t *m, char *errstr, size_t errstr_size)
+{
+        pthread_mutex_lock(&m->lock);
+        m->calls++;
+        int delay = m->delay_ms;
+        kdelay_err_t err = KDELAY_OK;
+        if (m->fail_left > 0) {
+                m->fail_left--;
+                err = m->fail_err;
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (delay > 0)
+                sleep_ms(delay);
+        if (err)
+                return kd_fail(err, errstr, errstr_size, "injected fault (%s)",
+                               kdelay_err_name(err));
+        pthread_mutex_lock(&m->lock);
+        return KDELAY_OK;
+}
+
+/* Ends a call that entered: counts the statements MySQL would have
+ * sent, drops the lock. */
+static kdelay_err_t leave(kd_fate_mem_t *m, unsigned stmts, kdelay_err_t err)
+{
+        m->stmts += stmts;
+        pthread_mutex_unlock(&m->lock);
+        return err;
+}
+
+static void set_owner(kd_memrow_t *r, const char *owner, size_t len)
+{
+        memcpy(r->owner, owner, len);
+        r->owner[len] = '\0';
+        r->has_owner = 1;
+}
+
+static kdelay_err_t mem_connect(void *impl, char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        return err ? err : leave(m, 0, KDELAY_OK);
+}
+
+static kdelay_err_t mem_cancel(void *impl, const char *id, size_t id_len,
+                               char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
+        if (r) /* the INSERT met the row; a status reads it */
+                return leave(
+                    m, 2, kd_fate_cancel_found(r->fate, errstr, errstr_size));
+        if (!(r = kd_memtab_row_new(id, id_len)))
+                return leave(m, 0, KDELAY_ERR_NO_MEMORY);
+        r->fate = KDELAY_FATE_CANCELLED;
+        r->decided_at_ms = r->updated_at_ms = kd_now_ms();
+        kd_memtab_link(&m->rows, r);
+        return leave(m, 1, KDELAY_OK);
+}
+
+static kdelay_err_t mem_status(void *impl, const char *id, size_t id_len,
+                               kdelay_status_t *status, char *errstr,
+                               size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_fate_status_none(status);
+        const kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
+        if (r) {
+                status->fate = r->fate;
+                status->fire_at_ms = r->has_fire_at ? r->fire_at_ms : -1;
+                kd_strlcpy(status->owner, r->owner, sizeof(status->owner));
+                status->decided_at_ms = r->decided_at_ms;
+                status->updated_at_ms = r->updated_at_ms;
+        }
+        return leave(m, 1, KDELAY_OK);
+}
+
+/* The read-back of claim and takeover: fate and owner of each item. */
+static void read_back(kd_fate_mem_t *m, kd_fate_claim_t *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                const kd_memrow_t *r =
+                    kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
+                items[i].fate = r ? r->fate : KDELAY_FATE_UNDECIDED;
+                kd_strlcpy(items[i].row_owner, r ? r->owner : "",
+                           sizeof(items[i].row_owner));
+        }
+}
+
+/* INSERT IGNORE of FIRING rows: every row is allocated before any is
+ * linked, so running out of memory changes nothing. */
+static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
+                                  size_t n, const char *owner)
+{
+        kd_memrow_t **fresh = calloc(n, sizeof(*fresh)); /* owned */
+        if (!fresh)
+                return KDELAY_ERR_NO_MEMORY;
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++)
+                if (!kd_memtab_find(&m->rows, items[i].id, items[i].id_len) &&
+                    !(fresh[i] =
+                          kd_memtab_row_new(items[i].id, items[i].id_len)))
+                        err = KDELAY_ERR_NO_MEMORY;
+        int64_t now = kd_now_ms();
+        for (size_t i = 0; i < n; i++) {
+                kd_memrow_t *r = fresh[i];
+                /* An id twice in the batch: the first one inserted it. */
+                if (!r || err ||
+                    kd_memtab_find(&m->rows, items[i].id, items[i].id_len)) {
+                        free(r);
+                        continue;
+                }
+                size_t len;
+                const char *tok = kd_fate_claim_owner(&items[i], owner, &len);
+                r->fate = KDELAY_FATE_FIRING;
+                r->has_fire_at = 1;
+                r->fire_at_ms = items[i].fire_at_ms;
+                if (len)
+                        set_owner(r, tok, len);
+                r->decided_at_ms = r->updated_at_ms = now;
+                kd_memtab_link(&m->rows, r);
+        }
+        free(fresh);
+        return err;
+}
+
+static kdelay_err_t mem_claim(void *impl, kd_fate_claim_t *items, size_t n,
+                              const char *owner, char *errstr,
+                              size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        if ((err = insert_firing(m, items, n, owner)))
+                return leave(m, 0, err);
+        read_back(m, items, n);
+        return leave(m, 2, KDELAY_OK);
+}
+
+/* The owner <=> row_owner of a takeover item: "" stands for NULL. */
+static int owner_is(const kd_memrow_t *r, const char *row_owner)
+{
+        if (!row_owner[0])
+                return !r->has_owner;
+        return r->has_owner && !strcmp(r->owner, row_owner);
+}
+
+/* The first item of items[0..i] with the id of items[i]: the WHEN a CASE
+ * on task_id picks. */
+static size_t first_of(const kd_fate_claim_t *items, size_t i)
+{
+        for (size_t j = 0; j < i; j++)
+                if (items[j].id_len == items[i].id_len &&
+                    !memcmp(items[j].id, items[i].id, items[i].id_len))
+                        return j;
+        return i;
+}
+
+static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
+                                 char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        int64_t now = kd_now_ms();
+        for (size_t i = 0; i < n; i++) {
+                kd_memrow_t *r =
+                    kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
+                if (!r || r->fate != KDELAY_FATE_FIRING ||
+                    !owner_is(r, items[i].row_owner))
+                        continue;
+                const char *tok = items[first_of(items, i)].token;
+                set_owner(r, tok, strlen(tok));
+                r->updated_at_ms = now;
+        }
+        read_back(m, items, n);
+        return leave(m, 2, KDELAY_OK);
+}
+
+/* An UPDATE ... WHERE task_id IN (ids): set(row, i, arg) on the row of
+ * each ids[i] that has one. One statement. */
+static kdelay_err_t
+update_ids(void *impl, const char *const *ids, const size_t *id_lens, size_t n,
+           void (*set)(kd_memrow_t *r, size_t i, const void *arg),
+           const void *arg, char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        for (size_t i = 0; i < n; i++) {
+                kd_memrow_t *r = kd_memtab_find(&m->rows, ids[i], id_lens[i]);
+                if (r)
+                        set(r, i, arg);
+        }
+        return leave(m, 1, KDELAY_OK);
+}
+
+/* FIRING -> FIRED at the time *arg. */
+static void fire_row(kd_memrow_t *r, size_t i, const void *arg)
+{
+        (void)i;
+        if (r->fate == KDELAY_FATE_FIRING) {
+                r->fate = KDELAY_FATE_FIRED;
+                r->updated_at_ms = *(const int64_t *)arg;
+        }
+}
+
+static kdelay_err_t mem_mark_fired(void *impl, const char *const *ids,
+                                   const size_t *id_lens, size_t n,
+                                   char *errstr, size_t errstr_size)
+{
+        int64_t now = kd_now_ms();
+        return update_ids(impl, ids, id_lens, n, fire_row, &now, errstr,
+                          errstr_size);
+}
+
+/* A CANCELLED row's due time, from the fire_ats array at arg, if it has
+ * none: the first item of an id sets it, later ones find it set. */
+static void note_row(kd_memrow_t *r, size_t i, const void *arg)
+{
+        if (r->fate == KDELAY_FATE_CANCELLED && !r->has_fire_at) {
+                r->has_fire_at = 1;
+                r->fire_at_ms = ((const int64_t *)arg)[i];
+        }
+}
+
+static kdelay_err_t mem_note_cancelled(void *impl, const char *const *ids,
+                                       const size_t *id_lens,
+                                       const int64_t *fire_ats, size_t n,
+                                       char *errstr, size_t errstr_size)
+{
+        return update_ids(impl, ids, id_lens, n, note_row, fire_ats, errstr,
+                          errstr_size);
+}
+
+typedef struct kd_gc_bounds {
+        int64_t due_before_ms, decided_before_ms;
+} kd_gc_bounds_t;
+
+static int gc_keep(const kd_memrow_t *r, const void *arg)
+{
+        const kd_gc_bounds_t *b = arg;
+        if (r->has_fire_at)
+                return r->fire_at_ms >= b->due_before_ms;
+        return r->decided_at_ms >= b->decided_before_ms;
+}
+
+static kdelay_err_t mem_gc(void *impl, int64_t due_before_ms,
+                           int64_t decided_before_ms, int batch,
+                           uint64_t *deletedp, char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_gc_bounds_t b = {due_before_ms, decided_before_ms};
+        *deletedp = kd_memtab_prune(&m->rows, gc_keep, &b, (size_t)batch);
+        return leave(m, 1, KDELAY_OK);
+}
+
+static uint64_t mem_statements(const void *impl)
+{
+        const kd_fate_mem_t *m = impl;
+        return m->stmts;
+}
+
+static void mem_destroy(void *impl)
+{
+        kd_fate_mem_t *m = impl;
+        kd_memtab_clear(&m->rows);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+}
+
+static const kd_fate_ops_t kd_fate_mem_ops = {
+    .connect = mem_connect,
+    .cancel = mem_cancel,
+    .status = mem_status,
+    .claim = mem_claim,
+    .takeover = mem_takeover,
+    .mark_fired = mem_mark_fired,
+    .note_cancelled = mem_note_cancelled,
+    .gc = mem_gc,
+    .statements = mem_statements,
+    .destroy = mem_destroy,
+};
+
+kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep)
+{
+        kd_fate_mem_t *m = calloc(1, sizeof(*m));
+        if (!m)
+                return KDELAY_ERR_NO_MEMORY;
+        if (kd_memtab_init(&m->rows)) {
+                free(m);
+                return KDELAY_ERR_NO_MEMORY;
+        }
+        int rc = pthread_mutex_init(&m->lock, NULL);
+        if (rc) {
+                kd_memtab_clear(&m->rows);
+                free(m);
+                return KDELAY_ERR_SYSTEM;
+        }
+        return kd_fate_store_wrap(storep, &kd_fate_mem_ops, m);
+}
+
+/* The store's state for the test hooks below, locked; NULL when store is
+ * of another kind. */
+static kd_fate_mem_t *hook(const kd_fate_store_t *store)
+{
+        kd_fate_mem_t *m = kd_fate_store_impl(store, &kd_fate_mem_ops);
+        if (m)
+                pthread_mutex_lock(&m->lock);
+        return m;
+}
+
+kdelay_err_t kd_fate_mem_fail_next(kd_fate_store_t *store, unsigned n,
+                                   kdelay_err_t err)
+{
+        if (err == KDELAY_OK)
+                return KDELAY_ERR_INVALID_ARG;
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        m->fail_left = n;
+        m->fail_err = err;
+        pthread_mutex_unlock(&m->lock);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_mem_set_delay(kd_fate_store_t *store, int ms)
+{
+        if (ms < 0)
+                return KDELAY_ERR_INVALID_ARG;
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        m->delay_ms = ms;
+        pthread_mutex_unlock(&m->lock);
+        return KDELAY_OK;
+}
+
+uint64_t kd_fate_mem_calls(const kd_fate_store_t *store)
+{
+        const kd_fate_mem_t *m = kd_fate_store_impl(store, &kd_fate_mem_ops);
+        return m ? m->calls : 0;
+}
+
+kdelay_err_t kd_fate_mem_get(kd_fate_store_t *store, const char *id,
+                             size_t id_len, kd_fate_mem_row_t *row)
+{
+        if (!id || id_len > KDELAY_ID_MAX)
+                return KDELAY_ERR_INVALID_ID;
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        const kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
+        memset(row, 0, sizeof(*row));
+        row->fate = KDELAY_FATE_UNDECIDED;
+        row->fire_at_ms = row->decided_at_ms = row->updated_at_ms = -1;
+        if (r) {
+                row->fate = r->fate;
+                row->fire_at_ms = r->has_fire_at ? r->fire_at_ms : -1;
+                row->decided_at_ms = r->decided_at_ms;
+                row->updated_at_ms = r->updated_at_ms;
+                kd_strlcpy(row->owner, r->owner, sizeof(row->owner));
+        }
+        pthread_mutex_unlock(&m->lock);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_mem_put(kd_fate_store_t *store, const char *id,
+                             size_t id_len, const kd_fate_mem_row_t *row)
+{
+        if (!id || id_len > KDELAY_ID_MAX)
+                return KDELAY_ERR_INVALID_ID;
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        kdelay_err_t err = KDELAY_OK;
+        kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
+        int fresh = !r;
+        if (row->fate == KDELAY_FATE_UNDECIDED) {
+                kd_memtab_delete(&m->rows, id, id_len);
+        } else if (fresh && !(r = kd_memtab_row_new(id, id_len))) {
+                err = KDELAY_ERR_NO_MEMORY;
+        } else {
+                r->fate = row->fate;
+                r->has_fire_at = row->fire_at_ms != -1;
+                r->fire_at_ms = row->fire_at_ms;
+                r->decided_at_ms = row->decided_at_ms;
+                r->updated_at_ms = row->updated_at_ms;
+                size_t len = strnlen(row->owner, KD_FATE_OWNER_MAX);
+                r->has_owner = 0;
+                r->owner[0] = '\0';
+                if (len)
+                        set_owner(r, row->owner, len);
+                if (fresh)
+                        kd_memtab_link(&m->rows, r);
+        }
+        pthread_mutex_unlock(&m->lock);
+        return err;
+}

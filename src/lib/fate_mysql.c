@@ -1,0 +1,479 @@
+/* The fate store on MySQL (kd_fate_mysql.h): the kdelay_fate table.
+ *
+ * Rows only ever move FIRING -> FIRED; CANCELLED is only ever inserted,
+ * never reached by an update. So "INSERT IGNORE, then read the row" is
+ * race-free: once a row exists, a cancel cannot change it, and a claim
+ * that finds CANCELLED drops the task. Ids are sent as hex literals, so
+ * no byte of an id can be mistaken for SQL. */
+#include "kd_fate_mysql.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_conf.h"
+#include "kd_fate_ops.h"
+#include "kd_log.h"
+#include "kd_mysql.h"
+#include "kd_schema.h"
+#include "kd_util.h"
+
+typedef struct kd_fate_mysql {
+        const kdelay_conf_t *conf; /* borrowed */
+        MYSQL *conn;               /* owned; NULL = not connected */
+        uint64_t statements;
+} kd_fate_mysql_t;
+
+/* A growable SQL text buffer. */
+typedef struct kd_sql {
+        char *buf;
+        size_t len, cap;
+        int oom;
+} kd_sql_t;
+
+static void sql_add(kd_sql_t *s, const char *fmt, ...) KD_PRINTF(2, 3);
+
+static void sql_reserve(kd_sql_t *s, size_t more)
+{
+        if (s->oom || s->len + more + 1 <= s->cap)
+                return;
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + more + 1)
+                cap *= 2;
+        char *nb = realloc(s->buf, cap);
+        if (!nb) {
+                s->oom = 1;
+                return;
+        }
+        s->buf = nb;
+        s->cap = cap;
+}
+
+static void sql_add(kd_sql_t *s, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+                s->oom = 1;
+                return;
+        }
+        sql_reserve(s, (size_t)n);
+        if (s->oom)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
+        va_end(ap);
+        s->len += (size_t)n;
+}
+
+/* Appends X'hex' for the id bytes. */
+static void sql_add_hex(kd_sql_t *s, const char *id, size_t len)
+{
+        static const char hx[] = "0123456789abcdef";
+        sql_reserve(s, len * 2 + 3);
+        if (s->oom)
+                return;
+        char *p = s->buf + s->len;
+        *p++ = 'X';
+        *p++ = '\'';
+        for (size_t i = 0; i < len; i++) {
+                *p++ = hx[(unsigned char)id[i] >> 4];
+                *p++ = hx[(unsigned char)id[i] & 15];
+        }
+        *p++ = '\'';
+        *p = '\0';
+        s->len = (size_t)(p - s->buf);
+}
+
+/* Appends "X'..',X'..')" for ids: the rest of a "task_id IN (" list. */
+static void sql_add_id_list(kd_sql_t *s, const char *const *ids,
+                            const size_t *lens, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(s, ",");
+                sql_add_hex(s, ids[i], lens[i]);
+        }
+        sql_add(s, ")");
+}
+
+static void my_destroy(void *impl)
+{
+        kd_fate_mysql_t *my = impl;
+        if (my->conn)
+                mysql_close(my->conn);
+        free(my);
+}
+
+static uint64_t my_statements(const void *impl)
+{
+        const kd_fate_mysql_t *my = impl;
+        return my->statements;
+}
+
+static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *my = impl;
+        if (my->conn)
+                return KDELAY_OK;
+        MYSQL *conn;
+        kdelay_err_t err =
+            kd_mysql_connect(my->conf, &conn, errstr, errstr_size);
+        if (err)
+                return err;
+        if ((err = kd_schema_check(conn, errstr, errstr_size))) {
+                mysql_close(conn);
+                return err;
+        }
+        my->conn = conn;
+        return KDELAY_OK;
+}
+
+/* After a failed statement: forget a broken connection so the next call
+ * reconnects; map the error. */
+static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
+                              char *errstr, size_t errstr_size)
+{
+        unsigned no = mysql_errno(store->conn);
+        kdelay_err_t err =
+            no == ER_NO_SUCH_TABLE
+                ? kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                          "%s: fate table missing: run `kdelayctl db "
+                          "migrate`",
+                          what)
+                : kd_mysql_fail(store->conn, what, errstr, errstr_size);
+        if ((no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) ||
+            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED) {
+                kd_log(store->conf, KDELAY_LOG_WARNING,
+                       "event=mysql_disconnected errno=%u", no);
+                mysql_close(store->conn);
+                store->conn = NULL;
+        }
+        return err;
+}
+
+/* Sends one statement; for reads, *resp gets the stored result. When
+ * dupp is given, a duplicate-key error is not an error: *dupp is set. */
+static kdelay_err_t stmt_dup(kd_fate_mysql_t *store, kd_sql_t *sql,
+                             const char *what, MYSQL_RES **resp, int *dupp,
+                             char *errstr, size_t errstr_size)
+{
+        if (sql->oom)
+                return KDELAY_ERR_NO_MEMORY;
+        kdelay_err_t err = my_connect(store, errstr, errstr_size);
+        if (err)
+                return err;
+        store->statements++;
+        if (dupp)
+                *dupp = 0;
+        if (mysql_real_query(store->conn, sql->buf, sql->len)) {
+                if (dupp && mysql_errno(store->conn) == ER_DUP_ENTRY) {
+                        *dupp = 1;
+                        return KDELAY_OK;
+                }
+                return stmt_fail(store, what, errstr, errstr_size);
+        }
+        if (resp) {
+                *resp = mysql_store_result(store->conn);
+                if (!*resp)
+                        return stmt_fail(store, what, errstr, errstr_size);
+        }
+        return KDELAY_OK;
+}
+
+static kdelay_err_t stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
+                         const char *what, MYSQL_RES **resp, char *errstr,
+                         size_t errstr_size)
+{
+        return stmt_dup(store, sql, what, resp, NULL, errstr, errstr_size);
+}
+
+static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
+                                size_t id_len, kdelay_status_t *status,
+                                char *errstr, size_t errstr_size);
+
+static kdelay_err_t cancel_once(kd_fate_mysql_t *store, const char *id,
+                                size_t id_len, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        int64_t now = kd_now_ms();
+        int dup = 0;
+        /* A plain INSERT (not IGNORE): only "row exists" may pass, every
+         * other problem stays an error. */
+        sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
+                      "decided_at_ms, updated_at_ms) VALUES (");
+        sql_add_hex(&sql, id, id_len);
+        sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
+                (long long)now);
+        kdelay_err_t err =
+            stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        if (!dup)
+                return KDELAY_OK; /* inserted: cancelled now */
+        kdelay_status_t st;
+        if ((err = status_once(store, id, id_len, &st, errstr, errstr_size)))
+                return err;
+        return kd_fate_cancel_found(st.fate, errstr, errstr_size);
+}
+
+/* Cancel and status are idempotent: when a connection that was up broke
+ * under the call, one more try on a fresh connection is safe. */
+#define KD_RETRY_ONCE(store, call)                                             \
+        do {                                                                   \
+                int had_conn_ = (store)->conn != NULL;                         \
+                err = (call);                                                  \
+                if (err == KDELAY_ERR_MYSQL && had_conn_ && !(store)->conn)    \
+                        err = (call);                                          \
+        } while (0)
+
+static kdelay_err_t my_cancel(void *impl, const char *id, size_t id_len,
+                              char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kdelay_err_t err;
+        KD_RETRY_ONCE(store,
+                      cancel_once(store, id, id_len, errstr, errstr_size));
+        return err;
+}
+
+static int64_t col_i64(const char *s)
+{
+        return s ? strtoll(s, NULL, 10) : -1;
+}
+
+static kdelay_err_t my_status(void *impl, const char *id, size_t id_len,
+                              kdelay_status_t *status, char *errstr,
+                              size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kdelay_err_t err;
+        KD_RETRY_ONCE(
+            store, status_once(store, id, id_len, status, errstr, errstr_size));
+        return err;
+}
+
+static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
+                                size_t id_len, kdelay_status_t *status,
+                                char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
+                      "updated_at_ms FROM kdelay_fate WHERE task_id = ");
+        sql_add_hex(&sql, id, id_len);
+        kdelay_err_t err =
+            stmt(store, &sql, "status", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        kd_fate_status_none(status);
+        MYSQL_ROW row = mysql_fetch_row(res);
+        if (row) {
+                status->fate = kd_fate_parse(row[0]);
+                status->fire_at_ms = col_i64(row[1]);
+                kd_strlcpy(status->owner, row[2] ? row[2] : "",
+                           sizeof(status->owner));
+                status->decided_at_ms = col_i64(row[3]);
+                status->updated_at_ms = col_i64(row[4]);
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+/* Reads the rows of items back: fate and owner of each. */
+static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
+                              size_t n, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
+                      "task_id IN (");
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sql_add(&sql, ",");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                items[i].fate = KDELAY_FATE_UNDECIDED;
+                items[i].row_owner[0] = '\0';
+        }
+        sql_add(&sql, ")");
+        MYSQL_RES *res = NULL;
+        kdelay_err_t err =
+            stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                kdelay_fate_t f = kd_fate_parse(row[1]);
+                /* Batches are small (hundreds); a linear match is cheaper
+                 * than building an index. Duplicate ids share the row. */
+                for (size_t i = 0; i < n; i++) {
+                        if (items[i].id_len != lens[0] ||
+                            memcmp(items[i].id, row[0], lens[0]))
+                                continue;
+                        items[i].fate = f;
+                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
+                                   sizeof(items[i].row_owner));
+                }
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
+                                char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        sql_add(&sql,
+                "UPDATE kdelay_fate SET updated_at_ms = %lld, owner = "
+                "CASE task_id",
+                (long long)kd_now_ms());
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " THEN ");
+                sql_add_hex(&sql, items[i].token, strlen(items[i].token));
+        }
+        sql_add(&sql, " ELSE owner END WHERE state = 'FIRING' AND (");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                /* BINARY: owners are bytes, not text under the column's
+                 * case-folding collation. */
+                sql_add(&sql, " AND BINARY owner <=> ");
+                if (items[i].row_owner[0])
+                        sql_add_hex(&sql, items[i].row_owner,
+                                    strlen(items[i].row_owner));
+                else
+                        sql_add(&sql, "NULL");
+                sql_add(&sql, ")");
+        }
+        sql_add(&sql, ")");
+        kdelay_err_t err =
+            stmt(store, &sql, "takeover", NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        return read_back(store, items, n, errstr, errstr_size);
+}
+
+static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
+                             const char *owner, char *errstr,
+                             size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        int64_t now = kd_now_ms();
+        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
+                      "fire_at_ms, owner, decided_at_ms, updated_at_ms) "
+                      "VALUES ");
+        for (size_t i = 0; i < n; i++) {
+                size_t tlen;
+                const char *tok = kd_fate_claim_owner(&items[i], owner, &tlen);
+                sql_add(&sql, "%s(", i ? "," : "");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, ",'FIRING',%lld,",
+                        (long long)items[i].fire_at_ms);
+                if (tlen)
+                        sql_add_hex(&sql, tok, tlen);
+                else
+                        sql_add(&sql, "NULL");
+                sql_add(&sql, ",%lld,%lld)", (long long)now, (long long)now);
+        }
+        kdelay_err_t err =
+            stmt(store, &sql, "claim", NULL, errstr, errstr_size);
+        if (err) {
+                free(sql.buf);
+                return err;
+        }
+        free(sql.buf);
+        return read_back(store, items, n, errstr, errstr_size);
+}
+
+static kdelay_err_t my_mark_fired(void *impl, const char *const *ids,
+                                  const size_t *id_lens, size_t n, char *errstr,
+                                  size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        sql_add(&sql,
+                "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
+                "%lld WHERE state = 'FIRING' AND task_id IN (",
+                (long long)kd_now_ms());
+        sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err =
+            stmt(store, &sql, "mark fired", NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
+static kdelay_err_t my_note_cancelled(void *impl, const char *const *ids,
+                                      const size_t *id_lens,
+                                      const int64_t *fire_ats, size_t n,
+                                      char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        sql_add(&sql, "UPDATE kdelay_fate SET fire_at_ms = CASE task_id");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, ids[i], id_lens[i]);
+                sql_add(&sql, " THEN %lld", (long long)fire_ats[i]);
+        }
+        sql_add(&sql, " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
+                      "AND task_id IN (");
+        sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err =
+            stmt(store, &sql, "note cancelled", NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
+static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
+                          int64_t decided_before_ms, int batch,
+                          uint64_t *deletedp, char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        /* Small batches keep each statement's locks short. */
+        sql_add(&sql,
+                "DELETE FROM kdelay_fate WHERE fire_at_ms < %lld OR "
+                "(fire_at_ms IS NULL AND decided_at_ms < %lld) LIMIT %d",
+                (long long)due_before_ms, (long long)decided_before_ms, batch);
+        kdelay_err_t err = stmt(store, &sql, "gc", NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (!err)
+                *deletedp = (uint64_t)mysql_affected_rows(store->conn);
+        return err;
+}
+
+static const kd_fate_ops_t kd_fate_mysql_ops = {
+    .connect = my_connect,
+    .cancel = my_cancel,
+    .status = my_status,
+    .claim = my_claim,
+    .takeover = my_takeover,
+    .mark_fired = my_mark_fired,
+    .note_cancelled = my_note_cancelled,
+    .gc = my_gc,
+    .statements = my_statements,
+    .destroy = my_destroy,
+};
+
+kdelay_err_t kd_fate_mysql_new(kd_fate_store_t **storep,
+                               const kdelay_conf_t *conf)
+{
+        kd_fate_mysql_t *my = calloc(1, sizeof(*my));
+        if (!my)
+                return KDELAY_ERR_NO_MEMORY;
+        my->conf = conf;
+        return kd_fate_store_wrap(storep, &kd_fate_mysql_ops, my);
+}

@@ -1,0 +1,44 @@
+/* Inside the fate store contract (kd_fate_contract.h): what its two files
+ * share. Every case runs on a new store over an empty table. */
+#ifndef FATE_CONTRACT_H
+#define FATE_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kd_fate_contract.h"
+
+extern kd_fate_store_t *kd_fc_store; /* this case's; NULL: open failed */
+extern char kd_fc_errstr[256];       /* the last call's */
+
+#define KD_FC_NEED_STORE() CU_ASSERT_PTR_NOT_NULL_FATAL(kd_fc_store)
+
+/* The implementation's put (kd_fate_contract_t). */
+int kd_fc_put(const char *id, kdelay_fate_t fate, int64_t fire_at_ms,
+              int64_t decided_at_ms);
+uint64_t kd_fc_stmts(void);
+/* A claim item of id (borrowed, like token). */
+kd_fate_claim_t kd_fc_item(const char *id, int64_t fire_at, const char *token);
+/* Calls that must succeed (asserted). */
+kd_fate_claim_t kd_fc_claim1(const char *id, int64_t fire_at,
+                             const char *owner);
+void kd_fc_fire1(const char *id);
+kdelay_status_t kd_fc_status1(const char *id);
+kdelay_status_t kd_fc_status_n(const char *id, size_t len);
+kdelay_err_t kd_fc_cancel1(const char *id);
+
+/* The cases of fate_contract_update.c. */
+void test_takeover_is_compare_and_set(void);
+void test_takeover_of_a_row_without_owner(void);
+void test_mark_fired_moves_only_firing(void);
+void test_note_cancelled_sets_due_time_once(void);
+void test_gc_deletes_only_expired_rows(void);
+
+#define KD_FC_UPDATE_CASES                                                     \
+        KD_TEST(test_takeover_is_compare_and_set),                             \
+            KD_TEST(test_takeover_of_a_row_without_owner),                     \
+            KD_TEST(test_mark_fired_moves_only_firing),                        \
+            KD_TEST(test_note_cancelled_sets_due_time_once),                   \
+            KD_TEST(test_gc_deletes_only_expired_rows)
+
+#endif
