@@ -26,10 +26,6 @@ static const char *const alo_producer_defaults[] = {"linger.ms",
                                                     "1048588",
                                                     NULL};
 
-/* What at-least-once's guarantee depends on. */
-static const char *const alo_producer_forced[] = {"enable.idempotence", "true",
-                                                  "acks", "all", NULL};
-
 typedef struct alo_state {
         kd_timer_t commit; /* monotonic, every commit_interval */
 } alo_state_t;
@@ -85,7 +81,7 @@ static kdelay_err_t alo_init(kd_fwd_t *f, const char *const **defaults,
         kd_timer_init(&s->commit, commit_cb, f);
         f->mode_state = s;
         *defaults = alo_producer_defaults;
-        *forced = alo_producer_forced;
+        *forced = kd_producer_forced;
         return KDELAY_OK;
 }
 

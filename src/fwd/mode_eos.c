@@ -86,8 +86,8 @@ typedef struct eos_state {
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
         kd_idq_t fired; /* fired in the open transaction: id, lateness */
         kd_timer_t commit;
-        const char *forced[7]; /* producer properties, into txn_id */
-        char *txn_id;          /* owned */
+        const char *forced[16]; /* producer properties, into txn_id */
+        char *txn_id;           /* owned */
         poison_table_t poison;
 } eos_state_t;
 
@@ -661,10 +661,13 @@ static kdelay_err_t eos_init(kd_fwd_t *f, const char *const **defaults,
         else
                 snprintf(s->txn_id, (size_t)n + 1, "%s-%s", c->fwd_group_id,
                          c->fwd_instance);
-        const char *forced_txn[] = {
-            "enable.idempotence", "true",    "acks", "all",
-            "transactional.id",   s->txn_id, NULL};
-        memcpy(s->forced, forced_txn, sizeof(forced_txn));
+        /* The library's forced pairs, and the transactional id. */
+        size_t i = 0;
+        for (; kd_producer_forced[i] && i + 3 < KD_ARRAY_LEN(s->forced); i++)
+                s->forced[i] = kd_producer_forced[i];
+        s->forced[i++] = "transactional.id";
+        s->forced[i++] = s->txn_id;
+        s->forced[i] = NULL;
         *defaults = eos_producer_defaults;
         *forced = s->forced;
         return KDELAY_OK;

@@ -91,13 +91,8 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
 /* What kdelay's no-loss promise needs of every producer it creates:
  * NULL-terminated name, value pairs (enable.idempotence=true, acks=all) to
  * pass as kd_conf_rk_conf's `forced`, so no user property overrides them.
- *
- * Transitional: src/fwd/fwd.c still defines a file-local array of this name,
- * which cannot follow this declaration in one file; CMakeLists.txt compiles
- * it with KD_CONF_NO_SHARED_PRODUCER_FORCED until it uses this one. */
-#ifndef KD_CONF_NO_SHARED_PRODUCER_FORCED
+ * The forwarder's exactly-once mode adds transactional.id to these. */
 extern const char *const kd_producer_forced[];
-#endif
 
 /* Retention for tier topic idx: tier delay * 2 + retention margin. */
 int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx);
