@@ -198,14 +198,6 @@ void kd_fwd_destroy(kd_fwd_t *f)
         free(f);
 }
 
-void kd_fwd_oom(kd_fwd_t *f, const char *what)
-{
-        kd_log(f->conf, KDELAY_LOG_ERROR,
-               "event=out_of_memory what=%s action=exit", what);
-        f->kafka.fatal = 1;
-        *f->stop = 1;
-}
-
 /* Gauges read from the pipeline's state just before they are shown. */
 static void refresh_gauges(kd_fwd_t *f)
 {

@@ -5,7 +5,7 @@
 #ifndef KD_FIRE_H
 #define KD_FIRE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 /* Produces t to its target now (wall-clock now, for lateness). */
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now);

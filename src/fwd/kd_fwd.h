@@ -1,130 +1,12 @@
-/* kdelay-forwarder: the forwarder object and the state of each pipeline
- * stage, grouped by owner. One thread runs one event loop (loop.c);
- * librdkafka's threads only wake it through queue io-event fds.
- *
- * A record flows intake → schedule → claim → fire → settle
- * (docs/forwarder.md has the diagram). Each stage's functions are declared
- * in its own header (kd_intake.h, kd_sched.h, kd_claim.h, kd_fire.h,
- * kd_settle.h), which only stages upstream of it include; a stage reaches
- * upstream only through the two hooks below. The delivery mode is an ops
- * table (kd_mode.h) with one implementation per mode. */
+/* kdelay-forwarder, the top of the pipeline: create, run and destroy a
+ * forwarder (fwd.c, loop.c). Used by main.c, the tests and the benchmark;
+ * the stages see only kd_fwd_state.h and each other's headers. */
 #ifndef KD_FWD_H
 #define KD_FWD_H
 
 #include <signal.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
-
-#include <kdelay/kdelay.h>
-
-#include "kd_conf.h"
-#include "kd_fate.h"
-#include "kd_idq.h"
-#include "kd_metrics.h"
-#include "kd_part.h"
-#include "kd_task.h"
-#include "kd_timer.h"
-
-typedef struct kd_fwd kd_fwd_t;
-typedef struct kd_mode_ops kd_mode_ops_t;
-
-/* The Kafka clients (fwd.c creates them; loop.c polls them). */
-typedef struct kd_fwd_kafka {
-        rd_kafka_t *consumer;         /* owned */
-        rd_kafka_t *producer;         /* owned */
-        rd_kafka_queue_t *consumer_q; /* owned reference */
-        rd_kafka_queue_t *producer_q; /* owned reference */
-        int io_fds[2][2];         /* consumer, producer queue wake-up pipes */
-        size_t inflight;          /* produces awaiting a report */
-        int64_t last_report_mono; /* when a delivery report last came */
-        int fatal; /* an unrecoverable Kafka error: stop, exit non-zero */
-} kd_fwd_kafka_t;
-
-/* The fate store and its backoff while it fails (store.c). */
-typedef struct kd_fwd_store {
-        kd_fate_store_t *fate; /* owned */
-        int64_t retry_mono;    /* no statement before this; 0 = now */
-        int64_t backoff_ms;
-        int down; /* logged as unavailable */
-} kd_fwd_store_t;
-
-/* Claim identity and queue (claim.c). Claim tokens
- * "<instance>:<boot>.<generation>:<seq>": a FIRING row whose owner starts
- * with prefix was claimed by another copy of the same task inside this
- * assignment, which this process still holds or has fired. */
-typedef struct kd_fwd_claim {
-        char instance[64];
-        char prefix[48];
-        uint32_t boot;
-        unsigned generation;
-        uint64_t seq;
-        kd_taskq_t q;
-        int64_t q_since_mono; /* when the oldest queued claim was queued */
-        kd_timer_t flush;     /* monotonic: batch full, or waited enough */
-} kd_fwd_claim_t;
-
-/* The held set: tasks kept in memory until due (held.c). */
-typedef struct kd_fwd_held {
-        size_t cnt;
-        int64_t bytes;
-} kd_fwd_held_t;
-
-/* forwarder.max_fire_rate: a token bucket and the due tasks waiting for
- * it in due order (pace.c). */
-typedef struct kd_fwd_pace {
-        double tokens;
-        int64_t tokens_mono; /* last refill; 0 = never */
-        kd_taskq_t q;
-        kd_timer_t timer; /* monotonic: the next token for q's head */
-} kd_fwd_pace_t;
-
-/* Settled fates waiting for the fate store (settle.c). */
-typedef struct kd_fwd_settle {
-        kd_idq_t fired; /* delivered, not yet marked FIRED */
-        kd_idq_t seen;  /* dropped as CANCELLED, due time not yet written */
-        kd_timer_t flush;
-} kd_fwd_settle_t;
-
-/* Assigned partitions (intake.c). */
-typedef struct kd_fwd_intake {
-        kd_part_t *parts;
-        size_t full;     /* partitions in KD_PART_FULL */
-        kd_timer_t room; /* monotonic, now: room appeared for FULL ones */
-} kd_fwd_intake_t;
-
-/* How a downstream stage reaches upstream, set by fwd.c: the narrow
- * interface of the pipeline's callbacks. */
-typedef struct kd_fwd_hooks {
-        /* The held set shrank or a commit point moved: paused partitions
-         * may have room again. */
-        void (*room)(kd_fwd_t *f);
-        /* A transaction aborted: read every partition again from its
-         * committed offset. */
-        void (*rewind)(kd_fwd_t *f);
-} kd_fwd_hooks_t;
-
-struct kd_fwd {
-        kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
-        kdelay_conf_t *conf; /* owned */
-        kd_timers_t timers;
-        kd_fwd_kafka_t kafka;
-        kd_fwd_store_t store;
-        kd_fwd_intake_t intake;
-        kd_fwd_held_t held;
-        kd_fwd_claim_t claim;
-        kd_fwd_pace_t pace;
-        kd_fwd_settle_t settle;
-        const kd_mode_ops_t *mode; /* the delivery mode */
-        void *mode_state;          /* owned by the mode */
-        kd_fwd_hooks_t hooks;
-        kd_metrics_t metrics;
-        kd_timer_t stats_timer;
-        int64_t shutdown_deadline;   /* monotonic; 0 = not shutting down */
-        volatile sig_atomic_t *stop; /* borrowed: set by signal handlers */
-        int wake_fd;                 /* borrowed: readable on a signal */
-};
+#include "kd_fwd_state.h"
 
 /* fwd.c: lifecycle. On success conf and store are taken; store NULL makes
  * the MySQL store from conf. On failure both stay the caller's and errstr
@@ -134,10 +16,6 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         size_t errstr_size);
 void kd_fwd_destroy(kd_fwd_t *f);
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
-
-/* Out of memory where a task would be stranded: log, stop, exit non-zero
- * (a restart re-reads every record not committed). */
-void kd_fwd_oom(kd_fwd_t *f, const char *what);
 
 /* loop.c: runs until *stop is set, then shuts down cleanly. */
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);

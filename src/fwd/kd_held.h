@@ -4,7 +4,7 @@
 #ifndef KD_HELD_H
 #define KD_HELD_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 void kd_held_add(kd_fwd_t *f, kd_task_t *t);
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t);

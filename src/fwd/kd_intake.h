@@ -5,7 +5,7 @@
 #ifndef KD_INTAKE_H
 #define KD_INTAKE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 /* Rebalance: partitions assigned / revoked (fwd.c's rebalance callback). */
 void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);

@@ -6,7 +6,7 @@
 #ifndef KD_MODE_H
 #define KD_MODE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 struct kd_mode_ops {
         const char *name; /* forwarder.delivery */

@@ -6,7 +6,7 @@
 #ifndef KD_PACE_H
 #define KD_PACE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 /* t's claim is won: it fires at its fire time (through the rate limit). */
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);

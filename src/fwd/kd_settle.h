@@ -6,7 +6,7 @@
 #ifndef KD_SETTLE_H
 #define KD_SETTLE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 /* Lets t go wherever it is (timer, held set, partition list) and frees
  * it; its offset stays not done (a restart or the next owner re-reads it).

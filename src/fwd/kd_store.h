@@ -4,7 +4,7 @@
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
-#include "kd_fwd.h"
+#include "kd_fwd_state.h"
 
 /* 1 when a statement may be sent now (not backing off). */
 int kd_store_ready(const kd_fwd_t *f);

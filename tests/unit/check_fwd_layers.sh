@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The forwarder's pipeline has one direction: no module of src/fwd/
+# includes the declarations of a module that (directly or not) includes
+# its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
+# kd_mode.h) are one module, the top (fwd.c, loop.c, main.c, kd_fwd.h)
+# another. Also: only the mode files name the exactly-once mode ("eos").
+# Usage: check_fwd_layers.sh SRC_FWD_DIR
+set -euo pipefail
+dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
+cd "$dir"
+
+module() { # file -> module name
+    local b=${1%.*}
+    b=${b#kd_}
+    case $b in
+    mode | mode_*) echo mode ;;
+    fwd | loop | main) echo top ;;
+    *) echo "$b" ;;
+    esac
+}
+
+edges=$(for f in *.c *.h; do
+    m=$(module "$f")
+    grep -o '^#include "kd_[a-z_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/' |
+        while read -r h; do
+            [ -e "$h" ] || continue # a library header
+            d=$(module "$h")
+            [ "$m" = "$d" ] || echo "$m $d"
+        done
+done | sort -u)
+
+if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ]; then
+    echo "check_fwd_layers: include circle in src/fwd:" >&2
+    printf '%s\n' "$order" >&2
+    exit 1
+fi
+order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
+echo "modules, each including only later ones:" $order
+
+eos=$(grep -ln 'eos' ./*.c | grep -v '^\./mode_' || true)
+if [ -n "$eos" ]; then
+    echo "check_fwd_layers: outside the mode files, these name eos:" $eos >&2
+    exit 1
+fi
+echo "eos named only in: $(grep -ln eos ./*.c | tr '\n' ' ')"

@@ -1,0 +1,93 @@
+/* Unit tests for the forwarder's metric table: every row well-formed,
+ * counters, gauges, the histogram and the log-line form. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kd_metrics.h"
+#include "kd_test.h"
+
+static void test_rows_are_well_formed(void)
+{
+        for (size_t i = 0; i < KD_M__COUNT; i++) {
+                const kd_metric_info_t *r = &kd_metric_info[i];
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->name);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->help);
+                CU_ASSERT(strlen(r->help) > 5);
+                /* Log keys and exported names: [a-z_] only. */
+                CU_ASSERT_EQUAL(strspn(r->name, "abcdefghijklmnopqrstuvwxyz_"),
+                                strlen(r->name));
+                for (size_t j = 0; j < i; j++)
+                        CU_ASSERT(strcmp(r->name, kd_metric_info[j].name));
+        }
+        for (size_t b = 1; b < KD_HIST_BUCKETS; b++)
+                CU_ASSERT(kd_metric_bounds[b] > kd_metric_bounds[b - 1]);
+        CU_ASSERT_EQUAL(kd_metric_bounds[0], 1);
+        CU_ASSERT_EQUAL(kd_metric_bounds[KD_HIST_BUCKETS - 1], 60000);
+}
+
+static void test_counters_gauges_histogram(void)
+{
+        kd_metrics_t m;
+        memset(&m, 0, sizeof(m));
+        kd_metric_inc(&m, KD_M_FIRED);
+        kd_metric_add(&m, KD_M_FIRED, 4);
+        CU_ASSERT_EQUAL(kd_metric_get(&m, KD_M_FIRED), 5);
+        kd_metric_set(&m, KD_M_HELD_NOW, 9);
+        kd_metric_set(&m, KD_M_HELD_NOW, 3);
+        CU_ASSERT_EQUAL(kd_metric_get(&m, KD_M_HELD_NOW), 3);
+        kd_metric_max(&m, KD_M_HELD_MAX, 7);
+        kd_metric_max(&m, KD_M_HELD_MAX, 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&m, KD_M_HELD_MAX), 7);
+        CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.5), -1);
+        /* 0 ms and 1 ms land in le=1, 3 in le=5, 70000 in +Inf. */
+        int64_t obs[] = {0, 1, 1, 3, 3, 3, 3, 3, 40, 70000};
+        for (size_t i = 0; i < sizeof(obs) / sizeof(obs[0]); i++)
+                kd_metric_observe(&m, KD_M_LATE, obs[i]);
+        CU_ASSERT_EQUAL(kd_metric_get(&m, KD_M_LATE), 10);
+        CU_ASSERT_EQUAL(m.hist[KD_M_LATE].bucket[0], 3);
+        CU_ASSERT_EQUAL(m.hist[KD_M_LATE].bucket[2], 5);
+        CU_ASSERT_EQUAL(m.hist[KD_M_LATE].bucket[KD_HIST_BUCKETS], 1);
+        CU_ASSERT_EQUAL(m.hist[KD_M_LATE].sum, 70057);
+        CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.5), 5);
+        CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.8), 5);
+        CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.9), 50);
+        CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.99), INT64_MAX);
+}
+
+static void test_log_form_in_table_order(void)
+{
+        kd_metrics_t m;
+        char buf[4096];
+        memset(&m, 0, sizeof(m));
+        kd_metric_add(&m, KD_M_READ, 12);
+        kd_metric_max(&m, KD_M_HELD_MAX, 5);
+        kd_metric_observe(&m, KD_M_LATE, 2);
+        int n = kd_metrics_format(&m, buf, sizeof(buf));
+        CU_ASSERT_EQUAL_FATAL(n, (int)strlen(buf));
+        CU_ASSERT(strncmp(buf, " read=12 held=0 ", 16) == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, " held_max=5 "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, " late_ms_count=1 late_ms_sum=2 "
+                                           "late_ms_p50=2 late_ms_p99=2"));
+        /* Every row appears once, in order. */
+        const char *at = buf;
+        for (size_t i = 0; i < KD_M__COUNT; i++) {
+                char key[64];
+                snprintf(key, sizeof(key), " %s", kd_metric_info[i].name);
+                const char *hit = strstr(at, key);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(hit);
+                at = hit + 1;
+        }
+        /* Too small a buffer: the length it needs, like snprintf. */
+        char small[8];
+        CU_ASSERT_EQUAL(kd_metrics_format(&m, small, sizeof(small)), n);
+        CU_ASSERT_EQUAL(strlen(small), sizeof(small) - 1);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_rows_are_well_formed),
+            KD_TEST(test_counters_gauges_histogram),
+            KD_TEST(test_log_form_in_table_order), KD_TEST_END};
+        return kd_test_run("metrics", cases, NULL, NULL);
+}
