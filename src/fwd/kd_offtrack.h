@@ -16,8 +16,7 @@ typedef struct kd_offtrack {
         int64_t *off; /* ring of offsets, oldest first */
         unsigned char *done;
         size_t head, len, cap;
-        int64_t next;      /* offset after the last added; -1 = none yet */
-        int64_t committed; /* last commit point handed out, -1 = none */
+        int64_t next; /* offset after the last added; -1 = none yet */
 } kd_offtrack_t;
 
 /* A closed range of offsets [first, last]. */

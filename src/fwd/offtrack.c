@@ -8,7 +8,6 @@ void kd_offtrack_init(kd_offtrack_t *t)
 {
         memset(t, 0, sizeof(*t));
         t->next = -1;
-        t->committed = -1;
 }
 
 void kd_offtrack_clear(kd_offtrack_t *t)
