@@ -29,9 +29,6 @@ static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
                                                    "1000",
                                                    NULL};
 
-/* Before kd_fwd_run lends the signal flag, stops go here. */
-static volatile sig_atomic_t kd_no_stop;
-
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -131,7 +128,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                                "out of memory");
         f->conf = conf;
         f->owner.conf = conf;
-        f->stop = &kd_no_stop;
+        f->stop = &f->no_stop;
         f->wake_fd = -1;
         kd_timers_init(&f->timers);
         for (int i = 0; i < 2; i++)
@@ -170,6 +167,9 @@ void kd_fwd_destroy(kd_fwd_t *f)
         if (!f)
                 return;
         kd_fwd_kafka_t *k = &f->kafka;
+        /* Partitions still assigned (kd_fwd_run not called, or it failed)
+         * resume while their consumer lives. */
+        kd_intake_clear(f);
         if (k->consumer_q)
                 rd_kafka_queue_destroy(k->consumer_q);
         if (k->producer_q)
@@ -184,7 +184,6 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 rd_kafka_poll(k->producer, 0);
                 rd_kafka_destroy(k->producer);
         }
-        kd_intake_clear(f);
         kd_settle_clear(f);
         if (f->mode)
                 f->mode->destroy(f);

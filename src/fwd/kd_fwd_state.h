@@ -125,8 +125,10 @@ struct kd_fwd {
         kd_metrics_t metrics;
         kd_timer_t stats_timer;
         int64_t shutdown_deadline;   /* monotonic; 0 = not shutting down */
-        volatile sig_atomic_t *stop; /* borrowed: set by signal handlers */
-        int wake_fd;                 /* borrowed: readable on a signal */
+        volatile sig_atomic_t *stop; /* borrowed: set by signal handlers;
+                                        &no_stop before kd_fwd_run */
+        volatile sig_atomic_t no_stop;
+        int wake_fd; /* borrowed: readable on a signal */
 };
 
 /* Out of memory where a task would be stranded: log, stop, exit non-zero
