@@ -231,9 +231,9 @@ static void flush_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        /* FIRED marks first: a claim after an outage must see the
+        /* Due FIRED marks first: a claim after an outage must see the
          * deliveries made before it. */
-        kd_settle_flush(f);
+        kd_settle_flush_due(f);
         while (f->claim.q.head && kd_store_ready(f))
                 if (claim_batch(f))
                         break;

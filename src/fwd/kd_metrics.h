@@ -117,7 +117,8 @@ int64_t kd_metric_get(const kd_metrics_t *m, kd_metric_id_t id);
 int64_t kd_metric_quantile(const kd_metrics_t *m, kd_metric_id_t id, double q);
 
 /* Every metric as " name=value" in table order (histograms as
- * name_count, name_sum, name_p50, name_p99), into buf. Returns the length
+ * name_count, name_sum, name_p50, name_p99: bucket bounds, "inf" past the
+ * last, -1 when empty), into buf. Returns the length
  * it needed (snprintf's convention). */
 int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size);
 

@@ -23,6 +23,8 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms);
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
 /* Writes what is queued now, in batches, unless the store backs off. */
 void kd_settle_flush(kd_fwd_t *f);
+/* The same, only when the batch is due (full, or waited long enough). */
+void kd_settle_flush_due(kd_fwd_t *f);
 /* Frees what is queued (shutdown). */
 void kd_settle_clear(kd_fwd_t *f);
 

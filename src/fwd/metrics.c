@@ -64,6 +64,18 @@ int64_t kd_metric_quantile(const kd_metrics_t *m, kd_metric_id_t id, double q)
         return INT64_MAX;
 }
 
+/* A quantile as text: its bucket's bound, "inf" past the last, -1 for an
+ * empty histogram. */
+static void quantile_text(const kd_metrics_t *m, kd_metric_id_t id, double q,
+                          char *buf, size_t size)
+{
+        int64_t v = kd_metric_quantile(m, id, q);
+        if (v == INT64_MAX)
+                snprintf(buf, size, "inf");
+        else
+                snprintf(buf, size, "%lld", (long long)v);
+}
+
 int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size)
 {
         size_t len = 0;
@@ -77,14 +89,17 @@ int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size)
                                      (long long)m->v[i]);
                 } else {
                         const kd_hist_t *h = &m->hist[i];
+                        char p50[24], p99[24];
+                        quantile_text(m, (kd_metric_id_t)i, 0.5, p50,
+                                      sizeof(p50));
+                        quantile_text(m, (kd_metric_id_t)i, 0.99, p99,
+                                      sizeof(p99));
                         n = snprintf(at, room,
-                                     " %s_count=%llu %s_sum=%lld %s_p50=%lld "
-                                     "%s_p99=%lld",
+                                     " %s_count=%llu %s_sum=%lld %s_p50=%s "
+                                     "%s_p99=%s",
                                      row->name, (unsigned long long)h->count,
                                      row->name, (long long)h->sum, row->name,
-                                     (long long)kd_metric_quantile(m, i, 0.5),
-                                     row->name,
-                                     (long long)kd_metric_quantile(m, i, 0.99));
+                                     p50, row->name, p99);
                 }
                 if (n < 0)
                         return -1;

@@ -138,6 +138,12 @@ void kd_settle_flush(kd_fwd_t *f)
                 arm(f); /* at the store's retry time */
 }
 
+void kd_settle_flush_due(kd_fwd_t *f)
+{
+        if (kd_timer_due(&f->settle.flush) <= kd_mono_ms())
+                kd_settle_flush(f);
+}
+
 void kd_settle_clear(kd_fwd_t *f)
 {
         kd_timer_disarm(&f->timers, &f->settle.flush);

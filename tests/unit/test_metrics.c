@@ -52,6 +52,9 @@ static void test_counters_gauges_histogram(void)
         CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.8), 5);
         CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.9), 50);
         CU_ASSERT_EQUAL(kd_metric_quantile(&m, KD_M_LATE, 0.99), INT64_MAX);
+        char buf[4096];
+        CU_ASSERT(kd_metrics_format(&m, buf, sizeof(buf)) > 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, " late_ms_p50=5 late_ms_p99=inf"));
 }
 
 static void test_log_form_in_table_order(void)
@@ -61,8 +64,10 @@ static void test_log_form_in_table_order(void)
         memset(&m, 0, sizeof(m));
         kd_metric_add(&m, KD_M_READ, 12);
         kd_metric_max(&m, KD_M_HELD_MAX, 5);
-        kd_metric_observe(&m, KD_M_LATE, 2);
         int n = kd_metrics_format(&m, buf, sizeof(buf));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, " late_ms_p50=-1 late_ms_p99=-1"));
+        kd_metric_observe(&m, KD_M_LATE, 2);
+        n = kd_metrics_format(&m, buf, sizeof(buf));
         CU_ASSERT_EQUAL_FATAL(n, (int)strlen(buf));
         CU_ASSERT(strncmp(buf, " read=12 held=0 ", 16) == 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(buf, " held_max=5 "));

@@ -1,0 +1,933 @@
+/* The forwarder end to end without a broker or MySQL: librdkafka's mock
+ * cluster and the in-memory fate store (fwd_mock.h). The same cases run in
+ * two suites, one per delivery mode; each case has its own mock cluster,
+ * topic prefix, consumer group and store. Every forwarder of a suite is
+ * started by the suite's init, so that the mock's 3 s first group join
+ * is paid once per suite rather than once per case.
+ *
+ * What the mock of librdkafka 2.0.2 cannot show, and how the cases adapt
+ * (fwd_mock.h has the details): it drops transactional offsets, so an
+ * exactly-once forwarder that rewinds (after an abort) or restarts reads
+ * every tier partition from its start again, where a broker would give it
+ * its committed offsets and done sets; and it keeps the records of aborted
+ * transactions visible to read_committed consumers, so after an abort a
+ * target may hold the aborted copy of a fire as well as the committed one.
+ * Where that matters a case asserts what the forwarder itself promises
+ * (fates, its committed-fire count) and bounds the copies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwd_mock.h"
+#include "kd_test.h"
+#include "kd_util.h"
+
+/* Kafka protocol API keys (librdkafka's rdkafka_protocol.h is private). */
+#define API_PRODUCE 0
+#define API_END_TXN 26
+
+/* How long a forwarder may take to get its partitions (the mock's first
+ * join alone takes 3 s). */
+#define ASSIGN_TIMEOUT_MS 20000
+
+/* --- checks shared by the cases ----------------------------------------- */
+
+/* The user headers every task of some cases carries, in this order: a
+ * repeated name, a header without value, binary bytes. */
+static const kdelay_header_t user_hdrs[] = {
+    {"h-order", "first", 5},
+    {"empty", NULL, 0},
+    {"bin", "\x00\x01\xff", 3},
+    {"h-order", "second", 6}};
+
+/* Fills task i of a case: id "<prefix>-<stem><i>", key "key-<i>", a
+ * value with a NUL inside, the user headers, due delay_ms from now. */
+typedef struct task_buf {
+        char key[32], value[48];
+} task_buf_t;
+
+static void task_fill(const fm_env_t *e, fm_task_t *t, task_buf_t *b,
+                      const char *stem, int i, int64_t delay_ms)
+{
+        memset(t, 0, sizeof(*t));
+        snprintf(t->id, sizeof(t->id), "%s-%s%d", e->prefix, stem, i);
+        int kl = snprintf(b->key, sizeof(b->key), "key-%d", i);
+        int vl = snprintf(b->value, sizeof(b->value), "value-%d", i);
+        memcpy(b->value + vl + 1, "tail", 4); /* "value-<i>\0tail" */
+        t->key = b->key;
+        t->key_len = (size_t)kl;
+        t->value = b->value;
+        t->value_len = (size_t)vl + 5;
+        t->headers = user_hdrs;
+        t->header_cnt = KD_ARRAY_LEN(user_hdrs);
+        t->delay_ms = delay_ms;
+}
+
+/* Header name of m as a string; "" when absent. */
+static const char *hs(const fm_msg_t *m, const char *name, char *buf,
+                      size_t size)
+{
+        const char *v = fm_header_str(m, name, buf, size);
+        return v ? v : "";
+}
+
+static int bytes_eq(const void *a, size_t al, const void *b, size_t bl)
+{
+        if (!a || !b)
+                return !a && !b;
+        return al == bl && (al == 0 || !memcmp(a, b, al));
+}
+
+static int is_kdelay_header(const char *name)
+{
+        return !strncmp(name, "kdelay-", 7);
+}
+
+/* m's headers that are not kdelay-* are exactly hdrs, in order. */
+static int user_headers_eq(const fm_msg_t *m, const kdelay_header_t *hdrs,
+                           size_t cnt)
+{
+        size_t j = 0;
+        const char *name;
+        const void *val;
+        size_t size;
+        for (size_t i = 0; m->headers && !rd_kafka_header_get_all(
+                                             m->headers, i, &name, &val, &size);
+             i++) {
+                if (is_kdelay_header(name))
+                        continue;
+                if (j >= cnt || strcmp(name, hdrs[j].name) ||
+                    !bytes_eq(val, size, hdrs[j].value, hdrs[j].value_len))
+                        return 0;
+                j++;
+        }
+        return j == cnt;
+}
+
+/* The records of msgs whose kdelay-id is id. */
+static int copies_of(const fm_msg_t *msgs, int cnt, const char *id,
+                     const fm_msg_t **first)
+{
+        int n = 0;
+        char buf[160];
+        *first = NULL;
+        for (int i = 0; i < cnt; i++) {
+                const char *v =
+                    fm_header_str(&msgs[i], "kdelay-id", buf, sizeof(buf));
+                if (v && !strcmp(v, id)) {
+                        if (!n)
+                                *first = &msgs[i];
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* A record fired for t: its key, value and user headers, kdelay-id and
+ * kdelay-fire-at, no routing headers, a timestamp not before fire-at. */
+static void check_fired(const fm_msg_t *m, const fm_task_t *t)
+{
+        char buf[160], fire_at[32];
+        snprintf(fire_at, sizeof(fire_at), "%lld", (long long)t->fire_at_ms);
+        CU_ASSERT_EQUAL(m->tstype, RD_KAFKA_TIMESTAMP_CREATE_TIME);
+        CU_ASSERT(m->ts >= t->fire_at_ms); /* never early */
+        CU_ASSERT(bytes_eq(m->key, m->key_len, t->key, t->key_len));
+        CU_ASSERT(bytes_eq(m->value, m->value_len, t->value, t->value_len));
+        CU_ASSERT(user_headers_eq(m, t->headers, t->header_cnt));
+        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-id"), 1);
+        CU_ASSERT_STRING_EQUAL(
+            hs(m, "kdelay-id", buf, sizeof(buf)), t->id);
+        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-fire-at"), 1);
+        CU_ASSERT_STRING_EQUAL(
+            hs(m, "kdelay-fire-at", buf, sizeof(buf)),
+            fire_at);
+        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-target"), 0);
+        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-v"), 0);
+        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-dead-reason"), 0);
+}
+
+/* Reads the target back and checks every task of tasks was delivered as
+ * check_fired says: once each when `exact`, else at least once (and at
+ * most max_copies). Returns the number of records in the target. */
+static int check_target(fm_env_t *e, const fm_task_t *tasks, size_t n,
+                        int exact, int max_copies)
+{
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->target, &msgs);
+        CU_ASSERT(cnt >= 0);
+        for (size_t i = 0; i < n && cnt >= 0; i++) {
+                const fm_msg_t *m;
+                int copies = copies_of(msgs, cnt, tasks[i].id, &m);
+                if (exact)
+                        CU_ASSERT_EQUAL(copies, 1);
+                CU_ASSERT(copies >= 1);
+                CU_ASSERT(copies <= max_copies);
+                for (int k = 0; k < cnt; k++) {
+                        char buf[160];
+                        const char *id = fm_header_str(&msgs[k], "kdelay-id",
+                                                       buf, sizeof(buf));
+                        if (id && !strcmp(id, tasks[i].id))
+                                check_fired(&msgs[k], &tasks[i]);
+                }
+        }
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        return cnt;
+}
+
+/* The ids of tasks, for fm_wait_fates. */
+static void ids_of(const fm_task_t *tasks, size_t n, const char **ids)
+{
+        for (size_t i = 0; i < n; i++)
+                ids[i] = tasks[i].id;
+}
+
+static int wait_fired(fm_env_t *e, const fm_task_t *tasks, size_t n,
+                      int timeout_ms)
+{
+        const char *ids[32];
+        CU_ASSERT_FATAL(n <= KD_ARRAY_LEN(ids));
+        ids_of(tasks, n, ids);
+        return fm_wait_fates(e, ids, n, KDELAY_FATE_FIRED, timeout_ms);
+}
+
+/* Every task's fate is FIRED, with its due time. */
+static void check_fates_fired(fm_env_t *e, const fm_task_t *tasks, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                kd_fate_mem_row_t row = fm_fate(e, tasks[i].id);
+                CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+                CU_ASSERT_EQUAL(row.fire_at_ms, tasks[i].fire_at_ms);
+        }
+}
+
+/* The transaction counters of a run without aborts: exactly-once
+ * committed at least one, at-least-once has none. */
+static void check_txns_clean(fm_env_t *e)
+{
+        if (e->exactly_once) {
+                CU_ASSERT(fm_metric(e, KD_M_TXN_COMMITS) >= 1);
+        } else {
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_TXN_COMMITS), 0);
+        }
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_TXN_ABORTS), 0);
+}
+
+static int dead_topic_cnt(fm_env_t *e)
+{
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->dead, &msgs);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        return cnt;
+}
+
+/* --- the cases ------------------------------------------------------------ */
+
+/* N tasks due 0.3..1.4 s ahead: each delivered once, intact, at or after
+ * its fire-at and soon after; FIRED in the store; every fire counted and
+ * its lateness observed. */
+static void c_fire_on_time(fm_env_t *e)
+{
+        enum { N = 12 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 300 + 100 * i);
+        /* A tombstone without key and headers is delivered as such. */
+        t[0].key = t[0].value = NULL;
+        t[0].key_len = t[0].value_len = 0;
+        t[0].headers = NULL;
+        t[0].header_cnt = 0;
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 10000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, t, N, 1, 1), N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(dead_topic_cnt(e), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_HELD), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_CLAIMED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) >= 0);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) < 1000); /* on time */
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_HOPPED), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_DEAD), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_CANCELLED), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_MYSQL_UP), 1);
+        check_txns_clean(e);
+}
+
+/* Tiers 1s,2s and a 1 s hold horizon: a task 3.3 s ahead sits in the 2 s
+ * tier, is due there with more than the horizon left, hops to the 1 s
+ * tier unchanged, is held from there and fires on time; a short task
+ * beside it is never hopped. */
+static const char *const hop_overrides[] = {
+    "tiers=1s,2s", "forwarder.hold_horizon=1s", NULL};
+
+static void c_hop(fm_env_t *e)
+{
+        enum { N = 3 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        task_fill(e, &t[0], &b[0], "long", 0, 3300);
+        task_fill(e, &t[1], &b[1], "long", 1, 3400);
+        task_fill(e, &t[2], &b[2], "short", 2, 400);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 12000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, t, N, 1, 1), N);
+        check_fates_fired(e, t, N);
+        int64_t hopped = fm_metric(e, KD_M_HOPPED);
+        CU_ASSERT(hopped >= 2);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N + hopped);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) < 1000);
+        check_txns_clean(e);
+
+        /* The copies in the 1 s tier are the records unchanged. */
+        char tier1[256], buf[160], fire_at[32];
+        fm_tier_topic(e, 0, tier1, sizeof(tier1));
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, tier1, &msgs);
+        CU_ASSERT(cnt >= 0);
+        for (int i = 0; i < 2 && cnt >= 0; i++) {
+                const fm_msg_t *m;
+                CU_ASSERT(copies_of(msgs, cnt, t[i].id, &m) >= 1);
+                if (!m)
+                        continue;
+                snprintf(fire_at, sizeof(fire_at), "%lld",
+                         (long long)t[i].fire_at_ms);
+                CU_ASSERT(bytes_eq(m->key, m->key_len, t[i].key, t[i].key_len));
+                CU_ASSERT(bytes_eq(m->value, m->value_len, t[i].value,
+                                   t[i].value_len));
+                CU_ASSERT(user_headers_eq(m, t[i].headers, t[i].header_cnt));
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-target", buf, sizeof(buf)),
+                    e->target);
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-fire-at", buf, sizeof(buf)),
+                    fire_at);
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-v", buf, sizeof(buf)), "1");
+        }
+        /* The short task went into the 1 s tier once, by the library. */
+        const fm_msg_t *m;
+        CU_ASSERT_EQUAL(copies_of(msgs, cnt, t[2].id, &m), 1);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+}
+
+/* Three tasks due together: one whose row another process set CANCELLED
+ * before it was due (kdelay_cancel would need MySQL), one whose row says
+ * FIRED already (delivered before a restart), one plain. Only the plain
+ * one is delivered; each drop is counted; the cancelled row gets its due
+ * time. */
+static void c_cancel(fm_env_t *e)
+{
+        enum { N = 3 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        task_fill(e, &t[0], &b[0], "cancelled", 0, 1000);
+        task_fill(e, &t[1], &b[1], "fired", 1, 1000);
+        task_fill(e, &t[2], &b[2], "plain", 2, 1000);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        int64_t now = kd_now_ms();
+        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now,
+                                       ""};
+        kd_fate_mem_row_t fired = {KDELAY_FATE_FIRED, t[1].fire_at_ms, now, now,
+                                   "elsewhere:00000001.1:7"};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[0].id, strlen(t[0].id),
+                                        &cancelled),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_put(e->store, t[1].id, strlen(t[1].id), &fired),
+            KDELAY_OK);
+        CU_ASSERT(kd_now_ms() < t[0].fire_at_ms - 200); /* well before due */
+        CU_ASSERT_EQUAL(wait_fired(e, &t[2], 1, 10000), 0);
+        /* The drop writes the cancelled row's due time. */
+        int64_t end = kd_mono_ms() + 5000;
+        while (fm_fate(e, t[0].id).fire_at_ms != t[0].fire_at_ms &&
+               kd_mono_ms() < end)
+                fm_sleep_ms(20);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, &t[2], 1, 1, 1), 1); /* only it */
+        kd_fate_mem_row_t r0 = fm_fate(e, t[0].id);
+        CU_ASSERT_EQUAL(r0.fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(r0.fire_at_ms, t[0].fire_at_ms);
+        kd_fate_mem_row_t r1 = fm_fate(e, t[1].id);
+        CU_ASSERT_EQUAL(r1.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_STRING_EQUAL(r1.owner, fired.owner);
+        check_fates_fired(e, &t[2], 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_CANCELLED), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_ALREADY_FIRED), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=task_cancelled", t[0].id, NULL),
+                        1);
+        check_txns_clean(e);
+}
+
+/* Raw records that are not valid tasks go to <prefix>.dead with their
+ * key, value and headers and one kdelay-dead-reason (a forged one is
+ * replaced); a valid task written behind them on the same partition still
+ * fires. */
+static void c_malformed(fm_env_t *e)
+{
+        char tier1[256], tier5[256], soon[32], id2[96], id3[96], id4[96];
+        fm_tier_topic(e, 0, tier1, sizeof(tier1));
+        fm_tier_topic(e, 1, tier5, sizeof(tier5));
+        snprintf(soon, sizeof(soon), "%lld", (long long)kd_now_ms() + 300);
+        snprintf(id2, sizeof(id2), "%s-bad2", e->prefix);
+        snprintf(id3, sizeof(id3), "%s-bad3", e->prefix);
+        snprintf(id4, sizeof(id4), "%s-bad4", e->prefix);
+        const char *const no_id[] = {"kdelay-v",       "1",  "kdelay-target",
+                                     e->target,        "kdelay-fire-at",
+                                     soon,             "u",  "1",
+                                     NULL};
+        const char *const bad_fire_at[] = {"kdelay-v",       "1",
+                                           "kdelay-id",      id2,
+                                           "kdelay-target",  e->target,
+                                           "kdelay-fire-at", "12x",
+                                           NULL};
+        const char *const own_target[] = {"kdelay-v",       "1",
+                                          "kdelay-id",      id3,
+                                          "kdelay-target",  tier5,
+                                          "kdelay-fire-at", soon,
+                                          NULL};
+        const char *const forged[] = {"kdelay-id",          id4,
+                                      "kdelay-target",      e->target,
+                                      "kdelay-fire-at",     soon,
+                                      "kdelay-dead-reason", "forged",
+                                      NULL};
+        static const struct {
+                const char *key, *reason;
+        } want[] = {{"bad-1", "missing-id"},
+                    {"bad-2", "bad-fire-at"},
+                    {"bad-3", "bad-target"},
+                    {"bad-4", "missing-version"}};
+        const char *const *hdrs[] = {no_id, bad_fire_at, own_target, forged};
+        for (int i = 0; i < 4; i++)
+                CU_ASSERT_EQUAL(fm_produce_raw(e, tier1, 0, want[i].key, 5,
+                                               "payload", 7, hdrs[i]),
+                                0);
+        /* The valid task behind them, on the same partition. */
+        fm_task_t good;
+        task_buf_t gb;
+        task_fill(e, &good, &gb, "good", 0, 500);
+        good.fire_at_ms = kd_now_ms() + 500;
+        char fire_at[32];
+        snprintf(fire_at, sizeof(fire_at), "%lld", (long long)good.fire_at_ms);
+        const char *const valid[] = {"kdelay-v",       "1",
+                                     "kdelay-id",      good.id,
+                                     "kdelay-target",  e->target,
+                                     "kdelay-fire-at", fire_at,
+                                     NULL};
+        good.headers = NULL;
+        good.header_cnt = 0;
+        CU_ASSERT_EQUAL(fm_produce_raw(e, tier1, 0, good.key, good.key_len,
+                                       good.value, good.value_len, valid),
+                        0);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 4, "event=dead_lettered", NULL, 10000),
+                        0);
+        CU_ASSERT_EQUAL(wait_fired(e, &good, 1, 10000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->dead, &msgs);
+        CU_ASSERT_EQUAL(cnt, 4);
+        for (int i = 0; i < 4; i++) {
+                int found = 0;
+                for (int k = 0; k < cnt; k++) {
+                        const fm_msg_t *m = &msgs[k];
+                        char buf[64];
+                        if (!bytes_eq(m->key, m->key_len, want[i].key, 5))
+                                continue;
+                        found++;
+                        CU_ASSERT(bytes_eq(m->value, m->value_len, "payload",
+                                           7));
+                        CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-dead-reason"),
+                                        1);
+                        CU_ASSERT_STRING_EQUAL(
+                            hs(m, "kdelay-dead-reason", buf,
+                                          sizeof(buf)),
+                            want[i].reason);
+                        /* Every header it came with is kept. */
+                        for (const char *const *h = hdrs[i]; h[0]; h += 2)
+                                if (strcmp(h[0], "kdelay-dead-reason"))
+                                        CU_ASSERT_EQUAL(fm_header_cnt(m, h[0]),
+                                                        1);
+                }
+                CU_ASSERT_EQUAL(found, 1);
+        }
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        CU_ASSERT_EQUAL(check_target(e, &good, 1, 1, 1), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), 5);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_DEAD), 4);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 1);
+        check_txns_clean(e);
+}
+
+/* A valid task whose target does not exist (the mock, like a broker with
+ * auto.create.topics.enable=false, refuses to create it): it is
+ * eventually dead-lettered as target-unavailable, never delivered, and
+ * its claim stays FIRING. librdkafka fails the first produce only after
+ * topic.metadata.propagation.max.ms, lowered here from its 30 s (the
+ * exactly-once mode's default is 5 s). In exactly-once mode the first
+ * failure aborts the transaction (and rewinds); the retries after it fail
+ * at once and end in the dead letter without another abort. */
+static const char *const missing_overrides[] = {
+    "allow.auto.create.topics=false", "topic.metadata.propagation.max.ms=1000",
+    NULL};
+
+static void c_missing_target(fm_env_t *e)
+{
+        char nowhere[160];
+        snprintf(nowhere, sizeof(nowhere), "%s.nowhere", e->prefix);
+        fm_task_t t;
+        task_buf_t b;
+        task_fill(e, &t, &b, "lost", 0, 300);
+        t.target = nowhere;
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, &t, 1), 0);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 1, "event=dead_lettered",
+                                    "reason=target-unavailable", 20000),
+                        0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->dead, &msgs);
+        CU_ASSERT_EQUAL(cnt, 1);
+        if (cnt == 1) {
+                char buf[200];
+                const fm_msg_t *m = &msgs[0];
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-dead-reason", buf, sizeof(buf)),
+                    "target-unavailable");
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-id", buf, sizeof(buf)),
+                    t.id);
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-target", buf, sizeof(buf)),
+                    nowhere);
+                CU_ASSERT(bytes_eq(m->key, m->key_len, t.key, t.key_len));
+                CU_ASSERT(
+                    bytes_eq(m->value, m->value_len, t.value, t.value_len));
+                CU_ASSERT(user_headers_eq(m, t.headers, t.header_cnt));
+        }
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        cnt = fm_consume(e, e->target, &msgs);
+        CU_ASSERT_EQUAL(cnt, 0);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        CU_ASSERT_EQUAL(fm_fate(e, t.id).fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_DEAD), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), 0);
+        CU_ASSERT(fm_log_count(e, "event=fire_failed", "action=dead_letter",
+                               NULL) >= 1);
+        if (e->exactly_once) {
+                CU_ASSERT(fm_metric(e, KD_M_TXN_ABORTS) >= 1);
+                CU_ASSERT(fm_log_count(e, "event=txn_aborted", NULL, NULL) >=
+                          1);
+        } else {
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_TXN_ABORTS), 0);
+        }
+}
+
+/* The store fails its next 5 calls just before the tasks come due (the
+ * claims): claims back off (retry_max 500 ms here) with the tasks held,
+ * and then every task fires, late by the backoff, none lost or early;
+ * one line says the store went away, one that it is back. */
+static const char *const failing_overrides[] = {"forwarder.retry_max=500ms",
+                                                NULL};
+
+static void c_store_failing(fm_env_t *e)
+{
+        enum { N = 6 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 800 + 100 * i);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_fail_next(e->store, 5, KDELAY_ERR_MYSQL),
+                        KDELAY_OK);
+        CU_ASSERT(kd_now_ms() < t[0].fire_at_ms - 200); /* before any claim */
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 15000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, t, N, e->exactly_once, 1), N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
+        /* 100+200+400+500+500 ms of backoff before the first claim won. */
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) >= 1000);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_MYSQL_UP), 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=mysql_unavailable", NULL, NULL),
+                        1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=mysql_available", NULL, NULL),
+                        1);
+        CU_ASSERT(kd_fate_mem_calls(e->store) >= 5 + 1);
+        check_txns_clean(e);
+}
+
+/* Every store call takes 200 ms (blocking the loop): the claim made
+ * 50 ms before fire-at returns after it, so tasks fire late, never
+ * early, and all of them. */
+static void c_store_slow(fm_env_t *e)
+{
+        enum { N = 6 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 500 + 100 * i);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 200), KDELAY_OK);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 15000), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 0), KDELAY_OK);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, t, N, 1, 1), N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) >= 100);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_MYSQL_UP), 1);
+        check_txns_clean(e);
+}
+
+/* The broker answers the forwarder's next four produce requests with
+ * retriable errors (not leader, not enough replicas): librdkafka retries
+ * them; every task is delivered, exactly once in exactly-once mode, at
+ * least once in at-least-once mode, and no transaction aborts. */
+static void c_produce_errors(fm_env_t *e)
+{
+        enum { N = 5 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 600 + 100 * i);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(
+            rd_kafka_mock_broker_push_request_error_rtts(
+                e->mock, 1, API_PRODUCE, 4,
+                RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0,
+                RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 15000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        size_t left = 99;
+        CU_ASSERT_EQUAL(rd_kafka_mock_broker_error_stack_cnt(
+                            e->mock, 1, API_PRODUCE, &left),
+                        RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(left, 0); /* every error was served to the forwarder */
+        check_target(e, t, N, e->exactly_once, e->exactly_once ? 1 : 2);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
+        check_txns_clean(e);
+}
+
+/* Exactly-once: the first commit of a transaction holding fires fails
+ * (EndTxn answers INVALID_REQUEST, which librdkafka makes an abortable
+ * error): the forwarder aborts, rewinds, takes its own claims over (they
+ * belong to the aborted generation) and fires the tasks again in a
+ * transaction that commits. Each task counts as fired once and ends
+ * FIRED. The mock shows aborted records to read_committed consumers, so
+ * the target may also hold the aborted copy: at most two per task. */
+static void c_txn_abort(fm_env_t *e)
+{
+        enum { N = 4 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 600 + 100 * i);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        rd_kafka_mock_push_request_errors(e->mock, API_END_TXN, 1,
+                                          RD_KAFKA_RESP_ERR_INVALID_REQUEST);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 20000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT(check_target(e, t, N, 0, 2) >= N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_ABORTS) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_COMMITS) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_TAKEOVERS) >= 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
+        CU_ASSERT(fm_log_count(e, "event=txn_error", "what=commit_transaction",
+                               "action=abort") >= 1);
+        CU_ASSERT(fm_log_count(e, "event=txn_aborted", NULL, NULL) >= 1);
+        CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >=
+                  1);
+}
+
+/* A clean stop with tasks fired, one dropped as cancelled and one held
+ * (due after the stop): the held one is handed over (hopped for the next
+ * owner) and the group's committed offsets are past every record the
+ * forwarder had read. A new forwarder in the same group then delivers the
+ * handed-over task, once, and nothing again. */
+static void c_settle_and_restart(fm_env_t *e)
+{
+        enum { N = 6, FIRE = 4, CANCEL = 4, HELD = 5 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < FIRE; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 400 + 100 * i);
+        task_fill(e, &t[CANCEL], &b[CANCEL], "cancelled", CANCEL, 500);
+        task_fill(e, &t[HELD], &b[HELD], "held", HELD, 3000);
+        int64_t t0 = kd_mono_ms();
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, N), 0);
+        int64_t now = kd_now_ms();
+        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now,
+                                       ""};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[CANCEL].id,
+                                        strlen(t[CANCEL].id), &cancelled),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(wait_fired(e, t, FIRE, 10000), 0);
+        int64_t end = kd_mono_ms() + 5000;
+        while (fm_fate(e, t[CANCEL].id).fire_at_ms != t[CANCEL].fire_at_ms &&
+               kd_mono_ms() < end)
+                fm_sleep_ms(20);
+        /* The held task is read and held 0.95 s after it was scheduled
+         * (its 1 s tier, less the lookahead). */
+        while (kd_mono_ms() < t0 + 1300)
+                fm_sleep_ms(20);
+        CU_ASSERT(kd_now_ms() < t[HELD].fire_at_ms - 1000);
+
+        char tiers[2][256];
+        int64_t hwm_before[2][2], hwm_after[2][2], committed[2][2];
+        for (int k = 0; k < 2; k++) {
+                fm_tier_topic(e, (size_t)k, tiers[k], sizeof(tiers[k]));
+                CU_ASSERT_EQUAL(fm_watermarks(e, tiers[k], 2, hwm_before[k]),
+                                0);
+        }
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), FIRE);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_CANCELLED), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_HANDED_OVER), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_HOPPED), 1);
+        CU_ASSERT_EQUAL(fm_fate(e, t[HELD].id).fate, KDELAY_FATE_UNDECIDED);
+        check_txns_clean(e);
+        if (!e->exactly_once)
+                CU_ASSERT(fm_metric(e, KD_M_COMMITS) >= 1);
+
+        /* Committed past everything read; exactly-once offsets go with the
+         * transactions, which the mock does not store (none committed). */
+        int stored = 0, dropped = 0;
+        for (int k = 0; k < 2; k++) {
+                CU_ASSERT_EQUAL(fm_watermarks(e, tiers[k], 2, hwm_after[k]),
+                                0);
+                CU_ASSERT_EQUAL(fm_committed(e, tiers[k], 2, committed[k]), 0);
+                for (int p = 0; p < 2; p++) {
+                        if (hwm_before[k][p] == 0)
+                                continue;
+                        if (committed[k][p] == RD_KAFKA_OFFSET_INVALID) {
+                                dropped++;
+                                continue;
+                        }
+                        stored++;
+                        CU_ASSERT(committed[k][p] >= hwm_before[k][p]);
+                        CU_ASSERT(committed[k][p] <= hwm_after[k][p]);
+                }
+        }
+        CU_ASSERT(stored + dropped >= 1);
+        if (!e->exactly_once) {
+                CU_ASSERT_EQUAL(dropped, 0);
+        } else {
+                CU_ASSERT_EQUAL(stored, 0); /* the mock: TxnOffsetCommit */
+        }
+
+        /* The handed-over copy, unchanged, in the 1 s tier. */
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, tiers[0], &msgs);
+        const fm_msg_t *m = NULL;
+        CU_ASSERT_EQUAL(copies_of(msgs, cnt, t[HELD].id, &m), 2);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+
+        /* A new forwarder, the same group, the fate rows known so far. */
+        const char *ids[N];
+        ids_of(t, N, ids);
+        CU_ASSERT_EQUAL_FATAL(fm_restart(e, ids, N), 0);
+        CU_ASSERT_EQUAL_FATAL(fm_wait_assigned(e, ASSIGN_TIMEOUT_MS), 0);
+        CU_ASSERT_EQUAL(wait_fired(e, &t[HELD], 1, 10000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        /* Each task once in all: the four, the handed-over one. */
+        CU_ASSERT_EQUAL(check_target(e, t, FIRE, 1, 1), FIRE + 1);
+        check_target(e, &t[HELD], 1, 1, 1);
+        CU_ASSERT_EQUAL(fm_fate(e, t[CANCEL].id).fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 1);
+        if (stored) {
+                /* From the committed offsets: only the copy is new. */
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), 1);
+        } else {
+                /* From the start of every partition: the fate table drops
+                 * what was fired or cancelled, and the original of the
+                 * handed-over task is a copy of the one claimed. */
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N + 1);
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_ALREADY_FIRED), FIRE);
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_CANCELLED), 1);
+                CU_ASSERT_EQUAL(fm_metric(e, KD_M_DUP_COPIES), 1);
+        }
+}
+
+/* --- suites ------------------------------------------------------------- */
+
+/* X(name, function, overrides, exactly_once_only) */
+#define FM_CASES(X)                                                            \
+        X(fires_on_time_once_with_key_value_and_headers_intact,               \
+          c_fire_on_time, NULL, 0)                                             \
+        X(hops_a_task_beyond_the_hold_horizon_then_fires_it_on_time, c_hop,   \
+          hop_overrides, 0)                                                    \
+        X(drops_tasks_whose_row_is_cancelled_or_already_fired, c_cancel, NULL, \
+          0)                                                                   \
+        X(dead_letters_malformed_records_with_their_reason, c_malformed, NULL, \
+          0)                                                                   \
+        X(dead_letters_a_missing_target_as_target_unavailable,                 \
+          c_missing_target, missing_overrides, 0)                              \
+        X(failing_store_delays_fires_and_loses_none, c_store_failing,          \
+          failing_overrides, 0)                                                \
+        X(slow_store_fires_late_never_early, c_store_slow, NULL, 0)            \
+        X(retriable_produce_errors_lose_and_duplicate_nothing,                 \
+          c_produce_errors, NULL, 0)                                           \
+        X(failed_commit_aborts_rewinds_and_fires_each_task_once, c_txn_abort,  \
+          NULL, 1)                                                             \
+        X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
+          c_settle_and_restart, NULL, 0)
+
+enum {
+#define FM_ENUM(name, fn, ov, eos) I_##name,
+        FM_CASES(FM_ENUM)
+#undef FM_ENUM
+            I__COUNT
+};
+
+typedef struct fm_case {
+        const char *name;
+        void (*fn)(fm_env_t *e);
+        const char *const *overrides;
+        int eos_only;
+} fm_case_t;
+
+static const fm_case_t fm_cases[I__COUNT] = {
+#define FM_DESC(name, fn, ov, eos) {#name, fn, ov, eos},
+    FM_CASES(FM_DESC)
+#undef FM_DESC
+};
+
+enum { ALO, EOS };
+static const char *const deliveries[2] = {"at_least_once", "exactly_once"};
+static fm_env_t envs[2][I__COUNT];
+
+static int wanted(int mode, int i)
+{
+        const char *only = getenv("KD_TEST_ONLY");
+        return (!fm_cases[i].eos_only || mode == EOS) &&
+               (!only || !strcmp(only, fm_cases[i].name));
+}
+
+/* Starts the forwarders of every case the suite will run: their group
+ * joins overlap. */
+static int suite_init(int mode)
+{
+        for (int i = 0; i < I__COUNT; i++)
+                if (wanted(mode, i) &&
+                    fm_start(&envs[mode][i], fm_cases[i].name,
+                             deliveries[mode], fm_cases[i].overrides))
+                        return -1;
+        return 0;
+}
+
+/* What a case left behind (a fatal assertion): its log, then free. */
+static int suite_cleanup(int mode)
+{
+        for (int i = 0; i < I__COUNT; i++) {
+                if (envs[mode][i].started && envs[mode][i].fwd)
+                        fm_log_dump(&envs[mode][i]);
+                fm_destroy(&envs[mode][i]);
+        }
+        return 0;
+}
+
+static int alo_init(void)
+{
+        return suite_init(ALO);
+}
+static int alo_cleanup(void)
+{
+        return suite_cleanup(ALO);
+}
+static int eos_init(void)
+{
+        return suite_init(EOS);
+}
+static int eos_cleanup(void)
+{
+        return suite_cleanup(EOS);
+}
+
+static void run_case(int mode, int i)
+{
+        fm_env_t *e = &envs[mode][i];
+        unsigned failures = CU_get_number_of_failures();
+        CU_ASSERT_FATAL(e->started);
+        CU_ASSERT_EQUAL_FATAL(fm_wait_assigned(e, ASSIGN_TIMEOUT_MS), 0);
+        fm_cases[i].fn(e);
+        fm_stop(e);
+        if (CU_get_number_of_failures() != failures)
+                fm_log_dump(e);
+        fm_destroy(e);
+}
+
+#define FM_WRAP(name, fn, ov, eos)                                             \
+        static void alo_##name(void)                                           \
+        {                                                                      \
+                run_case(ALO, I_##name);                                       \
+        }                                                                      \
+        static void eos_##name(void)                                           \
+        {                                                                      \
+                run_case(EOS, I_##name);                                       \
+        }
+FM_CASES(FM_WRAP)
+#undef FM_WRAP
+
+int main(void)
+{
+        static const kd_test_case_t alo_cases[] = {
+#define FM_ALO(name, fn, ov, eos) {eos ? NULL : #name, alo_##name},
+            FM_CASES(FM_ALO)
+#undef FM_ALO
+                KD_TEST_END};
+        static const kd_test_case_t eos_cases[] = {
+#define FM_EOS(name, fn, ov, eos) {#name, eos_##name},
+            FM_CASES(FM_EOS)
+#undef FM_EOS
+                KD_TEST_END};
+        /* The exactly-once-only cases have no at-least-once entry: copy
+         * the others. */
+        kd_test_case_t alo[I__COUNT + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < I__COUNT; i++)
+                if (alo_cases[i].name)
+                        alo[n++] = alo_cases[i];
+        alo[n] = (kd_test_case_t)KD_TEST_END;
+        const kd_test_suite_t suites[] = {
+            {"fwd_mock_at_least_once", alo, alo_init, alo_cleanup, NULL, NULL},
+            {"fwd_mock_exactly_once", eos_cases, eos_init, eos_cleanup, NULL,
+             NULL},
+            {NULL, NULL, NULL, NULL, NULL, NULL}};
+        return kd_test_run_suites(suites);
+}
