@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #define FM_TIER_PARTITIONS   2
 #define FM_TARGET_PARTITIONS 3
+#define FM_LOG_MAX           100000
 
 void fm_sleep_ms(int ms)
 {
@@ -27,17 +29,27 @@ void fm_sleep_ms(int ms)
 
 /* --- the log ------------------------------------------------------------ */
 
+/* Each line starts with the wall clock's milliseconds within the minute,
+ * for reading a dump against fire-at times. */
 static void log_add(fm_log_t *l, const char *fmt, ...)
 {
         char line[2048];
+        int64_t now = kd_now_ms();
+        int n = snprintf(line, sizeof(line), "%05lld ",
+                         (long long)(now % 60000));
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
         va_end(ap);
         char *copy = strdup(line);
         if (!copy)
                 return;
         pthread_mutex_lock(&l->lock);
+        if (l->cnt >= FM_LOG_MAX) { /* a runaway: keep the beginning */
+                pthread_mutex_unlock(&l->lock);
+                free(copy);
+                return;
+        }
         if (l->cnt == l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 256;
                 char **v = realloc(l->lines, cap * sizeof(*v));
@@ -51,6 +63,16 @@ static void log_add(fm_log_t *l, const char *fmt, ...)
         }
         l->lines[l->cnt++] = copy;
         pthread_mutex_unlock(&l->lock);
+}
+
+void fm_note(fm_env_t *e, const char *fmt, ...)
+{
+        char line[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        log_add(&e->log, "6 test %s", line);
 }
 
 /* kdelay's log callback (forwarder, library). */
@@ -117,7 +139,8 @@ void fm_log_dump(fm_env_t *e)
 static rd_kafka_t *rk_new(fm_env_t *e, rd_kafka_type_t type,
                           const char *const *props,
                           void (*dr)(rd_kafka_t *, const rd_kafka_message_t *,
-                                     void *))
+                                     void *),
+                          int logs)
 {
         char why[512];
         rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -134,7 +157,7 @@ static rd_kafka_t *rk_new(fm_env_t *e, rd_kafka_type_t type,
                         rd_kafka_conf_destroy(c);
                         return NULL;
                 }
-        rd_kafka_conf_set_opaque(c, e);
+        rd_kafka_conf_set_opaque(c, logs ? e : NULL); /* NULL: dropped */
         rd_kafka_conf_set_log_cb(c, rk_log_cb);
         if (dr)
                 rd_kafka_conf_set_dr_msg_cb(c, dr);
@@ -144,6 +167,64 @@ static rd_kafka_t *rk_new(fm_env_t *e, rd_kafka_type_t type,
                 rd_kafka_conf_destroy(c);
         }
         return rk;
+}
+
+/* --- destroying mock clusters in the background ---------------------------- */
+
+/* rd_kafka_mock_cluster_destroy takes a second (its thread's poll): done in
+ * a thread of its own per cluster, joined by fm_reap. */
+typedef struct reap {
+        rd_kafka_mock_cluster_t *mock;
+        rd_kafka_t *rk;
+} reap_t;
+
+#define FM_REAP_MAX 64
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t reap_threads[FM_REAP_MAX];
+static size_t reap_cnt;
+
+static void *reap_main(void *arg)
+{
+        reap_t *r = arg;
+        if (r->mock)
+                rd_kafka_mock_cluster_destroy(r->mock);
+        if (r->rk)
+                rd_kafka_destroy(r->rk);
+        free(r);
+        return NULL;
+}
+
+static void reap_later(rd_kafka_mock_cluster_t *mock, rd_kafka_t *rk)
+{
+        reap_t *r = malloc(sizeof(*r));
+        if (r) {
+                r->mock = mock;
+                r->rk = rk;
+                pthread_mutex_lock(&reap_lock);
+                int ok = reap_cnt < FM_REAP_MAX &&
+                         !pthread_create(&reap_threads[reap_cnt], NULL,
+                                         reap_main, r);
+                if (ok)
+                        reap_cnt++;
+                pthread_mutex_unlock(&reap_lock);
+                if (ok)
+                        return;
+                reap_main(r);
+                return;
+        }
+        if (mock)
+                rd_kafka_mock_cluster_destroy(mock);
+        if (rk)
+                rd_kafka_destroy(rk);
+}
+
+void fm_reap(void)
+{
+        pthread_mutex_lock(&reap_lock);
+        for (size_t i = 0; i < reap_cnt; i++)
+                pthread_join(reap_threads[i], NULL);
+        reap_cnt = 0;
+        pthread_mutex_unlock(&reap_lock);
 }
 
 /* --- the environment ------------------------------------------------------ */
@@ -172,10 +253,16 @@ static int conf_set(fm_env_t *e, kdelay_conf_t *c, const char *name,
         return 0;
 }
 
-static int topic_create(fm_env_t *e, const char *topic, int partitions)
+/* Creates topic; with several brokers its partitions are led by broker
+ * `leader`. */
+static int topic_create(fm_env_t *e, const char *topic, int partitions,
+                        int leader)
 {
         rd_kafka_resp_err_t err =
             rd_kafka_mock_topic_create(e->mock, topic, partitions, 1);
+        for (int p = 0; !err && leader > 0 && p < partitions; p++)
+                err = rd_kafka_mock_partition_set_leader(e->mock, topic, p,
+                                                         leader);
         if (err) {
                 fprintf(stderr, "%s: create %s: %s\n", e->name, topic,
                         rd_kafka_err2str(err));
@@ -185,26 +272,28 @@ static int topic_create(fm_env_t *e, const char *topic, int partitions)
 }
 
 int fm_start(fm_env_t *e, const char *name, const char *delivery,
-             const char *const *overrides)
+             const char *const *overrides, int brokers)
 {
-        static int seq;
+        static atomic_int seq;
         memset(e, 0, sizeof(*e));
         pthread_mutex_init(&e->log.lock, NULL);
         e->wake[0] = e->wake[1] = -1;
         e->started = 1;
         kd_strlcpy(e->name, name, sizeof(e->name));
         snprintf(e->prefix, sizeof(e->prefix), "fm%d_%d", (int)getpid(),
-                 ++seq);
+                 atomic_fetch_add(&seq, 1) + 1);
         snprintf(e->group, sizeof(e->group), "%s-group", e->prefix);
         snprintf(e->target, sizeof(e->target), "%s.target", e->prefix);
         snprintf(e->dead, sizeof(e->dead), "%s.dead", e->prefix);
         e->exactly_once = !strcmp(delivery, "exactly_once");
 
-        /* The mock cluster lives on a handle of its own. */
-        e->mock_rk = rk_new(e, RD_KAFKA_PRODUCER, NULL, NULL);
+        /* The mock cluster lives on a handle of its own, whose logs are
+         * dropped: it is destroyed in the background (fm_reap), maybe
+         * after the environment's log. */
+        e->mock_rk = rk_new(e, RD_KAFKA_PRODUCER, NULL, NULL, 0);
         if (!e->mock_rk)
                 goto fail;
-        e->mock = rd_kafka_mock_cluster_new(e->mock_rk, 1);
+        e->mock = rd_kafka_mock_cluster_new(e->mock_rk, brokers);
         if (!e->mock) {
                 fprintf(stderr, "%s: no mock cluster\n", e->name);
                 goto fail;
@@ -254,6 +343,9 @@ int fm_start(fm_env_t *e, const char *name, const char *delivery,
                         goto fail;
                 }
         }
+        if (getenv("FM_RDKAFKA_DEBUG")) /* development: librdkafka's debug */
+                kdelay_conf_set_kafka(c, "debug", getenv("FM_RDKAFKA_DEBUG"),
+                                      NULL, 0);
         e->conf = kdelay_conf_dup(c);
         if (!e->conf) {
                 kdelay_conf_destroy(c);
@@ -263,13 +355,15 @@ int fm_start(fm_env_t *e, const char *name, const char *delivery,
         for (size_t i = 0; i < e->conf->tiers.cnt; i++) {
                 char topic[256];
                 fm_tier_topic(e, i, topic, sizeof(topic));
-                if (topic_create(e, topic, FM_TIER_PARTITIONS)) {
+                if (topic_create(e, topic, FM_TIER_PARTITIONS,
+                                 brokers > 1 ? 1 : 0)) {
                         kdelay_conf_destroy(c);
                         goto fail;
                 }
         }
-        if (topic_create(e, e->dead, 1) ||
-            topic_create(e, e->target, FM_TARGET_PARTITIONS)) {
+        if (topic_create(e, e->dead, 1, brokers > 1 ? 1 : 0) ||
+            topic_create(e, e->target, FM_TARGET_PARTITIONS,
+                         brokers > 1 ? 2 : 0)) {
                 kdelay_conf_destroy(c);
                 goto fail;
         }
@@ -396,11 +490,9 @@ void fm_destroy(fm_env_t *e)
         e->store = NULL;
         kdelay_conf_destroy(e->conf);
         e->conf = NULL;
-        if (e->mock)
-                rd_kafka_mock_cluster_destroy(e->mock);
+        if (e->mock || e->mock_rk)
+                reap_later(e->mock, e->mock_rk);
         e->mock = NULL;
-        if (e->mock_rk)
-                rd_kafka_destroy(e->mock_rk);
         e->mock_rk = NULL;
         for (int i = 0; i < 2; i++)
                 if (e->wake[i] >= 0)
@@ -505,7 +597,7 @@ int fm_produce_raw(fm_env_t *e, const char *topic, int32_t partition,
 {
         static const char *const props[] = {"acks", "all", "linger.ms", "0",
                                             NULL};
-        rd_kafka_t *rk = rk_new(e, RD_KAFKA_PRODUCER, props, raw_dr_cb);
+        rd_kafka_t *rk = rk_new(e, RD_KAFKA_PRODUCER, props, raw_dr_cb, 1);
         if (!rk)
                 return -1;
         rd_kafka_headers_t *h = rd_kafka_headers_new(8);
@@ -574,7 +666,15 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
                                             "50",
                                             NULL};
         *msgsp = NULL;
-        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, props, NULL);
+        /* A group id (never joined: assign only) lets consumer_poll serve
+         * the fetched messages. */
+        char group[128];
+        snprintf(group, sizeof(group), "%s-reader", e->prefix);
+        const char *const with_group[] = {props[0], props[1], props[2],
+                                          props[3], props[4], props[5],
+                                          props[6], props[7], "group.id",
+                                          group,    NULL};
+        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, with_group, NULL, 1);
         if (!rk)
                 return -1;
         int parts = partition_cnt(rk, topic);
@@ -598,6 +698,8 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
                 if (!m)
                         continue;
                 if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        fm_note(e, "read %s [%d] end at offset %lld", topic,
+                                (int)m->partition, (long long)m->offset);
                         if (m->partition >= 0 && m->partition < parts &&
                             !eof[m->partition]) {
                                 eof[m->partition] = 1;
@@ -638,6 +740,12 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
                 rd_kafka_headers_t *h = NULL;
                 if (!rd_kafka_message_headers(m, &h) && h)
                         o->headers = rd_kafka_headers_copy(h);
+                char idbuf[160];
+                const char *id = fm_header_str(o, "kdelay-id", idbuf,
+                                               sizeof(idbuf));
+                fm_note(e, "read %s [%d] offset %lld ts %lld id %s", topic,
+                        (int)o->partition, (long long)o->offset,
+                        (long long)o->ts, id ? id : "-");
                 if (m->partition >= 0 && m->partition < parts &&
                     eof[m->partition]) {
                         eof[m->partition] = 0;
@@ -730,7 +838,7 @@ int fm_wait_fates(fm_env_t *e, const char *const *ids, size_t n,
 
 int fm_watermarks(fm_env_t *e, const char *topic, int cnt, int64_t *hwm)
 {
-        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, NULL, NULL);
+        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, NULL, NULL, 1);
         if (!rk)
                 return -1;
         int rc = 0;
@@ -747,7 +855,7 @@ int fm_watermarks(fm_env_t *e, const char *topic, int cnt, int64_t *hwm)
 int fm_committed(fm_env_t *e, const char *topic, int cnt, int64_t *offs)
 {
         const char *const props[] = {"group.id", e->group, NULL};
-        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, props, NULL);
+        rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, props, NULL, 1);
         if (!rk)
                 return -1;
         rd_kafka_topic_partition_list_t *l =

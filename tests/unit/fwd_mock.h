@@ -21,7 +21,15 @@
  *  - the first JoinGroup of a group is answered after 3 s (the broker's
  *    group.initial.rebalance.delay.ms), so every forwarder start costs 3 s;
  *  - records carry the producer's CreateTime (topics have no
- *    LogAppendTime). */
+ *    LogAppendTime);
+ *  - it speaks Metadata v2 only, so it creates every topic a client asks
+ *    about (AllowAutoTopicCreation is v4): a missing topic is one made
+ *    and then reported unknown (rd_kafka_mock_topic_set_error);
+ *  - destroying a cluster takes a second (done in the background).
+ *
+ * For development: FM_DUMP=1 dumps every case's log (not only a failed
+ * one's), FM_TIMING=1 prints each case's duration, FM_RDKAFKA_DEBUG=<list>
+ * sets librdkafka's `debug` on the forwarder's clients. */
 #ifndef FWD_MOCK_H
 #define FWD_MOCK_H
 
@@ -70,15 +78,18 @@ typedef struct fm_env {
         int started; /* fm_start succeeded (fm_destroy undoes it) */
 } fm_env_t;
 
-/* Creates the mock cluster, the tier, dead-letter and target topics (tier
- * topics 2 partitions each), the conf (small tiers and intervals, see
- * fwd_mock.c; `delivery` "at_least_once" or "exactly_once"; then each
- * "name=value" of overrides, a kdelay or librdkafka property, NULL-ended,
- * may be NULL), the store and the forwarder, and starts the forwarder's
- * thread. 0 on success; else -1 with the reason printed and everything
+/* Creates the mock cluster (`brokers` brokers, ids from 1), the tier,
+ * dead-letter and target topics (tier topics 2 partitions each, the target
+ * 3), the conf (small tiers and intervals, see fwd_mock.c; `delivery`
+ * "at_least_once" or "exactly_once"; then each "name=value" of overrides,
+ * a kdelay or librdkafka property, NULL-ended, may be NULL), the store and
+ * the forwarder, and starts the forwarder's thread. With several brokers
+ * the target's partitions are led by broker 2 and every other partition by
+ * broker 1, so that errors pushed on broker 2 reach only the forwarder's
+ * fires. 0 on success; else -1 with the reason printed and everything
  * undone. */
 int fm_start(fm_env_t *e, const char *name, const char *delivery,
-             const char *const *overrides);
+             const char *const *overrides, int brokers);
 
 /* Waits until the forwarder has partitions assigned (its log says so).
  * 0 when it did within timeout_ms. */
@@ -100,6 +111,10 @@ int fm_restart(fm_env_t *e, const char *const *ids, size_t n);
  * half-started environment. */
 void fm_destroy(fm_env_t *e);
 
+/* Waits for the mock clusters fm_destroy left to destroy in the
+ * background (each takes a second). Call before the program ends. */
+void fm_reap(void);
+
 /* A metric of the stopped forwarder. */
 int64_t fm_metric(const fm_env_t *e, kd_metric_id_t id);
 
@@ -109,6 +124,9 @@ int fm_log_count(fm_env_t *e, const char *n1, const char *n2, const char *n3);
  * 0 when they did within timeout_ms. */
 int fm_log_wait(fm_env_t *e, int want, const char *n1, const char *n2,
                 int timeout_ms);
+/* Adds a line of the test's own to the log ("6 test ..."). */
+void fm_note(fm_env_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Writes every collected line to stderr, headed by the case name. */
 void fm_log_dump(fm_env_t *e);
 
