@@ -35,8 +35,8 @@ static void log_add(fm_log_t *l, const char *fmt, ...)
 {
         char line[2048];
         int64_t now = kd_now_ms();
-        int n = snprintf(line, sizeof(line), "%05lld ",
-                         (long long)(now % 60000));
+        int n =
+            snprintf(line, sizeof(line), "%05lld ", (long long)(now % 60000));
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
@@ -136,11 +136,9 @@ void fm_log_dump(fm_env_t *e)
 
 /* A handle of type on the environment's cluster with extra properties
  * (NULL-ended name, value pairs); logs go to the environment's log. */
-static rd_kafka_t *rk_new(fm_env_t *e, rd_kafka_type_t type,
-                          const char *const *props,
-                          void (*dr)(rd_kafka_t *, const rd_kafka_message_t *,
-                                     void *),
-                          int logs)
+static rd_kafka_t *
+rk_new(fm_env_t *e, rd_kafka_type_t type, const char *const *props,
+       void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), int logs)
 {
         char why[512];
         rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -169,7 +167,8 @@ static rd_kafka_t *rk_new(fm_env_t *e, rd_kafka_type_t type,
         return rk;
 }
 
-/* --- destroying mock clusters in the background ---------------------------- */
+/* --- destroying mock clusters in the background ----------------------------
+ */
 
 /* rd_kafka_mock_cluster_destroy takes a second (its thread's poll): done in
  * a thread of its own per cluster, joined by fm_reap. */
@@ -403,8 +402,8 @@ static int count_since_mark(fm_env_t *e, const char *n1, const char *n2)
         int n = 0;
         pthread_mutex_lock(&e->log.lock);
         for (size_t i = e->log_mark; i < e->log.cnt; i++)
-                n += strstr(e->log.lines[i], n1) &&
-                     !strstr(e->log.lines[i], n2);
+                n +=
+                    strstr(e->log.lines[i], n1) && !strstr(e->log.lines[i], n2);
         pthread_mutex_unlock(&e->log.lock);
         return n;
 }
@@ -583,8 +582,7 @@ int fm_schedule(fm_env_t *e, fm_task_t *tasks, size_t n)
         return rc;
 }
 
-static void raw_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
-                      void *opaque)
+static void raw_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
         (void)rk;
         (void)opaque;
@@ -607,9 +605,9 @@ int fm_produce_raw(fm_env_t *e, const char *topic, int32_t partition,
         rd_kafka_resp_err_t err = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
             RD_KAFKA_V_KEY(key, key_len),
-            RD_KAFKA_V_VALUE((void *)value, value_len),
-            RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_OPAQUE(&dr), RD_KAFKA_V_END);
+            RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&dr),
+            RD_KAFKA_V_END);
         if (err) {
                 rd_kafka_headers_destroy(h);
                 fprintf(stderr, "%s: producev %s: %s\n", e->name, topic,
@@ -670,10 +668,9 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
          * the fetched messages. */
         char group[128];
         snprintf(group, sizeof(group), "%s-reader", e->prefix);
-        const char *const with_group[] = {props[0], props[1], props[2],
-                                          props[3], props[4], props[5],
-                                          props[6], props[7], "group.id",
-                                          group,    NULL};
+        const char *const with_group[] = {
+            props[0], props[1], props[2],   props[3], props[4], props[5],
+            props[6], props[7], "group.id", group,    NULL};
         rd_kafka_t *rk = rk_new(e, RD_KAFKA_CONSUMER, with_group, NULL, 1);
         if (!rk)
                 return -1;
@@ -741,8 +738,8 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
                 if (!rd_kafka_message_headers(m, &h) && h)
                         o->headers = rd_kafka_headers_copy(h);
                 char idbuf[160];
-                const char *id = fm_header_str(o, "kdelay-id", idbuf,
-                                               sizeof(idbuf));
+                const char *id =
+                    fm_header_str(o, "kdelay-id", idbuf, sizeof(idbuf));
                 fm_note(e, "read %s [%d] offset %lld ts %lld id %s", topic,
                         (int)o->partition, (long long)o->offset,
                         (long long)o->ts, id ? id : "-");

@@ -65,17 +65,17 @@ typedef struct fm_env {
         int exactly_once;
         rd_kafka_t *mock_rk; /* owns the mock cluster */
         rd_kafka_mock_cluster_t *mock;
-        kdelay_conf_t *conf;     /* a copy of the forwarder's: for clients */
-        kd_fate_store_t *store;  /* borrowed: the forwarder owns it */
-        kd_fwd_t *fwd;           /* NULL after fm_destroy */
+        kdelay_conf_t *conf;    /* a copy of the forwarder's: for clients */
+        kd_fate_store_t *store; /* borrowed: the forwarder owns it */
+        kd_fwd_t *fwd;          /* NULL after fm_destroy */
         pthread_t thread;
-        int running;             /* the thread runs kd_fwd_run */
+        int running; /* the thread runs kd_fwd_run */
         volatile sig_atomic_t stop;
-        int wake[2];             /* wake[1] written to stop promptly */
-        kdelay_err_t run_err;    /* kd_fwd_run's result once stopped */
+        int wake[2];          /* wake[1] written to stop promptly */
+        kdelay_err_t run_err; /* kd_fwd_run's result once stopped */
         fm_log_t log;
         size_t log_mark; /* fm_wait_assigned looks at lines from here */
-        int started; /* fm_start succeeded (fm_destroy undoes it) */
+        int started;     /* fm_start succeeded (fm_destroy undoes it) */
 } fm_env_t;
 
 /* Creates the mock cluster (`brokers` brokers, ids from 1), the tier,

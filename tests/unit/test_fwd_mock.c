@@ -41,11 +41,10 @@
 
 /* The user headers every task of some cases carries, in this order: a
  * repeated name, a header without value, binary bytes. */
-static const kdelay_header_t user_hdrs[] = {
-    {"h-order", "first", 5},
-    {"empty", NULL, 0},
-    {"bin", "\x00\x01\xff", 3},
-    {"h-order", "second", 6}};
+static const kdelay_header_t user_hdrs[] = {{"h-order", "first", 5},
+                                            {"empty", NULL, 0},
+                                            {"bin", "\x00\x01\xff", 3},
+                                            {"h-order", "second", 6}};
 
 /* Fills task i of a case: id "<prefix>-<stem><i>", key "key-<i>", a
  * value with a NUL inside, the user headers, due delay_ms from now (so
@@ -144,12 +143,10 @@ static void check_fired(const fm_msg_t *m, const fm_task_t *t)
         CU_ASSERT(bytes_eq(m->value, m->value_len, t->value, t->value_len));
         CU_ASSERT(user_headers_eq(m, t->headers, t->header_cnt));
         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-id"), 1);
-        CU_ASSERT_STRING_EQUAL(
-            hs(m, "kdelay-id", buf, sizeof(buf)), t->id);
+        CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-id", buf, sizeof(buf)), t->id);
         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-fire-at"), 1);
-        CU_ASSERT_STRING_EQUAL(
-            hs(m, "kdelay-fire-at", buf, sizeof(buf)),
-            fire_at);
+        CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-fire-at", buf, sizeof(buf)),
+                               fire_at);
         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-target"), 0);
         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-v"), 0);
         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-dead-reason"), 0);
@@ -382,14 +379,13 @@ static void c_hop(fm_env_t *e)
                                            t[i].key_len));
                         CU_ASSERT(bytes_eq(m->value, m->value_len, t[i].value,
                                            t[i].value_len));
-                        CU_ASSERT(user_headers_eq(m, t[i].headers,
-                                                  t[i].header_cnt));
+                        CU_ASSERT(
+                            user_headers_eq(m, t[i].headers, t[i].header_cnt));
                         CU_ASSERT_STRING_EQUAL(
                             hs(m, "kdelay-target", buf, sizeof(buf)),
                             e->target);
                         CU_ASSERT_STRING_EQUAL(
-                            hs(m, "kdelay-fire-at", buf, sizeof(buf)),
-                            fire_at);
+                            hs(m, "kdelay-fire-at", buf, sizeof(buf)), fire_at);
                         CU_ASSERT_STRING_EQUAL(
                             hs(m, "kdelay-v", buf, sizeof(buf)), "1");
                 }
@@ -404,9 +400,9 @@ static void c_hop(fm_env_t *e)
 
 /* Three tasks due together: one whose row another process set CANCELLED
  * before it was due (as kdelay_cancel does, which would need MySQL), one
- * whose row says FIRED already (delivered before a restart), one plain. Only the plain
- * one is delivered; each drop is counted; the cancelled row gets its due
- * time. */
+ * whose row says FIRED already (delivered before a restart), one plain. Only
+ * the plain one is delivered; each drop is counted; the cancelled row gets its
+ * due time. */
 static void c_cancel(fm_env_t *e)
 {
         enum { N = 3 };
@@ -416,13 +412,12 @@ static void c_cancel(fm_env_t *e)
         task_fill(e, &t[1], &b[1], "fired", 1, 600);
         task_fill(e, &t[2], &b[2], "plain", 2, 600);
         int64_t now = kd_now_ms();
-        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now,
-                                       ""};
+        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now, ""};
         kd_fate_mem_row_t fired = {KDELAY_FATE_FIRED, t[1].fire_at_ms, now, now,
                                    "elsewhere:00000001.1:7"};
-        CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[0].id, strlen(t[0].id),
-                                        &cancelled),
-                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_put(e->store, t[0].id, strlen(t[0].id), &cancelled),
+            KDELAY_OK);
         CU_ASSERT_EQUAL(
             kd_fate_mem_put(e->store, t[1].id, strlen(t[1].id), &fired),
             KDELAY_OK);
@@ -473,9 +468,9 @@ static void c_foreign(fm_env_t *e)
                 kd_fate_mem_row_t row = {KDELAY_FATE_FIRING, t[i].fire_at_ms,
                                          now, now, ""};
                 memcpy(row.owner, other, sizeof(other));
-                CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[i].id,
-                                                strlen(t[i].id), &row),
-                                KDELAY_OK);
+                CU_ASSERT_EQUAL(
+                    kd_fate_mem_put(e->store, t[i].id, strlen(t[i].id), &row),
+                    KDELAY_OK);
         }
         CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
         if (!e->exactly_once) {
@@ -498,8 +493,8 @@ static void c_foreign(fm_env_t *e)
         }
         /* At-least-once: both rows are looked at again in one claim batch,
          * so the drop of the live one is done when the gone one fired. */
-        CU_ASSERT_EQUAL(
-            wait_delivered(e, t, e->exactly_once ? N : 1, 10000), 0);
+        CU_ASSERT_EQUAL(wait_delivered(e, t, e->exactly_once ? N : 1, 10000),
+                        0);
         CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
 
         size_t fired = e->exactly_once ? N : 1;
@@ -552,8 +547,7 @@ static void c_backpressure(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_HELD), N);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_HELD_MAX), 2);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
-        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) <
-                  late_bound(e, t[0].fire_at_ms));
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) < late_bound(e, t[0].fire_at_ms));
         CU_ASSERT(fm_log_count(e, "event=partition_backpressure", "held=2",
                                NULL) >= 1);
         check_txns_clean(e);
@@ -613,24 +607,35 @@ static void c_malformed(fm_env_t *e)
         snprintf(id2, sizeof(id2), "%s-bad2", e->prefix);
         snprintf(id3, sizeof(id3), "%s-bad3", e->prefix);
         snprintf(id4, sizeof(id4), "%s-bad4", e->prefix);
-        const char *const no_id[] = {"kdelay-v",       "1",  "kdelay-target",
-                                     e->target,        "kdelay-fire-at",
-                                     soon,             "u",  "1",
+        const char *const no_id[] = {"kdelay-v",
+                                     "1",
+                                     "kdelay-target",
+                                     e->target,
+                                     "kdelay-fire-at",
+                                     soon,
+                                     "u",
+                                     "1",
                                      NULL};
-        const char *const bad_fire_at[] = {"kdelay-v",       "1",
-                                           "kdelay-id",      id2,
-                                           "kdelay-target",  e->target,
-                                           "kdelay-fire-at", "12x",
+        const char *const bad_fire_at[] = {"kdelay-v",
+                                           "1",
+                                           "kdelay-id",
+                                           id2,
+                                           "kdelay-target",
+                                           e->target,
+                                           "kdelay-fire-at",
+                                           "12x",
                                            NULL};
-        const char *const own_target[] = {"kdelay-v",       "1",
-                                          "kdelay-id",      id3,
-                                          "kdelay-target",  tier5,
-                                          "kdelay-fire-at", soon,
-                                          NULL};
-        const char *const forged[] = {"kdelay-id",          id4,
-                                      "kdelay-target",      e->target,
-                                      "kdelay-fire-at",     soon,
-                                      "kdelay-dead-reason", "forged",
+        const char *const own_target[] = {
+            "kdelay-v",       "1",  "kdelay-id", id3, "kdelay-target", tier5,
+            "kdelay-fire-at", soon, NULL};
+        const char *const forged[] = {"kdelay-id",
+                                      id4,
+                                      "kdelay-target",
+                                      e->target,
+                                      "kdelay-fire-at",
+                                      soon,
+                                      "kdelay-dead-reason",
+                                      "forged",
                                       NULL};
         static const struct {
                 const char *key, *reason;
@@ -650,10 +655,14 @@ static void c_malformed(fm_env_t *e)
         good.fire_at_ms = kd_now_ms() + 500;
         char fire_at[32];
         snprintf(fire_at, sizeof(fire_at), "%lld", (long long)good.fire_at_ms);
-        const char *const valid[] = {"kdelay-v",       "1",
-                                     "kdelay-id",      good.id,
-                                     "kdelay-target",  e->target,
-                                     "kdelay-fire-at", fire_at,
+        const char *const valid[] = {"kdelay-v",
+                                     "1",
+                                     "kdelay-id",
+                                     good.id,
+                                     "kdelay-target",
+                                     e->target,
+                                     "kdelay-fire-at",
+                                     fire_at,
                                      NULL};
         good.headers = NULL;
         good.header_cnt = 0;
@@ -676,13 +685,12 @@ static void c_malformed(fm_env_t *e)
                         if (!bytes_eq(m->key, m->key_len, want[i].key, 5))
                                 continue;
                         found++;
-                        CU_ASSERT(bytes_eq(m->value, m->value_len, "payload",
-                                           7));
+                        CU_ASSERT(
+                            bytes_eq(m->value, m->value_len, "payload", 7));
                         CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-dead-reason"),
                                         1);
                         CU_ASSERT_STRING_EQUAL(
-                            hs(m, "kdelay-dead-reason", buf,
-                                          sizeof(buf)),
+                            hs(m, "kdelay-dead-reason", buf, sizeof(buf)),
                             want[i].reason);
                         /* Every header it came with is kept. */
                         for (const char *const *h = hdrs[i]; h[0]; h += 2)
@@ -742,12 +750,10 @@ static void c_missing_target(fm_env_t *e)
                 CU_ASSERT_STRING_EQUAL(
                     hs(m, "kdelay-dead-reason", buf, sizeof(buf)),
                     "target-unavailable");
-                CU_ASSERT_STRING_EQUAL(
-                    hs(m, "kdelay-id", buf, sizeof(buf)),
-                    t.id);
-                CU_ASSERT_STRING_EQUAL(
-                    hs(m, "kdelay-target", buf, sizeof(buf)),
-                    nowhere);
+                CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-id", buf, sizeof(buf)),
+                                       t.id);
+                CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-target", buf, sizeof(buf)),
+                                       nowhere);
                 CU_ASSERT(bytes_eq(m->key, m->key_len, t.key, t.key_len));
                 CU_ASSERT(
                     bytes_eq(m->value, m->value_len, t.value, t.value_len));
@@ -849,14 +855,13 @@ static void c_produce_errors(fm_env_t *e)
         task_buf_t b[N];
         for (int i = 0; i < N; i++)
                 task_fill(e, &t[i], &b[i], "t", i, 400 + 100 * i);
-        CU_ASSERT_EQUAL(
-            rd_kafka_mock_broker_push_request_error_rtts(
-                e->mock, 2, API_PRODUCE, 4,
-                RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
-                RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0,
-                RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
-                RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0),
-            RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(rd_kafka_mock_broker_push_request_error_rtts(
+                            e->mock, 2, API_PRODUCE, 4,
+                            RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                            RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0,
+                            RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                            RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0),
+                        RD_KAFKA_RESP_ERR_NO_ERROR);
         CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
         CU_ASSERT_EQUAL(wait_delivered(e, t, N, 15000), 0);
         CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
@@ -905,8 +910,7 @@ static void c_txn_abort(fm_env_t *e)
         CU_ASSERT(fm_log_count(e, "event=txn_error", "what=commit_transaction",
                                "action=abort") >= 1);
         CU_ASSERT(fm_log_count(e, "event=txn_aborted", NULL, NULL) >= 1);
-        CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >=
-                  1);
+        CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >= 1);
 }
 
 /* The group's rebalance after the first forwarder leaves waits
@@ -930,8 +934,7 @@ static void c_settle_and_restart(fm_env_t *e)
         task_fill(e, &t[CANCEL], &b[CANCEL], "cancelled", CANCEL, 500);
         task_fill(e, &t[HELD], &b[HELD], "held", HELD, 3000);
         int64_t now = kd_now_ms();
-        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now,
-                                       ""};
+        kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now, ""};
         CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[CANCEL].id,
                                         strlen(t[CANCEL].id), &cancelled),
                         KDELAY_OK);
@@ -974,8 +977,7 @@ static void c_settle_and_restart(fm_env_t *e)
          * transactions, which the mock does not store (none committed). */
         int stored = 0, dropped = 0;
         for (int k = 0; k < 2; k++) {
-                CU_ASSERT_EQUAL(fm_watermarks(e, tiers[k], 2, hwm_after[k]),
-                                0);
+                CU_ASSERT_EQUAL(fm_watermarks(e, tiers[k], 2, hwm_after[k]), 0);
                 CU_ASSERT_EQUAL(fm_committed(e, tiers[k], 2, committed[k]), 0);
                 for (int p = 0; p < 2; p++) {
                         if (hwm_before[k][p] == 0)
@@ -1037,28 +1039,27 @@ static void c_settle_and_restart(fm_env_t *e)
 #define FM_CASES(X)                                                            \
         X(fires_on_time_once_with_key_value_and_headers_intact,                \
           c_fire_on_time, NULL, 0, 1)                                          \
-        X(hops_a_task_beyond_the_hold_horizon_then_fires_it_on_time,           \
-          c_hop, hop_overrides, 0, 1)                                          \
-        X(drops_tasks_whose_row_is_cancelled_or_already_fired,                 \
-          c_cancel, NULL, 0, 1)                                                \
+        X(hops_a_task_beyond_the_hold_horizon_then_fires_it_on_time, c_hop,    \
+          hop_overrides, 0, 1)                                                 \
+        X(drops_tasks_whose_row_is_cancelled_or_already_fired, c_cancel, NULL, \
+          0, 1)                                                                \
         X(takes_over_a_foreign_claim_at_once_or_after_waiting_for_it,          \
           c_foreign, foreign_overrides, 0, 1)                                  \
-        X(dead_letters_malformed_records_with_their_reason,                    \
-          c_malformed, NULL, 0, 1)                                             \
+        X(dead_letters_malformed_records_with_their_reason, c_malformed, NULL, \
+          0, 1)                                                                \
         X(dead_letters_a_missing_target_as_target_unavailable,                 \
           c_missing_target, missing_overrides, 0, 1)                           \
-        X(failing_store_delays_fires_and_loses_none,                           \
-          c_store_failing, failing_overrides, 0, 1)                            \
-        X(slow_store_fires_late_never_early,                                   \
-          c_store_slow, NULL, 0, 1)                                            \
-        X(held_set_limit_pauses_partitions_and_loses_nothing,                  \
-          c_backpressure, held_overrides, 0, 1)                                \
-        X(fire_rate_limit_spreads_due_tasks_in_due_order,                      \
-          c_rate, rate_overrides, 0, 1)                                        \
+        X(failing_store_delays_fires_and_loses_none, c_store_failing,          \
+          failing_overrides, 0, 1)                                             \
+        X(slow_store_fires_late_never_early, c_store_slow, NULL, 0, 1)         \
+        X(held_set_limit_pauses_partitions_and_loses_nothing, c_backpressure,  \
+          held_overrides, 0, 1)                                                \
+        X(fire_rate_limit_spreads_due_tasks_in_due_order, c_rate,              \
+          rate_overrides, 0, 1)                                                \
         X(retriable_produce_errors_lose_and_duplicate_nothing,                 \
           c_produce_errors, NULL, 0, 2)                                        \
-        X(failed_commit_aborts_rewinds_and_fires_each_task_once,               \
-          c_txn_abort, NULL, 1, 1)                                             \
+        X(failed_commit_aborts_rewinds_and_fires_each_task_once, c_txn_abort,  \
+          NULL, 1, 1)                                                          \
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
           c_settle_and_restart, restart_overrides, 0, 1)
 
@@ -1130,8 +1131,8 @@ static int suite_init(int mode)
         for (int m = mode; m <= EOS; m++)
                 for (int i = 0; i < I__COUNT && suite_wanted(m); i++)
                         if (wanted(m, i) && !envs[m][i].started) {
-                                s[n] = (starter_t){&envs[m][i], &fm_cases[i],
-                                                   m, -1};
+                                s[n] = (starter_t){&envs[m][i], &fm_cases[i], m,
+                                                   -1};
                                 threaded[n] = !pthread_create(
                                     &th[n], NULL, start_main, &s[n]);
                                 if (!threaded[n])
@@ -1198,7 +1199,7 @@ static void run_case(int mode, int i)
                         (long long)(t1 - t0), (long long)(kd_mono_ms() - t1));
 }
 
-#define FM_WRAP(name, fn, ov, eos, nb)                                             \
+#define FM_WRAP(name, fn, ov, eos, nb)                                         \
         static void alo_##name(void)                                           \
         {                                                                      \
                 run_case(ALO, I_##name);                                       \
