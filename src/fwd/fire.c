@@ -1,4 +1,4 @@
-/* Produce (kd_fire.h): fire, hop, dead-letter and their retries; the
+/* Fire stage, produce half (kd_fire.h): fire, hop, dead-letter, retries, the
  * delivery report callback. Owns the in-flight count in f->kafka. Calls
  * the mode and the settle stage. */
 #include "kd_fire.h"

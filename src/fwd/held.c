@@ -1,4 +1,5 @@
-/* Held-set accounting (kd_held.h): owns the count and bytes in f->held. */
+/* Schedule stage, held set (kd_held.h): owns the count and bytes in
+ * f->held. */
 #include "kd_held.h"
 
 void kd_held_add(kd_fwd_t *f, kd_task_t *t)

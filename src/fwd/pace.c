@@ -1,5 +1,5 @@
-/* Pacing (kd_pace.h): owns f->pace, the token bucket, its queue and
- * timer. Calls the produce half of the fire stage. */
+/* Fire stage, pacing half (kd_pace.h): owns f->pace, the token bucket, its
+ * queue and timer. Calls the produce half of the fire stage. */
 #include "kd_pace.h"
 
 #include "kd_fire.h"

@@ -1,5 +1,5 @@
-/* Fate-store access for the pipeline (kd_store.h): owns f->store's
- * backoff and availability state. */
+/* Under the claim and settle stages, fate-store access (kd_store.h): owns
+ * f->store's backoff and availability state. */
 #include "kd_store.h"
 
 #include "kd_log.h"

@@ -22,6 +22,11 @@
  *    group.initial.rebalance.delay.ms), so every forwarder start costs 3 s;
  *  - records carry the producer's CreateTime (topics have no
  *    LogAppendTime);
+ *  - it checks produce sequence numbers of transactional producers only:
+ *    an idempotent producer's batch is accepted while the batch before it
+ *    on the same partition is still being retried, and librdkafka then
+ *    acknowledges the earlier message implicitly though it was never
+ *    stored (a broker refuses the later batch as out of order);
  *  - it speaks Metadata v2 only, so it creates every topic a client asks
  *    about (AllowAutoTopicCreation is v4): a missing topic is one made
  *    and then reported unknown (rd_kafka_mock_topic_set_error);
