@@ -1,19 +1,10 @@
 /* Tasks: copied out of consumed records, freed when handled; the task
  * FIFO. Owns nothing beyond each task's record (kd_task.h). */
 #include "kd_task.h"
+#include "kd_util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void *dup_bytes(const void *p, size_t n)
-{
-        if (!p)
-                return NULL;
-        void *d = malloc(n ? n : 1);
-        if (d && n)
-                memcpy(d, p, n);
-        return d;
-}
 
 /* Bytes a header set takes, for the held-set accounting. */
 static size_t headers_bytes(const rd_kafka_headers_t *h)
@@ -39,8 +30,8 @@ kd_task_t *kd_task_new(const rd_kafka_message_t *m)
         r->append_ms = rd_kafka_message_timestamp(m, NULL);
         r->key_len = m->key_len;
         r->value_len = m->len;
-        r->key = dup_bytes(m->key, m->key_len);
-        r->value = dup_bytes(m->payload, m->len);
+        r->key = kd_memdup(m->key, m->key_len);
+        r->value = kd_memdup(m->payload, m->len);
         rd_kafka_headers_t *h = NULL;
         if (!rd_kafka_message_headers(m, &h) && h)
                 r->hdrs = rd_kafka_headers_copy(h);

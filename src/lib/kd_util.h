@@ -27,6 +27,10 @@ int64_t kd_now_ms(void);
 /* Monotonic time in milliseconds (for deadlines, never for due times). */
 int64_t kd_mono_ms(void);
 
+/* A malloc'ed copy of n bytes at p (caller frees); NULL for p NULL or out of
+ * memory (n 0 gives a valid 1-byte block). */
+void *kd_memdup(const void *p, size_t n);
+
 /* Copies src into dst (size dst_size), truncating; always terminates. */
 void kd_strlcpy(char *dst, const char *src, size_t dst_size);
 

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,6 +35,16 @@ int64_t kd_now_ms(void)
 int64_t kd_mono_ms(void)
 {
         return clock_ms(CLOCK_MONOTONIC);
+}
+
+void *kd_memdup(const void *p, size_t n)
+{
+        if (!p)
+                return NULL;
+        void *d = malloc(n ? n : 1);
+        if (d && n)
+                memcpy(d, p, n);
+        return d;
 }
 
 void kd_strlcpy(char *dst, const char *src, size_t dst_size)

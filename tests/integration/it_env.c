@@ -169,16 +169,6 @@ int it_wait_topic(const char *topic)
         return found ? 0 : -1;
 }
 
-static void *dup_bytes(const void *p, size_t n)
-{
-        if (!p)
-                return NULL;
-        void *d = malloc(n ? n : 1);
-        if (d && n)
-                memcpy(d, p, n);
-        return d;
-}
-
 void it_msg_free(it_msg_t *m)
 {
         free(m->key);
@@ -245,9 +235,9 @@ static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
                          rd_kafka_topic_name(m->rkt));
                 o->partition = m->partition;
                 o->offset = m->offset;
-                o->key = dup_bytes(m->key, m->key_len);
+                o->key = kd_memdup(m->key, m->key_len);
                 o->key_len = m->key_len;
-                o->value = dup_bytes(m->payload, m->len);
+                o->value = kd_memdup(m->payload, m->len);
                 o->len = m->len;
                 o->ts = rd_kafka_message_timestamp(m, &o->tstype);
                 o->recv_ms = kd_now_ms();

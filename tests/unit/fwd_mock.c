@@ -642,16 +642,6 @@ static int partition_cnt(rd_kafka_t *rk, const char *topic)
         return cnt;
 }
 
-static void *dup_bytes(const void *p, size_t n)
-{
-        if (!p)
-                return NULL;
-        void *d = malloc(n ? n : 1);
-        if (d && n)
-                memcpy(d, p, n);
-        return d;
-}
-
 int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
 {
         static const char *const props[] = {"enable.partition.eof",
@@ -729,9 +719,9 @@ int fm_consume(fm_env_t *e, const char *topic, fm_msg_t **msgsp)
                 memset(o, 0, sizeof(*o));
                 o->partition = m->partition;
                 o->offset = m->offset;
-                o->key = dup_bytes(m->key, m->key_len);
+                o->key = kd_memdup(m->key, m->key_len);
                 o->key_len = m->key_len;
-                o->value = dup_bytes(m->payload, m->len);
+                o->value = kd_memdup(m->payload, m->len);
                 o->value_len = m->len;
                 o->ts = rd_kafka_message_timestamp(m, &o->tstype);
                 rd_kafka_headers_t *h = NULL;
