@@ -38,6 +38,9 @@ Verbs:
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   mysql-start   start only the private MariaDB (keeps data)
   mysql-stop    stop only the private MariaDB (keeps data); --kill for SIGKILL
+  mysql-pause   freeze the private MariaDB (SIGSTOP): connections stay open
+                and every statement hangs, as on a stalled server
+  mysql-resume  let a frozen MariaDB go on (SIGCONT)
   topic NAME    create topic NAME if it does not exist (a target topic for
                 tasks; Kafka here does not auto-create topics)
                   --partitions N  (default 3)
@@ -112,7 +115,7 @@ while (($#)); do
 done
 
 case $verb in
-    up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop) ;;
+    up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
     topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
     "") usage >&2; die "missing verb" ;;
     *) die "unknown verb: $verb (see --help)" ;;
@@ -860,5 +863,16 @@ case $verb in
         [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); mysql-stop only manages the private instance"
         [[ -d $STACK_DIR ]] || { log "MariaDB is not running"; exit 0; }
         take_lock; mysql_stop
+        ;;
+    mysql-pause | mysql-resume)
+        [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); $verb only manages the private instance"
+        pid=$(mysql_pid) || die "MariaDB is not running"
+        if [[ $verb == mysql-pause ]]; then
+            kill -STOP "$pid" || die "cannot stop MariaDB (pid $pid)"
+            log "MariaDB frozen (SIGSTOP, pid $pid); resume with: stack.sh mysql-resume"
+        else
+            kill -CONT "$pid" || die "cannot continue MariaDB (pid $pid)"
+            log "MariaDB resumed (SIGCONT, pid $pid)"
+        fi
         ;;
 esac

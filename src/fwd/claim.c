@@ -52,12 +52,21 @@ void kd_claim_new_generation(kd_fwd_t *f)
 
 static void flush_cb(kd_timer_t *tm, void *arg);
 
+/* Claim batches out at once: while one is on the store, the next fills,
+ * so a batch never waits behind a round trip it does not need. */
+#define KD_CLAIM_PIPELINE 4
+
+/* An UNDECIDED read-back (the row went between the INSERT and the read:
+ * gc) is claimed again after this long, not at once. */
+#define KD_UNDECIDED_WAIT_MS 100
+
 /* Claims wait up to half of claim_ahead to fill a batch, so a claim still
- * lands well before its fire time; never before the store's retry time. */
+ * lands well before its fire time; never before the store's retry time;
+ * with the pipeline full, when a batch is back. */
 static void arm(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
-        if (!c->q.head) {
+        if (!c->q.head || c->inflight >= KD_CLAIM_PIPELINE) {
                 kd_timer_disarm(&f->timers, &c->flush);
                 return;
         }
@@ -88,7 +97,10 @@ void kd_claim_due_cb(kd_timer_t *tm, void *arg)
 
 void kd_claim_forget(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_taskq_remove(&f->claim.q, t);
+        if (t->req)
+                kd_store_req_detach(t); /* its answer will be ignored */
+        else
+                kd_taskq_remove(&f->claim.q, t);
 }
 
 /* Where a claim outcome sends task t. */
@@ -129,8 +141,13 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
         case KDELAY_FATE_FIRING:
                 break;
         default:
-                /* No row after our insert (removed meanwhile): again. */
-                kd_claim_enqueue(f, t);
+                /* No row after our insert (removed meanwhile): again,
+                 * a little later. */
+                t->state = KD_TASK_HELD;
+                if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
+                                 kd_mono_ms() + KD_UNDECIDED_WAIT_MS,
+                                 kd_claim_due_cb, f))
+                        kd_fwd_oom(f, "claim_wait_timer");
                 return KD_SETTLED;
         }
         if (!strcmp(owner, t->token)) {
@@ -158,71 +175,95 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
         return KD_NEEDS_TAKEOVER;
 }
 
-/* Takes over the m claims packed at the front of items/tasks. */
-static int takeover(kd_fwd_t *f, kd_fate_claim_t *items, kd_task_t **tasks,
-                    size_t m)
+static void answered(kd_fwd_t *f, kd_store_req_t *r);
+
+/* Sends a request of op for the n tasks (all with tokens), items with the
+ * row owners given (takeover) or none. -1 when out of memory: nothing
+ * sent, the tasks untouched. */
+static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
+                    const kd_fate_claim_t *found, size_t n)
 {
-        char errstr[512];
-        kdelay_err_t err =
-            kd_store_takeover(f, items, m, errstr, sizeof(errstr));
-        for (size_t i = 0; i < m; i++) {
-                if (err)
-                        kd_claim_enqueue(f, tasks[i]);
-                else
-                        outcome(f, tasks[i], &items[i], 1);
-        }
-        if (err) {
-                kd_store_failed(f, "takeover", errstr);
+        kd_store_req_t *r = kd_store_req_new(op, n);
+        if (!r)
                 return -1;
+        for (size_t i = 0; i < n; i++) {
+                if (kd_store_req_item(r, i, tasks[i],
+                                      found ? found[i].row_owner : NULL)) {
+                        kd_store_req_free(r); /* unlinks the tasks */
+                        return -1;
+                }
         }
-        kd_metric_add(&f->metrics, KD_M_TAKEOVERS, m);
+        f->claim.inflight++;
+        kd_store_submit(f, r, answered);
         return 0;
 }
 
-/* Claims up to one batch from the head of the queue. 0 on success. */
+/* A claim or takeover is back: each task still here goes where its row
+ * says; those needing a takeover go out together. */
+static void answered(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fw_req_t *fw = &r->fw;
+        int after_takeover = fw->op == KD_FW_TAKEOVER;
+        size_t m = 0;
+        f->claim.inflight--;
+        for (size_t i = 0; i < fw->n; i++) {
+                kd_task_t *t = r->tasks[i];
+                if (!t)
+                        continue; /* revoked meanwhile */
+                t->req = NULL;
+                r->tasks[i] = NULL;
+                if (fw->err) {
+                        kd_claim_enqueue(f, t);
+                        continue;
+                }
+                if (after_takeover)
+                        kd_metric_inc(&f->metrics, KD_M_TAKEOVERS);
+                if (outcome(f, t, &fw->items[i], after_takeover) ==
+                    KD_NEEDS_TAKEOVER) {
+                        /* Packed to the front; i >= m. */
+                        r->tasks[m] = t;
+                        if (m != i)
+                                memcpy(fw->items[m].row_owner,
+                                       fw->items[i].row_owner,
+                                       sizeof(fw->items[m].row_owner));
+                        m++;
+                }
+        }
+        if (m > 0 && send_req(f, KD_FW_TAKEOVER, r->tasks, fw->items, m)) {
+                kd_store_failed(f, "takeover", "out of memory");
+                for (size_t i = 0; i < m; i++)
+                        kd_claim_enqueue(f, r->tasks[i]);
+        }
+        for (size_t i = 0; i < m; i++)
+                r->tasks[i] = NULL; /* linked to the new request now */
+        kd_store_req_free(r);
+        arm(f);
+}
+
+/* Sends one batch from the head of the queue. 0 on success. */
 static int claim_batch(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
         size_t n = c->q.len;
         if (n > (size_t)f->conf->fwd_claim_batch)
                 n = (size_t)f->conf->fwd_claim_batch;
-        kd_fate_claim_t *items = calloc(n, sizeof(*items));
-        kd_task_t **tasks = calloc(n, sizeof(*tasks));
-        char errstr[512];
-        int rc = -1;
-        if (!items || !tasks) {
+        kd_task_t **tasks = malloc(n * sizeof(*tasks));
+        if (!tasks) {
                 kd_store_failed(f, "claim", "out of memory");
-                goto out;
+                return -1;
         }
-        kd_task_t *t = c->q.head;
-        for (size_t i = 0; i < n; i++, t = t->qnext) {
-                tasks[i] = t;
-                items[i].id = t->rec.id;
-                items[i].id_len = strlen(t->rec.id);
-                items[i].fire_at_ms = t->rec.fire_at_ms;
+        for (size_t i = 0; i < n; i++) {
+                kd_task_t *t = tasks[i] = kd_taskq_pop(&c->q);
                 if (!t->token[0])
                         snprintf(t->token, sizeof(t->token), "%s%llu",
                                  c->prefix, (unsigned long long)++c->seq);
-                items[i].token = t->token;
         }
-        kdelay_err_t err = kd_store_claim(f, items, n, errstr, sizeof(errstr));
-        if (err) {
-                kd_store_failed(f, "claim", errstr);
-                goto out;
+        int rc = send_req(f, KD_FW_CLAIM, tasks, NULL, n);
+        if (rc) {
+                kd_store_failed(f, "claim", "out of memory");
+                for (size_t i = 0; i < n; i++)
+                        kd_claim_enqueue(f, tasks[i]);
         }
-        kd_store_ok(f);
-        /* The ones needing a takeover are packed to the front. */
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-                kd_claim_forget(f, tasks[i]);
-                if (outcome(f, tasks[i], &items[i], 0) == KD_NEEDS_TAKEOVER) {
-                        items[m] = items[i];
-                        tasks[m++] = tasks[i];
-                }
-        }
-        rc = m > 0 ? takeover(f, items, tasks, m) : 0;
-out:
-        free(items);
         free(tasks);
         return rc;
 }
@@ -232,9 +273,10 @@ static void flush_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         /* Due FIRED marks first: a claim after an outage must see the
-         * deliveries made before it. */
+         * deliveries made before it (the store runs requests in order). */
         kd_settle_flush_due(f);
-        while (f->claim.q.head && kd_store_ready(f))
+        while (f->claim.q.head && f->claim.inflight < KD_CLAIM_PIPELINE &&
+               kd_store_ready(f))
                 if (claim_batch(f))
                         break;
         arm(f);

@@ -13,6 +13,7 @@
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_settle.h"
+#include "kd_store.h"
 #include "kd_util.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
@@ -151,6 +152,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                 err = store_open(f, errstr, errstr_size);
         if (!err)
                 err = clients_open(f, defaults, forced, errstr, errstr_size);
+        if (!err)
+                err = kd_store_start(f, errstr, errstr_size);
         if (err) {
                 f->conf = NULL; /* both stay the caller's on failure */
                 if (f->store.fate == store)
@@ -184,6 +187,8 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 rd_kafka_poll(k->producer, 0);
                 rd_kafka_destroy(k->producer);
         }
+        /* Every task is gone: requests still out carry none. */
+        kd_store_stop(f);
         kd_settle_clear(f);
         if (f->mode)
                 f->mode->destroy(f);
@@ -209,6 +214,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metrics_t *m = &f->metrics;
         kd_metric_set(m, KD_M_HELD_NOW, (int64_t)f->held.cnt);
         kd_metric_set(m, KD_M_HELD_BYTES, f->held.bytes);
+        kd_metric_set(m, KD_M_OUT_NOW, (int64_t)f->held.out_cnt);
         kd_metric_set(m, KD_M_CLAIM_QUEUE, (int64_t)f->claim.q.len);
         kd_metric_set(m, KD_M_INFLIGHT, (int64_t)f->kafka.inflight);
         kd_metric_set(m, KD_M_PARTITIONS, parts);

@@ -12,8 +12,24 @@ void kd_held_add(kd_fwd_t *f, kd_task_t *t)
         kd_metric_max(&f->metrics, KD_M_HELD_MAX, (int64_t)f->held.cnt);
 }
 
+void kd_held_add_out(kd_fwd_t *f, kd_task_t *t)
+{
+        if (t->held || t->out)
+                return;
+        t->out = 1;
+        f->held.out_cnt++;
+        f->held.out_bytes += (int64_t)t->bytes;
+        kd_metric_max(&f->metrics, KD_M_OUT_MAX, (int64_t)f->held.out_cnt);
+}
+
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
 {
+        if (t->out) {
+                t->out = 0;
+                f->held.out_cnt--;
+                f->held.out_bytes -= (int64_t)t->bytes;
+                f->hooks.room(f);
+        }
         if (!t->held)
                 return;
         t->held = 0;
@@ -24,6 +40,18 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
 
 int kd_held_full(const kd_fwd_t *f, const kd_task_t *t)
 {
-        return f->held.cnt + 1 > (size_t)f->conf->fwd_max_held ||
-               f->held.bytes + (int64_t)t->bytes > f->conf->fwd_max_held_bytes;
+        const kd_fwd_held_t *h = &f->held;
+        return h->cnt + h->out_cnt + 1 > (size_t)f->conf->fwd_max_held ||
+               h->bytes + h->out_bytes + (int64_t)t->bytes >
+                   f->conf->fwd_max_held_bytes;
+}
+
+int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t)
+{
+        const kd_fwd_held_t *h = &f->held;
+        if (h->out_cnt == 0)
+                return 0;
+        return h->out_cnt + 1 > (size_t)f->conf->fwd_max_held / 4 ||
+               h->out_bytes + (int64_t)t->bytes >
+                   f->conf->fwd_max_held_bytes / 4;
 }

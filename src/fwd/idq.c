@@ -13,7 +13,8 @@ void kd_idq_clear(kd_idq_t *q)
         memset(q, 0, sizeof(*q));
 }
 
-int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
+/* Room for one more entry; -1 when out of memory. */
+static int grow(kd_idq_t *q)
 {
         if (q->len == q->cap) {
                 size_t cap = q->cap ? q->cap * 2 : 256;
@@ -27,12 +28,37 @@ int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
                         return -1;
                 q->cap = cap;
         }
+        return 0;
+}
+
+int kd_idq_give(kd_idq_t *q, char *id, int64_t val)
+{
+        if (grow(q))
+                return -1;
+        q->ids[q->len] = id;
+        q->vals[q->len++] = val;
+        return 0;
+}
+
+int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
+{
         char *copy = strdup(id);
         if (!copy)
                 return -1;
-        q->ids[q->len] = copy;
-        q->vals[q->len++] = val;
+        if (kd_idq_give(q, copy, val)) {
+                free(copy);
+                return -1;
+        }
         return 0;
+}
+
+void kd_idq_take(kd_idq_t *q, size_t n, char **ids, int64_t *vals)
+{
+        memcpy(ids, q->ids, n * sizeof(*ids));
+        memcpy(vals, q->vals, n * sizeof(*vals));
+        memmove(q->ids, q->ids + n, (q->len - n) * sizeof(*q->ids));
+        memmove(q->vals, q->vals + n, (q->len - n) * sizeof(*q->vals));
+        q->len -= n;
 }
 
 void kd_idq_shift(kd_idq_t *q, size_t n)

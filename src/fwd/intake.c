@@ -14,6 +14,7 @@
 #include "kd_pace.h"
 #include "kd_sched.h"
 #include "kd_settle.h"
+#include "kd_store.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
 #include "kd_wire.h"
@@ -61,9 +62,9 @@ static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
         if (why == KD_PART_FULL && p->state != KD_PART_FULL)
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=partition_backpressure topic=%s partition=%d "
-                       "held=%zu held_bytes=%lld",
+                       "held=%zu held_bytes=%lld out=%zu",
                        p->topic, p->partition, f->held.cnt,
-                       (long long)f->held.bytes);
+                       (long long)f->held.bytes, f->held.out_cnt);
         set_state(f, p, why);
         if (why != KD_PART_WAITING)
                 kd_timer_disarm(&f->timers, &p->wake);
@@ -396,6 +397,14 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
             f->shutdown_deadline
                 ? f->shutdown_deadline
                 : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        /* Claims out on the store get a short wait for their answer, so
+         * that won ones fire here; a hung store must not hold the
+         * rebalance (nor an open transaction) long. The rest is dropped:
+         * the next owner finds the claim and takes it over. */
+        int64_t store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        if (store_deadline > deadline)
+                store_deadline = deadline;
+        kd_store_wait(f, store_deadline);
         if (!f->kafka.fatal) {
                 fire_claimed(f, deadline);
                 hand_over(f);
@@ -405,6 +414,8 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         kd_fire_drain(f, deadline);
         f->mode->revoke(f, deadline);
         kd_settle_flush(f);
+        store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        kd_store_wait(f, store_deadline < deadline ? store_deadline : deadline);
         drop_all(f, NULL);
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=partitions_revoked count=%d inflight_abandoned=%zu",

@@ -45,10 +45,14 @@ typedef struct kd_fwd_kafka {
         int fatal; /* an unrecoverable Kafka error: stop, exit non-zero */
 } kd_fwd_kafka_t;
 
-/* The fate store and its backoff while it fails (store.c). */
+/* The fate store, its thread, and the backoff while it fails (store.c). */
 typedef struct kd_fwd_store {
-        kd_fate_store_t *fate; /* owned */
-        int64_t retry_mono;    /* no statement before this; 0 = now */
+        kd_fate_store_t *fate;         /* owned */
+        struct kd_fate_worker *worker; /* owned; NULL = not started */
+        size_t inflight;               /* requests out on the worker */
+        int halted;         /* a statement failed: send nothing until every
+                               request out is back */
+        int64_t retry_mono; /* no statement before this; 0 = now */
         int64_t backoff_ms;
         int down; /* logged as unavailable */
 } kd_fwd_store_t;
@@ -66,12 +70,15 @@ typedef struct kd_fwd_claim {
         kd_taskq_t q;
         int64_t q_since_mono; /* when the oldest queued claim was queued */
         kd_timer_t flush;     /* monotonic: batch full, or waited enough */
+        size_t inflight;      /* claim and takeover requests out */
 } kd_fwd_claim_t;
 
 /* The held set: tasks kept in memory until due (held.c). */
 typedef struct kd_fwd_held {
         size_t cnt;
         int64_t bytes;
+        size_t out_cnt; /* hops and dead letters not yet settled */
+        int64_t out_bytes;
 } kd_fwd_held_t;
 
 /* forwarder.max_fire_rate: a token bucket and the due tasks waiting for
@@ -88,6 +95,7 @@ typedef struct kd_fwd_settle {
         kd_idq_t fired; /* delivered, not yet marked FIRED */
         kd_idq_t seen;  /* dropped as CANCELLED, due time not yet written */
         kd_timer_t flush;
+        size_t inflight; /* mark requests out */
 } kd_fwd_settle_t;
 
 /* Assigned partitions (intake.c). */

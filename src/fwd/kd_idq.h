@@ -17,5 +17,11 @@ void kd_idq_clear(kd_idq_t *q);
 int kd_idq_push(kd_idq_t *q, const char *id, int64_t val);
 /* Drops the first n entries. */
 void kd_idq_shift(kd_idq_t *q, size_t n);
+/* Moves the first n entries (n <= len) into ids and vals: the strings
+ * are the caller's then. */
+void kd_idq_take(kd_idq_t *q, size_t n, char **ids, int64_t *vals);
+/* Appends id itself (taken on success); -1 when out of memory (id stays
+ * the caller's). */
+int kd_idq_give(kd_idq_t *q, char *id, int64_t val);
 
 #endif

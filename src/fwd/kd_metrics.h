@@ -43,6 +43,10 @@ typedef enum kd_metric_type {
         X(HELD_MAX, "held_max", GAUGE, "", "Most tasks held at once")          \
         X(HELD_BYTES, "held_bytes", GAUGE, "bytes",                            \
           "Memory accounted to the held set")                                  \
+        X(OUT_NOW, "out_now", GAUGE, "",                                       \
+          "Hops and dead letters produced or retrying, not yet settled")       \
+        X(OUT_MAX, "out_max", GAUGE, "",                                       \
+          "Most hops and dead letters out at once")                            \
         X(CLAIM_QUEUE, "claim_queue", GAUGE, "", "Tasks waiting for a claim")  \
         X(INFLIGHT, "inflight", GAUGE, "", "Produces awaiting a report")       \
         X(PARTITIONS, "partitions", GAUGE, "", "Assigned tier partitions")     \
@@ -65,6 +69,10 @@ typedef enum kd_metric_type {
           "FIRED marks not queued for lack of memory (rows stay FIRING)")      \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
         X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
+        X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
+          "Fate-store requests sent to its thread and not yet back")           \
+        X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \
+          "Fate-store request round trip, from the loop and back")             \
         X(LATE_MAX, "late_max_ms", GAUGE, "ms", "Latest fire so far")          \
         X(LATE, "late_ms", HISTOGRAM, "ms",                                    \
           "Fire lateness: produce time minus fire-at")

@@ -1,31 +1,64 @@
-/* The fate store as the pipeline uses it: statements counted into the
- * metric table, and one backoff while the store fails, so that claims and
- * FIRED marks wait together and an outage is logged once. */
+/* The fate store as the pipeline uses it: requests run on the store's
+ * thread (kd_fate_worker.h) and come back to the loop, where their
+ * statements are counted into the metric table and one backoff covers
+ * every failure, so that claims and FIRED marks wait together and an
+ * outage is logged once. Nothing here blocks the loop, except
+ * kd_store_wait, which revoke and shutdown use with a deadline. */
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
+#include "kd_fate_worker.h"
 #include "kd_fwd_state.h"
 
-/* 1 when a statement may be sent now (not backing off). */
+typedef struct kd_store_req kd_store_req_t;
+
+/* Runs on the loop when r is back; r->fw.err says how it went; the
+ * callback owns r (kd_store_req_free). */
+typedef void(kd_store_done_fn)(kd_fwd_t *f, kd_store_req_t *r);
+
+struct kd_store_req {
+        kd_fw_req_t fw;
+        kd_store_done_fn *done;
+        /* CLAIM, TAKEOVER: the task of each item (borrowed); NULL once the
+         * task went away (kd_store_req_detach). */
+        kd_task_t **tasks;
+};
+
+/* Starts the store's thread on f->store.fate. */
+kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size);
+/* Stops it, interrupting a call in progress; requests still out are freed
+ * (their tasks must have been detached). */
+void kd_store_stop(kd_fwd_t *f);
+/* Readable when finished requests wait for kd_store_serve; -1 before
+ * kd_store_start. */
+int kd_store_fd(const kd_fwd_t *f);
+
+/* A request for op with room for n items (claims) or n ids (marks), all
+ * zero; NULL when out of memory. */
+kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n);
+/* Copies id and token into item i of a claim or takeover request, and
+ * links task t to it (t->req). -1 when out of memory. */
+int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
+                      const char *row_owner);
+/* Unlinks t from the request carrying its claim, if any. */
+void kd_store_req_detach(kd_task_t *t);
+/* Frees r with what it owns (item strings, ids). */
+void kd_store_req_free(kd_store_req_t *r);
+
+/* Sends r; done(f, r) runs on the loop when it is back. */
+void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
+/* Runs the done callbacks of the requests that are back. */
+void kd_store_serve(kd_fwd_t *f);
+/* Serves until no request is out or the deadline (monotonic) passes: 0
+ * when none is out. */
+int kd_store_wait(kd_fwd_t *f, int64_t deadline_mono);
+
+/* 1 when a request may be sent now (not backing off after a failure). */
 int kd_store_ready(const kd_fwd_t *f);
 /* When the store may be tried again (monotonic ms); 0 = now. */
 int64_t kd_store_retry_mono(const kd_fwd_t *f);
-/* A statement failed: back off, and say so once per outage. */
+/* Something failed before a request could be sent (out of memory): back
+ * off as for a failed statement. */
 void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr);
-/* A statement succeeded: the outage, if any, is over. */
-void kd_store_ok(kd_fwd_t *f);
-
-/* The store's statements counted into metric id around each call. */
-kdelay_err_t kd_store_claim(kd_fwd_t *f, kd_fate_claim_t *items, size_t n,
-                            char *errstr, size_t errstr_size);
-kdelay_err_t kd_store_takeover(kd_fwd_t *f, kd_fate_claim_t *items, size_t n,
-                               char *errstr, size_t errstr_size);
-kdelay_err_t kd_store_mark_fired(kd_fwd_t *f, const char *const *ids,
-                                 const size_t *lens, size_t n, char *errstr,
-                                 size_t errstr_size);
-kdelay_err_t kd_store_note_cancelled(kd_fwd_t *f, const char *const *ids,
-                                     const size_t *lens, const int64_t *vals,
-                                     size_t n, char *errstr,
-                                     size_t errstr_size);
 
 #endif

@@ -14,6 +14,7 @@
 #include "kd_timer.h"
 
 typedef struct kd_part kd_part_t;
+struct kd_store_req;
 
 /* The tier record, copied out of the consumed message. */
 typedef struct kd_taskrec {
@@ -56,9 +57,13 @@ typedef struct kd_task {
         const char *dead_reason;     /* static; set when dead-lettered */
         size_t bytes;                /* memory accounted to the held set */
         int held;                    /* counted in the held set */
-        int waited_foreign;          /* waited once for a foreign claim */
-        char token[65]; /* claim owner token, fixed at the first claim so a
-                           retried claim recognises its own row */
+        int out; /* counted as a hop or dead letter not yet settled */
+        int waited_foreign; /* waited once for a foreign claim */
+        char token[65];     /* claim owner token, fixed at the first claim so a
+                               retried claim recognises its own row */
+        struct kd_store_req *req; /* borrowed: the request carrying this
+                                     task's claim (CLAIMING); NULL = none */
+        size_t req_slot;          /* the task's item in req */
 } kd_task_t;
 
 /* The task whose timer tm is. */

@@ -13,6 +13,7 @@
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_settle.h"
+#include "kd_store.h"
 #include "kd_util.h"
 
 /* Messages handled, and timers run, per wake-up before the other gets its
@@ -124,6 +125,11 @@ static void shutdown_clean(kd_fwd_t *f)
         /* Orphans from the revoke report here; mark what they delivered. */
         kd_fire_drain(f, f->shutdown_deadline);
         kd_settle_flush(f);
+        if (kd_store_wait(f, f->shutdown_deadline))
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=store_abandoned requests=%zu fired_unmarked=%zu "
+                       "why=shutdown_timeout",
+                       f->store.inflight, f->settle.fired.len);
         kd_fwd_log_stats(f, "forwarder_stopped");
 }
 
@@ -174,8 +180,9 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
         kdelay_err_t result = start(f, &stopped);
         if (result || stopped)
                 return result;
-        struct pollfd fds[3] = {{f->kafka.io_fds[0][0], POLLIN, 0},
+        struct pollfd fds[4] = {{f->kafka.io_fds[0][0], POLLIN, 0},
                                 {f->kafka.io_fds[1][0], POLLIN, 0},
+                                {kd_store_fd(f), POLLIN, 0},
                                 {wake_fd, POLLIN, 0}};
         int more = 1; /* the queues may hold events from before io setup */
         while (!*stop) {
@@ -197,7 +204,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                     kd_timers_run(&f->timers, KD_LOOP_BATCH) == KD_LOOP_BATCH;
                 int timeout =
                     more ? 0 : kd_timers_wait_ms(&f->timers, KD_LOOP_IDLE_MS);
-                if (poll(fds, wake_fd >= 0 ? 3 : 2, timeout) < 0 &&
+                if (poll(fds, wake_fd >= 0 ? 4 : 3, timeout) < 0 &&
                     errno != EINTR) {
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=poll_failed err=\"%s\" action=exit",
@@ -207,6 +214,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 }
                 drain_fd(fds[0].fd);
                 drain_fd(fds[1].fd);
+                kd_store_serve(f);
                 more = serve_consumer(f);
                 while (rd_kafka_poll(f->kafka.producer, 0) > 0)
                         ;

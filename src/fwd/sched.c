@@ -14,7 +14,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
 {
         const kdelay_conf_t *c = f->conf;
         if (t->dead_reason)
-                return KD_SCHED_DEAD;
+                return kd_held_out_full(f, t) ? KD_SCHED_FULL : KD_SCHED_DEAD;
         /* Due in its tier at append time + tier delay. A task whose own
          * due time is within the hold horizon is due earlier: handling it
          * then keeps the tier's bound (never later than the tier allows)
@@ -31,7 +31,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                 return KD_SCHED_FULL;
         if (t->rec.fire_at_ms - now >
             c->fwd_hold_horizon_ms + c->fwd_lookahead_ms)
-                return KD_SCHED_HOP;
+                return kd_held_out_full(f, t) ? KD_SCHED_FULL : KD_SCHED_HOP;
         return kd_held_full(f, t) ? KD_SCHED_FULL : KD_SCHED_HOLD;
 }
 
@@ -39,9 +39,11 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
 {
         switch (what) {
         case KD_SCHED_DEAD:
+                kd_held_add_out(f, t);
                 kd_fire_dead(f, t, t->dead_reason);
                 return;
         case KD_SCHED_HOP:
+                kd_held_add_out(f, t);
                 kd_fire_hop(f, t);
                 return;
         case KD_SCHED_HOLD:

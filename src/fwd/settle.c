@@ -45,10 +45,19 @@ static void flush_cb(kd_timer_t *tm, void *arg)
         kd_settle_flush(arg);
 }
 
-/* Flushes when a batch is full, else within KD_MARK_INTERVAL_MS. */
+/* Mark requests out at once: the store runs them one by one anyway; the
+ * rest waits in its queue, where it costs less than in the worker's. */
+#define KD_SETTLE_PIPELINE 2
+
+/* Flushes when a batch is full, else within KD_MARK_INTERVAL_MS; with
+ * the pipeline full, when a request is back. */
 static void arm(kd_fwd_t *f)
 {
         kd_fwd_settle_t *s = &f->settle;
+        if (s->inflight >= KD_SETTLE_PIPELINE) {
+                kd_timer_disarm(&f->timers, &s->flush);
+                return;
+        }
         int64_t at = kd_mono_ms() + KD_MARK_INTERVAL_MS;
         if (s->fired.len + s->seen.len >= (size_t)f->conf->fwd_claim_batch)
                 at = kd_mono_ms();
@@ -84,46 +93,46 @@ void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
                 arm(f);
 }
 
-/* Writes one batch of a queue; the fate-store statement behind it. */
-typedef kdelay_err_t(kd_idq_write_fn)(kd_fwd_t *f, const char *const *ids,
-                                      const size_t *lens, const int64_t *vals,
-                                      size_t n, char *errstr,
-                                      size_t errstr_size);
-
-static kdelay_err_t write_fired(kd_fwd_t *f, const char *const *ids,
-                                const size_t *lens, const int64_t *vals,
-                                size_t n, char *errstr, size_t errstr_size)
+static void flushed(kd_fwd_t *f, kd_store_req_t *r)
 {
-        (void)vals;
-        return kd_store_mark_fired(f, ids, lens, n, errstr, errstr_size);
+        kd_fwd_settle_t *s = &f->settle;
+        kd_fw_req_t *fw = &r->fw;
+        s->inflight--;
+        if (fw->err) {
+                /* Queued again, to be sent after the store's backoff. */
+                kd_idq_t *q = fw->op == KD_FW_MARK_FIRED ? &s->fired : &s->seen;
+                for (size_t i = 0; i < fw->n; i++) {
+                        if (kd_idq_give(q, fw->ids[i], fw->vals[i]) == 0)
+                                fw->ids[i] = NULL;
+                        else if (fw->op == KD_FW_MARK_FIRED)
+                                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                }
+        }
+        kd_store_req_free(r);
+        if (s->fired.len + s->seen.len > 0)
+                arm(f);
 }
 
-/* Writes q in batches of claim_batch ids, one statement each, until it is
- * empty or the store fails (then it backs off; 0 returned). */
-static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_idq_write_fn *write,
-                     const char *what)
+/* Sends q in batches of claim_batch ids, one statement each, while the
+ * store takes them. 1 when all of q is out. */
+static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op)
 {
-        while (q->len > 0 && kd_store_ready(f)) {
+        kd_fwd_settle_t *s = &f->settle;
+        while (q->len > 0 && s->inflight < KD_SETTLE_PIPELINE &&
+               kd_store_ready(f)) {
                 size_t n = q->len;
                 if (n > (size_t)f->conf->fwd_claim_batch)
                         n = (size_t)f->conf->fwd_claim_batch;
-                size_t *lens = malloc(n * sizeof(*lens));
-                char errstr[512];
-                if (!lens) {
-                        kd_store_failed(f, what, "out of memory");
+                kd_store_req_t *r = kd_store_req_new(op, n);
+                if (!r) {
+                        kd_store_failed(f, "mark", "out of memory");
                         return 0;
                 }
+                kd_idq_take(q, n, r->fw.ids, r->fw.vals);
                 for (size_t i = 0; i < n; i++)
-                        lens[i] = strlen(q->ids[i]);
-                kdelay_err_t err = write(f, (const char *const *)q->ids, lens,
-                                         q->vals, n, errstr, sizeof(errstr));
-                free(lens);
-                if (err) {
-                        kd_store_failed(f, what, errstr);
-                        return 0;
-                }
-                kd_store_ok(f);
-                kd_idq_shift(q, n);
+                        r->fw.lens[i] = strlen(r->fw.ids[i]);
+                s->inflight++;
+                kd_store_submit(f, r, flushed);
         }
         return q->len == 0;
 }
@@ -131,11 +140,11 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_idq_write_fn *write,
 void kd_settle_flush(kd_fwd_t *f)
 {
         kd_fwd_settle_t *s = &f->settle;
-        if (idq_flush(f, &s->seen, kd_store_note_cancelled, "note_cancelled") &&
-            idq_flush(f, &s->fired, write_fired, "mark_fired"))
+        if (idq_flush(f, &s->seen, KD_FW_NOTE_CANCELLED) &&
+            idq_flush(f, &s->fired, KD_FW_MARK_FIRED))
                 kd_timer_disarm(&f->timers, &s->flush);
         else
-                arm(f); /* at the store's retry time */
+                arm(f); /* at the store's retry time, or when one is back */
 }
 
 void kd_settle_flush_due(kd_fwd_t *f)

@@ -1,13 +1,135 @@
 /* Under the claim and settle stages, fate-store access (kd_store.h): owns
- * f->store's backoff and availability state. */
+ * f->store: the store's thread, the requests out, the backoff and the
+ * availability state. */
 #include "kd_store.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kd_log.h"
 #include "kd_util.h"
 
+static const char *const op_name[] = {
+    [KD_FW_CLAIM] = "claim",
+    [KD_FW_TAKEOVER] = "takeover",
+    [KD_FW_MARK_FIRED] = "mark_fired",
+    [KD_FW_NOTE_CANCELLED] = "note_cancelled",
+};
+
+kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        return kd_fate_worker_start(&f->store.worker, f->store.fate, errstr,
+                                    errstr_size);
+}
+
+static void free_req(kd_fw_req_t *fw)
+{
+        kd_store_req_free((kd_store_req_t *)fw);
+}
+
+void kd_store_stop(kd_fwd_t *f)
+{
+        kd_fate_worker_stop(f->store.worker, free_req);
+        f->store.worker = NULL;
+        f->store.inflight = 0;
+}
+
+int kd_store_fd(const kd_fwd_t *f)
+{
+        return f->store.worker ? kd_fate_worker_fd(f->store.worker) : -1;
+}
+
+kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n)
+{
+        kd_store_req_t *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->fw.op = op;
+        r->fw.n = n;
+        int ok;
+        if (op == KD_FW_CLAIM || op == KD_FW_TAKEOVER) {
+                r->fw.items = calloc(n, sizeof(*r->fw.items));
+                r->tasks = calloc(n, sizeof(*r->tasks));
+                ok = r->fw.items && r->tasks;
+        } else {
+                r->fw.ids = calloc(n, sizeof(*r->fw.ids));
+                r->fw.lens = calloc(n, sizeof(*r->fw.lens));
+                r->fw.vals = calloc(n, sizeof(*r->fw.vals));
+                ok = r->fw.ids && r->fw.lens && r->fw.vals;
+        }
+        if (!ok) {
+                kd_store_req_free(r);
+                return NULL;
+        }
+        return r;
+}
+
+int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
+                      const char *row_owner)
+{
+        kd_fate_claim_t *it = &r->fw.items[i];
+        size_t id_len = strlen(t->rec.id), tok_len = strlen(t->token);
+        /* One buffer per item: the id, then the token. */
+        char *buf = malloc(id_len + tok_len + 2);
+        if (!buf)
+                return -1;
+        memcpy(buf, t->rec.id, id_len + 1);
+        memcpy(buf + id_len + 1, t->token, tok_len + 1);
+        it->id = buf;
+        it->id_len = id_len;
+        it->token = buf + id_len + 1;
+        it->fire_at_ms = t->rec.fire_at_ms;
+        if (row_owner)
+                kd_strlcpy(it->row_owner, row_owner, sizeof(it->row_owner));
+        r->tasks[i] = t;
+        t->req = r;
+        t->req_slot = i;
+        return 0;
+}
+
+void kd_store_req_detach(kd_task_t *t)
+{
+        if (t->req) {
+                t->req->tasks[t->req_slot] = NULL;
+                t->req = NULL;
+        }
+}
+
+void kd_store_req_free(kd_store_req_t *r)
+{
+        if (!r)
+                return;
+        kd_fw_req_t *fw = &r->fw;
+        for (size_t i = 0; fw->items && i < fw->n; i++)
+                free((char *)fw->items[i].id); /* the item's buffer */
+        for (size_t i = 0; r->tasks && i < fw->n; i++)
+                if (r->tasks[i])
+                        r->tasks[i]->req = NULL;
+        for (size_t i = 0; fw->ids && i < fw->n; i++)
+                free(fw->ids[i]);
+        free(fw->items);
+        free(fw->ids);
+        free(fw->lens);
+        free(fw->vals);
+        free(r->tasks);
+        free(r);
+}
+
+void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
+{
+        r->done = done;
+        r->fw.submitted_mono = kd_mono_ms();
+        f->store.inflight++;
+        kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT,
+                      (int64_t)f->store.inflight);
+        kd_fate_worker_submit(f->store.worker, &r->fw);
+}
+
 int kd_store_ready(const kd_fwd_t *f)
 {
-        return kd_mono_ms() >= f->store.retry_mono;
+        return !f->store.halted && kd_mono_ms() >= f->store.retry_mono;
 }
 
 int64_t kd_store_retry_mono(const kd_fwd_t *f)
@@ -25,7 +147,7 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         s->retry_mono = kd_mono_ms() + b;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
         if (!s->down) {
-                char q[512];
+                char q[600];
                 s->down = 1;
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=mysql_unavailable what=%s err=%s held=%zu "
@@ -34,7 +156,7 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         }
 }
 
-void kd_store_ok(kd_fwd_t *f)
+static void store_ok(kd_fwd_t *f)
 {
         kd_fwd_store_t *s = &f->store;
         s->backoff_ms = 0;
@@ -48,51 +170,58 @@ void kd_store_ok(kd_fwd_t *f)
         }
 }
 
-/* Adds the statements sent since `before` to metric id. */
-static void count(kd_fwd_t *f, kd_metric_id_t id, uint64_t before)
+/* Counts r's statements and round trip, and keeps the availability state:
+ * a failed statement backs off and halts sending until every request out
+ * is back (those after it come back unsent). */
+static void account(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_metric_add(&f->metrics, id,
-                      kd_fate_statements(f->store.fate) - before);
+        kd_fwd_store_t *s = &f->store;
+        kd_fw_req_t *fw = &r->fw;
+        s->inflight--;
+        kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT, (int64_t)s->inflight);
+        kd_metric_add(&f->metrics,
+                      fw->op == KD_FW_CLAIM || fw->op == KD_FW_TAKEOVER
+                          ? KD_M_CLAIM_STATEMENTS
+                          : KD_M_MARK_STATEMENTS,
+                      fw->statements);
+        if (fw->sent)
+                kd_metric_observe(&f->metrics, KD_M_STORE_MS,
+                                  kd_mono_ms() - fw->submitted_mono);
+        if (fw->err && fw->sent) {
+                s->halted = 1;
+                kd_store_failed(f, op_name[fw->op], fw->errstr);
+        } else if (!fw->err) {
+                store_ok(f);
+        }
+        if (s->halted && s->inflight == 0) {
+                s->halted = 0;
+                kd_fate_worker_resume(s->worker);
+        }
 }
 
-kdelay_err_t kd_store_claim(kd_fwd_t *f, kd_fate_claim_t *items, size_t n,
-                            char *errstr, size_t errstr_size)
+void kd_store_serve(kd_fwd_t *f)
 {
-        uint64_t before = kd_fate_statements(f->store.fate);
-        kdelay_err_t err =
-            kd_fate_claim(f->store.fate, items, n, NULL, errstr, errstr_size);
-        count(f, KD_M_CLAIM_STATEMENTS, before);
-        return err;
+        if (!f->store.worker)
+                return;
+        kd_fw_req_t *fw;
+        while ((fw = kd_fate_worker_done(f->store.worker))) {
+                kd_store_req_t *r = (kd_store_req_t *)fw;
+                account(f, r);
+                r->done(f, r);
+        }
 }
 
-kdelay_err_t kd_store_takeover(kd_fwd_t *f, kd_fate_claim_t *items, size_t n,
-                               char *errstr, size_t errstr_size)
+int kd_store_wait(kd_fwd_t *f, int64_t deadline_mono)
 {
-        uint64_t before = kd_fate_statements(f->store.fate);
-        kdelay_err_t err =
-            kd_fate_takeover(f->store.fate, items, n, errstr, errstr_size);
-        count(f, KD_M_CLAIM_STATEMENTS, before);
-        return err;
-}
-
-kdelay_err_t kd_store_mark_fired(kd_fwd_t *f, const char *const *ids,
-                                 const size_t *lens, size_t n, char *errstr,
-                                 size_t errstr_size)
-{
-        uint64_t before = kd_fate_statements(f->store.fate);
-        kdelay_err_t err = kd_fate_mark_fired(f->store.fate, ids, lens, n,
-                                              errstr, errstr_size);
-        count(f, KD_M_MARK_STATEMENTS, before);
-        return err;
-}
-
-kdelay_err_t kd_store_note_cancelled(kd_fwd_t *f, const char *const *ids,
-                                     const size_t *lens, const int64_t *vals,
-                                     size_t n, char *errstr, size_t errstr_size)
-{
-        uint64_t before = kd_fate_statements(f->store.fate);
-        kdelay_err_t err = kd_fate_note_cancelled(f->store.fate, ids, lens,
-                                                  vals, n, errstr, errstr_size);
-        count(f, KD_M_MARK_STATEMENTS, before);
-        return err;
+        while (f->store.inflight > 0) {
+                int64_t left = deadline_mono - kd_mono_ms();
+                if (left <= 0)
+                        return -1;
+                struct pollfd p = {kd_store_fd(f), POLLIN, 0};
+                if (poll(&p, 1, left > 100 ? 100 : (int)left) < 0 &&
+                    errno != EINTR)
+                        return -1;
+                kd_store_serve(f);
+        }
+        return 0;
 }

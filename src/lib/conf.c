@@ -116,9 +116,12 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1,
      "ids per claim / mark-fired statement"},
     {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1,
-     "held tasks at most; past it partitions pause (back-pressure)"},
+     "held tasks at most, with hops and dead letters not yet delivered (at "
+     "most a quarter); past it partitions pause (back-pressure)"},
     {"forwarder.max_held_bytes", KD_PROP_BYTES, KD_OFF(fwd_max_held_bytes),
-     "268435456", 1024, "bytes of held tasks at most"},
+     "268435456", 1024,
+     "bytes of held tasks at most, hops and dead letters not yet delivered "
+     "included (at most a quarter)"},
     {"forwarder.commit_interval", KD_PROP_DURATION,
      KD_OFF(fwd_commit_interval_ms), "1s", 0,
      "offsets are committed this often (and on revoke and shutdown)"},

@@ -137,6 +137,12 @@ void kd_fate_store_destroy(kd_fate_store_t *store)
         free(store);
 }
 
+void kd_fate_store_interrupt(kd_fate_store_t *store)
+{
+        if (store)
+                store->ops->interrupt(store->impl);
+}
+
 uint64_t kd_fate_statements(const kd_fate_store_t *store)
 {
         return store->ops->statements(store->impl);

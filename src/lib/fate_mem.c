@@ -18,40 +18,60 @@
 
 typedef struct kd_fate_mem {
         pthread_mutex_t lock;
+        pthread_cond_t wake;    /* delay changed, or interrupted */
         kd_memtab_t rows;       /* owned; guarded by lock */
         unsigned fail_left;     /* guarded by lock */
         kdelay_err_t fail_err;  /* guarded by lock */
         int delay_ms;           /* guarded by lock */
+        int interrupted;        /* guarded by lock */
         _Atomic uint64_t calls; /* written under lock */
         _Atomic uint64_t stmts; /* written under lock */
 } kd_fate_mem_t;
 
-static void sleep_ms(int ms)
+/* Waits, lock held, until the delay (re-read when it changes) has passed
+ * since start_mono or the store is interrupted. */
+static void delay(kd_fate_mem_t *m, int64_t start_mono)
 {
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) && errno == EINTR)
-                ;
+        while (!m->interrupted && m->delay_ms > 0) {
+                int64_t until = start_mono + m->delay_ms;
+                if (kd_mono_ms() >= until)
+                        return;
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                int64_t ns =
+                    (int64_t)ts.tv_nsec + (until - kd_mono_ms()) * 1000000LL;
+                ts.tv_sec += (time_t)(ns / 1000000000LL);
+                ts.tv_nsec = (long)(ns % 1000000000LL);
+                int rc = pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+                if (rc && rc != ETIMEDOUT && rc != EINTR)
+                        return;
+        }
 }
 
-/* Every call starts here: counts it, sleeps the delay, takes the lock.
- * An injected fault fails it instead, with nothing locked or changed. */
+/* Every call starts here: counts it, waits out the delay (the lock is
+ * free meanwhile, so slow calls overlap), takes the lock. An injected
+ * fault or an interrupt fails it instead, with nothing changed. */
 static kdelay_err_t enter(kd_fate_mem_t *m, char *errstr, size_t errstr_size)
 {
+        int64_t start = kd_mono_ms();
         pthread_mutex_lock(&m->lock);
         m->calls++;
-        int delay = m->delay_ms;
         kdelay_err_t err = KDELAY_OK;
         if (m->fail_left > 0) {
                 m->fail_left--;
                 err = m->fail_err;
         }
-        pthread_mutex_unlock(&m->lock);
-        if (delay > 0)
-                sleep_ms(delay);
-        if (err)
+        delay(m, start);
+        if (m->interrupted) {
+                pthread_mutex_unlock(&m->lock);
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "store interrupted");
+        }
+        if (err) {
+                pthread_mutex_unlock(&m->lock);
                 return kd_fail(err, errstr, errstr_size, "injected fault (%s)",
                                kdelay_err_name(err));
-        pthread_mutex_lock(&m->lock);
+        }
         return KDELAY_OK;
 }
 
@@ -309,10 +329,20 @@ static uint64_t mem_statements(const void *impl)
         return m->stmts;
 }
 
+static void mem_interrupt(void *impl)
+{
+        kd_fate_mem_t *m = impl;
+        pthread_mutex_lock(&m->lock);
+        m->interrupted = 1;
+        pthread_cond_broadcast(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+}
+
 static void mem_destroy(void *impl)
 {
         kd_fate_mem_t *m = impl;
         kd_memtab_clear(&m->rows);
+        pthread_cond_destroy(&m->wake);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }
@@ -327,6 +357,7 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .note_cancelled = mem_note_cancelled,
     .gc = mem_gc,
     .statements = mem_statements,
+    .interrupt = mem_interrupt,
     .destroy = mem_destroy,
 };
 
@@ -339,8 +370,15 @@ kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep)
                 free(m);
                 return KDELAY_ERR_NO_MEMORY;
         }
-        int rc = pthread_mutex_init(&m->lock, NULL);
-        if (rc) {
+        pthread_condattr_t ca;
+        int rc = pthread_condattr_init(&ca);
+        int cond = !rc && !pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) &&
+                   !pthread_cond_init(&m->wake, &ca);
+        if (!rc)
+                pthread_condattr_destroy(&ca);
+        if (!cond || pthread_mutex_init(&m->lock, NULL)) {
+                if (cond)
+                        pthread_cond_destroy(&m->wake);
                 kd_memtab_clear(&m->rows);
                 free(m);
                 return KDELAY_ERR_SYSTEM;
@@ -380,6 +418,7 @@ kdelay_err_t kd_fate_mem_set_delay(kd_fate_store_t *store, int ms)
         if (!m)
                 return KDELAY_ERR_INVALID_ARG;
         m->delay_ms = ms;
+        pthread_cond_broadcast(&m->wake);
         pthread_mutex_unlock(&m->lock);
         return KDELAY_OK;
 }

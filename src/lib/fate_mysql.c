@@ -10,9 +10,11 @@
 #include <errmsg.h>
 #include <mysql.h>
 #include <mysqld_error.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "kd_conf.h"
 #include "kd_fate_ops.h"
@@ -25,6 +27,10 @@ typedef struct kd_fate_mysql {
         const kdelay_conf_t *conf; /* borrowed */
         MYSQL *conn;               /* owned; NULL = not connected */
         uint64_t statements;
+        /* conn's changes and the interrupt flag, so that another thread
+         * can shut down the socket of a blocked call (my_interrupt). */
+        pthread_mutex_t conn_lock;
+        int interrupted; /* guarded by conn_lock */
 } kd_fate_mysql_t;
 
 /* A growable SQL text buffer. */
@@ -102,11 +108,44 @@ static void sql_add_id_list(kd_sql_t *s, const char *const *ids,
         sql_add(s, ")");
 }
 
+/* Sets my->conn (NULL closes it) where my_interrupt cannot race. 0, or
+ * -1 when interrupted (conn is closed then). */
+static int conn_set(kd_fate_mysql_t *my, MYSQL *conn)
+{
+        pthread_mutex_lock(&my->conn_lock);
+        MYSQL *old = my->conn;
+        int interrupted = my->interrupted;
+        my->conn = interrupted ? NULL : conn;
+        pthread_mutex_unlock(&my->conn_lock);
+        if (old && old != conn)
+                mysql_close(old);
+        if (interrupted && conn)
+                mysql_close(conn);
+        return interrupted ? -1 : 0;
+}
+
+/* Shuts the socket down under a blocked call: it fails at once with
+ * "lost connection", and no call reconnects afterwards. A connect in
+ * progress ends by its own timeout (mysql.connect_timeout). */
+static void my_interrupt(void *impl)
+{
+        kd_fate_mysql_t *my = impl;
+        pthread_mutex_lock(&my->conn_lock);
+        my->interrupted = 1;
+        if (my->conn) {
+                my_socket fd = mysql_get_socket(my->conn);
+                if (fd >= 0)
+                        shutdown(fd, SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&my->conn_lock);
+}
+
 static void my_destroy(void *impl)
 {
         kd_fate_mysql_t *my = impl;
         if (my->conn)
                 mysql_close(my->conn);
+        pthread_mutex_destroy(&my->conn_lock);
         free(my);
 }
 
@@ -121,6 +160,12 @@ static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
         kd_fate_mysql_t *my = impl;
         if (my->conn)
                 return KDELAY_OK;
+        pthread_mutex_lock(&my->conn_lock);
+        int interrupted = my->interrupted;
+        pthread_mutex_unlock(&my->conn_lock);
+        if (interrupted)
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "store interrupted");
         MYSQL *conn;
         kdelay_err_t err =
             kd_mysql_connect(my->conf, &conn, errstr, errstr_size);
@@ -130,7 +175,9 @@ static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
                 mysql_close(conn);
                 return err;
         }
-        my->conn = conn;
+        if (conn_set(my, conn))
+                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                               "store interrupted");
         return KDELAY_OK;
 }
 
@@ -151,8 +198,7 @@ static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
             no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED) {
                 kd_log(store->conf, KDELAY_LOG_WARNING,
                        "event=mysql_disconnected errno=%u", no);
-                mysql_close(store->conn);
-                store->conn = NULL;
+                conn_set(store, NULL);
         }
         return err;
 }
@@ -465,6 +511,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
     .statements = my_statements,
+    .interrupt = my_interrupt,
     .destroy = my_destroy,
 };
 
@@ -475,5 +522,9 @@ kdelay_err_t kd_fate_mysql_new(kd_fate_store_t **storep,
         if (!my)
                 return KDELAY_ERR_NO_MEMORY;
         my->conf = conf;
+        if (pthread_mutex_init(&my->conn_lock, NULL)) {
+                free(my);
+                return KDELAY_ERR_SYSTEM;
+        }
         return kd_fate_store_wrap(storep, &kd_fate_mysql_ops, my);
 }

@@ -92,6 +92,12 @@ kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                         int64_t decided_before_ms, int batch,
                         uint64_t *deletedp, char *errstr, size_t errstr_size);
 
+/* Makes a call blocked in the store (on another thread) fail soon, and
+ * every later call fail at once: for stopping a thread that uses the
+ * store. Thread-safe; the store is good only for kd_fate_store_destroy
+ * afterwards. */
+void kd_fate_store_interrupt(kd_fate_store_t *store);
+
 /* Statements sent since the store was created (for cost measurements). */
 uint64_t kd_fate_statements(const kd_fate_store_t *store);
 

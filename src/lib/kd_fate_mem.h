@@ -8,8 +8,8 @@
  *
  * Thread-safe: one mutex inside serialises the calls, so a test may set
  * rows (kd_fate_mem_put) from another thread while a forwarder uses the
- * store. A delay is slept outside the mutex, so slow calls overlap as they
- * would on a server. */
+ * store. A delay is waited with the mutex free, so slow calls overlap as
+ * they would on a server. */
 #ifndef KD_FATE_MEM_H
 #define KD_FATE_MEM_H
 
@@ -29,8 +29,10 @@ kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep);
 kdelay_err_t kd_fate_mem_fail_next(kd_fate_store_t *store, unsigned n,
                                    kdelay_err_t err);
 
-/* Every call from now on first sleeps ms (>= 0; 0 = none): a store that
- * answers slowly. */
+/* Every call first waits ms (>= 0; 0 = none) from its start: a store that
+ * answers slowly, or hangs. A new delay applies to the calls already
+ * waiting too, so setting 0 ends a hang. kd_fate_store_interrupt ends the
+ * wait with an error. */
 kdelay_err_t kd_fate_mem_set_delay(kd_fate_store_t *store, int ms);
 
 /* Calls made so far, failed ones included; 0 for another kind of store. */

@@ -35,6 +35,9 @@ typedef struct kd_fate_ops {
                            uint64_t *deletedp, char *errstr,
                            size_t errstr_size);
         uint64_t (*statements)(const void *impl);
+        /* Called from another thread while a call may be blocked in the
+         * store: that call, and every later one, fails soon. */
+        void (*interrupt)(void *impl);
         void (*destroy)(void *impl);
 } kd_fate_ops_t;
 

@@ -13,7 +13,8 @@ static const char *const tt_fault_names[TT_F_KINDS] = {
     "kill9",        "sigterm",       "restart",
     "mysql_stop",   "mysql_start",   "kafka_stop",
     "kafka_start",  "forwarder_add", "forwarder_remove",
-    "outage_begin", "outage_end"};
+    "outage_begin", "outage_end",    "mysql_pause",
+    "mysql_resume"};
 
 const char *tt_fault_name(tt_fault_kind_t kind)
 {
@@ -78,6 +79,8 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
         int n_mysql = (int)(w / (300 * SEC)) > 1 ? (int)(w / (300 * SEC)) : 1;
         int n_kafka = (int)(w / (600 * SEC)) > 1 ? (int)(w / (600 * SEC)) : 1;
         int64_t mysql_down = o->full ? 15 * SEC : 5 * SEC;
+        /* Longer than the MySQL client's read timeout (30 s) in full. */
+        int64_t mysql_pause = o->full ? 40 * SEC : 10 * SEC;
         int64_t outage = o->full ? 20 * SEC : 12 * SEC;
         int rc = 0;
         for (int i = 0; i < n_kill && !rc; i++)
@@ -93,6 +96,12 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
                              tt_rng_range(&r, 0, w / 25);
                 int k = add(fs, &cap, at, TT_F_MYSQL_STOP, -1, -1);
                 rc = k < 0 || add(fs, &cap, at + mysql_down, TT_F_MYSQL_START,
+                                  -1, k) < 0;
+        }
+        if (!rc) {
+                int64_t at = w * 30 / 100 + tt_rng_range(&r, 0, w / 50);
+                int k = add(fs, &cap, at, TT_F_MYSQL_PAUSE, -1, -1);
+                rc = k < 0 || add(fs, &cap, at + mysql_pause, TT_F_MYSQL_RESUME,
                                   -1, k) < 0;
         }
         for (int i = 0; i < n_kafka && !rc; i++) {
@@ -224,6 +233,15 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 f->rc = stack(fs, "mysql-start");
                 fs->mysql_down = f->rc != 0;
                 break;
+        case TT_F_MYSQL_PAUSE:
+                f->rc = stack(fs, "mysql-pause");
+                fs->mysql_paused = f->rc == 0;
+                c->mysql_pause++;
+                break;
+        case TT_F_MYSQL_RESUME:
+                f->rc = stack(fs, "mysql-resume");
+                fs->mysql_paused = f->rc != 0;
+                break;
         case TT_F_KAFKA_STOP:
                 f->rc = stack(fs, "kafka-stop");
                 fs->kafka_down = 1;
@@ -291,7 +309,8 @@ static void restart_crashed(tt_faults_t *fs, int in_outage)
 static int is_stack(tt_fault_kind_t k)
 {
         return k == TT_F_MYSQL_STOP || k == TT_F_MYSQL_START ||
-               k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START;
+               k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START ||
+               k == TT_F_MYSQL_PAUSE || k == TT_F_MYSQL_RESUME;
 }
 
 static void *injector(void *arg)
@@ -349,6 +368,8 @@ void tt_faults_join(tt_faults_t *fs)
         for (int k = 0; k < 2; k++)
                 if (fs->inj[k].started)
                         pthread_join(fs->inj[k].thread, NULL);
+        if (fs->mysql_paused && stack(fs, "mysql-resume") == 0)
+                fs->mysql_paused = 0;
         if (fs->mysql_down && stack(fs, "mysql-start") == 0)
                 fs->mysql_down = 0;
         if (fs->kafka_down && stack(fs, "kafka-start") == 0)

@@ -22,6 +22,8 @@ typedef enum tt_fault_kind {
         TT_F_REMOVE,       /* SIGTERM the extra forwarder (rebalance) */
         TT_F_OUTAGE_BEGIN, /* SIGTERM every forwarder */
         TT_F_OUTAGE_END,   /* restart them all: catch-up */
+        TT_F_MYSQL_PAUSE,  /* SIGSTOP MySQL: every statement hangs */
+        TT_F_MYSQL_RESUME, /* SIGCONT */
         TT_F_KINDS
 } tt_fault_kind_t;
 
@@ -40,7 +42,8 @@ typedef struct tt_fault {
 
 /* Figures of the injector, read by main after tt_faults_join(). */
 typedef struct tt_fault_counts {
-        int kill9, sigterm, mysql, kafka, added, removed, outage, skipped;
+        int kill9, sigterm, mysql, mysql_pause, kafka, added, removed, outage,
+            skipped;
         atomic_int failed; /* stack.sh or restart failures */
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */
@@ -66,7 +69,7 @@ typedef struct tt_faults {
         const char *stack;      /* stack.sh path, borrowed */
         FILE *stack_log;        /* borrowed */
         const atomic_int *stop; /* borrowed */
-        int kafka_down, mysql_down; /* the stack thread's */
+        int kafka_down, mysql_down, mysql_paused; /* the stack thread's */
         tt_fault_counts_t counts;
         tt_injector_t inj[2];
 } tt_faults_t;

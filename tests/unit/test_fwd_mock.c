@@ -277,13 +277,19 @@ static void check_txns_clean(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_TXN_ABORTS), 0);
 }
 
-static int dead_topic_cnt(fm_env_t *e)
+/* Records in topic (-1 when it cannot be read to its end). */
+static int topic_cnt(fm_env_t *e, const char *topic)
 {
         fm_msg_t *msgs;
-        int cnt = fm_consume(e, e->dead, &msgs);
+        int cnt = fm_consume(e, topic, &msgs);
         if (cnt > 0)
                 fm_msgs_free(msgs, cnt);
         return cnt;
+}
+
+static int dead_topic_cnt(fm_env_t *e)
+{
+        return topic_cnt(e, e->dead);
 }
 
 /* --- the cases ------------------------------------------------------------ */
@@ -843,6 +849,105 @@ static void c_store_slow(fm_env_t *e)
         check_txns_clean(e);
 }
 
+/* The store hangs (every call waits 10 minutes) while tasks come in: the
+ * loop goes on without it. Two long tasks hop (as in c_hop), a malformed
+ * record is dead-lettered, and in exactly-once mode those go out in
+ * committed transactions; the short task, whose claim is out on the
+ * store, does not fire. When the store answers again every task fires,
+ * once, and no transaction was aborted. */
+static void c_store_hung(fm_env_t *e)
+{
+        enum { N = 3 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        task_fill(e, &t[0], &b[0], "long", 0, 2200);
+        task_fill(e, &t[1], &b[1], "long", 1, 2300);
+        task_fill(e, &t[2], &b[2], "short", 2, 300);
+        char tier[2][256];
+        for (size_t k = 0; k < 2; k++)
+                fm_tier_topic(e, k, tier[k], sizeof(tier[k]));
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 600000), KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
+        const char *const no_id[] = {
+            "kdelay-v", "1", "kdelay-target", e->target, "kdelay-fire-at",
+            "1",        NULL};
+        CU_ASSERT_EQUAL(
+            fm_produce_raw(e, tier[0], 0, "bad", 3, "payload", 7, no_id), 0);
+
+        /* Hops and the dead letter arrive while the store hangs. */
+        int hops[2] = {0, 0}, dead = 0;
+        int64_t until = kd_now_ms() + 10000;
+        while ((hops[0] < 2 || hops[1] < 2 || dead < 1) &&
+               kd_now_ms() < until) {
+                fm_sleep_ms(200);
+                hops[0] = hops[1] = 0;
+                for (size_t k = 0; k < 2; k++) {
+                        fm_msg_t *msgs;
+                        const fm_msg_t *first;
+                        int cnt = fm_consume(e, tier[k], &msgs);
+                        for (int i = 0; i < 2 && cnt > 0; i++)
+                                hops[i] +=
+                                    copies_of(msgs, cnt, t[i].id, &first);
+                        if (cnt > 0)
+                                fm_msgs_free(msgs, cnt);
+                }
+                dead = dead_topic_cnt(e);
+        }
+        fm_note(e, "while hung: copies long0=%d long1=%d dead=%d", hops[0],
+                hops[1], dead);
+        CU_ASSERT(hops[0] >= 2); /* the scheduled record and a hop */
+        CU_ASSERT(hops[1] >= 2);
+        CU_ASSERT_EQUAL(dead, 1);
+        CU_ASSERT_EQUAL(topic_cnt(e, e->target), 0); /* nothing fired */
+        CU_ASSERT_EQUAL(fm_fate(e, t[2].id).fate, KDELAY_FATE_UNDECIDED);
+
+        /* The store answers: everything fires. */
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 0), KDELAY_OK);
+        CU_ASSERT_EQUAL(wait_delivered(e, t, N, 15000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT_EQUAL(check_target(e, t, N, 1, 1), N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT(fm_metric(e, KD_M_HOPPED) >= 2);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_DEAD), 1);
+        CU_ASSERT(fm_metric(e, KD_M_STORE_MS) >= 1); /* requests answered */
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_STORE_INFLIGHT), 0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_MYSQL_UP), 1);
+        check_txns_clean(e);
+}
+
+/* A stop while the store hangs with a claim out: the forwarder stops
+ * within forwarder.shutdown_timeout (1 s here) plus the group's leave,
+ * far inside the hang (10 minutes), says it abandoned the request, and
+ * fired nothing. */
+static const char *const hung_stop_overrides[] = {
+    "forwarder.shutdown_timeout=1s", NULL};
+
+static void c_store_hung_stop(fm_env_t *e)
+{
+        fm_task_t t;
+        task_buf_t b;
+        task_fill(e, &t, &b, "t", 0, 300);
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 600000), KDELAY_OK);
+        uint64_t calls = kd_fate_mem_calls(e->store);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, &t, 1), 0);
+        /* The claim reaches the store (and hangs there). */
+        int64_t until = kd_now_ms() + 10000;
+        while (kd_fate_mem_calls(e->store) == calls && kd_now_ms() < until)
+                fm_sleep_ms(20);
+        CU_ASSERT_FATAL(kd_fate_mem_calls(e->store) > calls);
+        int64_t t0 = kd_now_ms();
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        int64_t took = kd_now_ms() - t0;
+        fm_note(e, "stop took %lld ms", (long long)took);
+        CU_ASSERT(took < 10000); /* the hang is 600000 */
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=store_abandoned", NULL, NULL),
+                        1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 0);
+        CU_ASSERT_EQUAL(topic_cnt(e, e->target), 0);
+}
+
 /* The broker leading the target (broker 2 of 2, which leads nothing
  * else) answers the forwarder's first four produce requests with
  * retriable errors (not leader, not enough replicas): librdkafka retries
@@ -892,6 +997,54 @@ static void c_produce_errors(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
         check_txns_clean(e);
+}
+
+/* At-least-once: the broker leading the tier and dead-letter topics
+ * (broker 1 of 2; the target is on broker 2) refuses the forwarder's next
+ * six produces as not authorised, as after an ACL change: the hops fail
+ * and are retried (librdkafka then also fails them locally until its next
+ * metadata refresh, about a second per refusal). With max_held=8 at most a quarter, 2, are out at once; the
+ * partitions pause (back-pressure) rather than read the other tasks into
+ * memory. When the broker takes produces again every task fires, none
+ * lost. */
+static const char *const out_overrides[] = {
+    "tiers=500ms,1s", "forwarder.hold_horizon=500ms", "forwarder.max_held=8",
+    "forwarder.retry_max=200ms", NULL};
+
+static void c_out_share(fm_env_t *e)
+{
+        enum { N = 16, ERRORS = 6 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 2500 + 20 * i);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
+        for (int i = 0; i < ERRORS; i++)
+                CU_ASSERT_EQUAL(
+                    rd_kafka_mock_broker_push_request_error_rtts(
+                        e->mock, 1, API_PRODUCE, 1,
+                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 0),
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(wait_delivered(e, t, N, 30000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        size_t left = 99;
+        CU_ASSERT_EQUAL(rd_kafka_mock_broker_error_stack_cnt(
+                            e->mock, 1, API_PRODUCE, &left),
+                        RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(left, 0); /* every refusal reached the forwarder */
+        check_target(e, t, N, 0, 2);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT(fm_metric(e, KD_M_PRODUCE_RETRIES) >= 1);
+        /* The refused ones hop in the end; the rest, by then due within
+         * the horizon, are held and fire. */
+        CU_ASSERT(fm_metric(e, KD_M_HOPPED) >= 2);
+        CU_ASSERT(fm_metric(e, KD_M_OUT_MAX) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_OUT_MAX) <= 2); /* max_held / 4 */
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_OUT_NOW), 0);
+        CU_ASSERT(fm_log_count(e, "event=partition_backpressure", "out=2",
+                               NULL) >= 1);
 }
 
 /* Exactly-once: the first commit of a transaction holding fires fails
@@ -1052,6 +1205,9 @@ static void c_settle_and_restart(fm_env_t *e)
 /* --- suites ------------------------------------------------------------- */
 
 /* X(name, function, overrides, exactly_once_only, brokers) */
+/* Which suites run a case. */
+enum { BOTH, EOS_ONLY, ALO_ONLY };
+
 #define FM_CASES(X)                                                            \
         X(fires_on_time_once_with_key_value_and_headers_intact,                \
           c_fire_on_time, NULL, 0, 1)                                          \
@@ -1068,6 +1224,10 @@ static void c_settle_and_restart(fm_env_t *e)
         X(failing_store_delays_fires_and_loses_none, c_store_failing,          \
           failing_overrides, 0, 1)                                             \
         X(slow_store_fires_late_never_early, c_store_slow, NULL, 0, 1)         \
+        X(hung_store_holds_claims_while_hops_and_dead_letters_go_on,           \
+          c_store_hung, hop_overrides, 0, 1)                                   \
+        X(hung_store_does_not_hold_the_stop, c_store_hung_stop,                \
+          hung_stop_overrides, 0, 1)                                           \
         X(held_set_limit_pauses_partitions_and_loses_nothing, c_backpressure,  \
           held_overrides, 0, 1)                                                \
         X(fire_rate_limit_spreads_due_tasks_in_due_order, c_rate,              \
@@ -1076,6 +1236,8 @@ static void c_settle_and_restart(fm_env_t *e)
           c_produce_errors, NULL, 0, 2)                                        \
         X(failed_commit_aborts_rewinds_and_fires_each_task_once, c_txn_abort,  \
           NULL, 1, 1)                                                          \
+        X(refused_hops_take_a_quarter_of_the_held_limit_and_pause_partitions,  \
+          c_out_share, out_overrides, ALO_ONLY, 2)                             \
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
           c_settle_and_restart, restart_overrides, 0, 1)
 
@@ -1090,7 +1252,7 @@ typedef struct fm_case {
         const char *name;
         void (*fn)(fm_env_t *e);
         const char *const *overrides;
-        int eos_only;
+        int modes;   /* BOTH, EOS_ONLY, ALO_ONLY */
         int brokers; /* of its mock cluster */
 } fm_case_t;
 
@@ -1107,7 +1269,8 @@ static fm_env_t envs[2][I__COUNT];
 static int wanted(int mode, int i)
 {
         const char *only = getenv("KD_TEST_ONLY");
-        return (!fm_cases[i].eos_only || mode == EOS) &&
+        return (fm_cases[i].modes == BOTH ||
+                (fm_cases[i].modes == EOS_ONLY) == (mode == EOS)) &&
                (!only || !strcmp(only, fm_cases[i].name));
 }
 
@@ -1230,27 +1393,32 @@ FM_CASES(FM_WRAP)
 int main(void)
 {
         static const kd_test_case_t alo_cases[] = {
-#define FM_ALO(name, fn, ov, eos, nb) {eos ? NULL : #name, alo_##name},
+#define FM_ALO(name, fn, ov, modes, nb)                                        \
+        {modes == EOS_ONLY ? NULL : #name, alo_##name},
             FM_CASES(FM_ALO)
 #undef FM_ALO
                 KD_TEST_END};
         static const kd_test_case_t eos_cases[] = {
-#define FM_EOS(name, fn, ov, eos, nb) {#name, eos_##name},
+#define FM_EOS(name, fn, ov, modes, nb)                                        \
+        {modes == ALO_ONLY ? NULL : #name, eos_##name},
             FM_CASES(FM_EOS)
 #undef FM_EOS
                 KD_TEST_END};
-        /* The exactly-once-only cases have no at-least-once entry: copy
+        /* A case for one mode only has no entry in the other suite: copy
          * the others. */
-        kd_test_case_t alo[I__COUNT + 1];
-        size_t n = 0;
-        for (size_t i = 0; i < I__COUNT; i++)
+        kd_test_case_t alo[I__COUNT + 1], eos[I__COUNT + 1];
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < I__COUNT; i++) {
                 if (alo_cases[i].name)
                         alo[n++] = alo_cases[i];
+                if (eos_cases[i].name)
+                        eos[k++] = eos_cases[i];
+        }
         alo[n] = (kd_test_case_t)KD_TEST_END;
+        eos[k] = (kd_test_case_t)KD_TEST_END;
         const kd_test_suite_t suites[] = {
             {"fwd_mock_at_least_once", alo, alo_init, alo_cleanup, NULL, NULL},
-            {"fwd_mock_exactly_once", eos_cases, eos_init, eos_cleanup, NULL,
-             NULL},
+            {"fwd_mock_exactly_once", eos, eos_init, eos_cleanup, NULL, NULL},
             {NULL, NULL, NULL, NULL, NULL, NULL}};
         return kd_test_run_suites(suites);
 }
