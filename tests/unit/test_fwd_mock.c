@@ -1003,10 +1003,10 @@ static void c_produce_errors(fm_env_t *e)
  * (broker 1 of 2; the target is on broker 2) refuses the forwarder's next
  * six produces as not authorised, as after an ACL change: the hops fail
  * and are retried (librdkafka then also fails them locally until its next
- * metadata refresh, about a second per refusal). With max_held=8 at most a quarter, 2, are out at once; the
- * partitions pause (back-pressure) rather than read the other tasks into
- * memory. When the broker takes produces again every task fires, none
- * lost. */
+ * metadata refresh, about a second per refusal). With max_held=8 at
+ * most a quarter, 2, are out at once; the partitions pause
+ * (back-pressure) rather than read the other tasks into memory. When the
+ * broker takes produces again every task fires, none lost. */
 static const char *const out_overrides[] = {
     "tiers=500ms,1s", "forwarder.hold_horizon=500ms", "forwarder.max_held=8",
     "forwarder.retry_max=200ms", NULL};
