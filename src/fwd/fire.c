@@ -190,6 +190,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 return;
         }
         const kd_taskrec_t *r = &t->rec;
+        t->sent_ms = kd_now_ms();
         err = rd_kafka_producev(f->kafka.producer, RD_KAFKA_V_TOPIC(topic),
                                 RD_KAFKA_V_KEY(r->key, r->key_len),
                                 RD_KAFKA_V_VALUE(r->value, r->value_len),
@@ -262,6 +263,32 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         produce(f, t, topic, h, KD_TASK_DEAD);
 }
 
+/* A hop or dead letter delivered at broker time ts (LogAppendTime):
+ * another sample of the clock skew; crossing max_clock_skew is logged. */
+static void clock_sample(kd_fwd_t *f, const kd_task_t *t, int64_t ts)
+{
+        kd_skew_observe(&f->skew, t->sent_ms, ts, kd_mono_ms());
+        int64_t ahead = kd_skew_ahead_ms(&f->skew);
+        int over = ahead > f->conf->fwd_max_clock_skew_ms;
+        kd_metric_set(&f->metrics, KD_M_CLOCK_AHEAD, ahead);
+        if (over == f->skewed)
+                return;
+        f->skewed = over;
+        if (over) {
+                kd_metric_inc(&f->metrics, KD_M_CLOCK_SKEWED);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=clock_skew ahead_ms=%lld max_ms=%lld "
+                       "action=fire_late",
+                       (long long)ahead,
+                       (long long)f->conf->fwd_max_clock_skew_ms);
+        } else {
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=clock_skew_ok ahead_ms=%lld max_ms=%lld",
+                       (long long)ahead,
+                       (long long)f->conf->fwd_max_clock_skew_ms);
+        }
+}
+
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_HOPPING) {
@@ -286,6 +313,11 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         f->kafka.inflight--;
         f->kafka.last_report_mono = kd_mono_ms();
         if (!m->err) {
+                rd_kafka_timestamp_type_t tt;
+                int64_t ts = rd_kafka_message_timestamp(m, &tt);
+                if (tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME &&
+                    t->state != KD_TASK_FIRING)
+                        clock_sample(f, t, ts);
                 delivered(f, t);
                 return;
         }

@@ -334,7 +334,9 @@ static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
-                int64_t now = kd_now_ms(), next = INT64_MAX;
+                /* Now by the broker's clock, as far as we can tell. */
+                int64_t now = kd_now_ms() - kd_skew_ahead_ms(&f->skew),
+                        next = INT64_MAX;
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                                 nx = t->next; /* a produce may free t */
@@ -346,7 +348,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                          * rebalance: these are due. */
                                         kd_pace_forget(f, t);
                                         kd_timer_disarm(&f->timers, &t->timer);
-                                        kd_fire_now(f, t, now);
+                                        kd_fire_now(f, t, kd_now_ms());
                                 } else if (t->rec.fire_at_ms < next) {
                                         next = t->rec.fire_at_ms;
                                 }

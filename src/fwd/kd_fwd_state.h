@@ -27,6 +27,7 @@
 #include "kd_log.h"
 #include "kd_metrics.h"
 #include "kd_part.h"
+#include "kd_skew.h"
 #include "kd_task.h"
 #include "kd_timer.h"
 
@@ -126,6 +127,8 @@ struct kd_fwd {
         kd_fwd_held_t held;
         kd_fwd_claim_t claim;
         kd_fwd_pace_t pace;
+        kd_skew_t skew; /* this clock against the broker's (fire.c) */
+        int skewed;     /* logged as beyond forwarder.max_clock_skew */
         kd_fwd_settle_t settle;
         const kd_mode_ops_t *mode; /* the delivery mode */
         void *mode_state;          /* owned by the mode */

@@ -73,6 +73,10 @@ typedef enum kd_metric_type {
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \
           "Fate-store request round trip, from the loop and back")             \
+        X(CLOCK_AHEAD, "clock_ahead_ms", GAUGE, "ms",                          \
+          "How far this clock runs ahead of the broker's (fires wait it out)") \
+        X(CLOCK_SKEWED, "clock_skewed", COUNTER, "",                           \
+          "Times the clock was found beyond forwarder.max_clock_skew")         \
         X(LATE_MAX, "late_max_ms", GAUGE, "ms", "Latest fire so far")          \
         X(LATE, "late_ms", HISTOGRAM, "ms",                                    \
           "Fire lateness: produce time minus fire-at")

@@ -85,8 +85,10 @@ static void due_cb(kd_timer_t *tm, void *arg)
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
         t->state = KD_TASK_CLAIMED;
+        /* At fire-at by the broker's clock, as far as we can tell. */
         if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_WALL,
-                         t->rec.fire_at_ms, due_cb, f))
+                         t->rec.fire_at_ms + kd_skew_ahead_ms(&f->skew), due_cb,
+                         f))
                 kd_fwd_oom(f, "fire_timer");
 }
 

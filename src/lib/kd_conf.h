@@ -38,6 +38,7 @@ struct kdelay_conf_s {
         int64_t fwd_lookahead_ms;    /* read a head this early */
         int64_t fwd_claim_ahead_ms;  /* claim in MySQL this early */
         int64_t fwd_foreign_wait_ms; /* recheck another's FIRING claim */
+        int64_t fwd_max_clock_skew_ms; /* warn past this skew */
         int fwd_claim_batch;         /* ids per claim statement */
         int fwd_max_held;            /* held tasks, count */
         int64_t fwd_max_held_bytes;  /* held tasks, bytes */
