@@ -64,7 +64,7 @@ static void retry_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
         if (t->retry_as == KD_TASK_FIRING)
-                kd_fire_now(f, t, kd_now_ms());
+                kd_fire_now(f, t, kd_fwd_now(f));
         else if (t->retry_as == KD_TASK_HOPPING)
                 kd_fire_hop(f, t);
         else
@@ -234,7 +234,7 @@ void kd_fire_hop(kd_fwd_t *f, kd_task_t *t)
 {
         char topic[256];
         size_t tier =
-            kd_tiers_choose(&f->conf->tiers, t->rec.fire_at_ms - kd_now_ms());
+            kd_tiers_choose(&f->conf->tiers, t->rec.fire_at_ms - kd_fwd_now(f));
         rd_kafka_headers_t *h = headers_copy(t);
         if (!h) {
                 retry_later(f, t, KD_TASK_HOPPING, "produce_failed",
@@ -269,6 +269,7 @@ static void clock_sample(kd_fwd_t *f, const kd_task_t *t, int64_t ts)
 {
         kd_skew_observe(&f->skew, t->sent_ms, ts, kd_mono_ms());
         int64_t ahead = kd_skew_ahead_ms(&f->skew);
+        f->timers.wall_ahead_ms = ahead; /* wall timers: the broker's time */
         int over = ahead > f->conf->fwd_max_clock_skew_ms;
         kd_metric_set(&f->metrics, KD_M_CLOCK_AHEAD, ahead);
         if (over == f->skewed)

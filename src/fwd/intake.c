@@ -84,7 +84,7 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
 /* Hands backlog heads to the schedule stage until one must wait. */
 static void process(kd_fwd_t *f, kd_part_t *p)
 {
-        int64_t now = kd_now_ms(), wake_at = 0;
+        int64_t now = kd_fwd_now(f), wake_at = 0;
         while (p->backlog.head) {
                 kd_sched_t what =
                     kd_sched_decide(f, p, p->backlog.head, now, &wake_at);
@@ -206,7 +206,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
         if (p->tasks)
                 p->tasks->prev = t;
         p->tasks = t;
-        decode(f, p, t, kd_now_ms());
+        decode(f, p, t, kd_fwd_now(f));
         t->state = KD_TASK_QUEUED;
         kd_taskq_push(&p->backlog, t);
         if (p->state == KD_PART_FLOWING)
@@ -334,9 +334,7 @@ static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
-                /* Now by the broker's clock, as far as we can tell. */
-                int64_t now = kd_now_ms() - kd_skew_ahead_ms(&f->skew),
-                        next = INT64_MAX;
+                int64_t now = kd_fwd_now(f), next = INT64_MAX;
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                                 nx = t->next; /* a produce may free t */
@@ -348,7 +346,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                          * rebalance: these are due. */
                                         kd_pace_forget(f, t);
                                         kd_timer_disarm(&f->timers, &t->timer);
-                                        kd_fire_now(f, t, kd_now_ms());
+                                        kd_fire_now(f, t, now);
                                 } else if (t->rec.fire_at_ms < next) {
                                         next = t->rec.fire_at_ms;
                                 }

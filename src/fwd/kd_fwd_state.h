@@ -142,6 +142,13 @@ struct kd_fwd {
         int wake_fd; /* borrowed: readable on a signal */
 };
 
+/* Now by the broker's wall clock, as far as the forwarder can tell: what
+ * fire-at and append times are compared with. */
+static inline int64_t kd_fwd_now(const kd_fwd_t *f)
+{
+        return kd_timers_now(&f->timers, KD_CLOCK_WALL);
+}
+
 /* Out of memory where a task would be stranded: log, stop, exit non-zero
  * (a restart re-reads every record not committed). */
 static inline void kd_fwd_oom(kd_fwd_t *f, const char *what)

@@ -22,10 +22,15 @@ typedef struct kd_skew {
 } kd_skew_t;
 
 void kd_skew_init(kd_skew_t *s);
+/* Samples further off than this (a day) are not believed: a broker time
+ * missing (<= 0, as librdkafka's mock cluster reports) or nonsense. */
+#define KD_SKEW_SANE_MS (24LL * 3600 * 1000)
+
 /* One produce of ours, sent at local wall time sent_ms, appended by the
- * broker at broker_ms, observed at monotonic time now_mono. */
-void kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t broker_ms,
-                     int64_t now_mono);
+ * broker at broker_ms, observed at monotonic time now_mono. 0 when taken,
+ * -1 when not believed (see KD_SKEW_SANE_MS). */
+int kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t broker_ms,
+                    int64_t now_mono);
 /* The estimate, >= 0 ms. */
 int64_t kd_skew_ahead_ms(const kd_skew_t *s);
 

@@ -4,9 +4,11 @@
  * loop asks for the next deadline and runs what is due: one place per duty.
  *
  * A timer runs on one of two clocks, chosen when it is armed: wall time
- * for deadlines derived from a task's fire-at or a record's append time,
- * monotonic time for every interval (backoff, batching, commit cadence),
- * so that a clock step never stretches or cuts an interval. Not
+ * for deadlines derived from a task's fire-at or a record's append time —
+ * the broker's wall time, as far as the forwarder can tell (this host's
+ * less its measured lead, wall_ahead_ms) —, monotonic time for every
+ * interval (backoff, batching, commit cadence), so that a clock step
+ * never stretches or cuts an interval. Not
  * thread-safe: the forwarder's one thread owns it. */
 #ifndef KD_TIMER_H
 #define KD_TIMER_H
@@ -17,7 +19,8 @@
 #include "kd_heap.h"
 
 typedef enum kd_clock {
-        KD_CLOCK_WALL, /* kd_now_ms(): fire-at, append time */
+        KD_CLOCK_WALL, /* kd_now_ms() less wall_behind_ms: fire-at, append
+                          time, by the broker's clock */
         KD_CLOCK_MONO  /* kd_mono_ms(): intervals */
 } kd_clock_t;
 
@@ -35,7 +38,13 @@ struct kd_timer {
 
 typedef struct kd_timers {
         kd_heap_t wall, mono; /* armed timers of each clock */
+        /* How far this host's wall clock runs ahead of the broker's
+         * (kd_skew.h): wall timers run on the broker's time. */
+        int64_t wall_ahead_ms;
 } kd_timers_t;
+
+/* Now on clock: wall time by the broker's clock, or monotonic time. */
+int64_t kd_timers_now(const kd_timers_t *ts, kd_clock_t clock);
 
 void kd_timers_init(kd_timers_t *ts);
 /* Frees the heaps; armed timers are disarmed, not run. */

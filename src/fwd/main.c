@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "kd_fwd.h"
 #include "kd_log.h"
+#include "kd_util.h"
 
 static const char kd_fwd_help[] =
     "Usage: kdelay-forwarder [OPTIONS]\n"
@@ -77,6 +79,27 @@ int main(int argc, char **argv)
                 close(kd_wake_pipe[0]);
                 close(kd_wake_pipe[1]);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+        }
+        /* A test aid (docs/development.md): this forwarder's wall clock
+         * runs that far ahead, as on a host whose clock is off. */
+        const char *offset = getenv("KDELAY_TEST_CLOCK_OFFSET_MS");
+        if (offset && *offset) {
+                char *end;
+                long long ms = strtoll(offset, &end, 10);
+                if (*end) {
+                        rc = kd_cli_usage_error(
+                            &cli,
+                            "KDELAY_TEST_CLOCK_OFFSET_MS: want milliseconds, "
+                            "got \"%s\"",
+                            offset);
+                        kd_cli_clear(&cli);
+                        close(kd_wake_pipe[0]);
+                        close(kd_wake_pipe[1]);
+                        return rc;
+                }
+                kd_clock_offset_set(ms);
+                kd_cli_log(&cli, KDELAY_LOG_WARNING,
+                           "event=test_clock_offset ms=%lld", ms);
         }
         kd_fwd_t *f = NULL;
         kdelay_err_t err =

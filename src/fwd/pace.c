@@ -53,7 +53,7 @@ static void run_cb(kd_timer_t *tm, void *arg)
         while (p->q.head && p->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&p->q);
                 p->tokens -= 1.0;
-                kd_fire_now(f, t, kd_now_ms());
+                kd_fire_now(f, t, kd_fwd_now(f));
         }
         arm(f);
 }
@@ -66,13 +66,13 @@ static void due_cb(kd_timer_t *tm, void *arg)
         kd_fwd_pace_t *p = &f->pace;
         kd_task_t *t = kd_task_of_timer(tm);
         if (f->conf->fwd_max_fire_rate <= 0) {
-                kd_fire_now(f, t, kd_now_ms());
+                kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
         refill(f, kd_mono_ms());
         if (!p->q.head && p->tokens >= 1.0) {
                 p->tokens -= 1.0;
-                kd_fire_now(f, t, kd_now_ms());
+                kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
@@ -85,10 +85,8 @@ static void due_cb(kd_timer_t *tm, void *arg)
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
         t->state = KD_TASK_CLAIMED;
-        /* At fire-at by the broker's clock, as far as we can tell. */
         if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_WALL,
-                         t->rec.fire_at_ms + kd_skew_ahead_ms(&f->skew), due_cb,
-                         f))
+                         t->rec.fire_at_ms, due_cb, f))
                 kd_fwd_oom(f, "fire_timer");
 }
 

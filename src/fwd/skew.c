@@ -27,14 +27,18 @@ static void roll(kd_skew_t *s, int64_t now_mono)
         s->window_mono = now_mono;
 }
 
-void kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t broker_ms,
-                     int64_t now_mono)
+int kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t broker_ms,
+                    int64_t now_mono)
 {
-        roll(s, now_mono);
         int64_t bound = sent_ms - broker_ms;
+        if (broker_ms <= 0 || bound > KD_SKEW_SANE_MS ||
+            bound < -KD_SKEW_SANE_MS)
+                return -1;
+        roll(s, now_mono);
         if (bound > s->cur_max)
                 s->cur_max = bound;
         s->samples++;
+        return 0;
 }
 
 int64_t kd_skew_ahead_ms(const kd_skew_t *s)

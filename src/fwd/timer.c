@@ -16,15 +16,17 @@ static kd_heap_t *heap_of(kd_timers_t *ts, kd_clock_t clock)
         return clock == KD_CLOCK_WALL ? &ts->wall : &ts->mono;
 }
 
-static int64_t clock_now(kd_clock_t clock)
+int64_t kd_timers_now(const kd_timers_t *ts, kd_clock_t clock)
 {
-        return clock == KD_CLOCK_WALL ? kd_now_ms() : kd_mono_ms();
+        return clock == KD_CLOCK_WALL ? kd_now_ms() - ts->wall_ahead_ms
+                                      : kd_mono_ms();
 }
 
 void kd_timers_init(kd_timers_t *ts)
 {
         kd_heap_init(&ts->wall);
         kd_heap_init(&ts->mono);
+        ts->wall_ahead_ms = 0;
 }
 
 void kd_timers_clear(kd_timers_t *ts)
@@ -77,19 +79,20 @@ int64_t kd_timer_due(const kd_timer_t *tm)
 }
 
 /* Milliseconds until the head of h is due on clock; INT64_MAX when empty. */
-static int64_t head_wait(const kd_heap_t *h, kd_clock_t clock)
+static int64_t head_wait(const kd_timers_t *ts, const kd_heap_t *h,
+                         kd_clock_t clock)
 {
         const kd_heap_node_t *n = kd_heap_peek(h);
         if (!n)
                 return INT64_MAX;
-        int64_t w = n->key - clock_now(clock);
+        int64_t w = n->key - kd_timers_now(ts, clock);
         return w < 0 ? 0 : w;
 }
 
 int kd_timers_wait_ms(const kd_timers_t *ts, int max_ms)
 {
-        int64_t w = head_wait(&ts->wall, KD_CLOCK_WALL);
-        int64_t m = head_wait(&ts->mono, KD_CLOCK_MONO);
+        int64_t w = head_wait(ts, &ts->wall, KD_CLOCK_WALL);
+        int64_t m = head_wait(ts, &ts->mono, KD_CLOCK_MONO);
         if (m < w)
                 w = m;
         return w < max_ms ? (int)w : max_ms;
@@ -102,7 +105,7 @@ size_t kd_timers_run(kd_timers_t *ts, size_t limit)
                 /* The more overdue of the two heads runs first. */
                 const kd_heap_node_t *w = kd_heap_peek(&ts->wall);
                 const kd_heap_node_t *m = kd_heap_peek(&ts->mono);
-                int64_t ow = w ? kd_now_ms() - w->key : -1;
+                int64_t ow = w ? kd_timers_now(ts, KD_CLOCK_WALL) - w->key : -1;
                 int64_t om = m ? kd_mono_ms() - m->key : -1;
                 kd_heap_t *h;
                 if (ow < 0 && om < 0)

@@ -23,6 +23,9 @@ kdelay_err_t kd_fail(kdelay_err_t err, char *errstr, size_t errstr_size,
 
 /* Wall-clock time, milliseconds since the Unix epoch. */
 int64_t kd_now_ms(void);
+/* Makes kd_now_ms() run ms ahead of the host's clock (negative: behind):
+ * a clock-skew test aid of the forwarder (KDELAY_TEST_CLOCK_OFFSET_MS). */
+void kd_clock_offset_set(int64_t ms);
 
 /* Monotonic time in milliseconds (for deadlines, never for due times). */
 int64_t kd_mono_ms(void);

@@ -3,6 +3,7 @@
 #include "kd_util.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,18 @@ static int64_t clock_ms(clockid_t id)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Added to the wall clock (kd_clock_offset_set); atomic because library
+ * threads read it too. */
+static _Atomic int64_t kd_clock_offset_ms;
+
+void kd_clock_offset_set(int64_t ms)
+{
+        kd_clock_offset_ms = ms;
+}
+
 int64_t kd_now_ms(void)
 {
-        return clock_ms(CLOCK_REALTIME);
+        return clock_ms(CLOCK_REALTIME) + kd_clock_offset_ms;
 }
 
 int64_t kd_mono_ms(void)

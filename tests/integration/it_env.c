@@ -478,12 +478,20 @@ int it_fwd_start(it_fwd_t *f, const char *bin, const char *pfx, const char *grp,
                  const char *mysql_url, const char *const *props)
 {
         char xp[256], xg[256], xi[128];
-        char *argv[11 + 2 * 20 + 1];
+        char *argv[1 + 8 + 11 + 2 * 20 + 1];
         int n = 0;
         snprintf(xp, sizeof(xp), "topic_prefix=%s", pfx);
         snprintf(xg, sizeof(xg), "forwarder.group_id=%s", grp);
         snprintf(xi, sizeof(xi), "forwarder.instance=%s", f->instance);
         snprintf(f->log, sizeof(f->log), "fwd-%s-%s.log", pfx, f->instance);
+        if (f->env) {
+                argv[n++] = "/usr/bin/env";
+                for (int i = 0; f->env[i]; i++) {
+                        if (i >= 8)
+                                return -1;
+                        argv[n++] = (char *)f->env[i];
+                }
+        }
         argv[n++] = (char *)bin;
         argv[n++] = "--brokers";
         argv[n++] = (char *)it_brokers();

@@ -103,9 +103,12 @@ int it_tiers_create(const char *prefix, const char *mysql_url, int partitions);
 
 /* A kdelay-forwarder process of a test. */
 typedef struct it_fwd {
-        const char *instance; /* borrowed: forwarder.instance */
-        pid_t pid;            /* -1 when not running */
-        char log[256];        /* its stdout and stderr */
+        const char *instance;   /* borrowed: forwarder.instance */
+        pid_t pid;              /* -1 when not running */
+        char log[256];          /* its stdout and stderr */
+        const char *const *env; /* borrowed: "K=V" strings (at most 8,
+                                   NULL-ended) added to its environment;
+                                   NULL = none */
 } it_fwd_t;
 
 /* Starts the forwarder binary `bin` as f->instance for topic prefix `pfx`,

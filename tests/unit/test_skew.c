@@ -56,6 +56,25 @@ static void test_a_corrected_clock_is_followed_within_two_windows(void)
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
 }
 
+/* A missing broker time (the mock cluster's 0) or one a day off is not a
+ * sample. */
+static void test_nonsense_is_not_a_sample(void)
+{
+        kd_skew_t s;
+        kd_skew_init(&s);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000, 0, 1), -1);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000, -1, 1), -1);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000,
+                                        1796000000000 - KD_SKEW_SANE_MS - 1, 1),
+                        -1);
+        CU_ASSERT_EQUAL(s.samples, 0);
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
+        /* An hour is believed. */
+        CU_ASSERT_EQUAL(
+            kd_skew_observe(&s, 1796000000000, 1796000000000 - 3600000, 1), 0);
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3600000);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -63,6 +82,7 @@ int main(void)
             KD_TEST(test_append_after_send_is_no_skew),
             KD_TEST(test_append_before_send_is_the_skew),
             KD_TEST(test_a_corrected_clock_is_followed_within_two_windows),
+            KD_TEST(test_nonsense_is_not_a_sample),
             KD_TEST_END};
         return kd_test_run("skew", cases, NULL, NULL);
 }
