@@ -264,13 +264,17 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
 }
 
 /* A hop or dead letter delivered at broker time ts (LogAppendTime):
- * another sample of the clock skew; crossing max_clock_skew is logged. */
+ * another sample of the clock skew, which moves the wall timers onto the
+ * broker's time; crossing max_clock_skew either way is logged. */
 static void clock_sample(kd_fwd_t *f, const kd_task_t *t, int64_t ts)
 {
-        kd_skew_observe(&f->skew, t->sent_ms, ts, kd_mono_ms());
+        if (kd_skew_observe(&f->skew, t->sent_ms, kd_now_ms(), ts,
+                            kd_mono_ms()))
+                return;
         int64_t ahead = kd_skew_ahead_ms(&f->skew);
-        f->timers.wall_ahead_ms = ahead; /* wall timers: the broker's time */
-        int over = ahead > f->conf->fwd_max_clock_skew_ms;
+        int over =
+            (ahead < 0 ? -ahead : ahead) > f->conf->fwd_max_clock_skew_ms;
+        f->timers.wall_ahead_ms = ahead;
         kd_metric_set(&f->metrics, KD_M_CLOCK_AHEAD, ahead);
         if (over == f->skewed)
                 return;
@@ -279,9 +283,10 @@ static void clock_sample(kd_fwd_t *f, const kd_task_t *t, int64_t ts)
                 kd_metric_inc(&f->metrics, KD_M_CLOCK_SKEWED);
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=clock_skew ahead_ms=%lld max_ms=%lld "
-                       "action=fire_late",
+                       "action=%s",
                        (long long)ahead,
-                       (long long)f->conf->fwd_max_clock_skew_ms);
+                       (long long)f->conf->fwd_max_clock_skew_ms,
+                       ahead > 0 ? "fire_late" : "fire_by_broker_time");
         } else {
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=clock_skew_ok ahead_ms=%lld max_ms=%lld",

@@ -2,14 +2,21 @@
  * kd_skew_t it is given. */
 #include "kd_skew.h"
 
+static void window_clear(kd_skew_window_t *w)
+{
+        w->lo = INT64_MIN;
+        w->hi = INT64_MAX;
+}
+
 void kd_skew_init(kd_skew_t *s)
 {
-        s->cur_max = s->prev_max = INT64_MIN;
+        window_clear(&s->cur);
+        window_clear(&s->prev);
         s->window_mono = 0;
         s->samples = 0;
 }
 
-/* Starts new windows until now_mono is in the current one. */
+/* Starts a new window when the current one is over. */
 static void roll(kd_skew_t *s, int64_t now_mono)
 {
         if (s->window_mono == 0) {
@@ -20,29 +27,42 @@ static void roll(kd_skew_t *s, int64_t now_mono)
                 return;
         /* One window passed: the current one becomes the previous; more
          * than one: both are stale. */
-        s->prev_max = now_mono - s->window_mono < 2 * KD_SKEW_WINDOW_MS
-                          ? s->cur_max
-                          : INT64_MIN;
-        s->cur_max = INT64_MIN;
+        if (now_mono - s->window_mono < 2 * KD_SKEW_WINDOW_MS)
+                s->prev = s->cur;
+        else
+                window_clear(&s->prev);
+        window_clear(&s->cur);
         s->window_mono = now_mono;
 }
 
-int kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t broker_ms,
-                    int64_t now_mono)
+static int sane(int64_t d)
 {
-        int64_t bound = sent_ms - broker_ms;
-        if (broker_ms <= 0 || bound > KD_SKEW_SANE_MS ||
-            bound < -KD_SKEW_SANE_MS)
+        return d <= KD_SKEW_SANE_MS && d >= -KD_SKEW_SANE_MS;
+}
+
+int kd_skew_observe(kd_skew_t *s, int64_t sent_ms, int64_t recv_ms,
+                    int64_t broker_ms, int64_t now_mono)
+{
+        int64_t lo = sent_ms - broker_ms, hi = recv_ms - broker_ms;
+        if (broker_ms <= 0 || !sane(lo) || !sane(hi) || lo > hi)
                 return -1;
         roll(s, now_mono);
-        if (bound > s->cur_max)
-                s->cur_max = bound;
+        if (lo > s->cur.lo)
+                s->cur.lo = lo;
+        if (hi < s->cur.hi)
+                s->cur.hi = hi;
         s->samples++;
         return 0;
 }
 
 int64_t kd_skew_ahead_ms(const kd_skew_t *s)
 {
-        int64_t m = s->cur_max > s->prev_max ? s->cur_max : s->prev_max;
-        return m > 0 ? m : 0;
+        int64_t lo = s->cur.lo > s->prev.lo ? s->cur.lo : s->prev.lo;
+        int64_t hi = s->cur.hi < s->prev.hi ? s->cur.hi : s->prev.hi;
+        if (lo > 0)
+                return lo; /* ahead by at least lo: also when the bounds
+                              disagree (a step in the window), never early */
+        if (hi < 0)
+                return hi; /* behind by at least -hi */
+        return 0;
 }

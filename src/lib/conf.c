@@ -115,10 +115,10 @@ static const kd_prop_t kd_props[] = {
      "after this, and fired only if still not `FIRED` (0 = fire at once)"},
     {"forwarder.max_clock_skew", KD_PROP_DURATION,
      KD_OFF(fwd_max_clock_skew_ms), "250ms", 0,
-     "this host's clock found running ahead of the broker's by more than "
-     "this (from the append times of its own hops) is logged and counted; "
-     "fires always wait out the skew found, so none is early by the "
-     "broker's clock"},
+     "this host's clock found off the broker's by more than this (from the "
+     "append times of its own hops) is logged and counted; the forwarder "
+     "always runs on the broker's time as far as it can tell, so no fire is "
+     "early by the broker's clock"},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1,
      "ids per claim / mark-fired statement"},
     {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1,

@@ -1,13 +1,16 @@
 /* Integration: a forwarder whose wall clock runs 3 s ahead of the
- * broker's (KDELAY_TEST_CLOCK_OFFSET_MS=3000, the forwarder's test aid; its
- * monotonic clock and librdkafka's are left alone — libfaketime was tried
- * and stretches librdkafka's timed waits by the offset, so a forwarder
- * under it is late anyway and proves nothing). 100 tasks due 20 s ahead hop
- * through the 1 s tier (hold horizon 2 s); the broker's append times of those
- * hops show the forwarder its lead, and it fires late rather than early: no
- * task reaches the target before its fire-at by the test's clock (the broker's,
- * on this one machine). The forwarder logs event=clock_skew with the lead it
- * found. Without the correction every task would come about 3 s early. */
+ * broker's, then one 3 s behind (KDELAY_TEST_CLOCK_OFFSET_MS=+-3000, the
+ * forwarder's test aid; its monotonic clock and librdkafka's are left
+ * alone — libfaketime was tried and stretches librdkafka's timed waits by
+ * the offset, so a forwarder under it is late anyway and proves nothing).
+ * 100 tasks due 20 s ahead hop through the 1 s tier (hold horizon 2 s);
+ * the broker's append times of those hops show the forwarder its offset,
+ * and it fires by the broker's time: no task reaches the target before its
+ * fire-at by the test's clock (the broker's, on this one machine), and
+ * none a second after it. The forwarder logs event=clock_skew with the
+ * offset it found. Uncorrected, the first would fire 3 s early (and hop
+ * every record at once, all of them looking overdue), the second 3 s
+ * late. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,6 @@
 #include "kd_util.h"
 
 #define N_TASKS 100
-#define AHEAD_S 3
 #define DUE_MS  20000
 
 /* The number in field `key` of the first line of path containing needle;
@@ -40,9 +42,12 @@ static int64_t log_field(const char *path, const char *needle, const char *key)
         return v;
 }
 
-static void test_a_clock_ahead_fires_late_not_early(void)
+/* One forwarder whose wall clock is offset_ms off the broker's. */
+static void run(int64_t offset_ms)
 {
-        char prefix[40], group[64], db[64], url[256], target[96];
+        char prefix[40], group[64], db[64], url[256], target[96], off[64];
+        snprintf(off, sizeof(off), "KDELAY_TEST_CLOCK_OFFSET_MS=%lld",
+                 (long long)offset_ms);
         it_unique(prefix, sizeof(prefix), "itskew");
         it_unique(db, sizeof(db), "kdit_skew");
         snprintf(group, sizeof(group), "%s-group", prefix);
@@ -51,7 +56,7 @@ static void test_a_clock_ahead_fires_late_not_early(void)
         CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 2), 0);
         CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
 
-        const char *const env[] = {"KDELAY_TEST_CLOCK_OFFSET_MS=3000", NULL};
+        const char *const env[] = {off, NULL};
         it_fwd_t f = {.instance = "fwSKEW", .pid = -1, .env = env};
         const char *props[] = {"forwarder.hold_horizon=2s",
                                "forwarder.stats_interval=1s", NULL};
@@ -101,23 +106,41 @@ static void test_a_clock_ahead_fires_late_not_early(void)
         int64_t warned = log_field(f.log, "event=clock_skew ", "ahead_ms");
         int64_t ahead =
             log_field(f.log, "event=forwarder_stopped ", "clock_ahead_ms");
-        printf("\n  clock %d s ahead: delivered %zu of %d, early %d, received "
-               "%+lld..%+lld ms after fire-at; the forwarder warned at "
-               "ahead_ms=%lld, ended at clock_ahead_ms=%lld\n",
-               AHEAD_S, n, N_TASKS, early, (long long)(first - fire_at),
-               (long long)(last - fire_at), (long long)warned,
-               (long long)ahead);
+        printf("\n  clock %+lld ms off: delivered %zu of %d, early %d, "
+               "received %+lld..%+lld ms after fire-at; the forwarder warned "
+               "at ahead_ms=%lld, ended at clock_ahead_ms=%lld\n",
+               (long long)offset_ms, n, N_TASKS, early,
+               (long long)(first - fire_at), (long long)(last - fire_at),
+               (long long)warned, (long long)ahead);
         CU_ASSERT_EQUAL(n, N_TASKS);
         CU_ASSERT_EQUAL(early, 0);
-        CU_ASSERT(warned > 250);                  /* forwarder.max_clock_skew */
-        CU_ASSERT(ahead >= AHEAD_S * 1000 - 500); /* less a hop's trip */
-        CU_ASSERT(ahead <= AHEAD_S * 1000);       /* a lower bound */
+        /* On time by the broker's clock: corrected (3 s off otherwise). */
+        CU_ASSERT(last - fire_at < 1000);
+        CU_ASSERT(warned > 250 || warned < -250); /* max_clock_skew */
+        if (offset_ms > 0) { /* the largest lower bound: a hop's trip less */
+                CU_ASSERT(ahead >= offset_ms - 500);
+                CU_ASSERT(ahead <= offset_ms);
+        } else { /* the smallest upper bound: a hop's trip more */
+                CU_ASSERT(ahead >= offset_ms);
+                CU_ASSERT(ahead <= offset_ms + 500);
+        }
         it_db_drop(db);
+}
+
+static void test_a_clock_ahead_fires_late_not_early(void)
+{
+        run(3000);
+}
+
+static void test_a_clock_behind_fires_on_time_not_late(void)
+{
+        run(-3000);
 }
 
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_a_clock_ahead_fires_late_not_early), KD_TEST_END};
+            KD_TEST(test_a_clock_ahead_fires_late_not_early),
+            KD_TEST(test_a_clock_behind_fires_on_time_not_late), KD_TEST_END};
         return kd_test_run("clock_skew", cases, it_env_init, NULL);
 }

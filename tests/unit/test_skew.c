@@ -5,6 +5,7 @@
 #include "kd_test.h"
 
 #define W KD_SKEW_WINDOW_MS
+#define T 1796000000000LL /* a wall time */
 
 static void test_no_samples_no_skew(void)
 {
@@ -13,26 +14,39 @@ static void test_no_samples_no_skew(void)
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
 }
 
-/* A broker append after the send says nothing: the clock is not ahead. */
-static void test_append_after_send_is_no_skew(void)
+/* Appended between send and report: the clocks agree as far as we can
+ * tell. */
+static void test_append_between_send_and_report_is_no_skew(void)
 {
         kd_skew_t s;
         kd_skew_init(&s);
-        kd_skew_observe(&s, 1000, 1005, 1);
-        kd_skew_observe(&s, 2000, 2030, 2);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T + 20, T + 5, 1), 0);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T + 1000, T + 1040, T + 1030, 2),
+                        0);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
         CU_ASSERT_EQUAL(s.samples, 2);
 }
 
 /* Appended "before" it was sent: this clock runs ahead by at least that;
- * the largest bound of the window counts. */
-static void test_append_before_send_is_the_skew(void)
+ * the largest lower bound of the windows counts. */
+static void test_append_before_send_is_a_lead(void)
 {
         kd_skew_t s;
         kd_skew_init(&s);
-        kd_skew_observe(&s, 10000, 7000, 1); /* >= 3000 ahead */
-        kd_skew_observe(&s, 11000, 8500, 2); /* >= 2500 */
+        kd_skew_observe(&s, T, T + 10, T - 3000, 1);        /* >= 3000 */
+        kd_skew_observe(&s, T + 100, T + 120, T - 2400, 2); /* >= 2500 */
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000);
+}
+
+/* Appended "after" it was reported: this clock runs behind by at least
+ * that; the smallest upper bound counts. */
+static void test_append_after_report_is_a_lag(void)
+{
+        kd_skew_t s;
+        kd_skew_init(&s);
+        kd_skew_observe(&s, T, T + 10, T + 3010, 1);        /* <= -3000 */
+        kd_skew_observe(&s, T + 100, T + 120, T + 2620, 2); /* <= -2500 */
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), -3000);
 }
 
 /* A clock corrected back is followed once two windows of samples have
@@ -41,37 +55,35 @@ static void test_a_corrected_clock_is_followed_within_two_windows(void)
 {
         kd_skew_t s;
         kd_skew_init(&s);
-        kd_skew_observe(&s, 10000, 7000, 1);
+        kd_skew_observe(&s, T, T + 10, T - 3000, 1);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000);
-        /* No sample for a long time: still 3000 (late, not early). */
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000);
-        kd_skew_observe(&s, 20000, 20010, 1 + W);
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000); /* no sample: stays */
+        kd_skew_observe(&s, T + 20000, T + 20020, T + 20010, 1 + W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000); /* previous window */
-        kd_skew_observe(&s, 30000, 30010, 1 + 2 * W);
+        kd_skew_observe(&s, T + 30000, T + 30020, T + 30010, 1 + 2 * W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
-        /* A gap of more than a window forgets both windows. */
-        kd_skew_observe(&s, 40000, 39000, 1 + 3 * W);
+        kd_skew_observe(&s, T + 40000, T + 40010, T + 39000, 1 + 3 * W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 1000);
-        kd_skew_observe(&s, 50000, 50001, 1 + 6 * W);
+        /* A gap of more than two windows forgets both. */
+        kd_skew_observe(&s, T + 50000, T + 50020, T + 50010, 1 + 6 * W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
 }
 
-/* A missing broker time (the mock cluster's 0) or one a day off is not a
- * sample. */
+/* A missing broker time (the mock cluster's 0), one a day off, or a
+ * report before its send is not a sample. */
 static void test_nonsense_is_not_a_sample(void)
 {
         kd_skew_t s;
         kd_skew_init(&s);
-        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000, 0, 1), -1);
-        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000, -1, 1), -1);
-        CU_ASSERT_EQUAL(kd_skew_observe(&s, 1796000000000,
-                                        1796000000000 - KD_SKEW_SANE_MS - 1, 1),
-                        -1);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T + 5, 0, 1), -1);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T + 5, -1, 1), -1);
+        CU_ASSERT_EQUAL(
+            kd_skew_observe(&s, T, T + 5, T - KD_SKEW_SANE_MS - 1, 1), -1);
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T - 5, T, 1), -1);
         CU_ASSERT_EQUAL(s.samples, 0);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
-        /* An hour is believed. */
-        CU_ASSERT_EQUAL(
-            kd_skew_observe(&s, 1796000000000, 1796000000000 - 3600000, 1), 0);
+        /* An hour either way is believed. */
+        CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T + 5, T - 3600000, 1), 0);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3600000);
 }
 
@@ -79,8 +91,9 @@ int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_no_samples_no_skew),
-            KD_TEST(test_append_after_send_is_no_skew),
-            KD_TEST(test_append_before_send_is_the_skew),
+            KD_TEST(test_append_between_send_and_report_is_no_skew),
+            KD_TEST(test_append_before_send_is_a_lead),
+            KD_TEST(test_append_after_report_is_a_lag),
             KD_TEST(test_a_corrected_clock_is_followed_within_two_windows),
             KD_TEST(test_nonsense_is_not_a_sample),
             KD_TEST_END};
