@@ -142,6 +142,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = "out-of-memory";
                 return;
         }
+        t->bytes += w.id_len + w.target_len + 2; /* the decoded copies */
         if (kd_conf_is_own_topic(f->conf, r->target)) {
                 /* would loop through us */
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
@@ -160,6 +161,35 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                        p->partition, (long long)r->offset,
                        (long long)r->fire_at_ms, (long long)r->append_ms);
         }
+}
+
+/* A tier topic must stamp records with the broker's time
+ * (message.timestamp.type=LogAppendTime, as `kdelayctl topics create`
+ * makes them): a producer's time may lie in the future and stall the
+ * partition until then. Such a record is counted, logged once per
+ * partition, and taken as appended now at the latest. */
+static void append_time_check(kd_fwd_t *f, kd_part_t *p,
+                              const rd_kafka_message_t *m, kd_task_t *t)
+{
+        rd_kafka_timestamp_type_t tt;
+        rd_kafka_message_timestamp(m, &tt);
+        if (tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME)
+                return;
+        int64_t now = kd_fwd_now(f);
+        kd_metric_inc(&f->metrics, KD_M_CREATE_TIME);
+        if (t->rec.append_ms < 0 || t->rec.append_ms > now)
+                t->rec.append_ms = now;
+        if (p->create_time)
+                return;
+        p->create_time = 1;
+        char qt[300];
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=tier_not_log_append_time topic=%s partition=%d "
+               "timestamp_type=%s action=take_append_as_now_at_latest "
+               "fix=\"kdelayctl topics create (message.timestamp.type="
+               "LogAppendTime)\"",
+               kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
+               tt == RD_KAFKA_TIMESTAMP_CREATE_TIME ? "create_time" : "none");
 }
 
 /* 1 when an earlier owner handled offset in a committed transaction (its
@@ -201,6 +231,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_READ);
+        append_time_check(f, p, m, t);
         t->part = p;
         t->next = p->tasks;
         if (p->tasks)

@@ -35,6 +35,8 @@ typedef enum kd_metric_type {
         X(HANDED_OVER, "handed_over", COUNTER, "",                             \
           "Held tasks hopped on a revoke for the next owner")                  \
         X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \
+        X(CREATE_TIME, "create_time", COUNTER, "",                             \
+          "Tier records with the producer's time, not LogAppendTime")          \
         X(WRONG_TIER, "wrong_tier", COUNTER, "",                               \
           "Tasks read from a tier larger than their delay allows")             \
         X(PRODUCE_RETRIES, "produce_retries", COUNTER, "",                     \

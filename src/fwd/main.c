@@ -22,7 +22,8 @@ static const char kd_fwd_help[] =
     "With -X forwarder.delivery=exactly_once (and a stable\n"
     "forwarder.instance) hops and fires go through Kafka transactions.\n"
     "SIGTERM/SIGINT: finish in-flight work, commit, leave the group, exit\n"
-    "0; a second signal exits at once (130). Exit 1: startup failed, or\n"
+    "0; a second signal exits at once (130). SIGHUP is ignored (logs go\n"
+    "to stderr). Exit 1: startup failed, or\n"
     "a fatal Kafka error (e.g. fenced by a newer process with the same\n"
     "transactional id): restart it. Settings: docs/configuration.md\n"
     "(forwarder.*).\n"
@@ -62,6 +63,9 @@ int main(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+        /* Logs go to stderr: nothing to re-open. A hang-up from a
+         * terminal or a supervisor's reload must not stop the forwarder. */
+        signal(SIGHUP, SIG_IGN);
 
         if (argc > 1 && !strcmp(argv[1], "--version")) {
                 printf("kdelay-forwarder %s\n", KDELAY_VERSION_STR);

@@ -9,6 +9,7 @@
  *     back — the loop never waits for the store;
  *   - 50 tasks due 10 s into the hang are not fired during it (no claim
  *     without MySQL), then fire once each after it, none early;
+ *   - a SIGHUP is ignored;
  *   - then MySQL is frozen again with a claim out, and a SIGTERM stops the
  *     forwarder within forwarder.shutdown_timeout (3 s here) and a margin
  *     for leaving the group, with exit status 0. */
@@ -274,6 +275,11 @@ static void run(const char *delivery)
                have, N_ALL, early, extra, (long long)late_max);
         CU_ASSERT_EQUAL(early, 0);
         CU_ASSERT_EQUAL(extra, 0); /* no process died */
+
+        /* SIGHUP (a terminal hang-up, a supervisor's reload) is ignored. */
+        CU_ASSERT_EQUAL(kill(f.pid, SIGHUP), 0);
+        usleep(500000);
+        CU_ASSERT_EQUAL(it_wait_pid(f.pid, 0), -1); /* still running */
 
         /* A stop while MySQL hangs with a claim out. */
         task_t last;

@@ -319,6 +319,13 @@ static void c_fire_on_time(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_READ), N);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_HELD), N);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_CLAIMED), N);
+        /* The mock's topics have no LogAppendTime: every record counted,
+         * the partition logged once. */
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_CREATE_TIME), N);
+        CU_ASSERT(fm_log_count(e, "event=tier_not_log_append_time", NULL,
+                               NULL) >= 1);
+        CU_ASSERT(fm_log_count(e, "event=tier_not_log_append_time", NULL,
+                               NULL) <= 4); /* 2 tiers x 2 partitions */
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), N);
         CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) >= 0);
