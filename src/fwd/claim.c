@@ -16,6 +16,8 @@
 #include "kd_store.h"
 #include "kd_util.h"
 
+static void renew_cb(kd_timer_t *tm, void *arg);
+
 void kd_claim_init(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
@@ -40,6 +42,11 @@ void kd_claim_init(kd_fwd_t *f)
         if (getrandom(&c->boot, sizeof(c->boot), 0) != sizeof(c->boot))
                 c->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
         kd_claim_new_generation(f);
+        if (conf->fwd_claim_lease_ms > 0 &&
+            kd_timer_arm(&f->timers, &c->renew, KD_CLOCK_MONO,
+                         kd_mono_ms() + conf->fwd_claim_lease_ms / 3, renew_cb,
+                         f))
+                kd_fwd_oom(f, "renew_timer");
 }
 
 void kd_claim_new_generation(kd_fwd_t *f)
@@ -82,6 +89,7 @@ static void arm(kd_fwd_t *f)
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
 {
         kd_fwd_claim_t *c = &f->claim;
+        kd_store_req_detach(t); /* a lease renewal may be out for it */
         t->state = KD_TASK_CLAIMING;
         if (!c->q.head)
                 c->q_since_mono = kd_mono_ms();
@@ -108,6 +116,20 @@ typedef enum kd_outcome {
         KD_SETTLED,       /* fire, drop or wait: decided */
         KD_NEEDS_TAKEOVER /* FIRING under an owner that seems gone */
 } kd_outcome_t;
+
+/* Looks at the row again when another claimer's lease has passed (a
+ * little after: the two clocks' ticks differ). */
+#define KD_LEASE_SLACK_MS 20
+
+static void wait_lease(kd_fwd_t *f, kd_task_t *t, int64_t left_ms)
+{
+        t->state = KD_TASK_HELD;
+        kd_metric_inc(&f->metrics, KD_M_FOREIGN_WAITS);
+        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
+                         kd_mono_ms() + left_ms + KD_LEASE_SLACK_MS,
+                         kd_claim_due_cb, f))
+                kd_fwd_oom(f, "claim_wait_timer");
+}
 
 /* Looks at the row again after the foreign-claim wait. */
 static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
@@ -163,8 +185,18 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 f->mode->done(f, t);
                 return KD_SETTLED;
         }
-        /* Claimed by another process, which is alive and about to mark it
-         * FIRED, or died: look again a little later, then take it over.
+        /* Claimed by another process. Its lease, by MySQL's clock, says how
+         * long that claim surely holds: a live claimer renews it, so it is
+         * never taken over; one that died is taken over once it passed. */
+        if (c->lease_left_ms > 0) {
+                wait_lease(f, t, c->lease_left_ms);
+                return KD_SETTLED;
+        }
+        if (c->lease_left_ms == 0 && !after_takeover)
+                return KD_NEEDS_TAKEOVER;
+        /* A claim without a lease (from before schema 3, or with
+         * forwarder.claim_lease=0): its claimer is alive and about to mark
+         * it FIRED, or died: look again a little later, then take it over.
          * Exactly-once takes it over at once: a committed transaction would
          * have marked this record done in its offsets. */
         if ((!f->mode->takeover_at_once && !t->waited_foreign) ||
@@ -176,6 +208,25 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
 }
 
 static void answered(kd_fwd_t *f, kd_store_req_t *r);
+static void renewed(kd_fwd_t *f, kd_store_req_t *r);
+
+/* When item c (of request fw) says t holds its claim: until when its
+ * lease surely holds. The store set it at the earliest when fw was sent,
+ * and read it back after; the smaller of the two bounds. */
+static int lease_won(kd_fwd_t *f, kd_task_t *t, const kd_fw_req_t *fw,
+                     const kd_fate_claim_t *c)
+{
+        if (fw->err || c->fate != KDELAY_FATE_FIRING ||
+            strcmp(c->row_owner, t->token))
+                return 0;
+        int64_t lease = f->conf->fwd_claim_lease_ms;
+        if (c->lease_left_ms >= 0 && c->lease_left_ms < lease)
+                lease = c->lease_left_ms;
+        t->lease_mono = f->conf->fwd_claim_lease_ms > 0
+                            ? fw->submitted_mono + (lease > 0 ? lease : 1)
+                            : 0;
+        return 1;
+}
 
 /* Sends a request of op for the n tasks (all with tokens), items with the
  * row owners given (takeover) or none. -1 when out of memory: nothing
@@ -192,6 +243,7 @@ static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
                         kd_store_req_free(r); /* unlinks the tasks */
                         return -1;
                 }
+                r->fw.items[i].lease_ms = f->conf->fwd_claim_lease_ms;
         }
         f->claim.inflight++;
         kd_store_submit(f, r, answered);
@@ -218,6 +270,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                 }
                 if (after_takeover)
                         kd_metric_inc(&f->metrics, KD_M_TAKEOVERS);
+                lease_won(f, t, fw, &fw->items[i]);
                 if (outcome(f, t, &fw->items[i], after_takeover) ==
                     KD_NEEDS_TAKEOVER) {
                         /* Packed to the front; i >= m. */
@@ -266,6 +319,95 @@ static int claim_batch(kd_fwd_t *f)
         }
         free(tasks);
         return rc;
+}
+
+/* Claims the n tasks again, which renews their leases. -1 when out of
+ * memory (then nothing is sent). */
+static int send_renewals(kd_fwd_t *f, kd_task_t **tasks, size_t n)
+{
+        kd_store_req_t *r = kd_store_req_new(KD_FW_CLAIM, n);
+        if (!r)
+                return -1;
+        for (size_t i = 0; i < n; i++) {
+                if (kd_store_req_item(r, i, tasks[i], NULL)) {
+                        kd_store_req_free(r);
+                        return -1;
+                }
+                r->fw.items[i].lease_ms = f->conf->fwd_claim_lease_ms;
+        }
+        kd_store_submit(f, r, renewed);
+        return 0;
+}
+
+/* A lease renewal is back: each task still here holds its claim longer,
+ * or has lost it (taken over after its lease passed: this process was
+ * stalled longer than the lease) and is dropped unless its fire is out
+ * already (then it may be delivered twice: counted and logged). */
+static void renewed(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fw_req_t *fw = &r->fw;
+        for (size_t i = 0; i < fw->n; i++) {
+                kd_task_t *t = r->tasks[i];
+                if (!t)
+                        continue;
+                t->req = NULL;
+                r->tasks[i] = NULL;
+                if (fw->err)
+                        continue; /* the next round tries again */
+                if (lease_won(f, t, fw, &fw->items[i])) {
+                        kd_metric_inc(&f->metrics, KD_M_LEASE_RENEWALS);
+                        continue;
+                }
+                char q[160], qo[160];
+                int out = t->state == KD_TASK_FIRING;
+                kd_metric_inc(&f->metrics, KD_M_LEASES_LOST);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=claim_lost id=%s owner=%s fire_out=%d action=%s",
+                       kd_log_quote(t->rec.id, q, sizeof(q)),
+                       kd_log_quote(fw->items[i].row_owner, qo, sizeof(qo)),
+                       out, out ? "none" : "drop");
+                if (out)
+                        continue;
+                kd_pace_forget(f, t);
+                kd_timer_disarm(&f->timers, &t->timer);
+                f->mode->done(f, t);
+        }
+        kd_store_req_free(r);
+}
+
+/* Renews the leases of the claims held here that have used a third of
+ * theirs: tasks waiting to fire (rate limit, retries) or in flight. */
+static void renew_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        int64_t lease = f->conf->fwd_claim_lease_ms, now = kd_mono_ms();
+        size_t batch = (size_t)f->conf->fwd_claim_batch;
+        kd_task_t **due = malloc(batch * sizeof(*due));
+        size_t n = 0;
+        for (kd_part_t *p = f->intake.parts; due && p; p = p->next) {
+                for (kd_task_t *t = p->tasks; t; t = t->next) {
+                        int claimed = t->state == KD_TASK_CLAIMED ||
+                                      t->state == KD_TASK_PACED ||
+                                      t->state == KD_TASK_FIRING ||
+                                      (t->state == KD_TASK_RETRY &&
+                                       t->retry_as == KD_TASK_FIRING);
+                        if (!claimed || !t->lease_mono || t->req ||
+                            t->lease_mono - now > lease * 2 / 3)
+                                continue;
+                        due[n++] = t;
+                        if (n == batch && kd_store_ready(f)) {
+                                if (send_renewals(f, due, n))
+                                        break;
+                                n = 0;
+                        }
+                }
+        }
+        if (n > 0 && kd_store_ready(f))
+                send_renewals(f, due, n);
+        free(due);
+        if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO, now + lease / 3,
+                         renew_cb, f))
+                kd_fwd_oom(f, "renew_timer");
 }
 
 static void flush_cb(kd_timer_t *tm, void *arg)

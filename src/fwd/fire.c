@@ -213,8 +213,21 @@ static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
                            : rd_kafka_headers_new(1);
 }
 
+/* 1 when t's claim surely holds through its fire: half its lease is
+ * left (in-flight fires get theirs renewed, claim.c). */
+static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
+{
+        return !t->lease_mono ||
+               kd_mono_ms() + f->conf->fwd_claim_lease_ms / 2 < t->lease_mono;
+}
+
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
+        if (!lease_holds(f, t)) {
+                kd_timer_disarm(&f->timers, &t->timer);
+                f->hooks.reclaim(f, t); /* renews it, or finds it lost */
+                return;
+        }
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_copy(t);

@@ -136,8 +136,10 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                 f->kafka.io_fds[i][0] = f->kafka.io_fds[i][1] = -1;
         f->hooks.room = kd_intake_room;
         f->hooks.rewind = kd_intake_rewind;
+        f->hooks.reclaim = kd_claim_enqueue;
         kd_timer_init(&f->intake.room, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
+        kd_timer_init(&f->claim.renew, NULL, f);
         kd_timer_init(&f->pace.timer, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);

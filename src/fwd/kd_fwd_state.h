@@ -72,6 +72,7 @@ typedef struct kd_fwd_claim {
         int64_t q_since_mono; /* when the oldest queued claim was queued */
         kd_timer_t flush;     /* monotonic: batch full, or waited enough */
         size_t inflight;      /* claim and takeover requests out */
+        kd_timer_t renew;     /* monotonic: leases to renew */
 } kd_fwd_claim_t;
 
 /* The held set: tasks kept in memory until due (held.c). */
@@ -115,6 +116,9 @@ typedef struct kd_fwd_hooks {
         /* A transaction aborted: read every partition again from its
          * committed offset. */
         void (*rewind)(kd_fwd_t *f);
+        /* Claimed task t is due but its claim's lease may pass before its
+         * fire is delivered: claim it again (which renews the lease). */
+        void (*reclaim)(kd_fwd_t *f, kd_task_t *t);
 } kd_fwd_hooks_t;
 
 struct kd_fwd {

@@ -30,6 +30,10 @@ typedef enum kd_metric_type {
           "Copies of a task claimed by another copy in this assignment")       \
         X(FOREIGN_WAITS, "foreign_waits", COUNTER, "",                         \
           "Claims found FIRING under another owner and re-checked later")      \
+        X(LEASE_RENEWALS, "lease_renewals", COUNTER, "",                       \
+          "Claim leases renewed for tasks held or fired past a third of it")   \
+        X(LEASES_LOST, "leases_lost", COUNTER, "",                             \
+          "Claims found taken over after their lease passed")                  \
         X(TAKEOVERS, "takeovers", COUNTER, "",                                 \
           "FIRING claims taken over from an owner that seems gone")            \
         X(HANDED_OVER, "handed_over", COUNTER, "",                             \

@@ -50,9 +50,11 @@ typedef struct kd_task {
         kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
         kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
         int retries;
-        int64_t late_ms; /* produce time of the last fire - fire_at */
-        int64_t sent_ms; /* wall time of the last produce */
-        kd_part_t *part; /* borrowed; NULL once revoked */
+        int64_t late_ms;    /* produce time of the last fire - fire_at */
+        int64_t sent_ms;    /* wall time of the last produce */
+        int64_t lease_mono; /* our claim's lease surely holds until then
+                               (monotonic); 0 = no lease */
+        kd_part_t *part;    /* borrowed; NULL once revoked */
         struct kd_task *prev, *next; /* the partition's task list */
         struct kd_task *qnext;       /* link in one kd_taskq_t */
         const char *dead_reason;     /* static; set when dead-lettered */

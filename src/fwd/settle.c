@@ -15,6 +15,7 @@
 
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
 {
+        kd_store_req_detach(t); /* a lease renewal may be out for it */
         kd_timer_disarm(&f->timers, &t->timer);
         kd_held_remove(f, t);
         kd_part_t *p = t->part;

@@ -113,6 +113,11 @@ static const kd_prop_t kd_props[] = {
      KD_OFF(fwd_foreign_wait_ms), "2s", 0,
      "a task found `FIRING` under another forwarder's claim is checked again "
      "after this, and fired only if still not `FIRED` (0 = fire at once)"},
+    {"forwarder.claim_lease", KD_PROP_DURATION, KD_OFF(fwd_claim_lease_ms),
+     "5s", 0,
+     "a claim holds this long by MySQL's clock, renewed while its task is "
+     "held or fired; another forwarder takes it over only after it passed "
+     "(0 = no lease: forwarder.foreign_claim_wait, then take over)"},
     {"forwarder.max_clock_skew", KD_PROP_DURATION,
      KD_OFF(fwd_max_clock_skew_ms), "250ms", 0,
      "this host's clock found off the broker's by more than this (from the "

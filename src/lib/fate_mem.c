@@ -137,6 +137,15 @@ static kdelay_err_t mem_status(void *impl, const char *id, size_t id_len,
         return leave(m, 1, KDELAY_OK);
 }
 
+/* What the read-back says of a row's lease: ms left, 0 expired, -1 none. */
+static int64_t lease_left(const kd_memrow_t *r)
+{
+        if (!r || !r->has_lease)
+                return -1;
+        int64_t left = r->lease_until_mono - kd_mono_ms();
+        return left > 0 ? left : 0;
+}
+
 /* The read-back of claim and takeover: fate and owner of each item. */
 static void read_back(kd_fate_mem_t *m, kd_fate_claim_t *items, size_t n)
 {
@@ -146,11 +155,33 @@ static void read_back(kd_fate_mem_t *m, kd_fate_claim_t *items, size_t n)
                 items[i].fate = r ? r->fate : KDELAY_FATE_UNDECIDED;
                 kd_strlcpy(items[i].row_owner, r ? r->owner : "",
                            sizeof(items[i].row_owner));
+                items[i].lease_left_ms = lease_left(r);
         }
 }
 
 /* INSERT IGNORE of FIRING rows: every row is allocated before any is
  * linked, so running out of memory changes nothing. */
+/* lease_ms from now (the store's clock is monotonic); 0: none. */
+static void set_lease(kd_memrow_t *r, int64_t lease_ms)
+{
+        r->has_lease = lease_ms > 0;
+        r->lease_until_mono = lease_ms > 0 ? kd_mono_ms() + lease_ms : 0;
+}
+
+/* The ON DUPLICATE KEY UPDATE of a claim meeting a row: a FIRING row of
+ * the same owner gets the item's lease (when it has one). */
+static void renew(kd_fate_mem_t *m, const kd_fate_claim_t *items, size_t i,
+                  const char *owner)
+{
+        size_t len;
+        const char *tok = kd_fate_claim_owner(&items[i], owner, &len);
+        kd_memrow_t *r = kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
+        if (r && r->fate == KDELAY_FATE_FIRING && items[i].lease_ms > 0 &&
+            r->has_owner && len && strlen(r->owner) == len &&
+            !memcmp(r->owner, tok, len))
+                set_lease(r, items[i].lease_ms);
+}
+
 static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                                   size_t n, const char *owner)
 {
@@ -170,6 +201,8 @@ static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                 if (!r || err ||
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len)) {
                         free(r);
+                        if (!err)
+                                renew(m, items, i, owner);
                         continue;
                 }
                 size_t len;
@@ -179,6 +212,7 @@ static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                 r->fire_at_ms = items[i].fire_at_ms;
                 if (len)
                         set_owner(r, tok, len);
+                set_lease(r, items[i].lease_ms);
                 r->decided_at_ms = r->updated_at_ms = now;
                 kd_memtab_link(&m->rows, r);
         }
@@ -231,10 +265,11 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 kd_memrow_t *r =
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
                 if (!r || r->fate != KDELAY_FATE_FIRING ||
-                    !owner_is(r, items[i].row_owner))
+                    !owner_is(r, items[i].row_owner) || lease_left(r) > 0)
                         continue;
-                const char *tok = items[first_of(items, i)].token;
-                set_owner(r, tok, strlen(tok));
+                const kd_fate_claim_t *first = &items[first_of(items, i)];
+                set_owner(r, first->token, strlen(first->token));
+                set_lease(r, first->lease_ms);
                 r->updated_at_ms = now;
         }
         read_back(m, items, n);
@@ -441,12 +476,14 @@ kdelay_err_t kd_fate_mem_get(kd_fate_store_t *store, const char *id,
         memset(row, 0, sizeof(*row));
         row->fate = KDELAY_FATE_UNDECIDED;
         row->fire_at_ms = row->decided_at_ms = row->updated_at_ms = -1;
+        row->lease_ms = -1;
         if (r) {
                 row->fate = r->fate;
                 row->fire_at_ms = r->has_fire_at ? r->fire_at_ms : -1;
                 row->decided_at_ms = r->decided_at_ms;
                 row->updated_at_ms = r->updated_at_ms;
                 kd_strlcpy(row->owner, r->owner, sizeof(row->owner));
+                row->lease_ms = lease_left(r);
         }
         pthread_mutex_unlock(&m->lock);
         return KDELAY_OK;
@@ -478,6 +515,7 @@ kdelay_err_t kd_fate_mem_put(kd_fate_store_t *store, const char *id,
                 r->owner[0] = '\0';
                 if (len)
                         set_owner(r, row->owner, len);
+                set_lease(r, row->lease_ms);
                 if (fresh)
                         kd_memtab_link(&m->rows, r);
         }

@@ -333,12 +333,25 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
         return KDELAY_OK;
 }
 
-/* Reads the rows of items back: fate and owner of each. */
+/* Appends a lease_until value: lease_ms from now by the server's clock,
+ * or NULL for none. */
+static void sql_add_lease(kd_sql_t *s, int64_t lease_ms)
+{
+        if (lease_ms > 0)
+                sql_add(s, "NOW(3) + INTERVAL %lld MICROSECOND",
+                        (long long)lease_ms * 1000);
+        else
+                sql_add(s, "NULL");
+}
+
+/* Reads the rows of items back: fate, owner and lease left of each. */
 static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                               size_t n, char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        sql_add(&sql, "SELECT task_id, state, owner FROM kdelay_fate WHERE "
+        sql_add(&sql, "SELECT task_id, state, owner, IF(lease_until IS NULL, "
+                      "-1, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), "
+                      "lease_until)) DIV 1000) FROM kdelay_fate WHERE "
                       "task_id IN (");
         for (size_t i = 0; i < n; i++) {
                 if (i)
@@ -346,6 +359,7 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
                 items[i].fate = KDELAY_FATE_UNDECIDED;
                 items[i].row_owner[0] = '\0';
+                items[i].lease_left_ms = -1;
         }
         sql_add(&sql, ")");
         MYSQL_RES *res = NULL;
@@ -367,6 +381,7 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                         items[i].fate = f;
                         kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
                                    sizeof(items[i].row_owner));
+                        items[i].lease_left_ms = col_i64(row[3]);
                 }
         }
         mysql_free_result(res);
@@ -388,7 +403,16 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 sql_add(&sql, " THEN ");
                 sql_add_hex(&sql, items[i].token, strlen(items[i].token));
         }
-        sql_add(&sql, " ELSE owner END WHERE state = 'FIRING' AND (");
+        sql_add(&sql, " ELSE owner END, lease_until = CASE task_id");
+        for (size_t i = 0; i < n; i++) {
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " THEN ");
+                sql_add_lease(&sql, items[i].lease_ms);
+        }
+        /* A claim whose lease still holds is not taken over. */
+        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND "
+                      "(lease_until IS NULL OR lease_until <= NOW(3)) AND (");
         for (size_t i = 0; i < n; i++) {
                 sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
@@ -419,8 +443,8 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
         kd_sql_t sql = {0};
         int64_t now = kd_now_ms();
         sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
-                      "fire_at_ms, owner, decided_at_ms, updated_at_ms) "
-                      "VALUES ");
+                      "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
+                      "lease_until) VALUES ");
         for (size_t i = 0; i < n; i++) {
                 size_t tlen;
                 const char *tok = kd_fate_claim_owner(&items[i], owner, &tlen);
@@ -432,8 +456,15 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                         sql_add_hex(&sql, tok, tlen);
                 else
                         sql_add(&sql, "NULL");
-                sql_add(&sql, ",%lld,%lld)", (long long)now, (long long)now);
+                sql_add(&sql, ",%lld,%lld,", (long long)now, (long long)now);
+                sql_add_lease(&sql, items[i].lease_ms);
+                sql_add(&sql, ")");
         }
+        /* Claiming its own FIRING row again renews the claimer's lease. */
+        sql_add(&sql, " ON DUPLICATE KEY UPDATE lease_until = IF(state = "
+                      "'FIRING' AND BINARY owner <=> VALUES(owner) AND "
+                      "VALUES(lease_until) IS NOT NULL, VALUES(lease_until), "
+                      "lease_until)");
         kdelay_err_t err =
             stmt(store, &sql, "claim", NULL, errstr, errstr_size);
         if (err) {

@@ -53,18 +53,28 @@ typedef struct kd_fate_claim {
         const char *token;  /* owner written if this claim inserts the row;
                                NULL = the call's owner. <= 64 bytes */
         char row_owner[KD_FATE_OWNER_MAX + 1]; /* out: the row's owner */
+        int64_t lease_ms;      /* the claim's lease, from now by the store's
+                                  clock, written when this item inserts, takes
+                                  over or (owner equal) claims its row again;
+                                  0 = none */
+        int64_t lease_left_ms; /* out: how long the row's lease still
+                                  holds by the store's clock; 0 = expired,
+                                  -1 = the row has none */
 } kd_fate_claim_t;
 
-/* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all,
- * then reads back every row. A claim "won" when row_owner equals its
- * token; FIRING with another owner means another claim came first. */
+/* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all
+ * (a FIRING row of the same owner gets its lease renewed instead), then
+ * reads back every row. A claim "won" when row_owner equals its token;
+ * FIRING with another owner means another claim came first, whose lease
+ * holds for lease_left_ms more. */
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size);
 
 /* Takes over n FIRING claims whose owner seems gone: for each item whose
- * row is FIRING under owner row_owner (as a claim returned it), sets the
- * owner to token, atomically (compare-and-set). Then reads the rows back
+ * row is FIRING under owner row_owner (as a claim returned it) and whose
+ * lease has expired (or that has none), sets the owner to token and the
+ * item's lease, atomically (compare-and-set). Then reads the rows back
  * like kd_fate_claim: the item won when row_owner equals token. Two
  * statements. */
 kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,

@@ -45,6 +45,8 @@ typedef struct kd_fate_mem_row {
         int64_t decided_at_ms;             /* when inserted */
         int64_t updated_at_ms;             /* last change */
         char owner[KD_FATE_OWNER_MAX + 1]; /* "" = none */
+        int64_t lease_ms; /* put: a lease from now, 0 = none; get: what is
+                             left, 0 = expired, -1 = none */
 } kd_fate_mem_row_t;
 
 /* Reads the row of id as it is. Not a call: no fault, delay or count. */

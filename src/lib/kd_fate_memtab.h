@@ -13,8 +13,10 @@
 typedef struct kd_memrow {
         struct kd_memrow *next; /* owned by the table: the bucket's next */
         kdelay_fate_t fate;
-        int has_fire_at; /* 0: fire_at_ms is NULL */
-        int has_owner;   /* 0: owner is NULL */
+        int has_fire_at;          /* 0: fire_at_ms is NULL */
+        int has_owner;            /* 0: owner is NULL */
+        int has_lease;            /* 0: lease_until is NULL */
+        int64_t lease_until_mono; /* the store's clock: kd_mono_ms() */
         int64_t fire_at_ms;
         int64_t decided_at_ms;
         int64_t updated_at_ms;

@@ -1,6 +1,7 @@
 /* The fate store contract (kd_fate_contract.h): updates of rows that
  * exist — takeover, mark fired, note cancelled — and gc. */
 #include <string.h>
+#include <time.h>
 
 #include "fate_contract.h"
 #include "kd_util.h"
@@ -9,6 +10,70 @@ static kdelay_err_t takeover1(kd_fate_claim_t *c)
 {
         return kd_fate_takeover(kd_fc_store, c, 1, kd_fc_errstr,
                                 sizeof(kd_fc_errstr));
+}
+
+static void kd_sleep_ms(int ms)
+{
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts))
+                ;
+}
+
+/* A claim's lease, by the store's clock: while it holds, no takeover;
+ * the claimer renews it by claiming its row again (another claimer does
+ * not); once it has passed, a takeover wins and sets its own. A row
+ * claimed without a lease has none (-1) and may be taken over at once. */
+void test_lease_holds_off_takeover_until_it_passes(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fate_claim_t a = kd_fc_item("L", 5, "fw-a:1");
+        a.lease_ms = 400;
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, &a, 1, NULL,
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(a.row_owner, "fw-a:1");
+        CU_ASSERT(a.lease_left_ms > 0 && a.lease_left_ms <= 400);
+        kd_fate_claim_t b = a;
+        b.token = "fw-b:1";
+        b.lease_ms = 5000;
+        CU_ASSERT_EQUAL(takeover1(&b), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(b.row_owner, "fw-a:1"); /* the lease holds */
+        CU_ASSERT(b.lease_left_ms > 0);
+        kd_sleep_ms(250);
+        /* Another claimer's claim changes nothing; the owner's renews. */
+        kd_fate_claim_t c = kd_fc_item("L", 5, "fw-c:1");
+        c.lease_ms = 5000;
+        CU_ASSERT_EQUAL(kd_fate_claim(kd_fc_store, &c, 1, NULL, kd_fc_errstr,
+                                      sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(c.row_owner, "fw-a:1");
+        CU_ASSERT(c.lease_left_ms >= 0 && c.lease_left_ms <= 150);
+        CU_ASSERT_EQUAL(kd_fate_claim(kd_fc_store, &a, 1, NULL, kd_fc_errstr,
+                                      sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(a.row_owner, "fw-a:1");
+        CU_ASSERT(a.lease_left_ms > 250); /* renewed: 400 from now */
+        CU_ASSERT_EQUAL(takeover1(&b), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(b.row_owner, "fw-a:1");
+        /* Passed: the takeover wins, with its own lease. */
+        kd_sleep_ms(450);
+        CU_ASSERT_EQUAL(takeover1(&b), KDELAY_OK);
+        CU_ASSERT_EQUAL(b.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(b.row_owner, "fw-b:1");
+        CU_ASSERT(b.lease_left_ms > 4000);
+        /* The old owner's claim again: it lost, and renews nothing. */
+        CU_ASSERT_EQUAL(kd_fate_claim(kd_fc_store, &a, 1, NULL, kd_fc_errstr,
+                                      sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(a.row_owner, "fw-b:1");
+        CU_ASSERT(a.lease_left_ms > 4000);
+        /* No lease: -1, and taken over at once. */
+        kd_fate_claim_t n = kd_fc_claim1("N", 5, "fw-n:1");
+        CU_ASSERT_EQUAL(n.lease_left_ms, -1);
+        n.token = "fw-m:1";
+        CU_ASSERT_EQUAL(takeover1(&n), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(n.row_owner, "fw-m:1");
+        CU_ASSERT_EQUAL(n.lease_left_ms, -1);
 }
 
 /* Takeover is a compare-and-set on the owner: of two forwarders that both
