@@ -28,7 +28,6 @@ static char url[256], db[64];
  * forwarder's default): a SIGKILLed member's partitions move only after
  * it, so the lateness bound below is derived from it. */
 #define SESSION_TIMEOUT_MS 10000
-#define SESSION_TIMEOUT    "session.timeout.ms=10000"
 
 static int suite_init(void)
 {
@@ -47,12 +46,14 @@ static int suite_cleanup(void)
 /* A forwarder in exactly-once mode for prefix pfx (group <pfx>-group). */
 static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
 {
-        char grp[96];
+        char grp[96], session[64];
         snprintf(grp, sizeof(grp), "%s-group", pfx);
+        snprintf(session, sizeof(session), "session.timeout.ms=%d",
+                 SESSION_TIMEOUT_MS);
         const char *props[] = {"forwarder.delivery=exactly_once",
                                "forwarder.hold_horizon=5s",
                                "forwarder.stats_interval=5s",
-                               SESSION_TIMEOUT,
+                               session,
                                extra ? extra : "forwarder.max_held=100000",
                                NULL};
         CU_ASSERT_FATAL(
