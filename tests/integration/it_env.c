@@ -226,8 +226,17 @@ static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
                 }
                 last = kd_mono_ms();
                 if (msgsp && n == cap) {
-                        cap = cap ? cap * 2 : 1024;
-                        *msgsp = realloc(*msgsp, cap * sizeof(**msgsp));
+                        size_t ncap = cap ? cap * 2 : 1024;
+                        it_msg_t *nv = realloc(*msgsp, ncap * sizeof(*nv));
+                        if (!nv) {
+                                /* What was read so far; the caller's
+                                 * counts then fail the test. */
+                                fprintf(stderr, "consume: out of memory\n");
+                                rd_kafka_message_destroy(m);
+                                break;
+                        }
+                        *msgsp = nv;
+                        cap = ncap;
                 }
                 it_msg_t *o = msgsp ? &(*msgsp)[n++] : &msgs[n++];
                 memset(o, 0, sizeof(*o));

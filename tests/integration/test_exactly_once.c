@@ -250,10 +250,12 @@ static void test_exactly_once_through_kill_and_restart(void)
                over_bound, (long long)done_read, (long long)skipped, a.log,
                b.log);
         CU_ASSERT_EQUAL(over_bound, 0);
-        /* Before any fault a fire is late by a transaction commit at most;
-         * a generous behaviour bound, not a benchmark. */
+        /* Before any fault a fire is late by about a transaction commit: a
+         * generous behaviour bound, not a benchmark. With n=120 the p99 is
+         * the second-latest task; seen 59-124 ms, and 950 ms once on the
+         * 2-core machine loaded by other builds. */
         CU_ASSERT(nq > 0);
-        CU_ASSERT(p99_quiet < 1000);
+        CU_ASSERT(p99_quiet < 2500);
         CU_ASSERT(done_read > 0);
         CU_ASSERT(skipped > 0);
         CU_ASSERT_EQUAL(lost, 0);

@@ -1032,11 +1032,13 @@ static void check_targets(void)
         CU_ASSERT_EQUAL(bad_copy, 0);
         CU_ASSERT_EQUAL(foreign, 0);
         CU_ASSERT_EQUAL(too_late, 0);
-        /* Tasks in their right tier, among hostile records: p99 within a
-         * second (a behaviour bound, not a benchmark; seen 1 ms). Each
-         * task is also within MAX_LATE_MS (above). */
+        /* Tasks in their right tier, among hostile records: p99 within two
+         * seconds (a behaviour bound, not a benchmark: with n~230 it is
+         * the third-latest task; seen 1-12 ms, single tasks up to 1.5 s
+         * on a loaded 2-core machine). Each task is also within
+         * MAX_LATE_MS (above). */
         CU_ASSERT(nl[0] > 0);
-        CU_ASSERT(p99[0] < 1000);
+        CU_ASSERT(p99[0] < 2000);
 }
 
 static void test_hostile_input(void)
