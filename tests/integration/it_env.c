@@ -226,8 +226,17 @@ static size_t consume(const char *const *topics, it_msg_t *msgs, size_t want,
                 }
                 last = kd_mono_ms();
                 if (msgsp && n == cap) {
-                        cap = cap ? cap * 2 : 1024;
-                        *msgsp = realloc(*msgsp, cap * sizeof(**msgsp));
+                        size_t ncap = cap ? cap * 2 : 1024;
+                        it_msg_t *nv = realloc(*msgsp, ncap * sizeof(*nv));
+                        if (!nv) {
+                                /* What was read so far; the caller's
+                                 * counts then fail the test. */
+                                fprintf(stderr, "consume: out of memory\n");
+                                rd_kafka_message_destroy(m);
+                                break;
+                        }
+                        *msgsp = nv;
+                        cap = ncap;
                 }
                 it_msg_t *o = msgsp ? &(*msgsp)[n++] : &msgs[n++];
                 memset(o, 0, sizeof(*o));
@@ -255,6 +264,18 @@ size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
                   int timeout_ms)
 {
         return consume(topics, msgs, want, NULL, 0, timeout_ms);
+}
+
+size_t it_wait_records(const char *const *topics, size_t want, int timeout_ms)
+{
+        it_msg_t *msgs = calloc(want ? want : 1, sizeof(*msgs));
+        if (!msgs)
+                return 0;
+        size_t n = consume(topics, msgs, want, NULL, 0, timeout_ms);
+        for (size_t k = 0; k < n; k++)
+                it_msg_free(&msgs[k]);
+        free(msgs);
+        return n;
 }
 
 size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
@@ -435,6 +456,24 @@ int it_log_count(const char *path, const char *needle)
                         n++;
         fclose(fp);
         return n;
+}
+
+int64_t it_log_sum(const char *path, const char *needle, const char *field)
+{
+        FILE *fp = fopen(path, "r");
+        char line[8192], key[128];
+        int64_t sum = 0;
+        if (!fp)
+                return -1;
+        snprintf(key, sizeof(key), " %s=", field);
+        while (fgets(line, sizeof(line), fp)) {
+                const char *v;
+                if (!strstr(line, needle) || !(v = strstr(line, key)))
+                        continue;
+                sum += strtoll(v + strlen(key), NULL, 10);
+        }
+        fclose(fp);
+        return sum;
 }
 
 int it_wait_log(const char *path, const char *needle, int timeout_ms)

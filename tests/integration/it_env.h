@@ -69,6 +69,11 @@ void it_msg_free(it_msg_t *m);
 size_t it_consume(const char *const *topics, it_msg_t *msgs, size_t want,
                   int timeout_ms);
 
+/* Waits for an event on the targets: consumes `topics` from the start
+ * until `want` records arrived or timeout_ms passed, and returns how many
+ * arrived (the records are not kept: read them again to check them). */
+size_t it_wait_records(const char *const *topics, size_t want, int timeout_ms);
+
 /* Consumes every record of `topics` from the start into *msgsp (grown as
  * needed; caller frees each and the array) until no record arrived for
  * idle_ms, or timeout_ms passed. Returns the count. */
@@ -124,6 +129,11 @@ int it_fwd_stop(it_fwd_t *f, int sig);
 
 /* How many lines of the log file at path contain needle. */
 int it_log_count(const char *path, const char *needle);
+
+/* The sum of the integer values of ` field=` over the lines of the log at
+ * path that contain needle (0 when none), e.g. a counter of every
+ * `event=forwarder_stopped` line; -1 when the file cannot be read. */
+int64_t it_log_sum(const char *path, const char *needle, const char *field);
 
 /* Waits up to timeout_ms for a line containing needle in the log at path;
  * 0 when it appeared. A forwarder's log is the only notification of, e.g.,

@@ -24,6 +24,11 @@
 
 static char url[256], db[64];
 
+/* The group session timeout the forwarders run with (set explicitly, the
+ * forwarder's default): a SIGKILLed member's partitions move only after
+ * it, so the lateness bound below is derived from it. */
+#define SESSION_TIMEOUT_MS 10000
+
 static int suite_init(void)
 {
         if (it_env_init())
@@ -41,12 +46,16 @@ static int suite_cleanup(void)
 /* A forwarder in exactly-once mode for prefix pfx (group <pfx>-group). */
 static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
 {
-        char grp[96];
+        char grp[96], session[64];
         snprintf(grp, sizeof(grp), "%s-group", pfx);
-        const char *props[] = {
-            "forwarder.delivery=exactly_once", "forwarder.hold_horizon=5s",
-            "forwarder.stats_interval=5s",
-            extra ? extra : "forwarder.max_held=100000", NULL};
+        snprintf(session, sizeof(session), "session.timeout.ms=%d",
+                 SESSION_TIMEOUT_MS);
+        const char *props[] = {"forwarder.delivery=exactly_once",
+                               "forwarder.hold_horizon=5s",
+                               "forwarder.stats_interval=5s",
+                               session,
+                               extra ? extra : "forwarder.max_held=100000",
+                               NULL};
         CU_ASSERT_FATAL(
             it_fwd_start(f, KDELAY_FORWARDER, pfx, grp, url, props) == 0);
 }
@@ -73,17 +82,22 @@ static int cmp_i64(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-static void print_lateness(const char *what, int64_t *v, size_t n)
+/* Sorts v, prints its quantiles and returns its p99 (0 when empty). */
+static int64_t print_lateness(const char *what, int64_t *v, size_t n)
 {
         if (!n)
-                return;
+                return 0;
         qsort(v, n, sizeof(*v), cmp_i64);
         printf("\n  %s n=%zu p50=%lld p99=%lld max=%lld ms", what, n,
                (long long)v[n / 2], (long long)v[(n * 99) / 100],
                (long long)v[n - 1]);
+        return v[(n * 99) / 100];
 }
 
 enum { N_TASKS = 600 };
+
+/* Lateness beyond the time a fault stalls delivery (see its use). */
+#define LATE_SLACK_MS 5000
 
 typedef struct task {
         char id[KDELAY_ID_MAX + 1];
@@ -134,20 +148,38 @@ static void test_exactly_once_through_kill_and_restart(void)
         it_fwd_t a = {"eosA", -1, ""}, b = {"eosB", -1, ""};
         fwd_start(&a, pfx, NULL);
         fwd_start(&b, pfx, NULL);
+        CU_ASSERT_EQUAL(it_wait_log(a.log, "event=partitions_assigned", 30000),
+                        0);
+        CU_ASSERT_EQUAL(it_wait_log(b.log, "event=partitions_assigned", 30000),
+                        0);
+        /* The faults are placed on the tasks' timeline (no event to wait
+         * for): at +8 s tasks are held and others hop above them, so the
+         * killed one leaves committed done sets above its commit points. */
         it_sleep_until(start + 8000);
         CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGKILL), 128 + SIGKILL);
+        int64_t killed_at = kd_now_ms();
         fwd_start(&a, pfx, NULL); /* same transactional.id: fences the dead */
         it_sleep_until(start + 13000);
         CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGTERM), 0);
         fwd_start(&b, pfx, NULL);
-        it_sleep_until(start + 22000);
 
+        /* Every task that was not cancelled on the target (the event), then
+         * everything read again to check it: a read that ends after 3 s
+         * without a record, the time a duplicate has to show up. */
+        int expected = 0;
+        for (int i = 0; i < N_TASKS; i++)
+                expected += !tasks[i].cancelled;
         const char *tl[] = {target, NULL};
+        CU_ASSERT_EQUAL(it_wait_records(tl, (size_t)expected, 90000),
+                        (size_t)expected);
         it_msg_t *msgs = NULL;
-        size_t got = it_consume_all(tl, &msgs, 6000, 90000);
+        size_t got = it_consume_all(tl, &msgs, 3000, 60000);
         int64_t *late = calloc(got + 1, sizeof(*late));
-        size_t nl = 0;
-        int early = 0, unknown = 0;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(late);
+        int64_t *late_quiet = calloc(got + 1, sizeof(*late_quiet));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(late_quiet);
+        size_t nl = 0, nq = 0;
+        int early = 0, unknown = 0, over_bound = 0;
         for (size_t k = 0; k < got; k++) {
                 char *id = it_header(&msgs[k], KDELAY_HDR_ID);
                 task_t *t = task_by_id(id);
@@ -157,6 +189,27 @@ static void test_exactly_once_through_kill_and_restart(void)
                         t->copies++;
                         early += msgs[k].ts < t->fire_at;
                         late[nl++] = msgs[k].ts - t->fire_at;
+                        /* Due well before the kill: no fault near it. */
+                        if (t->fire_at < killed_at - 1000)
+                                late_quiet[nq++] = msgs[k].ts - t->fire_at;
+                        /* The SIGKILL leaves the killed one's partitions
+                         * idle until the group's session times out (the
+                         * SIGTERM's rebalance waits for it too): a task
+                         * due before then may come when it ends; plus
+                         * LATE_SLACK_MS for the rebalance, the fencing of
+                         * the dead transaction and a commit. A behaviour
+                         * bound (seen: max 9.3 s), not a benchmark. */
+                        int64_t resumed = killed_at + SESSION_TIMEOUT_MS;
+                        int64_t bound =
+                            (resumed > t->fire_at ? resumed - t->fire_at : 0) +
+                            LATE_SLACK_MS;
+                        if (msgs[k].ts - t->fire_at > bound) {
+                                over_bound++;
+                                printf("\n  %s late %lld ms, bound %lld ms",
+                                       t->id,
+                                       (long long)(msgs[k].ts - t->fire_at),
+                                       (long long)bound);
+                        }
                 }
                 free(id);
                 it_msg_free(&msgs[k]);
@@ -176,21 +229,42 @@ static void test_exactly_once_through_kill_and_restart(void)
                "cancelled_then_delivered=%d duplicates=%d unknown=%d",
                got, lost, early, cancel_delivered, dups, unknown);
         print_lateness("lateness (record timestamp)", late, nl);
+        int64_t p99_quiet =
+            print_lateness("lateness due before the kill", late_quiet, nq);
+        /* The done sets: the killed one committed records handled above a
+         * held one; its successor read them with the offsets and skipped
+         * them (each process's counter is in its forwarder_stopped line;
+         * the killed one wrote none). */
+        int64_t done_read =
+            it_log_sum(a.log, "event=partitions_assigned",
+                       "done_above_commit") +
+            it_log_sum(b.log, "event=partitions_assigned", "done_above_commit");
+        int64_t skipped =
+            it_log_sum(a.log, "event=forwarder_stopped", "skipped_done") +
+            it_log_sum(b.log, "event=forwarder_stopped", "skipped_done");
         printf("\n  (the SIGKILL leaves its partitions idle until the group's "
-               "session times out: that is the tail)\n  records skipped as "
-               "done by an earlier owner's transaction: %d log lines with "
-               "skipped_done>0; logs %s %s",
-               it_log_count(a.log, "skipped_done=") -
-                   it_log_count(a.log, "skipped_done=0 ") +
-                   it_log_count(b.log, "skipped_done=") -
-                   it_log_count(b.log, "skipped_done=0 "),
-               a.log, b.log);
+               "session times out: that is the tail; over the bound: %d)"
+               "\n  done sets: %lld records above the commit points read at "
+               "assignment, %lld skipped as done by an earlier owner's "
+               "transaction; logs %s %s",
+               over_bound, (long long)done_read, (long long)skipped, a.log,
+               b.log);
+        CU_ASSERT_EQUAL(over_bound, 0);
+        /* Before any fault a fire is late by about a transaction commit: a
+         * generous behaviour bound, not a benchmark. With n=120 the p99 is
+         * the second-latest task; seen 59-124 ms, and 950 ms once on the
+         * 2-core machine loaded by other builds. */
+        CU_ASSERT(nq > 0);
+        CU_ASSERT(p99_quiet < 2500);
+        CU_ASSERT(done_read > 0);
+        CU_ASSERT(skipped > 0);
         CU_ASSERT_EQUAL(lost, 0);
         CU_ASSERT_EQUAL(early, 0);
         CU_ASSERT_EQUAL(cancel_delivered, 0);
         CU_ASSERT_EQUAL(dups, 0);
         CU_ASSERT_EQUAL(unknown, 0);
         free(late);
+        free(late_quiet);
         kdelay_client_destroy(c);
 }
 

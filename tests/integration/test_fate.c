@@ -1,7 +1,9 @@
 /* Integration: the fate protocol against a real MariaDB: cancel and
  * status through the client, schema checks, and the fate store contract
  * (tests/common/kd_fate_contract.h) that the in-memory store passes too:
- * claims, takeover, mark-fired, note-cancelled, gc. */
+ * claims, takeover, mark-fired, note-cancelled, gc; and the takeover and
+ * claim races on two connections at once. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +233,185 @@ static void test_unreachable_mysql_is_retriable_error(void)
         kdelay_client_destroy(c);
 }
 
+/* --- the compare-and-set race on two connections -------------------------
+ *
+ * Two forwarders that both saw a claim's owner die take it over at the same
+ * moment, each on its own connection: the contract's takeover case runs them
+ * one after the other on one connection, which cannot show that the
+ * UPDATE's compare-and-set holds under real concurrency. Here two threads,
+ * each with a store of its own, race for the same rows round after round
+ * (per row, then the whole round in one statement), and for fresh ids with
+ * claims (INSERT IGNORE); exactly one wins each row, and the row says so. */
+
+enum { RACE_ROUNDS = 60, RACE_ROWS = 16 };
+
+typedef struct racer {
+        kd_fate_store_t *store; /* owned: its own connection */
+        kdelay_conf_t *conf;    /* owned */
+        char token[32];         /* this round's owner */
+        kd_fate_claim_t items[RACE_ROWS];
+        int failed; /* a call that did not return KDELAY_OK */
+        char errstr[256];
+} racer_t;
+
+static racer_t racers[2];
+static pthread_barrier_t race_start, race_done;
+static char race_ids[RACE_ROWS][64];
+static int race_round, race_batch, race_claim;
+
+static void *race_thread(void *arg)
+{
+        racer_t *r = arg;
+        for (int round = 0; round < RACE_ROUNDS; round++) {
+                pthread_barrier_wait(&race_start);
+                kdelay_err_t err = KDELAY_OK;
+                if (race_claim) {
+                        err = kd_fate_claim(r->store, r->items, RACE_ROWS,
+                                            r->token, r->errstr,
+                                            sizeof(r->errstr));
+                } else if (race_batch) {
+                        err = kd_fate_takeover(r->store, r->items, RACE_ROWS,
+                                               r->errstr, sizeof(r->errstr));
+                } else {
+                        for (int i = 0; i < RACE_ROWS && !err; i++)
+                                err = kd_fate_takeover(r->store, &r->items[i],
+                                                       1, r->errstr,
+                                                       sizeof(r->errstr));
+                }
+                r->failed += err != KDELAY_OK;
+                pthread_barrier_wait(&race_done);
+        }
+        return NULL;
+}
+
+static void race_prepare(int round)
+{
+        char dead[32];
+        race_round = round;
+        race_claim = round % 3 == 2; /* fresh ids, claimed by both */
+        race_batch = round % 3 == 1; /* one statement for all rows */
+        snprintf(dead, sizeof(dead), "dead-fw:%d", round);
+        for (int i = 0; i < RACE_ROWS; i++) {
+                char id[48];
+                it_unique(id, sizeof(id), "race-");
+                snprintf(race_ids[i], sizeof(race_ids[i]), "%s-%d", id, i);
+                if (!race_claim) {
+                        /* FIRING under an owner both contenders saw die. */
+                        kd_fate_claim_t c = {race_ids[i], strlen(race_ids[i]),
+                                             1000 + i,    KDELAY_FATE_UNDECIDED,
+                                             dead,        ""};
+                        char errstr[256];
+                        /* Not fatal: the racers wait at the barrier. */
+                        CU_ASSERT_EQUAL(kd_fate_claim(store, &c, 1, NULL,
+                                                      errstr, sizeof(errstr)),
+                                        KDELAY_OK);
+                        CU_ASSERT_STRING_EQUAL(c.row_owner, dead);
+                }
+        }
+        for (int k = 0; k < 2; k++) {
+                racer_t *r = &racers[k];
+                snprintf(r->token, sizeof(r->token), "fw-%c:%d", 'x' + k,
+                         round);
+                for (int i = 0; i < RACE_ROWS; i++) {
+                        kd_fate_claim_t c = {race_ids[i], strlen(race_ids[i]),
+                                             1000 + i,    KDELAY_FATE_UNDECIDED,
+                                             r->token,    ""};
+                        if (!race_claim)
+                                kd_strlcpy(c.row_owner, dead,
+                                           sizeof(c.row_owner));
+                        r->items[i] = c;
+                }
+        }
+}
+
+/* After a round: every row won by exactly one racer, which the row names;
+ * returns how many rows the first racer won. */
+static int race_check(void)
+{
+        int x_wins = 0;
+        for (int i = 0; i < RACE_ROWS; i++) {
+                int won[2], winner = -1;
+                for (int k = 0; k < 2; k++) {
+                        const kd_fate_claim_t *c = &racers[k].items[i];
+                        CU_ASSERT_EQUAL(c->fate, KDELAY_FATE_FIRING);
+                        won[k] = !strcmp(c->row_owner, racers[k].token);
+                        if (won[k])
+                                winner = k;
+                }
+                if (won[0] + won[1] != 1)
+                        printf("\n  round %d row %d: %d winners (%s, %s)",
+                               race_round, i, won[0] + won[1],
+                               racers[0].items[i].row_owner,
+                               racers[1].items[i].row_owner);
+                CU_ASSERT_EQUAL(won[0] + won[1], 1);
+                /* Both read back the same owner: the winner's. */
+                CU_ASSERT_STRING_EQUAL(racers[0].items[i].row_owner,
+                                       racers[1].items[i].row_owner);
+                char errstr[256];
+                kdelay_status_t st;
+                memset(&st, 0, sizeof(st));
+                /* Not fatal: the racers wait at the barrier. */
+                CU_ASSERT_EQUAL(kd_fate_status(store, race_ids[i],
+                                               strlen(race_ids[i]), &st, errstr,
+                                               sizeof(errstr)),
+                                KDELAY_OK);
+                CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_FIRING);
+                if (winner >= 0)
+                        CU_ASSERT_STRING_EQUAL(st.owner, racers[winner].token);
+                x_wins += won[0];
+        }
+        return x_wins;
+}
+
+static void test_takeover_race_on_two_connections(void)
+{
+        pthread_t th[2];
+        char errstr[256];
+        int started = 0, x_wins = 0;
+        memset(racers, 0, sizeof(racers));
+        for (int k = 0; k < 2; k++) {
+                racer_t *r = &racers[k];
+                r->conf = it_conf_new(NULL, url);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->conf);
+                CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&r->store, r->conf),
+                                      KDELAY_OK);
+                /* Connected here, so no thread initialises the client
+                 * library. */
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_fate_store_connect(r->store, errstr, sizeof(errstr)),
+                    KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&race_start, NULL, 3), 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&race_done, NULL, 3), 0);
+        for (int k = 0; k < 2; k++)
+                if (pthread_create(&th[k], NULL, race_thread, &racers[k]) == 0)
+                        started++;
+        CU_ASSERT_EQUAL_FATAL(started, 2);
+        for (int round = 0; round < RACE_ROUNDS; round++) {
+                race_prepare(round);
+                pthread_barrier_wait(&race_start);
+                pthread_barrier_wait(&race_done);
+                x_wins += race_check();
+        }
+        for (int k = 0; k < 2; k++)
+                pthread_join(th[k], NULL);
+        pthread_barrier_destroy(&race_start);
+        pthread_barrier_destroy(&race_done);
+        printf("\n  takeover/claim race: %d rounds x %d rows, first racer won "
+               "%d, second %d, failed calls %d+%d",
+               RACE_ROUNDS, RACE_ROWS, x_wins, RACE_ROUNDS * RACE_ROWS - x_wins,
+               racers[0].failed, racers[1].failed);
+        CU_ASSERT_EQUAL(racers[0].failed, 0);
+        CU_ASSERT_EQUAL(racers[1].failed, 0);
+        /* It was a race: each side won some rows (in practice about half;
+         * one side winning all 960 would mean the threads never met). */
+        CU_ASSERT(x_wins > 0 && x_wins < RACE_ROUNDS * RACE_ROWS);
+        for (int k = 0; k < 2; k++) {
+                kd_fate_store_destroy(racers[k].store);
+                kdelay_conf_destroy(racers[k].conf);
+        }
+}
+
 /* The contract's side: a database of its own, emptied for every case. */
 static char cdb[64], curl[256];
 static kdelay_conf_t *cconf; /* owned */
@@ -300,6 +481,7 @@ int main(void)
             KD_TEST(test_migrate_is_idempotent),
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),
+            KD_TEST(test_takeover_race_on_two_connections),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {
             {"fate", cases, suite_init, suite_cleanup, NULL, NULL},

@@ -155,6 +155,80 @@ static void test_help_on_every_verb(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "schedule"));
 }
 
+/* Runs sql on the test's database; for a statement that returns one
+ * number (a count), *value gets it. 0 on success. */
+static int db_sql(const char *sql, long long *value)
+{
+        char use[96];
+        int rc = -1;
+        MYSQL *conn = it_mysql_connect();
+        if (!conn)
+                return -1;
+        snprintf(use, sizeof(use), "USE `%s`", db);
+        if (mysql_query(conn, use) || mysql_query(conn, sql))
+                goto out;
+        if (value) {
+                MYSQL_RES *res = mysql_store_result(conn);
+                MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+                if (row && row[0]) {
+                        *value = atoll(row[0]);
+                        rc = 0;
+                }
+                if (res)
+                        mysql_free_result(res);
+                goto out;
+        }
+        rc = 0;
+out:
+        if (rc)
+                fprintf(stderr, "\n%s: %s\n", sql, mysql_error(conn));
+        mysql_close(conn);
+        return rc;
+}
+
+/* db gc deletes exactly the expired rows, in the batches it says. */
+static void gc_deletes_exact_counts(void)
+{
+        long long now = (long long)kd_now_ms(), day = 86400000LL, left = -1;
+        char sql[1024];
+        /* Expired: due 40 and 31 days ago (FIRED, FIRING), a cancel whose
+         * due time 35 days ago a forwarder noted. Kept: due 29 days ago,
+         * a cancel due in 90 days, a cancel never seen (no due time). */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO kdelay_fate (task_id, state, fire_at_ms, "
+                 "decided_at_ms, updated_at_ms) VALUES "
+                 "('gc-1', 'FIRED', %lld, %lld, %lld), "
+                 "('gc-2', 'FIRING', %lld, %lld, %lld), "
+                 "('gc-3', 'CANCELLED', %lld, %lld, %lld), "
+                 "('keep-1', 'FIRED', %lld, %lld, %lld), "
+                 "('keep-2', 'CANCELLED', %lld, %lld, %lld), "
+                 "('keep-3', 'CANCELLED', NULL, %lld, %lld)",
+                 now - 40 * day, now - 40 * day, now - 40 * day, now - 31 * day,
+                 now - 31 * day, now - 31 * day, now - 35 * day, now - 60 * day,
+                 now - 60 * day, now - 29 * day, now - 29 * day, now - 29 * day,
+                 now + 90 * day, now - 60 * day, now - 60 * day, now - day,
+                 now - day);
+        CU_ASSERT_EQUAL_FATAL(db_sql(sql, NULL), 0);
+        /* Batches of 2: 2, then 1 (below the batch: done). */
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 3 rows in 2 batches"));
+        CU_ASSERT_EQUAL(
+            db_sql("SELECT COUNT(*) FROM kdelay_fate WHERE task_id LIKE "
+                   "'keep-%'",
+                   &left),
+            0);
+        CU_ASSERT_EQUAL(left, 3);
+        CU_ASSERT_EQUAL(db_sql("SELECT COUNT(*) FROM kdelay_fate", &left), 0);
+        CU_ASSERT_EQUAL(left, 3);
+        /* Again: nothing left to delete. */
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 0 rows in 1 batches"));
+        CU_ASSERT_EQUAL(db_sql("DELETE FROM kdelay_fate WHERE task_id LIKE "
+                               "'keep-%'",
+                               NULL),
+                        0);
+}
+
 static void test_db_migrate_then_version(void)
 {
         CU_ASSERT_EQUAL(ctl("db", "version"), 0);
@@ -176,6 +250,7 @@ static void test_db_migrate_then_version(void)
         /* gc on this young table deletes nothing, in one batch. */
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "10"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 0 rows in 1 batches"));
+        gc_deletes_exact_counts();
         CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "soon"), 2);
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "0"), 2);
 }

@@ -169,6 +169,14 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                    c.fate_cancel_delivered ||
                    (in->fate_rows >= 0 && c.fired_no_row) ||
                    (o->exactly_once && c.dups);
+        /* What the run itself must have done for the figures to count:
+         * read every copy (else a late duplicate or delivery is missing),
+         * injected every fault it planned, and seen no forwarder die on
+         * its own or exit non-zero on SIGTERM (docs/forwarder.md: exit
+         * 0). */
+        int invalid = !in->caught_up || atomic_load(&f->failed) || f->crashes ||
+                      f->unclean_terms || in->stop_unclean;
+        fail = fail || invalid;
 
         fprintf(out,
                 "\nkdelay-torture: mode=%s profile=%s seed=%llu tasks=%zu "
