@@ -9,6 +9,7 @@
 #include "kd_held.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_probe.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -221,11 +222,22 @@ static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
                kd_mono_ms() + f->conf->fwd_claim_lease_ms / 2 < t->lease_mono;
 }
 
+/* How often a fire waiting for the first clock sample looks again. */
+#define KD_CLOCK_WAIT_MS 20
+
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
         if (!lease_holds(f, t)) {
                 kd_timer_disarm(&f->timers, &t->timer);
                 f->hooks.reclaim(f, t); /* renews it, or finds it lost */
+                return;
+        }
+        if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */
+                t->retry_as = KD_TASK_FIRING;
+                t->state = KD_TASK_RETRY;
+                if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
+                                 kd_mono_ms() + KD_CLOCK_WAIT_MS, retry_cb, f))
+                        kd_fwd_oom(f, "clock_wait_timer");
                 return;
         }
         /* The fired record: key, value, user headers, kdelay-id and
@@ -276,38 +288,6 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         produce(f, t, topic, h, KD_TASK_DEAD);
 }
 
-/* A hop or dead letter delivered at broker time ts (LogAppendTime):
- * another sample of the clock skew, which moves the wall timers onto the
- * broker's time; crossing max_clock_skew either way is logged. */
-static void clock_sample(kd_fwd_t *f, const kd_task_t *t, int64_t ts)
-{
-        if (kd_skew_observe(&f->skew, t->sent_ms, kd_now_ms(), ts,
-                            kd_mono_ms()))
-                return;
-        int64_t ahead = kd_skew_ahead_ms(&f->skew);
-        int over =
-            (ahead < 0 ? -ahead : ahead) > f->conf->fwd_max_clock_skew_ms;
-        f->timers.wall_ahead_ms = ahead;
-        kd_metric_set(&f->metrics, KD_M_CLOCK_AHEAD, ahead);
-        if (over == f->skewed)
-                return;
-        f->skewed = over;
-        if (over) {
-                kd_metric_inc(&f->metrics, KD_M_CLOCK_SKEWED);
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=clock_skew ahead_ms=%lld max_ms=%lld "
-                       "action=%s",
-                       (long long)ahead,
-                       (long long)f->conf->fwd_max_clock_skew_ms,
-                       ahead > 0 ? "fire_late" : "fire_by_broker_time");
-        } else {
-                kd_log(f->conf, KDELAY_LOG_NOTICE,
-                       "event=clock_skew_ok ahead_ms=%lld max_ms=%lld",
-                       (long long)ahead,
-                       (long long)f->conf->fwd_max_clock_skew_ms);
-        }
-}
-
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_HOPPING) {
@@ -329,6 +309,10 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         (void)opaque;
         kd_task_t *t = m->_private;
         kd_fwd_t *f = rd_kafka_opaque(rk);
+        if (kd_probe_is(f, t)) {
+                kd_probe_reported(f, m);
+                return;
+        }
         f->kafka.inflight--;
         f->kafka.last_report_mono = kd_mono_ms();
         if (!m->err) {
@@ -336,7 +320,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 int64_t ts = rd_kafka_message_timestamp(m, &tt);
                 if (tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME &&
                     t->state != KD_TASK_FIRING)
-                        clock_sample(f, t, ts);
+                        kd_probe_sample(f, t->sent_ms, ts);
                 delivered(f, t);
                 return;
         }

@@ -143,7 +143,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_timer_init(&f->pace.timer, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);
-        kd_skew_init(&f->skew);
+        kd_skew_init(&f->clock.skew);
+        kd_timer_init(&f->clock.probe, NULL, f);
         kd_claim_init(f);
         f->mode = kd_mode_select(conf);
         const char *const *defaults, *const *forced;

@@ -12,6 +12,7 @@
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_pace.h"
+#include "kd_probe.h"
 #include "kd_sched.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -230,13 +231,17 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 kd_fwd_oom(f, "task");
                 return;
         }
-        kd_metric_inc(&f->metrics, KD_M_READ);
-        append_time_check(f, p, m, t);
         t->part = p;
         t->next = p->tasks;
         if (p->tasks)
                 p->tasks->prev = t;
         p->tasks = t;
+        if (kd_probe_record(m)) { /* a forwarder's clock probe: skip */
+                f->mode->done(f, t);
+                return;
+        }
+        kd_metric_inc(&f->metrics, KD_M_READ);
+        append_time_check(f, p, m, t);
         decode(f, p, t, kd_fwd_now(f));
         t->state = KD_TASK_QUEUED;
         kd_taskq_push(&p->backlog, t);

@@ -100,6 +100,21 @@ typedef struct kd_fwd_settle {
         size_t inflight; /* mark requests out */
 } kd_fwd_settle_t;
 
+/* This clock against the broker's, and the probes that measure it
+ * (probe.c). */
+typedef struct kd_fwd_clock {
+        kd_skew_t skew;
+        int skewed;               /* logged as beyond max_clock_skew */
+        int known;                /* a sample came, or none can: fires go */
+        int64_t started_mono;     /* the loop's start */
+        int64_t last_sample_mono; /* 0 = none yet */
+        kd_timer_t probe;         /* monotonic: the next probe */
+        int out;                  /* a probe awaits its report */
+        int unusable;             /* its broker time says nothing: stop */
+        int64_t sent_ms;          /* its local send time */
+        char marker;              /* its opaque: &marker */
+} kd_fwd_clock_t;
+
 /* Assigned partitions (intake.c). */
 typedef struct kd_fwd_intake {
         kd_part_t *parts;
@@ -131,8 +146,7 @@ struct kd_fwd {
         kd_fwd_held_t held;
         kd_fwd_claim_t claim;
         kd_fwd_pace_t pace;
-        kd_skew_t skew; /* this clock against the broker's (fire.c) */
-        int skewed;     /* logged as beyond forwarder.max_clock_skew */
+        kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;
         const kd_mode_ops_t *mode; /* the delivery mode */
         void *mode_state;          /* owned by the mode */

@@ -81,6 +81,8 @@ typedef enum kd_metric_type {
           "Fate-store request round trip, from the loop and back")             \
         X(CLOCK_AHEAD, "clock_ahead_ms", GAUGE, "ms",                          \
           "How far this clock runs ahead of the broker's (fires wait it out)") \
+        X(PROBES, "probes", COUNTER, "",                                       \
+          "Clock probes written to the smallest tier")                         \
         X(CLOCK_SKEWED, "clock_skewed", COUNTER, "",                           \
           "Times the clock was found beyond forwarder.max_clock_skew")         \
         X(LATE_MAX, "late_max_ms", GAUGE, "ms", "Latest fire so far")          \

@@ -12,6 +12,7 @@
 #include "kd_intake.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_probe.h"
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -164,6 +165,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
                        f->mode->name, kd_log_quote(why, q, sizeof(q)));
                 return KDELAY_ERR_KAFKA;
         }
+        kd_probe_start(f);
         if (f->conf->fwd_stats_interval_ms > 0 &&
             kd_timer_arm(&f->timers, &f->stats_timer, KD_CLOCK_MONO,
                          kd_mono_ms() + f->conf->fwd_stats_interval_ms,

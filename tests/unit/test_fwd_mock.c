@@ -380,6 +380,8 @@ static void c_hop(fm_env_t *e)
                 CU_ASSERT(cnt >= 0);
                 for (int j = 0; j < cnt; j++) {
                         const fm_msg_t *m = &msgs[j];
+                        if (fm_header_cnt(m, "kdelay-probe"))
+                                continue; /* a forwarder's clock probe */
                         const char *id = hs(m, "kdelay-id", buf, sizeof(buf));
                         int i = 0;
                         while (i < N && strcmp(id, t[i].id))
