@@ -192,8 +192,18 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 wait_lease(f, t, c->lease_left_ms);
                 return KD_SETTLED;
         }
-        if (c->lease_left_ms == 0 && !after_takeover)
+        /* A lease that passed: the claimer is dead or stalled — or it
+         * delivered the task and its FIRED mark is late (after a MySQL
+         * outage every lease has passed and marks wait for the store's
+         * backoff), as leases are not renewed past delivery. At least
+         * once, give the mark the foreign-claim wait first. */
+        if (c->lease_left_ms == 0 && !after_takeover &&
+            (f->mode->takeover_at_once || t->waited_foreign))
                 return KD_NEEDS_TAKEOVER;
+        if (c->lease_left_ms == 0 && !after_takeover) {
+                wait_foreign(f, t);
+                return KD_SETTLED;
+        }
         /* A claim without a lease (from before schema 3, or with
          * forwarder.claim_lease=0): its claimer is alive and about to mark
          * it FIRED, or died: look again a little later, then take it over.

@@ -27,7 +27,8 @@ void kd_probe_reported(kd_fwd_t *f, const rd_kafka_message_t *m);
  * time broker_ms (LogAppendTime): a clock sample. -1 when not believed
  * (kd_skew_observe). */
 int kd_probe_sample(kd_fwd_t *f, int64_t sent_ms, int64_t broker_ms);
-/* 1 when consumed record m is a probe (to be skipped). */
+/* 1 when consumed record m is a probe (to be skipped): kdelay-probe and
+ * no kdelay-id. */
 int kd_probe_record(const rd_kafka_message_t *m);
 
 #endif

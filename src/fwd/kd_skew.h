@@ -6,9 +6,10 @@
  * ahead by at least sent - broker and at most recv - broker. Over the
  * last one or two windows of samples (a clock corrected is followed
  * within two windows; without samples the estimate stays) the estimate is
- * the largest lower bound when it is above 0, else the smallest upper
- * bound when it is below 0, else 0: the correction never makes a fire
- * early by the broker's clock. */
+ * the smallest upper bound when the clock is ahead (the largest lower
+ * bound above 0) or behind (the smallest upper bound below 0), else 0: the
+ * true offset never exceeds it, so the correction never makes a fire early
+ * by the broker's clock, only late by a report's trip. */
 #ifndef KD_SKEW_H
 #define KD_SKEW_H
 

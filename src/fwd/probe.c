@@ -143,6 +143,8 @@ int kd_probe_record(const rd_kafka_message_t *m)
         rd_kafka_headers_t *h = NULL;
         const void *v;
         size_t size;
+        /* A task carrying the header by mistake is still a task. */
         return !rd_kafka_message_headers(m, &h) && h &&
-               !rd_kafka_header_get_last(h, KD_PROBE_HDR, &v, &size);
+               !rd_kafka_header_get_last(h, KD_PROBE_HDR, &v, &size) &&
+               rd_kafka_header_get_last(h, KDELAY_HDR_ID, &v, &size);
 }

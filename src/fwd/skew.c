@@ -59,10 +59,13 @@ int64_t kd_skew_ahead_ms(const kd_skew_t *s)
 {
         int64_t lo = s->cur.lo > s->prev.lo ? s->cur.lo : s->prev.lo;
         int64_t hi = s->cur.hi < s->prev.hi ? s->cur.hi : s->prev.hi;
+        /* Ahead (lo > 0) or behind (hi < 0) for sure: the smallest upper
+         * bound, which the true offset never exceeds, so no fire is early
+         * (late by a report's trip); when the bounds disagree (a step in
+         * the window) the larger of the two. Neither: 0. */
         if (lo > 0)
-                return lo; /* ahead by at least lo: also when the bounds
-                              disagree (a step in the window), never early */
+                return hi > lo ? hi : lo;
         if (hi < 0)
-                return hi; /* behind by at least -hi */
+                return hi;
         return 0;
 }

@@ -14,7 +14,7 @@ static const char *const tt_fault_names[TT_F_KINDS] = {
     "mysql_stop",   "mysql_start",   "kafka_stop",
     "kafka_start",  "forwarder_add", "forwarder_remove",
     "outage_begin", "outage_end",    "mysql_pause",
-    "mysql_resume"};
+    "mysql_resume", "clock_off",     "clock_on"};
 
 const char *tt_fault_name(tt_fault_kind_t kind)
 {
@@ -103,6 +103,26 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
                 int k = add(fs, &cap, at, TT_F_MYSQL_PAUSE, -1, -1);
                 rc = k < 0 || add(fs, &cap, at + mysql_pause, TT_F_MYSQL_RESUME,
                                   -1, k) < 0;
+        }
+        if (!rc) {
+                /* A forwarder host's clock an hour off (full: ahead, then
+                 * behind on another slot), 15 s each. */
+                int64_t at = w * 40 / 100 + tt_rng_range(&r, 0, w / 50);
+                int slot = (int)tt_rng_range(&r, 0, base - 1);
+                int k = add(fs, &cap, at, TT_F_CLOCK_OFF, slot, -1);
+                if (k >= 0)
+                        fs->v[k].arg = 3600000;
+                rc = k < 0 ||
+                     add(fs, &cap, at + 15 * SEC, TT_F_CLOCK_ON, slot, k) < 0;
+                if (!rc && o->full) {
+                        at = w * 45 / 100;
+                        slot = (slot + 1) % base;
+                        k = add(fs, &cap, at, TT_F_CLOCK_OFF, slot, -1);
+                        if (k >= 0)
+                                fs->v[k].arg = -3600000;
+                        rc = k < 0 || add(fs, &cap, at + 15 * SEC,
+                                          TT_F_CLOCK_ON, slot, k) < 0;
+                }
         }
         for (int i = 0; i < n_kafka && !rc; i++) {
                 int64_t at = w * (20 + 40 * i / n_kafka) / 100 +
@@ -233,6 +253,25 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 f->rc = stack(fs, "mysql-start");
                 fs->mysql_down = f->rc != 0;
                 break;
+        case TT_F_CLOCK_OFF:
+        case TT_F_CLOCK_ON:
+                /* A clock step as a restart on a host whose clock is off
+                 * (the forwarder reads its offset at start). */
+                fl->slots[f->slot].clock_offset_ms =
+                    f->kind == TT_F_CLOCK_OFF ? f->arg : 0;
+                if (*in_outage)
+                        break;
+                f->done_slot = f->slot;
+                if (tt_fleet_running(fl, f->slot)) {
+                        int rc = tt_fleet_stop(fl, f->slot, SIGTERM);
+                        if (!tt_fleet_clean_term(fl, f->slot, rc))
+                                c->unclean_terms++;
+                } else {
+                        tt_fleet_wait(fl, f->slot, 30000);
+                }
+                f->rc = start_slot(fs, f->slot);
+                c->clock += f->kind == TT_F_CLOCK_OFF;
+                break;
         case TT_F_MYSQL_PAUSE:
                 f->rc = stack(fs, "mysql-pause");
                 fs->mysql_paused = f->rc == 0;
@@ -290,7 +329,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
 static int needs_slot(tt_fault_kind_t k)
 {
         return k == TT_F_KILL9 || k == TT_F_TERM || k == TT_F_RESTART ||
-               k == TT_F_REMOVE;
+               k == TT_F_REMOVE || k == TT_F_CLOCK_OFF || k == TT_F_CLOCK_ON;
 }
 
 /* A forwarder that died on its own is counted and started again. */

@@ -24,16 +24,19 @@ typedef enum tt_fault_kind {
         TT_F_OUTAGE_END,   /* restart them all: catch-up */
         TT_F_MYSQL_PAUSE,  /* SIGSTOP MySQL: every statement hangs */
         TT_F_MYSQL_RESUME, /* SIGCONT */
+        TT_F_CLOCK_OFF,    /* restart a slot with its wall clock arg ms off */
+        TT_F_CLOCK_ON,     /* restart it with the true clock */
         TT_F_KINDS
 } tt_fault_kind_t;
 
 typedef struct tt_fault {
         int64_t at_rel; /* planned, ms after T0 */
         tt_fault_kind_t kind;
-        int slot; /* KILL9/TERM/RESTART: planned slot */
-        int id;   /* creation order, for ref */
-        int ref;  /* an ending fault: index of its beginning; the gap
-                     between them is kept when the beginning ran late */
+        int slot;    /* KILL9/TERM/RESTART: planned slot */
+        int id;      /* creation order, for ref */
+        int ref;     /* an ending fault: index of its beginning; the gap
+                        between them is kept when the beginning ran late */
+        int64_t arg; /* CLOCK_OFF: the offset (ms) */
         /* filled when executed */
         int done_slot; /* the slot acted on, -1 = skipped */
         int64_t began_rel, ended_rel;
@@ -42,8 +45,8 @@ typedef struct tt_fault {
 
 /* Figures of the injector, read by main after tt_faults_join(). */
 typedef struct tt_fault_counts {
-        int kill9, sigterm, mysql, mysql_pause, kafka, added, removed, outage,
-            skipped;
+        int kill9, sigterm, mysql, mysql_pause, clock, kafka, added, removed,
+            outage, skipped;
         atomic_int failed; /* stack.sh or restart failures */
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */

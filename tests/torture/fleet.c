@@ -37,6 +37,13 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
         snprintf(pfx, sizeof(pfx), "topic_prefix=%s", f->names->prefix);
         snprintf(grp, sizeof(grp), "forwarder.group_id=%s", f->names->group);
         snprintf(inst, sizeof(inst), "forwarder.instance=torture-%d", slot);
+        char off[64];
+        if (s->clock_offset_ms) { /* the forwarder's test aid */
+                snprintf(off, sizeof(off), "KDELAY_TEST_CLOCK_OFFSET_MS=%lld",
+                         (long long)s->clock_offset_ms);
+                argv[a++] = "/usr/bin/env";
+                argv[a++] = off;
+        }
         argv[a++] = o->forwarder_path;
         argv[a++] = "--brokers";
         argv[a++] = f->names->brokers;

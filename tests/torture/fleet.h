@@ -18,7 +18,8 @@ typedef struct tt_slot {
                          have reached main (its handler) yet: exit 143 */
         int64_t started_ms;
         int starts;
-        int unexpected_exits; /* found dead without being told to */
+        int unexpected_exits;    /* found dead without being told to */
+        int64_t clock_offset_ms; /* its wall clock at its next start */
         char log[700];
 } tt_slot_t;
 

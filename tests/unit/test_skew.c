@@ -27,15 +27,19 @@ static void test_append_between_send_and_report_is_no_skew(void)
         CU_ASSERT_EQUAL(s.samples, 2);
 }
 
-/* Appended "before" it was sent: this clock runs ahead by at least that;
- * the largest lower bound of the windows counts. */
+/* Appended "before" it was sent: this clock runs ahead by at least that,
+ * and by at most report - append: the smallest upper bound counts (never
+ * early, late by a report's trip). */
 static void test_append_before_send_is_a_lead(void)
 {
         kd_skew_t s;
         kd_skew_init(&s);
-        kd_skew_observe(&s, T, T + 10, T - 3000, 1);        /* >= 3000 */
-        kd_skew_observe(&s, T + 100, T + 120, T - 2400, 2); /* >= 2500 */
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000);
+        kd_skew_observe(&s, T, T + 10, T - 3000, 1);        /* 3000..3010 */
+        kd_skew_observe(&s, T + 100, T + 105, T - 2902, 2); /* 3002..3007 */
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3007);
+        /* Bounds that disagree (a step): the larger. */
+        kd_skew_observe(&s, T + 200, T + 220, T - 2400, 3); /* 2600..2620 */
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3002);
 }
 
 /* Appended "after" it was reported: this clock runs behind by at least
@@ -56,12 +60,14 @@ static void test_a_corrected_clock_is_followed_within_two_windows(void)
         kd_skew_t s;
         kd_skew_init(&s);
         kd_skew_observe(&s, T, T + 10, T - 3000, 1);
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000);
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000); /* no sample: stays */
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3010);
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3010); /* no sample: stays */
         kd_skew_observe(&s, T + 20000, T + 20020, T + 20010, 1 + W);
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000); /* previous window */
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3000); /* previous window's */
         kd_skew_observe(&s, T + 30000, T + 30020, T + 30010, 1 + 2 * W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
+        /* A step ahead: the previous window's upper bound (10) disagrees
+         * with this lower bound (1000): the larger. */
         kd_skew_observe(&s, T + 40000, T + 40010, T + 39000, 1 + 3 * W);
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 1000);
         /* A gap of more than two windows forgets both. */
@@ -84,7 +90,7 @@ static void test_nonsense_is_not_a_sample(void)
         CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 0);
         /* An hour either way is believed. */
         CU_ASSERT_EQUAL(kd_skew_observe(&s, T, T + 5, T - 3600000, 1), 0);
-        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3600000);
+        CU_ASSERT_EQUAL(kd_skew_ahead_ms(&s), 3600005);
 }
 
 int main(void)
