@@ -730,13 +730,14 @@ static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
 {
         const kd_rk_owner_t *owner = rd_kafka_opaque(rk);
         const kdelay_conf_t *conf = owner ? owner->conf : NULL;
-        char qfac[64], qmsg[768];
+        char qname[300], qfac[64], qmsg[640];
         if (level > KDELAY_LOG_DEBUG)
                 level = KDELAY_LOG_DEBUG;
         if (level < KDELAY_LOG_ERROR)
                 level = KDELAY_LOG_ERROR;
         kd_log(conf, (kdelay_log_level_t)level,
-               "event=rdkafka client=%s fac=%s msg=%s", rd_kafka_name(rk),
+               "event=rdkafka client=%s fac=%s msg=%s",
+               kd_log_quote(rd_kafka_name(rk), qname, sizeof(qname)),
                kd_log_quote(fac, qfac, sizeof(qfac)),
                kd_log_quote(buf, qmsg, sizeof(qmsg)));
 }

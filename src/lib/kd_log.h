@@ -36,6 +36,10 @@ char *kd_log_vformat(char *line, size_t size, const char *fmt, va_list ap)
  * buf. */
 const char *kd_log_quote(const char *s, char *buf, size_t buf_size);
 
+/* Room for any value of n bytes written by kd_log_quote: 6 characters a
+ * byte at most (\uNNNN for 3 bytes, \xNN for 1), the quotes and NUL. */
+#define KD_LOG_QUOTED_MAX(n) ((n)*6 + 3)
+
 /* kd_log_quote on len bytes at s (NUL bytes are escaped as \x00). Returns
  * how many bytes of s buf holds: len when it holds the whole value. */
 size_t kd_log_quote_mem(const char *s, size_t len, char *buf, size_t buf_size);

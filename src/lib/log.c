@@ -185,7 +185,7 @@ static void cut_line(char *line, size_t size)
                 line[p++] = '"';
         else if (line[p] != ' ')
                 p = field; /* drop the field cut short */
-        const char *mark = KD_LOG_CUT_MARK + (p == 0);
+        const char *mark = &KD_LOG_CUT_MARK[p == 0]; /* no leading space */
         memcpy(line + p, mark, strlen(mark) + 1);
 }
 
