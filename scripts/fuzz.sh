@@ -76,6 +76,8 @@ for t in "${run[@]}"; do
 done
 
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Leaks inside libraries we cannot fix (fuzz/lsan.supp says which).
+export LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp:print_suppressions=0"
 rc=0
 for t in "${run[@]}"; do
   mkdir -p "$dir/corpus/$t" "$dir/crashers/$t"

@@ -671,6 +671,19 @@ static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
         return KDELAY_OK;
 }
 
+/* Applies the settings of cfg, read (ok) from `name`, to conf. */
+static kdelay_err_t load_config(kdelay_conf_t *conf, config_t *cfg, int ok,
+                                const char *name, char *errstr,
+                                size_t errstr_size)
+{
+        if (!ok)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "%s:%d: %s", name, config_error_line(cfg),
+                               config_error_text(cfg));
+        return load_group(conf, config_root_setting(cfg), "", name, errstr,
+                          errstr_size);
+}
+
 kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
                                    char *errstr, size_t errstr_size)
 {
@@ -685,14 +698,24 @@ kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
         config_init(&cfg);
         int ok = config_read(&cfg, f);
         fclose(f);
-        kdelay_err_t err = KDELAY_OK;
-        if (!ok)
-                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                              "%s:%d: %s", path, config_error_line(&cfg),
-                              config_error_text(&cfg));
-        else
-                err = load_group(conf, config_root_setting(&cfg), "", path,
-                                 errstr, errstr_size);
+        kdelay_err_t err =
+            load_config(conf, &cfg, ok, path, errstr, errstr_size);
+        config_destroy(&cfg);
+        return err;
+}
+
+kdelay_err_t kd_conf_load_text(kdelay_conf_t *conf, const char *text,
+                               const char *name, char *errstr,
+                               size_t errstr_size)
+{
+        if (!conf || !text || !name)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "conf, text and name are required");
+        config_t cfg;
+        config_init(&cfg);
+        int ok = config_read_string(&cfg, text);
+        kdelay_err_t err =
+            load_config(conf, &cfg, ok, name, errstr, errstr_size);
         config_destroy(&cfg);
         return err;
 }
