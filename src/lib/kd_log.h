@@ -16,10 +16,10 @@
 void kd_log(const kdelay_conf_t *conf, kdelay_log_level_t level,
             const char *fmt, ...) KD_PRINTF(3, 4);
 
-/* vsnprintf into line (size >= 64), and when the text does not fit, cut it
- * so that every field stays whole: a quoted value is closed after its last
- * whole character, a bare field is dropped, and " truncated=true" ends the
- * line. Returns line. */
+/* vsnprintf into line, and when the text does not fit, cut it so that
+ * every field stays whole: a quoted value is closed after its last whole
+ * character, a bare field is dropped, and " truncated=true" ends the line
+ * (a line of 64 bytes or more always has room for that). Returns line. */
 char *kd_log_vformat(char *line, size_t size, const char *fmt, va_list ap)
     KD_PRINTF(3, 0);
 
@@ -31,8 +31,9 @@ char *kd_log_vformat(char *line, size_t size, const char *fmt, va_list ap)
  * characters that can hide or reorder text (C1 controls, U+061C,
  * U+200B..U+200F, U+2028..U+202E, U+2060..U+206F, U+FEFF; among them the
  * bidi embeddings, overrides, isolates and marks) as \uNNNN. When buf is
- * too small the value is cut after its last whole character or escape and
- * still ends with the closing quote (a buf_size below 3 gets ""). Returns
+ * too small for the bare form, the value is quoted, cut after its last
+ * whole character or escape, and still ends with the closing quote; when
+ * not even the two quotes fit (buf_size below 3), buf gets "". Returns
  * buf. */
 const char *kd_log_quote(const char *s, char *buf, size_t buf_size);
 

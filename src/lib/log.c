@@ -168,6 +168,8 @@ static size_t quoted_unit(const char *s)
 /* Cuts line (size bytes, filled) so every field stays whole and marks it. */
 static void cut_line(char *line, size_t size)
 {
+        if (size < sizeof(KD_LOG_CUT_MARK) + 2)
+                return; /* no room to mark it: left as vsnprintf cut it */
         const size_t limit = size - sizeof(KD_LOG_CUT_MARK) - 1;
         size_t p = 0, field = 0;
         int quoted = 0;
