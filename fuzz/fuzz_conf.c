@@ -3,8 +3,9 @@
  * the file) and name=value settings (kdelay_conf_set_pair, as -X passes
  * them). Whatever the input, nothing crashes or leaks (libFuzzer's leak
  * check), an error says why, and afterwards every kdelay property reads
- * back a value that, set again, reads back the same (a secret reads as
- * "***" or "" and is not set again).
+ * back whole (or, into a buffer too small, not at all) a value that, set
+ * again, reads back the same (a secret reads as "***" or "" and is not set
+ * again).
  *
  * Input: byte 0 picks the form (its value mod 2), the rest is its input:
  *
@@ -58,9 +59,18 @@ static void check_read_back(kdelay_conf_t *conf)
 {
         char errstr[512];
         for (size_t i = 0; i < fz_prop_cnt; i++) {
-                char v[1024], again[1024];
+                /* Values come from at most 4 KB of input. */
+                char v[8192], again[8192], small[16];
                 FZ_CHECK(kdelay_conf_get(conf, fz_props[i], v, sizeof(v)) ==
                          KDELAY_OK);
+                /* Whole or not at all: a value that does not fit is an
+                 * error, never cut short. */
+                kdelay_err_t small_err =
+                    kdelay_conf_get(conf, fz_props[i], small, sizeof(small));
+                if (strlen(v) < sizeof(small))
+                        FZ_CHECK(small_err == KDELAY_OK && !strcmp(small, v));
+                else
+                        FZ_CHECK(small_err == KDELAY_ERR_INVALID_ARG);
                 if (!strcmp(v, "***"))
                         continue;
                 kdelay_err_t err = kdelay_conf_set(conf, fz_props[i], v, errstr,

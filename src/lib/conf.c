@@ -428,16 +428,16 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 return KDELAY_ERR_UNKNOWN_PROPERTY;
         const void *field = (const char *)conf + p->offset;
         char tmp[1024];
+        const char *text = tmp; /* strings are read in place, whole */
         switch (p->type) {
         case KD_PROP_SECRET:
-                kd_strlcpy(tmp, *(char *const *)field ? "***" : "",
-                           sizeof(tmp));
+                text = *(char *const *)field ? "***" : "";
                 break;
         case KD_PROP_STRING:
         case KD_PROP_TOPICPFX:
         case KD_PROP_MYSQLURL: {
                 const char *s = *(char *const *)field;
-                kd_strlcpy(tmp, s ? s : "", sizeof(tmp));
+                text = s ? s : "";
                 break;
         }
         case KD_PROP_INT:
@@ -460,9 +460,9 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                            sizeof(tmp));
                 break;
         }
-        if (strlen(tmp) >= buf_size)
+        if (strlen(text) >= buf_size)
                 return KDELAY_ERR_INVALID_ARG;
-        kd_strlcpy(buf, tmp, buf_size);
+        kd_strlcpy(buf, text, buf_size);
         return KDELAY_OK;
 }
 

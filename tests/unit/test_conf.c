@@ -300,6 +300,30 @@ static void test_password_hidden(void)
         kdelay_conf_destroy(conf);
 }
 
+/* A value longer than kdelay_conf_get's own 1 KB scratch buffer reads back
+ * whole, and into a buffer too small, not at all (it was cut short at
+ * 1023 bytes and returned as success; found by fuzz/fuzz_conf.c). */
+static void test_get_long_value_whole_or_error(void)
+{
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        static char url[2048], back[4096];
+        snprintf(url, sizeof(url), "mysql://u@h%01900d/db", 0);
+        CU_ASSERT_EQUAL_FATAL(kdelay_conf_set(conf, "mysql.url", url, NULL, 0),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "mysql.url", back, sizeof(back)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(back, url);
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "mysql.url", back, 1024),
+                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_get(conf, "mysql.url", back, strlen(url) + 1),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "mysql.url", back, strlen(url)),
+                        KDELAY_ERR_INVALID_ARG);
+        kdelay_conf_destroy(conf);
+}
+
 static void test_set_kafka(void)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -969,6 +993,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_set_unknown),
     KD_TEST(test_set_bad_values),
     KD_TEST(test_password_hidden),
+    KD_TEST(test_get_long_value_whole_or_error),
     KD_TEST(test_set_kafka),
     KD_TEST(test_producer_forced),
     KD_TEST(test_reference),
