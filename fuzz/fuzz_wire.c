@@ -20,8 +20,8 @@
  *
  * fuzz_wire.dict lists the tokens of these formats for libFuzzer (-dict).
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress, which replays fuzz/corpus
- * and fuzz/regress through LLVMFuzzerTestOneInput. */
+ * without it into tests/unit/test_fuzz_regress_wire, which replays
+ * fuzz/corpus/wire and fuzz/regress/wire through LLVMFuzzerTestOneInput. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

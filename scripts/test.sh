@@ -68,7 +68,9 @@ export KDELAY_BROKERS KDELAY_MYSQL_URL
 log event=stack_ready brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL"
 
 # No LeakSanitizer suppressions: every leak fails the run (a leaking
-# kdelayctl or forwarder exits non-zero, which the tests check).
+# kdelayctl or forwarder exits non-zero, which the tests check). Only the
+# fuzz replays (test_fuzz_regress_*) set fuzz/lsan.supp, for a leak inside
+# libconfig 1.5.
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 run_ctest() {

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kd_log.h"
+
 void kd_cli_init(kd_cli_t *cli, const char *prog)
 {
         memset(cli, 0, sizeof(*cli));
@@ -138,13 +140,14 @@ static void log_line(const char *prog, kdelay_log_level_t level,
 {
         struct timeval tv;
         struct tm tm;
-        char ts[32];
+        char ts[32], qprog[128];
         gettimeofday(&tv, NULL);
         gmtime_r(&tv.tv_sec, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
         /* One fprintf per line so concurrent lines do not interleave. */
         fprintf(stderr, "ts=%s.%03ldZ level=%s prog=%s %s\n", ts,
-                (long)(tv.tv_usec / 1000), level_name(level), prog, line);
+                (long)(tv.tv_usec / 1000), level_name(level),
+                kd_log_quote(prog, qprog, sizeof(qprog)), line);
 }
 
 void kd_cli_log_cb(kdelay_log_level_t level, const char *line, void *opaque)
@@ -161,7 +164,7 @@ void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
         char line[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        kd_log_vformat(line, sizeof(line), fmt, ap);
         va_end(ap);
         log_line(cli->prog, level, line);
 }

@@ -5,6 +5,25 @@
 #include <string.h>
 #include <time.h>
 
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian), without time_t:
+ * timegm's error value -1 is also 1969-12-31T23:59:59. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+        y -= m <= 2;
+        int64_t era = (y >= 0 ? y : y - 399) / 400;
+        int64_t yoe = y - era * 400;
+        int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+        return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+        static const int days[] = {31, 28, 31, 30, 31, 30,
+                                   31, 31, 30, 31, 30, 31};
+        int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        return days[m - 1] + (m == 2 && leap);
+}
+
 static int digits(const char *s, int n, int *out)
 {
         int v = 0;
@@ -33,7 +52,6 @@ int kd_ctl_time_parse(const char *s, int64_t *msp)
                 return 0;
         }
         /* YYYY-MM-DDTHH:MM:SS[.fff]Z|(+|-)HH:MM */
-        struct tm tm = {0};
         int y, mo, d, h, mi, sec;
         if (len < 20 || digits(s, 4, &y) || s[4] != '-' ||
             digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
@@ -41,8 +59,9 @@ int kd_ctl_time_parse(const char *s, int64_t *msp)
             digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
             s[16] != ':' || digits(s + 17, 2, &sec))
                 return -1;
-        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-            sec > 60)
+        /* A leap second (60) may not carry into the next day. */
+        if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
+            mi > 59 || sec > 60 || (sec == 60 && h == 23 && mi == 59))
                 return -1;
         const char *p = s + 19;
         int ms = 0;
@@ -71,16 +90,9 @@ int kd_ctl_time_parse(const char *s, int64_t *msp)
         }
         if (*p)
                 return -1;
-        tm.tm_year = y - 1900;
-        tm.tm_mon = mo - 1;
-        tm.tm_mday = d;
-        tm.tm_hour = h;
-        tm.tm_min = mi;
-        tm.tm_sec = sec;
-        time_t t = timegm(&tm);
-        if (t == (time_t)-1 || tm.tm_mday != d)
-                return -1;
-        *msp = ((int64_t)t - (int64_t)offset_min * 60) * 1000 + ms;
+        int64_t t =
+            days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+        *msp = (t - (int64_t)offset_min * 60) * 1000 + ms;
         return 0;
 }
 

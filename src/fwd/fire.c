@@ -49,7 +49,7 @@ static const char *id_of(const kd_task_t *t, char *buf, size_t size)
 /* A fire that cannot succeed: the task goes to the dead-letter topic. */
 static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
 {
-        char q[160], qt[300];
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=fire_failed id=%s target=%s err=\"%s\" retries=%d "
                "action=dead_letter",
@@ -77,7 +77,7 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                         const char *event, rd_kafka_resp_err_t err)
 {
         int64_t backoff = 100LL << (t->retries < 6 ? t->retries : 6);
-        char q[160];
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         if (backoff > f->conf->fwd_retry_max_ms)
                 backoff = f->conf->fwd_retry_max_ms;
         t->retries++;
@@ -99,7 +99,8 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
 static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
 {
         kd_taskrec_t *r = &t->rec;
-        const char *topic = t->part ? t->part->topic : "-";
+        char topic[300];
+        kd_log_quote(t->part ? t->part->topic : "-", topic, sizeof(topic));
         int partition = t->part ? t->part->partition : -1;
         if (r->key || r->value) {
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -149,7 +150,7 @@ static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
 static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                      rd_kafka_resp_err_t err)
 {
-        char q[160];
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         if (as == KD_TASK_HOPPING && !too_large(err)) {
                 /* A tier topic refuses it: stop failing everything. */
                 kd_log(f->conf, KDELAY_LOG_ERROR,
@@ -159,10 +160,13 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 return;
         }
         if (as == KD_TASK_DEAD && !too_large(err)) {
+                char qt[300];
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=dead_letter_dropped reason=%s topic=%s "
                        "partition=%d offset=%lld err=\"%s\"",
-                       t->dead_reason, t->part ? t->part->topic : "-",
+                       t->dead_reason,
+                       kd_log_quote(t->part ? t->part->topic : "-", qt,
+                                    sizeof(qt)),
                        t->part ? t->part->partition : -1,
                        (long long)t->rec.offset, rd_kafka_err2str(err));
                 kd_metric_inc(&f->metrics, KD_M_DEAD);
@@ -294,10 +298,13 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
                 kd_metric_inc(&f->metrics, KD_M_HOPPED);
         } else if (t->state == KD_TASK_DEAD) {
                 kd_metric_inc(&f->metrics, KD_M_DEAD);
+                char qt[300];
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=dead_lettered reason=%s topic=%s partition=%d "
                        "offset=%lld",
-                       t->dead_reason, t->part ? t->part->topic : "-",
+                       t->dead_reason,
+                       kd_log_quote(t->part ? t->part->topic : "-", qt,
+                                    sizeof(qt)),
                        t->part ? t->part->partition : -1,
                        (long long)t->rec.offset);
         }

@@ -56,7 +56,7 @@ size_t kd_offtrack_pending(const kd_offtrack_t *t);
  * `commit` is the commit point (see kd_offtrack_commit_after); `tail`
  * (tail_cnt ranges, increasing, all above commit and at or after the next
  * offset to read) are done records not read yet, included. Writes at most
- * size - 1 chars; -1 when neither form fits. */
+ * size - 1 chars; -1 when neither form fits or commit is negative. */
 int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
                        const kd_offrange_t *tail, size_t tail_cnt, char *buf,
                        size_t size);
@@ -69,8 +69,8 @@ int64_t kd_offtrack_commit_after(const kd_offtrack_t *t, int64_t fallback,
 
 /* Parses what kd_offtrack_encode wrote for commit point `commit` into
  * *ranges (owned by the caller, free()), *cnt ranges in increasing order.
- * NULL or "" give none. -1 when the text is not a valid encoding (then
- * nothing is returned). */
+ * NULL or "" give none. -1 when the text is not a valid encoding or
+ * commit is negative (then nothing is returned). */
 int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
                        kd_offrange_t **ranges, size_t *cnt);
 

@@ -441,10 +441,12 @@ static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed)
                                        sizeof(meta))) {
                         /* Bounded by KD_DONE_SPAN_MAX; committing less would
                          * let the next owner redo what is done here. */
+                        char qt[300];
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=done_set_too_large topic=%s "
                                "partition=%d commit=%lld action=abort",
-                               p->topic, p->partition, (long long)cp);
+                               kd_log_quote(p->topic, qt, sizeof(qt)),
+                               p->partition, (long long)cp);
                         *failed = 1;
                         break;
                 }
@@ -500,10 +502,12 @@ static void eos_opened(kd_fwd_t *f, kd_part_t *p,
         if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
                                &p->skip, &p->skip_cnt)) {
                 /* Not ours (another tool committed here): nothing to skip. */
+                char qt[300];
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=done_set_unreadable topic=%s partition=%d "
                        "offset=%lld",
-                       p->topic, p->partition, (long long)tp->offset);
+                       kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
+                       (long long)tp->offset);
         }
 }
 
@@ -557,7 +561,7 @@ static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
             kd_idq_push(&s->fired, t->rec.id, t->late_ms)) {
-                char q[160];
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=fired_mark id=%s",
@@ -576,7 +580,7 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                 poison_bump(&s->poison, t, err);
         if (t->part &&
             (s->state == KD_TXN_OPEN || s->state == KD_TXN_COMMITTING)) {
-                char q[160];
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 txn_set_state(f, KD_TXN_ABORTABLE);
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=delivery_failed id=%s err=\"%s\" "

@@ -208,8 +208,10 @@ static int encode_bitmap(const kd_offtrack_t *t, int64_t commit,
                         last = t->off[(t->head + i) % t->cap];
         if (tail_cnt > 0 && tail[tail_cnt - 1].last > last)
                 last = tail[tail_cnt - 1].last;
-        int64_t chars = (last - commit + 5) / 6;
-        if (chars < 0 || (uint64_t)chars + 5 > size)
+        /* Unsigned: a tail range may end at INT64_MAX (decoded from
+         * metadata someone else committed). */
+        uint64_t chars = ((uint64_t)last - (uint64_t)commit + 5) / 6;
+        if (chars + 5 > size)
                 return -1;
         memcpy(buf, "kdb;", 4);
         char *bits = buf + 4;
@@ -218,12 +220,18 @@ static int encode_bitmap(const kd_offtrack_t *t, int64_t commit,
                 if (t->done[(t->head + i) % t->cap] &&
                     t->off[(t->head + i) % t->cap] > commit)
                         set_bit(bits, commit, t->off[(t->head + i) % t->cap]);
-        for (size_t i = 0; i < tail_cnt; i++)
-                for (int64_t o = tail[i].first > commit ? tail[i].first
-                                                        : commit + 1;
-                     o <= tail[i].last; o++)
+        for (size_t i = 0; i < tail_cnt; i++) {
+                if (tail[i].last <= commit)
+                        continue;
+                /* Stops at last without stepping past it (INT64_MAX). */
+                int64_t o = tail[i].first > commit ? tail[i].first : commit + 1;
+                for (;; o++) {
                         set_bit(bits, commit, o);
-        for (int64_t i = 0; i < chars; i++)
+                        if (o == tail[i].last)
+                                break;
+                }
+        }
+        for (uint64_t i = 0; i < chars; i++)
                 bits[i] = kd_b64[(unsigned char)bits[i]];
         bits[chars] = '\0';
         return 0;
@@ -233,7 +241,7 @@ int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
                        const kd_offrange_t *tail, size_t tail_cnt, char *buf,
                        size_t size)
 {
-        if (size < 5)
+        if (size < 5 || commit < 0)
                 return -1;
         char *runs = malloc(size);
         if (!runs)
@@ -293,30 +301,35 @@ static int decode_bitmap(const char *bits, size_t len, int64_t commit,
 {
         kd_offrange_t *v = NULL;
         size_t n = 0, cap = 0;
-        if (commit < 0 || len > (size_t)(INT64_MAX - commit) / 6 - 1)
+        /* Offsets above commit there are room for; bits past the last
+         * one (in the last character) must be 0. */
+        const uint64_t room = (uint64_t)(INT64_MAX - commit);
+        if (len > room / 6 + 1)
                 return -1;
         for (size_t k = 0; k < len; k++) {
                 const char *d = memchr(kd_b64, bits[k], 64);
-                if (!bits[k] || !d) {
-                        free(v);
-                        return -1;
-                }
+                if (!bits[k] || !d)
+                        goto bad;
                 int x = (int)(d - kd_b64);
                 for (int j = 0; j < 6; j++) {
                         if (!(x & (1 << j)))
                                 continue;
-                        int64_t o = commit + 1 + (int64_t)k * 6 + j;
+                        uint64_t idx = (uint64_t)k * 6 + (uint64_t)j + 1;
+                        if (idx > room)
+                                goto bad;
+                        int64_t o = commit + (int64_t)idx;
                         if (n > 0 && v[n - 1].last == o - 1)
                                 v[n - 1].last = o;
-                        else if (range_push(&v, &n, &cap, o, o)) {
-                                free(v);
-                                return -1;
-                        }
+                        else if (range_push(&v, &n, &cap, o, o))
+                                goto bad;
                 }
         }
         *ranges = v;
         *cnt = n;
         return 0;
+bad:
+        free(v);
+        return -1;
 }
 
 int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
@@ -326,6 +339,8 @@ int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
         *cnt = 0;
         if (!text || len == 0)
                 return 0;
+        if (commit < 0)
+                return -1; /* no commit point: no done set can follow it */
         if (len >= 4 && !memcmp(text, "kdb;", 4))
                 return decode_bitmap(text + 4, len - 4, commit, ranges, cnt);
         if (len < 3 || memcmp(text, "kd1", 3))

@@ -310,11 +310,11 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                                errstr, errstr_size, "cannot produce to %s: %s",
                                topic, rd_kafka_err2str(kerr));
         }
-        char qid[KDELAY_ID_MAX * 4 + 3];
+        char qid[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qtopic[300];
         kd_log(c->conf, KDELAY_LOG_DEBUG,
                "event=task_produced id=%s topic=%s fire_at=%lld",
-               kd_log_quote(p->id, qid, sizeof(qid)), topic,
-               (long long)fire_at);
+               kd_log_quote(p->id, qid, sizeof(qid)),
+               kd_log_quote(topic, qtopic, sizeof(qtopic)), (long long)fire_at);
         return KDELAY_OK;
 }
 
@@ -438,7 +438,7 @@ kdelay_err_t kdelay_cancel(kdelay_client_t *c, const char *id, char *errstr,
                                "client is NULL");
         if ((err = id_check(id, errstr, errstr_size)))
                 return err;
-        char qid[KDELAY_ID_MAX * 4 + 3];
+        char qid[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         errstr_clear(errstr, errstr_size);
         pthread_mutex_lock(&c->fate_lock);
         err = kd_fate_cancel(c->fate, id, strlen(id), errstr, errstr_size);

@@ -442,16 +442,16 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 return KDELAY_ERR_UNKNOWN_PROPERTY;
         const void *field = (const char *)conf + p->offset;
         char tmp[1024];
+        const char *text = tmp; /* strings are read in place, whole */
         switch (p->type) {
         case KD_PROP_SECRET:
-                kd_strlcpy(tmp, *(char *const *)field ? "***" : "",
-                           sizeof(tmp));
+                text = *(char *const *)field ? "***" : "";
                 break;
         case KD_PROP_STRING:
         case KD_PROP_TOPICPFX:
         case KD_PROP_MYSQLURL: {
                 const char *s = *(char *const *)field;
-                kd_strlcpy(tmp, s ? s : "", sizeof(tmp));
+                text = s ? s : "";
                 break;
         }
         case KD_PROP_INT:
@@ -474,9 +474,9 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                            sizeof(tmp));
                 break;
         }
-        if (strlen(tmp) >= buf_size)
+        if (strlen(text) >= buf_size)
                 return KDELAY_ERR_INVALID_ARG;
-        kd_strlcpy(buf, tmp, buf_size);
+        kd_strlcpy(buf, text, buf_size);
         return KDELAY_OK;
 }
 
@@ -685,6 +685,19 @@ static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
         return KDELAY_OK;
 }
 
+/* Applies the settings of cfg, read (ok) from `name`, to conf. */
+static kdelay_err_t load_config(kdelay_conf_t *conf, config_t *cfg, int ok,
+                                const char *name, char *errstr,
+                                size_t errstr_size)
+{
+        if (!ok)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "%s:%d: %s", name, config_error_line(cfg),
+                               config_error_text(cfg));
+        return load_group(conf, config_root_setting(cfg), "", name, errstr,
+                          errstr_size);
+}
+
 kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
                                    char *errstr, size_t errstr_size)
 {
@@ -699,14 +712,24 @@ kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
         config_init(&cfg);
         int ok = config_read(&cfg, f);
         fclose(f);
-        kdelay_err_t err = KDELAY_OK;
-        if (!ok)
-                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                              "%s:%d: %s", path, config_error_line(&cfg),
-                              config_error_text(&cfg));
-        else
-                err = load_group(conf, config_root_setting(&cfg), "", path,
-                                 errstr, errstr_size);
+        kdelay_err_t err =
+            load_config(conf, &cfg, ok, path, errstr, errstr_size);
+        config_destroy(&cfg);
+        return err;
+}
+
+kdelay_err_t kd_conf_load_text(kdelay_conf_t *conf, const char *text,
+                               const char *name, char *errstr,
+                               size_t errstr_size)
+{
+        if (!conf || !text || !name)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "conf, text and name are required");
+        config_t cfg;
+        config_init(&cfg);
+        int ok = config_read_string(&cfg, text);
+        kdelay_err_t err =
+            load_config(conf, &cfg, ok, name, errstr, errstr_size);
         config_destroy(&cfg);
         return err;
 }
@@ -744,13 +767,14 @@ static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
 {
         const kd_rk_owner_t *owner = rd_kafka_opaque(rk);
         const kdelay_conf_t *conf = owner ? owner->conf : NULL;
-        char qfac[64], qmsg[768];
+        char qname[300], qfac[64], qmsg[640];
         if (level > KDELAY_LOG_DEBUG)
                 level = KDELAY_LOG_DEBUG;
         if (level < KDELAY_LOG_ERROR)
                 level = KDELAY_LOG_ERROR;
         kd_log(conf, (kdelay_log_level_t)level,
-               "event=rdkafka client=%s fac=%s msg=%s", rd_kafka_name(rk),
+               "event=rdkafka client=%s fac=%s msg=%s",
+               kd_log_quote(rd_kafka_name(rk), qname, sizeof(qname)),
                kd_log_quote(fac, qfac, sizeof(qfac)),
                kd_log_quote(buf, qmsg, sizeof(qmsg)));
 }

@@ -65,6 +65,13 @@ struct kdelay_conf_s {
  * cannot be written as a table row (no help text, a '|' or a newline). */
 int kd_conf_write_reference(FILE *out);
 
+/* kdelay_conf_load_file on a config file's text held in memory; `name`
+ * stands for the file in error messages. For tests and the fuzz target
+ * fuzz/fuzz_conf.c. */
+kdelay_err_t kd_conf_load_text(kdelay_conf_t *conf, const char *text,
+                               const char *name, char *errstr,
+                               size_t errstr_size);
+
 /* Name of the dead-letter topic: "<prefix>.dead". */
 void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
 

@@ -191,9 +191,11 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                 kd_mysql_params_clear(&p);
                 return err;
         }
+        char qhost[300], qdb[200];
         kd_log(conf, KDELAY_LOG_DEBUG,
-               "event=mysql_connected host=%s port=%u db=%s", p.host, p.port,
-               p.db);
+               "event=mysql_connected host=%s port=%u db=%s",
+               kd_log_quote(p.host, qhost, sizeof(qhost)), p.port,
+               kd_log_quote(p.db, qdb, sizeof(qdb)));
         kd_mysql_params_clear(&p);
         *connp = conn;
         return KDELAY_OK;

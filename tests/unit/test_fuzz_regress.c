@@ -1,7 +1,8 @@
-/* Replays every input in fuzz/corpus/ (the seeds) and fuzz/regress/ (inputs
- * that once crashed fuzz_wire, kept as regression tests) through the
- * fuzzer's entry point, built here without libFuzzer. An input that crashes
- * or breaks one of fuzz_wire.c's invariants aborts this program. */
+/* Replays every input in fuzz/corpus/NAME/ (the seeds) and fuzz/regress/NAME/
+ * (inputs that once crashed fuzz_NAME, kept as regression tests) through
+ * the fuzz target's entry point, built here without libFuzzer; NAME is
+ * KD_FUZZ_NAME (one program per target, fuzz/targets.cmake). An input that
+ * crashes or breaks one of the target's invariants aborts this program. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,10 @@
 #include <string.h>
 
 #include "kd_test.h"
+
+#ifndef KD_FUZZ_NAME
+#error "KD_FUZZ_NAME names the fuzz target (see fuzz/targets.cmake)"
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,11 +42,12 @@ static uint8_t *slurp(const char *path, size_t *sizep)
         return buf;
 }
 
-/* Runs every regular file of dir (under fuzz/); returns how many. */
+/* Runs every regular file of fuzz/<dir>/KD_FUZZ_NAME; returns how many. */
 static int replay_dir(const char *dir)
 {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/fuzz/%s", KDELAY_SOURCE_DIR, dir);
+        snprintf(path, sizeof(path), "%s/fuzz/%s/%s", KDELAY_SOURCE_DIR, dir,
+                 KD_FUZZ_NAME);
         DIR *d = opendir(path);
         CU_ASSERT_PTR_NOT_NULL_FATAL(d);
         int n = 0;
@@ -49,16 +55,16 @@ static int replay_dir(const char *dir)
         while ((e = readdir(d))) {
                 if (e->d_name[0] == '.')
                         continue; /* ".", "..", ".gitkeep" */
-                snprintf(path, sizeof(path), "%s/fuzz/%s/%s", KDELAY_SOURCE_DIR,
-                         dir, e->d_name);
+                snprintf(path, sizeof(path), "%s/fuzz/%s/%s/%s",
+                         KDELAY_SOURCE_DIR, dir, KD_FUZZ_NAME, e->d_name);
                 size_t size;
                 uint8_t *data = slurp(path, &size);
                 CU_ASSERT_PTR_NOT_NULL(data);
                 if (!data)
                         continue;
                 /* Named first, so a crash says which input it was. */
-                fprintf(stderr, "replay %s/%s (%zu bytes)\n", dir, e->d_name,
-                        size);
+                fprintf(stderr, "replay %s/%s/%s (%zu bytes)\n", dir,
+                        KD_FUZZ_NAME, e->d_name, size);
                 CU_ASSERT_EQUAL(LLVMFuzzerTestOneInput(data, size), 0);
                 free(data);
                 n++;
@@ -71,20 +77,20 @@ static void test_corpus(void)
 {
         int n = replay_dir("corpus");
         printf("\n  replayed %d seed inputs", n);
-        /* Seeds for every parser the target drives. */
-        CU_ASSERT(n >= 4);
+        /* Seeds for every parser the target drives (at least one). */
+        CU_ASSERT(n >= 1);
 }
 
 static void test_regress(void)
 {
         int n = replay_dir("regress");
+        /* A target may have none yet (the directory holds .gitkeep). */
         printf("\n  replayed %d regression inputs", n);
-        CU_ASSERT(n >= 1);
 }
 
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_corpus), KD_TEST(test_regress), KD_TEST_END};
-        return kd_test_run("fuzz_regress", cases, NULL, NULL);
+        return kd_test_run("fuzz_regress_" KD_FUZZ_NAME, cases, NULL, NULL);
 }

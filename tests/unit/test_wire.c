@@ -448,7 +448,7 @@ static void test_fire_at_relative_to_now(void)
         CU_ASSERT_EQUAL(kd_wire_decode(h, NOW_MS + 1, &task), KD_WIRE_OK);
         CU_ASSERT_EQUAL(task.fire_at_ms, LIMIT_MS + 1);
         /* A clock at its extremes: the bound saturates, never overflows
-         * (fuzz/regress/wire-absurd-bound-overflows-at-int64-max-now). */
+         * (fuzz/regress/wire/wire-absurd-bound-overflows-at-int64-max-now). */
         CU_ASSERT_EQUAL(kd_wire_decode(h, INT64_MAX, &task), KD_WIRE_OK);
         CU_ASSERT_EQUAL(kd_wire_decode(h, INT64_MIN, &task),
                         KD_WIRE_ABSURD_FIRE_AT);
