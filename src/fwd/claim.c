@@ -147,7 +147,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                             int after_takeover)
 {
         const char *owner = c->row_owner;
-        char q[160];
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         switch (c->fate) {
         case KDELAY_FATE_CANCELLED:
                 kd_metric_inc(&f->metrics, KD_M_CANCELLED);
@@ -368,7 +368,8 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                         kd_metric_inc(&f->metrics, KD_M_LEASE_RENEWALS);
                         continue;
                 }
-                char q[160], qo[160];
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                char qo[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
                 int out = t->state == KD_TASK_FIRING;
                 kd_metric_inc(&f->metrics, KD_M_LEASES_LOST);
                 kd_log(f->conf, KDELAY_LOG_WARNING,

@@ -39,11 +39,14 @@ static void pause_resume(kd_fwd_t *f, kd_part_t *p, int pause)
                             : rd_kafka_resume_partitions(f->kafka.consumer, l);
                 rd_kafka_topic_partition_list_destroy(l);
         }
-        if (err)
+        if (err) {
+                char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=%s_failed topic=%s partition=%d err=\"%s\"",
-                       pause ? "pause" : "resume", p->topic, p->partition,
+                       pause ? "pause" : "resume",
+                       kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
                        rd_kafka_err2str(err));
+        }
 }
 
 static void set_state(kd_fwd_t *f, kd_part_t *p, kd_part_state_t to)
@@ -60,12 +63,14 @@ static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
 {
         if (p->state == KD_PART_FLOWING)
                 pause_resume(f, p, 1);
-        if (why == KD_PART_FULL && p->state != KD_PART_FULL)
+        if (why == KD_PART_FULL && p->state != KD_PART_FULL) {
+                char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=partition_backpressure topic=%s partition=%d "
                        "held=%zu held_bytes=%lld out=%zu",
-                       p->topic, p->partition, f->held.cnt,
-                       (long long)f->held.bytes, f->held.out_cnt);
+                       kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
+                       f->held.cnt, (long long)f->held.bytes, f->held.out_cnt);
+        }
         set_state(f, p, why);
         if (why != KD_PART_WAITING)
                 kd_timer_disarm(&f->timers, &p->wake);
@@ -153,14 +158,16 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
          * fitted a smaller tier) fires late by up to this tier's delay. */
         if (r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
             r->append_ms + f->conf->tiers.v[p->tier].delay_ms) {
-                char q[160];
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_metric_inc(&f->metrics, KD_M_WRONG_TIER);
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=wrong_tier id=%s topic=%s partition=%d "
                        "offset=%lld fire_at=%lld append_time=%lld",
-                       kd_log_quote(r->id, q, sizeof(q)), p->topic,
-                       p->partition, (long long)r->offset,
-                       (long long)r->fire_at_ms, (long long)r->append_ms);
+                       kd_log_quote(r->id, q, sizeof(q)),
+                       kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
+                       (long long)r->offset, (long long)r->fire_at_ms,
+                       (long long)r->append_ms);
         }
 }
 
@@ -183,7 +190,7 @@ static void append_time_check(kd_fwd_t *f, kd_part_t *p,
         if (p->create_time)
                 return;
         p->create_time = 1;
-        char qt[300];
+        char qt[KD_LOG_QUOTED_MAX(255)];
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=tier_not_log_append_time topic=%s partition=%d "
                "timestamp_type=%s action=take_append_as_now_at_latest "
@@ -210,10 +217,15 @@ static int skip_done(kd_fwd_t *f, kd_part_t *p, int64_t offset)
 void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
 {
         if (m->err) {
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=consume_error topic=%s partition=%d err=\"%s\"",
-                       m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
-                       rd_kafka_message_errstr(m));
+                /* The error text may come from the broker: quoted too. */
+                char qt[KD_LOG_QUOTED_MAX(255)], qe[600];
+                kd_log(
+                    f->conf, KDELAY_LOG_WARNING,
+                    "event=consume_error topic=%s partition=%d err=%s",
+                    kd_log_quote(m->rkt ? rd_kafka_topic_name(m->rkt) : "-", qt,
+                                 sizeof(qt)),
+                    m->partition,
+                    kd_log_quote(rd_kafka_message_errstr(m), qe, sizeof(qe)));
                 return;
         }
         kd_part_t *p = part_find(f, rd_kafka_topic_name(m->rkt), m->partition);

@@ -68,6 +68,7 @@ static void log_start(kd_fwd_t *f)
 {
         const kdelay_conf_t *c = f->conf;
         char tiers[256], horizon[32], look[32], ahead[32];
+        char qi[KD_LOG_QUOTED_MAX(64)], qg[KD_LOG_QUOTED_MAX(255)], qb[600];
         kd_tiers_format(&c->tiers, tiers, sizeof(tiers));
         kd_log(
             c, KDELAY_LOG_NOTICE,
@@ -75,8 +76,10 @@ static void log_start(kd_fwd_t *f)
             "brokers=%s tiers=%s topics=%s.tier.{%s} dead_topic=%s.dead "
             "hold_horizon=%s lookahead=%s claim_ahead=%s max_held=%d "
             "max_held_bytes=%lld delivery=%s max_fire_rate=%d",
-            KDELAY_VERSION_STR, f->claim.instance, c->fwd_group_id, c->brokers,
-            tiers, c->topic_prefix, tiers, c->topic_prefix,
+            KDELAY_VERSION_STR, kd_log_quote(f->claim.instance, qi, sizeof(qi)),
+            kd_log_quote(c->fwd_group_id, qg, sizeof(qg)),
+            kd_log_quote(c->brokers, qb, sizeof(qb)), tiers, c->topic_prefix,
+            tiers, c->topic_prefix,
             kdelay_duration_format(c->fwd_hold_horizon_ms, horizon,
                                    sizeof(horizon)),
             kdelay_duration_format(c->fwd_lookahead_ms, look, sizeof(look)),

@@ -77,7 +77,7 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms)
         if (kd_idq_push(&f->settle.fired, id, 0)) {
                 /* The row stays FIRING: still correct (a cancel answers
                  * "too late"), only status shows FIRING. Counted. */
-                char q[160];
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=fired_mark id=%s",
