@@ -41,6 +41,10 @@ Verbs:
   mysql-pause   freeze the private MariaDB (SIGSTOP): connections stay open
                 and every statement hangs, as on a stalled server
   mysql-resume  let a frozen MariaDB go on (SIGCONT)
+  mysql-readonly on|off
+                SET GLOBAL read_only: statements of users without the
+                READ ONLY ADMIN privilege (not root) fail, as on a demoted
+                primary
   topic NAME    create topic NAME if it does not exist (a target topic for
                 tasks; Kafka here does not auto-create topics)
                   --partitions N  (default 3)
@@ -104,7 +108,7 @@ while (($#)); do
         *)
             if [[ -z $verb ]]; then
                 verb=$1
-            elif [[ $verb == topic && -z $topic_name ]]; then
+            elif [[ ($verb == topic || $verb == mysql-readonly) && -z $topic_name ]]; then
                 topic_name=$1
             else
                 die "only one verb allowed (got '$verb' and '$1')"
@@ -117,6 +121,7 @@ done
 case $verb in
     up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
     topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
+    mysql-readonly) [[ $topic_name == on || $topic_name == off ]] || die "mysql-readonly needs on or off" ;;
     "") usage >&2; die "missing verb" ;;
     *) die "unknown verb: $verb (see --help)" ;;
 esac
@@ -863,6 +868,13 @@ case $verb in
         [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); mysql-stop only manages the private instance"
         [[ -d $STACK_DIR ]] || { log "MariaDB is not running"; exit 0; }
         take_lock; mysql_stop
+        ;;
+    mysql-readonly)
+        [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); mysql-readonly only manages the private instance"
+        find_mysql_clients
+        out=$(mysql_socket_sql "SET GLOBAL read_only = $([[ $topic_name == on ]] && echo ON || echo OFF)" 2>&1) ||
+            { printf '%s\n' "$out" >&2; die "could not set read_only $topic_name"; }
+        log "MariaDB read_only=$topic_name"
         ;;
     mysql-pause | mysql-resume)
         [[ -z $MYSQL_URL_EXTERNAL ]] || die "MySQL is external ($(redact_url "$MYSQL_URL_EXTERNAL")); $verb only manages the private instance"

@@ -10,11 +10,12 @@
 #define SEC 1000LL
 
 static const char *const tt_fault_names[TT_F_KINDS] = {
-    "kill9",        "sigterm",       "restart",
-    "mysql_stop",   "mysql_start",   "kafka_stop",
-    "kafka_start",  "forwarder_add", "forwarder_remove",
-    "outage_begin", "outage_end",    "mysql_pause",
-    "mysql_resume", "clock_off",     "clock_on"};
+    "kill9",          "sigterm",       "restart",
+    "mysql_stop",     "mysql_start",   "kafka_stop",
+    "kafka_start",    "forwarder_add", "forwarder_remove",
+    "outage_begin",   "outage_end",    "mysql_pause",
+    "mysql_resume",   "clock_off",     "clock_on",
+    "mysql_readonly", "mysql_writable"};
 
 const char *tt_fault_name(tt_fault_kind_t kind)
 {
@@ -81,6 +82,7 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
         int64_t mysql_down = o->full ? 15 * SEC : 5 * SEC;
         /* Longer than the MySQL client's read timeout (30 s) in full. */
         int64_t mysql_pause = o->full ? 40 * SEC : 10 * SEC;
+        int64_t mysql_ro = o->full ? 20 * SEC : 6 * SEC;
         int64_t outage = o->full ? 20 * SEC : 12 * SEC;
         int rc = 0;
         for (int i = 0; i < n_kill && !rc; i++)
@@ -103,6 +105,12 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
                 int k = add(fs, &cap, at, TT_F_MYSQL_PAUSE, -1, -1);
                 rc = k < 0 || add(fs, &cap, at + mysql_pause, TT_F_MYSQL_RESUME,
                                   -1, k) < 0;
+        }
+        if (!rc) {
+                int64_t at = w * 60 / 100 + tt_rng_range(&r, 0, w / 50);
+                int k = add(fs, &cap, at, TT_F_MYSQL_RO, -1, -1);
+                rc = k < 0 ||
+                     add(fs, &cap, at + mysql_ro, TT_F_MYSQL_RW, -1, k) < 0;
         }
         if (!rc) {
                 /* A forwarder host's clock an hour off (full: ahead, then
@@ -174,10 +182,15 @@ void tt_faults_print(const tt_faults_t *fs, FILE *out)
 }
 
 /* Runs deploy/local/stack.sh verb; its output goes to the stack log. */
+/* Runs stack.sh VERB [ARG] ("verb arg": split at the space). */
 static int stack(tt_faults_t *fs, const char *verb)
 {
-        char *out = NULL, *err = NULL;
-        char *argv[] = {(char *)fs->stack, (char *)verb, NULL};
+        char *out = NULL, *err = NULL, word[64];
+        kd_strlcpy(word, verb, sizeof(word));
+        char *arg = strchr(word, ' ');
+        if (arg)
+                *arg++ = '\0';
+        char *argv[] = {(char *)fs->stack, word, arg, NULL};
         int rc = it_run(argv, NULL, &out, &err);
         if (fs->stack_log) {
                 fprintf(fs->stack_log, "--- stack.sh %s: rc=%d\n%s%s", verb, rc,
@@ -272,6 +285,15 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 f->rc = start_slot(fs, f->slot);
                 c->clock += f->kind == TT_F_CLOCK_OFF;
                 break;
+        case TT_F_MYSQL_RO:
+                f->rc = stack(fs, "mysql-readonly on");
+                fs->mysql_ro = f->rc == 0;
+                c->mysql_ro++;
+                break;
+        case TT_F_MYSQL_RW:
+                f->rc = stack(fs, "mysql-readonly off");
+                fs->mysql_ro = f->rc != 0;
+                break;
         case TT_F_MYSQL_PAUSE:
                 f->rc = stack(fs, "mysql-pause");
                 fs->mysql_paused = f->rc == 0;
@@ -349,7 +371,8 @@ static int is_stack(tt_fault_kind_t k)
 {
         return k == TT_F_MYSQL_STOP || k == TT_F_MYSQL_START ||
                k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START ||
-               k == TT_F_MYSQL_PAUSE || k == TT_F_MYSQL_RESUME;
+               k == TT_F_MYSQL_PAUSE || k == TT_F_MYSQL_RESUME ||
+               k == TT_F_MYSQL_RO || k == TT_F_MYSQL_RW;
 }
 
 static void *injector(void *arg)
@@ -407,6 +430,8 @@ void tt_faults_join(tt_faults_t *fs)
         for (int k = 0; k < 2; k++)
                 if (fs->inj[k].started)
                         pthread_join(fs->inj[k].thread, NULL);
+        if (fs->mysql_ro && stack(fs, "mysql-readonly off") == 0)
+                fs->mysql_ro = 0;
         if (fs->mysql_paused && stack(fs, "mysql-resume") == 0)
                 fs->mysql_paused = 0;
         if (fs->mysql_down && stack(fs, "mysql-start") == 0)

@@ -26,6 +26,8 @@ typedef enum tt_fault_kind {
         TT_F_MYSQL_RESUME, /* SIGCONT */
         TT_F_CLOCK_OFF,    /* restart a slot with its wall clock arg ms off */
         TT_F_CLOCK_ON,     /* restart it with the true clock */
+        TT_F_MYSQL_RO,     /* SET GLOBAL read_only = ON (a demoted primary) */
+        TT_F_MYSQL_RW,     /* and OFF */
         TT_F_KINDS
 } tt_fault_kind_t;
 
@@ -45,8 +47,8 @@ typedef struct tt_fault {
 
 /* Figures of the injector, read by main after tt_faults_join(). */
 typedef struct tt_fault_counts {
-        int kill9, sigterm, mysql, mysql_pause, clock, kafka, added, removed,
-            outage, skipped;
+        int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
+            removed, outage, skipped;
         atomic_int failed; /* stack.sh or restart failures */
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */
@@ -72,7 +74,8 @@ typedef struct tt_faults {
         const char *stack;      /* stack.sh path, borrowed */
         FILE *stack_log;        /* borrowed */
         const atomic_int *stop; /* borrowed */
-        int kafka_down, mysql_down, mysql_paused; /* the stack thread's */
+        int kafka_down, mysql_down, mysql_paused, mysql_ro; /* the stack
+                                                              thread's */
         tt_fault_counts_t counts;
         tt_injector_t inj[2];
 } tt_faults_t;

@@ -48,7 +48,9 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
         argv[a++] = "--brokers";
         argv[a++] = f->names->brokers;
         argv[a++] = "--mysql";
-        argv[a++] = f->names->mysql_url;
+        argv[a++] = f->names->fw_mysql_url;
+        argv[a++] = "-X";
+        argv[a++] = "mysql.password_env=" KD_TT_FW_PASSWORD_ENV;
         argv[a++] = "-X";
         argv[a++] = pfx;
         argv[a++] = "-X";

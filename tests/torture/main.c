@@ -16,6 +16,7 @@
 #include "faults.h"
 #include "fleet.h"
 #include "it_env.h"
+#include "kd_mysql.h"
 #include "kd_util.h"
 #include "producers.h"
 #include "report.h"
@@ -250,6 +251,46 @@ static int ctl(const tt_opts_t *o, const tt_names_t *nm, FILE *log,
         return rc;
 }
 
+/* The forwarders' MySQL user: the least a forwarder needs (read the
+ * schema version, claim, mark, take over), so that read_only applies to it
+ * as to any application user (root keeps writing: the tool's cancels). */
+static int fw_user_create(tt_names_t *nm)
+{
+        kd_mysql_params_t p;
+        char errstr[256], sql[512], pw[64], user[64];
+        if (kd_mysql_url_parse(nm->mysql_url, &p, errstr, sizeof(errstr)))
+                return -1;
+        snprintf(pw, sizeof(pw), "fw-%s", nm->prefix);
+        snprintf(user, sizeof(user), "kdfw_%s", nm->prefix); /* per run */
+        snprintf(nm->fw_mysql_url, sizeof(nm->fw_mysql_url),
+                 "mysql://%s@%s:%u/%s", user, p.host, p.port, nm->db);
+        kd_mysql_params_clear(&p);
+        MYSQL *conn = it_mysql_connect();
+        if (!conn)
+                return -1;
+        int rc = 0;
+        for (int i = 0; i < 2 && !rc; i++) {
+                if (i == 0)
+                        snprintf(sql, sizeof(sql),
+                                 "CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY "
+                                 "'%s'",
+                                 user, pw);
+                else
+                        snprintf(sql, sizeof(sql),
+                                 "GRANT SELECT, INSERT, UPDATE, DELETE ON "
+                                 "`%s`.* TO '%s'@'127.0.0.1'",
+                                 nm->db, user);
+                if (mysql_query(conn, sql)) {
+                        tt_log("event=setup_failed what=forwarder_user "
+                               "err=\"%s\"",
+                               mysql_error(conn));
+                        rc = -1;
+                }
+        }
+        mysql_close(conn);
+        return rc || setenv(KD_TT_FW_PASSWORD_ENV, pw, 1) ? -1 : 0;
+}
+
 /* Names, database, topics and log files of this run. */
 static int setup(const tt_opts_t *o, tt_names_t *nm, FILE **setup_log)
 {
@@ -277,7 +318,8 @@ static int setup(const tt_opts_t *o, tt_names_t *nm, FILE **setup_log)
         if (!(*setup_log = fopen(path, "a")))
                 return -1;
         if (it_db_create(nm->db, 0, nm->mysql_url, sizeof(nm->mysql_url)) ||
-            ctl(o, nm, *setup_log, migrate) || ctl(o, nm, *setup_log, topics))
+            ctl(o, nm, *setup_log, migrate) || ctl(o, nm, *setup_log, topics) ||
+            fw_user_create(nm))
                 return -1;
         for (int i = 0; i < TT_TARGETS; i++)
                 if (it_create_topic(nm->targets[i], 3)) {

@@ -217,10 +217,10 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row_lat(out, "catch-up lateness, record ts", &cts);
         row_lat(out, "catch-up lateness, receipt", &crx);
         snprintf(note, sizeof(note),
-                 "kill9=%d sigterm=%d mysql=%d mysql_pause=%d clock=%d "
-                 "kafka=%d add=%d remove=%d outage=%d",
-                 f->kill9, f->sigterm, f->mysql, f->mysql_pause, f->clock,
-                 f->kafka, f->added, f->removed, f->outage);
+                 "kill9=%d sigterm=%d mysql=%d mysql_pause=%d mysql_ro=%d "
+                 "clock=%d kafka=%d add=%d remove=%d outage=%d",
+                 f->kill9, f->sigterm, f->mysql, f->mysql_pause, f->mysql_ro,
+                 f->clock, f->kafka, f->added, f->removed, f->outage);
         fprintf(out, "  %-42s %s\n", "faults injected", note);
         snprintf(note, sizeof(note),
                  "skipped=%d failed=%d crashes=%d unclean_sigterm=%d "

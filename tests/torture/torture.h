@@ -43,13 +43,19 @@ typedef struct tt_opts {
         long max_fire_rate;   /* -1 = not passed */
 } tt_opts_t;
 
+/* The forwarders' MySQL password travels in this environment variable
+ * (mysql.password_env), never on their command line. */
+#define KD_TT_FW_PASSWORD_ENV "KDTORT_FW_PASSWORD"
+
 /* Names of this run's resources. Filled by main.c, read-only afterwards. */
 typedef struct tt_names {
         const char *brokers;
         char prefix[40];
         char group[64];
         char db[64];
-        char mysql_url[512];
+        char mysql_url[512];    /* root: the tool's own (cancels, checks) */
+        char fw_mysql_url[512]; /* the forwarders': DML grants only, the
+                                   password in KD_TT_FW_PASSWORD_ENV */
         char run_dir[600];
         char targets[TT_TARGETS][96];
         char dead[96];
