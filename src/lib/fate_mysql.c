@@ -344,7 +344,45 @@ static void sql_add_lease(kd_sql_t *s, int64_t lease_ms)
                 sql_add(s, "NULL");
 }
 
-/* Reads the rows of items back: fate, owner and lease left of each. */
+/* An id as read-back matching orders it: by length, then bytes. */
+static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+        if (alen != blen)
+                return alen < blen ? -1 : 1;
+        return memcmp(a, b, alen);
+}
+
+static int item_cmp(const void *x, const void *y)
+{
+        const kd_fate_claim_t *a = *(kd_fate_claim_t *const *)x;
+        const kd_fate_claim_t *b = *(kd_fate_claim_t *const *)y;
+        return id_cmp(a->id, a->id_len, b->id, b->id_len);
+}
+
+/* The items of sorted (n, by item_cmp) whose id is (id, len): the first
+ * index and the count (0 when none). Duplicate ids share the row. */
+static size_t find_items(kd_fate_claim_t *const *sorted, size_t n,
+                         const char *id, size_t len, size_t *firstp)
+{
+        size_t lo = 0, hi = n;
+        while (lo < hi) { /* the first item not below id */
+                size_t mid = lo + (hi - lo) / 2;
+                if (id_cmp(sorted[mid]->id, sorted[mid]->id_len, id, len) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        size_t end = lo;
+        while (end < n &&
+               !id_cmp(sorted[end]->id, sorted[end]->id_len, id, len))
+                end++;
+        *firstp = lo;
+        return end - lo;
+}
+
+/* Reads the rows of items back: fate, owner and lease left of each. The
+ * rows are matched to the items through a sorted index (n log n: a linear
+ * match per row made large batches quadratic). */
 static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                               size_t n, char *errstr, size_t errstr_size)
 {
@@ -362,29 +400,39 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                 items[i].lease_left_ms = -1;
         }
         sql_add(&sql, ")");
+        kd_fate_claim_t **sorted = malloc(n * sizeof(*sorted)); /* owned */
+        if (!sorted) {
+                free(sql.buf);
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "claim read-back: out of memory");
+        }
+        for (size_t i = 0; i < n; i++)
+                sorted[i] = &items[i];
+        qsort(sorted, n, sizeof(*sorted), item_cmp);
         MYSQL_RES *res = NULL;
         kdelay_err_t err =
             stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
         free(sql.buf);
-        if (err)
+        if (err) {
+                free(sorted);
                 return err;
+        }
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res))) {
                 unsigned long *lens = mysql_fetch_lengths(res);
                 kdelay_fate_t f = kd_fate_parse(row[1]);
-                /* Batches are small (hundreds); a linear match is cheaper
-                 * than building an index. Duplicate ids share the row. */
-                for (size_t i = 0; i < n; i++) {
-                        if (items[i].id_len != lens[0] ||
-                            memcmp(items[i].id, row[0], lens[0]))
-                                continue;
-                        items[i].fate = f;
-                        kd_strlcpy(items[i].row_owner, row[2] ? row[2] : "",
-                                   sizeof(items[i].row_owner));
-                        items[i].lease_left_ms = col_i64(row[3]);
+                size_t first,
+                    cnt = find_items(sorted, n, row[0], lens[0], &first);
+                for (size_t k = first; k < first + cnt; k++) {
+                        kd_fate_claim_t *it = sorted[k];
+                        it->fate = f;
+                        kd_strlcpy(it->row_owner, row[2] ? row[2] : "",
+                                   sizeof(it->row_owner));
+                        it->lease_left_ms = col_i64(row[3]);
                 }
         }
         mysql_free_result(res);
+        free(sorted);
         return KDELAY_OK;
 }
 
