@@ -441,7 +441,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         if (!conf || !p)
                 return KDELAY_ERR_UNKNOWN_PROPERTY;
         const void *field = (const char *)conf + p->offset;
-        char tmp[1024];
+        char tmp[1024] = "";
         const char *text = tmp; /* strings are read in place, whole */
         switch (p->type) {
         case KD_PROP_SECRET:
