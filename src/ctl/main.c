@@ -18,6 +18,7 @@ static const struct {
     {"status", kd_ctl_status, "show a task's fate"},
     {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
     {"db", kd_ctl_db, "migrate or show the MySQL schema"},
+    {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
 };
 
 static void usage(FILE *out)

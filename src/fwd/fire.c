@@ -272,6 +272,7 @@ void kd_fire_hop(kd_fwd_t *f, kd_task_t *t)
         }
         kd_tiers_topic(&f->conf->tiers, tier, f->conf->topic_prefix, topic,
                        sizeof(topic));
+        t->hop_tier = (unsigned)tier;
         produce(f, t, topic, h, KD_TASK_HOPPING);
 }
 
@@ -295,7 +296,7 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_HOPPING) {
-                kd_metric_inc(&f->metrics, KD_M_HOPPED);
+                kd_metric_hop(&f->metrics, t->hop_tier);
         } else if (t->state == KD_TASK_DEAD) {
                 kd_metric_inc(&f->metrics, KD_M_DEAD);
                 char qt[300];

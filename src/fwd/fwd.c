@@ -93,6 +93,32 @@ static kdelay_err_t store_open(kd_fwd_t *f, char *errstr, size_t errstr_size)
         return KDELAY_OK;
 }
 
+/* Topic handles for every topic the producer writes but the targets: a
+ * handle asks for the topic's metadata at once. A handle not made costs
+ * only that wait later: logged, not fatal. */
+static void warm_topics(kd_fwd_t *f)
+{
+        const kdelay_conf_t *c = f->conf;
+        kd_fwd_kafka_t *k = &f->kafka;
+        char name[256], q[KD_LOG_QUOTED_MAX(255)];
+        for (size_t i = 0; i <= c->tiers.cnt; i++) {
+                if (i < c->tiers.cnt)
+                        kd_tiers_topic(&c->tiers, i, c->topic_prefix, name,
+                                       sizeof(name));
+                else
+                        kd_conf_dead_topic(c, name, sizeof(name));
+                rd_kafka_topic_t *t =
+                    rd_kafka_topic_new(k->producer, name, NULL);
+                if (t)
+                        k->warm[k->warm_cnt++] = t;
+                else
+                        kd_log(c, KDELAY_LOG_WARNING,
+                               "event=topic_handle_failed topic=%s err=\"%s\"",
+                               kd_log_quote(name, q, sizeof(q)),
+                               rd_kafka_err2str(rd_kafka_last_error()));
+        }
+}
+
 static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size)
@@ -116,7 +142,10 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
         rd_kafka_poll_set_consumer(f->kafka.consumer);
         f->kafka.producer = client_new(f, RD_KAFKA_PRODUCER, defaults, forced,
                                        errstr, errstr_size);
-        return f->kafka.producer ? KDELAY_OK : KDELAY_ERR_KAFKA;
+        if (!f->kafka.producer)
+                return KDELAY_ERR_KAFKA;
+        warm_topics(f);
+        return KDELAY_OK;
 }
 
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
@@ -184,6 +213,9 @@ void kd_fwd_destroy(kd_fwd_t *f)
         if (k->consumer)
                 rd_kafka_destroy(k->consumer);
         /* Reports of produces still in flight free their (orphan) tasks. */
+        for (size_t i = 0; i < k->warm_cnt; i++)
+                rd_kafka_topic_destroy(k->warm[i]);
+        k->warm_cnt = 0;
         if (k->producer) {
                 rd_kafka_flush(k->producer, 1000);
                 rd_kafka_purge(k->producer, RD_KAFKA_PURGE_F_QUEUE |
@@ -240,4 +272,14 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                "event=%s%s statements_per_fire=%.3f mysql=%s", event, line,
                fired ? (double)statements / (double)fired : 0.0,
                f->store.down ? "down" : "up");
+        /* The per-tier rows on a line of their own: the stats line is
+         * near the log's line limit. */
+        const kd_tiers_t *tiers = &f->conf->tiers;
+        const char *names[KD_TIERS_MAX];
+        for (size_t i = 0; i < tiers->cnt; i++)
+                names[i] = tiers->v[i].name;
+        if (kd_metrics_format_tiers(m, names, tiers->cnt, line, sizeof(line)) <
+            0)
+                line[0] = '\0';
+        kd_log(f->conf, KDELAY_LOG_INFO, "event=%s_tiers%s", event, line);
 }

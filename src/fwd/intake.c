@@ -157,7 +157,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
         /* A task due before its tier lets it be handled (its own delay
          * fitted a smaller tier) fires late by up to this tier's delay. */
         if (r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
-            r->append_ms + f->conf->tiers.v[p->tier].delay_ms) {
+            r->append_ms + p->tier_ms) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_metric_inc(&f->metrics, KD_M_WRONG_TIER);
@@ -261,19 +261,6 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 process(f, p);
 }
 
-/* The tier index of topic; -1 when it is not one of ours. */
-static int tier_of(const kd_fwd_t *f, const char *topic)
-{
-        char name[256];
-        for (size_t k = 0; k < f->conf->tiers.cnt; k++) {
-                kd_tiers_topic(&f->conf->tiers, k, f->conf->topic_prefix, name,
-                               sizeof(name));
-                if (!strcmp(name, topic))
-                        return (int)k;
-        }
-        return -1;
-}
-
 static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts)
 {
         rd_kafka_resp_err_t err = rd_kafka_assign(f->kafka.consumer, parts);
@@ -297,9 +284,10 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         size_t skipped = 0;
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
-                int tier = tier_of(f, tp->topic);
-                if (tier < 0)
-                        continue;
+                int64_t tier_ms;
+                if (kd_tiers_topic_delay(f->conf->topic_prefix, tp->topic,
+                                         &tier_ms))
+                        continue; /* the pattern admits only tier names */
                 kd_part_t *p = calloc(1, sizeof(*p));
                 if (!p) {
                         kd_fwd_oom(f, "partition");
@@ -308,7 +296,7 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 }
                 kd_strlcpy(p->topic, tp->topic, sizeof(p->topic));
                 p->partition = tp->partition;
-                p->tier = (size_t)tier;
+                p->tier_ms = tier_ms;
                 p->state = KD_PART_FLOWING;
                 kd_timer_init(&p->wake, wake_cb, f);
                 kd_offtrack_init(&p->track);

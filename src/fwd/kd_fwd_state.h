@@ -44,6 +44,11 @@ typedef struct kd_fwd_kafka {
         size_t inflight;          /* produces awaiting a report */
         int64_t last_report_mono; /* when a delivery report last came */
         int fatal; /* an unrecoverable Kafka error: stop, exit non-zero */
+        /* The producer's handles of every ladder tier and the dead topic,
+         * made at start so that their metadata is fetched before the first
+         * hop (a first produce to a topic waits about a second for it). */
+        rd_kafka_topic_t *warm[KD_TIERS_MAX + 1]; /* owned */
+        size_t warm_cnt;
 } kd_fwd_kafka_t;
 
 /* The fate store, its thread, and the backoff while it fails (store.c). */

@@ -116,9 +116,15 @@ typedef struct kd_hist {
         int64_t sum;
 } kd_hist_t;
 
+/* Room for one counter per tier of the configured ladder. */
+#define KD_METRIC_TIERS 32
+
 typedef struct kd_metrics {
         int64_t v[KD_M__COUNT];      /* counters and gauges */
         kd_hist_t hist[KD_M__COUNT]; /* histograms only */
+        /* Hops delivered into each tier of the ladder (by its index), the
+         * per-tier rows of KD_M_HOPPED. */
+        int64_t hopped_to[KD_METRIC_TIERS];
 } kd_metrics_t;
 
 void kd_metric_add(kd_metrics_t *m, kd_metric_id_t id, uint64_t n);
@@ -141,5 +147,13 @@ int64_t kd_metric_quantile(const kd_metrics_t *m, kd_metric_id_t id, double q);
  * last, -1 when empty), into buf. Returns the length
  * it needed (snprintf's convention). */
 int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size);
+
+/* A hop delivered into tier idx of the ladder: KD_M_HOPPED and its row. */
+void kd_metric_hop(kd_metrics_t *m, size_t idx);
+
+/* " hopped_to_<tier>=N" for each of the cnt tiers named names[i] (the
+ * ladder's order), into buf; snprintf's convention. */
+int kd_metrics_format_tiers(const kd_metrics_t *m, const char *const *names,
+                            size_t cnt, char *buf, size_t size);
 
 #endif

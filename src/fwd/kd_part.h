@@ -20,7 +20,7 @@ typedef enum kd_part_state {
 struct kd_part {
         char topic[256];
         int32_t partition;
-        size_t tier;
+        int64_t tier_ms; /* the tier's delay, from the topic's name */
         kd_part_state_t state;
         kd_timer_t wake;    /* KD_PART_WAITING: wall clock, head due */
         kd_taskq_t backlog; /* read, not yet processed */

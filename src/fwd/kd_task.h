@@ -50,6 +50,7 @@ typedef struct kd_task {
         kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
         kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
         int retries;
+        unsigned hop_tier;  /* KD_TASK_HOPPING: the ladder index produced to */
         int64_t late_ms;    /* produce time of the last fire - fire_at */
         int64_t sent_ms;    /* wall time of the last produce */
         int64_t lease_mono; /* our claim's lease surely holds until then

@@ -68,18 +68,22 @@ static void log_start(kd_fwd_t *f)
 {
         const kdelay_conf_t *c = f->conf;
         char tiers[256], horizon[32], look[32], ahead[32];
+        char pattern[KD_TIERS_PATTERN_MAX];
+        char qp[KD_LOG_QUOTED_MAX(KD_TIERS_PATTERN_MAX)];
         char qi[KD_LOG_QUOTED_MAX(64)], qg[KD_LOG_QUOTED_MAX(255)], qb[600];
         kd_tiers_format(&c->tiers, tiers, sizeof(tiers));
+        (void)kd_tiers_pattern(c->topic_prefix, pattern, sizeof(pattern));
         kd_log(
             c, KDELAY_LOG_NOTICE,
             "event=forwarder_start version=%s instance=%s group=%s "
-            "brokers=%s tiers=%s topics=%s.tier.{%s} dead_topic=%s.dead "
+            "brokers=%s tiers=%s hops_to=%s.tier.{%s} reads=%s "
+            "dead_topic=%s.dead "
             "hold_horizon=%s lookahead=%s claim_ahead=%s max_held=%d "
             "max_held_bytes=%lld delivery=%s max_fire_rate=%d",
             KDELAY_VERSION_STR, kd_log_quote(f->claim.instance, qi, sizeof(qi)),
             kd_log_quote(c->fwd_group_id, qg, sizeof(qg)),
             kd_log_quote(c->brokers, qb, sizeof(qb)), tiers, c->topic_prefix,
-            tiers, c->topic_prefix,
+            tiers, kd_log_quote(pattern, qp, sizeof(qp)), c->topic_prefix,
             kdelay_duration_format(c->fwd_hold_horizon_ms, horizon,
                                    sizeof(horizon)),
             kdelay_duration_format(c->fwd_lookahead_ms, look, sizeof(look)),
@@ -88,20 +92,25 @@ static void log_start(kd_fwd_t *f)
             c->fwd_max_fire_rate);
 }
 
+/* Every tier topic of the prefix, by pattern, not only the configured
+ * ladder: records in a tier that was removed from the ladder (or that an
+ * older producer still writes) are read and hop into the current one. */
 static kdelay_err_t subscribe(kd_fwd_t *f)
 {
         const kdelay_conf_t *c = f->conf;
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new((int)c->tiers.cnt);
+            rd_kafka_topic_partition_list_new(1);
         if (!l)
                 return KDELAY_ERR_NO_MEMORY;
-        char topic[256];
-        for (size_t i = 0; i < c->tiers.cnt; i++) {
-                kd_tiers_topic(&c->tiers, i, c->topic_prefix, topic,
-                               sizeof(topic));
-                rd_kafka_topic_partition_list_add(l, topic,
-                                                  RD_KAFKA_PARTITION_UA);
+        char pattern[KD_TIERS_PATTERN_MAX];
+        if (kd_tiers_pattern(c->topic_prefix, pattern, sizeof(pattern))) {
+                rd_kafka_topic_partition_list_destroy(l);
+                kd_log(c, KDELAY_LOG_ERROR,
+                       "event=subscribe_failed err=\"topic_prefix too long "
+                       "for a pattern\"");
+                return KDELAY_ERR_CONFIG;
         }
+        rd_kafka_topic_partition_list_add(l, pattern, RD_KAFKA_PARTITION_UA);
         rd_kafka_resp_err_t err = rd_kafka_subscribe(f->kafka.consumer, l);
         rd_kafka_topic_partition_list_destroy(l);
         if (err) {

@@ -107,3 +107,27 @@ int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size)
         }
         return (int)len;
 }
+
+void kd_metric_hop(kd_metrics_t *m, size_t idx)
+{
+        kd_metric_inc(m, KD_M_HOPPED);
+        if (idx < KD_METRIC_TIERS)
+                m->hopped_to[idx]++;
+}
+
+int kd_metrics_format_tiers(const kd_metrics_t *m, const char *const *names,
+                            size_t cnt, char *buf, size_t size)
+{
+        size_t len = 0;
+        if (size)
+                buf[0] = '\0';
+        for (size_t i = 0; i < cnt && i < KD_METRIC_TIERS; i++) {
+                int n = snprintf(
+                    len < size ? buf + len : NULL, len < size ? size - len : 0,
+                    " hopped_to_%s=%lld", names[i], (long long)m->hopped_to[i]);
+                if (n < 0)
+                        return -1;
+                len += (size_t)n;
+        }
+        return (int)len;
+}

@@ -8,6 +8,7 @@
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_mode.h"
+#include "kd_path.h"
 
 kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                            const kd_task_t *t, int64_t now, int64_t *wake_at)
@@ -15,22 +16,16 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
         const kdelay_conf_t *c = f->conf;
         if (t->dead_reason)
                 return kd_held_out_full(f, t) ? KD_SCHED_FULL : KD_SCHED_DEAD;
-        /* Due in its tier at append time + tier delay. A task whose own
-         * due time is within the hold horizon is due earlier: handling it
-         * then keeps the tier's bound (never later than the tier allows)
-         * and lets short delays in the smallest tier fire on time. */
-        int64_t due = t->rec.fire_at_ms - c->fwd_hold_horizon_ms;
-        int64_t tier_due = t->rec.append_ms + c->tiers.v[p->tier].delay_ms;
-        if (tier_due < due)
-                due = tier_due;
+        int64_t due = kd_path_due(t->rec.fire_at_ms, t->rec.append_ms,
+                                  p->tier_ms, c->fwd_hold_horizon_ms);
         if (due - c->fwd_lookahead_ms > now) {
                 *wake_at = due - c->fwd_lookahead_ms;
                 return KD_SCHED_WAIT;
         }
         if (!f->mode->admit(f, p, t))
                 return KD_SCHED_FULL;
-        if (t->rec.fire_at_ms - now >
-            c->fwd_hold_horizon_ms + c->fwd_lookahead_ms)
+        if (kd_path_hops(t->rec.fire_at_ms, now, c->fwd_hold_horizon_ms,
+                         c->fwd_lookahead_ms))
                 return kd_held_out_full(f, t) ? KD_SCHED_FULL : KD_SCHED_HOP;
         return kd_held_full(f, t) ? KD_SCHED_FULL : KD_SCHED_HOLD;
 }

@@ -58,7 +58,8 @@ static const kd_prop_t kd_props[] = {
      "`bootstrap.servers`)"},
     {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0,
      "topics are `<prefix>.tier.<tier>` and `<prefix>.dead`"},
-    {"tiers", KD_PROP_TIERS, KD_OFF(tiers), "1s,1m,30m,7d", 0,
+    {"tiers", KD_PROP_TIERS, KD_OFF(tiers),
+     "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d", 0,
      "tier delays; in the file a list `[ \"1s\", \"1m\" ]`, on `-X` "
      "comma-separated"},
     {"mysql.url", KD_PROP_MYSQLURL, KD_OFF(mysql_url), NULL, 0,
@@ -747,13 +748,10 @@ int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic)
         kd_conf_dead_topic(conf, name, sizeof(name));
         if (strcmp(name, topic) == 0)
                 return 1;
-        for (size_t i = 0; i < conf->tiers.cnt; i++) {
-                kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, name,
-                               sizeof(name));
-                if (strcmp(name, topic) == 0)
-                        return 1;
-        }
-        return 0;
+        /* Any tier topic, in the ladder or not: the forwarders read them
+         * all. */
+        int64_t ms;
+        return kd_tiers_topic_delay(conf->topic_prefix, topic, &ms) == 0;
 }
 
 int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx)

@@ -75,7 +75,8 @@ kdelay_err_t kd_conf_load_text(kdelay_conf_t *conf, const char *text,
 /* Name of the dead-letter topic: "<prefix>.dead". */
 void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
 
-/* Non-zero when topic is one of kdelay's own (a tier or the dead topic). */
+/* Non-zero when topic is one of kdelay's own: the dead topic or any tier
+ * topic of the prefix ("<prefix>.tier.<duration>", in the ladder or not). */
 int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic);
 
 /* What librdkafka's opaque points to for kdelay's clients: the first

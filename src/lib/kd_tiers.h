@@ -44,6 +44,19 @@ int kd_tiers_find(const kd_tiers_t *tiers, const char *name);
 void kd_tiers_topic(const kd_tiers_t *tiers, size_t idx, const char *prefix,
                     char *buf, size_t buf_size);
 
+/* The delay of tier topic "<prefix>.tier.<duration>" into *delay_ms: 0,
+ * or -1 when topic is not a tier topic of prefix (whether or not the
+ * delay is in a ladder: a retired tier still holds pending tasks). */
+int kd_tiers_topic_delay(const char *prefix, const char *topic,
+                         int64_t *delay_ms);
+
+/* The regular expression (librdkafka's "^..." subscription) that matches
+ * every tier topic name of prefix, into buf (KD_TIERS_PATTERN_MAX bytes
+ * hold any prefix). -1 with buf "" when it does not fit (never a cut
+ * pattern that would match more). */
+#define KD_TIERS_PATTERN_MAX 512
+int kd_tiers_pattern(const char *prefix, char *buf, size_t buf_size);
+
 /* Writes "1s,1m,30m,7d" into buf. */
 void kd_tiers_format(const kd_tiers_t *tiers, char *buf, size_t buf_size);
 

@@ -95,6 +95,47 @@ void kd_tiers_topic(const kd_tiers_t *tiers, size_t idx, const char *prefix,
         snprintf(buf, buf_size, "%s.tier.%s", prefix, tiers->v[idx].name);
 }
 
+int kd_tiers_topic_delay(const char *prefix, const char *topic,
+                         int64_t *delay_ms)
+{
+        size_t n = strlen(prefix);
+        static const char mid[] = ".tier.";
+        if (strncmp(topic, prefix, n) ||
+            strncmp(topic + n, mid, sizeof(mid) - 1))
+                return -1;
+        const char *d = topic + n + sizeof(mid) - 1;
+        int64_t ms;
+        /* Digits first: the pattern's form ("30m", "1m30s"). */
+        if (*d < '0' || *d > '9' ||
+            kdelay_duration_parse(d, &ms) != KDELAY_OK || ms <= 0 ||
+            ms > KDELAY_MAX_DELAY_MS)
+                return -1;
+        *delay_ms = ms;
+        return 0;
+}
+
+int kd_tiers_pattern(const char *prefix, char *buf, size_t buf_size)
+{
+        /* A prefix is made of [a-zA-Z0-9._-]; only '.' needs escaping. */
+        static const char tail[] = "\\.tier\\.[0-9][0-9a-z]*$";
+        size_t off = 0;
+        if (buf_size == 0)
+                return -1;
+        buf[off++] = '^';
+        const char *c = prefix;
+        for (; *c && off + 2 < buf_size; c++) {
+                if (*c == '.')
+                        buf[off++] = '\\';
+                buf[off++] = *c;
+        }
+        if (*c || !prefix[0] || off + sizeof(tail) > buf_size) {
+                buf[0] = '\0'; /* cut short */
+                return -1;
+        }
+        memcpy(buf + off, tail, sizeof(tail));
+        return 0;
+}
+
 void kd_tiers_format(const kd_tiers_t *tiers, char *buf, size_t buf_size)
 {
         size_t off = 0;

@@ -190,7 +190,9 @@ static void raw_send(rd_kafka_t *rk, const char *tier, const char *key,
         CU_ASSERT_EQUAL_FATAL(err, 0);
 }
 
-/* The tier a producer following docs/wire-format.md picks. */
+/* The tier a producer following docs/wire-format.md picks, by the old
+ * four-tier ladder: the forwarder runs the default one and reads every
+ * tier topic, so such a producer keeps working. */
 static const char *tier_for(int64_t remaining)
 {
         kd_tiers_t tiers;

@@ -85,7 +85,9 @@ static int suite_init(void)
         snprintf(dead_topic, sizeof(dead_topic), "%s.dead", prefix);
         snprintf(missing_topic, sizeof(missing_topic), "%s.no-such-topic",
                  prefix);
-        /* The forwarder's default tiers. */
+        /* The old four-tier ladder, as a producer that was never moved to
+         * the default one writes it: the forwarder (default ladder) reads
+         * those topics too. */
         if (kd_tiers_parse(&tiers, "1s,1m,30m,7d", errstr, sizeof(errstr)))
                 return -1;
         for (size_t i = 0; i < tiers.cnt; i++)

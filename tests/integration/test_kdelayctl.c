@@ -262,8 +262,10 @@ static void test_topics_create_then_check(void)
         CU_ASSERT_EQUAL_FATAL(ctl("topics", "create", "--partitions", "3",
                                   "--replication-factor", "1"),
                               0);
-        const char *tiers[] = {"1s", "1m", "30m", "7d"};
-        for (int i = 0; i < 4; i++) {
+        /* The default ladder. */
+        const char *tiers[] = {"1s",  "5s", "15s", "1m", "5m", "10m",
+                               "30m", "2h", "6h",  "1d", "3d", "7d"};
+        for (int i = 0; i < 12; i++) {
                 char line[160];
                 snprintf(line, sizeof(line), "%s.tier.%s", prefix, tiers[i]);
                 CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
@@ -279,9 +281,9 @@ static void test_topics_create_then_check(void)
         CU_ASSERT_PTR_NULL(strstr(out, "missing"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, " 3 "));
         /* A tier added to the config is found missing. */
-        CU_ASSERT_EQUAL(ctl("topics", "check", "-X", "tiers=1s,5s,1m,30m,7d"),
+        CU_ASSERT_EQUAL(ctl("topics", "check", "-X", "tiers=1s,45s,1m,30m,7d"),
                         1);
-        CU_ASSERT_PTR_NOT_NULL(strstr(out, "tier.5s"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "tier.45s"));
 }
 
 /* A tier topic someone created by hand with CreateTime and compaction. */
@@ -469,10 +471,37 @@ static void test_password_from_environment(void)
         mysql_close(conn);
 }
 
+/* tiers plan: the default ladder's cost, the old one's, bad input. */
+static void test_tiers_plan(void)
+{
+        CU_ASSERT_EQUAL_FATAL(ctl("tiers", "plan", "--json"), 0);
+        cJSON *j = cJSON_Parse(out);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        double mean = cJSON_GetObjectItem(j, "writes_mean")->valuedouble;
+        double p99 = cJSON_GetObjectItem(j, "writes_p99")->valuedouble;
+        printf("\n  default ladder: writes/task mean %.2f p99 %.0f\n", mean,
+               p99);
+        CU_ASSERT(mean <= 6.0);
+        CU_ASSERT(p99 <= 16);
+        CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tiers")),
+                        12);
+        cJSON_Delete(j);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "-X", "tiers=1s,1m,30m,7d"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "(4 tiers)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes/task   mean 41."));
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--dist", "normal:1s:2s"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown distribution"));
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--samples", "0"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "frob"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--help"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "loguniform:MIN:MAX"));
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_usage_errors_exit_2),
+            KD_TEST(test_tiers_plan),
             KD_TEST(test_help_on_every_verb),
             KD_TEST(test_db_migrate_then_version),
             KD_TEST(test_topics_create_then_check),

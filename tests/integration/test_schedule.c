@@ -63,12 +63,12 @@ static void test_sync_schedule_lands_in_right_tier(void)
         expect_t ex[] = {
             {0, "1s", "", 0, 0, 0},
             {500, "1s", "", 0, 0, 0},
-            {10000, "1s", "", 0, 0, 0},
-            {59000, "1s", "", 0, 0, 0},
+            {10000, "5s", "", 0, 0, 0},
+            {59000, "15s", "", 0, 0, 0},
             {61000, "1m", "", 0, 0, 0},
-            {29 * 60000, "1m", "", 0, 0, 0},
+            {29 * 60000, "10m", "", 0, 0, 0},
             {31 * 60000, "30m", "", 0, 0, 0},
-            {6LL * 86400000, "30m", "", 0, 0, 0},
+            {6LL * 86400000, "3d", "", 0, 0, 0},
             {8LL * 86400000, "7d", "", 0, 0, 0},
             {KDELAY_MAX_DELAY_MS, "7d", "", 0, 0, 0},
         };
@@ -99,14 +99,17 @@ static void test_sync_schedule_lands_in_right_tier(void)
                 CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
                 CU_ASSERT_EQUAL(strlen(ex[i].id), KDELAY_ID_GEN_LEN);
         }
-        char topics[4][128];
-        const char *tl[5];
-        const char *tiers[] = {"1s", "1m", "30m", "7d"};
-        for (int i = 0; i < 4; i++) {
+        /* The default ladder. */
+        const char *tiers[] = {"1s",  "5s", "15s", "1m", "5m", "10m",
+                               "30m", "2h", "6h",  "1d", "3d", "7d"};
+        enum { NT = sizeof(tiers) / sizeof(tiers[0]) };
+        char topics[NT][128];
+        const char *tl[NT + 1];
+        for (int i = 0; i < NT; i++) {
                 tier_topic(tiers[i], topics[i], sizeof(topics[i]));
                 tl[i] = topics[i];
         }
-        tl[4] = NULL;
+        tl[NT] = NULL;
         it_msg_t msgs[32];
         size_t got = it_consume(tl, msgs, n, 30000);
         CU_ASSERT_EQUAL_FATAL(got, n);
@@ -189,11 +192,10 @@ static void test_absolute_time_and_given_id(void)
             KDELAY_OK);
         CU_ASSERT_STRING_EQUAL(id, want_id);
         char topic[128];
-        tier_topic("30m", topic, sizeof(topic));
+        tier_topic("2h", topic, sizeof(topic));
         const char *tl[] = {topic, NULL};
         it_msg_t msgs[64];
-        /* The 30m topic also holds the first test's two 30m tasks. */
-        size_t got = it_consume(tl, msgs, 3, 15000);
+        size_t got = it_consume(tl, msgs, 1, 15000);
         int found = 0;
         for (size_t k = 0; k < got; k++) {
                 char *hid = it_header(&msgs[k], KDELAY_HDR_ID);

@@ -89,7 +89,7 @@ static kdelay_err_t load_text(kdelay_conf_t *conf, const char *text, char *path,
 static const char *const defaults[][2] = {
     {"brokers", "127.0.0.1:9092"},
     {"topic_prefix", "kdelay"},
-    {"tiers", "1s,1m,30m,7d"},
+    {"tiers", "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d"},
     {"mysql.url", ""},
     {"mysql.password", ""},
     {"mysql.password_env", "KDELAY_MYSQL_PASSWORD"},
@@ -118,7 +118,7 @@ static void test_defaults(void)
         kdelay_conf_t *conf = kdelay_conf_new();
         CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
         assert_defaults(conf);
-        CU_ASSERT_EQUAL(conf->tiers.cnt, 4);
+        CU_ASSERT_EQUAL(conf->tiers.cnt, 12);
         CU_ASSERT_PTR_NULL(conf->mysql_url);
         CU_ASSERT_PTR_NULL(conf->mysql_password);
         CU_ASSERT_EQUAL(conf->topics_retention_margin_ms, 7 * 86400000LL);
@@ -129,21 +129,26 @@ static void test_defaults(void)
                         KDELAY_ERR_UNKNOWN_PROPERTY);
         CU_ASSERT_EQUAL(kdelay_conf_get(conf, NULL, buf, sizeof(buf)),
                         KDELAY_ERR_UNKNOWN_PROPERTY);
-        /* Too small a buffer: "1s,1m,30m,7d" needs 13 bytes. */
-        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 12),
+        /* Too small a buffer: the default ladder's text needs 39 bytes. */
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 38),
                         KDELAY_ERR_INVALID_ARG);
-        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 13), KDELAY_OK);
-        CU_ASSERT_STRING_EQUAL(buf, "1s,1m,30m,7d");
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 39), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(buf, "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d");
 
         char name[64];
         kd_conf_dead_topic(conf, name, sizeof(name));
         CU_ASSERT_STRING_EQUAL(name, "kdelay.dead");
         CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.tier.30m"));
         CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.dead"));
-        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier.5m"));
+        /* Any tier topic, in the ladder or not: forwarders read them all. */
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.tier.45s"));
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.tier.1m30s"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier.x"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier."));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tiers.5m"));
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "orders"));
         /* 2 x 30m + 7d */
-        CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 2),
+        CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 6),
                         2 * 1800000LL + 7 * 86400000LL);
         kdelay_conf_destroy(conf);
         kdelay_conf_destroy(NULL);
@@ -850,7 +855,7 @@ static void test_load_repo_conf(void)
                 fprintf(stderr, "\nconf/kdelay.conf: %s\n", errstr);
         CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
         /* The shipped file restates the defaults. */
-        GET_IS(conf, "tiers", "1s,1m,30m,7d");
+        GET_IS(conf, "tiers", "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d");
         GET_IS(conf, "topic_prefix", "kdelay");
         GET_IS(conf, "brokers", "127.0.0.1:9092");
         GET_IS(conf, "topics.partitions", "6");

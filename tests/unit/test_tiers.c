@@ -307,6 +307,57 @@ static void test_format(void)
         CU_ASSERT_EQUAL(strncmp(small, "1s,1m,30m,7d", strlen(small)), 0);
 }
 
+static void test_topic_delay(void)
+{
+        int64_t ms = -1;
+        CU_ASSERT_EQUAL(kd_tiers_topic_delay("kdelay", "kdelay.tier.30m", &ms),
+                        0);
+        CU_ASSERT_EQUAL(ms, 1800000);
+        /* Not in any ladder, still a tier topic (a retired tier). */
+        CU_ASSERT_EQUAL(
+            kd_tiers_topic_delay("kdelay", "kdelay.tier.1m30s", &ms), 0);
+        CU_ASSERT_EQUAL(ms, 90000);
+        CU_ASSERT_EQUAL(kd_tiers_topic_delay("a.b-c", "a.b-c.tier.250ms", &ms),
+                        0);
+        CU_ASSERT_EQUAL(ms, 250);
+        static const char *const no[] = {
+            "kdelay.tier.",    "kdelay.tier.x",      "kdelay.tier.0s",
+            "kdelay.tier.5",   "kdelay.tier.5m.bak", "kdelay.tiers.5m",
+            "kdelay.dead",     "other.tier.5m",      "kdelayx.tier.5m",
+            "kdelay.tier.-5m", "kdelay.tier.99999d", "kdelay.tier. 5m",
+            "xkdelay.tier.5m"};
+        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+                ms = -1;
+                CU_ASSERT_EQUAL(kd_tiers_topic_delay("kdelay", no[i], &ms), -1);
+                CU_ASSERT_EQUAL(ms, -1);
+        }
+}
+
+static void test_pattern(void)
+{
+        char buf[KD_TIERS_PATTERN_MAX];
+        CU_ASSERT_EQUAL(kd_tiers_pattern("kdelay", buf, sizeof(buf)), 0);
+        CU_ASSERT_STRING_EQUAL(buf, "^kdelay\\.tier\\.[0-9][0-9a-z]*$");
+        CU_ASSERT_EQUAL(kd_tiers_pattern("acme.prod_x-1", buf, sizeof(buf)), 0);
+        CU_ASSERT_STRING_EQUAL(buf,
+                               "^acme\\.prod_x-1\\.tier\\.[0-9][0-9a-z]*$");
+        /* Too small: no pattern at all, never a cut one that matches
+         * more topics. */
+        for (size_t size = 0; size < 31; size++) {
+                char small[32] = "x";
+                CU_ASSERT_EQUAL(kd_tiers_pattern("kdelay", small, size), -1);
+                if (size)
+                        CU_ASSERT_STRING_EQUAL(small, "");
+        }
+        char just[31];
+        CU_ASSERT_EQUAL(kd_tiers_pattern("kdelay", just, sizeof(just)), 0);
+        /* The longest prefix, all dots, fits the documented size. */
+        char pfx[201];
+        memset(pfx, '.', 200);
+        pfx[200] = '\0';
+        CU_ASSERT_EQUAL(kd_tiers_pattern(pfx, buf, sizeof(buf)), 0);
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_parse_default),
     KD_TEST(test_parse_unsorted_and_spaces),
@@ -321,6 +372,8 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_topic),
     KD_TEST(test_find),
     KD_TEST(test_format),
+    KD_TEST(test_topic_delay),
+    KD_TEST(test_pattern),
     KD_TEST_END,
 };
 
