@@ -280,6 +280,26 @@ static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
         return KD_TXN_EXIT;
 }
 
+/* When retries of a transactional call end: the shutdown's (or a
+ * revoke's) deadline, or, when a signal came before a shutdown began,
+ * shutdown_timeout after the first retry that saw it (*local: 0 until
+ * then); 0 = no end (not stopping). */
+static int64_t retry_deadline(kd_fwd_t *f, int64_t *local)
+{
+        if (f->shutdown_deadline)
+                return f->shutdown_deadline;
+        if (!*f->stop)
+                return 0;
+        if (!*local)
+                *local = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        return *local;
+}
+
+static int past(int64_t deadline)
+{
+        return deadline && kd_mono_ms() >= deadline;
+}
+
 /* Aborts the open transaction (if any) and forgets its fires. */
 static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
 {
@@ -287,19 +307,24 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
         if (s->state == KD_TXN_FATAL)
                 return KD_TXN_EXIT;
         if (s->state != KD_TXN_READY) {
+                int64_t local = 0;
                 txn_set_state(f, KD_TXN_ABORTING);
                 for (;;) {
                         rd_kafka_error_t *error = rd_kafka_abort_transaction(
                             f->kafka.producer, KD_TXN_CALL_TIMEOUT_MS);
                         if (!error)
                                 break;
+                        /* A commit still in progress: only a commit call
+                         * ends it, and this answer comes at once (never
+                         * retried, it would spin). */
+                        int conflict = rd_kafka_error_code(error) ==
+                                       RD_KAFKA_RESP_ERR__CONFLICT;
                         kd_txn_next_t next =
                             classify(f, error, "abort_transaction");
                         if (next == KD_NEXT_FATAL)
                                 return KD_TXN_EXIT;
-                        if (next != KD_NEXT_RETRY ||
-                            (f->shutdown_deadline &&
-                             kd_mono_ms() >= f->shutdown_deadline))
+                        if (next != KD_NEXT_RETRY || conflict ||
+                            past(retry_deadline(f, &local)))
                                 return give_up(f, "abort_transaction");
                 }
                 /* Reports of the purged and the in-flight produces come
@@ -386,11 +411,25 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
         if (r != KD_TXN_COMMITTED)
                 return r;
         int64_t t1 = kd_mono_ms();
+        /* A commit that timed out goes on in the background, and only
+         * another commit call ends it: an abort meanwhile is refused
+         * (_CONFLICT). So a retriable failure is committed again, even
+         * when stopping, until the retry deadline; past it the process
+         * exits with the transaction unresolved (the next owner's
+         * init_transactions ends it, committed or aborted, and its
+         * records are redone from the committed offsets if aborted). */
         rd_kafka_error_t *error;
+        int64_t local = 0;
         while ((error = rd_kafka_commit_transaction(f->kafka.producer,
-                                                    KD_TXN_CALL_TIMEOUT_MS)))
-                if (!again(f, error, "commit_transaction", &r))
-                        return r;
+                                                    KD_TXN_CALL_TIMEOUT_MS))) {
+                kd_txn_next_t next = classify(f, error, "commit_transaction");
+                if (next == KD_NEXT_FATAL)
+                        return KD_TXN_EXIT;
+                if (next == KD_NEXT_ABORT)
+                        return txn_abort(f, "commit_transaction");
+                if (past(retry_deadline(f, &local)))
+                        return give_up(f, "commit_transaction");
+        }
         if (s->state == KD_TXN_ABORTABLE) /* a report failed meanwhile */
                 return txn_abort(f, "delivery_failed");
         txn_set_state(f, KD_TXN_READY);
