@@ -1178,6 +1178,49 @@ static void c_txn_abort(fm_env_t *e)
         CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >= 1);
 }
 
+/* Exactly-once: a commit times out (the coordinator answers EndTxn after
+ * 12 s, past the forwarder's 10 s call timeout) while a stop is already
+ * asked for. The commit goes on in librdkafka, and only another commit
+ * call ends it: an abort answers _CONFLICT at once, which the forwarder
+ * once retried in a tight loop (millions of log lines, a SIGTERM that
+ * never stopped it, seen in a torture run after a Kafka restart). It
+ * commits again instead, the commit completes, and the stop is clean,
+ * nothing aborted. The commits here are the periodic ones of the offsets
+ * the clock probes move. */
+static void c_commit_timeout_stop(fm_env_t *e)
+{
+        CU_ASSERT_EQUAL(
+            rd_kafka_mock_broker_push_request_error_rtts(
+                e->mock, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 12000),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        /* The next commit begins and does not end for a second: the
+         * delayed one. */
+        int blocked_ms = 0;
+        for (int waited = 0; blocked_ms < 1000 && waited < 30000;
+             waited += 50) {
+                int begun = fm_log_count(e, "to=committing", NULL, NULL);
+                int ended = fm_log_count(e, "event=txn_committed", NULL, NULL) +
+                            fm_log_count(e, "event=txn_aborted", NULL, NULL);
+                blocked_ms = begun > ended ? blocked_ms + 50 : 0;
+                fm_sleep_ms(50);
+        }
+        CU_ASSERT_FATAL(blocked_ms >= 1000);
+        int64_t t0 = kd_mono_ms();
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        int64_t took = kd_mono_ms() - t0;
+        fm_note(e, "stop took %lld ms", (long long)took);
+        CU_ASSERT(took < 20000);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=txn_error",
+                                     "what=commit_transaction", "_TIMED_OUT"),
+                        1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "what=abort_transaction", NULL, NULL),
+                        0);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=txn_unrecoverable", NULL, NULL),
+                        0);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_TXN_ABORTS), 0);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_COMMITS) >= 1);
+}
+
 /* The group's rebalance after the first forwarder leaves waits
  * session.timeout.ms - 1 s in the mock before the next one is let in (and
  * its first join waits 3 s, which the session must outlast). */
@@ -1336,6 +1379,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           c_produce_errors, NULL, 0, 2)                                        \
         X(failed_commit_aborts_rewinds_and_fires_each_task_once, c_txn_abort,  \
           NULL, 1, 1)                                                          \
+        X(timed_out_commit_is_committed_again_even_when_stopping,              \
+          c_commit_timeout_stop, NULL, 1, 1)                                   \
         X(refused_hops_take_a_quarter_of_the_held_limit_and_pause_partitions,  \
           c_out_share, out_overrides, ALO_ONLY, 2)                             \
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
