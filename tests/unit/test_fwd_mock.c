@@ -1185,14 +1185,18 @@ static void c_txn_abort(fm_env_t *e)
  * once retried in a tight loop (millions of log lines, a SIGTERM that
  * never stopped it, seen in a torture run after a Kafka restart). It
  * commits again instead, the commit completes, and the stop is clean,
- * nothing aborted. The commits here are the periodic ones of the offsets
- * the clock probes move. */
+ * nothing aborted. The delayed commit is the first after the push: the
+ * one of a task's fire, or of offsets moved before it. */
 static void c_commit_timeout_stop(fm_env_t *e)
 {
+        fm_task_t t;
+        task_buf_t b;
+        task_fill(e, &t, &b, "t", 0, 500);
         CU_ASSERT_EQUAL(
             rd_kafka_mock_broker_push_request_error_rtts(
                 e->mock, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 12000),
             RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, &t, 1), 0);
         /* The next commit begins and does not end for a second: the
          * delayed one. */
         int blocked_ms = 0;
