@@ -272,8 +272,10 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                "event=%s%s statements_per_fire=%.3f mysql=%s", event, line,
                fired ? (double)statements / (double)fired : 0.0,
                f->store.down ? "down" : "up");
-        /* The per-tier rows on a line of their own: the stats line is
-         * near the log's line limit. */
+        /* The per-tier rows on a line of their own (an event name that
+         * starts no other: tests and tools match "event=stats" and
+         * "event=forwarder_stopped" as prefixes): the stats line is near
+         * the log's line limit. */
         const kd_tiers_t *tiers = &f->conf->tiers;
         const char *names[KD_TIERS_MAX];
         for (size_t i = 0; i < tiers->cnt; i++)
@@ -281,5 +283,6 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
         if (kd_metrics_format_tiers(m, names, tiers->cnt, line, sizeof(line)) <
             0)
                 line[0] = '\0';
-        kd_log(f->conf, KDELAY_LOG_INFO, "event=%s_tiers%s", event, line);
+        kd_log(f->conf, KDELAY_LOG_INFO, "event=tier_hops at=%s%s", event,
+               line);
 }

@@ -196,8 +196,7 @@ static void test_forwarder_hops_as_planned(void)
         for (size_t i = 0; i < tiers.cnt; i++) {
                 char field[64];
                 snprintf(field, sizeof(field), "hopped_to_%s", tiers.v[i].name);
-                int64_t got =
-                    it_log_sum(f.log, "event=forwarder_stopped_tiers", field);
+                int64_t got = it_log_sum(f.log, "at=forwarder_stopped", field);
                 printf(" %s planned %llu counted %lld;", tiers.v[i].name,
                        (unsigned long long)want[i], (long long)got);
                 CU_ASSERT_EQUAL(got, (int64_t)want[i]);

@@ -17,6 +17,7 @@ void tt_fleet_init(tt_fleet_t *f, const tt_opts_t *o, const tt_names_t *n)
         f->base = o->forwarders;
         for (int i = 0; i < TT_MAX_SLOTS; i++) {
                 f->slots[i].pid = -1;
+                f->slots[i].peak_rss_kb = -1;
                 snprintf(f->slots[i].log, sizeof(f->slots[i].log),
                          "%s/forwarder-%d.log", n->run_dir, i);
         }
@@ -59,6 +60,11 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
         argv[a++] = inst;
         argv[a++] = "-X";
         argv[a++] = "forwarder.stats_interval=5s";
+        char held_bytes[64];
+        snprintf(held_bytes, sizeof(held_bytes),
+                 "forwarder.max_held_bytes=%lld", TT_MAX_HELD_BYTES);
+        argv[a++] = "-X";
+        argv[a++] = held_bytes;
         if (o->hold_horizon_ms > 0) {
                 snprintf(hold, sizeof(hold), "forwarder.hold_horizon=%lldms",
                          (long long)o->hold_horizon_ms);
@@ -92,11 +98,50 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
         return 0;
 }
 
+/* VmHWM of pid in kB from /proc; -1 when unreadable. */
+static int64_t peak_rss_kb(pid_t pid)
+{
+        char path[64], line[256];
+        long long kb = -1;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        FILE *fp = fopen(path, "r");
+        while (fp && fgets(line, sizeof(line), fp))
+                if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+                        break;
+        if (fp)
+                fclose(fp);
+        return kb;
+}
+
+int tt_fleet_log_count(const tt_fleet_t *f, const char *needle)
+{
+        int n = 0;
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                int k = f->slots[i].starts
+                            ? it_log_count(f->slots[i].log, needle)
+                            : 0;
+                n += k > 0 ? k : 0;
+        }
+        return n;
+}
+
+int64_t tt_fleet_peak_rss_kb(const tt_fleet_t *f)
+{
+        int64_t max = -1;
+        for (int i = 0; i < TT_MAX_SLOTS; i++)
+                if (f->slots[i].peak_rss_kb > max)
+                        max = f->slots[i].peak_rss_kb;
+        return max;
+}
+
 int tt_fleet_signal(tt_fleet_t *f, int slot, int sig)
 {
         tt_slot_t *s = &f->slots[slot];
         if (!tt_fleet_running(f, slot))
                 return -1;
+        int64_t hwm = peak_rss_kb(s->pid);
+        if (hwm > s->peak_rss_kb)
+                s->peak_rss_kb = hwm;
         kill(s->pid, sig);
         s->stopping = sig;
         s->young = sig == SIGTERM && kd_mono_ms() - s->started_ms < 200;

@@ -20,6 +20,7 @@ typedef struct tt_slot {
         int starts;
         int unexpected_exits;    /* found dead without being told to */
         int64_t clock_offset_ms; /* its wall clock at its next start */
+        int64_t peak_rss_kb;     /* largest VmHWM read before a stop */
         char log[700];
 } tt_slot_t;
 
@@ -63,6 +64,13 @@ int tt_fleet_stop_all(tt_fleet_t *f);
 /* Reaps slots whose process exited on its own (a crash); logs and counts
  * each. Returns how many were found. */
 int tt_fleet_reap(tt_fleet_t *f);
+
+/* The largest peak RSS (VmHWM, kB) any forwarder process of the fleet
+ * reached, as read before each was signalled; -1 when none was read. */
+int64_t tt_fleet_peak_rss_kb(const tt_fleet_t *f);
+
+/* Lines containing needle in every slot's log, added up. */
+int tt_fleet_log_count(const tt_fleet_t *f, const char *needle);
 
 /* From slot's log: the last forwarder_stopped line's statements_per_fire
  * and fired counters. 0 when found. */

@@ -317,6 +317,17 @@ static int setup(const tt_opts_t *o, tt_names_t *nm, FILE **setup_log)
         snprintf(path, sizeof(path), "%s/setup.log", nm->run_dir);
         if (!(*setup_log = fopen(path, "a")))
                 return -1;
+        /* A tier topic created by hand with the broker's defaults
+         * (CreateTime) before `topics create`, which leaves it alone: the
+         * forwarders must cope with the producers' timestamps in it. */
+        char create_time_tier[128];
+        snprintf(create_time_tier, sizeof(create_time_tier), "%s.tier.%s",
+                 nm->prefix, TT_CREATE_TIME_TIER);
+        if (it_create_topic(create_time_tier, 6)) {
+                tt_log("event=setup_failed what=create_time_tier topic=%s",
+                       create_time_tier);
+                return -1;
+        }
         if (it_db_create(nm->db, 0, nm->mysql_url, sizeof(nm->mysql_url)) ||
             ctl(o, nm, *setup_log, migrate) || ctl(o, nm, *setup_log, topics) ||
             fw_user_create(nm))

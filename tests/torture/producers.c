@@ -163,6 +163,10 @@ fail:
         return NULL;
 }
 
+/* The heavy tasks' extra header value (read-only after the first fill,
+ * which tt_producers_start does before any thread starts). */
+static char tt_ballast[TT_BALLAST_BYTES];
+
 /* Sends task i as a docs/wire-format.md producer would. 0 when queued. */
 static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                     const kd_tiers_t *tiers, size_t i)
@@ -184,6 +188,9 @@ static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                 rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fire_at, -1);
                 rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
                                     KDELAY_WIRE_VERSION, -1);
+                if (t->heavy)
+                        rd_kafka_header_add(h, TT_BALLAST_HEADER, -1,
+                                            tt_ballast, sizeof(tt_ballast));
                 rd_kafka_resp_err_t err =
                     rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
                                       RD_KAFKA_V_KEY(key, strlen(key)),
@@ -245,6 +252,7 @@ static void *producer_main(void *arg)
 
 int tt_producers_start(tt_producers_t *p)
 {
+        memset(tt_ballast, 'b', sizeof(tt_ballast));
         p->threads = calloc(TT_PRODUCER_THREADS, sizeof(*p->threads));
         if (!p->threads)
                 return -1;

@@ -45,8 +45,14 @@ typedef struct counts {
             c_ok, c_late, c_err, c_retried, race, race_ok, race_late, lost,
             unacked_missing, early_ts, early_rx, cancel_then_delivered,
             fate_cancel_delivered, too_late_missing, bad, dead_tasks,
-            fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row;
+            fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
+            heavy, heavy_delivered;
 } counts_t;
+
+/* A forwarder whose peak RSS passes this grew with something other than
+ * its held window (TT_MAX_HELD_BYTES, 16 MB of prefetch, librdkafka's
+ * buffers and its code). */
+#define TT_RSS_BOUND_KB (512LL * 1024)
 
 static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                   lat_t *cts, lat_t *crx)
@@ -108,6 +114,8 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                     t->fate == TT_FATE_CANCELLED && copies;
                 c->bad += t->bad_copy > 0;
                 c->dead_tasks += t->dead_copies > 0;
+                c->heavy += t->heavy;
+                c->heavy_delivered += t->heavy && copies;
                 c->fate_fired += t->fate == TT_FATE_FIRED;
                 c->fate_firing += t->fate == TT_FATE_FIRING;
                 c->fate_cancelled += t->fate == TT_FATE_CANCELLED;
@@ -174,7 +182,14 @@ int tt_report(const tt_report_in_t *in, FILE *out)
          * injected every fault it planned, and seen no forwarder die on
          * its own or exit non-zero on SIGTERM (docs/forwarder.md: exit
          * 0). */
-        int invalid = !in->caught_up || atomic_load(&f->failed) || f->crashes ||
+        int64_t rss_kb = tt_fleet_peak_rss_kb(in->fleet);
+        fail = fail || rss_kb > TT_RSS_BOUND_KB;
+        /* The CreateTime tier was read (its warning logged once per
+         * partition and process). */
+        int create_time_seen =
+            tt_fleet_log_count(in->fleet, "event=tier_not_log_append_time");
+        int invalid = !in->caught_up || !create_time_seen ||
+                      atomic_load(&f->failed) || f->crashes ||
                       f->unclean_terms || in->stop_unclean;
         fail = fail || invalid;
 
@@ -209,7 +224,24 @@ int tt_report(const tt_report_in_t *in, FILE *out)
             NULL);
         row(out, "DUPLICATES (extra copies by kdelay-id)", c.dups,
             o->exactly_once ? "(must be 0: exactly_once)" : "(allowed)");
-        row(out, "corrupted copies (target/id/fire-at)", c.bad, NULL);
+        row(out, "corrupted copies (target/id/fire-at)", c.bad,
+            "(headers included: a heavy task's 500 KB arrive whole)");
+        snprintf(note, sizeof(note),
+                 "(delivered %lld; %d KB of headers each, forwarders at "
+                 "max_held_bytes=%lld MB)",
+                 c.heavy_delivered, TT_BALLAST_BYTES / 1024,
+                 TT_MAX_HELD_BYTES >> 20);
+        row(out, "heavy tasks", c.heavy, note);
+        snprintf(note, sizeof(note),
+                 "(largest VmHWM before a stop; bound %lld MB)",
+                 TT_RSS_BOUND_KB >> 10);
+        row(out, "forwarder peak RSS, MB", rss_kb < 0 ? -1 : rss_kb >> 10,
+            note);
+        snprintf(note, sizeof(note),
+                 "(tier.%s made with CreateTime: forwarder warnings, must be "
+                 "> 0)",
+                 TT_CREATE_TIME_TIER);
+        row(out, "CreateTime tier read", create_time_seen, note);
         row(out, "not delivered, schedule unacknowledged", c.unacked_missing,
             NULL);
         row_lat(out, "lateness, record ts p50/p99/p999/max", &ts);

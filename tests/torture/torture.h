@@ -23,6 +23,14 @@
 #define TT_TARGETS   3  /* target topics, TT_TARGET_PARTS partitions each */
 #define TT_MAX_SLOTS 17 /* forwarder slots: --forwarders (<= 16) + 1 added */
 #define TT_ID_SIZE   64 /* ids are "<prefix>-<idx>" or a 26-char ULID */
+/* Heavy tasks carry a header this large ("torture-ballast"), so that a
+ * few records weigh what thousands do; the forwarders run with
+ * TT_MAX_HELD_BYTES. */
+#define TT_BALLAST_BYTES  (500 * 1024)
+#define TT_BALLAST_HEADER "torture-ballast"
+/* The tier of the default ladder created with CreateTime by mistake. */
+#define TT_CREATE_TIME_TIER "5s"
+#define TT_MAX_HELD_BYTES   (64LL * 1024 * 1024)
 
 /* Command line, after defaults and the profile are applied. Read-only
  * once parsed. Strings point into argv or static defaults. */
@@ -100,6 +108,7 @@ typedef struct tt_task {
         int64_t cancel_at;
         uint8_t via, cat, cancel_kind, target;
         uint8_t gen_id; /* the library generates the id */
+        uint8_t heavy;  /* raw, with TT_BALLAST_BYTES of headers */
         /* producer thread; id published by sched_state >= ENQUEUED */
         char id[TT_ID_SIZE];
         _Atomic int sched_state;

@@ -51,9 +51,15 @@ static void handle(tt_verifier_t *v, rd_kafka_message_t *m)
         const char *hfa = header(h, KDELAY_HDR_FIRE_AT, fa, sizeof(fa));
         int id_known =
             !t->gen_id || atomic_load(&t->sched_state) >= TT_SCHED_ENQUEUED;
+        const void *ballast = NULL;
+        size_t ballast_len = 0;
+        int ballast_ok =
+            !t->heavy || (!rd_kafka_header_get_last(h, TT_BALLAST_HEADER,
+                                                    &ballast, &ballast_len) &&
+                          ballast_len == TT_BALLAST_BYTES);
         if (!hid || !hfa || atoll(hfa) != t->fire_at ||
             strcmp(topic, v->names->targets[t->target]) ||
-            (id_known && strcmp(hid, t->id))) {
+            (id_known && strcmp(hid, t->id)) || !ballast_ok) {
                 t->bad_copy++;
                 tt_log("event=bad_copy idx=%llu id=%s fire_at=%s topic=%s", idx,
                        hid ? hid : "-", hfa ? hfa : "-", topic);
