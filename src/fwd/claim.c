@@ -39,6 +39,16 @@ void kd_claim_init(kd_fwd_t *f)
                       (*ch >= '0' && *ch <= '9') || *ch == '.' || *ch == '_' ||
                       *ch == '-'))
                         *ch = '_';
+        size_t len = strlen(c->instance);
+        if (len <= 20) {
+                kd_strlcpy(c->token_name, c->instance, sizeof(c->token_name));
+        } else {
+                uint32_t h = 2166136261u; /* FNV-1a */
+                for (size_t i = 0; i < len; i++)
+                        h = (h ^ (unsigned char)c->instance[i]) * 16777619u;
+                snprintf(c->token_name, sizeof(c->token_name), "%.11s~%08x",
+                         c->instance, h);
+        }
         if (getrandom(&c->boot, sizeof(c->boot), 0) != sizeof(c->boot))
                 c->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
         kd_claim_new_generation(f);
@@ -53,7 +63,7 @@ void kd_claim_new_generation(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
         c->generation++;
-        snprintf(c->prefix, sizeof(c->prefix), "%.20s:%08x.%u:", c->instance,
+        snprintf(c->prefix, sizeof(c->prefix), "%s:%08x.%u:", c->token_name,
                  c->boot, c->generation);
 }
 
@@ -143,6 +153,21 @@ static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
                 kd_fwd_oom(f, "claim_wait_timer");
 }
 
+/* 1 when owner is a token of this instance from another boot, and this
+ * forwarder is a static member (without one, two processes may share an
+ * instance name). */
+static int own_previous_boot(const kd_fwd_t *f, const char *owner)
+{
+        const kd_fwd_claim_t *c = &f->claim;
+        size_t n = strlen(c->token_name);
+        char boot[12];
+        if (!f->conf->fwd_static_membership ||
+            strncmp(owner, c->token_name, n) || owner[n] != ':')
+                return 0;
+        snprintf(boot, sizeof(boot), "%08x.", c->boot);
+        return strncmp(owner + n + 1, boot, strlen(boot)) != 0;
+}
+
 static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                             int after_takeover)
 {
@@ -184,6 +209,14 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 kd_metric_inc(&f->metrics, KD_M_DUP_COPIES);
                 f->mode->done(f, t);
                 return KD_SETTLED;
+        }
+        /* Claimed by this instance's previous process: a static member
+         * restarted under its stable instance (the broker lets one member
+         * of an instance in, and exactly_once's transactional id fences the
+         * old producer), so that process is gone: at once, no lease wait. */
+        if (own_previous_boot(f, owner) && !after_takeover) {
+                kd_metric_inc(&f->metrics, KD_M_OWN_TAKEOVERS);
+                return KD_NEEDS_TAKEOVER;
         }
         /* Claimed by another process. Its lease, by MySQL's clock, says how
          * long that claim surely holds: a live claimer renews it, so it is
@@ -254,6 +287,7 @@ static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
                         return -1;
                 }
                 r->fw.items[i].lease_ms = f->conf->fwd_claim_lease_ms;
+                r->fw.items[i].own_previous = found ? found[i].own_previous : 0;
         }
         f->claim.inflight++;
         kd_store_submit(f, r, answered);
@@ -289,6 +323,8 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                                 memcpy(fw->items[m].row_owner,
                                        fw->items[i].row_owner,
                                        sizeof(fw->items[m].row_owner));
+                        fw->items[m].own_previous =
+                            own_previous_boot(f, fw->items[m].row_owner);
                         m++;
                 }
         }

@@ -123,17 +123,28 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size)
 {
-        const char *forced_consumer[] = {"group.id",
-                                         f->conf->fwd_group_id,
-                                         "enable.auto.commit",
-                                         "false",
-                                         "enable.auto.offset.store",
-                                         "false",
-                                         "enable.partition.eof",
-                                         "false",
-                                         "isolation.level",
-                                         "read_committed",
-                                         NULL};
+        const kdelay_conf_t *c = f->conf;
+        if (c->fwd_static_membership < 0 || c->fwd_static_membership > 1 ||
+            (c->fwd_static_membership && !c->fwd_instance))
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "forwarder.static_membership must be 0, or 1 "
+                               "with forwarder.instance set (the static "
+                               "member's group.instance.id)");
+        /* A static member: the instance is its group.instance.id. */
+        const char *forced_consumer[] = {
+            "group.id",
+            c->fwd_group_id,
+            "enable.auto.commit",
+            "false",
+            "enable.auto.offset.store",
+            "false",
+            "enable.partition.eof",
+            "false",
+            "isolation.level",
+            "read_committed",
+            c->fwd_static_membership ? "group.instance.id" : NULL,
+            c->fwd_instance,
+            NULL};
         f->kafka.consumer =
             client_new(f, RD_KAFKA_CONSUMER, kd_consumer_defaults,
                        forced_consumer, errstr, errstr_size);

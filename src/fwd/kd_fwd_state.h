@@ -69,6 +69,10 @@ typedef struct kd_fwd_store {
  * assignment, which this process still holds or has fired. */
 typedef struct kd_fwd_claim {
         char instance[64];
+        /* The instance in tokens: itself up to 20 characters, else its
+         * first 11, '~' and a hash of the whole (distinct instances keep
+         * distinct names). */
+        char token_name[24];
         char prefix[48];
         uint32_t boot;
         unsigned generation;

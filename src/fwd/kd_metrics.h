@@ -36,6 +36,8 @@ typedef enum kd_metric_type {
           "Claims found taken over after their lease passed")                  \
         X(TAKEOVERS, "takeovers", COUNTER, "",                                 \
           "FIRING claims taken over from an owner that seems gone")            \
+        X(OWN_TAKEOVERS, "own_takeovers", COUNTER, "",                         \
+          "FIRING claims of this instance's previous process, taken at once")  \
         X(HANDED_OVER, "handed_over", COUNTER, "",                             \
           "Held tasks hopped on a revoke for the next owner")                  \
         X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \

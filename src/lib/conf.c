@@ -97,6 +97,14 @@ static const kd_prop_t kd_props[] = {
      "characters become `_`); give each forwarder a stable one (required for "
      "`exactly_once` unless `forwarder.transactional_id` is set)",
      "`<hostname>-<pid>`"},
+    {"forwarder.static_membership", KD_PROP_INT, KD_OFF(fwd_static_membership),
+     "0", 0,
+     "1: join the consumer group as a static member (`group.instance.id` = "
+     "`forwarder.instance`, which must be set): a restart within "
+     "`session.timeout.ms` gets its partitions back without a rebalance, and "
+     "the FIRING claims of this instance's previous process are taken over "
+     "at once; but a stopped member's partitions wait for the session "
+     "timeout (docs/forwarder.md)"},
     {"forwarder.hold_horizon", KD_PROP_DURATION, KD_OFF(fwd_hold_horizon_ms),
      "30s", 0,
      "a due task firing within this is held in memory; further away it hops "

@@ -265,7 +265,8 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 kd_memrow_t *r =
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
                 if (!r || r->fate != KDELAY_FATE_FIRING ||
-                    !owner_is(r, items[i].row_owner) || lease_left(r) > 0)
+                    !owner_is(r, items[i].row_owner) ||
+                    (lease_left(r) > 0 && !items[i].own_previous))
                         continue;
                 const kd_fate_claim_t *first = &items[first_of(items, i)];
                 set_owner(r, first->token, strlen(first->token));

@@ -458,9 +458,9 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 sql_add(&sql, " THEN ");
                 sql_add_lease(&sql, items[i].lease_ms);
         }
-        /* A claim whose lease still holds is not taken over. */
-        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND "
-                      "(lease_until IS NULL OR lease_until <= NOW(3)) AND (");
+        /* A claim whose lease still holds is not taken over, unless it is
+         * this instance's previous process's. */
+        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND (");
         for (size_t i = 0; i < n; i++) {
                 sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
@@ -472,6 +472,9 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                                     strlen(items[i].row_owner));
                 else
                         sql_add(&sql, "NULL");
+                if (!items[i].own_previous)
+                        sql_add(&sql, " AND (lease_until IS NULL OR "
+                                      "lease_until <= NOW(3))");
                 sql_add(&sql, ")");
         }
         sql_add(&sql, ")");

@@ -34,6 +34,7 @@ struct kdelay_conf_s {
         /* kdelay-forwarder (docs/forwarder.md) */
         char *fwd_group_id;            /* owned */
         char *fwd_instance;            /* owned; NULL = <hostname>-<pid> */
+        int fwd_static_membership;     /* 1: group.instance.id = instance */
         int64_t fwd_hold_horizon_ms;   /* hold when due within this */
         int64_t fwd_lookahead_ms;      /* read a head this early */
         int64_t fwd_claim_ahead_ms;    /* claim in MySQL this early */

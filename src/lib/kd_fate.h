@@ -60,6 +60,9 @@ typedef struct kd_fate_claim {
         int64_t lease_left_ms; /* out: how long the row's lease still
                                   holds by the store's clock; 0 = expired,
                                   -1 = the row has none */
+        int own_previous;      /* in (takeover): row_owner is this
+                                  instance's previous process, surely gone:
+                                  taken over though its lease holds */
 } kd_fate_claim_t;
 
 /* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all
@@ -73,7 +76,8 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
 
 /* Takes over n FIRING claims whose owner seems gone: for each item whose
  * row is FIRING under owner row_owner (as a claim returned it) and whose
- * lease has expired (or that has none), sets the owner to token and the
+ * lease has expired (or that has none, or the item is own_previous), sets
+ * the owner to token and the
  * item's lease, atomically (compare-and-set). Then reads the rows back
  * like kd_fate_claim: the item won when row_owner equals token. Two
  * statements. */

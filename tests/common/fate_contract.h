@@ -30,6 +30,7 @@ kdelay_err_t kd_fc_cancel1(const char *id);
 /* The cases of fate_contract_update.c. */
 void test_takeover_is_compare_and_set(void);
 void test_lease_holds_off_takeover_until_it_passes(void);
+void test_own_previous_takeover_ignores_the_lease(void);
 void test_takeover_of_a_row_without_owner(void);
 void test_mark_fired_moves_only_firing(void);
 void test_note_cancelled_sets_due_time_once(void);
@@ -38,6 +39,7 @@ void test_gc_deletes_only_expired_rows(void);
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
             KD_TEST(test_lease_holds_off_takeover_until_it_passes),            \
+            KD_TEST(test_own_previous_takeover_ignores_the_lease),             \
             KD_TEST(test_takeover_of_a_row_without_owner),                     \
             KD_TEST(test_mark_fired_moves_only_firing),                        \
             KD_TEST(test_note_cancelled_sets_due_time_once),                   \

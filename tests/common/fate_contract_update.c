@@ -76,6 +76,34 @@ void test_lease_holds_off_takeover_until_it_passes(void)
         CU_ASSERT_EQUAL(n.lease_left_ms, -1);
 }
 
+/* A claim of this instance's previous process (own_previous) is taken
+ * over while its lease still holds; the compare-and-set on the owner
+ * stays. */
+void test_own_previous_takeover_ignores_the_lease(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fate_claim_t a = kd_fc_item("P", 5, "fw-p:old");
+        a.lease_ms = 60000;
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, &a, 1, NULL,
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT(a.lease_left_ms > 50000);
+        kd_fate_claim_t wrong = a;
+        wrong.token = "fw-p:new";
+        wrong.own_previous = 1;
+        kd_strlcpy(wrong.row_owner, "fw-q:old", sizeof(wrong.row_owner));
+        CU_ASSERT_EQUAL(takeover1(&wrong), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(wrong.row_owner, "fw-p:old"); /* not its owner */
+        kd_fate_claim_t b = a;
+        b.token = "fw-p:new";
+        b.lease_ms = 5000;
+        b.own_previous = 1;
+        CU_ASSERT_EQUAL(takeover1(&b), KDELAY_OK);
+        CU_ASSERT_EQUAL(b.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(b.row_owner, "fw-p:new");
+        CU_ASSERT(b.lease_left_ms > 4000 && b.lease_left_ms <= 5000);
+}
+
 /* Takeover is a compare-and-set on the owner: of two forwarders that both
  * think the claimer died, exactly one wins. */
 void test_takeover_is_compare_and_set(void)
