@@ -3,7 +3,8 @@
  * read timeout, under one forwarder, in each delivery mode:
  *
  *   - 100 tasks due 50 s ahead hop through the 1 s tier all along (hold
- *     horizon 2 s), and a malformed record is written during the hang:
+ *     horizon 2 s, the ladder 1s,1m,30m,7d of TIERS: a steady stream of
+ *     hops), and a malformed record is written during the hang:
  *     the forwarder's stats lines during the hang show hops and commits
  *     rising, and the record reaches the dead-letter topic before MySQL is
  *     back — the loop never waits for the store;
@@ -30,6 +31,9 @@
 #define HOP_DUE_MS    50000 /* after the schedule */
 #define DUE_IN_HANG   10000 /* after the hang began */
 #define STOP_BOUND_MS 13000 /* shutdown_timeout 3 s + leaving the group */
+/* The old four-tier ladder: a 50 s task hops through the 1 s tier every
+ * second (the default ladder would hop it three times in all). */
+#define TIERS "1s,1m,30m,7d"
 
 static char stack_sh[512];
 
@@ -110,9 +114,13 @@ static void schedule(const char *prefix, const char *url, const char *target,
 {
         kdelay_client_t *c = NULL;
         char errstr[512];
-        CU_ASSERT_EQUAL_FATAL(kdelay_client_new(&c, it_conf_new(prefix, url),
-                                                errstr, sizeof(errstr)),
-                              KDELAY_OK);
+        kdelay_conf_t *conf = it_conf_new(prefix, url);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_conf_set(conf, "tiers", TIERS, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
         for (size_t i = 0; i < n; i++) {
                 kdelay_task_t kt;
                 kdelay_task_init(&kt);
@@ -212,6 +220,7 @@ static void run(const char *delivery)
 
         it_fwd_t f = {.instance = "fwHANG", .pid = -1};
         const char *props[] = {mode_prop,
+                               "tiers=" TIERS,
                                "forwarder.hold_horizon=2s",
                                "forwarder.stats_interval=1s",
                                "forwarder.commit_interval=500ms",
