@@ -467,6 +467,25 @@ static void check(int ok, const char *what)
         }
 }
 
+/* A fresh section: new prefix, database, tier and target topics; the
+ * forwarders' group and a reader's group of it into grp / rgrp. 0 on
+ * success. */
+static int section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size)
+{
+        it_unique(prefix, sizeof(prefix), "bl");
+        it_unique(db, sizeof(db), "kdbl");
+        snprintf(target, sizeof(target), "%s.target", prefix);
+        snprintf(grp, grp_size, "%s-fwd", prefix);
+        snprintf(rgrp, rgrp_size, "%s-read", prefix);
+        if (it_db_create(db, 1, url, sizeof(url)) ||
+            it_tiers_create(prefix, url, PARTITIONS) ||
+            it_create_topic(target, PARTITIONS)) {
+                check(0, "setup");
+                return -1;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         opts_t o = {200000, {100000, 1000000}, 10, 45};
@@ -500,18 +519,9 @@ int main(int argc, char **argv)
         double drain_rate[2] = {0, 0};
         for (int m = 0; m < 2; m++) {
                 char grp[96], rgrp[96], tier[128];
-                it_unique(prefix, sizeof(prefix), "bl");
-                it_unique(db, sizeof(db), "kdbl");
-                snprintf(target, sizeof(target), "%s.target", prefix);
-                snprintf(grp, sizeof(grp), "%s-fwd", prefix);
-                snprintf(rgrp, sizeof(rgrp), "%s-read", prefix);
-                snprintf(tier, sizeof(tier), "%s.tier.1s", prefix);
-                if (it_db_create(db, 1, url, sizeof(url)) ||
-                    it_tiers_create(prefix, url, PARTITIONS) ||
-                    it_create_topic(target, PARTITIONS)) {
-                        check(0, "setup");
+                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
                         return 1;
-                }
+                snprintf(tier, sizeof(tier), "%s.tier.1s", prefix);
                 int64_t due = kd_now_ms() - SEC;
                 check(produce_tasks(tier, o.tasks, at_fixed, &due, "d") == 0,
                       "drain produce");
@@ -545,17 +555,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++) {
                 const int burst = k == 0;
                 char grp[96], rgrp[96], tier[128];
-                it_unique(prefix, sizeof(prefix), "bl");
-                it_unique(db, sizeof(db), "kdbl");
-                snprintf(target, sizeof(target), "%s.target", prefix);
-                snprintf(grp, sizeof(grp), "%s-fwd", prefix);
-                snprintf(rgrp, sizeof(rgrp), "%s-read", prefix);
-                if (it_db_create(db, 1, url, sizeof(url)) ||
-                    it_tiers_create(prefix, url, PARTITIONS) ||
-                    it_create_topic(target, PARTITIONS)) {
-                        check(0, "setup");
+                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
                         return 1;
-                }
                 fwd_run_t r;
                 seen_t s;
                 check(fwd_start(&r, burst ? "blB" : "blS", "at_least_once",
@@ -606,17 +607,9 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++) {
                 if (o.pending[k] <= 0)
                         continue;
-                char grp[96], tier[128];
-                it_unique(prefix, sizeof(prefix), "bl");
-                it_unique(db, sizeof(db), "kdbl");
-                snprintf(target, sizeof(target), "%s.target", prefix);
-                snprintf(grp, sizeof(grp), "%s-fwd", prefix);
-                if (it_db_create(db, 1, url, sizeof(url)) ||
-                    it_tiers_create(prefix, url, PARTITIONS) ||
-                    it_create_topic(target, PARTITIONS)) {
-                        check(0, "setup");
+                char grp[96], rgrp[96], tier[128];
+                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
                         return 1;
-                }
                 /* All in the 6h tier: due 6..30 h ahead. */
                 snprintf(tier, sizeof(tier), "%s.tier.6h", prefix);
                 spread_t sp = {kd_now_ms() + 6 * 3600 * SEC, 24 * 3600 * SEC,
