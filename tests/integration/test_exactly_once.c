@@ -29,6 +29,12 @@ static char url[256], db[64];
  * it, so the lateness bound below is derived from it. */
 #define SESSION_TIMEOUT_MS 10000
 
+/* The old four-tier ladder, for client and forwarders: tasks due within
+ * 21 s hop through the 1 s tier every second, so that at the kill records
+ * are held below hopped ones and done sets are committed above the commit
+ * points (the default ladder holds most of them at once). */
+#define TIERS "1s,1m,30m,7d"
+
 static int suite_init(void)
 {
         if (it_env_init())
@@ -51,6 +57,7 @@ static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
         snprintf(session, sizeof(session), "session.timeout.ms=%d",
                  SESSION_TIMEOUT_MS);
         const char *props[] = {"forwarder.delivery=exactly_once",
+                               "tiers=" TIERS,
                                "forwarder.hold_horizon=5s",
                                "forwarder.stats_interval=5s",
                                session,
@@ -70,6 +77,10 @@ static kdelay_client_t *scratch(const char *stem, char *pfx, size_t pfx_size,
         snprintf(target, target_size, "%s.target", pfx);
         CU_ASSERT_EQUAL_FATAL(it_tiers_create(pfx, url, 2), 0);
         kdelay_conf_t *conf = it_conf_new(pfx, url);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_conf_set(conf, "tiers", TIERS, errstr, sizeof(errstr)),
+            KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
         CU_ASSERT_EQUAL_FATAL(
             kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
