@@ -87,14 +87,18 @@ static int produce_tasks(const char *topic, int n,
                                NULL};
         for (int i = 0; props[i]; i += 2)
                 if (rd_kafka_conf_set(c, props[i], props[i + 1], errstr,
-                                      sizeof(errstr)))
+                                      sizeof(errstr))) {
+                        rd_kafka_conf_destroy(c);
                         return -1;
+                }
         rd_kafka_conf_set_dr_msg_cb(c, dr_count);
         rd_kafka_conf_set_opaque(c, &errors);
         rd_kafka_t *rk =
             rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
-        if (!rk)
+        if (!rk) {
+                rd_kafka_conf_destroy(c); /* not taken on failure */
                 return -1;
+        }
         char value[VALUE_LEN];
         memset(value, 'v', sizeof(value));
         for (int i = 0; i < n; i++) {
@@ -164,6 +168,22 @@ typedef struct seen {
         int early;
 } seen_t;
 
+/* Subscribes consumer rk to topic, its messages on the consumer queue. 0
+ * on success. */
+static int subscribe_one(rd_kafka_t *rk, const char *topic)
+{
+        rd_kafka_poll_set_consumer(rk);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                fprintf(stderr, "subscribe %s: %s\n", topic,
+                        rd_kafka_err2str(err));
+        return err ? -1 : 0;
+}
+
 /* Reads `want` records of the target (read_committed, from the start)
  * within timeout_ms, with their timestamps against their fire-at. */
 static int read_target(const char *grp, int want, int timeout_ms, seen_t *s)
@@ -179,18 +199,12 @@ static int read_target(const char *grp, int want, int timeout_ms, seen_t *s)
                                NULL};
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
         int64_t *late = malloc((size_t)want * sizeof(*late));
-        if (!rk || !late) {
+        if (!rk || !late || subscribe_one(rk, target)) {
                 free(late);
                 if (rk)
                         rd_kafka_destroy(rk);
                 return -1;
         }
-        rd_kafka_poll_set_consumer(rk);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, target, RD_KAFKA_PARTITION_UA);
-        rd_kafka_subscribe(rk, l);
-        rd_kafka_topic_partition_list_destroy(l);
         memset(s, 0, sizeof(*s));
         s->first_ts = INT64_MAX;
         int64_t end = kd_mono_ms() + timeout_ms;
@@ -261,14 +275,8 @@ static void copy_child(const char *src, const char *dst, int n, int fd)
                             NULL};
         rd_kafka_t *c = it_kafka_new(RD_KAFKA_CONSUMER, cp);
         rd_kafka_t *p = it_kafka_new(RD_KAFKA_PRODUCER, pp);
-        if (!c || !p)
+        if (!c || !p || subscribe_one(c, src))
                 _exit(1);
-        rd_kafka_poll_set_consumer(c);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, src, RD_KAFKA_PARTITION_UA);
-        rd_kafka_subscribe(c, l);
-        rd_kafka_topic_partition_list_destroy(l);
         /* Batches of up to 10,000 from the consumer queue, the
          * producer's reports served once per batch: as fast as this
          * client library goes. */
@@ -397,13 +405,10 @@ static long long rss_kb_of(pid_t pid, const char *key)
         return kb;
 }
 
-/* The value of key= in the forwarder's last event=forwarder_stopped. */
+/* The value of key= in the forwarder's event=forwarder_stopped line. */
 static long long stat_of(const char *log, const char *key)
 {
-        char needle[64];
-        snprintf(needle, sizeof(needle), "%s", key);
-        int64_t v = it_log_sum(log, "event=forwarder_stopped ", needle);
-        return v;
+        return it_log_sum(log, "event=forwarder_stopped ", key);
 }
 
 typedef struct fwd_run {

@@ -51,6 +51,8 @@ void kd_claim_init(kd_fwd_t *f)
         }
         if (getrandom(&c->boot, sizeof(c->boot), 0) != sizeof(c->boot))
                 c->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
+        snprintf(c->own_tag, sizeof(c->own_tag), "%s:", c->token_name);
+        snprintf(c->boot_tag, sizeof(c->boot_tag), "%08x.", c->boot);
         kd_claim_new_generation(f);
         if (conf->fwd_claim_lease_ms > 0 &&
             kd_timer_arm(&f->timers, &c->renew, KD_CLOCK_MONO,
@@ -159,13 +161,10 @@ static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
 static int own_previous_boot(const kd_fwd_t *f, const char *owner)
 {
         const kd_fwd_claim_t *c = &f->claim;
-        size_t n = strlen(c->token_name);
-        char boot[12];
-        if (!f->conf->fwd_static_membership ||
-            strncmp(owner, c->token_name, n) || owner[n] != ':')
-                return 0;
-        snprintf(boot, sizeof(boot), "%08x.", c->boot);
-        return strncmp(owner + n + 1, boot, strlen(boot)) != 0;
+        size_t n = strlen(c->own_tag);
+        return f->conf->fwd_static_membership &&
+               !strncmp(owner, c->own_tag, n) &&
+               strncmp(owner + n, c->boot_tag, strlen(c->boot_tag)) != 0;
 }
 
 static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,

@@ -73,6 +73,8 @@ typedef struct kd_fwd_claim {
          * first 11, '~' and a hash of the whole (distinct instances keep
          * distinct names). */
         char token_name[24];
+        char own_tag[40];  /* "<token_name>:": tokens of this instance */
+        char boot_tag[12]; /* "<boot>.": tokens of this process */
         char prefix[48];
         uint32_t boot;
         unsigned generation;
