@@ -1,6 +1,8 @@
 /* The forwarder object (kd_fwd.h): creates and destroys the Kafka
  * clients, the fate store and the delivery mode, wires the pipeline's
  * hooks, and writes the statistics line from the metric table. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,15 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 kd_intake_revoke(f, parts);
 }
 
+static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *offsets,
+                             void *opaque)
+{
+        (void)rk;
+        kd_fwd_t *f = opaque;
+        f->mode->committed(f, err, offsets);
+}
+
 static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
                               const char *const *defaults,
                               const char *const *forced, char *errstr,
@@ -51,9 +62,10 @@ static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
                                                forced, errstr, errstr_size);
         if (!rkc)
                 return NULL;
-        if (type == RD_KAFKA_CONSUMER)
+        if (type == RD_KAFKA_CONSUMER) {
                 rd_kafka_conf_set_rebalance_cb(rkc, rebalance_cb);
-        else
+                rd_kafka_conf_set_offset_commit_cb(rkc, offset_commit_cb);
+        } else
                 rd_kafka_conf_set_dr_msg_cb(rkc, kd_fire_dr_cb);
         rd_kafka_t *rk = rd_kafka_new(type, rkc, why, sizeof(why));
         if (!rk) {
@@ -151,12 +163,112 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
         if (!f->kafka.consumer)
                 return KDELAY_ERR_KAFKA;
         rd_kafka_poll_set_consumer(f->kafka.consumer);
+        f->kafka.producer_defaults = defaults;
+        f->kafka.producer_forced = forced;
         f->kafka.producer = client_new(f, RD_KAFKA_PRODUCER, defaults, forced,
                                        errstr, errstr_size);
         if (!f->kafka.producer)
                 return KDELAY_ERR_KAFKA;
         warm_topics(f);
         return KDELAY_OK;
+}
+
+int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2])
+{
+        if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
+                return -1;
+        rd_kafka_queue_io_event_enable(q, fds[1], "1", 1);
+        return 0;
+}
+
+/* 0 for the fatal errors a new producer cannot get past: another process
+ * owns the transactional.id now (a new producer would fence it back), or
+ * the credentials do not allow it. */
+static int renewable(rd_kafka_resp_err_t err)
+{
+        switch (err) {
+        case RD_KAFKA_RESP_ERR__FENCED:
+        case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+        case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+        case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+                return 0;
+        default:
+                return 1;
+        }
+}
+
+/* Ends the failed producer: its produces purged and their reports served
+ * (the fire stage retries them, or the mode drops them with their
+ * transaction), its topic handles, queue and wake-up pipe gone. */
+static void producer_close(kd_fwd_t *f)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        rd_kafka_purge(k->producer,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        kd_fire_drain(f, kd_mono_ms() + 1000);
+        for (size_t i = 0; i < k->warm_cnt; i++)
+                rd_kafka_topic_destroy(k->warm[i]);
+        k->warm_cnt = 0;
+        if (k->producer_q) {
+                rd_kafka_queue_io_event_enable(k->producer_q, -1, NULL, 0);
+                rd_kafka_queue_destroy(k->producer_q);
+                k->producer_q = NULL;
+        }
+        for (int j = 0; j < 2; j++) {
+                if (k->io_fds[1][j] >= 0)
+                        close(k->io_fds[1][j]);
+                k->io_fds[1][j] = -1;
+        }
+        rd_kafka_destroy(k->producer);
+        k->producer = NULL;
+}
+
+/* The renewal failed: the loop stops, the process exits non-zero. */
+static int renew_failed(kd_fwd_t *f, const char *what, const char *why)
+{
+        char q[600];
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=producer_renew_failed what=%s err=%s action=exit", what,
+               kd_log_quote(why, q, sizeof(q)));
+        f->kafka.fatal = 1;
+        return -1;
+}
+
+int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        char q[600], errstr[512];
+        int64_t now = kd_mono_ms();
+        k->renew = 0;
+        int soon =
+            k->renewed_mono && now - k->renewed_mono < KD_RENEW_MIN_INTERVAL_MS;
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=producer_fatal err=%s code=%s action=%s",
+               kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err),
+               !renewable(err) ? "exit why=fenced"
+               : soon          ? "exit why=renewed_recently"
+                               : "renew");
+        if (!renewable(err) || soon) {
+                f->kafka.fatal = 1;
+                return -1;
+        }
+        k->renewed_mono = now;
+        producer_close(f);
+        k->producer = client_new(f, RD_KAFKA_PRODUCER, k->producer_defaults,
+                                 k->producer_forced, errstr, sizeof(errstr));
+        if (!k->producer)
+                return renew_failed(f, "producer", errstr);
+        warm_topics(f);
+        k->producer_q = rd_kafka_queue_get_main(k->producer);
+        if (!k->producer_q || kd_fwd_io_wakeup(k->producer_q, k->io_fds[1]))
+                return renew_failed(f, "io_wakeup", strerror(errno));
+        kd_metric_inc(&f->metrics, KD_M_PRODUCER_RENEWALS);
+        if (f->mode->renewed(f, errstr, sizeof(errstr)))
+                return renew_failed(f, f->mode->name, errstr);
+        kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
+               (long long)(kd_mono_ms() - now));
+        return 0;
 }
 
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,

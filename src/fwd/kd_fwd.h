@@ -16,6 +16,19 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         size_t errstr_size);
 void kd_fwd_destroy(kd_fwd_t *f);
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
+/* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
+ * -1 (errno) when the pipe cannot be made. */
+int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
+/* fwd.c: the producer failed for good (err, why: its fatal error, or 0
+ * when the mode found it): replaces it with a new one of the same
+ * properties, whose queue wakes fds[1] of f->kafka.io_fds, and lets the
+ * mode recover. -1 when it cannot: a fence (another process owns the
+ * transactional.id), a renewal within KD_RENEW_MIN_INTERVAL_MS of the
+ * last, or the new producer failing; the caller stops and exits
+ * non-zero. */
+#define KD_RENEW_MIN_INTERVAL_MS 30000
+int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err,
+                          const char *why);
 
 /* loop.c: runs until *stop is set, then shuts down cleanly. */
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);

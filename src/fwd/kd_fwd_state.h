@@ -44,6 +44,13 @@ typedef struct kd_fwd_kafka {
         size_t inflight;          /* produces awaiting a report */
         int64_t last_report_mono; /* when a delivery report last came */
         int fatal; /* an unrecoverable Kafka error: stop, exit non-zero */
+        /* The producer failed for good and a new one may recover
+         * (kd_fwd_producer_renew, from the loop). */
+        int renew;
+        int64_t renewed_mono; /* the last renewal; 0 = none */
+        /* The mode's producer properties, for a renewal (valid until the
+         * mode's destroy). */
+        const char *const *producer_defaults, *const *producer_forced;
         /* The producer's handles of every ladder tier and the dead topic,
          * made at start so that their metadata is fetched before the first
          * hop (a first produce to a topic waits about a second for it). */

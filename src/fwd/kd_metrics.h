@@ -62,6 +62,8 @@ typedef enum kd_metric_type {
           "Partitions paused until their head is due")                         \
         X(TXN_COMMITS, "txn_commits", COUNTER, "", "Transactions committed")   \
         X(TXN_ABORTS, "txn_aborts", COUNTER, "", "Transactions aborted")       \
+        X(PRODUCER_RENEWALS, "producer_renewals", COUNTER, "",                 \
+          "Producers re-created after a fatal error")                          \
         X(SKIPPED_DONE, "skipped_done", COUNTER, "",                           \
           "Records skipped as handled by an earlier owner (done set)")         \
         X(RATE_LIMITED, "rate_limited", COUNTER, "",                           \

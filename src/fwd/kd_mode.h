@@ -60,6 +60,15 @@ struct kd_mode_ops {
         /* Commit offsets before the partitions go (revoke), within
          * deadline (monotonic ms). */
         void (*revoke)(kd_fwd_t *f, int64_t deadline);
+        /* A new producer replaced one that failed for good (fwd.c):
+         * exactly_once initialises its transactions (fencing the old one,
+         * which aborts its transaction) and rewinds. */
+        kdelay_err_t (*renewed)(kd_fwd_t *f, char *errstr, size_t errstr_size);
+        /* The coordinator's answer to the consumer's own offset commits
+         * (librdkafka's offset_commit_cb): err, and offsets with each
+         * partition's err (not owned). */
+        void (*committed)(kd_fwd_t *f, rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets);
 };
 
 extern const kd_mode_ops_t kd_mode_alo;

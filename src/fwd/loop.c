@@ -24,15 +24,6 @@
 /* The longest wait without a deadline (signals also wake the loop). */
 #define KD_LOOP_IDLE_MS 1000
 
-/* librdkafka writes a byte to fd whenever queue q turns non-empty. */
-static int io_wakeup(rd_kafka_queue_t *q, int fds[2])
-{
-        if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
-                return -1;
-        rd_kafka_queue_io_event_enable(q, fds[1], "1", 1);
-        return 0;
-}
-
 static void drain_fd(int fd)
 {
         char buf[256];
@@ -135,6 +126,11 @@ static void shutdown_clean(kd_fwd_t *f)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=consumer_close_failed err=\"%s\"",
                        rd_kafka_err2str(err));
+        if (f->kafka.renew) { /* failed during the revoke: unresolved */
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=producer_fatal what=shutdown action=exit");
+                f->kafka.fatal = 1;
+        }
         /* Orphans from the revoke report here; mark what they delivered. */
         kd_fire_drain(f, f->shutdown_deadline);
         kd_settle_flush(f);
@@ -155,8 +151,8 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         k->consumer_q = rd_kafka_queue_get_consumer(k->consumer);
         k->producer_q = rd_kafka_queue_get_main(k->producer);
         if (!k->consumer_q || !k->producer_q ||
-            io_wakeup(k->consumer_q, k->io_fds[0]) ||
-            io_wakeup(k->producer_q, k->io_fds[1])) {
+            kd_fwd_io_wakeup(k->consumer_q, k->io_fds[0]) ||
+            kd_fwd_io_wakeup(k->producer_q, k->io_fds[1])) {
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=startup_failed what=io_wakeup err=\"%s\"",
                        strerror(errno));
@@ -200,17 +196,21 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                                 {wake_fd, POLLIN, 0}};
         int more = 1; /* the queues may hold events from before io setup */
         while (!*stop) {
-                char why[512];
-                /* A fatal idempotent-producer error (e.g. fenced, or
-                 * sequence loss) cannot be retried away: stop cleanly and
-                 * exit non-zero so a supervisor starts a fresh process. */
-                if (rd_kafka_fatal_error(f->kafka.producer, why, sizeof(why))) {
-                        char q[600];
-                        kd_log(f->conf, KDELAY_LOG_ERROR,
-                               "event=producer_fatal err=%s action=exit",
-                               kd_log_quote(why, q, sizeof(q)));
-                        f->kafka.fatal = 1;
-                        break;
+                char why[512] = "a transactional call failed for good";
+                /* A fatal producer error (sequence loss, a transaction
+                 * the coordinator refuses) cannot be retried away: a new
+                 * producer replaces the old, or, fenced or failing again
+                 * soon, the forwarder stops cleanly and exits non-zero so
+                 * that a supervisor starts a fresh process. */
+                rd_kafka_resp_err_t ferr =
+                    rd_kafka_fatal_error(f->kafka.producer, why, sizeof(why));
+                if (ferr || f->kafka.renew) {
+                        if (kd_fwd_producer_renew(
+                                f, ferr ? ferr : RD_KAFKA_RESP_ERR__FATAL, why))
+                                break;
+                        fds[1].fd = f->kafka.io_fds[1][0];
+                        more = 1;
+                        continue;
                 }
                 if (f->kafka.fatal)
                         break;

@@ -4,6 +4,7 @@
  * a delivery and the next commit re-reads, and the fate table mostly
  * stops a second fire (docs/reliability.md). Owns its commit timer. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kd_log.h"
 #include "kd_mode.h"
@@ -30,7 +31,10 @@ typedef struct alo_state {
         kd_timer_t commit; /* monotonic, every commit_interval */
 } alo_state_t;
 
-/* Commits every partition whose commit point moved; sync or async. */
+/* Commits every partition whose commit point moved, async; sync (on
+ * revoke) every partition with a commit point, so that one whose last
+ * async commit is still out or failed unseen is committed before it
+ * goes. */
 static void commit(kd_fwd_t *f, int sync)
 {
         rd_kafka_topic_partition_list_t *l =
@@ -42,7 +46,7 @@ static void commit(kd_fwd_t *f, int sync)
         }
         for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                 int64_t cp = kd_offtrack_commit_point(&p->track);
-                if (cp < 0 || cp <= p->committed)
+                if (cp < 0 || (!sync && cp <= p->committed))
                         continue;
                 rd_kafka_topic_partition_list_add(l, p->topic, p->partition)
                     ->offset = cp;
@@ -174,6 +178,43 @@ static void alo_revoke(kd_fwd_t *f, int64_t deadline)
         commit(f, 1);
 }
 
+/* A new producer: the old one's produces were purged, and the fire stage
+ * produces them again. */
+static kdelay_err_t alo_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        (void)f;
+        (void)errstr;
+        (void)errstr_size;
+        return KDELAY_OK;
+}
+
+/* A commit that failed is sent again with the next one: its partitions
+ * forget what they last sent (unless a later point went out since). */
+static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets)
+{
+        int failed = 0;
+        rd_kafka_resp_err_t first = err;
+        for (int i = 0; offsets && i < offsets->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &offsets->elems[i];
+                if (!err && !tp->err)
+                        continue;
+                if (!first)
+                        first = tp->err;
+                failed++;
+                for (kd_part_t *p = f->intake.parts; p; p = p->next)
+                        if (p->partition == tp->partition &&
+                            !strcmp(p->topic, tp->topic) &&
+                            p->committed == tp->offset)
+                                p->committed = -1;
+        }
+        if (failed)
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=commit_failed partitions=%d err=\"%s\" "
+                       "action=commit_again",
+                       failed, rd_kafka_err2str(first));
+}
+
 const kd_mode_ops_t kd_mode_alo = {
     .name = "at_least_once",
     .takeover_at_once = 0,
@@ -190,4 +231,6 @@ const kd_mode_ops_t kd_mode_alo = {
     .failed = alo_failed,
     .done = kd_settle_done,
     .revoke = alo_revoke,
+    .renewed = alo_renewed,
+    .committed = alo_committed,
 };

@@ -66,6 +66,8 @@ typedef enum kd_txn_state {
         KD_TXN_ABORTABLE,  /* a produce in it failed: abort and rewind */
         KD_TXN_COMMITTING, /* sending offsets, committing */
         KD_TXN_ABORTING,   /* aborting */
+        KD_TXN_RENEW,      /* the producer failed for good: a new one
+                              (kd_fwd_producer_renew) ends the transaction */
         KD_TXN_FATAL       /* unrecoverable: the process exits */
 } kd_txn_state_t;
 
@@ -73,11 +75,11 @@ typedef enum kd_txn_state {
 typedef enum kd_txn_result {
         KD_TXN_COMMITTED, /* committed, or nothing to commit */
         KD_TXN_ABORTED,   /* aborted: the caller rewinds (or drops) */
-        KD_TXN_EXIT       /* fatal: the process must exit */
+        KD_TXN_EXIT       /* fatal: no transaction until a new producer */
 } kd_txn_result_t;
 
 static const char *const txn_state_names[] = {
-    "ready", "open", "abortable", "committing", "aborting", "fatal"};
+    "ready", "open", "abortable", "committing", "aborting", "renew", "fatal"};
 
 typedef struct eos_state {
         kd_txn_state_t state;
@@ -101,14 +103,16 @@ static eos_state_t *state_of(const kd_fwd_t *f)
 static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
 {
         eos_state_t *s = state_of(f);
-        static const unsigned allowed[] = {
-            [KD_TXN_READY] = 1u << KD_TXN_OPEN | 1u << KD_TXN_FATAL,
+        const unsigned end = 1u << KD_TXN_RENEW | 1u << KD_TXN_FATAL;
+        const unsigned allowed[] = {
+            [KD_TXN_READY] = 1u << KD_TXN_OPEN | end,
             [KD_TXN_OPEN] = 1u << KD_TXN_ABORTABLE | 1u << KD_TXN_COMMITTING |
-                            1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
-            [KD_TXN_ABORTABLE] = 1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
+                            1u << KD_TXN_ABORTING | end,
+            [KD_TXN_ABORTABLE] = 1u << KD_TXN_ABORTING | end,
             [KD_TXN_COMMITTING] = 1u << KD_TXN_READY | 1u << KD_TXN_ABORTABLE |
-                                  1u << KD_TXN_ABORTING | 1u << KD_TXN_FATAL,
-            [KD_TXN_ABORTING] = 1u << KD_TXN_READY | 1u << KD_TXN_FATAL,
+                                  1u << KD_TXN_ABORTING | end,
+            [KD_TXN_ABORTING] = 1u << KD_TXN_READY | end,
+            [KD_TXN_RENEW] = 1u << KD_TXN_READY | 1u << KD_TXN_FATAL,
             [KD_TXN_FATAL] = 0};
         kd_txn_state_t from = s->state;
         if (from == to)
@@ -122,6 +126,8 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
         kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
                txn_state_names[from], txn_state_names[to]);
         s->state = to;
+        if (to == KD_TXN_RENEW)
+                f->kafka.renew = 1; /* the loop's next turn */
         if (to == KD_TXN_FATAL) {
                 f->kafka.fatal = 1;
                 *f->stop = 1;
@@ -226,7 +232,14 @@ typedef enum kd_txn_next {
         KD_NEXT_FATAL
 } kd_txn_next_t;
 
-/* Logs error (taken) and classifies it. */
+/* 1 when no transactional call can be made (until a new producer). */
+static int dead(const eos_state_t *s)
+{
+        return s->state == KD_TXN_RENEW || s->state == KD_TXN_FATAL;
+}
+
+/* Logs error (taken) and classifies it. A fatal error asks for a new
+ * producer: the loop makes one, or exits when it cannot (fenced). */
 static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
                               const char *what)
 {
@@ -243,12 +256,12 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
                "event=txn_error what=%s err=%s code=%s action=%s", what,
                kd_log_quote(rd_kafka_error_string(error), q, sizeof(q)),
                rd_kafka_error_name(error),
-               next == KD_NEXT_FATAL   ? "exit"
+               next == KD_NEXT_FATAL   ? "renew_producer"
                : next == KD_NEXT_RETRY ? "retry"
                                        : "abort");
         rd_kafka_error_destroy(error);
         if (next == KD_NEXT_FATAL)
-                txn_set_state(f, KD_TXN_FATAL);
+                txn_set_state(f, KD_TXN_RENEW);
         return next;
 }
 
@@ -304,7 +317,7 @@ static int past(int64_t deadline)
 static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
 {
         eos_state_t *s = state_of(f);
-        if (s->state == KD_TXN_FATAL)
+        if (dead(s))
                 return KD_TXN_EXIT;
         if (s->state != KD_TXN_READY) {
                 int64_t local = 0;
@@ -396,15 +409,14 @@ static kd_txn_result_t send_offsets(kd_fwd_t *f)
 static kd_txn_result_t txn_commit(kd_fwd_t *f)
 {
         eos_state_t *s = state_of(f);
-        if (s->state == KD_TXN_FATAL)
+        if (dead(s))
                 return KD_TXN_EXIT;
         if (s->state == KD_TXN_ABORTABLE)
                 return txn_abort(f, "delivery_failed");
         if (s->state == KD_TXN_READY && !s->dirty)
                 return KD_TXN_COMMITTED;
         if (eos_begin(f))
-                return s->state == KD_TXN_FATAL ? KD_TXN_EXIT
-                                                : txn_abort(f, "begin");
+                return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin");
         int64_t t0 = kd_mono_ms();
         txn_set_state(f, KD_TXN_COMMITTING);
         kd_txn_result_t r = send_offsets(f);
@@ -651,6 +663,15 @@ static void eos_revoke(kd_fwd_t *f, int64_t deadline)
         f->shutdown_deadline = saved;
 }
 
+/* Offsets go with the transactions; the consumer commits none. */
+static void eos_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets)
+{
+        (void)f;
+        (void)err;
+        (void)offsets;
+}
+
 /* --- lifecycle ------------------------------------------------------- */
 
 /* Exactly-once: a crashed instance's open transaction blocks
@@ -751,6 +772,28 @@ static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
         }
 }
 
+/* A new producer (the old one failed for good): its init_transactions
+ * fences the old and aborts the open transaction, whose records are redone
+ * from the committed offsets. */
+static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        eos_state_t *s = state_of(f);
+        kdelay_err_t err = eos_start(f, errstr, errstr_size);
+        if (err)
+                return err;
+        txn_set_state(f, KD_TXN_READY);
+        kd_idq_clear(&s->fired);
+        s->has_fire = 0;
+        s->dirty = 0;
+        s->last_mono = kd_mono_ms();
+        kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=txn_aborted why=producer_renewed action=rewind");
+        arm(f);
+        f->hooks.rewind(f);
+        return KDELAY_OK;
+}
+
 const kd_mode_ops_t kd_mode_eos = {
     .name = "exactly_once",
     .takeover_at_once = 1,
@@ -767,6 +810,8 @@ const kd_mode_ops_t kd_mode_eos = {
     .failed = eos_failed,
     .done = eos_done,
     .revoke = eos_revoke,
+    .renewed = eos_renewed,
+    .committed = eos_committed,
 };
 
 const kd_mode_ops_t *kd_mode_select(const kdelay_conf_t *conf)

@@ -1178,6 +1178,44 @@ static void c_txn_abort(fm_env_t *e)
         CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >= 1);
 }
 
+/* Exactly-once: the first commit of a transaction holding fires fails
+ * for good (EndTxn answers INVALID_TXN_STATE, which librdkafka makes a
+ * fatal error; a torture run saw it answer an abort after a Kafka
+ * restart). The forwarder once exited; now a new producer with the same
+ * transactional.id replaces the old (its init_transactions aborts the
+ * open transaction), the partitions rewind, and the tasks fire again in
+ * a transaction that commits: each counted fired once, FIRED, the run
+ * never stopping on its own. At most two copies in the target (the
+ * mock shows aborted records). */
+static void c_txn_fatal(fm_env_t *e)
+{
+        enum { N = 4 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 400 + 100 * i);
+        rd_kafka_mock_push_request_errors(e->mock, API_END_TXN, 1,
+                                          RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 20000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        CU_ASSERT(check_target(e, t, N, 0, 2) >= N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_PRODUCER_RENEWALS), 1);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_ABORTS) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_COMMITS) >= 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT(fm_log_count(e, "event=txn_error", "what=commit_transaction",
+                               "action=renew_producer") >= 1);
+        CU_ASSERT_EQUAL(
+            fm_log_count(e, "event=producer_fatal", "action=renew", NULL), 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=producer_renewed", NULL, NULL),
+                        1);
+        CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >= 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
+}
+
 /* Exactly-once: a commit times out (the coordinator answers EndTxn after
  * 12 s, past the forwarder's 10 s call timeout) while a stop is already
  * asked for. The commit goes on in librdkafka, and only another commit
@@ -1227,9 +1265,13 @@ static void c_commit_timeout_stop(fm_env_t *e)
 
 /* The group's rebalance after the first forwarder leaves waits
  * session.timeout.ms - 1 s in the mock before the next one is let in (and
- * its first join waits 3 s, which the session must outlast). */
-static const char *const restart_overrides[] = {"session.timeout.ms=4000",
-                                                NULL};
+ * its first join waits 3 s, which the session must outlast). A hold
+ * horizon of 6 s holds the task due 4.8 s ahead (written to the 1 s tier)
+ * from its first read, and leaves the stop seconds to come before it is
+ * due even when a loaded machine delivers the others a second late (CI
+ * did). */
+static const char *const restart_overrides[] = {
+    "session.timeout.ms=4000", "forwarder.hold_horizon=6s", NULL};
 
 /* A clean stop with tasks fired, one dropped as cancelled and one held
  * (due after the stop): the held one is handed over (hopped for the next
@@ -1238,13 +1280,13 @@ static const char *const restart_overrides[] = {"session.timeout.ms=4000",
  * handed-over task, once, and nothing again. */
 static void c_settle_and_restart(fm_env_t *e)
 {
-        enum { N = 6, FIRE = 4, CANCEL = 4, HELD = 5 };
+        enum { N = 6, FIRE = 4, CANCEL = 4, HELD = 5, HELD_IN = 4800 };
         fm_task_t t[N];
         task_buf_t b[N];
         for (int i = 0; i < FIRE; i++)
                 task_fill(e, &t[i], &b[i], "t", i, 400 + 100 * i);
         task_fill(e, &t[CANCEL], &b[CANCEL], "cancelled", CANCEL, 500);
-        task_fill(e, &t[HELD], &b[HELD], "held", HELD, 3000);
+        task_fill(e, &t[HELD], &b[HELD], "held", HELD, HELD_IN);
         int64_t now = kd_now_ms();
         kd_fate_mem_row_t cancelled = {KDELAY_FATE_CANCELLED, -1, now, now, ""};
         CU_ASSERT_EQUAL(kd_fate_mem_put(e->store, t[CANCEL].id,
@@ -1256,7 +1298,7 @@ static void c_settle_and_restart(fm_env_t *e)
         CU_ASSERT_EQUAL(wait_delivered(e, t, FIRE, 10000), 0);
         /* The held task is held 0.95 s after it was written (its 1 s tier,
          * less the lookahead), or as soon as it is read if later. */
-        int64_t held_by = t[HELD].fire_at_ms - 3000 + 1300;
+        int64_t held_by = t[HELD].fire_at_ms - HELD_IN + 1300;
         if (held_by < acked_ms + 300)
                 held_by = acked_ms + 300;
         while (kd_now_ms() < held_by)
@@ -1299,6 +1341,10 @@ static void c_settle_and_restart(fm_env_t *e)
                                 continue;
                         }
                         stored++;
+                        fm_note(e, "%s [%d] committed %lld, end %lld -> %lld",
+                                tiers[k], p, (long long)committed[k][p],
+                                (long long)hwm_before[k][p],
+                                (long long)hwm_after[k][p]);
                         CU_ASSERT(committed[k][p] >= hwm_before[k][p]);
                         CU_ASSERT(committed[k][p] <= hwm_after[k][p]);
                 }
@@ -1383,6 +1429,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           c_produce_errors, NULL, 0, 2)                                        \
         X(failed_commit_aborts_rewinds_and_fires_each_task_once, c_txn_abort,  \
           NULL, 1, 1)                                                          \
+        X(a_fatal_commit_renews_the_producer_and_fires_each_task_once,         \
+          c_txn_fatal, NULL, 1, 1)                                             \
         X(timed_out_commit_is_committed_again_even_when_stopping,              \
           c_commit_timeout_stop, NULL, 1, 1)                                   \
         X(refused_hops_take_a_quarter_of_the_held_limit_and_pause_partitions,  \
