@@ -82,10 +82,19 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 backoff = f->conf->fwd_retry_max_ms;
         t->retries++;
         kd_metric_inc(&f->metrics, KD_M_PRODUCE_RETRIES);
+        /* The source record too: a dead letter may have no id. */
+        char qt[300];
         kd_log(f->conf, KDELAY_LOG_WARNING,
-               "event=%s id=%s err=\"%s\" retry_in_ms=%lld", event,
-               id_of(t, q, sizeof(q)), rd_kafka_err2str(err),
-               (long long)backoff);
+               "event=%s as=%s id=%s topic=%s partition=%d offset=%lld "
+               "err=\"%s\" retry_in_ms=%lld",
+               event,
+               as == KD_TASK_DEAD      ? "dead_letter"
+               : as == KD_TASK_HOPPING ? "hop"
+                                       : "fire",
+               id_of(t, q, sizeof(q)),
+               kd_log_quote(t->part ? t->part->topic : "-", qt, sizeof(qt)),
+               t->part ? t->part->partition : -1, (long long)t->rec.offset,
+               rd_kafka_err2str(err), (long long)backoff);
         t->retry_as = as;
         t->state = KD_TASK_RETRY;
         if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,

@@ -312,6 +312,52 @@ int it_create_topic(const char *topic, int partitions)
         return rc ? rc : it_wait_topic(topic);
 }
 
+int it_delete_topic(const char *topic)
+{
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        if (!rk)
+                return -1;
+        rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        int rc = -1;
+        if (ev) {
+                size_t n;
+                const rd_kafka_topic_result_t **res =
+                    rd_kafka_DeleteTopics_result_topics(
+                        rd_kafka_event_DeleteTopics_result(ev), &n);
+                rd_kafka_resp_err_t err =
+                    n == 1 ? rd_kafka_topic_result_error(res[0])
+                           : RD_KAFKA_RESP_ERR__FAIL;
+                if (!err || err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+                        rc = 0; /* deleted (an earlier try may have) */
+                rd_kafka_event_destroy(ev);
+        }
+        rd_kafka_queue_destroy(q);
+        rd_kafka_DeleteTopic_destroy(dt);
+        /* Gone from the metadata (the broker deletes asynchronously). */
+        int64_t deadline = kd_mono_ms() + 30000;
+        int gone = 0;
+        while (!rc && !gone && kd_mono_ms() < deadline) {
+                const struct rd_kafka_metadata *md;
+                gone = 1;
+                if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) == 0) {
+                        for (int t = 0; t < md->topic_cnt; t++)
+                                if (!strcmp(md->topics[t].topic, topic) &&
+                                    !md->topics[t].err)
+                                        gone = 0;
+                        rd_kafka_metadata_destroy(md);
+                } else {
+                        gone = 0;
+                }
+                if (!gone)
+                        rd_kafka_poll(rk, 100);
+        }
+        rd_kafka_destroy(rk);
+        return rc || !gone ? -1 : 0;
+}
+
 pid_t it_spawn(char *const argv[], const char *log_path)
 {
         posix_spawn_file_actions_t fa;

@@ -88,6 +88,10 @@ char *it_header(const it_msg_t *m, const char *name);
  * until metadata shows it. 0 on success. */
 int it_create_topic(const char *topic, int partitions);
 
+/* Deletes topic and waits until metadata no longer shows it. 0 on
+ * success. */
+int it_delete_topic(const char *topic);
+
 /* Starts argv (argv[0] a path) in the background with stdout and stderr
  * appended to log_path. Returns the pid, or -1. */
 pid_t it_spawn(char *const argv[], const char *log_path);

@@ -6,16 +6,29 @@
 #include "faults.h"
 #include "it_env.h"
 #include "kd_util.h"
+#include "verify.h"
 
 #define SEC 1000LL
 
-static const char *const tt_fault_names[TT_F_KINDS] = {
-    "kill9",          "sigterm",       "restart",
-    "mysql_stop",     "mysql_start",   "kafka_stop",
-    "kafka_start",    "forwarder_add", "forwarder_remove",
-    "outage_begin",   "outage_end",    "mysql_pause",
-    "mysql_resume",   "clock_off",     "clock_on",
-    "mysql_readonly", "mysql_writable"};
+static const char *const tt_fault_names[TT_F_KINDS] = {"kill9",
+                                                       "sigterm",
+                                                       "restart",
+                                                       "mysql_stop",
+                                                       "mysql_start",
+                                                       "kafka_stop",
+                                                       "kafka_start",
+                                                       "forwarder_add",
+                                                       "forwarder_remove",
+                                                       "outage_begin",
+                                                       "outage_end",
+                                                       "mysql_pause",
+                                                       "mysql_resume",
+                                                       "clock_off",
+                                                       "clock_on",
+                                                       "mysql_readonly",
+                                                       "mysql_writable",
+                                                       "dead_topic_delete",
+                                                       "dead_topic_create"};
 
 const char *tt_fault_name(tt_fault_kind_t kind)
 {
@@ -139,6 +152,12 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
                 int k = add(fs, &cap, at, TT_F_KAFKA_STOP, -1, -1);
                 rc = k < 0 ||
                      add(fs, &cap, at + 2 * SEC, TT_F_KAFKA_START, -1, k) < 0;
+        }
+        if (!rc) {
+                int64_t at = tt_dead_gone_at(o);
+                int k = add(fs, &cap, at, TT_F_DEAD_DELETE, -1, -1);
+                rc = k < 0 || add(fs, &cap, at + TT_DEAD_GONE_MS,
+                                  TT_F_DEAD_CREATE, -1, k) < 0;
         }
         if (!rc)
                 rc = add(fs, &cap, w / 10 + tt_rng_range(&r, 0, w * 3 / 100),
@@ -343,6 +362,30 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 *in_outage = 0;
                 f->done_slot = 0;
                 break;
+        case TT_F_DEAD_DELETE:
+                /* What the verifier has not read goes with the topic: it
+                 * reads to the end first (no malformed task was written
+                 * in the seconds before, TT_DEAD_QUIET_BEFORE). */
+                if (tt_verifier_dead_gone(fs->verifier, 10000))
+                        c->dead_unread++;
+                /* Kafka may be starting again: tried for a minute. */
+                for (int64_t end = kd_mono_ms() + 60000;
+                     (f->rc = it_delete_topic(fs->dead_topic)) &&
+                     kd_mono_ms() < end && !tt_sleep_ms(1000, fs->stop);)
+                        ;
+                if (f->rc)
+                        atomic_fetch_add(&c->failed, 1);
+                fs->dead_gone = f->rc == 0;
+                c->dead_topic += f->rc == 0;
+                break;
+        case TT_F_DEAD_CREATE:
+                f->rc = fs->dead_create(fs->dead_create_arg);
+                if (!f->rc)
+                        f->rc = tt_verifier_dead_back(fs->verifier);
+                if (f->rc)
+                        atomic_fetch_add(&c->failed, 1);
+                fs->dead_gone = f->rc != 0;
+                break;
         case TT_F_KINDS:
                 break;
         }
@@ -367,22 +410,27 @@ static void restart_crashed(tt_faults_t *fs, int in_outage)
                         start_slot(fs, s);
 }
 
-static int is_stack(tt_fault_kind_t k)
+/* The injector thread of a fault kind (TT_LANE_*). */
+static int lane_of(tt_fault_kind_t k)
 {
+        if (k == TT_F_DEAD_DELETE || k == TT_F_DEAD_CREATE)
+                return TT_LANE_TOPIC;
         return k == TT_F_MYSQL_STOP || k == TT_F_MYSQL_START ||
-               k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START ||
-               k == TT_F_MYSQL_PAUSE || k == TT_F_MYSQL_RESUME ||
-               k == TT_F_MYSQL_RO || k == TT_F_MYSQL_RW;
+                       k == TT_F_KAFKA_STOP || k == TT_F_KAFKA_START ||
+                       k == TT_F_MYSQL_PAUSE || k == TT_F_MYSQL_RESUME ||
+                       k == TT_F_MYSQL_RO || k == TT_F_MYSQL_RW
+                   ? TT_LANE_STACK
+                   : TT_LANE_PROCESS;
 }
 
 static void *injector(void *arg)
 {
         tt_faults_t *fs = ((tt_injector_t *)arg)->fs;
-        int stack_thread = ((tt_injector_t *)arg)->stack;
+        int lane = ((tt_injector_t *)arg)->lane;
         int in_outage = 0;
         for (size_t i = 0; i < fs->n; i++) {
                 tt_fault_t *f = &fs->v[i];
-                if (is_stack(f->kind) != stack_thread)
+                if (lane_of(f->kind) != lane)
                         continue;
                 int64_t at = f->at_rel;
                 if (f->ref >= 0) {
@@ -392,7 +440,7 @@ static void *injector(void *arg)
                 }
                 if (tt_sleep_until(fs->t0 + at, fs->stop))
                         break;
-                if (!stack_thread)
+                if (lane == TT_LANE_PROCESS)
                         restart_crashed(fs, in_outage);
                 f->began_rel = kd_now_ms() - fs->t0;
                 run_one(fs, f, &in_outage);
@@ -414,10 +462,10 @@ static void *injector(void *arg)
 int tt_faults_start(tt_faults_t *fs, int64_t t0)
 {
         fs->t0 = t0;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < TT_LANES; k++) {
                 tt_injector_t *in = &fs->inj[k];
                 in->fs = fs;
-                in->stack = k;
+                in->lane = k;
                 if (pthread_create(&in->thread, NULL, injector, in))
                         return -1;
                 in->started = 1;
@@ -427,7 +475,7 @@ int tt_faults_start(tt_faults_t *fs, int64_t t0)
 
 void tt_faults_join(tt_faults_t *fs)
 {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < TT_LANES; k++)
                 if (fs->inj[k].started)
                         pthread_join(fs->inj[k].thread, NULL);
         if (fs->mysql_ro && stack(fs, "mysql-readonly off") == 0)
@@ -438,6 +486,9 @@ void tt_faults_join(tt_faults_t *fs)
                 fs->mysql_down = 0;
         if (fs->kafka_down && stack(fs, "kafka-start") == 0)
                 fs->kafka_down = 0;
+        if (fs->dead_gone && fs->dead_create(fs->dead_create_arg) == 0 &&
+            tt_verifier_dead_back(fs->verifier) == 0)
+                fs->dead_gone = 0;
         fs->counts.crashes += tt_fleet_reap(fs->fleet);
         for (int s = 0; s < fs->fleet->base; s++)
                 if (!tt_fleet_running(fs->fleet, s)) {

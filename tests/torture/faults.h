@@ -28,6 +28,8 @@ typedef enum tt_fault_kind {
         TT_F_CLOCK_ON,     /* restart it with the true clock */
         TT_F_MYSQL_RO,     /* SET GLOBAL read_only = ON (a demoted primary) */
         TT_F_MYSQL_RW,     /* and OFF */
+        TT_F_DEAD_DELETE,  /* delete the dead-letter topic */
+        TT_F_DEAD_CREATE,  /* make it again: kdelayctl topics create */
         TT_F_KINDS
 } tt_fault_kind_t;
 
@@ -48,7 +50,9 @@ typedef struct tt_fault {
 /* Figures of the injector, read by main after tt_faults_join(). */
 typedef struct tt_fault_counts {
         int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
-            removed, outage, skipped;
+            removed, outage, dead_topic, skipped;
+        int dead_unread;   /* the verifier had not read the dead-letter topic
+                              to its end when it was deleted */
         atomic_int failed; /* stack.sh or restart failures */
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */
@@ -56,11 +60,17 @@ typedef struct tt_fault_counts {
 } tt_fault_counts_t;
 
 struct tt_faults;
+struct tt_verifier;
+
+/* The injector threads: forwarders; MySQL and Kafka (so that a slow
+ * Kafka restart does not hold up the kills); the dead-letter topic (so
+ * that it goes at its planned time, which the plan keeps quiet). */
+enum { TT_LANE_PROCESS, TT_LANE_STACK, TT_LANE_TOPIC, TT_LANES };
 
 /* One injector thread. */
 typedef struct tt_injector {
         struct tt_faults *fs; /* the owner */
-        int stack;            /* 1: MySQL and Kafka; 0: forwarders */
+        int lane;             /* TT_LANE_* */
         pthread_t thread;
         int started;
 } tt_injector_t;
@@ -74,10 +84,17 @@ typedef struct tt_faults {
         const char *stack;      /* stack.sh path, borrowed */
         FILE *stack_log;        /* borrowed */
         const atomic_int *stop; /* borrowed */
+        struct tt_verifier *verifier; /* borrowed: told of the dead-letter
+                                         topic's deletion */
+        const char *dead_topic;       /* borrowed */
+        /* Makes the dead-letter topic again (kdelayctl); 0 on success. */
+        int (*dead_create)(void *arg);
+        void *dead_create_arg;
+        int dead_gone; /* the topic thread's */
         int kafka_down, mysql_down, mysql_paused, mysql_ro; /* the stack
                                                               thread's */
         tt_fault_counts_t counts;
-        tt_injector_t inj[2];
+        tt_injector_t inj[TT_LANES];
 } tt_faults_t;
 
 /* Plans the schedule for the options' window and forwarders. */

@@ -12,6 +12,31 @@ int64_t tt_hold_horizon(const tt_opts_t *o)
         return o->hold_horizon_ms > 0 ? o->hold_horizon_ms : 30 * SEC;
 }
 
+int64_t tt_dead_gone_at(const tt_opts_t *o)
+{
+        return o->window_ms * (o->full ? 28 : 12) / 100;
+}
+
+/* One raw task in TT_MALFORMED_EVERY (by index, not a draw: the plans of
+ * a seed stay what they were) is malformed, alternately without target
+ * and with an unparseable fire-at, never cancelled, and not scheduled in
+ * the quiet seconds before the dead-letter topic is deleted. */
+static void plan_malformed(tt_task_t *t, size_t i, const tt_opts_t *o,
+                           int64_t t0)
+{
+        t->malformed = TT_MAL_NONE;
+        if (t->via != TT_VIA_RAW || t->heavy || i % TT_MALFORMED_EVERY != 11)
+                return;
+        t->malformed = (i / TT_MALFORMED_EVERY) % 2 ? TT_MAL_NO_TARGET
+                                                    : TT_MAL_BAD_FIRE_AT;
+        t->cancel_kind = TT_CANCEL_NONE;
+        int64_t gone = t0 + tt_dead_gone_at(o);
+        if (t->sched_at > gone - TT_DEAD_QUIET_BEFORE && t->sched_at <= gone)
+                t->sched_at = gone + SEC;
+        if (t->fire_at < t->sched_at + SEC)
+                t->fire_at = t->sched_at + SEC;
+}
+
 /* The lead (fire-at minus schedule time) range of a category, clipped to
  * the window; 0 when the window cannot hold it. */
 static int lead_range(tt_cat_t cat, int64_t hold, int64_t window, int64_t *lo,
@@ -110,4 +135,6 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
                 if (t->cancel_at < t->sched_at + 50)
                         t->cancel_at = t->sched_at + 50;
         }
+        for (size_t i = 0; i < n; i++)
+                plan_malformed(&tasks[i], i, o, t0);
 }

@@ -173,8 +173,12 @@ static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
 {
         tt_task_t *t = &p->tasks[i];
         char topic[128], key[24], value[32], seq[24], fire_at[24];
-        kd_tiers_topic(tiers, kd_tiers_choose(tiers, t->fire_at - kd_now_ms()),
-                       p->names->prefix, topic, sizeof(topic));
+        /* A malformed task in the smallest tier: dead-lettered when read,
+         * a second after it was written. */
+        kd_tiers_topic(
+            tiers,
+            t->malformed ? 0 : kd_tiers_choose(tiers, t->fire_at - kd_now_ms()),
+            p->names->prefix, topic, sizeof(topic));
         snprintf(key, sizeof(key), "k%zu", i);
         snprintf(value, sizeof(value), "torture %zu", i);
         snprintf(seq, sizeof(seq), "%zu", i);
@@ -183,9 +187,12 @@ static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                 rd_kafka_headers_t *h = rd_kafka_headers_new(5);
                 rd_kafka_header_add(h, "torture-idx", -1, seq, -1);
                 rd_kafka_header_add(h, KDELAY_HDR_ID, -1, t->id, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1,
-                                    p->names->targets[t->target], -1);
-                rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fire_at, -1);
+                if (t->malformed != TT_MAL_NO_TARGET)
+                        rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1,
+                                            p->names->targets[t->target], -1);
+                rd_kafka_header_add(
+                    h, KDELAY_HDR_FIRE_AT, -1,
+                    t->malformed == TT_MAL_BAD_FIRE_AT ? "soon" : fire_at, -1);
                 rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
                                     KDELAY_WIRE_VERSION, -1);
                 if (t->heavy)

@@ -46,7 +46,8 @@ typedef struct counts {
             unacked_missing, early_ts, early_rx, cancel_then_delivered,
             fate_cancel_delivered, too_late_missing, bad, dead_tasks,
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
-            heavy, heavy_delivered;
+            heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
+            mal_delivered, mal_bad_reason;
 } counts_t;
 
 /* A forwarder whose peak RSS passes this grew with something other than
@@ -66,6 +67,25 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->acked += acked;
                 c->failed += !acked;
                 c->acked_late += acked && t->acked_at > t->fire_at;
+                if (t->malformed) {
+                        /* Dead-lettered with its reason, never fired. */
+                        int dead = atomic_load(&t->dead_copies);
+                        c->malformed++;
+                        c->mal_dead += dead > 0;
+                        c->mal_dups += dead > 1 ? dead - 1 : 0;
+                        c->mal_missing += acked && !dead;
+                        c->mal_delivered += copies > 0;
+                        c->mal_bad_reason += t->dead_bad_reason > 0;
+                        if (acked && !dead && shown++ < 20)
+                                tt_log("event=malformed_not_dead_lettered "
+                                       "idx=%zu id=%s sched_at_s=%.3f "
+                                       "acked_at_s=%.3f kind=%d",
+                                       i, t->id,
+                                       (double)(t->sched_at - in->t0) / 1e3,
+                                       (double)(t->acked_at - in->t0) / 1e3,
+                                       t->malformed);
+                        continue;
+                }
                 c->delivered += copies > 0;
                 c->records += copies;
                 c->dups += copies > 1 ? copies - 1 : 0;
@@ -95,7 +115,8 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                                        (double)(t->sched_at - in->t0) / 1e3,
                                        (double)(t->acked_at - in->t0) / 1e3,
                                        t->cat, t->via, t->cancel_kind,
-                                       t->answer, t->fate, t->dead_copies);
+                                       t->answer, t->fate,
+                                       atomic_load(&t->dead_copies));
                 }
                 c->unacked_missing += !acked && !copies && !cancelled;
                 c->too_late_missing += t->answer == TT_ANS_TOO_LATE && !copies;
@@ -113,7 +134,7 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->fate_cancel_delivered +=
                     t->fate == TT_FATE_CANCELLED && copies;
                 c->bad += t->bad_copy > 0;
-                c->dead_tasks += t->dead_copies > 0;
+                c->dead_tasks += atomic_load(&t->dead_copies) > 0;
                 c->heavy += t->heavy;
                 c->heavy_delivered += t->heavy && copies;
                 c->fate_fired += t->fate == TT_FATE_FIRED;
@@ -173,8 +194,9 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         }
         count(in, &c, &ts, &rx, &cts, &crx);
         int fail = c.lost || c.early_ts || c.early_rx ||
-                   c.cancel_then_delivered || c.bad ||
-                   c.fate_cancel_delivered ||
+                   c.cancel_then_delivered || c.bad || c.dead_tasks ||
+                   c.mal_missing || c.mal_delivered || c.mal_bad_reason ||
+                   (o->exactly_once && c.mal_dups) || c.fate_cancel_delivered ||
                    (in->fate_rows >= 0 && c.fired_no_row) ||
                    (o->exactly_once && c.dups);
         /* What the run itself must have done for the figures to count:
@@ -188,7 +210,13 @@ int tt_report(const tt_report_in_t *in, FILE *out)
          * partition and process). */
         int create_time_seen =
             tt_fleet_log_count(in->fleet, "event=tier_not_log_append_time");
-        int invalid = !in->caught_up || !create_time_seen ||
+        /* exactly_once: at most one aborted transaction per fault. */
+        int faults_n = f->kill9 + f->sigterm + f->mysql + f->mysql_pause +
+                       f->mysql_ro + f->clock + f->kafka + f->added +
+                       f->removed + f->outage + f->dead_topic;
+        int aborts = tt_fleet_log_count(in->fleet, "event=txn_aborted");
+        fail = fail || (o->exactly_once && aborts > faults_n);
+        int invalid = !in->caught_up || !create_time_seen || f->dead_unread ||
                       atomic_load(&f->failed) || f->crashes ||
                       f->unclean_terms || in->stop_unclean;
         fail = fail || invalid;
@@ -242,6 +270,16 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                  "> 0)",
                  TT_CREATE_TIME_TIER);
         row(out, "CreateTime tier read", create_time_seen, note);
+        snprintf(note, sizeof(note),
+                 "(dead-lettered %lld, missing %lld, delivered %lld, wrong "
+                 "reason %lld, extra copies %lld%s)",
+                 c.mal_dead, c.mal_missing, c.mal_delivered, c.mal_bad_reason,
+                 c.mal_dups, o->exactly_once ? ": must be 0" : "");
+        row(out, "malformed tasks", c.malformed, note);
+        snprintf(note, sizeof(note), "(%d faults: %.2f per fault%s)", faults_n,
+                 faults_n ? (double)aborts / faults_n : 0.0,
+                 o->exactly_once ? "; at most 1" : "");
+        row(out, "transactions aborted", aborts, note);
         row(out, "not delivered, schedule unacknowledged", c.unacked_missing,
             NULL);
         row_lat(out, "lateness, record ts p50/p99/p999/max", &ts);
@@ -250,15 +288,16 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row_lat(out, "catch-up lateness, receipt", &crx);
         snprintf(note, sizeof(note),
                  "kill9=%d sigterm=%d mysql=%d mysql_pause=%d mysql_ro=%d "
-                 "clock=%d kafka=%d add=%d remove=%d outage=%d",
+                 "clock=%d kafka=%d add=%d remove=%d outage=%d dead_topic=%d",
                  f->kill9, f->sigterm, f->mysql, f->mysql_pause, f->mysql_ro,
-                 f->clock, f->kafka, f->added, f->removed, f->outage);
+                 f->clock, f->kafka, f->added, f->removed, f->outage,
+                 f->dead_topic);
         fprintf(out, "  %-42s %s\n", "faults injected", note);
         snprintf(note, sizeof(note),
                  "skipped=%d failed=%d crashes=%d unclean_sigterm=%d "
-                 "unclean_final_stop=%d",
+                 "unclean_final_stop=%d dead_topic_unread=%d",
                  f->skipped, atomic_load(&f->failed), f->crashes,
-                 f->unclean_terms, in->stop_unclean);
+                 f->unclean_terms, in->stop_unclean, f->dead_unread);
         fprintf(out, "  %-42s %s\n", "fault notes", note);
         if (f->outage_begin)
                 fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",
@@ -319,7 +358,8 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                     t->answer, copies,
                     (long long)(copies ? t->first_ts - z : -1),
                     (long long)(copies ? t->first_rx - z : -1),
-                    t->early_ts + t->early_rx, t->dead_copies, t->fate);
+                    t->early_ts + t->early_rx, atomic_load(&t->dead_copies),
+                    t->fate);
         }
         return fclose(fp) ? -1 : 0;
 }

@@ -31,6 +31,15 @@
 /* The tier of the default ladder created with CreateTime by mistake. */
 #define TT_CREATE_TIME_TIER "5s"
 #define TT_MAX_HELD_BYTES   (64LL * 1024 * 1024)
+/* The dead-letter topic is deleted for this long, at a fixed share of the
+ * window (tt_dead_gone_at: clear of the Kafka restarts; fixed, so that the
+ * plan keeps malformed tasks out of the seconds before it: what the
+ * verifier had not read when the topic went is gone with it), and made
+ * again with `kdelayctl topics create`. */
+#define TT_DEAD_GONE_MS      20000
+#define TT_DEAD_QUIET_BEFORE 10000
+/* One raw task in this many (not heavy) is malformed on purpose. */
+#define TT_MALFORMED_EVERY 97
 
 /* Command line, after defaults and the profile are applied. Read-only
  * once parsed. Strings point into argv or static defaults. */
@@ -78,6 +87,14 @@ typedef enum tt_cat {
         TT_CAT_30M   /* 30m tier (windows above 30 min) */
 } tt_cat_t;
 
+/* A raw task malformed on purpose: it must reach the dead-letter topic
+ * (with this reason) and never a target. */
+typedef enum tt_malformed {
+        TT_MAL_NONE,
+        TT_MAL_NO_TARGET,  /* no kdelay-target: "missing-target" */
+        TT_MAL_BAD_FIRE_AT /* kdelay-fire-at "soon": "bad-fire-at" */
+} tt_malformed_t;
+
 typedef enum tt_cancel_kind {
         TT_CANCEL_NONE,
         TT_CANCEL_EARLY, /* long before due */
@@ -107,8 +124,9 @@ typedef struct tt_task {
         int64_t sched_at;
         int64_t cancel_at;
         uint8_t via, cat, cancel_kind, target;
-        uint8_t gen_id; /* the library generates the id */
-        uint8_t heavy;  /* raw, with TT_BALLAST_BYTES of headers */
+        uint8_t gen_id;    /* the library generates the id */
+        uint8_t heavy;     /* raw, with TT_BALLAST_BYTES of headers */
+        uint8_t malformed; /* tt_malformed_t: raw, to the 1 s tier */
         /* producer thread; id published by sched_state >= ENQUEUED */
         char id[TT_ID_SIZE];
         _Atomic int sched_state;
@@ -118,7 +136,8 @@ typedef struct tt_task {
         int64_t cancel_sent_at;
         /* verifier thread (copies read by main while draining) */
         _Atomic int copies;
-        int dead_copies;
+        _Atomic int dead_copies; /* read by main while draining */
+        int dead_bad_reason;     /* a dead letter with another reason */
         int early_ts, early_rx, bad_copy;
         int64_t first_ts, first_rx;
         /* after every thread has been joined */
@@ -162,6 +181,8 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
 
 /* The hold horizon the forwarders run with. */
 int64_t tt_hold_horizon(const tt_opts_t *o);
+/* When the dead-letter topic is deleted, ms after T0. */
+int64_t tt_dead_gone_at(const tt_opts_t *o);
 
 /* librdkafka's log lines of a client built from rkc go to fp (also its
  * conf opaque, so the client must not use that otherwise). */

@@ -42,6 +42,14 @@ size_t tt_verifier_wait(tt_verifier_t *v, size_t seen, int64_t deadline_ms);
  * taken now. 0 when it did within timeout_ms. */
 int tt_verifier_catch_up(tt_verifier_t *v, int timeout_ms);
 
+/* Before the dead-letter topic is deleted (from another thread; the
+ * consumer's calls are thread-safe): reads it to its end, then pauses it,
+ * so that nothing of it is counted twice. 0 when it read to the end
+ * within timeout_ms. */
+int tt_verifier_dead_gone(tt_verifier_t *v, int timeout_ms);
+/* After the topic was made again: reads it from its beginning. */
+int tt_verifier_dead_back(tt_verifier_t *v);
+
 void tt_verifier_stop(tt_verifier_t *v);
 
 /* Reads the fate table into each task's fate field. Returns the number of
