@@ -12,8 +12,9 @@ PACKAGES=(
     # build
     build-essential cmake pkg-config
     librdkafka-dev default-libmysqlclient-dev libcjson-dev libconfig-dev
-    # tests and tooling
-    libcunit1-dev clang-format valgrind
+    libmicrohttpd-dev
+    # tests and tooling (promtool: the prometheus package)
+    libcunit1-dev clang-format valgrind prometheus
     # local stack (stack.sh)
     mariadb-server mariadb-client openjdk-17-jre-headless maven kafkacat curl
 )

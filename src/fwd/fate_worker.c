@@ -70,6 +70,11 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                                                 (const char *const *)r->ids,
                                                 r->lens, r->vals, r->n, e, es);
                 break;
+        case KD_FW_PING: {
+                kdelay_status_t st;
+                r->err = kd_fate_status(w->store, "", 0, &st, e, es);
+                break;
+        }
         }
         r->statements = kd_fate_statements(w->store) - before;
 }

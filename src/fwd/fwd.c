@@ -11,6 +11,7 @@
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_fwd.h"
+#include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
 #include "kd_mode.h"
@@ -295,6 +296,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_timer_init(&f->pace.timer, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);
+        kd_timer_init(&f->http_timer, NULL, f);
         kd_skew_init(&f->clock.skew);
         kd_timer_init(&f->clock.probe, NULL, f);
         kd_claim_init(f);
@@ -339,6 +341,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
         for (size_t i = 0; i < k->warm_cnt; i++)
                 rd_kafka_topic_destroy(k->warm[i]);
         k->warm_cnt = 0;
+        kd_http_stop(f->http);
         if (k->producer) {
                 rd_kafka_flush(k->producer, 1000);
                 rd_kafka_purge(k->producer, RD_KAFKA_PURGE_F_QUEUE |
@@ -408,4 +411,36 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                 line[0] = '\0';
         kd_log(f->conf, KDELAY_LOG_INFO, "event=tier_hops at=%s%s", event,
                line);
+}
+
+void kd_fwd_publish(kd_fwd_t *f)
+{
+        if (!f->http)
+                return;
+        const kd_tiers_t *tiers = &f->conf->tiers;
+        const char *names[KD_TIERS_MAX];
+        for (size_t i = 0; i < tiers->cnt; i++)
+                names[i] = tiers->v[i].name;
+        refresh_gauges(f);
+        char stack[16384], *buf = stack;
+        int n = kd_metrics_format_prometheus(&f->metrics, names, tiers->cnt,
+                                             KDELAY_VERSION_STR, buf,
+                                             sizeof(stack));
+        if (n >= (int)sizeof(stack)) { /* a longer ladder: once more */
+                buf = malloc((size_t)n + 1);
+                if (buf)
+                        n = kd_metrics_format_prometheus(
+                            &f->metrics, names, tiers->cnt, KDELAY_VERSION_STR,
+                            buf, (size_t)n + 1);
+        }
+        if (!buf || n < 0 || kd_http_publish(f->http, buf, (size_t)n))
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=metrics_not_published why=out_of_memory");
+        if (buf != stack)
+                free(buf);
+        const char *why = !f->intake.settled ? "not in a settled group"
+                          : f->store.down    ? "MySQL does not answer"
+                          : *f->stop         ? "stopping"
+                                             : NULL;
+        kd_http_ready(f->http, !why, why);
 }

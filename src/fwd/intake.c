@@ -281,6 +281,7 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 assign(f, NULL);
                 return;
         }
+        f->intake.settled = 1;
         size_t skipped = 0;
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
@@ -429,6 +430,7 @@ static void hand_over(kd_fwd_t *f)
 
 void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
+        f->intake.settled = 0;
         int64_t deadline =
             f->shutdown_deadline
                 ? f->shutdown_deadline

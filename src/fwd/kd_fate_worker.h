@@ -25,10 +25,12 @@
 typedef struct kd_fate_worker kd_fate_worker_t;
 
 typedef enum kd_fw_op {
-        KD_FW_CLAIM,         /* kd_fate_claim(items) */
-        KD_FW_TAKEOVER,      /* kd_fate_takeover(items) */
-        KD_FW_MARK_FIRED,    /* kd_fate_mark_fired(ids) */
-        KD_FW_NOTE_CANCELLED /* kd_fate_note_cancelled(ids, vals) */
+        KD_FW_CLAIM,          /* kd_fate_claim(items) */
+        KD_FW_TAKEOVER,       /* kd_fate_takeover(items) */
+        KD_FW_MARK_FIRED,     /* kd_fate_mark_fired(ids) */
+        KD_FW_NOTE_CANCELLED, /* kd_fate_note_cancelled(ids, vals) */
+        KD_FW_PING /* kd_fate_status of the empty id, which no task has: a
+                      primary-key lookup, the cheapest statement there is */
 } kd_fw_op_t;
 
 /* One request: what to send, and what came back. Made and freed by the

@@ -16,6 +16,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         size_t errstr_size);
 void kd_fwd_destroy(kd_fwd_t *f);
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
+/* fwd.c: the metrics and readiness to the HTTP endpoint (when on). */
+void kd_fwd_publish(kd_fwd_t *f);
 /* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
  * -1 (errno) when the pipe cannot be made. */
 int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);

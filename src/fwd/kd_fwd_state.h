@@ -67,7 +67,9 @@ typedef struct kd_fwd_store {
                                request out is back */
         int64_t retry_mono; /* no statement before this; 0 = now */
         int64_t backoff_ms;
-        int down; /* logged as unavailable */
+        int down;               /* logged as unavailable */
+        kd_timer_t ping;        /* monotonic: a ping when idle (store.c) */
+        int64_t last_done_mono; /* a request last came back */
 } kd_fwd_store_t;
 
 /* Claim identity and queue (claim.c). Claim tokens
@@ -138,6 +140,7 @@ typedef struct kd_fwd_intake {
         kd_part_t *parts;
         size_t full;     /* partitions in KD_PART_FULL */
         kd_timer_t room; /* monotonic, now: room appeared for FULL ones */
+        int settled;     /* an assignment (maybe empty) and no revoke since */
 } kd_fwd_intake_t;
 
 /* How a downstream stage reaches upstream, set by fwd.c: the narrow
@@ -171,7 +174,9 @@ struct kd_fwd {
         kd_fwd_hooks_t hooks;
         kd_metrics_t metrics;
         kd_timer_t stats_timer;
-        int64_t shutdown_deadline;   /* monotonic; 0 = not shutting down */
+        struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
+        kd_timer_t http_timer;     /* publishes metrics and readiness */
+        int64_t shutdown_deadline; /* monotonic; 0 = not shutting down */
         volatile sig_atomic_t *stop; /* borrowed: set by signal handlers;
                                         &no_stop before kd_fwd_run */
         volatile sig_atomic_t no_stop;

@@ -75,6 +75,8 @@ typedef enum kd_metric_type {
           "Fate-table statements for claims and takeovers")                    \
         X(MARK_STATEMENTS, "mark_statements", COUNTER, "",                     \
           "Fate-table statements for FIRED marks and cancel due times")        \
+        X(STORE_PINGS, "store_pings", COUNTER, "",                             \
+          "Fate-store pings sent while it was idle (readiness)")               \
         X(MARKS_LOST, "marks_lost", COUNTER, "",                               \
           "FIRED marks not queued for lack of memory (rows stay FIRING)")      \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
@@ -159,5 +161,13 @@ void kd_metric_hop(kd_metrics_t *m, size_t idx);
  * ladder's order), into buf; snprintf's convention. */
 int kd_metrics_format_tiers(const kd_metrics_t *m, const char *const *names,
                             size_t cnt, char *buf, size_t size);
+
+/* metrics_prom.c: the table in the Prometheus text format (counters
+ * kdelay_forwarder_<name>_total, ms in seconds), kdelay_build_info with
+ * version, and the per-tier hop counters of the cnt tiers named tiers[i],
+ * into buf; snprintf's convention. */
+int kd_metrics_format_prometheus(const kd_metrics_t *m,
+                                 const char *const *tiers, size_t tier_cnt,
+                                 const char *version, char *buf, size_t size);
 
 #endif

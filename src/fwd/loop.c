@@ -9,6 +9,7 @@
 
 #include "kd_fire.h"
 #include "kd_fwd.h"
+#include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
 #include "kd_mode.h"
@@ -23,6 +24,9 @@
 
 /* The longest wait without a deadline (signals also wake the loop). */
 #define KD_LOOP_IDLE_MS 1000
+
+/* How often the HTTP endpoint's metrics and readiness are refreshed. */
+#define KD_HTTP_PUBLISH_MS 1000
 
 static void drain_fd(int fd)
 {
@@ -53,6 +57,40 @@ static void stats_cb(kd_timer_t *tm, void *arg)
                          kd_mono_ms() + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 kd_fwd_oom(f, "stats_timer");
+}
+
+static void http_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_fwd_publish(f);
+        if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
+                         kd_mono_ms() + KD_HTTP_PUBLISH_MS, http_cb, f))
+                kd_fwd_oom(f, "http_timer");
+}
+
+/* The HTTP endpoint, when forwarder.http_listen is set. */
+static kdelay_err_t http_start(kd_fwd_t *f)
+{
+        const char *listen = f->conf->fwd_http_listen;
+        char why[512], q[600], ql[300];
+        if (!listen || !*listen)
+                return KDELAY_OK;
+        kdelay_err_t err = kd_http_start(&f->http, listen, why, sizeof(why));
+        if (err) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=startup_failed what=http err=%s",
+                       kd_log_quote(why, q, sizeof(q)));
+                return err;
+        }
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=http_listening listen=%s port=%u paths=/metrics,/healthz,"
+               "/readyz",
+               kd_log_quote(listen, ql, sizeof(ql)), kd_http_port(f->http));
+        kd_fwd_publish(f);
+        if (kd_timer_arm(&f->timers, &f->http_timer, KD_CLOCK_MONO,
+                         kd_mono_ms() + KD_HTTP_PUBLISH_MS, http_cb, f))
+                return KDELAY_ERR_NO_MEMORY;
+        return KDELAY_OK;
 }
 
 static void log_start(kd_fwd_t *f)
@@ -140,6 +178,7 @@ static void shutdown_clean(kd_fwd_t *f)
                        "why=shutdown_timeout",
                        f->store.inflight, f->settle.fired.len);
         kd_fwd_log_stats(f, "forwarder_stopped");
+        kd_fwd_publish(f); /* the last figures; not ready */
 }
 
 /* Wake-up pipes, the mode's start, the subscription. KDELAY_OK with
@@ -159,6 +198,9 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
                 return KDELAY_ERR_SYSTEM;
         }
         log_start(f);
+        kdelay_err_t err = http_start(f);
+        if (err)
+                return err;
         if (f->mode->start(f, why, sizeof(why))) {
                 if (*f->stop && !k->fatal) {
                         /* Nothing was consumed or produced. */
@@ -214,6 +256,8 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 }
                 if (f->kafka.fatal)
                         break;
+                if (f->http)
+                        kd_http_alive(f->http, kd_mono_ms());
                 more |=
                     kd_timers_run(&f->timers, KD_LOOP_BATCH) == KD_LOOP_BATCH;
                 int timeout =

@@ -23,10 +23,11 @@ static const char kd_fwd_help[] =
     "forwarder.instance) hops and fires go through Kafka transactions.\n"
     "SIGTERM/SIGINT: finish in-flight work, commit, leave the group, exit\n"
     "0; a second signal exits at once (130). SIGHUP is ignored (logs go\n"
-    "to stderr). Exit 1: startup failed, or\n"
-    "a fatal Kafka error (e.g. fenced by a newer process with the same\n"
-    "transactional id): restart it. Settings: docs/configuration.md\n"
-    "(forwarder.*).\n"
+    "to stderr). Exit 1: startup failed, or a fatal Kafka error that a\n"
+    "new producer cannot get past (fenced by a newer process with the\n"
+    "same transactional id; a second one within 30 s): restart it.\n"
+    "With -X forwarder.http_listen=127.0.0.1:9464: /metrics (Prometheus),\n"
+    "/healthz, /readyz. Settings: docs/configuration.md (forwarder.*).\n"
     "\n";
 
 static volatile sig_atomic_t kd_stop;

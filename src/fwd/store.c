@@ -16,11 +16,47 @@ static const char *const op_name[] = {
     [KD_FW_TAKEOVER] = "takeover",
     [KD_FW_MARK_FIRED] = "mark_fired",
     [KD_FW_NOTE_CANCELLED] = "note_cancelled",
+    [KD_FW_PING] = "ping",
 };
+
+/* While nothing goes to the store, a ping every KD_STORE_PING_MS keeps
+ * mysql_up (and /readyz) true to it; checked every KD_STORE_PING_CHECK_MS.
+ */
+#define KD_STORE_PING_MS       5000
+#define KD_STORE_PING_CHECK_MS 1000
+
+static void ping_done(kd_fwd_t *f, kd_store_req_t *r)
+{
+        (void)f;
+        kd_store_req_free(r);
+}
+
+static void ping_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_fwd_store_t *s = &f->store;
+        int64_t now = kd_mono_ms();
+        if (s->inflight == 0 && kd_store_ready(f) &&
+            now - s->last_done_mono >= KD_STORE_PING_MS) {
+                kd_store_req_t *r = kd_store_req_new(KD_FW_PING, 0);
+                if (r)
+                        kd_store_submit(f, r, ping_done);
+        }
+        if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
+                         now + KD_STORE_PING_CHECK_MS, ping_cb, f))
+                kd_fwd_oom(f, "store_ping");
+}
 
 kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
-        return kd_fate_worker_start(&f->store.worker, f->store.fate, errstr,
+        kd_fwd_store_t *s = &f->store;
+        s->last_done_mono = kd_mono_ms();
+        kd_timer_init(&s->ping, ping_cb, f);
+        if (kd_timer_arm(&f->timers, &s->ping, KD_CLOCK_MONO,
+                         kd_mono_ms() + KD_STORE_PING_CHECK_MS, ping_cb, f))
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        return kd_fate_worker_start(&s->worker, f->store.fate, errstr,
                                     errstr_size);
 }
 
@@ -48,8 +84,10 @@ kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n)
                 return NULL;
         r->fw.op = op;
         r->fw.n = n;
-        int ok;
-        if (op == KD_FW_CLAIM || op == KD_FW_TAKEOVER) {
+        int ok = 1;
+        if (op == KD_FW_PING) {
+                /* nothing to carry */
+        } else if (op == KD_FW_CLAIM || op == KD_FW_TAKEOVER) {
                 r->fw.items = calloc(n, sizeof(*r->fw.items));
                 r->tasks = calloc(n, sizeof(*r->tasks));
                 ok = r->fw.items && r->tasks;
@@ -179,11 +217,15 @@ static void account(kd_fwd_t *f, kd_store_req_t *r)
         kd_fw_req_t *fw = &r->fw;
         s->inflight--;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT, (int64_t)s->inflight);
-        kd_metric_add(&f->metrics,
-                      fw->op == KD_FW_CLAIM || fw->op == KD_FW_TAKEOVER
-                          ? KD_M_CLAIM_STATEMENTS
-                          : KD_M_MARK_STATEMENTS,
-                      fw->statements);
+        s->last_done_mono = kd_mono_ms();
+        if (fw->op == KD_FW_PING)
+                kd_metric_inc(&f->metrics, KD_M_STORE_PINGS);
+        else
+                kd_metric_add(&f->metrics,
+                              fw->op == KD_FW_CLAIM || fw->op == KD_FW_TAKEOVER
+                                  ? KD_M_CLAIM_STATEMENTS
+                                  : KD_M_MARK_STATEMENTS,
+                              fw->statements);
         if (fw->sent)
                 kd_metric_observe(&f->metrics, KD_M_STORE_MS,
                                   kd_mono_ms() - fw->submitted_mono);

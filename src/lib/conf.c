@@ -148,6 +148,12 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.stats_interval", KD_PROP_DURATION,
      KD_OFF(fwd_stats_interval_ms), "10s", 0,
      "an `event=stats` log line this often; 0 = never"},
+    {"forwarder.http_listen", KD_PROP_STRING, KD_OFF(fwd_http_listen), NULL, 0,
+     "`host:port` of the forwarder's HTTP endpoint: `/metrics` (Prometheus "
+     "text format), `/healthz` (the loop turns), `/readyz` (in a settled "
+     "group, MySQL answering); unset or empty = off; port 0 = any free port "
+     "(logged as `event=http_listening`)",
+     "off"},
     {"forwarder.retry_max", KD_PROP_DURATION, KD_OFF(fwd_retry_max_ms), "5s", 0,
      "longest backoff for MySQL and produce retries"},
     {"forwarder.shutdown_timeout", KD_PROP_DURATION,

@@ -1,0 +1,37 @@
+/* The forwarder's HTTP endpoint (forwarder.http_listen), served by
+ * libmicrohttpd on a thread of its own: /metrics (the Prometheus text
+ * format), /healthz and /readyz. The event loop owns every metric; it
+ * publishes a rendered copy and its liveness and readiness here, and the
+ * HTTP thread only serves what was published (under the endpoint's lock),
+ * so no request ever reads the loop's state. */
+#ifndef KD_HTTP_H
+#define KD_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdelay/kdelay.h>
+
+/* /healthz answers 503 once the loop has not turned for this long (a
+ * transactional call blocks it for at most 10 s). */
+#define KD_HTTP_STUCK_MS 30000
+
+typedef struct kd_http kd_http_t;
+
+/* Listens on listen ("host:port", "[v6]:port"; port 0 = any free one).
+ * *hp owned by the caller (kd_http_stop). */
+kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
+                           size_t errstr_size);
+/* The port listened on. */
+unsigned kd_http_port(const kd_http_t *h);
+/* The /metrics body from now on: text (len bytes) is copied. -1 out of
+ * memory (the previous body stays). */
+int kd_http_publish(kd_http_t *h, const char *text, size_t len);
+/* The loop turned at mono_ms (kd_mono_ms). */
+void kd_http_alive(kd_http_t *h, int64_t mono_ms);
+/* Ready or not, and why not (a static string, for the 503 body). */
+void kd_http_ready(kd_http_t *h, int ready, const char *why);
+/* Stops serving and frees h (NULL is fine). */
+void kd_http_stop(kd_http_t *h);
+
+#endif

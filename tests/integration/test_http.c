@@ -1,0 +1,230 @@
+/* Integration: the forwarder's HTTP endpoint (forwarder.http_listen).
+ *
+ * One forwarder listens on 127.0.0.1, port 0 (any free port, read from its
+ * `event=http_listening` line). Scraped with curl: /metrics passes
+ * `promtool check metrics`; /healthz and /readyz answer 200 once it is
+ * assigned. N tasks due 2..4 s ahead are fired, and a scrape afterwards
+ * shows kdelay_forwarder_fired_total up by exactly N from the scrape
+ * before them, and the lateness histogram's count up by N too. MySQL is
+ * then stopped (`stack.sh mysql-stop`): /readyz answers 503 saying why
+ * while /healthz stays 200; after `mysql-start` /readyz is 200 again.
+ * Unknown paths answer 404, other methods 405. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "it_env.h"
+#include "kd_test.h"
+#include "kd_util.h"
+
+#define SEC     1000LL
+#define N_TASKS 40
+
+static char stack_sh[512];
+
+static int setup(void)
+{
+        snprintf(stack_sh, sizeof(stack_sh), "%s/deploy/local/stack.sh",
+                 KDELAY_SOURCE_DIR);
+        return it_env_init();
+}
+
+/* stack.sh VERB; 0 on success. */
+static int stack(const char *verb)
+{
+        char *const argv[] = {stack_sh, (char *)verb, NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        if (rc)
+                printf("\n  stack.sh %s: exit %d: %s%s", verb, rc,
+                       out ? out : "", err ? err : "");
+        free(out);
+        free(err);
+        return rc;
+}
+
+/* GET (or `method`) http://127.0.0.1:port/path with curl: the status
+ * (0 when curl failed), the body in *body (caller frees; may be NULL). */
+static int get(unsigned port, const char *method, const char *path, char **body)
+{
+        char url[128];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+        char *const argv[] = {
+            "/usr/bin/curl",  "-s", "-X", (char *)method, "-w",
+            "\n%{http_code}", url,  NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        int status = 0;
+        char *nl = out ? strrchr(out, '\n') : NULL;
+        if (!rc && nl) {
+                status = atoi(nl + 1);
+                *nl = '\0';
+        }
+        free(err);
+        if (body)
+                *body = out;
+        else
+                free(out);
+        return status;
+}
+
+/* The value of the sample line starting "name " in a scrape; -1 if
+ * absent. */
+static double sample(const char *scrape, const char *name)
+{
+        size_t n = strlen(name);
+        for (const char *l = scrape; l && *l; l = strchr(l, '\n')) {
+                if (*l == '\n')
+                        l++;
+                if (!strncmp(l, name, n) && l[n] == ' ')
+                        return strtod(l + n + 1, NULL);
+        }
+        return -1;
+}
+
+/* promtool check metrics on a scrape: 0 when clean. */
+static int promtool_clean(unsigned port)
+{
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd),
+                 "curl -s http://127.0.0.1:%u/metrics | promtool check metrics",
+                 port);
+        char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        if (rc)
+                printf("\n  promtool: %s%s", out ? out : "", err ? err : "");
+        free(out);
+        free(err);
+        return rc;
+}
+
+/* Polls path until it answers want (at most timeout_ms); the last status. */
+static int wait_status(unsigned port, const char *path, int want,
+                       int timeout_ms)
+{
+        int64_t end = kd_mono_ms() + timeout_ms;
+        int status;
+        while ((status = get(port, "GET", path, NULL)) != want &&
+               kd_mono_ms() < end)
+                it_sleep_until(kd_now_ms() + 200);
+        return status;
+}
+
+/* A scrape's fired_total and lateness count once they are at least
+ * fired (the endpoint is refreshed every second). */
+static void wait_fired(unsigned port, double want, double *fired, double *late)
+{
+        int64_t end = kd_mono_ms() + 20000;
+        do {
+                char *body = NULL;
+                get(port, "GET", "/metrics", &body);
+                *fired = sample(body, "kdelay_forwarder_fired_total");
+                *late = sample(body, "kdelay_forwarder_late_seconds_count");
+                free(body);
+                if (*fired >= want)
+                        return;
+                it_sleep_until(kd_now_ms() + 250);
+        } while (kd_mono_ms() < end);
+}
+
+static void test_metrics_health_and_readiness(void)
+{
+        char prefix[40], group[64], db[64], url[256], target[96];
+        it_unique(prefix, sizeof(prefix), "ithttp");
+        it_unique(db, sizeof(db), "kdit_http");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(target, sizeof(target), "%s.target", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 2), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
+
+        it_fwd_t f = {.instance = "fwHTTP", .pid = -1};
+        const char *props[] = {"forwarder.http_listen=127.0.0.1:0", NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_wait_log(f.log, "event=partitions_assigned", 30000), 0);
+        CU_ASSERT_EQUAL_FATAL(it_wait_log(f.log, "event=http_listening", 1000),
+                              0);
+        unsigned port =
+            (unsigned)it_log_sum(f.log, "event=http_listening", "port");
+        CU_ASSERT_FATAL(port > 0);
+
+        CU_ASSERT_EQUAL(wait_status(port, "/readyz", 200, 5000), 200);
+        CU_ASSERT_EQUAL(get(port, "GET", "/healthz", NULL), 200);
+        CU_ASSERT_EQUAL(get(port, "GET", "/nothing", NULL), 404);
+        CU_ASSERT_EQUAL(get(port, "POST", "/metrics", NULL), 405);
+        char *body = NULL;
+        CU_ASSERT_EQUAL(get(port, "GET", "/metrics", &body), 200);
+        CU_ASSERT(body && strstr(body, "kdelay_build_info{version=\""));
+        double fired0 = sample(body, "kdelay_forwarder_fired_total");
+        double late0 = sample(body, "kdelay_forwarder_late_seconds_count");
+        free(body);
+        CU_ASSERT(fired0 >= 0);
+        CU_ASSERT(late0 >= 0);
+
+        kdelay_client_t *c = NULL;
+        char errstr[512];
+        CU_ASSERT_EQUAL_FATAL(kdelay_client_new(&c, it_conf_new(prefix, url),
+                                                errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        int64_t t0 = kd_now_ms();
+        for (int i = 0; i < N_TASKS; i++) {
+                char id[64];
+                snprintf(id, sizeof(id), "%s-%d", prefix, i);
+                kdelay_task_t t;
+                kdelay_task_init(&t);
+                t.topic = target;
+                t.id = id;
+                t.value = "v";
+                t.value_len = 1;
+                t.fire_at_ms = t0 + 2 * SEC + i * (2 * SEC) / N_TASKS;
+                CU_ASSERT_EQUAL_FATAL(kdelay_schedule_async(c, &t, NULL, NULL,
+                                                            NULL, 0, errstr,
+                                                            sizeof(errstr)),
+                                      KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
+        kdelay_client_destroy(c);
+        const char *topics[] = {target, NULL};
+        CU_ASSERT_EQUAL(it_wait_records(topics, N_TASKS, 30000), N_TASKS);
+        double fired, late;
+        wait_fired(port, fired0 + N_TASKS, &fired, &late);
+        CU_ASSERT_EQUAL(promtool_clean(port), 0);
+
+        /* MySQL stopped: not ready (and why), still alive. */
+        CU_ASSERT_EQUAL_FATAL(stack("mysql-stop"), 0);
+        int down = wait_status(port, "/readyz", 503, 20000);
+        body = NULL;
+        get(port, "GET", "/readyz", &body);
+        char *nl = body ? strchr(body, '\n') : NULL;
+        if (nl)
+                *nl = '\0';
+        int healthy = get(port, "GET", "/healthz", NULL);
+        int started = stack("mysql-start");
+        int up = wait_status(port, "/readyz", 200, 30000);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        printf("\n  scrapes: fired_total %.0f -> %.0f, late_seconds_count "
+               "%.0f -> %.0f for %d tasks; MySQL stopped: /readyz %d (\"%s\"), "
+               "/healthz %d; started again: /readyz %d\n",
+               fired0, fired, late0, late, N_TASKS, down, body ? body : "",
+               healthy, up);
+        CU_ASSERT_EQUAL(fired - fired0, N_TASKS);
+        CU_ASSERT_EQUAL(late - late0, N_TASKS);
+        CU_ASSERT_EQUAL(down, 503);
+        CU_ASSERT(body && strstr(body, "MySQL"));
+        CU_ASSERT_EQUAL(healthy, 200);
+        CU_ASSERT_EQUAL(started, 0);
+        CU_ASSERT_EQUAL(up, 200);
+        free(body);
+        it_db_drop(db);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_metrics_health_and_readiness), KD_TEST_END};
+        return kd_test_run("http", cases, setup, NULL);
+}
