@@ -12,9 +12,9 @@ PACKAGES=(
     # build
     build-essential cmake pkg-config
     librdkafka-dev default-libmysqlclient-dev libcjson-dev libconfig-dev
-    libmicrohttpd-dev
-    # tests and tooling (promtool: the prometheus package)
-    libcunit1-dev clang-format valgrind prometheus
+    libmicrohttpd-dev libsystemd-dev
+    # tests and tooling (promtool: the prometheus package; systemd-analyze)
+    libcunit1-dev clang-format valgrind prometheus systemd
     # local stack (stack.sh)
     mariadb-server mariadb-client openjdk-17-jre-headless maven kafkacat curl
 )

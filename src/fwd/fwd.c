@@ -297,6 +297,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);
         kd_timer_init(&f->http_timer, NULL, f);
+        kd_timer_init(&f->watchdog, NULL, f);
         kd_skew_init(&f->clock.skew);
         kd_timer_init(&f->clock.probe, NULL, f);
         kd_claim_init(f);

@@ -176,6 +176,8 @@ struct kd_fwd {
         kd_timer_t stats_timer;
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
         kd_timer_t http_timer;     /* publishes metrics and readiness */
+        kd_timer_t watchdog;       /* systemd's WATCHDOG=1 (notify.c) */
+        int64_t watchdog_ms;       /* its interval; 0 = not asked for */
         int64_t shutdown_deadline; /* monotonic; 0 = not shutting down */
         volatile sig_atomic_t *stop; /* borrowed: set by signal handlers;
                                         &no_stop before kd_fwd_run */

@@ -13,6 +13,7 @@
 #include "kd_intake.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_notify.h"
 #include "kd_probe.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -157,6 +158,7 @@ static void shutdown_clean(kd_fwd_t *f)
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=forwarder_stopping held=%zu inflight=%zu", f->held.cnt,
                f->kafka.inflight);
+        kd_notify_stopping(f);
         /* One deadline for the whole shutdown, revoke included. */
         f->shutdown_deadline = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
         rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->kafka.consumer);
@@ -221,7 +223,10 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
                          kd_mono_ms() + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
-        return subscribe(f);
+        kdelay_err_t sub = subscribe(f);
+        if (!sub)
+                kd_notify_ready(f);
+        return sub;
 }
 
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)

@@ -68,6 +68,11 @@ static const kd_prop_t kd_props[] = {
      "— (unset)"},
     {"mysql.password", KD_PROP_SECRET, KD_OFF(mysql_password), NULL, 0,
      "password, overriding the URL's (prefer the environment variable)"},
+    {"mysql.password_file", KD_PROP_STRING, KD_OFF(mysql_password_file), NULL,
+     0,
+     "file whose first line is the password (systemd: `LoadCredential=` and "
+     "`${CREDENTIALS_DIRECTORY}/<name>`), read at each connect when neither "
+     "`mysql.password` nor the URL gives one, before `mysql.password_env`"},
     {"mysql.password_env", KD_PROP_STRING, KD_OFF(mysql_password_env),
      KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0,
      "environment variable read for the password when neither "

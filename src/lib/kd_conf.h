@@ -22,9 +22,10 @@ struct kdelay_conf_s {
         char *brokers;      /* owned; bootstrap.servers */
         char *topic_prefix; /* owned */
         kd_tiers_t tiers;
-        char *mysql_url;          /* owned; NULL = no MySQL configured */
-        char *mysql_password;     /* owned; NULL = from URL or env */
-        char *mysql_password_env; /* owned */
+        char *mysql_url;           /* owned; NULL = no MySQL configured */
+        char *mysql_password;      /* owned; NULL = from URL or env */
+        char *mysql_password_env;  /* owned */
+        char *mysql_password_file; /* owned; NULL = none */
         int mysql_connect_timeout_s;
         int64_t fate_retention_ms; /* gc keeps rows this long past due */
         int topics_partitions;

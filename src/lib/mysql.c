@@ -3,6 +3,8 @@
 #include "kd_mysql.h"
 
 #include <errmsg.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,9 +139,32 @@ kdelay_err_t kd_mysql_fail(MYSQL *conn, const char *what, char *errstr,
                        mysql_error(conn));
 }
 
+/* The first line of path (a secret: never logged) into buf; -1 with
+ * errstr when it cannot be read or is empty. */
+static int password_file(const char *path, char *buf, size_t size, char *errstr,
+                         size_t errstr_size)
+{
+        FILE *fp = fopen(path, "r");
+        char q[600];
+        if (!fp || !fgets(buf, (int)size, fp)) {
+                int e = fp ? 0 : errno;
+                if (fp)
+                        fclose(fp);
+                kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                        "cannot read mysql.password_file %s: %s",
+                        kd_log_quote(path, q, sizeof(q)),
+                        e ? strerror(e) : "empty");
+                return -1;
+        }
+        fclose(fp);
+        buf[strcspn(buf, "\r\n")] = '\0';
+        return 0;
+}
+
 kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                               char *errstr, size_t errstr_size)
 {
+        char from_file[512] = "";
         kd_mysql_params_t p;
         kdelay_err_t err;
 
@@ -153,6 +178,14 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         const char *password = conf->mysql_password;
         if (!password)
                 password = p.password;
+        if (!password && conf->mysql_password_file) {
+                if (password_file(conf->mysql_password_file, from_file,
+                                  sizeof(from_file), errstr, errstr_size)) {
+                        kd_mysql_params_clear(&p);
+                        return KDELAY_ERR_CONFIG;
+                }
+                password = from_file;
+        }
         if (!password && conf->mysql_password_env)
                 password = getenv(conf->mysql_password_env);
 
@@ -172,8 +205,13 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         /* Force TCP even for "localhost": the URL names a host and port. */
         unsigned proto = MYSQL_PROTOCOL_TCP;
         mysql_optionsv(conn, MYSQL_OPT_PROTOCOL, &proto);
-        if (!mysql_real_connect(conn, p.host, p.user, password, p.db, p.port,
-                                NULL, 0)) {
+        int connected = mysql_real_connect(conn, p.host, p.user, password, p.db,
+                                           p.port, NULL, 0) != NULL;
+        /* The file's copy of the secret is not kept. */
+        for (volatile char *c = from_file; c < from_file + sizeof(from_file);
+             c++)
+                *c = '\0';
+        if (!connected) {
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u as %s "
                               "(db %s): %s",

@@ -8,11 +8,21 @@
  * before them, and the lateness histogram's count up by N too. MySQL is
  * then stopped (`stack.sh mysql-stop`): /readyz answers 503 saying why
  * while /healthz stays 200; after `mysql-start` /readyz is 200 again.
- * Unknown paths answer 404, other methods 405. */
+ * Unknown paths answer 404, other methods 405.
+ *
+ * And systemd's notifications (Type=notify): a forwarder started with
+ * NOTIFY_SOCKET naming a datagram socket of the test, as systemd would,
+ * and WATCHDOG_USEC=1 s sends READY=1 (with a STATUS naming its
+ * instance) after subscribing, WATCHDOG=1 every half second from its
+ * loop, and STOPPING=1 on SIGTERM; it exits 0. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "it_env.h"
 #include "kd_test.h"
@@ -222,9 +232,82 @@ static void test_metrics_health_and_readiness(void)
         it_db_drop(db);
 }
 
+/* What the forwarder told the notify socket fd until `until` appears
+ * (or timeout_ms): counts of READY=1, WATCHDOG=1, STOPPING=1, and whether
+ * a STATUS= named `instance`. */
+typedef struct notes {
+        int ready, watchdog, stopping, status_named;
+} notes_t;
+
+static void read_notes(int fd, notes_t *n, const char *instance,
+                       const char *until, int want, int timeout_ms)
+{
+        int64_t end = kd_mono_ms() + timeout_ms;
+        while (kd_mono_ms() < end) {
+                char buf[512];
+                ssize_t len = recv(fd, buf, sizeof(buf) - 1, 0);
+                if (len <= 0)
+                        continue; /* SO_RCVTIMEO */
+                buf[len] = '\0';
+                n->ready += strstr(buf, "READY=1") != NULL;
+                n->watchdog += strstr(buf, "WATCHDOG=1") != NULL;
+                n->stopping += strstr(buf, "STOPPING=1") != NULL;
+                n->status_named |=
+                    strstr(buf, "STATUS=") && strstr(buf, instance);
+                if ((!strcmp(until, "READY=1") && n->ready >= want) ||
+                    (!strcmp(until, "WATCHDOG=1") && n->watchdog >= want) ||
+                    (!strcmp(until, "STOPPING=1") && n->stopping >= want))
+                        return;
+        }
+}
+
+static void test_systemd_notifications(void)
+{
+        char prefix[40], group[64], db[64], url[256], sock[108], env_sock[128];
+        it_unique(prefix, sizeof(prefix), "itsdn");
+        it_unique(db, sizeof(db), "kdit_sdn");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(sock, sizeof(sock), "/tmp/kdit-notify-%d.sock", (int)getpid());
+        snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", sock);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        CU_ASSERT_FATAL(fd >= 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        kd_strlcpy(sa.sun_path, sock, sizeof(sa.sun_path));
+        unlink(sock);
+        CU_ASSERT_EQUAL_FATAL(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        struct timeval tv = {0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+        const char *env[] = {env_sock, "WATCHDOG_USEC=1000000", NULL};
+        it_fwd_t f = {.instance = "fwSDN", .pid = -1, .env = env};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, NULL), 0);
+        notes_t n = {0};
+        read_notes(fd, &n, "fwSDN", "READY=1", 1, 30000);
+        read_notes(fd, &n, "fwSDN", "WATCHDOG=1", 3, 5000);
+        CU_ASSERT_EQUAL(kill(f.pid, SIGTERM), 0);
+        read_notes(fd, &n, "fwSDN", "STOPPING=1", 1, 15000);
+        int rc = it_wait_pid(f.pid, 60000); /* a second signal exits 130 */
+        close(fd);
+        unlink(sock);
+        printf("\n  notify socket: READY=1 x%d (status names the instance: "
+               "%d), WATCHDOG=1 x%d, STOPPING=1 x%d; exit %d\n",
+               n.ready, n.status_named, n.watchdog, n.stopping, rc);
+        CU_ASSERT_EQUAL(n.ready, 1);
+        CU_ASSERT(n.status_named);
+        CU_ASSERT(n.watchdog >= 3);
+        CU_ASSERT_EQUAL(n.stopping, 1);
+        CU_ASSERT_EQUAL(rc, 0);
+        it_db_drop(db);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_metrics_health_and_readiness), KD_TEST_END};
+            KD_TEST(test_metrics_health_and_readiness),
+            KD_TEST(test_systemd_notifications), KD_TEST_END};
         return kd_test_run("http", cases, setup, NULL);
 }

@@ -466,6 +466,28 @@ static void test_password_from_environment(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "Access denied"));
         /* The password never appears in what kdelayctl prints. */
         CU_ASSERT_PTR_NULL(strstr(err, "wrong"));
+
+        /* From a file (systemd's LoadCredential), its first line; one that
+         * cannot be read is named, and nothing of a secret shown. */
+        char file[64], xfile[96];
+        snprintf(file, sizeof(file), "/tmp/kdit-pw-%d", (int)getpid());
+        FILE *fp = fopen(file, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        fputs("s3cr3t\n", fp);
+        fclose(fp);
+        snprintf(xfile, sizeof(xfile), "mysql.password_file=%s", file);
+        char *fargv[] = {KDELAY_CTL, "status", "--mysql", user_url,
+                         "-X",       xfile,    "some-id", NULL};
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(fargv, bad, &out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "UNDECIDED"));
+        unlink(file);
+        free(out);
+        free(err);
+        CU_ASSERT_NOT_EQUAL(it_run(fargv, NULL, &out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "mysql.password_file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, file));
         snprintf(sql, sizeof(sql), "DROP USER '%s'@'%%'", user);
         mysql_query(conn, sql);
         mysql_close(conn);
