@@ -128,7 +128,7 @@ static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
                "event=dead_letter_dropped reason=%s topic=%s partition=%d "
                "offset=%lld why=too_large",
                t->dead_reason, topic, partition, (long long)r->offset);
-        kd_metric_inc(&f->metrics, KD_M_DEAD);
+        kd_metric_dead(&f->metrics, t->dead_reason);
         f->mode->done(f, t);
 }
 
@@ -178,7 +178,7 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                                     sizeof(qt)),
                        t->part ? t->part->partition : -1,
                        (long long)t->rec.offset, rd_kafka_err2str(err));
-                kd_metric_inc(&f->metrics, KD_M_DEAD);
+                kd_metric_dead(&f->metrics, t->dead_reason);
                 f->mode->done(f, t);
                 return;
         }
@@ -307,7 +307,7 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
         if (t->state == KD_TASK_HOPPING) {
                 kd_metric_hop(&f->metrics, t->hop_tier);
         } else if (t->state == KD_TASK_DEAD) {
-                kd_metric_inc(&f->metrics, KD_M_DEAD);
+                kd_metric_dead(&f->metrics, t->dead_reason);
                 char qt[300];
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=dead_lettered reason=%s topic=%s partition=%d "

@@ -124,6 +124,9 @@ typedef struct kd_hist {
 
 /* Room for one counter per tier of the configured ladder. */
 #define KD_METRIC_TIERS 32
+/* Room for one counter per dead-letter reason seen; the last row counts
+ * any further ones as "other". */
+#define KD_METRIC_REASONS 24
 
 typedef struct kd_metrics {
         int64_t v[KD_M__COUNT];      /* counters and gauges */
@@ -131,6 +134,12 @@ typedef struct kd_metrics {
         /* Hops delivered into each tier of the ladder (by its index), the
          * per-tier rows of KD_M_HOPPED. */
         int64_t hopped_to[KD_METRIC_TIERS];
+        /* Records dead-lettered (or dropped) by reason, the per-reason rows
+         * of KD_M_DEAD, in the order first seen; names borrowed (static
+         * strings, docs/wire-format.md's reasons). */
+        const char *dead_reason[KD_METRIC_REASONS];
+        int64_t dead_by_reason[KD_METRIC_REASONS];
+        size_t dead_reasons;
 } kd_metrics_t;
 
 void kd_metric_add(kd_metrics_t *m, kd_metric_id_t id, uint64_t n);
@@ -153,6 +162,10 @@ int64_t kd_metric_quantile(const kd_metrics_t *m, kd_metric_id_t id, double q);
  * last, -1 when empty), into buf. Returns the length
  * it needed (snprintf's convention). */
 int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size);
+
+/* A record dead-lettered (or dropped) for reason (static, borrowed):
+ * KD_M_DEAD and its reason's row. */
+void kd_metric_dead(kd_metrics_t *m, const char *reason);
 
 /* A hop delivered into tier idx of the ladder: KD_M_HOPPED and its row. */
 void kd_metric_hop(kd_metrics_t *m, size_t idx);

@@ -2,6 +2,7 @@
 #include "kd_metrics.h"
 
 #include <stdio.h>
+#include <string.h>
 
 const kd_metric_info_t kd_metric_info[KD_M__COUNT] = {
 #define KD_METRIC_ROW(id, name, type, unit, help)                              \
@@ -106,6 +107,25 @@ int kd_metrics_format(const kd_metrics_t *m, char *buf, size_t size)
                 len += (size_t)n;
         }
         return (int)len;
+}
+
+void kd_metric_dead(kd_metrics_t *m, const char *reason)
+{
+        kd_metric_inc(m, KD_M_DEAD);
+        size_t i = 0;
+        while (i < m->dead_reasons && strcmp(m->dead_reason[i], reason))
+                i++;
+        if (i == m->dead_reasons) { /* a reason not seen before */
+                if (i < KD_METRIC_REASONS - 1) {
+                        m->dead_reason[i] = reason;
+                        m->dead_reasons++;
+                } else {
+                        i = KD_METRIC_REASONS - 1;
+                        m->dead_reason[i] = "other";
+                        m->dead_reasons = KD_METRIC_REASONS;
+                }
+        }
+        m->dead_by_reason[i]++;
 }
 
 void kd_metric_hop(kd_metrics_t *m, size_t idx)

@@ -96,5 +96,12 @@ int kd_metrics_format_prometheus(const kd_metrics_t *m,
         for (size_t i = 0; i < tier_cnt && i < KD_METRIC_TIERS; i++)
                 put(&o, KD_PROM_PREFIX "hopped_to_total{tier=\"%s\"} %lld\n",
                     tiers[i], (long long)m->hopped_to[i]);
+        put(&o, "# HELP " KD_PROM_PREFIX "dead_by_reason_total Records "
+                "dead-lettered (or dropped), by kdelay-dead-reason\n"
+                "# TYPE " KD_PROM_PREFIX "dead_by_reason_total counter\n");
+        for (size_t i = 0; i < m->dead_reasons; i++)
+                put(&o,
+                    KD_PROM_PREFIX "dead_by_reason_total{reason=\"%s\"} %lld\n",
+                    m->dead_reason[i], (long long)m->dead_by_reason[i]);
         return o.failed ? -1 : (int)o.len;
 }

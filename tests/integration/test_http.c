@@ -5,7 +5,9 @@
  * `promtool check metrics`; /healthz and /readyz answer 200 once it is
  * assigned. N tasks due 2..4 s ahead are fired, and a scrape afterwards
  * shows kdelay_forwarder_fired_total up by exactly N from the scrape
- * before them, and the lateness histogram's count up by N too. MySQL is
+ * before them, and the lateness histogram's count up by N too; a raw
+ * record without kdelay-target shows as
+ * kdelay_forwarder_dead_by_reason_total{reason="missing-target"} 1. MySQL is
  * then stopped (`stack.sh mysql-stop`): /readyz answers 503 saying why
  * while /healthz stays 200; after `mysql-start` /readyz is 200 again.
  * Unknown paths answer 404, other methods 405.
@@ -91,6 +93,45 @@ static double sample(const char *scrape, const char *name)
                         return strtod(l + n + 1, NULL);
         }
         return -1;
+}
+
+/* A raw record without kdelay-target into the 1 s tier: dead-lettered
+ * as missing-target when read. 0 when acknowledged. */
+static int produce_malformed(const char *prefix)
+{
+        char topic[96], fire_at[24];
+        snprintf(topic, sizeof(topic), "%s.tier.1s", prefix);
+        snprintf(fire_at, sizeof(fire_at), "%lld",
+                 (long long)kd_now_ms() + 1000);
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        if (!rk)
+                return -1;
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE("x", 1),
+            RD_KAFKA_V_HEADER(KDELAY_HDR_ID, "no-target", -1),
+            RD_KAFKA_V_HEADER(KDELAY_HDR_FIRE_AT, fire_at, -1),
+            RD_KAFKA_V_HEADER(KDELAY_HDR_VERSION, KDELAY_WIRE_VERSION, -1),
+            RD_KAFKA_V_END);
+        int left = err ? 1 : rd_kafka_flush(rk, 10000) ? 1 : 0;
+        rd_kafka_destroy(rk);
+        return left ? -1 : 0;
+}
+
+/* A scrape's sample `name` once it is at least want (20 s at most). */
+static double wait_sample(unsigned port, const char *name, double want)
+{
+        int64_t end = kd_mono_ms() + 20000;
+        double v;
+        do {
+                char *body = NULL;
+                get(port, "GET", "/metrics", &body);
+                v = sample(body, name);
+                free(body);
+                if (v >= want)
+                        break;
+                it_sleep_until(kd_now_ms() + 250);
+        } while (kd_mono_ms() < end);
+        return v;
 }
 
 /* promtool check metrics on a scrape: 0 when clean. */
@@ -202,6 +243,12 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT_EQUAL(it_wait_records(topics, N_TASKS, 30000), N_TASKS);
         double fired, late;
         wait_fired(port, fired0 + N_TASKS, &fired, &late);
+        CU_ASSERT_EQUAL(produce_malformed(prefix), 0);
+        double dead = wait_sample(
+            port,
+            "kdelay_forwarder_dead_by_reason_total{reason=\"missing-target\"}",
+            1);
+        CU_ASSERT_EQUAL(dead, 1);
         CU_ASSERT_EQUAL(promtool_clean(port), 0);
 
         /* MySQL stopped: not ready (and why), still alive. */

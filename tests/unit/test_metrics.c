@@ -1,5 +1,6 @@
 /* Unit tests for the forwarder's metric table: every row well-formed,
- * counters, gauges, the histogram and the log-line form. */
+ * counters, gauges, the histogram, the log-line form, dead letters by
+ * reason and the Prometheus form. */
 #include <stdio.h>
 #include <string.h>
 
@@ -88,11 +89,86 @@ static void test_log_form_in_table_order(void)
         CU_ASSERT_EQUAL(strlen(small), sizeof(small) - 1);
 }
 
+static void test_dead_letters_by_reason(void)
+{
+        static kd_metrics_t m; /* large: not on the stack */
+        memset(&m, 0, sizeof(m));
+        kd_metric_dead(&m, "missing-target");
+        kd_metric_dead(&m, "bad-fire-at");
+        kd_metric_dead(&m, "missing-target");
+        CU_ASSERT_EQUAL(kd_metric_get(&m, KD_M_DEAD), 3);
+        CU_ASSERT_EQUAL(m.dead_reasons, 2);
+        CU_ASSERT_STRING_EQUAL(m.dead_reason[0], "missing-target");
+        CU_ASSERT_EQUAL(m.dead_by_reason[0], 2);
+        CU_ASSERT_EQUAL(m.dead_by_reason[1], 1);
+        /* Past the table's room every new reason counts as "other". */
+        static char names[40][16];
+        for (int i = 0; i < 40; i++) {
+                snprintf(names[i], sizeof(names[i]), "r%d", i);
+                kd_metric_dead(&m, names[i]);
+        }
+        CU_ASSERT_EQUAL(m.dead_reasons, KD_METRIC_REASONS);
+        CU_ASSERT_STRING_EQUAL(m.dead_reason[KD_METRIC_REASONS - 1], "other");
+        int64_t sum = 0;
+        for (size_t i = 0; i < m.dead_reasons; i++)
+                sum += m.dead_by_reason[i];
+        CU_ASSERT_EQUAL(sum, kd_metric_get(&m, KD_M_DEAD));
+}
+
+static void test_prometheus_form(void)
+{
+        static kd_metrics_t m;
+        static char buf[32768];
+        memset(&m, 0, sizeof(m));
+        kd_metric_add(&m, KD_M_FIRED, 7);
+        kd_metric_set(&m, KD_M_HELD_NOW, 3);
+        kd_metric_observe(&m, KD_M_LATE, 2);    /* ms */
+        kd_metric_observe(&m, KD_M_LATE, 1500); /* ms */
+        kd_metric_hop(&m, 1);
+        kd_metric_dead(&m, "bad-id");
+        const char *tiers[] = {"1s", "5s"};
+        int n = kd_metrics_format_prometheus(&m, tiers, 2, "9.9.9", buf,
+                                             sizeof(buf));
+        CU_ASSERT_FATAL(n > 0 && n == (int)strlen(buf));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "kdelay_build_info{version=\"9.9.9\"} 1\n"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "# TYPE kdelay_forwarder_fired_total counter\n"
+                        "kdelay_forwarder_fired_total 7\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\nkdelay_forwarder_held_now 3\n"));
+        /* ms become seconds, buckets cumulative. */
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "# TYPE kdelay_forwarder_late_seconds histogram\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            buf, "kdelay_forwarder_late_seconds_bucket{le=\"0.002\"} 1\n"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "kdelay_forwarder_late_seconds_bucket{le=\"2\"} 2\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            buf, "kdelay_forwarder_late_seconds_bucket{le=\"+Inf\"} 2\n"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "kdelay_forwarder_late_seconds_sum 1.502\n"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "kdelay_forwarder_late_seconds_count 2\n"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(buf, "kdelay_forwarder_hopped_to_total{tier=\"5s\"} 1\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            buf,
+            "kdelay_forwarder_dead_by_reason_total{reason=\"bad-id\"} 1\n"));
+        /* Too small a buffer: the length it needs. */
+        char small[16];
+        CU_ASSERT_EQUAL(kd_metrics_format_prometheus(&m, tiers, 2, "9.9.9",
+                                                     small, sizeof(small)),
+                        n);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_rows_are_well_formed),
             KD_TEST(test_counters_gauges_histogram),
-            KD_TEST(test_log_form_in_table_order), KD_TEST_END};
+            KD_TEST(test_log_form_in_table_order),
+            KD_TEST(test_dead_letters_by_reason),
+            KD_TEST(test_prometheus_form),
+            KD_TEST_END};
         return kd_test_run("metrics", cases, NULL, NULL);
 }
