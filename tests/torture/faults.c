@@ -234,6 +234,24 @@ static int pick_running(const tt_fleet_t *fl, int slot)
         return -1;
 }
 
+/* The transaction coordinator is back this long after `kafka-start` on
+ * the test stack (30-40 s, docs/reliability.md), with margin. */
+#define TT_KAFKA_SETTLE_MS 60000
+
+/* 1 when Kafka was down, or started less than TT_KAFKA_SETTLE_MS before,
+ * at some moment of the shutdown that began at term_ms (epoch ms; it
+ * takes at most forwarder.shutdown_timeout, 10 s, plus the restart's
+ * wait). */
+static int kafka_near(const tt_faults_t *fs, int64_t term_ms)
+{
+        int64_t stop = atomic_load(&fs->kafka_stop_ms);
+        int64_t start = atomic_load(&fs->kafka_start_ms);
+        if (!stop || stop > term_ms + 20000) /* after that shutdown */
+                return 0;
+        int down_now = start < stop;
+        return down_now || start + TT_KAFKA_SETTLE_MS >= term_ms;
+}
+
 static int start_slot(tt_faults_t *fs, int slot)
 {
         int rc = tt_fleet_start(fs->fleet, slot);
@@ -270,9 +288,16 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 f->rc = tt_fleet_wait(fl, f->done_slot, 30000);
                 if (fs->v[f->ref].kind == TT_F_TERM &&
                     !tt_fleet_clean_term(fl, f->done_slot, f->rc)) {
-                        c->unclean_terms++;
-                        tt_log("event=forwarder_unclean_exit slot=%d rc=%d",
-                               f->done_slot, f->rc);
+                        int down =
+                            f->rc == 1 &&
+                            kafka_near(fs, fs->t0 + fs->v[f->ref].began_rel);
+                        if (down)
+                                c->terms_kafka_down++;
+                        else
+                                c->unclean_terms++;
+                        tt_log("event=forwarder_unclean_exit slot=%d rc=%d "
+                               "kafka_down=%d",
+                               f->done_slot, f->rc, down);
                 }
                 f->rc = start_slot(fs, f->done_slot);
                 break;
@@ -323,12 +348,14 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 fs->mysql_paused = f->rc != 0;
                 break;
         case TT_F_KAFKA_STOP:
+                atomic_store(&fs->kafka_stop_ms, kd_now_ms());
                 f->rc = stack(fs, "kafka-stop");
                 fs->kafka_down = 1;
                 c->kafka++;
                 break;
         case TT_F_KAFKA_START:
                 f->rc = stack(fs, "kafka-start");
+                atomic_store(&fs->kafka_start_ms, kd_now_ms());
                 fs->kafka_down = f->rc != 0;
                 break;
         case TT_F_ADD:

@@ -56,6 +56,10 @@ typedef struct tt_fault_counts {
         atomic_int failed; /* stack.sh or restart failures */
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */
+        /* SIGTERM answered by exit 1 while Kafka was down or its
+         * coordinators loading: the stop could not end its transaction in
+         * forwarder.shutdown_timeout (documented; not a failure) */
+        int terms_kafka_down;
         int64_t outage_begin, outage_end; /* epoch ms; 0 = none */
 } tt_fault_counts_t;
 
@@ -91,6 +95,9 @@ typedef struct tt_faults {
         int (*dead_create)(void *arg);
         void *dead_create_arg;
         int dead_gone; /* the topic thread's */
+        /* When Kafka was last stopped, and started again (epoch ms, 0 =
+         * never): written by the stack thread, read by the others. */
+        _Atomic int64_t kafka_stop_ms, kafka_start_ms;
         int kafka_down, mysql_down, mysql_paused, mysql_ro; /* the stack
                                                               thread's */
         tt_fault_counts_t counts;

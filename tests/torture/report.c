@@ -295,9 +295,11 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         fprintf(out, "  %-42s %s\n", "faults injected", note);
         snprintf(note, sizeof(note),
                  "skipped=%d failed=%d crashes=%d unclean_sigterm=%d "
-                 "unclean_final_stop=%d dead_topic_unread=%d",
+                 "unclean_final_stop=%d dead_topic_unread=%d "
+                 "sigterm_exit1_kafka_down=%d",
                  f->skipped, atomic_load(&f->failed), f->crashes,
-                 f->unclean_terms, in->stop_unclean, f->dead_unread);
+                 f->unclean_terms, in->stop_unclean, f->dead_unread,
+                 f->terms_kafka_down);
         fprintf(out, "  %-42s %s\n", "fault notes", note);
         if (f->outage_begin)
                 fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",
