@@ -9,5 +9,6 @@ int kd_ctl_schedule(int argc, char **argv);
 int kd_ctl_cancel(int argc, char **argv);
 int kd_ctl_status(int argc, char **argv);
 int kd_ctl_tiers(int argc, char **argv);
+int kd_ctl_stats(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
     {"db", kd_ctl_db, "migrate or show the MySQL schema"},
     {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
+    {"stats", kd_ctl_stats, "backlog per tier, group members, fate rows"},
 };
 
 static void usage(FILE *out)

@@ -158,9 +158,18 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
             c->fwd_static_membership ? "group.instance.id" : NULL,
             c->fwd_instance,
             NULL};
-        f->kafka.consumer =
-            client_new(f, RD_KAFKA_CONSUMER, kd_consumer_defaults,
-                       forced_consumer, errstr, errstr_size);
+        /* The defaults, and client.id = the instance, so that the group's
+         * members (kdelayctl stats, kafka-consumer-groups) say which
+         * forwarder each is. */
+        const char *consumer_defaults[KD_ARRAY_LEN(kd_consumer_defaults) + 2];
+        size_t d = 0;
+        for (; kd_consumer_defaults[d]; d++)
+                consumer_defaults[d] = kd_consumer_defaults[d];
+        consumer_defaults[d++] = "client.id";
+        consumer_defaults[d++] = f->claim.instance;
+        consumer_defaults[d] = NULL;
+        f->kafka.consumer = client_new(f, RD_KAFKA_CONSUMER, consumer_defaults,
+                                       forced_consumer, errstr, errstr_size);
         if (!f->kafka.consumer)
                 return KDELAY_ERR_KAFKA;
         rd_kafka_poll_set_consumer(f->kafka.consumer);

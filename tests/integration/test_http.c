@@ -10,7 +10,10 @@
  * kdelay_forwarder_dead_by_reason_total{reason="missing-target"} 1. MySQL is
  * then stopped (`stack.sh mysql-stop`): /readyz answers 503 saying why
  * while /healthz stays 200; after `mysql-start` /readyz is 200 again.
- * Unknown paths answer 404, other methods 405.
+ * Unknown paths answer 404, other methods 405. `kdelayctl stats --json`
+ * meanwhile shows the group with this one member (its client.id is the
+ * instance), no record pending once all are handled, the fate rows of the
+ * tasks; after the stop it exits 1 (no member).
  *
  * And systemd's notifications (Type=notify): a forwarder started with
  * NOTIFY_SOCKET naming a datagram socket of the test, as systemd would,
@@ -25,6 +28,8 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "it_env.h"
 #include "kd_test.h"
@@ -132,6 +137,42 @@ static double wait_sample(unsigned port, const char *name, double want)
                 it_sleep_until(kd_now_ms() + 250);
         } while (kd_mono_ms() < end);
         return v;
+}
+
+/* kdelayctl stats --json for prefix/group: its exit code, the parsed
+ * object in *json (caller deletes; NULL when not JSON). */
+static int ctl_stats(const char *prefix, const char *group, const char *url,
+                     cJSON **json)
+{
+        char xp[96], xg[96];
+        snprintf(xp, sizeof(xp), "topic_prefix=%s", prefix);
+        snprintf(xg, sizeof(xg), "forwarder.group_id=%s", group);
+        char *const argv[] = {KDELAY_CTL,
+                              "stats",
+                              "--json",
+                              "--brokers",
+                              (char *)it_brokers(),
+                              "--mysql",
+                              (char *)url,
+                              "-X",
+                              xp,
+                              "-X",
+                              xg,
+                              NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        *json = out ? cJSON_Parse(out) : NULL;
+        free(out);
+        free(err);
+        return rc;
+}
+
+static double num(const cJSON *o, const char *path1, const char *path2)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, path1);
+        if (path2)
+                v = cJSON_GetObjectItemCaseSensitive(v, path2);
+        return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
 /* promtool check metrics on a scrape: 0 when clean. */
@@ -251,6 +292,34 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT_EQUAL(dead, 1);
         CU_ASSERT_EQUAL(promtool_clean(port), 0);
 
+        /* kdelayctl stats: one member, named; nothing pending once the
+         * commits caught up; every task's fate row. */
+        cJSON *st = NULL;
+        int st_rc = -1;
+        double pending = -1, fate = -1;
+        for (int64_t end = kd_mono_ms() + 15000; kd_mono_ms() < end;) {
+                cJSON_Delete(st);
+                st_rc = ctl_stats(prefix, group, url, &st);
+                pending = num(st, "pending", NULL);
+                fate = num(st, "fate", "FIRED") + num(st, "fate", "FIRING");
+                if (st_rc == 0 && pending == 0 && fate == N_TASKS)
+                        break;
+                it_sleep_until(kd_now_ms() + 500);
+        }
+        const cJSON *members = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(st, "group"), "members");
+        const cJSON *m0 = cJSON_GetArrayItem(members, 0);
+        printf("\n  kdelayctl stats: exit %d, members %.0f (%s), pending %.0f, "
+               "fate rows FIRED+FIRING %.0f",
+               st_rc, num(st, "group", "member_count"),
+               cJSON_IsString(m0) ? m0->valuestring : "-", pending, fate);
+        CU_ASSERT_EQUAL(st_rc, 0);
+        CU_ASSERT_EQUAL(num(st, "group", "member_count"), 1);
+        CU_ASSERT(cJSON_IsString(m0) && !strcmp(m0->valuestring, "fwHTTP"));
+        CU_ASSERT_EQUAL(pending, 0);
+        CU_ASSERT_EQUAL(fate, N_TASKS);
+        cJSON_Delete(st);
+
         /* MySQL stopped: not ready (and why), still alive. */
         CU_ASSERT_EQUAL_FATAL(stack("mysql-stop"), 0);
         int down = wait_status(port, "/readyz", 503, 20000);
@@ -263,6 +332,9 @@ static void test_metrics_health_and_readiness(void)
         int started = stack("mysql-start");
         int up = wait_status(port, "/readyz", 200, 30000);
         CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        st = NULL;
+        CU_ASSERT_EQUAL(ctl_stats(prefix, group, url, &st), 1); /* no member */
+        cJSON_Delete(st);
         printf("\n  scrapes: fired_total %.0f -> %.0f, late_seconds_count "
                "%.0f -> %.0f for %d tasks; MySQL stopped: /readyz %d (\"%s\"), "
                "/healthz %d; started again: /readyz %d\n",

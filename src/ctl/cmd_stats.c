@@ -1,0 +1,149 @@
+/* kdelayctl stats: the forwarder group's backlog per tier, its members,
+ * and the fate table's rows by state. */
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "kd_stats.h"
+
+static const char kd_stats_help[] =
+    "Usage: kdelayctl stats [--json] [OPTIONS]\n"
+    "\n"
+    "Shows, for forwarder.group_id and topic_prefix: the records each tier\n"
+    "of the ladder holds that the group has not committed yet (end offset\n"
+    "minus committed offset, over the tier's partitions; held tasks are\n"
+    "never committed, so they count), the group's state and members, and\n"
+    "the fate table's rows by state (mysql.url; skipped without it).\n"
+    "Exit codes: 0, 1 when the group has no member (nothing forwards) or\n"
+    "Kafka or MySQL failed, 2 usage error.\n"
+    "\n"
+    "  --json               one JSON object on stdout\n"
+    "\n";
+
+enum { OPT_JSON = 0x200 };
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+        (void)arg;
+        if (opt != OPT_JSON)
+                return KD_EXIT_USAGE;
+        *(int *)ctx = 1;
+        return KD_EXIT_OK;
+}
+
+static const char *tier_name(const kdelay_conf_t *conf, size_t i)
+{
+        return conf->tiers.v[i].name;
+}
+
+static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON *g = cJSON_AddObjectToObject(o, "group");
+        cJSON_AddStringToObject(g, "id", conf->fwd_group_id);
+        cJSON_AddStringToObject(g, "state", s->group_state);
+        cJSON_AddNumberToObject(g, "member_count", s->members);
+        cJSON *ms = cJSON_AddArrayToObject(g, "members");
+        for (int m = 0; m < s->members && m < 16; m++)
+                cJSON_AddItemToArray(ms, cJSON_CreateString(s->member[m]));
+        cJSON *ts = cJSON_AddArrayToObject(o, "tiers");
+        for (size_t i = 0; i < s->tier_cnt; i++) {
+                const kd_tier_stats_t *t = &s->tiers[i];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "tier", tier_name(conf, i));
+                cJSON_AddStringToObject(j, "topic", t->topic);
+                cJSON_AddNumberToObject(j, "partitions", t->partitions);
+                cJSON_AddNumberToObject(j, "end", (double)t->end);
+                cJSON_AddNumberToObject(j, "committed", (double)t->committed);
+                cJSON_AddNumberToObject(j, "pending", (double)t->pending);
+                cJSON_AddItemToArray(ts, j);
+        }
+        cJSON_AddNumberToObject(o, "pending", (double)s->pending);
+        if (fate) {
+                cJSON *f = cJSON_AddObjectToObject(o, "fate");
+                cJSON_AddNumberToObject(f, "FIRING", (double)s->fate[0]);
+                cJSON_AddNumberToObject(f, "FIRED", (double)s->fate[1]);
+                cJSON_AddNumberToObject(f, "CANCELLED", (double)s->fate[2]);
+        } else {
+                cJSON_AddNullToObject(o, "fate");
+        }
+        char *text = cJSON_PrintUnformatted(o);
+        if (text)
+                printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
+{
+        printf("group %s: %s, %d member%s", conf->fwd_group_id, s->group_state,
+               s->members, s->members == 1 ? "" : "s");
+        for (int m = 0; m < s->members && m < 16; m++)
+                printf("%s%s", m ? ", " : ": ", s->member[m]);
+        printf("\n\n%-8s %-36s %10s %12s\n", "TIER", "TOPIC", "PARTITIONS",
+               "PENDING");
+        for (size_t i = 0; i < s->tier_cnt; i++) {
+                const kd_tier_stats_t *t = &s->tiers[i];
+                if (t->partitions < 0)
+                        printf("%-8s %-36s %10s %12s\n", tier_name(conf, i),
+                               t->topic, "missing", "-");
+                else
+                        printf("%-8s %-36s %10d %12lld\n", tier_name(conf, i),
+                               t->topic, t->partitions, (long long)t->pending);
+        }
+        printf("%-8s %-36s %10s %12lld\n", "all", "", "",
+               (long long)s->pending);
+        if (fate)
+                printf("\nfate rows: FIRING %lld, FIRED %lld, CANCELLED %lld\n",
+                       (long long)s->fate[0], (long long)s->fate[1],
+                       (long long)s->fate[2]);
+}
+
+int kd_ctl_stats(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        int json = 0, argi;
+        char errstr[512];
+        kd_cli_init(&cli, "kdelayctl stats");
+        int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &json,
+                              kd_stats_help, &argi);
+        if (rc == KD_EXIT_OK && argi < argc)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[argi]);
+        if (rc != KD_EXIT_OK) {
+                kd_cli_clear(&cli);
+                return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+        }
+        static kd_stats_t s; /* large */
+        kdelay_err_t err = kd_stats_kafka(cli.conf, &s, errstr, sizeof(errstr));
+        int fate = 0;
+        if (!err && cli.conf->mysql_url) {
+                err = kd_stats_fate(cli.conf, &s, errstr, sizeof(errstr));
+                fate = !err;
+        }
+        if (err) {
+                fprintf(stderr, "%s: %s: %s\n", cli.prog, kdelay_err_str(err),
+                        errstr);
+                rc = KD_EXIT_ERROR;
+        } else {
+                if (json)
+                        print_json(cli.conf, &s, fate);
+                else
+                        print_text(cli.conf, &s, fate);
+                if (s.members == 0) {
+                        fprintf(
+                            stderr,
+                            "%s: group %s has no member: nothing forwards\n",
+                            cli.prog, cli.conf->fwd_group_id);
+                        rc = KD_EXIT_ERROR;
+                }
+        }
+        kd_cli_clear(&cli);
+        return rc;
+}

@@ -1,0 +1,40 @@
+/* What `kdelayctl stats` shows: per tier of the ladder, the records the
+ * forwarder group has not committed yet (end offset minus the group's
+ * committed offset, summed over the tier's partitions); the group's state
+ * and members; the fate table's rows by state. */
+#ifndef KD_STATS_H
+#define KD_STATS_H
+
+#include <stdint.h>
+
+#include "kd_conf.h"
+#include "kd_tiers.h"
+
+typedef struct kd_tier_stats {
+        char topic[256];
+        int partitions;    /* -1: the topic is missing */
+        int64_t end;       /* sum of the partitions' end offsets */
+        int64_t committed; /* sum of the group's committed offsets (a
+                              partition without one counts its start) */
+        int64_t pending;   /* end - committed */
+} kd_tier_stats_t;
+
+typedef struct kd_stats {
+        kd_tier_stats_t tiers[KD_TIERS_MAX];
+        size_t tier_cnt;
+        int64_t pending;      /* all tiers */
+        char group_state[32]; /* "Stable", "Empty", "Dead", ... */
+        int members;
+        char member[16][256]; /* client ids of the first 16 members */
+        int64_t fate[3];      /* FIRING, FIRED, CANCELLED rows */
+} kd_stats_t;
+
+/* The Kafka part (tiers and group) of conf's prefix and
+ * forwarder.group_id. */
+kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
+                            char *errstr, size_t errstr_size);
+/* The fate table's rows by state. */
+kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
+                           char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,159 @@
+/* kdelayctl stats's figures (kd_stats.h). */
+#include "kd_stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_mysql.h"
+#include "kd_util.h"
+
+#define KD_STATS_TIMEOUT_MS 10000
+
+/* A consumer of the forwarder group that never joins it: committed
+ * offsets and the group's description only. */
+static rd_kafka_t *group_client(const kdelay_conf_t *conf, kd_rk_owner_t *owner,
+                                char *errstr, size_t errstr_size)
+{
+        const char *forced[] = {"group.id", conf->fwd_group_id,
+                                "enable.auto.commit", "false", NULL};
+        char why[512];
+        rd_kafka_conf_t *rkc =
+            kd_conf_rk_conf(conf, owner, NULL, forced, errstr, errstr_size);
+        if (!rkc)
+                return NULL;
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, rkc, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                        "cannot create Kafka client: %s", why);
+        }
+        return rk;
+}
+
+/* Partitions of topic (-1: missing), from md. */
+static int partitions_of(const struct rd_kafka_metadata *md, const char *topic)
+{
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, topic))
+                        return md->topics[i].err ? -1
+                                                 : md->topics[i].partition_cnt;
+        return -1;
+}
+
+static kdelay_err_t tier_stats(rd_kafka_t *rk, kd_tier_stats_t *t, char *errstr,
+                               size_t errstr_size)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(t->partitions);
+        if (!l)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        for (int p = 0; p < t->partitions; p++)
+                rd_kafka_topic_partition_list_add(l, t->topic, p);
+        rd_kafka_resp_err_t err =
+            rd_kafka_committed(rk, l, KD_STATS_TIMEOUT_MS);
+        for (int p = 0; !err && p < t->partitions; p++) {
+                int64_t lo, hi;
+                err = rd_kafka_query_watermark_offsets(
+                    rk, t->topic, p, &lo, &hi, KD_STATS_TIMEOUT_MS);
+                int64_t c = l->elems[p].offset;
+                if (c < lo) /* none committed, or below the retention */
+                        c = lo;
+                t->end += hi;
+                t->committed += c;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "offsets of %s: %s", t->topic,
+                               rd_kafka_err2str(err));
+        t->pending = t->end - t->committed;
+        return KDELAY_OK;
+}
+
+static kdelay_err_t group_stats(rd_kafka_t *rk, const char *group,
+                                kd_stats_t *s, char *errstr, size_t errstr_size)
+{
+        const struct rd_kafka_group_list *gl = NULL;
+        rd_kafka_resp_err_t err =
+            rd_kafka_list_groups(rk, group, &gl, KD_STATS_TIMEOUT_MS);
+        if (err)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "group %s: %s", group, rd_kafka_err2str(err));
+        kd_strlcpy(s->group_state, "Dead", sizeof(s->group_state));
+        for (int i = 0; i < gl->group_cnt; i++) {
+                const struct rd_kafka_group_info *g = &gl->groups[i];
+                if (strcmp(g->group, group) || g->err)
+                        continue;
+                kd_strlcpy(s->group_state, g->state, sizeof(s->group_state));
+                s->members = g->member_cnt;
+                for (int m = 0; m < g->member_cnt && m < 16; m++)
+                        kd_strlcpy(s->member[m], g->members[m].client_id,
+                                   sizeof(s->member[m]));
+        }
+        rd_kafka_group_list_destroy(gl);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
+                            char *errstr, size_t errstr_size)
+{
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_t *rk = group_client(conf, &owner, errstr, errstr_size);
+        if (!rk)
+                return KDELAY_ERR_KAFKA;
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t merr =
+            rd_kafka_metadata(rk, 1, NULL, &md, KD_STATS_TIMEOUT_MS);
+        kdelay_err_t err = KDELAY_OK;
+        if (merr)
+                err = kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                              "metadata: %s", rd_kafka_err2str(merr));
+        s->tier_cnt = conf->tiers.cnt;
+        for (size_t i = 0; !err && i < conf->tiers.cnt; i++) {
+                kd_tier_stats_t *t = &s->tiers[i];
+                kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, t->topic,
+                               sizeof(t->topic));
+                t->partitions = partitions_of(md, t->topic);
+                if (t->partitions > 0)
+                        err = tier_stats(rk, t, errstr, errstr_size);
+                s->pending += t->pending;
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        if (!err)
+                err =
+                    group_stats(rk, conf->fwd_group_id, s, errstr, errstr_size);
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
+                           char *errstr, size_t errstr_size)
+{
+        static const char *const states[] = {"FIRING", "FIRED", "CANCELLED"};
+        MYSQL *conn = NULL;
+        kdelay_err_t err = kd_mysql_connect(conf, &conn, errstr, errstr_size);
+        if (err)
+                return err;
+        if (mysql_query(conn, "SELECT state, COUNT(*) FROM kdelay_fate "
+                              "GROUP BY state")) {
+                err =
+                    kd_mysql_fail(conn, "count fate rows", errstr, errstr_size);
+                mysql_close(conn);
+                return err;
+        }
+        MYSQL_RES *res = mysql_store_result(conn);
+        MYSQL_ROW row;
+        while (res && (row = mysql_fetch_row(res)))
+                for (size_t i = 0; i < 3; i++)
+                        if (row[0] && row[1] && !strcmp(row[0], states[i]))
+                                s->fate[i] = strtoll(row[1], NULL, 10);
+        if (!res)
+                err =
+                    kd_mysql_fail(conn, "count fate rows", errstr, errstr_size);
+        mysql_free_result(res);
+        mysql_close(conn);
+        return err;
+}
