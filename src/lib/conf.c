@@ -850,3 +850,21 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
         rd_kafka_conf_set_log_cb(rkc, rk_log_cb);
         return rkc;
 }
+
+rd_kafka_t *kd_conf_rk_new(kd_rk_owner_t *owner, rd_kafka_type_t type,
+                           const char *const *forced, char *errstr,
+                           size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(owner->conf, owner, NULL, forced,
+                                               errstr, errstr_size);
+        if (!rkc)
+                return NULL;
+        rd_kafka_t *rk = rd_kafka_new(type, rkc, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                        "cannot create Kafka client: %s", why);
+        }
+        return rk;
+}

@@ -101,6 +101,13 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size);
 
+/* A client of `type` on kd_conf_rk_conf(owner->conf, owner, NULL, forced):
+ * the tools' short-lived clients (admin, offsets). NULL on failure, with
+ * errstr set; owner must outlive it. */
+rd_kafka_t *kd_conf_rk_new(kd_rk_owner_t *owner, rd_kafka_type_t type,
+                           const char *const *forced, char *errstr,
+                           size_t errstr_size);
+
 /* What kdelay's no-loss promise needs of every producer it creates:
  * NULL-terminated name, value pairs (enable.idempotence=true, acks=all) to
  * pass as kd_conf_rk_conf's `forced`, so no user property overrides them.

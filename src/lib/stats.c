@@ -17,18 +17,8 @@ static rd_kafka_t *group_client(const kdelay_conf_t *conf, kd_rk_owner_t *owner,
 {
         const char *forced[] = {"group.id", conf->fwd_group_id,
                                 "enable.auto.commit", "false", NULL};
-        char why[512];
-        rd_kafka_conf_t *rkc =
-            kd_conf_rk_conf(conf, owner, NULL, forced, errstr, errstr_size);
-        if (!rkc)
-                return NULL;
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, rkc, why, sizeof(why));
-        if (!rk) {
-                rd_kafka_conf_destroy(rkc);
-                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                        "cannot create Kafka client: %s", why);
-        }
-        return rk;
+        return kd_conf_rk_new(owner, RD_KAFKA_CONSUMER, forced, errstr,
+                              errstr_size);
 }
 
 /* Partitions of topic (-1: missing), from md. */

@@ -16,18 +16,8 @@
 static rd_kafka_t *admin_new(kd_rk_owner_t *owner, char *errstr,
                              size_t errstr_size)
 {
-        char why[512];
-        rd_kafka_conf_t *rkc = kd_conf_rk_conf(owner->conf, owner, NULL, NULL,
-                                               errstr, errstr_size);
-        if (!rkc)
-                return NULL;
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
-        if (!rk) {
-                rd_kafka_conf_destroy(rkc);
-                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                        "cannot create Kafka client: %s", why);
-        }
-        return rk;
+        return kd_conf_rk_new(owner, RD_KAFKA_PRODUCER, NULL, errstr,
+                              errstr_size);
 }
 
 static void reports_init(const kdelay_conf_t *conf, kd_topic_report_t *r,

@@ -312,6 +312,20 @@ int it_create_topic(const char *topic, int partitions)
         return rc ? rc : it_wait_topic(topic);
 }
 
+int it_stack(const char *verb)
+{
+        char *const argv[] = {KDELAY_SOURCE_DIR "/deploy/local/stack.sh",
+                              (char *)verb, NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        if (rc)
+                printf("\n  stack.sh %s: exit %d: %s%s", verb, rc,
+                       out ? out : "", err ? err : "");
+        free(out);
+        free(err);
+        return rc;
+}
+
 int it_delete_topic(const char *topic)
 {
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);

@@ -88,6 +88,11 @@ char *it_header(const it_msg_t *m, const char *name);
  * until metadata shows it. 0 on success. */
 int it_create_topic(const char *topic, int partitions);
 
+/* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop")
+ * on the test stack ($KDELAY_STACK_DIR); 0 on success, else its output is
+ * printed. */
+int it_stack(const char *verb);
+
 /* Deletes topic and waits until metadata no longer shows it. 0 on
  * success. */
 int it_delete_topic(const char *topic);

@@ -38,29 +38,6 @@
 #define SEC     1000LL
 #define N_TASKS 40
 
-static char stack_sh[512];
-
-static int setup(void)
-{
-        snprintf(stack_sh, sizeof(stack_sh), "%s/deploy/local/stack.sh",
-                 KDELAY_SOURCE_DIR);
-        return it_env_init();
-}
-
-/* stack.sh VERB; 0 on success. */
-static int stack(const char *verb)
-{
-        char *const argv[] = {stack_sh, (char *)verb, NULL};
-        char *out = NULL, *err = NULL;
-        int rc = it_run(argv, NULL, &out, &err);
-        if (rc)
-                printf("\n  stack.sh %s: exit %d: %s%s", verb, rc,
-                       out ? out : "", err ? err : "");
-        free(out);
-        free(err);
-        return rc;
-}
-
 /* GET (or `method`) http://127.0.0.1:port/path with curl: the status
  * (0 when curl failed), the body in *body (caller frees; may be NULL). */
 static int get(unsigned port, const char *method, const char *path, char **body)
@@ -321,7 +298,7 @@ static void test_metrics_health_and_readiness(void)
         cJSON_Delete(st);
 
         /* MySQL stopped: not ready (and why), still alive. */
-        CU_ASSERT_EQUAL_FATAL(stack("mysql-stop"), 0);
+        CU_ASSERT_EQUAL_FATAL(it_stack("mysql-stop"), 0);
         int down = wait_status(port, "/readyz", 503, 20000);
         body = NULL;
         get(port, "GET", "/readyz", &body);
@@ -329,7 +306,7 @@ static void test_metrics_health_and_readiness(void)
         if (nl)
                 *nl = '\0';
         int healthy = get(port, "GET", "/healthz", NULL);
-        int started = stack("mysql-start");
+        int started = it_stack("mysql-start");
         int up = wait_status(port, "/readyz", 200, 30000);
         CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
         st = NULL;
@@ -428,5 +405,5 @@ int main(void)
         static const kd_test_case_t cases[] = {
             KD_TEST(test_metrics_health_and_readiness),
             KD_TEST(test_systemd_notifications), KD_TEST_END};
-        return kd_test_run("http", cases, setup, NULL);
+        return kd_test_run("http", cases, it_env_init, NULL);
 }

@@ -35,8 +35,6 @@
  * second (the default ladder would hop it three times in all). */
 #define TIERS "1s,1m,30m,7d"
 
-static char stack_sh[512];
-
 typedef struct task {
         char id[64];
         int64_t fire_at;
@@ -46,23 +44,7 @@ typedef struct task {
 
 static int suite_init(void)
 {
-        snprintf(stack_sh, sizeof(stack_sh), "%s/deploy/local/stack.sh",
-                 KDELAY_SOURCE_DIR);
         return it_env_init();
-}
-
-/* Runs stack.sh VERB; 0 on success. */
-static int stack(const char *verb)
-{
-        char *const argv[] = {stack_sh, (char *)verb, NULL};
-        char *out = NULL, *err = NULL;
-        int rc = it_run(argv, NULL, &out, &err);
-        if (rc)
-                printf("\n  stack.sh %s: exit %d: %s%s", verb, rc,
-                       out ? out : "", err ? err : "");
-        free(out);
-        free(err);
-        return rc;
 }
 
 /* The value of field `key` in the last line of the file at path that
@@ -237,7 +219,7 @@ static void run(const char *delivery)
         int64_t hang_at = kd_now_ms();
         schedule(prefix, url, target, t + N_HOP, N_DUE, hang_at + DUE_IN_HANG);
 
-        CU_ASSERT_EQUAL_FATAL(stack("mysql-pause"), 0);
+        CU_ASSERT_EQUAL_FATAL(it_stack("mysql-pause"), 0);
         usleep(3000000);
         int64_t hops0 = last_stat(f.log, "hopped");
         int64_t commits0 = last_stat(f.log, commits_key);
@@ -252,7 +234,7 @@ static void run(const char *delivery)
                delivery, (long long)hops0, (long long)hops1, commits_key,
                (long long)commits0, (long long)commits1, dead_in_hang,
                fired_in_hang);
-        CU_ASSERT_EQUAL(stack("mysql-resume"), 0);
+        CU_ASSERT_EQUAL(it_stack("mysql-resume"), 0);
         int64_t resumed = kd_now_ms();
 
         CU_ASSERT(hops0 >= 0);
@@ -294,13 +276,13 @@ static void run(const char *delivery)
         task_t last;
         memset(&last, 0, sizeof(last));
         schedule(prefix, url, target, &last, 1, kd_now_ms() + 1500);
-        CU_ASSERT_EQUAL_FATAL(stack("mysql-pause"), 0);
+        CU_ASSERT_EQUAL_FATAL(it_stack("mysql-pause"), 0);
         usleep(2500000); /* the claim is out */
         int64_t s0 = kd_mono_ms();
         CU_ASSERT_EQUAL(kill(f.pid, SIGTERM), 0);
         int rc = it_wait_pid(f.pid, 30000);
         int64_t took = kd_mono_ms() - s0;
-        CU_ASSERT_EQUAL(stack("mysql-resume"), 0);
+        CU_ASSERT_EQUAL(it_stack("mysql-resume"), 0);
         f.pid = -1;
         printf("; SIGTERM in a hang: exit %d after %lld ms\n", rc,
                (long long)took);
@@ -323,7 +305,7 @@ static void test_exactly_once_goes_on_while_mysql_hangs(void)
 /* A failed case must not leave MySQL frozen for the tests after it. */
 static int suite_cleanup(void)
 {
-        stack("mysql-resume");
+        it_stack("mysql-resume");
         return 0;
 }
 
