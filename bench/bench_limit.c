@@ -1,6 +1,7 @@
 /* bench_limit: the forwarder against the limit of this design on this
  * machine (issue 9; docs/performance.md). In one run, on the stack named
- * by KDELAY_BROKERS / KDELAY_MYSQL_URL:
+ * by KDELAY_BROKERS / KDELAY_MYSQL_URL (and KDELAY_STACK_DIR, for the
+ * broker's and MariaDB's CPU time):
  *
  *   copy     a plain consume->produce copy of N records of the same size
  *            and headers with librdkafka (idempotent, acks=all): records/s
@@ -8,7 +9,8 @@
  *   drain    N already-due tasks in a tier when one forwarder starts, per
  *            delivery mode: fires/s (first to last delivery), its ratio to
  *            the copy, forwarder CPU per fire and its ratio to the copy's
- *            per record, MySQL statements per fire, Kafka writes per task.
+ *            per record, MySQL statements per fire, Kafka writes per task;
+ *            the broker's and MariaDB's CPU per fire beside the copy's.
  *   burst    N tasks due at one millisecond, the forwarder running:
  *            lateness p50/p99/max, fires/s, and whether the burst finished
  *            within N / drain rate + 1 s.
@@ -16,16 +18,24 @@
  *            lateness, Kafka writes per task (schedule + hops + fire).
  *   rss      the forwarder's peak RSS with P1 and P2 tasks pending over
  *            the next 24 h (flat is the goal).
+ *   crash    two static-member forwarders, one SIGKILLed every 3-6 s for
+ *            CRASH_LOOP s and restarted 0-2 s later (bl_crash.c):
+ *            lateness, lost, early, duplicates.
  *
  * Figures are printed as `name value` lines; nothing is asserted but that
- * every task was delivered and every forwarder exited 0 (exit 1
- * otherwise): targets are ratios to the copy of the same run
+ * every task was delivered, none early, and every forwarder exited 0
+ * (exit 1 otherwise): targets are ratios to the copy of the same run
  * (docs/performance.md), never timed assertions.
  *
  * Usage: bench_limit [--tasks N] [--pending P1,P2] [--spread S] [--lead L]
+ *                    [--crash-tasks N] [--crash-loop S] [--crash-static 0|1]
+ *                    [--only LIST] [-X name=value ...]
  *   defaults 200000 tasks, pending 100000,1000000, spread 10 s, lead 45 s
- *   (the spread's tasks are due LEAD..LEAD+SPREAD s after scheduling). */
-#include <dirent.h>
+ *   (the spread's tasks are due LEAD..LEAD+SPREAD s after scheduling),
+ *   crash 20000 tasks and a 60 s loop, static members (0: dynamic, for
+ *   comparison); --only runs the named sections
+ *   (comma-separated: copy,drain,burst,spread,rss,crash; default all);
+ *   -X gives every forwarder a property (up to 8), for experiments. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,216 +44,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <kdelay/kdelay.h>
-
-#include "it_env.h"
-#include "kd_tiers.h"
+#include "bl.h"
 #include "kd_util.h"
-#include "kd_wire.h"
-
-#define SEC        1000LL
-#define PARTITIONS 4
-#define VALUE_LEN  100
 
 typedef struct opts {
         int tasks;
         int pending[2];
         int spread_s, lead_s;
+        int crash_tasks, crash_loop_s, crash_static;
+        const char *only; /* NULL = every section */
 } opts_t;
 
-static char prefix[40], db[64], url[256], target[96];
-static int failed;
-
-/* --- producing wire-format records ---------------------------------------
- */
-
-static void dr_count(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+static int wanted(const opts_t *o, const char *section)
 {
-        (void)rk;
-        int *errors = op;
-        if (m->err)
-                (*errors)++;
-}
-
-/* Produces n task records to topic: fire-at of task i is fire_at(i). 0
- * when all were acknowledged. */
-static int produce_tasks(const char *topic, int n,
-                         int64_t (*fire_at)(int, void *), void *arg,
-                         const char *stem)
-{
-        int errors = 0;
-        char errstr[512];
-        rd_kafka_conf_t *c = rd_kafka_conf_new();
-        const char *props[] = {"bootstrap.servers",
-                               it_brokers(),
-                               "enable.idempotence",
-                               "true",
-                               "linger.ms",
-                               "20",
-                               "batch.num.messages",
-                               "10000",
-                               "queue.buffering.max.messages",
-                               "1000000",
-                               NULL};
-        for (int i = 0; props[i]; i += 2)
-                if (rd_kafka_conf_set(c, props[i], props[i + 1], errstr,
-                                      sizeof(errstr))) {
-                        rd_kafka_conf_destroy(c);
-                        return -1;
-                }
-        rd_kafka_conf_set_dr_msg_cb(c, dr_count);
-        rd_kafka_conf_set_opaque(c, &errors);
-        rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
-        if (!rk) {
-                rd_kafka_conf_destroy(c); /* not taken on failure */
-                return -1;
-        }
-        char value[VALUE_LEN];
-        memset(value, 'v', sizeof(value));
-        for (int i = 0; i < n; i++) {
-                char id[64], fa[24];
-                snprintf(id, sizeof(id), "%s-%s-%d", prefix, stem, i);
-                snprintf(fa, sizeof(fa), "%lld", (long long)fire_at(i, arg));
-                rd_kafka_headers_t *h = rd_kafka_headers_new(4);
-                rd_kafka_header_add(h, KDELAY_HDR_ID, -1, id, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, target, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fa, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
-                                    KDELAY_WIRE_VERSION, -1);
-                rd_kafka_resp_err_t err;
-                while ((err = rd_kafka_producev(
-                            rk, RD_KAFKA_V_TOPIC(topic),
-                            RD_KAFKA_V_KEY(id, strlen(id)),
-                            RD_KAFKA_V_VALUE(value, sizeof(value)),
-                            RD_KAFKA_V_HEADERS(h),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                            RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                        rd_kafka_poll(rk, 10);
-                if (err) {
-                        rd_kafka_headers_destroy(h);
-                        errors++;
-                        break;
-                }
-                if (i % 1000 == 0)
-                        rd_kafka_poll(rk, 0);
-        }
-        if (rd_kafka_flush(rk, 120000))
-                errors++;
-        rd_kafka_destroy(rk);
-        return errors ? -1 : 0;
-}
-
-static int64_t at_fixed(int i, void *arg)
-{
-        (void)i;
-        return *(int64_t *)arg;
-}
-
-/* The spread: LEAD s ahead, then evenly over SPREAD s. */
-typedef struct spread {
-        int64_t first, span;
-        int n;
-} spread_t;
-
-static int64_t at_spread(int i, void *arg)
-{
-        const spread_t *s = arg;
-        return s->first + (int64_t)i * s->span / s->n;
-}
-
-/* --- reading the target back ---------------------------------------------
- */
-
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-typedef struct seen {
-        size_t n;
-        int64_t first_ts, last_ts;
-        int64_t p50, p99, max; /* lateness by record timestamp, ms */
-        int early;
-} seen_t;
-
-/* Subscribes consumer rk to topic, its messages on the consumer queue. 0
- * on success. */
-static int subscribe_one(rd_kafka_t *rk, const char *topic)
-{
-        rd_kafka_poll_set_consumer(rk);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
-        rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, l);
-        rd_kafka_topic_partition_list_destroy(l);
-        if (err)
-                fprintf(stderr, "subscribe %s: %s\n", topic,
-                        rd_kafka_err2str(err));
-        return err ? -1 : 0;
-}
-
-/* Reads `want` records of the target (read_committed, from the start)
- * within timeout_ms, with their timestamps against their fire-at. */
-static int read_target(const char *grp, int want, int timeout_ms, seen_t *s)
-{
-        const char *props[] = {"group.id",
-                               grp,
-                               "auto.offset.reset",
-                               "earliest",
-                               "isolation.level",
-                               "read_committed",
-                               "enable.auto.commit",
-                               "false",
-                               NULL};
-        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
-        int64_t *late = malloc((size_t)want * sizeof(*late));
-        if (!rk || !late || subscribe_one(rk, target)) {
-                free(late);
-                if (rk)
-                        rd_kafka_destroy(rk);
-                return -1;
-        }
-        memset(s, 0, sizeof(*s));
-        s->first_ts = INT64_MAX;
-        int64_t end = kd_mono_ms() + timeout_ms;
-        while (s->n < (size_t)want && kd_mono_ms() < end) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-                if (!m)
-                        continue;
-                if (!m->err) {
-                        rd_kafka_headers_t *h = NULL;
-                        const void *v;
-                        size_t len;
-                        char fa[24] = "0";
-                        if (!rd_kafka_message_headers(m, &h) &&
-                            !rd_kafka_header_get_last(h, KDELAY_HDR_FIRE_AT, &v,
-                                                      &len) &&
-                            len < sizeof(fa)) {
-                                memcpy(fa, v, len);
-                                fa[len] = '\0';
-                        }
-                        int64_t ts = rd_kafka_message_timestamp(m, NULL);
-                        late[s->n++] = ts - atoll(fa);
-                        s->early += ts < atoll(fa);
-                        if (ts < s->first_ts)
-                                s->first_ts = ts;
-                        if (ts > s->last_ts)
-                                s->last_ts = ts;
-                }
-                rd_kafka_message_destroy(m);
-        }
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
-        qsort(late, s->n, sizeof(*late), cmp_i64);
-        if (s->n) {
-                s->p50 = late[(s->n - 1) / 2];
-                s->p99 = late[(s->n * 99 + 99) / 100 - 1];
-                s->max = late[s->n - 1];
-        }
-        free(late);
-        return s->n == (size_t)want ? 0 : -1;
+        if (!o->only)
+                return 1;
+        size_t n = strlen(section);
+        for (const char *p = o->only; (p = strstr(p, section)); p += n)
+                if ((p == o->only || p[-1] == ',') &&
+                    (p[n] == ',' || p[n] == '\0'))
+                        return 1;
+        return 0;
 }
 
 /* --- the copy (the limit) ------------------------------------------------
@@ -254,7 +75,7 @@ static int read_target(const char *grp, int want, int timeout_ms, seen_t *s)
 static void copy_child(const char *src, const char *dst, int n, int fd)
 {
         char grp[128];
-        snprintf(grp, sizeof(grp), "%s-copy", prefix);
+        snprintf(grp, sizeof(grp), "%s-copy", bl_prefix);
         const char *cp[] = {"group.id",
                             grp,
                             "auto.offset.reset",
@@ -275,7 +96,7 @@ static void copy_child(const char *src, const char *dst, int n, int fd)
                             NULL};
         rd_kafka_t *c = it_kafka_new(RD_KAFKA_CONSUMER, cp);
         rd_kafka_t *p = it_kafka_new(RD_KAFKA_PRODUCER, pp);
-        if (!c || !p || subscribe_one(c, src))
+        if (!c || !p || bl_subscribe(c, src))
                 _exit(1);
         /* Batches of up to 10,000 from the consumer queue, the
          * producer's reports served once per batch: as fast as this
@@ -324,19 +145,23 @@ static void copy_child(const char *src, const char *dst, int n, int fd)
         _exit(rc);
 }
 
-static int run_copy(int n, double *rate, double *cpu_us)
+/* The copy of n records: its rate, its CPU per record, and the broker's
+ * CPU per record meanwhile (-1 when the broker's pid is unknown). */
+static int run_copy(int n, double *rate, double *cpu_us, double *kafka_us)
 {
         char src[96], dst[96];
-        snprintf(src, sizeof(src), "%s.copy-src", prefix);
-        snprintf(dst, sizeof(dst), "%s.copy-dst", prefix);
+        snprintf(src, sizeof(src), "%s.copy-src", bl_prefix);
+        snprintf(dst, sizeof(dst), "%s.copy-dst", bl_prefix);
         int64_t now = kd_now_ms();
-        if (it_create_topic(src, PARTITIONS) ||
-            it_create_topic(dst, PARTITIONS) ||
-            produce_tasks(src, n, at_fixed, &now, "copy"))
+        if (it_create_topic(src, BL_PARTITIONS) ||
+            it_create_topic(dst, BL_PARTITIONS) ||
+            bl_produce(src, n, 0, bl_at_fixed, &now, "copy"))
                 return -1;
         int fds[2];
         if (pipe(fds))
                 return -1;
+        pid_t kafka = bl_stack_pid("kafka");
+        double kafka0 = kafka > 0 ? bl_cpu_us_of(kafka) : -1;
         pid_t pid = fork();
         if (pid < 0)
                 return -1;
@@ -357,280 +182,201 @@ static int run_copy(int n, double *rate, double *cpu_us)
                      (double)ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
         *rate = ms > 0 ? n * 1000.0 / (double)ms : 0;
         *cpu_us = cpu / n;
+        *kafka_us = kafka0 >= 0 ? (bl_cpu_us_of(kafka) - kafka0) / n : -1;
         return 0;
 }
 
-/* --- forwarder runs ------------------------------------------------------
- */
+/* The stack's CPU time (broker, MariaDB) over a window. */
+typedef struct stack_cpu {
+        pid_t pid[2];
+        double at[2];
+} stack_cpu_t;
 
-/* CPU time of every thread of pid in microseconds (schedstat, ns); -1
- * unreadable. */
-static double cpu_us_of(pid_t pid)
+static void stack_cpu_start(stack_cpu_t *c)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        DIR *d = opendir(path);
-        if (!d)
-                return -1;
-        double ns = 0;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                char f[400];
-                unsigned long long run = 0;
-                snprintf(f, sizeof(f), "%s/%s/schedstat", path, e->d_name);
-                FILE *fp = fopen(f, "r");
-                if (fp && fscanf(fp, "%llu", &run) == 1)
-                        ns += (double)run;
-                if (fp)
-                        fclose(fp);
+        c->pid[0] = bl_stack_pid("kafka");
+        c->pid[1] = bl_stack_pid("mysql");
+        for (int k = 0; k < 2; k++)
+                c->at[k] = c->pid[k] > 0 ? bl_cpu_us_of(c->pid[k]) : -1;
+}
+
+/* CPU per unit of the broker [0] and MariaDB [1] since the start; -1
+ * when unknown. */
+static void stack_cpu_per(const stack_cpu_t *c, double units, double out[2])
+{
+        for (int k = 0; k < 2; k++)
+                out[k] = c->at[k] >= 0 && units > 0
+                             ? (bl_cpu_us_of(c->pid[k]) - c->at[k]) / units
+                             : -1;
+}
+
+static void run_drain(const opts_t *o, const char *mode, double copy_rate,
+                      double copy_cpu, double *rate)
+{
+        char grp[96], rgrp[96], tier[128];
+        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+                return;
+        snprintf(tier, sizeof(tier), "%s.tier.1s", bl_prefix);
+        int64_t due = kd_now_ms() - SEC;
+        bl_check(bl_produce(tier, o->tasks, 0, bl_at_fixed, &due, "d") == 0,
+                 "drain produce");
+        bl_fwd_t r;
+        bl_seen_t s;
+        stack_cpu_t sc;
+        stack_cpu_start(&sc);
+        bl_check(bl_fwd_start(&r, "blA", mode, grp, NULL, 1) == 0, "start");
+        bl_check(bl_read_target(rgrp, o->tasks, 600000, 0, &s) == 0,
+                 "drain delivered");
+        bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
+        double stack[2];
+        stack_cpu_per(&sc, (double)r.fired, stack);
+        double span = (double)(s.last_ts - s.first_ts);
+        *rate = span > 0 ? s.n * 1000.0 / span : 0;
+        double cpu = r.fired > 0 ? r.cpu_us / (double)r.fired : 0;
+        printf("%s_drain_fires_per_s %.0f\n", mode, *rate);
+        printf("%s_drain_ratio_to_copy %.3f\n", mode,
+               copy_rate > 0 ? *rate / copy_rate : 0);
+        printf("%s_cpu_us_per_fire %.2f\n", mode, cpu);
+        printf("%s_cpu_ratio_to_copy %.2f\n", mode,
+               copy_cpu > 0 ? cpu / copy_cpu : 0);
+        printf("%s_kafka_cpu_us_per_fire %.2f\n", mode, stack[0]);
+        printf("%s_mysql_cpu_us_per_fire %.2f\n", mode, stack[1]);
+        printf("%s_drain_statements_per_fire %.4f\n", mode,
+               r.fired > 0 ? (double)r.statements / (double)r.fired : 0);
+        printf("%s_drain_kafka_writes_per_task %.3f\n", mode,
+               (double)(o->tasks + r.hopped + r.fired) / o->tasks);
+        bl_check(s.early == 0, "drain early");
+        it_db_drop(bl_db);
+}
+
+/* Burst (N due at one millisecond) or spread (N due over SPREAD s,
+ * LEAD s ahead), at_least_once, one forwarder running. */
+static void run_due(const opts_t *o, int burst, double drain_rate)
+{
+        char grp[96], rgrp[96], tier[128];
+        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+                return;
+        bl_fwd_t r;
+        bl_seen_t s;
+        bl_check(bl_fwd_start(&r, burst ? "blB" : "blS", "at_least_once", grp,
+                              NULL, 1) == 0,
+                 "start");
+        /* The burst: due 10 s after its produce began (tier 5s, then
+         * held). The spread: due LEAD..LEAD+SPREAD s ahead, in the tier
+         * the library would pick, hopping down. */
+        int64_t due = kd_now_ms() + 10 * SEC;
+        bl_spread_t sp = {kd_now_ms() + o->lead_s * SEC,
+                          (int64_t)o->spread_s * SEC, o->tasks};
+        snprintf(tier, sizeof(tier), "%s.tier.%s", bl_prefix,
+                 burst ? "5s" : bl_tier_for(o->lead_s * SEC));
+        bl_check(
+            burst ? bl_produce(tier, o->tasks, 0, bl_at_fixed, &due, "b") == 0
+                  : bl_produce(tier, o->tasks, 0, bl_at_spread, &sp, "s") == 0,
+            "produce");
+        bl_check(bl_read_target(rgrp, o->tasks,
+                                (o->lead_s + o->spread_s + 600) * 1000, 0,
+                                &s) == 0,
+                 "delivered");
+        bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
+        bl_check(s.early == 0, "early");
+        const char *w = burst ? "burst" : "spread";
+        printf("%s_lateness_ms p50 %lld p99 %lld max %lld\n", w,
+               (long long)s.p50, (long long)s.p99, (long long)s.max);
+        printf("%s_kafka_writes_per_task %.3f\n", w,
+               (double)(o->tasks + r.hopped + r.fired) / o->tasks);
+        printf("%s_statements_per_fire %.4f\n", w,
+               r.fired > 0 ? (double)r.statements / (double)r.fired : 0);
+        if (burst) {
+                double span = (double)(s.last_ts - due);
+                double bound =
+                    drain_rate > 0 ? o->tasks * 1000.0 / drain_rate + 1000 : 0;
+                printf("burst_fires_per_s %.0f\n",
+                       span > 0 ? s.n * 1000.0 / span : 0);
+                printf("burst_done_ms %.0f bound_ms %.0f within %s\n", span,
+                       bound, span <= bound ? "yes" : "no");
         }
-        closedir(d);
-        return ns / 1000.0;
+        it_db_drop(bl_db);
 }
 
-static long long rss_kb_of(pid_t pid, const char *key)
+/* RSS with `pending` tasks due over the next 6..30 h (all in tier.6h). */
+static void run_rss(int pending)
 {
-        char path[64], line[256], fmt[32];
-        long long kb = -1;
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        snprintf(fmt, sizeof(fmt), "%s: %%lld kB", key);
-        FILE *fp = fopen(path, "r");
-        while (fp && fgets(line, sizeof(line), fp))
-                if (sscanf(line, fmt, &kb) == 1)
-                        break;
-        if (fp)
-                fclose(fp);
-        return kb;
-}
-
-/* The value of key= in the forwarder's event=forwarder_stopped line. */
-static long long stat_of(const char *log, const char *key)
-{
-        return it_log_sum(log, "event=forwarder_stopped ", key);
-}
-
-typedef struct fwd_run {
-        it_fwd_t f;
-        char instance[32];
-        double cpu_us;
-        long long hwm_kb;
-        long long fired, hopped, statements;
-} fwd_run_t;
-
-static int fwd_start(fwd_run_t *r, const char *name, const char *mode,
-                     const char *grp)
-{
-        static char xm[64];
-        snprintf(r->instance, sizeof(r->instance), "%s", name);
-        snprintf(xm, sizeof(xm), "forwarder.delivery=%s", mode);
-        const char *props[] = {xm, "forwarder.stats_interval=0s", NULL};
-        memset(&r->f, 0, sizeof(r->f));
-        r->f.instance = r->instance;
-        r->f.pid = -1;
-        if (it_fwd_start(&r->f, KDELAY_FORWARDER, prefix, grp, url, props))
-                return -1;
-        return it_wait_log(r->f.log, "event=partitions_assigned", 60000);
-}
-
-static int fwd_stop(fwd_run_t *r)
-{
-        r->cpu_us = cpu_us_of(r->f.pid);
-        r->hwm_kb = rss_kb_of(r->f.pid, "VmHWM");
-        int rc = it_fwd_stop(&r->f, SIGTERM);
-        r->fired = stat_of(r->f.log, "fired");
-        r->hopped = stat_of(r->f.log, "hopped");
-        r->statements = stat_of(r->f.log, "claim_statements") +
-                        stat_of(r->f.log, "mark_statements");
-        return rc;
-}
-
-/* The tier of the default ladder a task remaining_ms ahead goes to. */
-static const char *tier_for(int64_t remaining_ms)
-{
-        static kd_tiers_t tiers;
-        static char name[KD_TIER_NAME_MAX];
-        kdelay_conf_t *c = kdelay_conf_new();
-        char list[512] = "";
-        if (!c || kdelay_conf_get(c, "tiers", list, sizeof(list)) ||
-            kd_tiers_parse(&tiers, list, NULL, 0)) {
-                kdelay_conf_destroy(c);
-                return "1s";
-        }
-        kdelay_conf_destroy(c);
-        kd_strlcpy(name, tiers.v[kd_tiers_choose(&tiers, remaining_ms)].name,
-                   sizeof(name));
-        return name;
-}
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                printf("FAILED %s\n", what);
-                failed = 1;
-        }
-}
-
-/* A fresh section: new prefix, database, tier and target topics; the
- * forwarders' group and a reader's group of it into grp / rgrp. 0 on
- * success. */
-static int section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size)
-{
-        it_unique(prefix, sizeof(prefix), "bl");
-        it_unique(db, sizeof(db), "kdbl");
-        snprintf(target, sizeof(target), "%s.target", prefix);
-        snprintf(grp, grp_size, "%s-fwd", prefix);
-        snprintf(rgrp, rgrp_size, "%s-read", prefix);
-        if (it_db_create(db, 1, url, sizeof(url)) ||
-            it_tiers_create(prefix, url, PARTITIONS) ||
-            it_create_topic(target, PARTITIONS)) {
-                check(0, "setup");
-                return -1;
-        }
-        return 0;
+        char grp[96], rgrp[96], tier[128];
+        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+                return;
+        snprintf(tier, sizeof(tier), "%s.tier.6h", bl_prefix);
+        bl_spread_t sp = {kd_now_ms() + 6 * 3600 * SEC, 24 * 3600 * SEC,
+                          pending};
+        bl_check(bl_produce(tier, pending, 0, bl_at_spread, &sp, "p") == 0,
+                 "pending produce");
+        bl_fwd_t r;
+        bl_check(bl_fwd_start(&r, "blR", "at_least_once", grp, NULL, 1) == 0,
+                 "start");
+        it_sleep_until(kd_now_ms() + 15 * SEC);
+        long long rss = bl_rss_kb_of(r.f.pid, "VmRSS");
+        bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
+        printf("pending_%d_rss_mb %.1f peak_mb %.1f\n", pending, rss / 1024.0,
+               r.hwm_kb / 1024.0);
+        it_db_drop(bl_db);
 }
 
 int main(int argc, char **argv)
 {
-        opts_t o = {200000, {100000, 1000000}, 10, 45};
+        opts_t o = {200000, {100000, 1000000}, 10, 45, 20000, 60, 1, NULL};
+        size_t nprops = 0;
         for (int i = 1; i + 1 < argc; i += 2) {
-                if (!strcmp(argv[i], "--tasks"))
-                        o.tasks = atoi(argv[i + 1]);
-                else if (!strcmp(argv[i], "--pending"))
-                        sscanf(argv[i + 1], "%d,%d", &o.pending[0],
-                               &o.pending[1]);
-                else if (!strcmp(argv[i], "--spread"))
-                        o.spread_s = atoi(argv[i + 1]);
-                else if (!strcmp(argv[i], "--lead"))
-                        o.lead_s = atoi(argv[i + 1]);
+                const char *a = argv[i], *v = argv[i + 1];
+                if (!strcmp(a, "-X") && nprops < BL_FWD_PROPS_MAX)
+                        bl_fwd_props[nprops++] = v;
+                else if (!strcmp(a, "--tasks"))
+                        o.tasks = atoi(v);
+                else if (!strcmp(a, "--pending"))
+                        sscanf(v, "%d,%d", &o.pending[0], &o.pending[1]);
+                else if (!strcmp(a, "--spread"))
+                        o.spread_s = atoi(v);
+                else if (!strcmp(a, "--lead"))
+                        o.lead_s = atoi(v);
+                else if (!strcmp(a, "--crash-tasks"))
+                        o.crash_tasks = atoi(v);
+                else if (!strcmp(a, "--crash-loop"))
+                        o.crash_loop_s = atoi(v);
+                else if (!strcmp(a, "--crash-static"))
+                        o.crash_static = atoi(v);
+                else if (!strcmp(a, "--only"))
+                        o.only = v;
                 else
                         return 2;
         }
-        if (o.tasks < 1 || o.spread_s < 1 || o.lead_s < 1 || it_env_init())
+        if (argc % 2 == 0 || o.tasks < 1 || o.spread_s < 1 || o.lead_s < 1 ||
+            o.crash_tasks < 1 || o.crash_loop_s < 1 || it_env_init())
                 return 2;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        printf("tasks %d value_bytes %d partitions %d\n", o.tasks, VALUE_LEN,
-               PARTITIONS);
+        printf("tasks %d value_bytes %d partitions %d\n", o.tasks, BL_VALUE_LEN,
+               BL_PARTITIONS);
 
-        /* The limit. */
-        it_unique(prefix, sizeof(prefix), "bl");
-        double copy_rate = 0, copy_cpu = 0;
-        check(run_copy(o.tasks, &copy_rate, &copy_cpu) == 0, "copy");
-        printf("copy_records_per_s %.0f\ncopy_cpu_us_per_record %.2f\n",
-               copy_rate, copy_cpu);
-
+        double copy_rate = 0, copy_cpu = 0, copy_kafka = -1;
+        if (wanted(&o, "copy")) {
+                it_unique(bl_prefix, sizeof(bl_prefix), "bl");
+                bl_check(
+                    run_copy(o.tasks, &copy_rate, &copy_cpu, &copy_kafka) == 0,
+                    "copy");
+                printf("copy_records_per_s %.0f\ncopy_cpu_us_per_record "
+                       "%.2f\ncopy_kafka_cpu_us_per_record %.2f\n",
+                       copy_rate, copy_cpu, copy_kafka);
+        }
         static const char *const modes[] = {"at_least_once", "exactly_once"};
         double drain_rate[2] = {0, 0};
-        for (int m = 0; m < 2; m++) {
-                char grp[96], rgrp[96], tier[128];
-                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
-                        return 1;
-                snprintf(tier, sizeof(tier), "%s.tier.1s", prefix);
-                int64_t due = kd_now_ms() - SEC;
-                check(produce_tasks(tier, o.tasks, at_fixed, &due, "d") == 0,
-                      "drain produce");
-                fwd_run_t r;
-                seen_t s;
-                check(fwd_start(&r, "blA", modes[m], grp) == 0, "start");
-                check(read_target(rgrp, o.tasks, 600000, &s) == 0,
-                      "drain delivered");
-                check(fwd_stop(&r) == 0, "forwarder exit");
-                double span = (double)(s.last_ts - s.first_ts);
-                drain_rate[m] = span > 0 ? s.n * 1000.0 / span : 0;
-                printf("%s_drain_fires_per_s %.0f\n", modes[m], drain_rate[m]);
-                printf("%s_drain_ratio_to_copy %.3f\n", modes[m],
-                       copy_rate > 0 ? drain_rate[m] / copy_rate : 0);
-                printf("%s_cpu_us_per_fire %.2f\n", modes[m],
-                       r.fired > 0 ? r.cpu_us / (double)r.fired : 0);
-                printf("%s_cpu_ratio_to_copy %.2f\n", modes[m],
-                       r.fired > 0 && copy_cpu > 0
-                           ? r.cpu_us / (double)r.fired / copy_cpu
-                           : 0);
-                printf("%s_drain_statements_per_fire %.4f\n", modes[m],
-                       r.fired > 0 ? (double)r.statements / (double)r.fired
-                                   : 0);
-                printf("%s_drain_kafka_writes_per_task %.3f\n", modes[m],
-                       (double)(o.tasks + r.hopped + r.fired) / o.tasks);
-                check(s.early == 0, "drain early");
-                it_db_drop(db);
-        }
-
-        /* Burst and spread, at_least_once, one forwarder running each. */
-        for (int k = 0; k < 2; k++) {
-                const int burst = k == 0;
-                char grp[96], rgrp[96], tier[128];
-                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
-                        return 1;
-                fwd_run_t r;
-                seen_t s;
-                check(fwd_start(&r, burst ? "blB" : "blS", "at_least_once",
-                                grp) == 0,
-                      "start");
-                /* The burst: due 10 s after its produce began (tier 5s,
-                 * then held). The spread: due LEAD..LEAD+SPREAD s ahead,
-                 * in the tier the library would pick, hopping down. */
-                int64_t due = kd_now_ms() + 10 * SEC;
-                spread_t sp = {kd_now_ms() + o.lead_s * SEC,
-                               (int64_t)o.spread_s * SEC, o.tasks};
-                snprintf(tier, sizeof(tier), "%s.tier.%s", prefix,
-                         burst ? "5s" : tier_for(o.lead_s * SEC));
-                check(burst ? produce_tasks(tier, o.tasks, at_fixed, &due,
-                                            "b") == 0
-                            : produce_tasks(tier, o.tasks, at_spread, &sp,
-                                            "s") == 0,
-                      "produce");
-                check(read_target(rgrp, o.tasks,
-                                  (o.lead_s + o.spread_s + 600) * 1000,
-                                  &s) == 0,
-                      "delivered");
-                check(fwd_stop(&r) == 0, "forwarder exit");
-                check(s.early == 0, "early");
-                const char *w = burst ? "burst" : "spread";
-                printf("%s_lateness_ms p50 %lld p99 %lld max %lld\n", w,
-                       (long long)s.p50, (long long)s.p99, (long long)s.max);
-                printf("%s_kafka_writes_per_task %.3f\n", w,
-                       (double)(o.tasks + r.hopped + r.fired) / o.tasks);
-                printf("%s_statements_per_fire %.4f\n", w,
-                       r.fired > 0 ? (double)r.statements / (double)r.fired
-                                   : 0);
-                if (burst) {
-                        double span = (double)(s.last_ts - due);
-                        double bound =
-                            drain_rate[0] > 0
-                                ? o.tasks * 1000.0 / drain_rate[0] + 1000
-                                : 0;
-                        printf("burst_fires_per_s %.0f\n",
-                               span > 0 ? s.n * 1000.0 / span : 0);
-                        printf("burst_done_ms %.0f bound_ms %.0f within %s\n",
-                               span, bound, span <= bound ? "yes" : "no");
-                }
-                it_db_drop(db);
-        }
-
-        /* RSS with tasks pending over the next 24 h. */
-        for (int k = 0; k < 2; k++) {
-                if (o.pending[k] <= 0)
-                        continue;
-                char grp[96], rgrp[96], tier[128];
-                if (section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
-                        return 1;
-                /* All in the 6h tier: due 6..30 h ahead. */
-                snprintf(tier, sizeof(tier), "%s.tier.6h", prefix);
-                spread_t sp = {kd_now_ms() + 6 * 3600 * SEC, 24 * 3600 * SEC,
-                               o.pending[k]};
-                check(produce_tasks(tier, o.pending[k], at_spread, &sp, "p") ==
-                          0,
-                      "pending produce");
-                fwd_run_t r;
-                check(fwd_start(&r, "blR", "at_least_once", grp) == 0, "start");
-                it_sleep_until(kd_now_ms() + 15 * SEC);
-                long long rss = rss_kb_of(r.f.pid, "VmRSS");
-                check(fwd_stop(&r) == 0, "forwarder exit");
-                printf("pending_%d_rss_mb %.1f peak_mb %.1f\n", o.pending[k],
-                       rss / 1024.0, r.hwm_kb / 1024.0);
-                it_db_drop(db);
-        }
-        printf("result %s\n", failed ? "FAILED" : "ok");
-        return failed ? 1 : 0;
+        for (int m = 0; m < 2 && wanted(&o, "drain"); m++)
+                run_drain(&o, modes[m], copy_rate, copy_cpu, &drain_rate[m]);
+        if (wanted(&o, "burst"))
+                run_due(&o, 1, drain_rate[0]);
+        if (wanted(&o, "spread"))
+                run_due(&o, 0, 0);
+        for (int k = 0; k < 2 && wanted(&o, "rss"); k++)
+                if (o.pending[k] > 0)
+                        run_rss(o.pending[k]);
+        if (wanted(&o, "crash"))
+                bl_crash_run(o.crash_tasks, o.crash_loop_s, o.crash_static);
+        printf("result %s\n", bl_failed() ? "FAILED" : "ok");
+        return bl_failed() ? 1 : 0;
 }

@@ -47,4 +47,5 @@ stack_pid=""
 eval "$(deploy/local/stack.sh env)"
 export KDELAY_BROKERS KDELAY_MYSQL_URL
 log event=run args="$*"
-build/bench/bench/bench_limit "$@" | tee build/bench/bench-limit.txt
+# The forwarders' logs (fwd-*.log) go to build/bench/.
+(cd build/bench && bench/bench_limit "$@") | tee build/bench/bench-limit.txt

@@ -274,7 +274,8 @@ static int lease_won(kd_fwd_t *f, kd_task_t *t, const kd_fw_req_t *fw,
  * row owners given (takeover) or none. -1 when out of memory: nothing
  * sent, the tasks untouched. */
 static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
-                    const kd_fate_claim_t *found, size_t n)
+                    const kd_fate_claim_t *found, const unsigned char *fresh,
+                    size_t n)
 {
         kd_store_req_t *r = kd_store_req_new(op, n);
         if (!r)
@@ -287,6 +288,7 @@ static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
                 }
                 r->fw.items[i].lease_ms = f->conf->fwd_claim_lease_ms;
                 r->fw.items[i].own_previous = found ? found[i].own_previous : 0;
+                r->fw.items[i].fresh = fresh ? fresh[i] : 0;
         }
         f->claim.inflight++;
         kd_store_submit(f, r, answered);
@@ -327,7 +329,8 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                         m++;
                 }
         }
-        if (m > 0 && send_req(f, KD_FW_TAKEOVER, r->tasks, fw->items, m)) {
+        if (m > 0 &&
+            send_req(f, KD_FW_TAKEOVER, r->tasks, fw->items, NULL, m)) {
                 kd_store_failed(f, "takeover", "out of memory");
                 for (size_t i = 0; i < m; i++)
                         kd_claim_enqueue(f, r->tasks[i]);
@@ -346,23 +349,28 @@ static int claim_batch(kd_fwd_t *f)
         if (n > (size_t)f->conf->fwd_claim_batch)
                 n = (size_t)f->conf->fwd_claim_batch;
         kd_task_t **tasks = malloc(n * sizeof(*tasks));
-        if (!tasks) {
+        unsigned char *fresh = malloc(n); /* token made here: no row yet */
+        if (!tasks || !fresh) {
+                free(tasks);
+                free(fresh);
                 kd_store_failed(f, "claim", "out of memory");
                 return -1;
         }
         for (size_t i = 0; i < n; i++) {
                 kd_task_t *t = tasks[i] = kd_taskq_pop(&c->q);
-                if (!t->token[0])
+                fresh[i] = !t->token[0];
+                if (fresh[i])
                         snprintf(t->token, sizeof(t->token), "%s%llu",
                                  c->prefix, (unsigned long long)++c->seq);
         }
-        int rc = send_req(f, KD_FW_CLAIM, tasks, NULL, n);
+        int rc = send_req(f, KD_FW_CLAIM, tasks, NULL, fresh, n);
         if (rc) {
                 kd_store_failed(f, "claim", "out of memory");
                 for (size_t i = 0; i < n; i++)
                         kd_claim_enqueue(f, tasks[i]);
         }
         free(tasks);
+        free(fresh);
         return rc;
 }
 

@@ -183,8 +183,10 @@ static void renew(kd_fate_mem_t *m, const kd_fate_claim_t *items, size_t i,
 }
 
 static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
-                                  size_t n, const char *owner)
+                                  size_t n, const char *owner,
+                                  size_t *insertedp)
 {
+        *insertedp = 0;
         kd_memrow_t **fresh = calloc(n, sizeof(*fresh)); /* owned */
         if (!fresh)
                 return KDELAY_ERR_NO_MEMORY;
@@ -215,9 +217,21 @@ static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                 set_lease(r, items[i].lease_ms);
                 r->decided_at_ms = r->updated_at_ms = now;
                 kd_memtab_link(&m->rows, r);
+                (*insertedp)++;
         }
         free(fresh);
         return err;
+}
+
+/* The statements a claim costs MySQL: one when every item is fresh and
+ * was inserted (kd_fate.h), else two (the read-back). */
+static unsigned claim_statements(const kd_fate_claim_t *items, size_t n,
+                                 size_t inserted)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!items[i].fresh || !items[i].token)
+                        return 2;
+        return inserted == n ? 1 : 2;
 }
 
 static kdelay_err_t mem_claim(void *impl, kd_fate_claim_t *items, size_t n,
@@ -228,10 +242,11 @@ static kdelay_err_t mem_claim(void *impl, kd_fate_claim_t *items, size_t n,
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
-        if ((err = insert_firing(m, items, n, owner)))
+        size_t inserted;
+        if ((err = insert_firing(m, items, n, owner, &inserted)))
                 return leave(m, 0, err);
         read_back(m, items, n);
-        return leave(m, 2, KDELAY_OK);
+        return leave(m, claim_statements(items, n, inserted), KDELAY_OK);
 }
 
 /* The owner <=> row_owner of a takeover item: "" stands for NULL. */

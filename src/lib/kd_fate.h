@@ -63,11 +63,17 @@ typedef struct kd_fate_claim {
         int own_previous;      /* in (takeover): row_owner is this
                                   instance's previous process, surely gone:
                                   taken over though its lease holds */
+        int fresh; /* in (claim): token is set, was never sent before and
+                      is no other item's, so no row is this claim's own
+                      yet; when every item of a batch is fresh and inserts
+                      its row, the store may skip reading the rows back */
 } kd_fate_claim_t;
 
 /* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all
  * (a FIRING row of the same owner gets its lease renewed instead), then
- * reads back every row. A claim "won" when row_owner equals its token;
+ * reads back every row — in one when every item is fresh and the insert
+ * added a row for each (then each is FIRING under its own token, with
+ * the lease it asked for). A claim "won" when row_owner equals its token;
  * FIRING with another owner means another claim came first, whose lease
  * holds for lease_left_ms more. */
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,

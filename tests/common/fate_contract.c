@@ -195,6 +195,101 @@ static void test_batch_claim_uses_two_statements(void)
         CU_ASSERT_EQUAL(kd_fc_status1(ids[5]).fate, KDELAY_FATE_FIRED);
 }
 
+/* A batch of fresh claims (new tokens) that all insert is answered by
+ * the insert alone: one statement, each item FIRING under its token with
+ * the lease it asked for. */
+static void test_fresh_batch_that_inserts_all_is_one_statement(void)
+{
+        enum { N = 100 };
+        static char ids[N][16], toks[N][16];
+        static kd_fate_claim_t items[N];
+        KD_FC_NEED_STORE();
+        for (int i = 0; i < N; i++) {
+                snprintf(ids[i], sizeof(ids[i]), "fresh-%d", i);
+                snprintf(toks[i], sizeof(toks[i]), "tok-%d", i);
+                items[i] = kd_fc_item(ids[i], 42, toks[i]);
+                items[i].fresh = 1;
+                items[i].lease_ms = i % 2 ? 30000 : 0;
+        }
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, items, N, "fw",
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 1);
+        for (int i = 0; i < N; i++) {
+                CU_ASSERT_EQUAL(items[i].fate, KDELAY_FATE_FIRING);
+                CU_ASSERT_STRING_EQUAL(items[i].row_owner, toks[i]);
+                if (i % 2) {
+                        CU_ASSERT(items[i].lease_left_ms > 29000 &&
+                                  items[i].lease_left_ms <= 30000);
+                } else {
+                        CU_ASSERT_EQUAL(items[i].lease_left_ms, -1);
+                }
+        }
+        kdelay_status_t st = kd_fc_status1(ids[7]);
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(st.owner, toks[7]);
+}
+
+/* Fresh claims that meet rows (cancelled, fired, another's claim, the
+ * same id twice in the batch) read them back: two statements, each item
+ * told its row's fate and owner. */
+static void test_fresh_claims_meeting_rows_read_them_back(void)
+{
+        KD_FC_NEED_STORE();
+        CU_ASSERT_EQUAL(kd_fc_cancel1("c"), KDELAY_OK);
+        kd_fc_claim1("f", 5, "fw-1");
+        kd_fc_fire1("f");
+        kd_fc_claim1("o", 5, "fw-1");
+        kd_fate_claim_t c[6] = {
+            kd_fc_item("n1", 5, "t-n1"), kd_fc_item("c", 5, "t-c"),
+            kd_fc_item("f", 5, "t-f"),   kd_fc_item("o", 5, "t-o"),
+            kd_fc_item("d", 5, "t-d1"),  kd_fc_item("d", 5, "t-d2")};
+        for (int i = 0; i < 6; i++) {
+                c[i].fresh = 1;
+                c[i].lease_ms = 30000;
+        }
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, c, 6, NULL,
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 2);
+        CU_ASSERT_EQUAL(c[0].fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(c[0].row_owner, "t-n1");
+        CU_ASSERT_EQUAL(c[1].fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(c[2].fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_STRING_EQUAL(c[2].row_owner, "fw-1");
+        CU_ASSERT_EQUAL(c[3].fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(c[3].row_owner, "fw-1");
+        CU_ASSERT_EQUAL(c[4].fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(c[4].row_owner, "t-d1");
+        CU_ASSERT_EQUAL(c[5].fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(c[5].row_owner, "t-d1");
+}
+
+/* Fresh items without tokens (the call's owner) never skip the read-back:
+ * with the owner shared, a row an item renews and a row another's claim
+ * holds would add as many rows as two inserts. */
+static void test_fresh_items_without_tokens_are_read_back(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fc_claim1("a", 5, "fw");
+        kd_fc_claim1("b", 5, "other");
+        kd_fate_claim_t c[3] = {kd_fc_item("a", 5, NULL),
+                                kd_fc_item("b", 5, NULL),
+                                kd_fc_item("n", 5, NULL)};
+        for (int i = 0; i < 3; i++) {
+                c[i].fresh = 1;
+                c[i].lease_ms = 30000;
+        }
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, c, 3, "fw",
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(c[0].row_owner, "fw");
+        CU_ASSERT_STRING_EQUAL(c[1].row_owner, "other");
+        CU_ASSERT_STRING_EQUAL(c[2].row_owner, "fw");
+}
+
 /* An id twice in a batch: the first item inserts, both read the row. */
 static void test_claim_batch_with_an_id_twice(void)
 {
@@ -365,6 +460,9 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_claim_loses_to_an_earlier_claim),
     KD_TEST(test_claim_finds_cancelled_and_fired),
     KD_TEST(test_batch_claim_uses_two_statements),
+    KD_TEST(test_fresh_batch_that_inserts_all_is_one_statement),
+    KD_TEST(test_fresh_claims_meeting_rows_read_them_back),
+    KD_TEST(test_fresh_items_without_tokens_are_read_back),
     KD_TEST(test_claim_batch_with_an_id_twice),
     KD_TEST(test_claim_owner_none_or_cut),
     KD_TEST(test_cancel_inserts_once),

@@ -33,7 +33,7 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
         const tt_opts_t *o = f->opts;
         tt_slot_t *s = &f->slots[slot];
         char pfx[96], grp[128], inst[64], hold[64], mode[64], rate[64];
-        const char *argv[32];
+        const char *argv[32 + 2 * TT_FWD_PROPS_MAX];
         size_t a = 0;
         snprintf(pfx, sizeof(pfx), "topic_prefix=%s", f->names->prefix);
         snprintf(grp, sizeof(grp), "forwarder.group_id=%s", f->names->group);
@@ -83,6 +83,10 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
                          o->max_fire_rate);
                 argv[a++] = "-X";
                 argv[a++] = rate;
+        }
+        for (size_t i = 0; i < o->fwd_props_cnt; i++) {
+                argv[a++] = "-X";
+                argv[a++] = o->fwd_props[i];
         }
         argv[a] = NULL;
         s->pid = it_spawn((char *const *)argv, s->log);

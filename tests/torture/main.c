@@ -56,6 +56,9 @@ static const char tt_usage[] =
     "  --seed S             seed of the task plan and fault schedule\n"
     "                       (default: from the clock; printed)\n"
     "  --max-fire-rate N    pass -X forwarder.max_fire_rate=N\n"
+    "  -X name=value        pass a property to every forwarder (up to 8;\n"
+    "                       e.g. partition.assignment.strategy=\n"
+    "                       cooperative-sticky)\n"
     "  --forwarder PATH     kdelay-forwarder binary (default: this build's)\n"
     "  --kdelayctl PATH     kdelayctl binary (default: this build's)\n"
     "  --stack PATH         deploy/local/stack.sh (default: source tree's)\n"
@@ -110,8 +113,16 @@ static int parse_opts(int argc, char **argv, tt_opts_t *o)
         o->run_base = TT_RUNS_DIR;
         o->max_fire_rate = -1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "hX:", longs, NULL)) != -1) {
                 switch (c) {
+                case 'X':
+                        if (!strchr(optarg, '=') || *optarg == '=' ||
+                            o->fwd_props_cnt >= TT_FWD_PROPS_MAX)
+                                return usage_error("-X: want name=value (at "
+                                                   "most 8), got \"%s\"",
+                                                   optarg);
+                        o->fwd_props[o->fwd_props_cnt++] = optarg;
+                        break;
                 case 't':
                         if (parse_u64(optarg, 1, 10000000, &v))
                                 return usage_error("--tasks: want 1..10000000, "

@@ -227,6 +227,8 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 o->mode, o->full ? "full" : "fast", (unsigned long long)o->seed,
                 in->n, o->forwarders, (long long)(o->window_ms / 1000),
                 in->names->prefix);
+        for (size_t i = 0; i < o->fwd_props_cnt; i++)
+                fprintf(out, "  forwarders run with -X %s\n", o->fwd_props[i]);
         fprintf(out, "  %-42s %s\n", "figure", "value");
         row(out, "scheduled", (long long)in->n, NULL);
         snprintf(note, sizeof(note),

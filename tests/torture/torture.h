@@ -41,6 +41,9 @@
 /* One raw task in this many (not heavy) is malformed on purpose. */
 #define TT_MALFORMED_EVERY 97
 
+/* How many -X properties the tool passes on to the forwarders. */
+#define TT_FWD_PROPS_MAX 8
+
 /* Command line, after defaults and the profile are applied. Read-only
  * once parsed. Strings point into argv or static defaults. */
 typedef struct tt_opts {
@@ -58,6 +61,9 @@ typedef struct tt_opts {
         const char *stack_path;
         const char *run_base; /* run dirs go below */
         long max_fire_rate;   /* -1 = not passed */
+        /* -X name=value for every forwarder (points into argv) */
+        const char *fwd_props[TT_FWD_PROPS_MAX];
+        size_t fwd_props_cnt;
 } tt_opts_t;
 
 /* The forwarders' MySQL password travels in this environment variable

@@ -1,0 +1,108 @@
+/* bench_limit's parts (docs/performance.md): one section of the stack per
+ * workload, producing wire-format tasks, reading the target back, running
+ * forwarders and measuring processes (bl_common.c); the crash loop
+ * (bl_crash.c). The workloads themselves are in bench_limit.c. */
+#ifndef BL_H
+#define BL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "it_env.h"
+
+#define SEC           1000LL
+#define BL_PARTITIONS 4
+#define BL_VALUE_LEN  100
+
+/* The current section's names (bl_section). */
+extern char bl_prefix[40], bl_db[64], bl_url[256], bl_target[96];
+
+/* Notes a failed check ("FAILED what" on stdout); the run exits 1. */
+void bl_check(int ok, const char *what);
+int bl_failed(void);
+
+/* A fresh section: new prefix, database, tier and target topics; the
+ * forwarders' group and a reader's group of it into grp / rgrp. 0 on
+ * success. */
+int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size);
+
+/* Produces n task records to topic: task base+i has the id
+ * "<prefix>-<stem>-<base+i>" (also its key) and fire-at fire_at(base+i,
+ * arg). 0 when all were acknowledged. */
+int bl_produce(const char *topic, int n, int base,
+               int64_t (*fire_at)(int, void *), void *arg, const char *stem);
+
+/* fire_at for bl_produce: every task at *(int64_t *)arg. */
+int64_t bl_at_fixed(int i, void *arg);
+
+/* fire_at for bl_produce: first + i * span / n. */
+typedef struct bl_spread {
+        int64_t first, span;
+        int n;
+} bl_spread_t;
+int64_t bl_at_spread(int i, void *arg);
+
+/* What a reader of the target saw. Tasks are told apart by the number
+ * that ends their key; lateness is of each task's first copy. */
+typedef struct bl_seen {
+        size_t n;    /* distinct tasks */
+        size_t dups; /* copies beyond the first */
+        int64_t first_ts, last_ts;
+        int64_t p50, p99, max; /* lateness by record timestamp, ms */
+        int early;
+} bl_seen_t;
+
+/* Reads the target (read_committed, from the start) until tasks 0..want-1
+ * have all arrived, or timeout_ms; then idle_ms more for late copies. 0
+ * when every task arrived. */
+int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
+                   bl_seen_t *s);
+
+/* Subscribes consumer rk to topic, its messages on the consumer queue. 0
+ * on success. */
+int bl_subscribe(rd_kafka_t *rk, const char *topic);
+
+/* "name=value" properties every forwarder gets (bench_limit -X), after
+ * the section's own; NULL-ended. */
+#define BL_FWD_PROPS_MAX 8
+extern const char *bl_fwd_props[BL_FWD_PROPS_MAX + 1];
+
+/* A forwarder of the section. */
+typedef struct bl_fwd {
+        it_fwd_t f;
+        char instance[32];
+        double cpu_us;
+        long long hwm_kb;
+        long long fired, hopped, statements;
+} bl_fwd_t;
+
+/* Starts forwarder `name` in `mode` and group grp, with the "name=value"
+ * properties of extra (NULL-ended, may be NULL); waits for its first
+ * assignment when wait is set. 0 on success. */
+int bl_fwd_start(bl_fwd_t *r, const char *name, const char *mode,
+                 const char *grp, const char *const *extra, int wait);
+/* SIGTERM, then its CPU, peak RSS and counters (summed over every
+ * forwarder_stopped line of its log). Its exit status. */
+int bl_fwd_stop(bl_fwd_t *r);
+
+/* CPU time of every thread of pid in microseconds; -1 unreadable. */
+double bl_cpu_us_of(pid_t pid);
+/* A /proc/PID/status field in kB (VmRSS, VmHWM); -1 unreadable. */
+long long bl_rss_kb_of(pid_t pid, const char *key);
+/* The pid of the stack's broker or MariaDB (KDELAY_STACK_DIR's pid
+ * files); -1 when unknown (an external MySQL, another stack). */
+pid_t bl_stack_pid(const char *what); /* "kafka" or "mysql" */
+
+/* The tier of the default ladder for a task remaining_ms ahead. */
+const char *bl_tier_for(int64_t remaining_ms);
+
+/* The crash loop (bl_crash.c): two forwarders, static members of their
+ * group when is_static, one killed with SIGKILL every 3-6 s for loop_s
+ * seconds and restarted 0-2 s later under its instance; n tasks due
+ * 0.1 s .. loop_s + 10 s ahead. */
+void bl_crash_run(int n, int loop_s, int is_static);
+
+#endif

@@ -1,0 +1,370 @@
+/* bench_limit's common parts (bl.h): sections of the stack, tasks in,
+ * the target read back, forwarders started, stopped and measured. */
+#include "bl.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdelay/kdelay.h>
+
+#include "kd_tiers.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+char bl_prefix[40], bl_db[64], bl_url[256], bl_target[96];
+const char *bl_fwd_props[BL_FWD_PROPS_MAX + 1];
+static int failed;
+
+void bl_check(int ok, const char *what)
+{
+        if (!ok) {
+                printf("FAILED %s\n", what);
+                failed = 1;
+        }
+}
+
+int bl_failed(void)
+{
+        return failed;
+}
+
+int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size)
+{
+        it_unique(bl_prefix, sizeof(bl_prefix), "bl");
+        it_unique(bl_db, sizeof(bl_db), "kdbl");
+        snprintf(bl_target, sizeof(bl_target), "%s.target", bl_prefix);
+        snprintf(grp, grp_size, "%s-fwd", bl_prefix);
+        snprintf(rgrp, rgrp_size, "%s-read", bl_prefix);
+        if (it_db_create(bl_db, 1, bl_url, sizeof(bl_url)) ||
+            it_tiers_create(bl_prefix, bl_url, BL_PARTITIONS) ||
+            it_create_topic(bl_target, BL_PARTITIONS)) {
+                bl_check(0, "setup");
+                return -1;
+        }
+        return 0;
+}
+
+/* --- producing wire-format records -------------------------------------- */
+
+static void dr_count(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+{
+        (void)rk;
+        int *errors = op;
+        if (m->err)
+                (*errors)++;
+}
+
+int bl_produce(const char *topic, int n, int base,
+               int64_t (*fire_at)(int, void *), void *arg, const char *stem)
+{
+        int errors = 0;
+        char errstr[512];
+        rd_kafka_conf_t *c = rd_kafka_conf_new();
+        const char *props[] = {"bootstrap.servers",
+                               it_brokers(),
+                               "enable.idempotence",
+                               "true",
+                               "linger.ms",
+                               "20",
+                               "batch.num.messages",
+                               "10000",
+                               "queue.buffering.max.messages",
+                               "1000000",
+                               NULL};
+        for (int i = 0; props[i]; i += 2)
+                if (rd_kafka_conf_set(c, props[i], props[i + 1], errstr,
+                                      sizeof(errstr))) {
+                        rd_kafka_conf_destroy(c);
+                        return -1;
+                }
+        rd_kafka_conf_set_dr_msg_cb(c, dr_count);
+        rd_kafka_conf_set_opaque(c, &errors);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
+        if (!rk) {
+                rd_kafka_conf_destroy(c); /* not taken on failure */
+                return -1;
+        }
+        char value[BL_VALUE_LEN];
+        memset(value, 'v', sizeof(value));
+        for (int i = base; i < base + n; i++) {
+                char id[64], fa[24];
+                snprintf(id, sizeof(id), "%s-%s-%d", bl_prefix, stem, i);
+                snprintf(fa, sizeof(fa), "%lld", (long long)fire_at(i, arg));
+                rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+                rd_kafka_header_add(h, KDELAY_HDR_ID, -1, id, -1);
+                rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, bl_target, -1);
+                rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fa, -1);
+                rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
+                                    KDELAY_WIRE_VERSION, -1);
+                rd_kafka_resp_err_t err;
+                while ((err = rd_kafka_producev(
+                            rk, RD_KAFKA_V_TOPIC(topic),
+                            RD_KAFKA_V_KEY(id, strlen(id)),
+                            RD_KAFKA_V_VALUE(value, sizeof(value)),
+                            RD_KAFKA_V_HEADERS(h),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                            RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        rd_kafka_poll(rk, 10);
+                if (err) {
+                        rd_kafka_headers_destroy(h);
+                        errors++;
+                        break;
+                }
+                if (i % 1000 == 0)
+                        rd_kafka_poll(rk, 0);
+        }
+        if (rd_kafka_flush(rk, 120000))
+                errors++;
+        rd_kafka_destroy(rk);
+        return errors ? -1 : 0;
+}
+
+int64_t bl_at_fixed(int i, void *arg)
+{
+        (void)i;
+        return *(int64_t *)arg;
+}
+
+int64_t bl_at_spread(int i, void *arg)
+{
+        const bl_spread_t *s = arg;
+        return s->first + (int64_t)i * s->span / s->n;
+}
+
+/* --- reading the target back -------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+int bl_subscribe(rd_kafka_t *rk, const char *topic)
+{
+        rd_kafka_poll_set_consumer(rk);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                fprintf(stderr, "subscribe %s: %s\n", topic,
+                        rd_kafka_err2str(err));
+        return err ? -1 : 0;
+}
+
+/* The task number that ends m's key; -1 when there is none. */
+static long task_no(const rd_kafka_message_t *m)
+{
+        const char *k = m->key;
+        size_t len = m->key_len, i = len;
+        while (i > 0 && k[i - 1] >= '0' && k[i - 1] <= '9')
+                i--;
+        if (i == len || len - i > 9)
+                return -1;
+        long v = 0;
+        for (; i < len; i++)
+                v = v * 10 + (k[i] - '0');
+        return v;
+}
+
+/* Fire-at of m from its header; 0 when missing. */
+static int64_t fire_at_of(const rd_kafka_message_t *m)
+{
+        rd_kafka_headers_t *h = NULL;
+        const void *v;
+        size_t len;
+        char fa[24] = "0";
+        if (!rd_kafka_message_headers(m, &h) &&
+            !rd_kafka_header_get_last(h, KDELAY_HDR_FIRE_AT, &v, &len) &&
+            len < sizeof(fa)) {
+                memcpy(fa, v, len);
+                fa[len] = '\0';
+        }
+        return atoll(fa);
+}
+
+int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
+                   bl_seen_t *s)
+{
+        const char *props[] = {"group.id",
+                               grp,
+                               "auto.offset.reset",
+                               "earliest",
+                               "isolation.level",
+                               "read_committed",
+                               "enable.auto.commit",
+                               "false",
+                               NULL};
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
+        int64_t *late = malloc((size_t)want * sizeof(*late));
+        unsigned char *got = calloc((size_t)want, 1);
+        if (!rk || !late || !got || bl_subscribe(rk, bl_target)) {
+                free(late);
+                free(got);
+                if (rk)
+                        rd_kafka_destroy(rk);
+                return -1;
+        }
+        memset(s, 0, sizeof(*s));
+        s->first_ts = INT64_MAX;
+        int64_t end = kd_mono_ms() + timeout_ms, idle_end = INT64_MAX;
+        while (kd_mono_ms() < end && kd_mono_ms() < idle_end) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+                if (!m)
+                        continue;
+                long no = m->err ? -1 : task_no(m);
+                if (no >= 0 && no < want) {
+                        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+                        int64_t fa = fire_at_of(m);
+                        s->early += ts < fa;
+                        if (got[no]) {
+                                s->dups++;
+                        } else {
+                                got[no] = 1;
+                                late[s->n++] = ts - fa;
+                                if (s->n == (size_t)want)
+                                        idle_end = kd_mono_ms() + idle_ms;
+                        }
+                        if (ts < s->first_ts)
+                                s->first_ts = ts;
+                        if (ts > s->last_ts)
+                                s->last_ts = ts;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        qsort(late, s->n, sizeof(*late), cmp_i64);
+        if (s->n) {
+                s->p50 = late[(s->n - 1) / 2];
+                s->p99 = late[(s->n * 99 + 99) / 100 - 1];
+                s->max = late[s->n - 1];
+        }
+        free(late);
+        free(got);
+        return s->n == (size_t)want ? 0 : -1;
+}
+
+/* --- processes ---------------------------------------------------------- */
+
+double bl_cpu_us_of(pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return -1;
+        double ns = 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                char f[400];
+                unsigned long long run = 0;
+                snprintf(f, sizeof(f), "%s/%s/schedstat", path, e->d_name);
+                FILE *fp = fopen(f, "r");
+                if (fp && fscanf(fp, "%llu", &run) == 1)
+                        ns += (double)run;
+                if (fp)
+                        fclose(fp);
+        }
+        closedir(d);
+        return ns / 1000.0;
+}
+
+long long bl_rss_kb_of(pid_t pid, const char *key)
+{
+        char path[64], line[256], fmt[32];
+        long long kb = -1;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        snprintf(fmt, sizeof(fmt), "%s: %%lld kB", key);
+        FILE *fp = fopen(path, "r");
+        while (fp && fgets(line, sizeof(line), fp))
+                if (sscanf(line, fmt, &kb) == 1)
+                        break;
+        if (fp)
+                fclose(fp);
+        return kb;
+}
+
+pid_t bl_stack_pid(const char *what)
+{
+        const char *dir = getenv("KDELAY_STACK_DIR");
+        char path[512];
+        long pid = -1;
+        if (!dir || !*dir)
+                return -1;
+        snprintf(path, sizeof(path), "%s/%s/%s", dir, what,
+                 strcmp(what, "mysql") ? "kafka.pid" : "server.pid");
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+                return -1;
+        if (fscanf(fp, "%ld", &pid) != 1)
+                pid = -1;
+        fclose(fp);
+        return pid > 0 && bl_cpu_us_of((pid_t)pid) >= 0 ? (pid_t)pid : -1;
+}
+
+/* The sum of key= over the forwarder's event=forwarder_stopped lines. */
+static long long stat_of(const char *log, const char *key)
+{
+        return it_log_sum(log, "event=forwarder_stopped ", key);
+}
+
+int bl_fwd_start(bl_fwd_t *r, const char *name, const char *mode,
+                 const char *grp, const char *const *extra, int wait)
+{
+        char xm[64];
+        const char *props[20] = {xm, "forwarder.stats_interval=0s"};
+        size_t n = 2;
+        if (name != r->instance) /* a restart passes its own */
+                snprintf(r->instance, sizeof(r->instance), "%s", name);
+        snprintf(xm, sizeof(xm), "forwarder.delivery=%s", mode);
+        for (size_t i = 0; extra && extra[i] && n < 10; i++)
+                props[n++] = extra[i];
+        for (size_t i = 0; bl_fwd_props[i]; i++)
+                props[n++] = bl_fwd_props[i];
+        props[n] = NULL;
+        memset(&r->f, 0, sizeof(r->f));
+        r->f.instance = r->instance;
+        r->f.pid = -1;
+        if (it_fwd_start(&r->f, KDELAY_FORWARDER, bl_prefix, grp, bl_url,
+                         props))
+                return -1;
+        return wait ? it_wait_log(r->f.log, "event=partitions_assigned", 60000)
+                    : 0;
+}
+
+int bl_fwd_stop(bl_fwd_t *r)
+{
+        r->cpu_us = bl_cpu_us_of(r->f.pid);
+        r->hwm_kb = bl_rss_kb_of(r->f.pid, "VmHWM");
+        int rc = it_fwd_stop(&r->f, SIGTERM);
+        r->fired = stat_of(r->f.log, "fired");
+        r->hopped = stat_of(r->f.log, "hopped");
+        r->statements = stat_of(r->f.log, "claim_statements") +
+                        stat_of(r->f.log, "mark_statements");
+        return rc;
+}
+
+const char *bl_tier_for(int64_t remaining_ms)
+{
+        static kd_tiers_t tiers;
+        static char name[KD_TIER_NAME_MAX];
+        kdelay_conf_t *c = kdelay_conf_new();
+        char list[512] = "";
+        if (!c || kdelay_conf_get(c, "tiers", list, sizeof(list)) ||
+            kd_tiers_parse(&tiers, list, NULL, 0)) {
+                kdelay_conf_destroy(c);
+                return "1s";
+        }
+        kdelay_conf_destroy(c);
+        kd_strlcpy(name, tiers.v[kd_tiers_choose(&tiers, remaining_ms)].name,
+                   sizeof(name));
+        return name;
+}
