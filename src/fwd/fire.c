@@ -117,9 +117,7 @@ static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
                        "offset=%lld bytes=%zu action=drop_key_and_value",
                        topic, partition, (long long)r->offset,
                        r->key_len + r->value_len);
-                free(r->key);
-                free(r->value);
-                r->key = r->value = NULL;
+                r->key = r->value = NULL; /* in the task's block */
                 r->key_len = r->value_len = 0;
                 kd_fire_dead(f, t, t->dead_reason);
                 return;

@@ -141,14 +141,11 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = kd_wire_defect_str(d);
                 return;
         }
-        r->id = strndup(w.id, w.id_len);
-        r->target = strndup(w.target, w.target_len);
-        r->fire_at_ms = w.fire_at_ms;
-        if (!r->id || !r->target) {
+        if (kd_task_set_ids(t, w.id, w.id_len, w.target, w.target_len)) {
                 t->dead_reason = "out-of-memory";
                 return;
         }
-        t->bytes += w.id_len + w.target_len + 2; /* the decoded copies */
+        r->fire_at_ms = w.fire_at_ms;
         if (kd_conf_is_own_topic(f->conf, r->target)) {
                 /* would loop through us */
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
@@ -235,6 +232,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 return; /* seen before (re-delivery after a seek) */
         if (skip_done(f, p, m->offset))
                 return;
+        int probe = kd_probe_record(m); /* before the task takes m's headers */
         kd_task_t *t = kd_task_new(m);
         if (!t || kd_offtrack_add(&p->track, m->offset)) {
                 /* Not tracked, so never committed: a restart re-reads it. */
@@ -248,7 +246,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
         if (p->tasks)
                 p->tasks->prev = t;
         p->tasks = t;
-        if (kd_probe_record(m)) { /* a forwarder's clock probe: skip */
+        if (probe) { /* a forwarder's clock probe: skip */
                 f->mode->done(f, t);
                 return;
         }
@@ -261,28 +259,48 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 process(f, p);
 }
 
-static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts)
+/* 1 when the group rebalances incrementally (a cooperative assignor such
+ * as cooperative-sticky): an assignment or revoke names only the
+ * partitions that move, and the others keep flowing. */
+static int cooperative(const kd_fwd_t *f)
 {
-        rd_kafka_resp_err_t err = rd_kafka_assign(f->kafka.consumer, parts);
-        if (err) {
-                /* Nothing would be read or committed: exit for a restart. */
-                kd_log(f->conf, KDELAY_LOG_ERROR,
-                       "event=assign_failed err=\"%s\" action=exit",
-                       rd_kafka_err2str(err));
-                f->kafka.fatal = 1;
-                *f->stop = 1;
-        }
+        return !strcmp(rd_kafka_rebalance_protocol(f->kafka.consumer),
+                       "COOPERATIVE");
 }
 
-void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+/* Eager protocol: the whole assignment becomes parts (NULL: none).
+ * Cooperative: parts are added (add) or removed. */
+static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
+                   int add)
 {
-        kd_claim_new_generation(f);
-        if (f->mode->assigning(f, parts)) {
-                assign(f, NULL);
+        const char *why;
+        rd_kafka_error_t *error = NULL;
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (!cooperative(f))
+                err = rd_kafka_assign(f->kafka.consumer, add ? parts : NULL);
+        else if (add)
+                error = rd_kafka_incremental_assign(f->kafka.consumer, parts);
+        else
+                error = rd_kafka_incremental_unassign(f->kafka.consumer, parts);
+        if (!err && !error)
                 return;
-        }
-        f->intake.settled = 1;
-        size_t skipped = 0;
+        why = error ? rd_kafka_error_string(error) : rd_kafka_err2str(err);
+        /* Nothing would be read or committed: exit for a restart. */
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=assign_failed err=\"%s\" action=exit", why);
+        if (error)
+                rd_kafka_error_destroy(error);
+        f->kafka.fatal = 1;
+        *f->stop = 1;
+}
+
+/* Opens a partition for each tier topic's element of parts (the mode's
+ * offsets set); the count of offsets an earlier owner's done sets skip
+ * into *skipped. -1 when out of memory (logged; the forwarder stops). */
+static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
+                      size_t *skipped)
+{
+        *skipped = 0;
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 int64_t tier_ms;
@@ -292,8 +310,7 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 kd_part_t *p = calloc(1, sizeof(*p));
                 if (!p) {
                         kd_fwd_oom(f, "partition");
-                        assign(f, NULL);
-                        return;
+                        return -1;
                 }
                 kd_strlcpy(p->topic, tp->topic, sizeof(p->topic));
                 p->partition = tp->partition;
@@ -303,15 +320,34 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 kd_offtrack_init(&p->track);
                 f->mode->opened(f, p, tp);
                 for (size_t k = 0; k < p->skip_cnt; k++)
-                        skipped +=
+                        *skipped +=
                             (size_t)(p->skip[k].last - p->skip[k].first + 1);
                 p->next = f->intake.parts;
                 f->intake.parts = p;
         }
+        return 0;
+}
+
+void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+{
+        kd_claim_new_generation(f);
+        if (f->mode->assigning(f, parts)) {
+                if (!cooperative(f))
+                        assign(f, NULL, 0);
+                return; /* the mode stops the forwarder */
+        }
+        f->intake.settled = 1;
+        size_t skipped;
+        if (open_parts(f, parts, &skipped)) {
+                if (!cooperative(f))
+                        assign(f, NULL, 0);
+                return;
+        }
         kd_log(f->conf, KDELAY_LOG_INFO,
-               "event=partitions_assigned count=%d done_above_commit=%zu",
-               parts->cnt, skipped);
-        assign(f, parts);
+               "event=partitions_assigned count=%d done_above_commit=%zu "
+               "protocol=%s",
+               parts->cnt, skipped, cooperative(f) ? "cooperative" : "eager");
+        assign(f, parts, 1);
 }
 
 /* Drops everything held for p: not committed, so the next owner re-reads
@@ -350,19 +386,41 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
         p->skip_cnt = p->skip_pos = 0;
 }
 
-/* Drops every partition; their names go into l when given. */
-static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
+/* Drops every partition (only those revoking), their names into l when
+ * given. */
+static void drop(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l,
+                 int revoking_only)
 {
-        while (f->intake.parts) {
-                kd_part_t *p = f->intake.parts;
-                f->intake.parts = p->next;
+        for (kd_part_t **pp = &f->intake.parts; *pp;) {
+                kd_part_t *p = *pp;
+                if (revoking_only && !p->revoking) {
+                        pp = &p->next;
+                        continue;
+                }
+                *pp = p->next;
                 if (l)
                         rd_kafka_topic_partition_list_add(l, p->topic,
                                                           p->partition);
                 part_drop(f, p);
                 free(p);
         }
-        kd_timer_disarm(&f->timers, &f->intake.room);
+        if (!f->intake.parts)
+                kd_timer_disarm(&f->timers, &f->intake.room);
+}
+
+static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
+{
+        drop(f, l, 0);
+}
+
+/* Marks the partitions of parts as revoking (all when parts is NULL). */
+static void mark_revoking(kd_fwd_t *f,
+                          const rd_kafka_topic_partition_list_t *parts)
+{
+        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+                p->revoking =
+                    !parts || rd_kafka_topic_partition_list_find(
+                                  parts, p->topic, p->partition) != NULL;
 }
 
 /* Fires the tasks already claimed here (due within claim_ahead) when they
@@ -373,6 +431,8 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
         for (;;) {
                 int64_t now = kd_fwd_now(f), next = INT64_MAX;
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                        if (!p->revoking)
+                                continue;
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                                 nx = t->next; /* a produce may free t */
                                 if (t->state != KD_TASK_CLAIMED &&
@@ -404,6 +464,8 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 static void hand_over(kd_fwd_t *f)
 {
         for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                if (!p->revoking)
+                        continue;
                 for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                         nx = t->next; /* a produce may free t */
                         switch (t->state) {
@@ -428,9 +490,41 @@ static void hand_over(kd_fwd_t *f)
         }
 }
 
+/* Opens the partitions of l again at their committed offsets, as the
+ * mode reads them (with exactly_once's done sets), and moves each fetch
+ * there: the cooperative protocol's rewind, which keeps the assignment. */
+static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
+{
+        size_t skipped;
+        kd_claim_new_generation(f);
+        if (f->mode->assigning(f, l) || open_parts(f, l, &skipped))
+                return; /* the forwarder stops */
+        for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].offset < 0)
+                        l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_error_t *error =
+            rd_kafka_seek_partitions(f->kafka.consumer, l, 10000);
+        for (int i = 0; !error && i < l->cnt; i++)
+                if (l->elems[i].err)
+                        error = rd_kafka_error_new(l->elems[i].err, "%s [%d]",
+                                                   l->elems[i].topic,
+                                                   (int)l->elems[i].partition);
+        if (!error)
+                return;
+        /* Reads would go on from where they were, past what was aborted. */
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=seek_failed err=\"%s\" action=exit",
+               rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+        f->kafka.fatal = 1;
+        *f->stop = 1;
+}
+
 void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
+        int coop = cooperative(f);
         f->intake.settled = 0;
+        mark_revoking(f, coop ? parts : NULL);
         int64_t deadline =
             f->shutdown_deadline
                 ? f->shutdown_deadline
@@ -450,15 +544,24 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         /* Let in-flight produces finish so their offsets are committed
          * and the next owner does not produce them again. */
         kd_fire_drain(f, deadline);
-        f->mode->revoke(f, deadline);
+        int aborted = f->mode->revoke(f, deadline);
         kd_settle_flush(f);
         store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
         kd_store_wait(f, store_deadline < deadline ? store_deadline : deadline);
-        drop_all(f, NULL);
+        drop(f, NULL, 1);
         kd_log(f->conf, KDELAY_LOG_INFO,
-               "event=partitions_revoked count=%d inflight_abandoned=%zu",
-               parts->cnt, f->kafka.inflight);
-        assign(f, NULL);
+               "event=partitions_revoked count=%d inflight_abandoned=%zu "
+               "kept=%d",
+               parts->cnt, f->kafka.inflight, f->intake.parts != NULL);
+        assign(f, parts, 0);
+        if (!coop)
+                return;
+        /* The claims handed over stay under this generation's tokens: a
+         * copy read later in a partition that stays must not take them
+         * for a holder alive here. */
+        kd_claim_new_generation(f);
+        if (aborted && f->intake.parts)
+                kd_intake_rewind(f); /* the abort undid their work too */
 }
 
 void kd_intake_rewind(kd_fwd_t *f)
@@ -476,8 +579,13 @@ void kd_intake_rewind(kd_fwd_t *f)
         kd_log(f->conf, KDELAY_LOG_NOTICE, "event=partitions_rewound count=%zu",
                n);
         /* A fresh assignment restarts every fetch at the committed offset
-         * and discards what was prefetched. */
-        kd_intake_assign(f, l);
+         * and discards what was prefetched; the cooperative protocol keeps
+         * its assignment and seeks (a seek discards what was prefetched
+         * too). */
+        if (cooperative(f))
+                reopen(f, l);
+        else
+                kd_intake_assign(f, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
 

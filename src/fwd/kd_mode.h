@@ -58,8 +58,9 @@ struct kd_mode_ops {
         void (*done)(kd_fwd_t *f, kd_task_t *t);
 
         /* Commit offsets before the partitions go (revoke), within
-         * deadline (monotonic ms). */
-        void (*revoke)(kd_fwd_t *f, int64_t deadline);
+         * deadline (monotonic ms). 1 when what it committed was aborted
+         * instead (partitions that stay must then be rewound). */
+        int (*revoke)(kd_fwd_t *f, int64_t deadline);
         /* A new producer replaced one that failed for good (fwd.c):
          * exactly_once initialises its transactions (fencing the old one,
          * which aborts its transaction) and rewinds. */

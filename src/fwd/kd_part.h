@@ -28,6 +28,7 @@ struct kd_part {
         kd_offtrack_t track;
         int64_t committed; /* last commit point sent, -1 none */
         int create_time;   /* a record without LogAppendTime was logged */
+        int revoking;      /* in the revoke being handled */
         /* Exactly-once: records above the committed offset that an earlier
          * owner handled (its committed done set); skipped when read. */
         kd_offrange_t *skip; /* owned */

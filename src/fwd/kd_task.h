@@ -20,14 +20,15 @@ struct kd_store_req;
 typedef struct kd_taskrec {
         int64_t offset;
         int64_t append_ms; /* LogAppendTime of the source record */
-        void *key;         /* owned; NULL = null key */
+        void *key; /* in the task's own block (kd_task_new); NULL = null key */
         size_t key_len;
-        void *value; /* owned; NULL = null value */
+        void *value; /* in the task's own block; NULL = null value */
         size_t value_len;
-        rd_kafka_headers_t *hdrs; /* owned copy; may be NULL */
+        rd_kafka_headers_t *hdrs; /* owned (taken from the message); may be
+                                     NULL */
         /* Decoded from the headers (NULL/0 when the record is malformed). */
-        char *id;     /* owned, NUL-terminated */
-        char *target; /* owned */
+        char *id;     /* owned, NUL-terminated: one block with target */
+        char *target; /* inside id's block, NUL-terminated */
         int64_t fire_at_ms;
 } kd_taskrec_t;
 
@@ -76,9 +77,14 @@ static inline kd_task_t *kd_task_of_timer(kd_timer_t *tm)
         return (kd_task_t *)((char *)tm - offsetof(kd_task_t, timer));
 }
 
-/* A task copied out of m (its decoded fields still unset); NULL when out
- * of memory. The caller owns it (kd_task_free). */
-kd_task_t *kd_task_new(const rd_kafka_message_t *m);
+/* A task copied out of m (its decoded fields still unset), in one block
+ * with m's key and value; m's headers are taken over, not copied (m has
+ * none afterwards). NULL when out of memory (m keeps its headers). The
+ * caller owns the task (kd_task_free). */
+kd_task_t *kd_task_new(rd_kafka_message_t *m);
+/* Sets t's id and target (copies, in one block); -1 when out of memory. */
+int kd_task_set_ids(kd_task_t *t, const char *id, size_t id_len,
+                    const char *target, size_t target_len);
 /* Frees t's record and t; t must be out of every queue, list and timer. */
 void kd_task_free(kd_task_t *t);
 

@@ -172,10 +172,11 @@ static int alo_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
         return 0; /* the fire stage retries or dead-letters it */
 }
 
-static void alo_revoke(kd_fwd_t *f, int64_t deadline)
+static int alo_revoke(kd_fwd_t *f, int64_t deadline)
 {
         (void)deadline; /* a synchronous commit has its own timeout */
         commit(f, 1);
+        return 0; /* a failed commit is sent again (alo_committed) */
 }
 
 /* A new producer: the old one's produces were purged, and the fire stage

@@ -651,7 +651,7 @@ static void eos_done(kd_fwd_t *f, kd_task_t *t)
         kd_settle_done(f, t);
 }
 
-static void eos_revoke(kd_fwd_t *f, int64_t deadline)
+static int eos_revoke(kd_fwd_t *f, int64_t deadline)
 {
         /* The fires and hand-overs commit with the offsets while this
          * generation still owns the partitions; aborted, the next owner
@@ -659,8 +659,9 @@ static void eos_revoke(kd_fwd_t *f, int64_t deadline)
          * the whole group waits for this. */
         int64_t saved = f->shutdown_deadline;
         f->shutdown_deadline = deadline;
-        txn_commit(f);
+        kd_txn_result_t r = txn_commit(f);
         f->shutdown_deadline = saved;
+        return r == KD_TXN_ABORTED;
 }
 
 /* Offsets go with the transactions; the consumer commits none. */

@@ -1,7 +1,6 @@
 /* Tasks: copied out of consumed records, freed when handled; the task
  * FIFO. Owns nothing beyond each task's record (kd_task.h). */
 #include "kd_task.h"
-#include "kd_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,38 +18,52 @@ static size_t headers_bytes(const rd_kafka_headers_t *h)
         return total;
 }
 
-kd_task_t *kd_task_new(const rd_kafka_message_t *m)
+kd_task_t *kd_task_new(rd_kafka_message_t *m)
 {
-        kd_task_t *t = calloc(1, sizeof(*t));
+        /* One block: the task, then its key and value. */
+        kd_task_t *t = calloc(1, sizeof(*t) + m->key_len + m->len);
         if (!t)
                 return NULL;
         kd_timer_init(&t->timer, NULL, NULL);
         kd_taskrec_t *r = &t->rec;
+        char *tail = (char *)(t + 1);
         r->offset = m->offset;
         r->append_ms = rd_kafka_message_timestamp(m, NULL);
         r->key_len = m->key_len;
         r->value_len = m->len;
-        r->key = kd_memdup(m->key, m->key_len);
-        r->value = kd_memdup(m->payload, m->len);
-        rd_kafka_headers_t *h = NULL;
-        if (!rd_kafka_message_headers(m, &h) && h)
-                r->hdrs = rd_kafka_headers_copy(h);
-        if ((m->key && !r->key) || (m->payload && !r->value) ||
-            (h && !r->hdrs)) {
-                kd_task_free(t);
-                return NULL;
+        if (m->key) {
+                r->key = memcpy(tail, m->key, m->key_len);
+                tail += m->key_len;
         }
+        if (m->payload)
+                r->value = memcpy(tail, m->payload, m->len);
+        rd_kafka_headers_t *h = NULL;
+        if (!rd_kafka_message_detach_headers(m, &h))
+                r->hdrs = h; /* otherwise none, or unparseable */
         t->bytes = sizeof(*t) + m->key_len + m->len + headers_bytes(r->hdrs);
         return t;
+}
+
+int kd_task_set_ids(kd_task_t *t, const char *id, size_t id_len,
+                    const char *target, size_t target_len)
+{
+        char *b = malloc(id_len + target_len + 2);
+        if (!b)
+                return -1;
+        memcpy(b, id, id_len);
+        b[id_len] = '\0';
+        memcpy(b + id_len + 1, target, target_len);
+        b[id_len + 1 + target_len] = '\0';
+        t->rec.id = b;
+        t->rec.target = b + id_len + 1;
+        t->bytes += id_len + target_len + 2;
+        return 0;
 }
 
 void kd_task_free(kd_task_t *t)
 {
         kd_taskrec_t *r = &t->rec;
-        free(r->id);
-        free(r->target);
-        free(r->key);
-        free(r->value);
+        free(r->id); /* and target */
         if (r->hdrs)
                 rd_kafka_headers_destroy(r->hdrs);
         free(t);

@@ -252,6 +252,24 @@ static int kafka_near(const tt_faults_t *fs, int64_t term_ms)
         return down_now || start + TT_KAFKA_SETTLE_MS >= term_ms;
 }
 
+/* Counts how a forwarder stopped with SIGTERM at term_ms (wall) exited:
+ * cleanly, with exit 1 near a Kafka stop (the documented exit with a
+ * transaction unresolved, or a second fatal producer error while the
+ * coordinators load), or uncleanly. */
+static void note_term(tt_faults_t *fs, int slot, int rc, int64_t term_ms)
+{
+        tt_fault_counts_t *c = &fs->counts;
+        if (tt_fleet_clean_term(fs->fleet, slot, rc))
+                return;
+        int down = rc == 1 && kafka_near(fs, term_ms);
+        if (down)
+                c->terms_kafka_down++;
+        else
+                c->unclean_terms++;
+        tt_log("event=forwarder_unclean_exit slot=%d rc=%d kafka_down=%d", slot,
+               rc, down);
+}
+
 static int start_slot(tt_faults_t *fs, int slot)
 {
         int rc = tt_fleet_start(fs->fleet, slot);
@@ -286,19 +304,9 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                         break;
                 f->done_slot = fs->v[f->ref].done_slot;
                 f->rc = tt_fleet_wait(fl, f->done_slot, 30000);
-                if (fs->v[f->ref].kind == TT_F_TERM &&
-                    !tt_fleet_clean_term(fl, f->done_slot, f->rc)) {
-                        int down =
-                            f->rc == 1 &&
-                            kafka_near(fs, fs->t0 + fs->v[f->ref].began_rel);
-                        if (down)
-                                c->terms_kafka_down++;
-                        else
-                                c->unclean_terms++;
-                        tt_log("event=forwarder_unclean_exit slot=%d rc=%d "
-                               "kafka_down=%d",
-                               f->done_slot, f->rc, down);
-                }
+                if (fs->v[f->ref].kind == TT_F_TERM)
+                        note_term(fs, f->done_slot, f->rc,
+                                  fs->t0 + fs->v[f->ref].began_rel);
                 f->rc = start_slot(fs, f->done_slot);
                 break;
         case TT_F_MYSQL_STOP:
@@ -320,9 +328,9 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                         break;
                 f->done_slot = f->slot;
                 if (tt_fleet_running(fl, f->slot)) {
-                        int rc = tt_fleet_stop(fl, f->slot, SIGTERM);
-                        if (!tt_fleet_clean_term(fl, f->slot, rc))
-                                c->unclean_terms++;
+                        int64_t at = kd_now_ms();
+                        note_term(fs, f->slot,
+                                  tt_fleet_stop(fl, f->slot, SIGTERM), at);
                 } else {
                         tt_fleet_wait(fl, f->slot, 30000);
                 }
@@ -369,7 +377,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 f->done_slot = f->slot;
                 f->rc = tt_fleet_stop(fl, f->slot, SIGTERM);
                 c->removed++;
-                c->unclean_terms += f->rc != 0;
+                note_term(fs, f->slot, f->rc, kd_now_ms());
                 break;
         case TT_F_OUTAGE_BEGIN:
                 c->outage_begin = kd_now_ms();
