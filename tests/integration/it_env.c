@@ -56,6 +56,23 @@ void it_unique(char *buf, size_t size, const char *stem)
                  (long long)(kd_now_ms() % 100000));
 }
 
+kdelay_err_t it_schedule_v(kdelay_client_t *c, const char *topic,
+                           const char *stem, long i, int64_t fire_at_ms,
+                           char *errstr, size_t errstr_size)
+{
+        char id[128];
+        snprintf(id, sizeof(id), "%s-%ld", stem, i);
+        kdelay_task_t t;
+        kdelay_task_init(&t);
+        t.topic = topic;
+        t.id = id;
+        t.value = "v";
+        t.value_len = 1;
+        t.fire_at_ms = fire_at_ms;
+        return kdelay_schedule_async(c, &t, NULL, NULL, NULL, 0, errstr,
+                                     errstr_size);
+}
+
 kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url)
 {
         kdelay_conf_t *conf = kdelay_conf_new();

@@ -27,6 +27,13 @@ void it_unique(char *buf, size_t size, const char *stem);
  * and mysql.url `mysql_url` (NULL = the stack's). Caller owns it. */
 kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url);
 
+/* Schedules task "<stem>-<i>" (value "v") to topic at fire_at_ms through
+ * c, without waiting for its delivery report (kdelay_flush does). The
+ * library's result; errstr gets why. */
+kdelay_err_t it_schedule_v(kdelay_client_t *c, const char *topic,
+                           const char *stem, long i, int64_t fire_at_ms,
+                           char *errstr, size_t errstr_size);
+
 /* Creates a fresh database `name` as the URL's user (root on the local
  * stack), applies the schema when `migrate`, and writes its URL into
  * url_out. 0 on success. */

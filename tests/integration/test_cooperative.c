@@ -42,17 +42,8 @@ static int schedule(const char *prefix, const char *url, const char *target,
         int rc = 0;
         for (int i = 0; i < N_TASKS && !rc; i++) {
                 fire_at[i] = t0 + DUE_FROM + i * DUE_SPAN / N_TASKS;
-                char id[64];
-                snprintf(id, sizeof(id), "%s-%d", prefix, i);
-                kdelay_task_t t;
-                kdelay_task_init(&t);
-                t.topic = target;
-                t.id = id;
-                t.value = "v";
-                t.value_len = 1;
-                t.fire_at_ms = fire_at[i];
-                rc = kdelay_schedule_async(c, &t, NULL, NULL, NULL, 0, errstr,
-                                           sizeof(errstr)) != KDELAY_OK;
+                rc = it_schedule_v(c, target, prefix, i, fire_at[i], errstr,
+                                   sizeof(errstr)) != KDELAY_OK;
         }
         if (kdelay_flush(c, 30000) != KDELAY_OK)
                 rc = -1;

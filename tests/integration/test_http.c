@@ -241,19 +241,11 @@ static void test_metrics_health_and_readiness(void)
                               KDELAY_OK);
         int64_t t0 = kd_now_ms();
         for (int i = 0; i < N_TASKS; i++) {
-                char id[64];
-                snprintf(id, sizeof(id), "%s-%d", prefix, i);
-                kdelay_task_t t;
-                kdelay_task_init(&t);
-                t.topic = target;
-                t.id = id;
-                t.value = "v";
-                t.value_len = 1;
-                t.fire_at_ms = t0 + 2 * SEC + i * (2 * SEC) / N_TASKS;
-                CU_ASSERT_EQUAL_FATAL(kdelay_schedule_async(c, &t, NULL, NULL,
-                                                            NULL, 0, errstr,
-                                                            sizeof(errstr)),
-                                      KDELAY_OK);
+                CU_ASSERT_EQUAL_FATAL(
+                    it_schedule_v(c, target, prefix, i,
+                                  t0 + 2 * SEC + i * (2 * SEC) / N_TASKS,
+                                  errstr, sizeof(errstr)),
+                    KDELAY_OK);
         }
         CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
         kdelay_client_destroy(c);

@@ -65,19 +65,10 @@ static int schedule_all(const char *prefix, const char *url, const char *tiers,
                 return -1;
         }
         int rc = 0;
-        for (size_t i = 0; i < n && !rc; i++) {
-                kdelay_task_t t;
-                char id[64];
-                snprintf(id, sizeof(id), "%s-%zu", id_stem, id_base + i);
-                kdelay_task_init(&t);
-                t.topic = target;
-                t.id = id;
-                t.value = "v";
-                t.value_len = 1;
-                t.fire_at_ms = fire_at[i];
-                rc = kdelay_schedule_async(c, &t, NULL, NULL, NULL, 0, errstr,
-                                           sizeof(errstr)) != KDELAY_OK;
-        }
+        for (size_t i = 0; i < n && !rc; i++)
+                rc = it_schedule_v(c, target, id_stem, (long)(id_base + i),
+                                   fire_at[i], errstr,
+                                   sizeof(errstr)) != KDELAY_OK;
         if (!rc)
                 rc = kdelay_flush(c, 30000) != KDELAY_OK;
         kdelay_client_destroy(c);

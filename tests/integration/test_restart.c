@@ -56,18 +56,9 @@ static void test_static_member_recovers_in_seconds(void)
                 fire_at[i] = i < N_SPREAD
                                  ? t0 + 4 * SEC + i * (10 * SEC) / N_SPREAD
                                  : t0 + KILL_AT + 300;
-                char id[64];
-                snprintf(id, sizeof(id), "%s-%d", prefix, i);
-                kdelay_task_t t;
-                kdelay_task_init(&t);
-                t.topic = target;
-                t.id = id;
-                t.value = "v";
-                t.value_len = 1;
-                t.fire_at_ms = fire_at[i];
-                CU_ASSERT_EQUAL_FATAL(kdelay_schedule_async(c, &t, NULL, NULL,
-                                                            NULL, 0, errstr,
-                                                            sizeof(errstr)),
+                CU_ASSERT_EQUAL_FATAL(it_schedule_v(c, target, prefix, i,
+                                                    fire_at[i], errstr,
+                                                    sizeof(errstr)),
                                       KDELAY_OK);
         }
         CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
