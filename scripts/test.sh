@@ -73,12 +73,13 @@ log event=stack_ready brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL"
 # libconfig 1.5.
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-run_ctest() {
-  log event=ctest dir="$1"
-  (cd "$1" && ctest --output-on-failure --timeout 600)
+run_ctest() { # DIR [ctest args...]
+  local dir=$1; shift
+  log event=ctest dir="$dir"
+  (cd "$dir" && ctest --output-on-failure --timeout 600 "$@")
   # The forwarder test's figures (lateness, duplicates, back-pressure).
   grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled)' \
-    "$1/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
+    "$dir/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
 }
 run_ctest build/test
 
@@ -100,6 +101,7 @@ if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
   run_torture exactly_once
 fi
 
-[ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && run_ctest build/asan
+# The benchmark's small profile (label bench) only in the plain build.
+[ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && run_ctest build/asan -LE bench
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

@@ -11,8 +11,7 @@
 #include "kd_conf.h"
 #include "kd_fate.h"
 #include "kd_log.h"
-#include "kd_taskid.h"
-#include "kd_tiers.h"
+#include "kd_record.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -191,131 +190,31 @@ void kdelay_client_destroy(kdelay_client_t *c)
         free(c);
 }
 
-/* Checks task and resolves its due time and id. */
-static kdelay_err_t task_check(const kdelay_client_t *c, const kdelay_task_t *t,
-                               int64_t now, int64_t *fire_atp, char *id,
-                               size_t id_size, char *errstr, size_t errstr_size)
-{
-        if (!t || !t->topic)
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "a task needs a target topic");
-        if (!kd_wire_topic_valid(t->topic, strlen(t->topic)))
-                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
-                               "target topic \"%.64s\" is not a valid Kafka "
-                               "topic name (1..249 of [A-Za-z0-9._-], not . "
-                               "or ..)",
-                               t->topic);
-        if (kd_conf_is_own_topic(c->conf, t->topic))
-                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
-                               "target topic \"%s\" is one of kdelay's own "
-                               "topics",
-                               t->topic);
-        if ((t->key_len && !t->key) || (t->value_len && !t->value))
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "key/value length given without data");
-        for (size_t i = 0; i < t->header_cnt; i++) {
-                const kdelay_header_t *h = &t->headers[i];
-                if (!kd_wire_user_header_valid(h->name))
-                        return kd_fail(KDELAY_ERR_INVALID_HEADER, errstr,
-                                       errstr_size,
-                                       "header \"%.64s\": names must be "
-                                       "non-empty and not start with "
-                                       "\"kdelay-\"",
-                                       h->name ? h->name : "");
-                if (h->value_len && !h->value)
-                        return kd_fail(KDELAY_ERR_INVALID_HEADER, errstr,
-                                       errstr_size,
-                                       "header \"%.64s\": length without "
-                                       "value",
-                                       h->name);
-        }
-        int has_at = t->fire_at_ms != KDELAY_TIME_UNSET;
-        int has_delay = t->delay_ms != KDELAY_TIME_UNSET;
-        if (has_at == has_delay)
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "set exactly one of fire_at_ms and delay_ms");
-        if (has_delay && (t->delay_ms < 0 || t->delay_ms > KDELAY_MAX_DELAY_MS))
-                return kd_fail(KDELAY_ERR_INVALID_TIME, errstr, errstr_size,
-                               "delay %lld ms is outside 0 .. 10 years",
-                               (long long)t->delay_ms);
-        if (has_at &&
-            (t->fire_at_ms < 0 || t->fire_at_ms - now > KDELAY_MAX_DELAY_MS))
-                return kd_fail(KDELAY_ERR_INVALID_TIME, errstr, errstr_size,
-                               "due time %lld is before 1970 or more than 10 "
-                               "years ahead",
-                               (long long)t->fire_at_ms);
-        /* An absolute time already past is accepted and fires at once:
-         * whoever computed it is late, and dropping the task would lose it.*/
-        *fire_atp = has_at ? t->fire_at_ms : now + t->delay_ms;
-
-        if (t->id) {
-                size_t n = strlen(t->id);
-                if (!kd_wire_id_valid(t->id, n))
-                        return kd_fail(KDELAY_ERR_INVALID_ID, errstr,
-                                       errstr_size,
-                                       "task id must be 1..%d bytes of "
-                                       "UTF-8 (got %zu bytes)",
-                                       KDELAY_ID_MAX, n);
-                kd_strlcpy(id, t->id, id_size);
-                return KDELAY_OK;
-        }
-        if (kd_taskid_generate(id, id_size) != KDELAY_OK)
-                return kd_fail(KDELAY_ERR_SYSTEM, errstr, errstr_size,
-                               "cannot read random bytes for a task id");
-        return KDELAY_OK;
-}
-
-/* Validates and enqueues; p->id receives the id. */
+/* Validates and enqueues (the record path shared with kdelay_produce:
+ * kd_record.h); p->id receives the id. */
 static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                             kd_pending_t *p, char *errstr, size_t errstr_size)
 {
-        int64_t now = kd_now_ms();
-        int64_t fire_at = 0;
-        kdelay_err_t err = task_check(c, t, now, &fire_at, p->id, sizeof(p->id),
-                                      errstr, errstr_size);
+        kd_record_t rec;
+        kdelay_err_t err =
+            kd_record_make(c->conf, t, p->id_out != NULL, p->id_out_size, &rec,
+                           errstr, errstr_size);
         if (err)
                 return err;
-        /* A cut id would cancel some other task: refuse instead. */
-        if (p->id_out && p->id_out_size <= strlen(p->id))
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "id_out holds %zu bytes, the id needs %zu",
-                               p->id_out_size, strlen(p->id) + 1);
-        size_t tier = kd_tiers_choose(&c->conf->tiers, fire_at - now);
-        char topic[256];
-        kd_tiers_topic(&c->conf->tiers, tier, c->conf->topic_prefix, topic,
-                       sizeof(topic));
-        rd_kafka_headers_t *hdrs;
-        if ((err = producer_start(c, errstr, errstr_size)))
+        kd_strlcpy(p->id, rec.id, sizeof(p->id));
+        if ((err = producer_start(c, errstr, errstr_size))) {
+                kd_record_clear(&rec);
                 return err;
-        rd_kafka_t *rk = producer_get(c);
-        if ((err = kd_wire_encode(&hdrs, p->id, t->topic, fire_at, t->headers,
-                                  t->header_cnt)))
-                return kd_fail(err, errstr, errstr_size, "out of memory");
+        }
         p->client = c;
         /* Counted before producev: another thread's poll may report the
          * task before producev returns. */
         atomic_fetch_add(&c->pending, 1);
-        rd_kafka_resp_err_t kerr = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(topic),
-            RD_KAFKA_V_KEY((void *)t->key, t->key_len),
-            RD_KAFKA_V_VALUE((void *)t->value, t->value_len),
-            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_OPAQUE(p), RD_KAFKA_V_END);
-        if (kerr) {
+        err = kd_record_produce(producer_get(c), &rec, t, p, c->conf, "client",
+                                errstr, errstr_size);
+        if (err)
                 atomic_fetch_sub(&c->pending, 1);
-                rd_kafka_headers_destroy(hdrs);
-                return kd_fail(kerr == RD_KAFKA_RESP_ERR__QUEUE_FULL
-                                   ? KDELAY_ERR_QUEUE_FULL
-                                   : KDELAY_ERR_KAFKA,
-                               errstr, errstr_size, "cannot produce to %s: %s",
-                               topic, rd_kafka_err2str(kerr));
-        }
-        char qid[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qtopic[300];
-        kd_log(c->conf, KDELAY_LOG_DEBUG,
-               "event=task_produced id=%s topic=%s fire_at=%lld",
-               kd_log_quote(p->id, qid, sizeof(qid)),
-               kd_log_quote(topic, qtopic, sizeof(qtopic)), (long long)fire_at);
-        return KDELAY_OK;
+        return err;
 }
 
 static void id_copy_out(const char *id, char *id_out, size_t id_out_size)
