@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_time.h"
+#include "kd_conf.h"
+#include "kd_log.h"
 
 #define KD_SCHED_HEADERS_MAX 64
 
@@ -40,6 +42,11 @@ static const char kd_schedule_help[] =
     "2026-12-01T09:00:00.5+01:00)\n"
     "  --id ID              task id, 1..128 bytes UTF-8 (default: a new "
     "ULID)\n"
+    "                       The id is the task's identity: a task whose id\n"
+    "                       already has a fate (FIRED, CANCELLED) is dropped\n"
+    "                       when it comes due, and counted by the forwarder;\n"
+    "                       with mysql.url set, schedule warns about such an\n"
+    "                       id and schedules it all the same.\n"
     "  --header NAME=VALUE  user header, repeatable; names kdelay-* are "
     "reserved\n"
     "\n";
@@ -138,6 +145,29 @@ static int resolve_time(sched_args_t *a)
         return KD_EXIT_OK;
 }
 
+/* An id is the task's identity: one that already has a fate is dropped
+ * when it comes due. Warned, not refused: the caller may mean it (a
+ * re-run that must not fire twice). */
+static void warn_if_decided(const kd_cli_t *cli, kdelay_client_t *client,
+                            const char *id)
+{
+        char errstr[512], q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        kdelay_status_t st;
+        kd_log_quote(id, q, sizeof(q));
+        kdelay_err_t err =
+            kdelay_status(client, id, &st, errstr, sizeof(errstr));
+        if (err)
+                fprintf(stderr,
+                        "%s: warning: could not check whether id %s already "
+                        "has a fate: %s\n",
+                        cli->prog, q, errstr);
+        else if (st.fate != KDELAY_FATE_UNDECIDED)
+                fprintf(stderr,
+                        "%s: warning: id %s already has a fate (%s): a task "
+                        "with this id is dropped when it comes due\n",
+                        cli->prog, q, kdelay_fate_str(st.fate));
+}
+
 int kd_ctl_schedule(int argc, char **argv)
 {
         kd_cli_t cli;
@@ -165,10 +195,13 @@ int kd_ctl_schedule(int argc, char **argv)
                 char errstr[512];
                 char id[KDELAY_ID_MAX + 1];
                 kdelay_client_t *client = NULL;
+                int check = a.task.id && cli.conf->mysql_url;
                 kdelay_err_t err = kdelay_client_new(&client, cli.conf, errstr,
                                                      sizeof(errstr));
                 if (!err) {
                         cli.conf = NULL; /* the client owns it now */
+                        if (check)
+                                warn_if_decided(&cli, client, a.task.id);
                         err = kdelay_schedule(client, &a.task, id, sizeof(id),
                                               errstr, sizeof(errstr));
                         kdelay_client_destroy(client);

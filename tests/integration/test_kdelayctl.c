@@ -395,6 +395,13 @@ static void test_cancel_and_status(void)
         CU_ASSERT_EQUAL(ctl("cancel", id), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "CANCELLED"));
         CU_ASSERT_EQUAL(ctl("cancel", id), 0);
+        /* An id is the task's identity: scheduling one that has a fate
+         * goes ahead, with a warning that the task will be dropped. */
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t1", "--value", "v",
+                            "--delay", "1h", "--id", id),
+                        0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "already has a fate (CANCELLED)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, id));
         CU_ASSERT_EQUAL_FATAL(ctl("status", "--json", id), 0);
         cJSON *j = cJSON_Parse(out);
         CU_ASSERT_PTR_NOT_NULL_FATAL(j);
