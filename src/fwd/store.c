@@ -109,8 +109,10 @@ int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
 {
         kd_fate_claim_t *it = &r->fw.items[i];
         size_t id_len = strlen(t->rec.id), tok_len = strlen(t->token);
-        /* One buffer per item: the id, then the token. */
-        char *buf = malloc(id_len + tok_len + 2);
+        size_t top_len = t->part ? strlen(t->part->topic) : 0;
+        /* One buffer per item: the id, the token, the source topic (the
+         * task may be gone before the worker is done with the item). */
+        char *buf = malloc(id_len + tok_len + top_len + 3);
         if (!buf)
                 return -1;
         memcpy(buf, t->rec.id, id_len + 1);
@@ -119,6 +121,14 @@ int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
         it->id_len = id_len;
         it->token = buf + id_len + 1;
         it->fire_at_ms = t->rec.fire_at_ms;
+        it->src_topic = NULL;
+        if (t->part) {
+                char *topic = buf + id_len + tok_len + 2;
+                memcpy(topic, t->part->topic, top_len + 1);
+                it->src_topic = topic;
+                it->src_partition = t->part->partition;
+                it->src_offset = t->rec.offset;
+        }
         if (row_owner)
                 kd_strlcpy(it->row_owner, row_owner, sizeof(it->row_owner));
         r->tasks[i] = t;

@@ -82,6 +82,11 @@ static kdelay_err_t check_items(const kd_fate_claim_t *items, size_t n,
                                     "takeover token missing or over %d "
                                     "bytes",
                                     KD_FATE_OWNER_MAX);
+                if (!err && items[i].src_topic &&
+                    strlen(items[i].src_topic) > 255)
+                        err =
+                            kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                                    "source topic over 255 bytes");
         }
         return err;
 }
@@ -227,4 +232,32 @@ kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                                "gc batch %d is negative", batch);
         return store->ops->gc(store->impl, due_before_ms, decided_before_ms,
                               batch, deletedp, errstr, errstr_size);
+}
+
+kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
+                            kd_fate_firing_t *rows, size_t max, size_t *np,
+                            char *errstr, size_t errstr_size)
+{
+        *np = 0;
+        if (!rows && max)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "no room for the rows");
+        if (max == 0)
+                return KDELAY_OK;
+        return store->ops->firing(store->impl, updated_before_ms, rows, max, np,
+                                  errstr, errstr_size);
+}
+
+kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
+                            const size_t *id_lens, size_t n,
+                            kdelay_fate_t *fates, char *errstr,
+                            size_t errstr_size)
+{
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (err || n == 0)
+                return err;
+        for (size_t i = 0; i < n; i++)
+                fates[i] = KDELAY_FATE_UNDECIDED;
+        return store->ops->lookup(store->impl, ids, id_lens, n, fates, errstr,
+                                  errstr_size);
 }

@@ -91,6 +91,16 @@ static void set_owner(kd_memrow_t *r, const char *owner, size_t len)
         r->has_owner = 1;
 }
 
+/* The source columns of a claim item that has one. */
+static void set_source(kd_memrow_t *r, const kd_fate_claim_t *it)
+{
+        if (!it->src_topic)
+                return;
+        kd_strlcpy(r->src_topic, it->src_topic, sizeof(r->src_topic));
+        r->src_partition = it->src_partition;
+        r->src_offset = it->src_offset;
+}
+
 static kdelay_err_t mem_connect(void *impl, char *errstr, size_t errstr_size)
 {
         kd_fate_mem_t *m = impl;
@@ -215,6 +225,7 @@ static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                 if (len)
                         set_owner(r, tok, len);
                 set_lease(r, items[i].lease_ms);
+                set_source(r, &items[i]);
                 r->decided_at_ms = r->updated_at_ms = now;
                 kd_memtab_link(&m->rows, r);
                 (*insertedp)++;
@@ -286,6 +297,15 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 const kd_fate_claim_t *first = &items[first_of(items, i)];
                 set_owner(r, first->token, strlen(first->token));
                 set_lease(r, first->lease_ms);
+                /* The statement's source CASE names only items with one. */
+                for (size_t j = 0; j <= i; j++)
+                        if (items[j].src_topic &&
+                            items[j].id_len == items[i].id_len &&
+                            !memcmp(items[j].id, items[i].id,
+                                    items[i].id_len)) {
+                                set_source(r, &items[j]);
+                                break;
+                        }
                 r->updated_at_ms = now;
         }
         read_back(m, items, n);
@@ -374,6 +394,72 @@ static kdelay_err_t mem_gc(void *impl, int64_t due_before_ms,
         return leave(m, 1, KDELAY_OK);
 }
 
+typedef struct kd_firing_scan {
+        int64_t before;
+        kd_fate_firing_t *rows;
+        size_t max, n;
+} kd_firing_scan_t;
+
+/* Keeps the max oldest FIRING rows changed before `before`, in rows[]
+ * ordered by change time (an insertion sort: audits list a few). */
+static void firing_row(const kd_memrow_t *r, void *arg)
+{
+        kd_firing_scan_t *s = arg;
+        if (r->fate != KDELAY_FATE_FIRING || r->updated_at_ms >= s->before)
+                return;
+        size_t at = s->n;
+        while (at > 0 && s->rows[at - 1].updated_at_ms > r->updated_at_ms)
+                at--;
+        if (at >= s->max)
+                return;
+        size_t keep = s->n < s->max ? s->n : s->max - 1;
+        memmove(&s->rows[at + 1], &s->rows[at],
+                (keep - at) * sizeof(s->rows[0]));
+        kd_fate_firing_t *f = &s->rows[at];
+        memset(f, 0, sizeof(*f));
+        memcpy(f->id, r->id, r->id_len);
+        f->id_len = r->id_len;
+        if (r->has_owner)
+                kd_strlcpy(f->owner, r->owner, sizeof(f->owner));
+        f->fire_at_ms = r->has_fire_at ? r->fire_at_ms : -1;
+        f->updated_at_ms = r->updated_at_ms;
+        kd_strlcpy(f->src_topic, r->src_topic, sizeof(f->src_topic));
+        f->src_partition = r->src_topic[0] ? r->src_partition : -1;
+        f->src_offset = r->src_topic[0] ? r->src_offset : -1;
+        s->n = keep + 1;
+}
+
+static kdelay_err_t mem_firing(void *impl, int64_t updated_before_ms,
+                               kd_fate_firing_t *rows, size_t max, size_t *np,
+                               char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_firing_scan_t s = {updated_before_ms, rows, max, 0};
+        kd_memtab_each(&m->rows, firing_row, &s);
+        *np = s.n;
+        return leave(m, 1, KDELAY_OK);
+}
+
+static kdelay_err_t mem_lookup(void *impl, const char *const *ids,
+                               const size_t *id_lens, size_t n,
+                               kdelay_fate_t *fates, char *errstr,
+                               size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        for (size_t i = 0; i < n; i++) {
+                const kd_memrow_t *r =
+                    kd_memtab_find(&m->rows, ids[i], id_lens[i]);
+                fates[i] = r ? r->fate : KDELAY_FATE_UNDECIDED;
+        }
+        return leave(m, 1, KDELAY_OK);
+}
+
 static uint64_t mem_statements(const void *impl)
 {
         const kd_fate_mem_t *m = impl;
@@ -407,6 +493,8 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .mark_fired = mem_mark_fired,
     .note_cancelled = mem_note_cancelled,
     .gc = mem_gc,
+    .firing = mem_firing,
+    .lookup = mem_lookup,
     .statements = mem_statements,
     .interrupt = mem_interrupt,
     .destroy = mem_destroy,

@@ -131,3 +131,11 @@ size_t kd_memtab_prune(kd_memtab_t *t,
         }
         return deleted;
 }
+
+void kd_memtab_each(const kd_memtab_t *t,
+                    void (*fn)(const kd_memrow_t *row, void *arg), void *arg)
+{
+        for (size_t b = 0; b < t->nbuckets; b++)
+                for (const kd_memrow_t *r = t->buckets[b]; r; r = r->next)
+                        fn(r, arg);
+}

@@ -344,6 +344,44 @@ static void sql_add_lease(kd_sql_t *s, int64_t lease_ms)
                 sql_add(s, "NULL");
 }
 
+/* Appends an item's source as three values: topic, partition, offset
+ * (NULLs when not known). */
+static void sql_add_source(kd_sql_t *s, const kd_fate_claim_t *it)
+{
+        if (!it->src_topic) {
+                sql_add(s, "NULL,NULL,NULL");
+                return;
+        }
+        sql_add_hex(s, it->src_topic, strlen(it->src_topic));
+        sql_add(s, ",%d,%lld", (int)it->src_partition,
+                (long long)it->src_offset);
+}
+
+/* Appends " WHEN id THEN v" for column col (0 topic, 1 partition,
+ * 2 offset) of an item's source; an item without one keeps the row's. */
+static void sql_add_source_case(kd_sql_t *s, const kd_fate_claim_t *it, int col)
+{
+        if (!it->src_topic)
+                return;
+        sql_add(s, " WHEN ");
+        sql_add_hex(s, it->id, it->id_len);
+        sql_add(s, " THEN ");
+        if (col == 0)
+                sql_add_hex(s, it->src_topic, strlen(it->src_topic));
+        else if (col == 1)
+                sql_add(s, "%d", (int)it->src_partition);
+        else
+                sql_add(s, "%lld", (long long)it->src_offset);
+}
+
+static int any_source(const kd_fate_claim_t *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (items[i].src_topic)
+                        return 1;
+        return 0;
+}
+
 /* An id as read-back matching orders it: by length, then bytes. */
 static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -451,7 +489,18 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 sql_add(&sql, " THEN ");
                 sql_add_hex(&sql, items[i].token, strlen(items[i].token));
         }
-        sql_add(&sql, " ELSE owner END, lease_until = CASE task_id");
+        sql_add(&sql, " ELSE owner END");
+        /* A CASE needs a WHEN: the source columns only when some item
+         * has one. */
+        static const char *const src_cols[] = {"src_topic", "src_partition",
+                                               "src_offset"};
+        for (int col = 0; col < 3 && any_source(items, n); col++) {
+                sql_add(&sql, ", %s = CASE task_id", src_cols[col]);
+                for (size_t i = 0; i < n; i++)
+                        sql_add_source_case(&sql, &items[i], col);
+                sql_add(&sql, " ELSE %s END", src_cols[col]);
+        }
+        sql_add(&sql, ", lease_until = CASE task_id");
         for (size_t i = 0; i < n; i++) {
                 sql_add(&sql, " WHEN ");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
@@ -520,7 +569,8 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
         int64_t now = kd_now_ms();
         sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
                       "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
-                      "lease_until) VALUES ");
+                      "lease_until, src_topic, src_partition, src_offset) "
+                      "VALUES ");
         for (size_t i = 0; i < n; i++) {
                 size_t tlen;
                 const char *tok = kd_fate_claim_owner(&items[i], owner, &tlen);
@@ -534,6 +584,8 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                         sql_add(&sql, "NULL");
                 sql_add(&sql, ",%lld,%lld,", (long long)now, (long long)now);
                 sql_add_lease(&sql, items[i].lease_ms);
+                sql_add(&sql, ",");
+                sql_add_source(&sql, &items[i]);
                 sql_add(&sql, ")");
         }
         /* Claiming its own FIRING row again renews the claimer's lease. */
@@ -608,6 +660,77 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
         return err;
 }
 
+static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
+                              kd_fate_firing_t *rows, size_t max, size_t *np,
+                              char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        sql_add(&sql,
+                "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
+                "src_partition, src_offset FROM kdelay_fate WHERE state = "
+                "'FIRING' AND updated_at_ms < %lld ORDER BY updated_at_ms "
+                "LIMIT %zu",
+                (long long)updated_before_ms, max);
+        kdelay_err_t err =
+            stmt(store, &sql, "list firing", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        size_t n = 0;
+        while (n < max && (row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                kd_fate_firing_t *r = &rows[n];
+                if (!row[0] || lens[0] > KDELAY_ID_MAX)
+                        continue; /* not a row kdelay wrote */
+                memset(r, 0, sizeof(*r));
+                memcpy(r->id, row[0], lens[0]);
+                r->id_len = lens[0];
+                kd_strlcpy(r->owner, row[1] ? row[1] : "", sizeof(r->owner));
+                r->fire_at_ms = col_i64(row[2]);
+                r->updated_at_ms = col_i64(row[3]);
+                kd_strlcpy(r->src_topic, row[4] ? row[4] : "",
+                           sizeof(r->src_topic));
+                r->src_partition = (int32_t)col_i64(row[5]);
+                r->src_offset = col_i64(row[6]);
+                n++;
+        }
+        mysql_free_result(res);
+        *np = n;
+        return KDELAY_OK;
+}
+
+static kdelay_err_t my_lookup(void *impl, const char *const *ids,
+                              const size_t *id_lens, size_t n,
+                              kdelay_fate_t *fates, char *errstr,
+                              size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
+                      "IN (");
+        sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err =
+            stmt(store, &sql, "look up fates", &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        /* A handful of rows per call (a scan's page): a linear match. */
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                for (size_t i = 0; i < n; i++)
+                        if (id_lens[i] == lens[0] &&
+                            !memcmp(ids[i], row[0], lens[0]))
+                                fates[i] = kd_fate_parse(row[1]);
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
 static const kd_fate_ops_t kd_fate_mysql_ops = {
     .connect = my_connect,
     .cancel = my_cancel,
@@ -617,6 +740,8 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .mark_fired = my_mark_fired,
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
+    .firing = my_firing,
+    .lookup = my_lookup,
     .statements = my_statements,
     .interrupt = my_interrupt,
     .destroy = my_destroy,

@@ -67,6 +67,12 @@ typedef struct kd_fate_claim {
                       is no other item's, so no row is this claim's own
                       yet; when every item of a batch is fresh and inserts
                       its row, the store may skip reading the rows back */
+        /* in: where the task's record was read, written with the row when
+         * this item inserts or takes it over (kdelayctl audit reads it);
+         * src_topic NULL = not known. Borrowed, <= 255 bytes. */
+        const char *src_topic;
+        int32_t src_partition;
+        int64_t src_offset;
 } kd_fate_claim_t;
 
 /* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all
@@ -111,6 +117,31 @@ kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
 kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                         int64_t decided_before_ms, int batch,
                         uint64_t *deletedp, char *errstr, size_t errstr_size);
+
+/* One FIRING row as kd_fate_firing lists it. */
+typedef struct kd_fate_firing {
+        char id[KDELAY_ID_MAX + 1]; /* NUL-terminated */
+        size_t id_len;
+        char owner[KD_FATE_OWNER_MAX + 1]; /* "" = none */
+        int64_t fire_at_ms;                /* -1 = not recorded */
+        int64_t updated_at_ms;
+        char src_topic[256]; /* "" = the claim recorded no location */
+        int32_t src_partition;
+        int64_t src_offset;
+} kd_fate_firing_t;
+
+/* Lists at most max FIRING rows last changed before updated_before_ms,
+ * oldest change first, into rows (the caller's array); *np gets how
+ * many. One statement. */
+kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
+                            kd_fate_firing_t *rows, size_t max, size_t *np,
+                            char *errstr, size_t errstr_size);
+
+/* The fates of n ids into fates[i] (UNDECIDED: no row). One statement. */
+kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
+                            const size_t *id_lens, size_t n,
+                            kdelay_fate_t *fates, char *errstr,
+                            size_t errstr_size);
 
 /* Makes a call blocked in the store (on another thread) fail soon, and
  * every later call fail at once: for stopping a thread that uses the

@@ -23,6 +23,9 @@ typedef struct kd_memrow {
         size_t id_len;
         char id[KDELAY_ID_MAX];
         char owner[KD_FATE_OWNER_MAX + 1]; /* NUL-terminated */
+        char src_topic[256];               /* "" = NULL: the source columns */
+        int32_t src_partition;
+        int64_t src_offset;
 } kd_memrow_t;
 
 typedef struct kd_memtab {
@@ -50,6 +53,10 @@ void kd_memtab_link(kd_memtab_t *t, kd_memrow_t *row);
 
 /* Deletes the row of id, if any. */
 void kd_memtab_delete(kd_memtab_t *t, const char *id, size_t len);
+
+/* Calls fn(row, arg) on every row, in no particular order. */
+void kd_memtab_each(const kd_memtab_t *t,
+                    void (*fn)(const kd_memrow_t *row, void *arg), void *arg);
 
 /* Deletes at most max rows for which keep(row, arg) is 0; returns how
  * many it deleted. */

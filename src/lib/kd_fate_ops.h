@@ -34,6 +34,13 @@ typedef struct kd_fate_ops {
                            int64_t decided_before_ms, int batch,
                            uint64_t *deletedp, char *errstr,
                            size_t errstr_size);
+        kdelay_err_t (*firing)(void *impl, int64_t updated_before_ms,
+                               kd_fate_firing_t *rows, size_t max, size_t *np,
+                               char *errstr, size_t errstr_size);
+        kdelay_err_t (*lookup)(void *impl, const char *const *ids,
+                               const size_t *id_lens, size_t n,
+                               kdelay_fate_t *fates, char *errstr,
+                               size_t errstr_size);
         uint64_t (*statements)(const void *impl);
         /* Called from another thread while a call may be blocked in the
          * store: that call, and every later one, fails soon. */

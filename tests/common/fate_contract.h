@@ -36,6 +36,10 @@ void test_mark_fired_moves_only_firing(void);
 void test_note_cancelled_sets_due_time_once(void);
 void test_gc_deletes_only_expired_rows(void);
 
+/* The cases of fate_contract_audit.c. */
+void test_firing_rows_carry_their_source(void);
+void test_lookup_reads_a_batch_of_fates(void);
+
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
             KD_TEST(test_lease_holds_off_takeover_until_it_passes),            \
@@ -43,6 +47,8 @@ void test_gc_deletes_only_expired_rows(void);
             KD_TEST(test_takeover_of_a_row_without_owner),                     \
             KD_TEST(test_mark_fired_moves_only_firing),                        \
             KD_TEST(test_note_cancelled_sets_due_time_once),                   \
-            KD_TEST(test_gc_deletes_only_expired_rows)
+            KD_TEST(test_gc_deletes_only_expired_rows),                        \
+            KD_TEST(test_firing_rows_carry_their_source),                      \
+            KD_TEST(test_lookup_reads_a_batch_of_fates)
 
 #endif
