@@ -37,7 +37,10 @@ extern "C" {
 #define KDELAY_HDR_FIRE_AT     "kdelay-fire-at"
 #define KDELAY_HDR_VERSION     "kdelay-v"
 #define KDELAY_HDR_DEAD_REASON "kdelay-dead-reason"
-#define KDELAY_WIRE_VERSION    "1"
+/* On a task made by kdelay_reschedule(): the id of the task it replaces.
+ * Delivered with the task, like kdelay-id. */
+#define KDELAY_HDR_RESCHEDULED_FROM "kdelay-rescheduled-from"
+#define KDELAY_WIRE_VERSION         "1"
 
 /* A task id is 1..KDELAY_ID_MAX bytes of UTF-8. Generated ids are
  * KDELAY_ID_GEN_LEN characters (a ULID: time-ordered, Crockford base32). */
@@ -170,6 +173,50 @@ kdelay_err_t kdelay_cancel(kdelay_client_t *client, const char *id,
 kdelay_err_t kdelay_status(kdelay_client_t *client, const char *id,
                            kdelay_status_t *status, char *errstr,
                            size_t errstr_size);
+
+/* A task still waiting in a tier topic, as a scan found it. */
+typedef struct kdelay_pending {
+        char id[KDELAY_ID_MAX + 1];
+        char target[256];     /* the topic it will be delivered to */
+        char tier_topic[256]; /* where its record waits */
+        int32_t partition;
+        int64_t offset;
+        int64_t fire_at_ms;
+        kdelay_fate_t fate; /* UNDECIDED: waiting; FIRING: claimed, being
+                               delivered */
+} kdelay_pending_t;
+
+/* Looks for task id in the tier topics: reads every record the forwarder
+ * group has not handled yet, from its committed offsets to the end (a
+ * consumer of the group that never joins it), for at most budget_ms
+ * (0 = no bound), and fills *found with the first record of id whose
+ * fate is not decided. KDELAY_ERR_NOT_FOUND: no such record (the task
+ * fired, was cancelled, or never existed); KDELAY_ERR_TIMED_OUT: the
+ * budget ran out first. Cost: a read of the pending part of every tier
+ * partition — an admin call, not a hot-path one. */
+kdelay_err_t kdelay_find(kdelay_client_t *client, const char *id,
+                         int64_t budget_ms, kdelay_pending_t *found,
+                         char *errstr, size_t errstr_size);
+
+/* Moves pending task id to another time: finds its record (as
+ * kdelay_find, budget_ms), cancels id, and schedules a new task with the
+ * same target, key, value and user headers, due at fire_at_ms (or
+ * delay_ms from now: exactly one of them set, the other
+ * KDELAY_TIME_UNSET), carrying KDELAY_HDR_RESCHEDULED_FROM = id. The
+ * new task's id is new_id, or a generated one when new_id is NULL; it
+ * goes to new_id_out (KDELAY_ID_MAX + 1 bytes suffice).
+ *  KDELAY_ERR_TOO_LATE: id fired (or is firing) first; nothing scheduled.
+ *  KDELAY_ERR_NOT_FOUND / _TIMED_OUT: as kdelay_find; nothing changed.
+ *  Any other error after the cancel: id IS cancelled and the new task may
+ *  not be written; errstr says so. Finish it by calling again with the
+ *  same new_id (from new_id_out): a cancelled id whose record is still
+ *  pending is then rescheduled without another cancel, and a new task
+ *  written twice under one id fires once. */
+kdelay_err_t kdelay_reschedule(kdelay_client_t *client, const char *id,
+                               int64_t fire_at_ms, int64_t delay_ms,
+                               const char *new_id, int64_t budget_ms,
+                               char *new_id_out, size_t new_id_out_size,
+                               char *errstr, size_t errstr_size);
 
 #ifdef __cplusplus
 }

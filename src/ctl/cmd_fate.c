@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_scan.h"
 #include "ctl_time.h"
 
 static const char kd_cancel_help[] =
@@ -23,7 +24,7 @@ static const char kd_cancel_help[] =
     "\n";
 
 static const char kd_status_help[] =
-    "Usage: kdelayctl status [--json] [OPTIONS] ID\n"
+    "Usage: kdelayctl status [--json] [--scan] [OPTIONS] ID\n"
     "\n"
     "Shows the fate of task ID: UNDECIDED (pending, unknown, or its row\n"
     "expired), FIRING (claimed by a forwarder), FIRED or CANCELLED, with "
@@ -31,9 +32,17 @@ static const char kd_status_help[] =
     "times recorded.\n"
     "\n"
     "  --json               one JSON object on stdout\n"
+    "  --scan               when UNDECIDED, look for the task in the tier\n"
+    "                       topics (as `tasks find`, bounded by 60s): found,\n"
+    "                       it is PENDING, shown with its tier topic,\n"
+    "                       partition, offset, due time and target\n"
     "\n";
 
-enum { OPT_JSON = 0x200 };
+enum { OPT_JSON = 0x200, OPT_SCAN };
+
+typedef struct status_args {
+        int json, scan;
+} status_args_t;
 
 /* Parses options and the single ID operand; creates the client. */
 static int setup(kd_cli_t *cli, int argc, char **argv,
@@ -90,10 +99,14 @@ int kd_ctl_cancel(int argc, char **argv)
 
 static int status_on_opt(int opt, const char *arg, void *ctx)
 {
+        status_args_t *a = ctx;
         (void)arg;
-        if (opt != OPT_JSON)
+        if (opt == OPT_JSON)
+                a->json = 1;
+        else if (opt == OPT_SCAN)
+                a->scan = 1;
+        else
                 return KD_EXIT_USAGE;
-        *(int *)ctx = 1;
         return KD_EXIT_OK;
 }
 
@@ -144,17 +157,43 @@ static void print_text(const char *id, const kdelay_status_t *st)
                 printf("owner    %s\n", st->owner);
 }
 
+/* status --scan of an UNDECIDED task: PENDING where the scan finds it. */
+static int scan_status(kd_cli_t *cli, kdelay_client_t *client, const char *id,
+                       int json, const kdelay_status_t *st)
+{
+        char errstr[512];
+        kdelay_pending_t p;
+        kdelay_err_t err = kdelay_find(client, id, KD_CTL_SCAN_BUDGET_MS, &p,
+                                       errstr, sizeof(errstr));
+        if (err == KDELAY_ERR_NOT_FOUND) {
+                json ? print_json(id, st) : print_text(id, st);
+                return KD_EXIT_OK;
+        }
+        if (err) {
+                fprintf(stderr, "%s: scan: %s: %s\n", cli->prog,
+                        kdelay_err_str(err), errstr);
+                return kd_cli_exit_code(err);
+        }
+        if (json)
+                kd_ctl_pending_json(&p);
+        else
+                kd_ctl_pending_text(&p);
+        return KD_EXIT_OK;
+}
+
 int kd_ctl_status(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+            {"json", no_argument, NULL, OPT_JSON},
+            {"scan", no_argument, NULL, OPT_SCAN},
+            {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         const char *id = NULL;
         kdelay_client_t *client = NULL;
-        int json = 0;
+        status_args_t a = {0, 0};
         char errstr[512];
         kd_cli_init(&cli, "kdelayctl status");
-        int rc = setup(&cli, argc, argv, opts, status_on_opt, &json,
+        int rc = setup(&cli, argc, argv, opts, status_on_opt, &a,
                        kd_status_help, &id, &client);
         if (rc == KD_EXIT_OK) {
                 kdelay_status_t st;
@@ -164,7 +203,9 @@ int kd_ctl_status(int argc, char **argv)
                         fprintf(stderr, "%s: %s: %s\n", cli.prog,
                                 kdelay_err_str(err), errstr);
                         rc = kd_cli_exit_code(err);
-                } else if (json) {
+                } else if (a.scan && st.fate == KDELAY_FATE_UNDECIDED) {
+                        rc = scan_status(&cli, client, id, a.json, &st);
+                } else if (a.json) {
                         print_json(id, &st);
                 } else {
                         print_text(id, &st);

@@ -10,5 +10,8 @@ int kd_ctl_cancel(int argc, char **argv);
 int kd_ctl_status(int argc, char **argv);
 int kd_ctl_tiers(int argc, char **argv);
 int kd_ctl_stats(int argc, char **argv);
+int kd_ctl_tasks(int argc, char **argv);
+int kd_ctl_reschedule(int argc, char **argv);
+int kd_ctl_audit(int argc, char **argv);
 
 #endif

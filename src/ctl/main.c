@@ -1,5 +1,6 @@
 /* kdelayctl: the admin CLI. Data goes to stdout, diagnostics to stderr.
- * Exit codes: 0 ok, 1 error, 2 usage, 3 cancel too late. */
+ * Exit codes: 0 ok, 1 error (audit: findings), 2 usage, 3 too late,
+ * 4 no such pending task. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,9 @@ static const struct {
     {"schedule", kd_ctl_schedule, "schedule a task, print its id"},
     {"cancel", kd_ctl_cancel, "cancel a task (exit 3 when too late)"},
     {"status", kd_ctl_status, "show a task's fate"},
+    {"tasks", kd_ctl_tasks, "find or list pending tasks in the tier topics"},
+    {"reschedule", kd_ctl_reschedule, "move a pending task to another time"},
+    {"audit", kd_ctl_audit, "resolve stuck claims, find stalled partitions"},
     {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
     {"db", kd_ctl_db, "migrate or show the MySQL schema"},
     {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
@@ -31,8 +35,10 @@ static void usage(FILE *out)
                         kd_verbs[i].summary);
         fprintf(out, "\n'kdelayctl VERB --help' describes a verb and the "
                      "common options.\n"
-                     "Exit codes: 0 ok, 1 error, 2 usage error, 3 cancel "
-                     "too late.\n");
+                     "Exit codes: 0 ok, 1 error (audit: findings), 2 usage "
+                     "error, 3 too late\n"
+                     "(cancel, reschedule), 4 no pending task has that id "
+                     "(tasks find).\n");
 }
 
 int main(int argc, char **argv)

@@ -7,6 +7,7 @@
  * guarantee. Owns the transaction state (one enum, changed only through
  * txn_set_state), its commit timer, the fires of the open transaction and
  * the poison table. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,22 @@ typedef struct eos_state {
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
         poison_table_t poison;
+        unsigned fire_commits; /* committed transactions with fires */
 } eos_state_t;
+
+/* forwarder.fault.kill_after_commit: the crash between a commit and the
+ * FIRED marks, on demand (tests of kdelayctl audit). */
+static void fault_after_commit(kd_fwd_t *f, eos_state_t *s)
+{
+        int n = f->conf->fwd_fault_kill_after_commit;
+        if (n <= 0 || ++s->fire_commits != (unsigned)n)
+                return;
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=fault_injected what=kill_after_commit commit=%d "
+               "fires=%zu",
+               n, s->fired.len);
+        raise(SIGKILL);
+}
 
 static eos_state_t *state_of(const kd_fwd_t *f)
 {
@@ -453,6 +469,8 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
                "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld",
                s->fired.len, (long long)(kd_mono_ms() - t0),
                (long long)(t1 - t0));
+        if (s->fired.len)
+                fault_after_commit(f, s);
         for (size_t i = 0; i < s->fired.len; i++)
                 kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
         kd_idq_clear(&s->fired);

@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "kd_client.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
 #include "kd_log.h"
@@ -32,7 +33,8 @@ typedef struct kd_pending {
         kdelay_delivery_cb_t *cb; /* async: user callback */
         void *opaque;
         int is_async;
-        char *id_out; /* caller's buffer for the id, may be NULL */
+        const char *from_id; /* borrowed: reschedule's link, or NULL */
+        char *id_out;        /* caller's buffer for the id, may be NULL */
         size_t id_out_size;
         atomic_int done; /* sync: set by the delivery callback */
         kdelay_err_t err;
@@ -202,6 +204,13 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
         if (err)
                 return err;
         kd_strlcpy(p->id, rec.id, sizeof(p->id));
+        if (p->from_id &&
+            rd_kafka_header_add(rec.hdrs, KDELAY_HDR_RESCHEDULED_FROM, -1,
+                                p->from_id, -1)) {
+                kd_record_clear(&rec);
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        }
         if ((err = producer_start(c, errstr, errstr_size))) {
                 kd_record_clear(&rec);
                 return err;
@@ -227,8 +236,20 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size)
 {
-        kd_pending_t p = {
-            .is_async = 0, .id_out = id_out, .id_out_size = id_out_size};
+        return kd_client_schedule_from(c, task, NULL, id_out, id_out_size,
+                                       errstr, errstr_size);
+}
+
+kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
+                                     const kdelay_task_t *task,
+                                     const char *from_id, char *id_out,
+                                     size_t id_out_size, char *errstr,
+                                     size_t errstr_size)
+{
+        kd_pending_t p = {.is_async = 0,
+                          .from_id = from_id,
+                          .id_out = id_out,
+                          .id_out_size = id_out_size};
         if (!c)
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "client is NULL");
@@ -367,4 +388,22 @@ kdelay_err_t kdelay_status(kdelay_client_t *c, const char *id,
                              errstr_size);
         pthread_mutex_unlock(&c->fate_lock);
         return errstr_ensure(err, "status", errstr, errstr_size);
+}
+
+const kdelay_conf_t *kd_client_conf(const kdelay_client_t *c)
+{
+        return c->conf;
+}
+
+kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
+                                   const size_t *id_lens, size_t n,
+                                   kdelay_fate_t *fates, char *errstr,
+                                   size_t errstr_size)
+{
+        errstr_clear(errstr, errstr_size);
+        pthread_mutex_lock(&c->fate_lock);
+        kdelay_err_t err = kd_fate_lookup(c->fate, ids, id_lens, n, fates,
+                                          errstr, errstr_size);
+        pthread_mutex_unlock(&c->fate_lock);
+        return errstr_ensure(err, "look up fates", errstr, errstr_size);
 }

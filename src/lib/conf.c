@@ -140,6 +140,12 @@ static const kd_prop_t kd_props[] = {
      "early by the broker's clock"},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1,
      "ids per claim / mark-fired statement"},
+    {"forwarder.fault.kill_after_commit", KD_PROP_INT,
+     KD_OFF(fwd_fault_kill_after_commit), "0", 0,
+     "for tests of crash recovery only: in exactly_once, the forwarder kills "
+     "itself (SIGKILL) right after its Nth committed transaction that fired "
+     "tasks, before it marks them `FIRED` — the window `kdelayctl audit` "
+     "closes; 0 = never"},
     {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1,
      "held tasks at most, with hops and dead letters not yet delivered (at "
      "most a quarter); past it partitions pause (back-pressure)"},

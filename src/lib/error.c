@@ -42,6 +42,8 @@ static const struct {
                              "too late: task is already firing or fired", 0},
     [KDELAY_ERR_MALFORMED] = {"KDELAY_ERR_MALFORMED", "malformed task record",
                               0},
+    [KDELAY_ERR_NOT_FOUND] = {"KDELAY_ERR_NOT_FOUND",
+                              "no pending task has that id", 0},
 };
 
 static int known(kdelay_err_t err)

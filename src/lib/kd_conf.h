@@ -33,18 +33,20 @@ struct kdelay_conf_s {
         int64_t topics_retention_margin_ms;
         int64_t dead_retention_ms;
         /* kdelay-forwarder (docs/forwarder.md) */
-        char *fwd_group_id;            /* owned */
-        char *fwd_instance;            /* owned; NULL = <hostname>-<pid> */
-        int fwd_static_membership;     /* 1: group.instance.id = instance */
-        int64_t fwd_hold_horizon_ms;   /* hold when due within this */
-        int64_t fwd_lookahead_ms;      /* read a head this early */
-        int64_t fwd_claim_ahead_ms;    /* claim in MySQL this early */
-        int64_t fwd_foreign_wait_ms;   /* recheck another's FIRING claim */
-        int64_t fwd_max_clock_skew_ms; /* warn past this skew */
-        int64_t fwd_claim_lease_ms;    /* claim lease; 0 = none */
-        int fwd_claim_batch;           /* ids per claim statement */
-        int fwd_max_held;              /* held tasks, count */
-        int64_t fwd_max_held_bytes;    /* held tasks, bytes */
+        char *fwd_group_id;              /* owned */
+        char *fwd_instance;              /* owned; NULL = <hostname>-<pid> */
+        int fwd_static_membership;       /* 1: group.instance.id = instance */
+        int64_t fwd_hold_horizon_ms;     /* hold when due within this */
+        int64_t fwd_lookahead_ms;        /* read a head this early */
+        int64_t fwd_claim_ahead_ms;      /* claim in MySQL this early */
+        int64_t fwd_foreign_wait_ms;     /* recheck another's FIRING claim */
+        int64_t fwd_max_clock_skew_ms;   /* warn past this skew */
+        int64_t fwd_claim_lease_ms;      /* claim lease; 0 = none */
+        int fwd_claim_batch;             /* ids per claim statement */
+        int fwd_fault_kill_after_commit; /* tests: SIGKILL after the Nth
+                                            commit with fires; 0 = never */
+        int fwd_max_held;                /* held tasks, count */
+        int64_t fwd_max_held_bytes;      /* held tasks, bytes */
         int64_t fwd_commit_interval_ms;
         int64_t fwd_stats_interval_ms;
         int64_t fwd_retry_max_ms; /* longest backoff */

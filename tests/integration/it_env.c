@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,4 +637,29 @@ int it_fwd_stop(it_fwd_t *f, int sig)
         int rc = it_wait_pid(f->pid, 60000);
         f->pid = -1;
         return rc;
+}
+
+int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
+           char **errp, ...)
+{
+        char *argv[64], pfx[128];
+        int n = 0;
+        va_list ap;
+        free(*outp);
+        free(*errp);
+        *outp = *errp = NULL;
+        argv[n++] = (char *)bin;
+        va_start(ap, errp);
+        for (const char *a; n < 56 && (a = va_arg(ap, const char *));)
+                argv[n++] = (char *)a;
+        va_end(ap);
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        argv[n++] = "--brokers";
+        argv[n++] = (char *)it_brokers();
+        argv[n++] = "--mysql";
+        argv[n++] = (char *)url;
+        argv[n++] = "-X";
+        argv[n++] = pfx;
+        argv[n] = NULL;
+        return it_run(argv, NULL, outp, errp);
 }

@@ -117,6 +117,13 @@ int it_wait_pid(pid_t pid, int timeout_ms);
  * frees). Returns the exit status, or -1 when it could not run. */
 int it_run(char *const argv[], char *const env[], char **out, char **err);
 
+/* Runs kdelayctl (the binary at bin) with the args (NULL-terminated)
+ * followed by the stack's --brokers, --mysql url and -X
+ * topic_prefix=prefix; *outp and *errp get its output (freed first when
+ * set: start them NULL). Returns its exit status (see it_run). */
+int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
+           char **errp, ...);
+
 /* Creates the tier and dead-letter topics of topic prefix `prefix`
  * (`partitions` each) with kdelay's own topic code; 0 on success (else the
  * reason is printed). */

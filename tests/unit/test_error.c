@@ -57,7 +57,7 @@ static void test_names_match_enum(void)
                                "KDELAY_ERR_MALFORMED");
         CU_ASSERT_STRING_EQUAL(
             kdelay_err_name((kdelay_err_t)(KDELAY_ERR__COUNT - 1)),
-            "KDELAY_ERR_MALFORMED");
+            "KDELAY_ERR_NOT_FOUND");
 }
 
 static void test_out_of_range(void)
@@ -98,6 +98,7 @@ static void test_retriable(void)
             KDELAY_ERR_NOT_CONFIGURED,
             KDELAY_ERR_TOO_LATE,
             KDELAY_ERR_MALFORMED,
+            KDELAY_ERR_NOT_FOUND,
         };
         for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
                 CU_ASSERT_TRUE(kdelay_err_is_retriable(yes[i]));

@@ -1,0 +1,454 @@
+/* kdelayctl audit: the fate table's stuck claims resolved exactly, tier
+ * partitions whose head is overdue, dead letters of a window. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "ctl_time.h"
+#include "kd_conf.h"
+#include "kd_fate.h"
+#include "kd_grouppos.h"
+#include "kd_log.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+/* FIRING rows read per audit run. */
+#define KD_AUDIT_ROWS_MAX   10000
+#define KD_AUDIT_TIMEOUT_MS 10000
+
+static const char kd_audit_help[] =
+    "Usage: kdelayctl audit [--older-than D] [--fix] [--overdue D]\n"
+    "                       [--dead-window D] [--json]\n"
+    "\n"
+    "Checks what no forwarder will resolve by itself:\n"
+    "  firing   FIRING fate rows last changed more than --older-than ago.\n"
+    "           Each claim row records where its task's record was read;\n"
+    "           an offset the forwarder group has handled (below its\n"
+    "           committed offset, or in the done set exactly_once commits\n"
+    "           with it) was delivered — both modes commit only after\n"
+    "           delivery — so the row is `delivered`, and --fix marks it\n"
+    "           FIRED. Otherwise the record is still the group's to handle\n"
+    "           and the row is `pending` (reported, not touched); a row\n"
+    "           without a location (claimed before schema 4) is `unknown`.\n"
+    "  overdue  tier partitions whose next record to handle was due more\n"
+    "           than --overdue ago: no forwarder runs, or one is stuck.\n"
+    "  dead     records in the dead-letter topic of the last --dead-window.\n"
+    "\n"
+    "  --older-than D       FIRING rows older than D (default 1m)\n"
+    "  --fix                mark delivered rows FIRED\n"
+    "  --overdue D          overdue bound (default 1m)\n"
+    "  --dead-window D      dead-letter window (default 24h)\n"
+    "  --json               one JSON object on stdout\n"
+    "\n"
+    "Exit codes: 0 nothing found (rows fixed by --fix do not count), 1\n"
+    "findings, or an error (said on stderr).\n"
+    "\n";
+
+enum { OPT_OLDER = 0x200, OPT_FIX, OPT_OVERDUE, OPT_WINDOW, OPT_JSON };
+
+typedef struct audit_args {
+        kd_cli_t *cli;
+        int64_t older_ms, overdue_ms, window_ms;
+        int fix, json;
+} audit_args_t;
+
+typedef enum row_verdict { ROW_DELIVERED, ROW_PENDING, ROW_UNKNOWN } verdict_t;
+
+static const char *const kd_verdict_names[] = {"delivered", "pending",
+                                               "unknown"};
+
+typedef struct audit {
+        audit_args_t *a;
+        rd_kafka_t *rk; /* owned: a group client */
+        kd_grouppos_t pos;
+        kd_fate_firing_t *rows; /* owned */
+        verdict_t *verdict;     /* owned, per row */
+        size_t row_cnt;
+        size_t counts[3];
+        size_t fixed;
+        int more_rows; /* the listing hit KD_AUDIT_ROWS_MAX */
+        cJSON *json;   /* owned: the report when --json */
+        size_t overdue;
+        int64_t dead;
+        char dead_topic[256];
+} audit_t;
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+        audit_args_t *a = ctx;
+        int64_t *dst = opt == OPT_OLDER     ? &a->older_ms
+                       : opt == OPT_OVERDUE ? &a->overdue_ms
+                                            : &a->window_ms;
+        switch (opt) {
+        case OPT_FIX:
+                a->fix = 1;
+                return KD_EXIT_OK;
+        case OPT_JSON:
+                a->json = 1;
+                return KD_EXIT_OK;
+        case OPT_OLDER:
+        case OPT_OVERDUE:
+        case OPT_WINDOW:
+                if (kdelay_duration_parse(arg, dst))
+                        return kd_cli_usage_error(
+                            a->cli, "bad duration \"%s\": 30s, 5m, 2h", arg);
+                return KD_EXIT_OK;
+        default:
+                return KD_EXIT_USAGE;
+        }
+}
+
+static verdict_t judge(const audit_t *au, const kd_fate_firing_t *r)
+{
+        if (!r->src_topic[0])
+                return ROW_UNKNOWN;
+        const kd_grouppos_part_t *p =
+            kd_grouppos_find(&au->pos, r->src_topic, r->src_partition);
+        if (!p)
+                return ROW_UNKNOWN;
+        return kd_grouppos_handled(p, r->src_offset) ? ROW_DELIVERED
+                                                     : ROW_PENDING;
+}
+
+/* Marks the delivered rows FIRED, a claim batch at a time. */
+static kdelay_err_t fix_rows(audit_t *au, kd_fate_store_t *store, char *errstr,
+                             size_t errstr_size)
+{
+        const char *ids[500];
+        size_t lens[500], n = 0;
+        for (size_t i = 0; i <= au->row_cnt; i++) {
+                if (i < au->row_cnt && au->verdict[i] == ROW_DELIVERED) {
+                        ids[n] = au->rows[i].id;
+                        lens[n++] = au->rows[i].id_len;
+                }
+                if (n == 500 || (i == au->row_cnt && n)) {
+                        kdelay_err_t err = kd_fate_mark_fired(
+                            store, ids, lens, n, errstr, errstr_size);
+                        if (err)
+                                return err;
+                        au->fixed += n;
+                        n = 0;
+                }
+        }
+        return KDELAY_OK;
+}
+
+static void report_row(audit_t *au, size_t i)
+{
+        const kd_fate_firing_t *r = &au->rows[i];
+        const char *v = kd_verdict_names[au->verdict[i]];
+        const char *done = au->verdict[i] == ROW_DELIVERED
+                               ? (au->a->fix ? "fixed" : "fixable")
+                               : "reported";
+        char t[40], q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        if (au->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", r->id);
+                cJSON_AddStringToObject(o, "verdict", v);
+                cJSON_AddStringToObject(o, "action", done);
+                cJSON_AddStringToObject(o, "owner", r->owner);
+                cJSON_AddNumberToObject(o, "updated_at_ms",
+                                        (double)r->updated_at_ms);
+                if (r->src_topic[0]) {
+                        cJSON_AddStringToObject(o, "tier_topic", r->src_topic);
+                        cJSON_AddNumberToObject(o, "partition",
+                                                r->src_partition);
+                        cJSON_AddNumberToObject(o, "offset",
+                                                (double)r->src_offset);
+                }
+                cJSON_AddItemToArray(cJSON_GetObjectItem(au->json, "firing"),
+                                     o);
+                return;
+        }
+        printf("firing id=%s verdict=%s action=%s owner=%s updated=%s "
+               "source=%s/%d/%lld\n",
+               kd_log_quote(r->id, q, sizeof(q)), v, done,
+               r->owner[0] ? r->owner : "-",
+               kd_ctl_time_format(r->updated_at_ms, t, sizeof(t)),
+               r->src_topic[0] ? r->src_topic : "-", (int)r->src_partition,
+               (long long)r->src_offset);
+}
+
+static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
+{
+        kd_fate_store_t *store = NULL;
+        kdelay_err_t err = kd_fate_store_new(&store, au->a->cli->conf);
+        if (err)
+                return kd_fail(err, errstr, errstr_size,
+                               "cannot create the fate store");
+        au->rows = calloc(KD_AUDIT_ROWS_MAX, sizeof(*au->rows));
+        au->verdict = calloc(KD_AUDIT_ROWS_MAX, sizeof(*au->verdict));
+        if (!au->rows || !au->verdict)
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "out of memory");
+        if (!err)
+                err = kd_fate_firing(store, kd_now_ms() - au->a->older_ms,
+                                     au->rows, KD_AUDIT_ROWS_MAX, &au->row_cnt,
+                                     errstr, errstr_size);
+        au->more_rows = au->row_cnt == KD_AUDIT_ROWS_MAX;
+        for (size_t i = 0; !err && i < au->row_cnt; i++) {
+                au->verdict[i] = judge(au, &au->rows[i]);
+                au->counts[au->verdict[i]]++;
+        }
+        if (!err && au->a->fix)
+                err = fix_rows(au, store, errstr, errstr_size);
+        for (size_t i = 0; !err && i < au->row_cnt; i++)
+                report_row(au, i);
+        kd_fate_store_destroy(store);
+        return err;
+}
+
+/* Reads the head (next record to handle) of every partition with one,
+ * and reports those due more than the bound ago. */
+static kdelay_err_t audit_heads(audit_t *au, char *errstr, size_t errstr_size)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)au->pos.cnt + 1);
+        if (!l)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        size_t want = 0;
+        for (size_t i = 0; i < au->pos.cnt; i++) {
+                const kd_grouppos_part_t *p = &au->pos.parts[i];
+                if (kd_grouppos_start(p) < p->high) {
+                        rd_kafka_topic_partition_list_add(l, p->topic,
+                                                          p->partition)
+                            ->offset = kd_grouppos_start(p);
+                        want++;
+                }
+        }
+        rd_kafka_resp_err_t kerr =
+            want ? rd_kafka_assign(au->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        rd_kafka_topic_partition_list_destroy(l);
+        if (kerr)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "assign: %s", rd_kafka_err2str(kerr));
+        unsigned char *seen = calloc(au->pos.cnt + 1, 1);
+        if (!seen)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        int64_t until = kd_mono_ms() + KD_AUDIT_TIMEOUT_MS;
+        size_t got = 0;
+        while (got < want && kd_mono_ms() < until) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(au->rk, 100);
+                if (!m)
+                        continue;
+                const kd_grouppos_part_t *p =
+                    m->rkt ? kd_grouppos_find(&au->pos,
+                                              rd_kafka_topic_name(m->rkt),
+                                              m->partition)
+                           : NULL;
+                size_t i = p ? (size_t)(p - au->pos.parts) : au->pos.cnt;
+                if (!p || seen[i]) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                seen[i] = 1;
+                got++;
+                rd_kafka_headers_t *h = NULL;
+                kd_wire_task_t t;
+                int64_t now = kd_now_ms();
+                if (!m->err && !rd_kafka_message_headers(m, &h) &&
+                    kd_wire_decode(h, now, &t) == KD_WIRE_OK &&
+                    now - t.fire_at_ms > au->a->overdue_ms) {
+                        char ts[40];
+                        au->overdue++;
+                        if (au->json) {
+                                cJSON *o = cJSON_CreateObject();
+                                cJSON_AddStringToObject(o, "tier_topic",
+                                                        p->topic);
+                                cJSON_AddNumberToObject(o, "partition",
+                                                        p->partition);
+                                cJSON_AddNumberToObject(o, "offset",
+                                                        (double)m->offset);
+                                cJSON_AddNumberToObject(
+                                    o, "overdue_ms",
+                                    (double)(now - t.fire_at_ms));
+                                cJSON_AddItemToArray(
+                                    cJSON_GetObjectItem(au->json, "overdue"),
+                                    o);
+                        } else {
+                                printf("overdue partition=%s/%d offset=%lld "
+                                       "due=%s overdue_ms=%lld\n",
+                                       p->topic, (int)p->partition,
+                                       (long long)m->offset,
+                                       kd_ctl_time_format(t.fire_at_ms, ts,
+                                                          sizeof(ts)),
+                                       (long long)(now - t.fire_at_ms));
+                        }
+                }
+                rd_kafka_message_destroy(m);
+        }
+        free(seen);
+        rd_kafka_assign(au->rk, NULL);
+        return KDELAY_OK;
+}
+
+/* Counts the dead-letter topic's records of the window. */
+static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
+{
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt =
+            rd_kafka_topic_new(au->rk, au->dead_topic, NULL);
+        if (!rkt)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        rd_kafka_resp_err_t kerr =
+            rd_kafka_metadata(au->rk, 0, rkt, &md, KD_AUDIT_TIMEOUT_MS);
+        rd_kafka_topic_destroy(rkt);
+        if (kerr)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "metadata of %s: %s", au->dead_topic,
+                               rd_kafka_err2str(kerr));
+        int parts = md->topic_cnt == 1 && !md->topics[0].err
+                        ? md->topics[0].partition_cnt
+                        : 0;
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts ? parts : 1);
+        if (!l)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        int64_t since = kd_now_ms() - au->a->window_ms;
+        for (int p = 0; p < parts; p++)
+                rd_kafka_topic_partition_list_add(l, au->dead_topic, p)
+                    ->offset = since;
+        kerr = parts
+                   ? rd_kafka_offsets_for_times(au->rk, l, KD_AUDIT_TIMEOUT_MS)
+                   : RD_KAFKA_RESP_ERR_NO_ERROR;
+        for (int p = 0; !kerr && p < parts; p++) {
+                int64_t lo, hi;
+                kerr = rd_kafka_query_watermark_offsets(
+                    au->rk, au->dead_topic, p, &lo, &hi, KD_AUDIT_TIMEOUT_MS);
+                int64_t from = l->elems[p].offset;
+                if (!kerr && from >= 0 && from < hi)
+                        au->dead += hi - from; /* -1: none since */
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        if (kerr)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "offsets of %s: %s", au->dead_topic,
+                               rd_kafka_err2str(kerr));
+        return KDELAY_OK;
+}
+
+static int summary(audit_t *au)
+{
+        size_t findings = au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
+                          au->counts[ROW_DELIVERED] - au->fixed + au->overdue +
+                          (au->dead > 0);
+        char w[32];
+        kdelay_duration_format(au->a->window_ms, w, sizeof(w));
+        if (au->json) {
+                cJSON *s = cJSON_AddObjectToObject(au->json, "summary");
+                cJSON_AddNumberToObject(s, "firing", (double)au->row_cnt);
+                for (int v = 0; v < 3; v++)
+                        cJSON_AddNumberToObject(s, kd_verdict_names[v],
+                                                (double)au->counts[v]);
+                cJSON_AddNumberToObject(s, "fixed", (double)au->fixed);
+                cJSON_AddBoolToObject(s, "more_firing", au->more_rows);
+                cJSON_AddNumberToObject(s, "overdue_partitions",
+                                        (double)au->overdue);
+                cJSON_AddNumberToObject(s, "dead_letters", (double)au->dead);
+                cJSON_AddStringToObject(s, "dead_window", w);
+                cJSON_AddNumberToObject(s, "findings", (double)findings);
+                char *text = cJSON_PrintUnformatted(au->json);
+                if (text)
+                        printf("%s\n", text);
+                cJSON_free(text);
+        } else {
+                if (au->dead > 0)
+                        printf("dead topic=%s records=%lld window=%s\n",
+                               au->dead_topic, (long long)au->dead, w);
+                printf(
+                    "summary firing=%zu delivered=%zu fixed=%zu "
+                    "pending=%zu unknown=%zu more_firing=%d "
+                    "overdue_partitions=%zu dead_letters=%lld findings=%zu\n",
+                    au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
+                    au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
+                    au->more_rows, au->overdue, (long long)au->dead, findings);
+        }
+        return findings ? KD_EXIT_ERROR : KD_EXIT_OK;
+}
+
+static int run(audit_args_t *a)
+{
+        char errstr[512];
+        kd_rk_owner_t owner = {a->cli->conf};
+        audit_t au = {.a = a};
+        kd_conf_dead_topic(a->cli->conf, au.dead_topic, sizeof(au.dead_topic));
+        if (a->json && !(au.json = cJSON_CreateObject())) {
+                fprintf(stderr, "%s: out of memory\n", a->cli->prog);
+                return KD_EXIT_ERROR;
+        }
+        if (au.json) {
+                cJSON_AddArrayToObject(au.json, "firing");
+                cJSON_AddArrayToObject(au.json, "overdue");
+        }
+        kdelay_err_t err = KDELAY_OK;
+        au.rk = kd_grouppos_client(&owner, errstr, sizeof(errstr));
+        if (!au.rk)
+                err = KDELAY_ERR_KAFKA;
+        /* The group's position first: a row whose offset it has handled
+         * then was surely delivered before the row was read. */
+        if (!err)
+                err = kd_grouppos_read(au.rk, a->cli->conf, &au.pos, errstr,
+                                       sizeof(errstr));
+        if (!err)
+                err = audit_firing(&au, errstr, sizeof(errstr));
+        if (!err)
+                err = audit_heads(&au, errstr, sizeof(errstr));
+        if (!err)
+                err = audit_dead(&au, errstr, sizeof(errstr));
+        int rc;
+        if (err) {
+                fprintf(stderr, "%s: %s: %s\n", a->cli->prog,
+                        kdelay_err_str(err), errstr);
+                rc = KD_EXIT_ERROR;
+        } else {
+                rc = summary(&au);
+        }
+        if (au.rk) {
+                rd_kafka_consumer_close(au.rk);
+                rd_kafka_destroy(au.rk);
+        }
+        kd_grouppos_clear(&au.pos);
+        free(au.rows);
+        free(au.verdict);
+        cJSON_Delete(au.json);
+        return rc;
+}
+
+int kd_ctl_audit(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"older-than", required_argument, NULL, OPT_OLDER},
+            {"fix", no_argument, NULL, OPT_FIX},
+            {"overdue", required_argument, NULL, OPT_OVERDUE},
+            {"dead-window", required_argument, NULL, OPT_WINDOW},
+            {"json", no_argument, NULL, OPT_JSON},
+            {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        int argi;
+        audit_args_t a = {.cli = &cli,
+                          .older_ms = 60000,
+                          .overdue_ms = 60000,
+                          .window_ms = 24LL * 3600 * 1000};
+        kd_cli_init(&cli, "kdelayctl audit");
+        int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &a,
+                              kd_audit_help, &argi);
+        if (rc == KD_EXIT_OK && argi < argc)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[argi]);
+        if (rc == KD_EXIT_OK)
+                rc = run(&a);
+        kd_cli_clear(&cli);
+        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+}

@@ -1,0 +1,25 @@
+/* What the library's other modules (tasks.c, reschedule.c) need of a
+ * kdelay_client_t beyond the public API. */
+#ifndef KD_CLIENT_H
+#define KD_CLIENT_H
+
+#include <kdelay/kdelay.h>
+
+/* The client's configuration. Borrowed from c. */
+const kdelay_conf_t *kd_client_conf(const kdelay_client_t *c);
+
+/* kdelay_schedule, the record carrying kdelay-rescheduled-from: from_id
+ * (NULL: none). */
+kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
+                                     const kdelay_task_t *task,
+                                     const char *from_id, char *id_out,
+                                     size_t id_out_size, char *errstr,
+                                     size_t errstr_size);
+
+/* kd_fate_lookup on the client's fate store (thread-safe). */
+kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
+                                   const size_t *id_lens, size_t n,
+                                   kdelay_fate_t *fates, char *errstr,
+                                   size_t errstr_size);
+
+#endif

@@ -1,0 +1,62 @@
+/* Where the forwarder group stands in the tier topics: for every tier
+ * partition, the group's committed offset and (exactly_once) the done set
+ * committed with it as offset metadata, and the partition's watermarks.
+ * A record the group has handled — hopped, fired or dead-lettered, and
+ * committed — is below the committed offset or in the done set; every
+ * other record from the committed offset on is still the group's to
+ * handle. Read through a consumer of the group that never joins it. */
+#ifndef KD_GROUPPOS_H
+#define KD_GROUPPOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_conf.h"
+#include "kd_offtrack.h"
+
+typedef struct kd_grouppos_part {
+        char topic[256];
+        size_t tier; /* index in conf->tiers */
+        int32_t partition;
+        int64_t low, high;   /* watermarks */
+        int64_t committed;   /* the group's offset; -1: none committed */
+        kd_offrange_t *done; /* owned: handled records above committed */
+        size_t done_cnt;
+} kd_grouppos_part_t;
+
+typedef struct kd_grouppos {
+        kd_grouppos_part_t *parts; /* owned, by tier then partition */
+        size_t cnt;
+        size_t missing; /* tier topics that do not exist */
+} kd_grouppos_t;
+
+/* A consumer of conf's forwarder group that never joins it (assign only,
+ * no commits), reading committed records only, with partition EOF
+ * events. owner must outlive it. NULL on failure, with errstr. */
+rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
+                               size_t errstr_size);
+
+/* Reads the group's position on every partition of conf's tier topics
+ * through rk (a kd_grouppos_client). On error *pos is empty. */
+kdelay_err_t kd_grouppos_read(rd_kafka_t *rk, const kdelay_conf_t *conf,
+                              kd_grouppos_t *pos, char *errstr,
+                              size_t errstr_size);
+
+void kd_grouppos_clear(kd_grouppos_t *pos);
+
+/* The entry of topic/partition, or NULL. Borrowed from pos. */
+const kd_grouppos_part_t *kd_grouppos_find(const kd_grouppos_t *pos,
+                                           const char *topic,
+                                           int32_t partition);
+
+/* Where the group reads the partition next: its committed offset, or the
+ * low watermark when it has none (or it is below the retention). */
+int64_t kd_grouppos_start(const kd_grouppos_part_t *p);
+
+/* 1 when the group has handled offset: below where it starts or in its
+ * committed done set. */
+int kd_grouppos_handled(const kd_grouppos_part_t *p, int64_t offset);
+
+#endif
