@@ -106,9 +106,15 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
                 rc = add_stop_restart(fs, &cap, &r, tt_rng_range(&r, lo, hi),
                                       TT_F_TERM,
                                       (int)tt_rng_range(&r, 0, base - 1)) < 0;
+        /* The MySQL faults act on one server: read-only is set while it
+         * runs, so its window is moved past every stop's. */
+        int64_t stop_at[64];
+        int n_stops = 0;
         for (int i = 0; i < n_mysql && !rc; i++) {
                 int64_t at = w * (50 + 40 * i / n_mysql) / 100 +
                              tt_rng_range(&r, 0, w / 25);
+                if (n_stops < 64)
+                        stop_at[n_stops++] = at;
                 int k = add(fs, &cap, at, TT_F_MYSQL_STOP, -1, -1);
                 rc = k < 0 || add(fs, &cap, at + mysql_down, TT_F_MYSQL_START,
                                   -1, k) < 0;
@@ -121,6 +127,15 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
         }
         if (!rc) {
                 int64_t at = w * 60 / 100 + tt_rng_range(&r, 0, w / 50);
+                for (int moved = 1; moved;) {
+                        moved = 0;
+                        for (int i = 0; i < n_stops; i++)
+                                if (at + mysql_ro + SEC > stop_at[i] &&
+                                    at < stop_at[i] + mysql_down + SEC) {
+                                        at = stop_at[i] + mysql_down + SEC;
+                                        moved = 1;
+                                }
+                }
                 int k = add(fs, &cap, at, TT_F_MYSQL_RO, -1, -1);
                 rc = k < 0 ||
                      add(fs, &cap, at + mysql_ro, TT_F_MYSQL_RW, -1, k) < 0;

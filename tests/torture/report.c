@@ -322,12 +322,23 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 snprintf(note, sizeof(note), "could not be read");
         fprintf(out, "  %-42s %s\n", "fate table", note);
         row(out, "fate CANCELLED but delivered", c.fate_cancel_delivered, NULL);
+        if (in->audit_ok)
+                snprintf(note, sizeof(note),
+                         "(goal 0; audit found %ld: %ld delivered, fixed; "
+                         "%ld pending, %ld unknown)",
+                         in->audit_firing, in->audit_fixed, in->audit_pending,
+                         in->audit_unknown);
+        else
+                snprintf(note, sizeof(note), "(kdelayctl audit failed)");
+        row(out, "FIRING rows after audit --fix",
+            in->fate_rows >= 0 ? c.fate_firing : -1, note);
         fprintf(out, "  %-42s %s\n", "verifier read to the end",
                 in->caught_up ? "yes" : "NO (timed out)");
         stats_rows(in, out);
         fprintf(out, "  %-42s %.1f s\n", "wall time",
                 (double)in->wall_ms / 1e3);
         fprintf(out, "  %-42s %s\n", "run dir (logs)", in->names->run_dir);
+        fail = fail || !in->audit_ok || in->fate_rows < 0 || c.fate_firing > 0;
         fprintf(out, "RESULT: %s\n", fail ? "FAIL" : "PASS");
         fflush(out);
         free(ts.v);

@@ -23,11 +23,17 @@ typedef struct tt_report_in {
         int caught_up;    /* the verifier reached the end of every topic */
         long fate_rows;   /* -1: the fate table could not be read */
         int stop_unclean; /* forwarders not exiting 0 at the end */
+        /* kdelayctl audit --fix after the forwarders stopped (before the
+         * fate table is read): FIRING rows it found, those it fixed
+         * (delivered), and those left; ok = 0 when it did not run. */
+        int audit_ok;
+        long audit_firing, audit_fixed, audit_pending, audit_unknown;
 } tt_report_in_t;
 
 /* Prints the table to out and returns the exit status: 1 when anything
- * was lost, early, delivered after an acknowledged cancel, corrupted, or
- * (exactly_once) duplicated; else 0. */
+ * was lost, early, delivered after an acknowledged cancel, corrupted,
+ * (exactly_once) duplicated, or a FIRING row is left after the audit;
+ * else 0. */
 int tt_report(const tt_report_in_t *in, FILE *out);
 
 /* Writes one CSV line per task (times relative to T0) to path, for
