@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole kdelay test suite, from a fresh Debian machine or a warm one:
-# installs dependencies, starts a private Kafka + MariaDB stack on test
-# ports, builds twice (plain and ASan+UBSan), runs every CUnit program under
-# ctest in both builds, the torture tool's fast profile in both delivery
-# modes (plain build), checks formatting, and stops the stack.
+# installs dependencies, starts two private Kafka + MariaDB stacks on test
+# ports — one on the default Kafka (4.x), one on Kafka 3.9.x — builds twice
+# (plain and ASan+UBSan), runs every CUnit program under ctest in both
+# builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
+# every test on both broker lines, each build once), the torture tool's
+# fast profile in both delivery modes (plain build; exactly_once on 4.x,
+# at_least_once on 3.9.x), checks formatting, and stops the stacks.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
@@ -18,29 +21,53 @@ log() { printf 'ts=%s level=info prog=test.sh %s\n' "$(date -u +%FT%TZ)" "$*" >&
 log event=deps
 deploy/local/deps.sh
 
-# A stack of its own, on its own ports, so a developer's `stack.sh up`
-# (default ports, .stack/) is never touched by the tests.
-export KDELAY_STACK_DIR="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
-export KDELAY_KAFKA_PORT="${KDELAY_TEST_KAFKA_PORT:-29092}"
-export KDELAY_MYSQL_PORT="${KDELAY_TEST_MYSQL_PORT:-23306}"
-unset KDELAY_MYSQL_URL_EXTERNAL
+# Stacks of their own, on their own ports, so a developer's `stack.sh up`
+# (default ports, .stack/) is never touched by the tests. Stack "new" runs
+# the default Kafka (deploy/local/kafka/pom.xml), stack "old" the oldest
+# supported line.
+old_kafka=${KDELAY_TEST_OLD_KAFKA:-3.9.1}
+unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION
+declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
+                      [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old")
+declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192)
+declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406)
+declare -A kafka_version=([new]="" [old]="$old_kafka")
+# Points stack.sh, the tests and the torture tool at stack $1.
+use_stack() {
+  export KDELAY_STACK_DIR=${stack_dir[$1]}
+  export KDELAY_KAFKA_PORT=${kafka_port[$1]}
+  export KDELAY_MYSQL_PORT=${mysql_port[$1]}
+  if [ -n "${kafka_version[$1]}" ]; then
+    export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
+  else
+    unset KDELAY_KAFKA_VERSION
+  fi
+  if [ -f "$KDELAY_STACK_DIR/stack.conf" ]; then
+    eval "$(deploy/local/stack.sh env)"
+    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION
+  fi
+}
 
-stack_pid=""
+declare -A stack_pid=()
 cleanup() {
-  local rc=$?
-  [ -n "$stack_pid" ] && wait "$stack_pid" 2>/dev/null || true
-  deploy/local/stack.sh down --purge >&2 || true
+  local rc=$? s
+  for s in "${!stack_pid[@]}"; do wait "${stack_pid[$s]}" 2>/dev/null || true; done
+  for s in new old; do
+    (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
+  done
   log event=done rc=$rc seconds=$(( $(date +%s) - start ))
   exit $rc
 }
 trap cleanup EXIT
 
-# The stack starts while the code compiles.
+# The stacks start while the code compiles.
 mkdir -p build
-up_log=build/stack-up.log
-log event=stack_up dir="$KDELAY_STACK_DIR" log="$up_log"
-deploy/local/stack.sh up >"$up_log" 2>&1 &
-stack_pid=$!
+for s in new old; do
+  [ "$s" = old ] && [ -n "${KDELAY_TEST_SKIP_ASAN:-}" ] && [ -n "${KDELAY_TEST_SKIP_TORTURE:-}" ] && continue
+  log event=stack_up stack="$s" dir="${stack_dir[$s]}" log="build/stack-up-$s.log"
+  (use_stack "$s"; exec deploy/local/stack.sh up) >"build/stack-up-$s.log" 2>&1 &
+  stack_pid[$s]=$!
+done
 
 jobs=$(nproc 2>/dev/null || echo 2)
 build() { # build DIR [cmake args...]
@@ -56,16 +83,17 @@ build build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 log event=format_check
 clang-format --dry-run -Werror $(git ls-files '*.c' '*.h')
 
-if ! wait "$stack_pid"; then
-  stack_pid=""
-  cat "$up_log" >&2
-  log event=stack_failed
-  exit 1
-fi
-stack_pid=""
-eval "$(deploy/local/stack.sh env)"
-export KDELAY_BROKERS KDELAY_MYSQL_URL
-log event=stack_ready brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL"
+for s in "${!stack_pid[@]}"; do
+  if ! wait "${stack_pid[$s]}"; then
+    unset "stack_pid[$s]"
+    cat "build/stack-up-$s.log" >&2
+    log event=stack_failed stack="$s"
+    exit 1
+  fi
+  unset "stack_pid[$s]"
+  (use_stack "$s"; log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" \
+    brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL")
+done
 
 # No LeakSanitizer suppressions: every leak fails the run (a leaking
 # kdelayctl or forwarder exits non-zero, which the tests check). Only the
@@ -81,6 +109,7 @@ run_ctest() { # DIR [ctest args...]
   grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled)' \
     "$dir/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
 }
+use_stack new
 run_ctest build/test
 
 # The torture tool's fast profile in both delivery modes, against this
@@ -97,11 +126,16 @@ run_torture() { # MODE
   fi
 }
 if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
-  run_torture at_least_once
+  use_stack new
   run_torture exactly_once
+  use_stack old
+  run_torture at_least_once
 fi
 
 # The benchmark's small profile (label bench) only in the plain build.
-[ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && run_ctest build/asan -LE bench
+if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
+  use_stack old
+  run_ctest build/asan -LE bench
+fi
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

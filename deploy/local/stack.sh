@@ -33,7 +33,8 @@ Verbs:
                   --kill   SIGKILL immediately (simulate a crash)
   status        show what is running; exit 0 if everything answers, 3 if not
   env           print shell-eval-able settings for the tests:
-                  KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR
+                  KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR,
+                  KDELAY_KAFKA_VERSION
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   mysql-start   start only the private MariaDB (keeps data)
@@ -53,6 +54,11 @@ Options (an option overrides its environment variable):
   --stack-dir DIR     KDELAY_STACK_DIR          state dir (default <repo>/.stack)
   --kafka-port N      KDELAY_KAFKA_PORT         Kafka PLAINTEXT port (default 19092);
                                                 the KRaft controller uses N+1
+  --kafka-version V   KDELAY_KAFKA_VERSION      Apache Kafka version to run (default:
+                                                deploy/local/kafka/pom.xml's; 3.9.x and
+                                                4.x are supported), fetched from Maven
+                                                Central; a stack dir keeps one version's
+                                                data ('down --purge' to change it)
   --mysql-port N      KDELAY_MYSQL_PORT         private MariaDB port (default 13306)
   --mysql-url URL     KDELAY_MYSQL_URL_EXTERNAL use an existing MySQL/MariaDB
                       (mysql://user[:password]@host[:port]/db) instead of a
@@ -82,6 +88,7 @@ opt_purge=0
 opt_kill=0
 cli_stack_dir=""
 cli_kafka_port=""
+cli_kafka_version=""
 cli_mysql_port=""
 cli_mysql_url=""
 cli_mysql_url_set=0
@@ -100,6 +107,8 @@ while (($#)); do
         --stack-dir=*) cli_stack_dir=${1#*=}; shift ;;
         --kafka-port) need_arg "$@"; cli_kafka_port=$2; shift 2 ;;
         --kafka-port=*) cli_kafka_port=${1#*=}; shift ;;
+        --kafka-version) need_arg "$@"; cli_kafka_version=$2; shift 2 ;;
+        --kafka-version=*) cli_kafka_version=${1#*=}; shift ;;
         --mysql-port) need_arg "$@"; cli_mysql_port=$2; shift 2 ;;
         --mysql-port=*) cli_mysql_port=${1#*=}; shift ;;
         --mysql-url) need_arg "$@"; cli_mysql_url=$2; cli_mysql_url_set=1; shift 2 ;;
@@ -137,6 +146,7 @@ CONF=$STACK_DIR/stack.conf
 MARKER=$STACK_DIR/.kdelay-stack
 
 SAVED_KAFKA_PORT=""
+SAVED_KAFKA_VERSION=""
 SAVED_MYSQL_PORT=""
 SAVED_MYSQL_URL_EXTERNAL=""
 if [[ -f $CONF ]]; then
@@ -145,6 +155,11 @@ if [[ -f $CONF ]]; then
 fi
 
 KAFKA_PORT=${cli_kafka_port:-${KDELAY_KAFKA_PORT:-${SAVED_KAFKA_PORT:-19092}}}
+# The broker's version: the option, the environment, the last start's, or
+# the default (pom.xml's kafka.version).
+KAFKA_VERSION=${cli_kafka_version:-${KDELAY_KAFKA_VERSION:-${SAVED_KAFKA_VERSION:-}}}
+[[ -z $KAFKA_VERSION || $KAFKA_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+    die "bad Kafka version '$KAFKA_VERSION' (want MAJOR.MINOR.PATCH, e.g. 4.1.1)"
 MYSQL_PORT=${cli_mysql_port:-${KDELAY_MYSQL_PORT:-${SAVED_MYSQL_PORT:-13306}}}
 if ((cli_mysql_url_set)); then
     MYSQL_URL_EXTERNAL=$cli_mysql_url
@@ -178,6 +193,8 @@ KAFKA_LIBS=""
 MVN=""
 LOG4J_PROPS=$STACK_DIR/log4j.properties
 LOG4J_TOOLS_PROPS=$KAFKA_DIR/log4j-tools.properties
+LOG4J2_PROPS=$STACK_DIR/log4j2.properties
+LOG4J2_TOOLS_PROPS=$KAFKA_DIR/log4j2-tools.properties
 
 MYSQL_DIR=$STACK_DIR/mysql
 MYSQL_DATA=$MYSQL_DIR/data
@@ -348,6 +365,7 @@ save_conf() {
     {
         printf '# written by stack.sh; settings of the last start\n'
         printf 'SAVED_KAFKA_PORT=%q\n' "$KAFKA_PORT"
+        printf 'SAVED_KAFKA_VERSION=%q\n' "$(kafka_version)"
         printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
         printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
     } >"$tmp"
@@ -357,8 +375,18 @@ save_conf() {
 
 # ---------------------------------------------------------------- Kafka
 kafka_version() {
+    if [[ -n $KAFKA_VERSION ]]; then
+        printf '%s\n' "$KAFKA_VERSION"
+        return
+    fi
     [[ -f $POM ]] || die "missing $POM"
     sed -n 's:.*<kafka.version>\([^<]*\)</kafka.version>.*:\1:p' "$POM" | head -n 1
+}
+
+kafka_major() { # 3 or 4 ...
+    local v
+    v=$(kafka_version)
+    printf '%s\n' "${v%%.*}"
 }
 
 KCAT=""
@@ -379,7 +407,7 @@ ensure_kafka_jars() {
     [[ -n $version ]] || die "cannot read <kafka.version> from $POM"
     KAFKA_LIBS=$REPO_ROOT/.cache/kafka-$version/libs
     stamp=$KAFKA_LIBS/.kdelay-complete
-    want=$(sha256sum <"$POM")
+    want=$({ cat "$POM"; printf '%s\n' "$version"; } | sha256sum)
     want=${want%% *}
     if [[ -f $stamp && $(<"$stamp") == "$want" && -f $KAFKA_LIBS/kafka_2.13-$version.jar ]]; then
         return 0
@@ -395,7 +423,9 @@ ensure_kafka_jars() {
         log "fetching Apache Kafka $version with Maven into $KAFKA_LIBS (uses ~/.m2; slow only the first time) ..."
         local out
         out=$(mktemp)
-        if ! "$MVN" -q -B -f "$POM" dependency:copy-dependencies >"$out" 2>&1 8>&- 9>&-; then
+        local -a mvn_props=("-Dkafka.version=$version")
+        (($(kafka_major) < 4)) || mvn_props+=(-Dkafka4)
+        if ! "$MVN" -q -B -f "$POM" "${mvn_props[@]}" dependency:copy-dependencies >"$out" 2>&1 8>&- 9>&-; then
             tail -n 40 "$out" >&2
             rm -f "$out"
             die "Maven could not fetch Kafka (see output above)"
@@ -444,14 +474,8 @@ log.segment.bytes=268435456
 log.cleaner.dedupe.buffer.size=16777216
 EOF
 
-    cat >"$LOG4J_TOOLS_PROPS" <<'EOF'
-# Generated by deploy/local/stack.sh; used by kafka.tools.StorageTool.
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-EOF
+    write_log4j_tools
+    write_log4j2_broker
 
     cat >"$LOG4J_PROPS" <<EOF
 # Generated by deploy/local/stack.sh; used by the Kafka broker.
@@ -482,6 +506,75 @@ log4j.logger.org.apache.kafka.image=WARN
 EOF
 }
 
+# The JVM option naming the log configuration of `what` (broker or
+# tools): log4j 1 (reload4j) for Kafka 3.x, log4j2 for 4.x.
+log4j_opt() {
+    local v1=$LOG4J_TOOLS_PROPS v2=$LOG4J2_TOOLS_PROPS
+    if [[ $1 == broker ]]; then
+        v1=$LOG4J_PROPS
+        v2=$LOG4J2_PROPS
+    fi
+    if (($(kafka_major) >= 4)); then
+        printf -- '-Dlog4j2.configurationFile=file:%s\n' "$v2"
+    else
+        printf -- '-Dlog4j.configuration=file:%s\n' "$v1"
+    fi
+}
+
+write_log4j_tools() { # warnings of the command-line tools to stderr
+    mkdir -p "$KAFKA_DIR"
+    cat >"$LOG4J_TOOLS_PROPS" <<'EOF'
+# Generated by deploy/local/stack.sh; used by kafka.tools.StorageTool.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+    cat >"$LOG4J2_TOOLS_PROPS" <<'EOF'
+# Generated by deploy/local/stack.sh; the tools' log4j2 (Kafka 4.x).
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = err
+EOF
+}
+
+write_log4j2_broker() { # the broker's log4j2 (Kafka 4.x): as log4j.properties
+    cat >"$LOG4J2_PROPS" <<EOF
+# Generated by deploy/local/stack.sh; used by the Kafka 4.x broker.
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = $KAFKA_LOG
+appender.file.filePattern = $KAFKA_LOG.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 64MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+EOF
+    local i=0 name
+    for name in kafka.request.logger 'kafka.network.RequestChannel$' \
+        kafka.authorizer.logger state.change.logger kafka.log.LogCleaner \
+        kafka.log kafka.cluster.Partition kafka.server.ReplicaFetcherManager \
+        kafka.server.ReplicaAlterLogDirsManager \
+        org.apache.kafka.storage.internals.log org.apache.kafka.clients \
+        org.apache.kafka.common.utils.AppInfoParser \
+        org.apache.kafka.common.config.AbstractConfig org.apache.kafka.image; do
+        i=$((i + 1))
+        printf 'logger.q%d.name = %s\nlogger.q%d.level = warn\n' "$i" "$name" "$i" >>"$LOG4J2_PROPS"
+    done
+}
+
 gen_cluster_id() { # 16 random bytes, URL-safe base64 without padding (Kafka Uuid format)
     local id
     while :; do
@@ -497,15 +590,22 @@ kafka_prepare() {
     find_kcat
     ensure_kafka_jars
     write_kafka_config
+    local have_version
+    if [[ -f $KAFKA_DATA/meta.properties && -f $KAFKA_DATA/.kdelay-kafka-version ]]; then
+        have_version=$(<"$KAFKA_DATA/.kdelay-kafka-version")
+        [[ $have_version == "$(kafka_version)" ]] ||
+            die "$KAFKA_DATA holds the data of Kafka $have_version, not $(kafka_version): 'stack.sh down --purge' first, or use another --stack-dir"
+    fi
     if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
         local id
         id=$(gen_cluster_id)
         log "formatting Kafka storage in $KAFKA_DATA (cluster id $id)"
-        if ! "$JAVA" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$LOG4J_TOOLS_PROPS" \
+        if ! "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
             kafka.tools.StorageTool format -t "$id" -c "$KAFKA_PROPS" >"$KAFKA_DIR/format.log" 2>&1; then
             show_log_tail "$KAFKA_DIR/format.log" "$KAFKA_LOG"
             die "formatting Kafka storage failed"
         fi
+        kafka_version >"$KAFKA_DATA/.kdelay-kafka-version"
     fi
 }
 
@@ -523,7 +623,7 @@ kafka_launch() {
     kafka_prepare
     local -a jvm_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
-        "-Dlog4j.configuration=file:$LOG4J_PROPS")
+        "$(log4j_opt broker)")
     if [[ -n ${KDELAY_KAFKA_JAVA_OPTS:-} ]]; then
         local -a extra
         read -r -a extra <<<"$KDELAY_KAFKA_JAVA_OPTS"
@@ -831,13 +931,15 @@ cmd_env() {
     printf 'KDELAY_BROKERS=%q\n' "$BROKERS"
     printf 'KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
     printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
+    printf 'KDELAY_KAFKA_VERSION=%q\n' "$(kafka_version)"
 }
 
 cmd_topic() {
     [[ $opt_partitions =~ ^[1-9][0-9]*$ ]] || die "--partitions must be a positive integer"
     need_cmd JAVA "java (package openjdk-17-jre-headless)" "${JAVA_HOME:+$JAVA_HOME/bin/}java"
     ensure_kafka_jars
-    "$JAVA" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$LOG4J_TOOLS_PROPS" \
+    write_log4j_tools
+    "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
         org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" \
         --create --if-not-exists --topic "$topic_name" \
         --partitions "$opt_partitions" --replication-factor 1 >&2 ||
