@@ -11,6 +11,7 @@
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_fwd.h"
+#include "kd_guard.h"
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
@@ -285,6 +286,9 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         kd_fate_store_t *store, char *errstr,
                         size_t errstr_size)
 {
+        kdelay_err_t guard = kd_guard_check(conf, errstr, errstr_size);
+        if (guard)
+                return guard;
         kd_fwd_t *f = calloc(1, sizeof(*f));
         if (!f)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
