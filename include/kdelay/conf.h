@@ -74,8 +74,9 @@ kdelay_err_t kdelay_conf_load_file(kdelay_conf_t *conf, const char *path,
                                    char *errstr, size_t errstr_size);
 
 /* Copies the text form of property `name` into buf. Passwords read back as
- * "***" when set. Returns KDELAY_ERR_UNKNOWN_PROPERTY for unknown names,
- * KDELAY_ERR_INVALID_ARG when buf is too small. */
+ * "***" when set, the password part of mysql.url too
+ * ("mysql://u:***@db/kd"). Returns KDELAY_ERR_UNKNOWN_PROPERTY for unknown
+ * names, KDELAY_ERR_INVALID_ARG when buf is too small. */
 kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                              char *buf, size_t buf_size);
 

@@ -169,6 +169,20 @@ void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
         log_line(cli->prog, level, line);
 }
 
+int kd_cli_client(kd_cli_t *cli, kdelay_client_t **clientp)
+{
+        char errstr[512];
+        *clientp = NULL;
+        kdelay_err_t err =
+            kdelay_client_new(clientp, cli->conf, errstr, sizeof(errstr));
+        if (err) {
+                fprintf(stderr, "%s: %s\n", cli->prog, errstr);
+                return kd_cli_exit_code(err);
+        }
+        cli->conf = NULL; /* the client's now */
+        return KD_EXIT_OK;
+}
+
 int kd_cli_exit_code(kdelay_err_t err)
 {
         switch (err) {

@@ -114,6 +114,10 @@ void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
 /* kdelay_log_cb_t printing to stderr; opaque is the kd_cli_t. */
 void kd_cli_log_cb(kdelay_log_level_t level, const char *line, void *opaque);
 
+/* A client on cli->conf, which it takes (cli->conf is NULL then). On
+ * failure prints why and returns the exit code; *clientp stays NULL. */
+int kd_cli_client(kd_cli_t *cli, kdelay_client_t **clientp);
+
 /* Maps a library error to an exit code. */
 int kd_cli_exit_code(kdelay_err_t err);
 

@@ -41,7 +41,10 @@ static const char kd_audit_help[] =
     "           than --overdue ago: no forwarder runs, or one is stuck.\n"
     "  dead     records in the dead-letter topic of the last --dead-window.\n"
     "\n"
-    "  --older-than D       FIRING rows older than D (default 1m)\n"
+    "  --older-than D       FIRING rows last changed more than D ago\n"
+    "                       (default 1m), or stamped more than D ahead of\n"
+    "                       this clock (a claimer's clock ran ahead);\n"
+    "                       0s: every FIRING row\n"
     "  --fix                mark delivered rows FIRED\n"
     "  --overdue D          overdue bound (default 1m)\n"
     "  --dead-window D      dead-letter window (default 24h)\n"
@@ -188,10 +191,15 @@ static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
         if (!au->rows || !au->verdict)
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "out of memory");
+        /* Rows stamped ahead of this clock by more than the bound come
+         * from a claimer whose clock ran ahead: their age is unknown, so
+         * they are audited too (the verdict does not depend on it). */
+        int64_t now = kd_now_ms(), older = au->a->older_ms;
         if (!err)
-                err = kd_fate_firing(store, kd_now_ms() - au->a->older_ms,
-                                     au->rows, KD_AUDIT_ROWS_MAX, &au->row_cnt,
-                                     errstr, errstr_size);
+                err = kd_fate_firing(store, older ? now - older : INT64_MAX,
+                                     older ? now + older : INT64_MAX, au->rows,
+                                     KD_AUDIT_ROWS_MAX, &au->row_cnt, errstr,
+                                     errstr_size);
         au->more_rows = au->row_cnt == KD_AUDIT_ROWS_MAX;
         for (size_t i = 0; !err && i < au->row_cnt; i++) {
                 au->verdict[i] = judge(au, &au->rows[i]);

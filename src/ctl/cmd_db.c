@@ -22,13 +22,15 @@ static const char kd_db_help[] =
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
     "         in table kdelay_schema. Safe to run again and concurrently.\n"
     "version  prints the database's schema version and this build's.\n"
-    "gc       deletes fate rows of tasks due more than DURATION ago\n"
-    "         (default mysql.fate_retention, 30d), in batches of N rows\n"
-    "         (default 1000) so no statement holds locks for long. Rows of\n"
-    "         cancelled tasks whose due time is unknown (no forwarder has\n"
-    "         seen them yet) are kept until 10 years past the cancel.\n"
-    "         Keep DURATION above the tier topics' retention, or a record\n"
-    "         re-read from Kafka could fire again.\n"
+    "gc       deletes fate rows decided more than DURATION ago of tasks\n"
+    "         due more than DURATION ago (default mysql.fate_retention,\n"
+    "         30d), in batches of N rows (default 1000) so no statement\n"
+    "         holds locks for long. Rows of cancelled tasks whose due time\n"
+    "         is unknown (no forwarder has seen them yet) are kept until 10\n"
+    "         years past the cancel. DURATION shorter than the longest tier\n"
+    "         topic's retention (2 x the largest tier + topics.\n"
+    "         retention_margin: 21d by default) is refused: a record still\n"
+    "         in Kafka, re-read without its row, would fire again.\n"
     "\n"
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
@@ -73,6 +75,20 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                                           "--older-than \"%s\" is not a "
                                           "duration (e.g. 30d)",
                                           a->older);
+        int64_t longest = 0;
+        for (size_t i = 0; i < cli->conf->tiers.cnt; i++)
+                if (kd_conf_tier_retention_ms(cli->conf, i) > longest)
+                        longest = kd_conf_tier_retention_ms(cli->conf, i);
+        if (keep < longest) {
+                char k[32], l[32];
+                return kd_cli_usage_error(
+                    cli,
+                    "a retention of %s is shorter than the longest tier "
+                    "topic's (%s): a record still in Kafka, re-read after "
+                    "its row is gone, would fire again",
+                    kdelay_duration_format(keep, k, sizeof(k)),
+                    kdelay_duration_format(longest, l, sizeof(l)));
+        }
         kd_fate_store_t *st = NULL;
         if (kd_fate_store_new(&st, cli->conf))
                 return KD_EXIT_ERROR;

@@ -60,15 +60,7 @@ static int setup(kd_cli_t *cli, int argc, char **argv,
                 return kd_cli_usage_error(cli, "unexpected argument \"%s\"",
                                           argv[argi + 1]);
         *idp = argv[argi];
-        char errstr[512];
-        kdelay_err_t err =
-            kdelay_client_new(clientp, cli->conf, errstr, sizeof(errstr));
-        if (err) {
-                fprintf(stderr, "%s: %s\n", cli->prog, errstr);
-                return kd_cli_exit_code(err);
-        }
-        cli->conf = NULL; /* owned by the client now */
-        return KD_EXIT_OK;
+        return kd_cli_client(cli, clientp);
 }
 
 int kd_ctl_cancel(int argc, char **argv)

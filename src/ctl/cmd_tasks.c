@@ -204,18 +204,9 @@ int kd_ctl_tasks(int argc, char **argv)
         if (rc == KD_EXIT_OK && find)
                 a.q.id = argv[1 + argi];
         kdelay_client_t *client = NULL;
-        if (rc == KD_EXIT_OK) {
-                char errstr[512];
-                kdelay_err_t err = kdelay_client_new(&client, cli.conf, errstr,
-                                                     sizeof(errstr));
-                if (err) {
-                        fprintf(stderr, "%s: %s\n", cli.prog, errstr);
-                        rc = kd_cli_exit_code(err);
-                } else {
-                        cli.conf = NULL; /* the client's now */
-                        rc = run(&a, client, find);
-                }
-        }
+        if (rc == KD_EXIT_OK &&
+            (rc = kd_cli_client(&cli, &client)) == KD_EXIT_OK)
+                rc = run(&a, client, find);
         kdelay_client_destroy(client);
         kd_cli_clear(&cli);
         return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;

@@ -423,6 +423,16 @@ static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
         return KDELAY_OK;
 }
 
+int kd_conf_name_is_secret(const char *name)
+{
+        static const char *const words[] = {"password", "secret", ".pem",
+                                            "key"};
+        for (size_t i = 0; i < KD_ARRAY_LEN(words); i++)
+                if (strstr(name, words[i]))
+                        return 1;
+        return 0;
+}
+
 kdelay_err_t kdelay_conf_set_kafka(kdelay_conf_t *conf, const char *name,
                                    const char *value, char *errstr,
                                    size_t errstr_size)
@@ -431,8 +441,13 @@ kdelay_err_t kdelay_conf_set_kafka(kdelay_conf_t *conf, const char *name,
         if (!conf || !name || !value)
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "conf, name and value are required");
-        switch (
-            rd_kafka_conf_set(conf->rk_conf, name, value, why, sizeof(why))) {
+        rd_kafka_conf_res_t res =
+            rd_kafka_conf_set(conf->rk_conf, name, value, why, sizeof(why));
+        /* librdkafka's reason quotes the value: not for a secret. */
+        if (res == RD_KAFKA_CONF_INVALID && kd_conf_name_is_secret(name))
+                snprintf(why, sizeof(why),
+                         "invalid value for %s (not shown: a secret)", name);
+        switch (res) {
         case RD_KAFKA_CONF_OK:
                 return kv_put(conf, name, value);
         case RD_KAFKA_CONF_UNKNOWN:
@@ -460,6 +475,27 @@ kdelay_err_t kdelay_conf_set_pair(kdelay_conf_t *conf, const char *pair,
         return kdelay_conf_set_kafka(conf, name, eq + 1, errstr, errstr_size);
 }
 
+/* url with the password of its user part read back as "***" (into buf,
+ * cut to it); "" for NULL. */
+static const char *url_masked(const char *url, char *buf, size_t size)
+{
+        if (!url)
+                return "";
+        const char *user = strstr(url, "://");
+        user = user ? user + 3 : url;
+        size_t host_at = strcspn(user, "/?#");
+        const char *at = NULL;
+        for (const char *p = user; p < user + host_at; p++)
+                if (*p == '@')
+                        at = p; /* the last one: a password may hold '@' */
+        const char *colon = at ? memchr(user, ':', (size_t)(at - user)) : NULL;
+        if (!colon)
+                return url;
+        int n =
+            snprintf(buf, size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+        return n >= 0 && (size_t)n < size ? buf : "***";
+}
+
 kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                              char *buf, size_t buf_size)
 {
@@ -473,9 +509,11 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         case KD_PROP_SECRET:
                 text = *(char *const *)field ? "***" : "";
                 break;
+        case KD_PROP_MYSQLURL:
+                text = url_masked(*(char *const *)field, tmp, sizeof(tmp));
+                break;
         case KD_PROP_STRING:
-        case KD_PROP_TOPICPFX:
-        case KD_PROP_MYSQLURL: {
+        case KD_PROP_TOPICPFX: {
                 const char *s = *(char *const *)field;
                 text = s ? s : "";
                 break;

@@ -235,8 +235,9 @@ kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
 }
 
 kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
-                            kd_fate_firing_t *rows, size_t max, size_t *np,
-                            char *errstr, size_t errstr_size)
+                            int64_t updated_after_ms, kd_fate_firing_t *rows,
+                            size_t max, size_t *np, char *errstr,
+                            size_t errstr_size)
 {
         *np = 0;
         if (!rows && max)
@@ -244,8 +245,9 @@ kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
                                "no room for the rows");
         if (max == 0)
                 return KDELAY_OK;
-        return store->ops->firing(store->impl, updated_before_ms, rows, max, np,
-                                  errstr, errstr_size);
+        return store->ops->firing(store->impl, updated_before_ms,
+                                  updated_after_ms, rows, max, np, errstr,
+                                  errstr_size);
 }
 
 kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,

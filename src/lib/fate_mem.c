@@ -376,6 +376,8 @@ typedef struct kd_gc_bounds {
 static int gc_keep(const kd_memrow_t *r, const void *arg)
 {
         const kd_gc_bounds_t *b = arg;
+        if (r->decided_at_ms >= b->due_before_ms)
+                return 1; /* decided within the retention */
         if (r->has_fire_at)
                 return r->fire_at_ms >= b->due_before_ms;
         return r->decided_at_ms >= b->decided_before_ms;
@@ -395,7 +397,7 @@ static kdelay_err_t mem_gc(void *impl, int64_t due_before_ms,
 }
 
 typedef struct kd_firing_scan {
-        int64_t before;
+        int64_t before, after;
         kd_fate_firing_t *rows;
         size_t max, n;
 } kd_firing_scan_t;
@@ -405,7 +407,8 @@ typedef struct kd_firing_scan {
 static void firing_row(const kd_memrow_t *r, void *arg)
 {
         kd_firing_scan_t *s = arg;
-        if (r->fate != KDELAY_FATE_FIRING || r->updated_at_ms >= s->before)
+        if (r->fate != KDELAY_FATE_FIRING ||
+            (r->updated_at_ms >= s->before && r->updated_at_ms <= s->after))
                 return;
         size_t at = s->n;
         while (at > 0 && s->rows[at - 1].updated_at_ms > r->updated_at_ms)
@@ -430,14 +433,16 @@ static void firing_row(const kd_memrow_t *r, void *arg)
 }
 
 static kdelay_err_t mem_firing(void *impl, int64_t updated_before_ms,
-                               kd_fate_firing_t *rows, size_t max, size_t *np,
-                               char *errstr, size_t errstr_size)
+                               int64_t updated_after_ms, kd_fate_firing_t *rows,
+                               size_t max, size_t *np, char *errstr,
+                               size_t errstr_size)
 {
         kd_fate_mem_t *m = impl;
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
-        kd_firing_scan_t s = {updated_before_ms, rows, max, 0};
+        kd_firing_scan_t s = {updated_before_ms, updated_after_ms, rows, max,
+                              0};
         kd_memtab_each(&m->rows, firing_row, &s);
         *np = s.n;
         return leave(m, 1, KDELAY_OK);

@@ -181,6 +181,11 @@ static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
         return KDELAY_OK;
 }
 
+/* "The MySQL server is running with the --read-only option" and "Running
+ * in read-only mode", by number: not every client library names both. */
+#define KD_ER_OPTION_PREVENTS_STATEMENT 1290
+#define KD_ER_READ_ONLY_MODE            1836
+
 /* After a failed statement: forget a broken connection so the next call
  * reconnects; map the error. */
 static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
@@ -194,8 +199,13 @@ static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
                           "migrate`",
                           what)
                 : kd_mysql_fail(store->conn, what, errstr, errstr_size);
+        /* A read-only server (1290, 1836) is a demoted primary: after a
+         * failover by a virtual IP or DNS name, only a new connection
+         * reaches the new primary. */
         if ((no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) ||
-            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED) {
+            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED ||
+            no == KD_ER_OPTION_PREVENTS_STATEMENT ||
+            no == KD_ER_READ_ONLY_MODE) {
                 kd_log(store->conf, KDELAY_LOG_WARNING,
                        "event=mysql_disconnected errno=%u", no);
                 conn_set(store, NULL);
@@ -650,9 +660,11 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
         kd_sql_t sql = {0};
         /* Small batches keep each statement's locks short. */
         sql_add(&sql,
-                "DELETE FROM kdelay_fate WHERE fire_at_ms < %lld OR "
-                "(fire_at_ms IS NULL AND decided_at_ms < %lld) LIMIT %d",
-                (long long)due_before_ms, (long long)decided_before_ms, batch);
+                "DELETE FROM kdelay_fate WHERE decided_at_ms < %lld AND "
+                "(fire_at_ms < %lld OR (fire_at_ms IS NULL AND "
+                "decided_at_ms < %lld)) LIMIT %d",
+                (long long)due_before_ms, (long long)due_before_ms,
+                (long long)decided_before_ms, batch);
         kdelay_err_t err = stmt(store, &sql, "gc", NULL, errstr, errstr_size);
         free(sql.buf);
         if (!err)
@@ -661,8 +673,9 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
 }
 
 static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
-                              kd_fate_firing_t *rows, size_t max, size_t *np,
-                              char *errstr, size_t errstr_size)
+                              int64_t updated_after_ms, kd_fate_firing_t *rows,
+                              size_t max, size_t *np, char *errstr,
+                              size_t errstr_size)
 {
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
@@ -670,9 +683,9 @@ static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
         sql_add(&sql,
                 "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
                 "src_partition, src_offset FROM kdelay_fate WHERE state = "
-                "'FIRING' AND updated_at_ms < %lld ORDER BY updated_at_ms "
-                "LIMIT %zu",
-                (long long)updated_before_ms, max);
+                "'FIRING' AND (updated_at_ms < %lld OR updated_at_ms > %lld) "
+                "ORDER BY updated_at_ms LIMIT %zu",
+                (long long)updated_before_ms, (long long)updated_after_ms, max);
         kdelay_err_t err =
             stmt(store, &sql, "list firing", &res, errstr, errstr_size);
         free(sql.buf);

@@ -37,7 +37,8 @@ void kd_grouppos_clear(kd_grouppos_t *pos)
         memset(pos, 0, sizeof(*pos));
 }
 
-static int partitions_of(const struct rd_kafka_metadata *md, const char *topic)
+int kd_grouppos_partitions_of(const struct rd_kafka_metadata *md,
+                              const char *topic)
 {
         for (int i = 0; i < md->topic_cnt; i++)
                 if (!strcmp(md->topics[i].topic, topic))
@@ -87,36 +88,37 @@ static kdelay_err_t read_offsets(rd_kafka_t *rk, kd_grouppos_t *pos,
         return KDELAY_OK;
 }
 
-/* Adds an entry per partition of every tier topic md names. */
+/* Adds an entry per partition of every tier topic of conf's prefix that
+ * md names. */
 static kdelay_err_t add_parts(const kdelay_conf_t *conf,
                               const struct rd_kafka_metadata *md,
                               kd_grouppos_t *pos, char *errstr,
                               size_t errstr_size)
 {
         size_t total = 0;
-        int cnt[KD_TIERS_MAX];
-        char topic[KD_TIERS_MAX][256];
-        for (size_t t = 0; t < conf->tiers.cnt; t++) {
-                kd_tiers_topic(&conf->tiers, t, conf->topic_prefix, topic[t],
-                               sizeof(topic[t]));
-                cnt[t] = partitions_of(md, topic[t]);
-                if (cnt[t] < 0)
-                        pos->missing++;
-                else
-                        total += (size_t)cnt[t];
-        }
+        int64_t ms;
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!md->topics[i].err &&
+                    !kd_tiers_topic_delay(conf->topic_prefix,
+                                          md->topics[i].topic, &ms))
+                        total += (size_t)md->topics[i].partition_cnt;
         pos->parts = calloc(total ? total : 1, sizeof(*pos->parts));
         if (!pos->parts)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        for (size_t t = 0; t < conf->tiers.cnt; t++)
-                for (int p = 0; p < cnt[t]; p++) {
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const rd_kafka_metadata_topic_t *t = &md->topics[i];
+                if (t->err ||
+                    kd_tiers_topic_delay(conf->topic_prefix, t->topic, &ms))
+                        continue;
+                for (int p = 0; p < t->partition_cnt && pos->cnt < total; p++) {
                         kd_grouppos_part_t *e = &pos->parts[pos->cnt++];
-                        kd_strlcpy(e->topic, topic[t], sizeof(e->topic));
-                        e->tier = t;
-                        e->partition = p;
+                        kd_strlcpy(e->topic, t->topic, sizeof(e->topic));
+                        e->tier_ms = ms;
+                        e->partition = t->partitions[p].id;
                         e->committed = -1;
                 }
+        }
         return KDELAY_OK;
 }
 

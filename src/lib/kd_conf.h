@@ -119,4 +119,8 @@ extern const char *const kd_producer_forced[];
 /* Retention for tier topic idx: tier delay * 2 + retention margin. */
 int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx);
 
+/* Non-zero when librdkafka property `name` may hold a secret (a password,
+ * a key, a client secret): its value is never echoed. */
+int kd_conf_name_is_secret(const char *name);
+
 #endif

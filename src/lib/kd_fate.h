@@ -110,10 +110,13 @@ kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,
                                     const int64_t *fire_ats, size_t n,
                                     char *errstr, size_t errstr_size);
 
-/* Deletes at most `batch` rows of tasks due before due_before_ms, or, for
- * rows whose due time is unknown (cancelled, never seen by a forwarder),
- * decided before decided_before_ms. *deletedp gets the count; call again
- * until it is below batch. One statement per call. */
+/* Deletes at most `batch` rows decided before due_before_ms of tasks due
+ * before it too, or, for rows whose due time is unknown (cancelled, never
+ * seen by a forwarder), decided before decided_before_ms. A row whose
+ * decision is recent stays whatever its due time: a task scheduled with a
+ * due time long past and cancelled now is still in its tier topic. *deletedp
+ * gets the count; call again until it is below batch. One statement per call.
+ */
 kdelay_err_t kd_fate_gc(kd_fate_store_t *store, int64_t due_before_ms,
                         int64_t decided_before_ms, int batch,
                         uint64_t *deletedp, char *errstr, size_t errstr_size);
@@ -130,12 +133,15 @@ typedef struct kd_fate_firing {
         int64_t src_offset;
 } kd_fate_firing_t;
 
-/* Lists at most max FIRING rows last changed before updated_before_ms,
- * oldest change first, into rows (the caller's array); *np gets how
- * many. One statement. */
+/* Lists at most max FIRING rows last changed before updated_before_ms or
+ * after updated_after_ms (a claimer whose clock ran ahead: its rows' age
+ * is unknown), oldest change first, into rows (the caller's array); *np
+ * gets how many. INT64_MAX / INT64_MAX lists every FIRING row. One
+ * statement. */
 kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
-                            kd_fate_firing_t *rows, size_t max, size_t *np,
-                            char *errstr, size_t errstr_size);
+                            int64_t updated_after_ms, kd_fate_firing_t *rows,
+                            size_t max, size_t *np, char *errstr,
+                            size_t errstr_size);
 
 /* The fates of n ids into fates[i] (UNDECIDED: no row). One statement. */
 kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,

@@ -35,8 +35,9 @@ typedef struct kd_fate_ops {
                            uint64_t *deletedp, char *errstr,
                            size_t errstr_size);
         kdelay_err_t (*firing)(void *impl, int64_t updated_before_ms,
-                               kd_fate_firing_t *rows, size_t max, size_t *np,
-                               char *errstr, size_t errstr_size);
+                               int64_t updated_after_ms, kd_fate_firing_t *rows,
+                               size_t max, size_t *np, char *errstr,
+                               size_t errstr_size);
         kdelay_err_t (*lookup)(void *impl, const char *const *ids,
                                const size_t *id_lens, size_t n,
                                kdelay_fate_t *fates, char *errstr,

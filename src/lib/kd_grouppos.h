@@ -18,7 +18,7 @@
 
 typedef struct kd_grouppos_part {
         char topic[256];
-        size_t tier; /* index in conf->tiers */
+        int64_t tier_ms; /* the tier's delay, from the topic's name */
         int32_t partition;
         int64_t low, high;   /* watermarks */
         int64_t committed;   /* the group's offset; -1: none committed */
@@ -29,7 +29,6 @@ typedef struct kd_grouppos_part {
 typedef struct kd_grouppos {
         kd_grouppos_part_t *parts; /* owned, by tier then partition */
         size_t cnt;
-        size_t missing; /* tier topics that do not exist */
 } kd_grouppos_t;
 
 /* A consumer of conf's forwarder group that never joins it (assign only,
@@ -38,8 +37,15 @@ typedef struct kd_grouppos {
 rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
                                size_t errstr_size);
 
-/* Reads the group's position on every partition of conf's tier topics
- * through rk (a kd_grouppos_client). On error *pos is empty. */
+/* The partition count of topic in md; -1 when md lacks it or has an
+ * error for it. */
+int kd_grouppos_partitions_of(const struct rd_kafka_metadata *md,
+                              const char *topic);
+
+/* Reads the group's position on every partition of every tier topic of
+ * conf's prefix (`<prefix>.tier.<duration>`, in the ladder or not: as the
+ * forwarders, which read them all) through rk (a kd_grouppos_client). On
+ * error *pos is empty. */
 kdelay_err_t kd_grouppos_read(rd_kafka_t *rk, const kdelay_conf_t *conf,
                               kd_grouppos_t *pos, char *errstr,
                               size_t errstr_size);

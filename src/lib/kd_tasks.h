@@ -23,10 +23,10 @@ typedef struct kd_tasks_query {
         kd_scan_opts_t scan;
 } kd_tasks_query_t;
 
-/* One task found; tier is its topic's index in the ladder. */
+/* One task found; tier_ms is its tier topic's delay. */
 typedef struct kd_tasks_item {
         kdelay_pending_t p;
-        size_t tier;
+        int64_t tier_ms;
 } kd_tasks_item_t;
 
 typedef struct kd_tasks_found {

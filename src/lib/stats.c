@@ -5,31 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_grouppos.h"
 #include "kd_mysql.h"
 #include "kd_util.h"
 
 #define KD_STATS_TIMEOUT_MS 10000
-
-/* A consumer of the forwarder group that never joins it: committed
- * offsets and the group's description only. */
-static rd_kafka_t *group_client(const kdelay_conf_t *conf, kd_rk_owner_t *owner,
-                                char *errstr, size_t errstr_size)
-{
-        const char *forced[] = {"group.id", conf->fwd_group_id,
-                                "enable.auto.commit", "false", NULL};
-        return kd_conf_rk_new(owner, RD_KAFKA_CONSUMER, forced, errstr,
-                              errstr_size);
-}
-
-/* Partitions of topic (-1: missing), from md. */
-static int partitions_of(const struct rd_kafka_metadata *md, const char *topic)
-{
-        for (int i = 0; i < md->topic_cnt; i++)
-                if (!strcmp(md->topics[i].topic, topic))
-                        return md->topics[i].err ? -1
-                                                 : md->topics[i].partition_cnt;
-        return -1;
-}
 
 static kdelay_err_t tier_stats(rd_kafka_t *rk, kd_tier_stats_t *t, char *errstr,
                                size_t errstr_size)
@@ -90,7 +70,7 @@ kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
                             char *errstr, size_t errstr_size)
 {
         kd_rk_owner_t owner = {conf};
-        rd_kafka_t *rk = group_client(conf, &owner, errstr, errstr_size);
+        rd_kafka_t *rk = kd_grouppos_client(&owner, errstr, errstr_size);
         if (!rk)
                 return KDELAY_ERR_KAFKA;
         const struct rd_kafka_metadata *md = NULL;
@@ -105,7 +85,7 @@ kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
                 kd_tier_stats_t *t = &s->tiers[i];
                 kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, t->topic,
                                sizeof(t->topic));
-                t->partitions = partitions_of(md, t->topic);
+                t->partitions = kd_grouppos_partitions_of(md, t->topic);
                 if (t->partitions > 0)
                         err = tier_stats(rk, t, errstr, errstr_size);
                 s->pending += t->pending;

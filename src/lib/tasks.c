@@ -150,7 +150,7 @@ static int on_record(const kd_scan_rec_t *rec, void *opaque)
         it->p.partition = rec->part->partition;
         it->p.offset = rec->offset;
         it->p.fire_at_ms = t->fire_at_ms;
-        it->tier = rec->part->tier;
+        it->tier_ms = rec->part->tier_ms;
         if (r->q->keep_record && !r->out->key && !r->out->value &&
             !r->out->user_hdrs && keep_record(r->out, rec)) {
                 r->err = kd_fail(KDELAY_ERR_NO_MEMORY, r->errstr,
@@ -170,7 +170,7 @@ static int by_id_then_tier(const void *a, const void *b)
         int c = strcmp(x->p.id, y->p.id);
         if (c)
                 return c;
-        return x->tier < y->tier ? -1 : x->tier > y->tier;
+        return x->tier_ms < y->tier_ms ? -1 : x->tier_ms > y->tier_ms;
 }
 
 static int by_fire_at(const void *a, const void *b)

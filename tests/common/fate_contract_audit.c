@@ -1,6 +1,7 @@
 /* The fate store contract (kd_fate_contract.h): what kdelayctl audit and
  * the task scans read — a claim's source location, the FIRING rows
  * listed oldest first, fates looked up by the batch. */
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,8 +28,9 @@ static kd_fate_claim_t sourced(const char *id, const char *token,
 static size_t firing(int64_t before, kd_fate_firing_t *rows, size_t max)
 {
         size_t n = 99;
-        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, before, rows, max, &n,
-                                       kd_fc_errstr, sizeof(kd_fc_errstr)),
+        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, before, INT64_MAX, rows,
+                                       max, &n, kd_fc_errstr,
+                                       sizeof(kd_fc_errstr)),
                         KDELAY_OK);
         return n;
 }
@@ -65,6 +67,14 @@ void test_firing_rows_carry_their_source(void)
         CU_ASSERT_EQUAL(firing(later, rows, 1), 1);
         CU_ASSERT_STRING_EQUAL(rows[0].id, "a");
         CU_ASSERT_EQUAL(firing(rows[0].updated_at_ms, rows, 4), 0);
+        /* Changed after a bound (a claimer's clock ahead): listed too. */
+        size_t n2 = 99;
+        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, rows[0].updated_at_ms,
+                                       rows[0].updated_at_ms, rows, 4, &n2,
+                                       kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(n2, 1);
+        CU_ASSERT_STRING_EQUAL(rows[0].id, "b");
 
         /* Taken over from another copy of the task: the new source. */
         kd_fate_claim_t t = sourced("a", "fw-z", "kdelay-t-0s", 0, 7);

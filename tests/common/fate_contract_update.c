@@ -245,6 +245,11 @@ void test_gc_deletes_only_expired_rows(void)
             {"gc-future-cancel", KDELAY_FATE_CANCELLED, now + 90 * day,
              now - 60 * day, 1},
             {"gc-unseen-cancel", KDELAY_FATE_CANCELLED, -1, now - 400 * day, 1},
+            /* Due long ago, decided lately: its record is still in Kafka. */
+            {"gc-old-due-new-cancel", KDELAY_FATE_CANCELLED, now - 31 * day,
+             now - day, 1},
+            {"gc-old-due-new-fired", KDELAY_FATE_FIRED, now - 40 * day,
+             now - 29 * day, 1},
         };
         KD_FC_NEED_STORE();
         for (size_t i = 0; i < KD_ARRAY_LEN(rows); i++)

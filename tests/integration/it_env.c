@@ -332,8 +332,14 @@ int it_create_topic(const char *topic, int partitions)
 
 int it_stack(const char *verb)
 {
-        char *const argv[] = {KDELAY_SOURCE_DIR "/deploy/local/stack.sh",
-                              (char *)verb, NULL};
+        /* "mysql-readonly on": a verb and its argument. */
+        char words[128];
+        kd_strlcpy(words, verb, sizeof(words));
+        char *space = strchr(words, ' ');
+        if (space)
+                *space++ = '\0';
+        char *const argv[] = {KDELAY_SOURCE_DIR "/deploy/local/stack.sh", words,
+                              space, NULL};
         char *out = NULL, *err = NULL;
         int rc = it_run(argv, NULL, &out, &err);
         if (rc)

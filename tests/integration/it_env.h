@@ -95,7 +95,8 @@ char *it_header(const it_msg_t *m, const char *name);
  * until metadata shows it. 0 on success. */
 int it_create_topic(const char *topic, int partitions);
 
-/* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop")
+/* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop",
+ * or a verb and one argument: "mysql-readonly on")
  * on the test stack ($KDELAY_STACK_DIR); 0 on success, else its output is
  * printed. */
 int it_stack(const char *verb);

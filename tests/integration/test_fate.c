@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "it_env.h"
 #include "kd_conf.h"
@@ -467,6 +468,70 @@ static int mysql_put(kd_fate_store_t *st, const char *id, kdelay_fate_t fate,
         return mysql_query(cconn, sql) ? -1 : 0;
 }
 
+/* A demoted primary (SET GLOBAL read_only=1, stack.sh mysql-readonly) as
+ * an application user sees it: a cancel or claim fails with a retriable
+ * error — never a wrong OK — and the store drops its connection, so that
+ * the next call reconnects; once the server is writable, the same store
+ * works again. */
+static void test_read_only_server_fails_then_recovers(void)
+{
+        MYSQL *conn = it_mysql_connect();
+        char sql[256], user[32], user_url[256], errstr[256];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+        snprintf(user, sizeof(user), "kdro%d", (int)getpid());
+        snprintf(sql, sizeof(sql),
+                 "CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY 'ro-pw'",
+                 user);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        snprintf(sql, sizeof(sql),
+                 "GRANT SELECT, INSERT, UPDATE, DELETE ON `%s`.* TO '%s'@'%%'",
+                 db, user);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        const char *at = strrchr(url, '@');
+        snprintf(user_url, sizeof(user_url), "mysql://%s:ro-pw%s", user, at);
+        kdelay_conf_t *c = it_conf_new(NULL, user_url);
+        kd_fate_store_t *st = NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&st, c), KDELAY_OK);
+        char a[64], b[64];
+        new_id(a, sizeof(a));
+        new_id(b, sizeof(b));
+        CU_ASSERT_EQUAL(
+            kd_fate_cancel(st, a, strlen(a), errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(it_stack("mysql-readonly on"), 0);
+        kdelay_err_t err =
+            kd_fate_cancel(st, b, strlen(b), errstr, sizeof(errstr));
+        CU_ASSERT_EQUAL(err, KDELAY_ERR_MYSQL);
+        CU_ASSERT(kdelay_err_is_retriable(err));
+        printf("\n  cancel on a read-only server: %s: %s\n",
+               kdelay_err_name(err), errstr);
+        kd_fate_claim_t item = {b, strlen(b), 1, KDELAY_FATE_UNDECIDED};
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, &item, 1, "fw-ro", errstr, sizeof(errstr)),
+            KDELAY_ERR_MYSQL);
+        kdelay_status_t s;
+        CU_ASSERT_EQUAL(
+            kd_fate_status(st, a, strlen(a), &s, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(s.fate, KDELAY_FATE_CANCELLED);
+        uint64_t stmts = kd_fate_statements(st);
+        CU_ASSERT_EQUAL(it_stack("mysql-readonly off"), 0);
+        CU_ASSERT_EQUAL(
+            kd_fate_cancel(st, b, strlen(b), errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT(kd_fate_statements(st) > stmts);
+        CU_ASSERT_EQUAL(
+            kd_fate_status(st, b, strlen(b), &s, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(s.fate, KDELAY_FATE_CANCELLED);
+        kd_fate_store_destroy(st);
+        kdelay_conf_destroy(c);
+        snprintf(sql, sizeof(sql), "DROP USER IF EXISTS '%s'@'%%'", user);
+        CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+        mysql_close(conn);
+}
+
 static const kd_fate_contract_t mysql_contract = {
     contract_init, contract_cleanup, mysql_open, mysql_put};
 
@@ -482,6 +547,7 @@ int main(void)
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),
             KD_TEST(test_takeover_race_on_two_connections),
+            KD_TEST(test_read_only_server_fails_then_recovers),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {
             {"fate", cases, suite_init, suite_cleanup, NULL, NULL},

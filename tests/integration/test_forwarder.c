@@ -384,8 +384,54 @@ static int wait_fate(kdelay_client_t *c, const char *id, kdelay_fate_t want,
         }
 }
 
+/* kdelayctl audit --fix, as an operator runs it after a crash: a row the
+ * SIGKILLed forwarder left FIRING after delivering and committing its
+ * task (before its FIRED mark) is marked FIRED; any other FIRING row it
+ * reports. Returns how many it fixed, -1 when it could not run. */
+static long audit_fix(void)
+{
+        char grp[96], pfx[96];
+        snprintf(grp, sizeof(grp), "forwarder.group_id=%s", group);
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        char *argv[] = {KDELAY_CTL,
+                        "audit",
+                        "--fix",
+                        "--older-than",
+                        "0s",
+                        "--brokers",
+                        (char *)it_brokers(),
+                        "--mysql",
+                        url,
+                        "-X",
+                        grp,
+                        "-X",
+                        pfx,
+                        NULL};
+        char *out = NULL, *err = NULL;
+        int rc = it_run(argv, NULL, &out, &err);
+        long fixed = -1;
+        const char *sum = out ? strstr(out, "summary ") : NULL;
+        if ((rc == 0 || rc == 1) && sum &&
+            sscanf(sum, "summary firing=%*d delivered=%*d fixed=%ld", &fixed) !=
+                1)
+                fixed = -1;
+        printf("\n  audit --fix: exit %d, %s", rc, sum ? sum : "no summary\n");
+        /* The rows it did not fix (a dead-lettered task's claim, ...). */
+        for (char *l = out; l && *l;) {
+                char *nl = strchr(l, '\n');
+                if (!strncmp(l, "firing ", 7) && !strstr(l, "action=fixed"))
+                        printf("  audit: %.*s\n",
+                               (int)(nl ? nl - l : (long)strlen(l)), l);
+                l = nl ? nl + 1 : NULL;
+        }
+        free(out);
+        free(err);
+        return fixed;
+}
+
 static void check_fate_rows(void)
 {
+        CU_ASSERT(audit_fix() >= 0);
         MYSQL *conn = it_mysql_connect();
         char sql[256];
         CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
@@ -428,7 +474,8 @@ static void check_fate_rows(void)
         CU_ASSERT_EQUAL(unclaimed, 0);
         /* Both stopped with SIGTERM, which marks FIRED what was delivered;
          * what the SIGKILLed one delivered unmarked was taken over and
-         * marked by its successor. */
+         * marked by its successor, or, when it had committed the offset
+         * too, found delivered and marked by the audit. */
         CU_ASSERT_EQUAL(not_fired, 0);
         CU_ASSERT_EQUAL(cancel_no_due, 0);
 }

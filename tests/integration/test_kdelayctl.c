@@ -193,7 +193,10 @@ static void gc_deletes_exact_counts(void)
         char sql[1024];
         /* Expired: due 40 and 31 days ago (FIRED, FIRING), a cancel whose
          * due time 35 days ago a forwarder noted. Kept: due 29 days ago,
-         * a cancel due in 90 days, a cancel never seen (no due time). */
+         * a cancel due in 90 days, a cancel never seen (no due time), and
+         * a task due 31 days ago but cancelled yesterday (scheduled with
+         * an old fire-at: its record is still in its tier topic, and
+         * without the row a re-read would fire it). */
         snprintf(sql, sizeof(sql),
                  "INSERT INTO kdelay_fate (task_id, state, fire_at_ms, "
                  "decided_at_ms, updated_at_ms) VALUES "
@@ -202,12 +205,13 @@ static void gc_deletes_exact_counts(void)
                  "('gc-3', 'CANCELLED', %lld, %lld, %lld), "
                  "('keep-1', 'FIRED', %lld, %lld, %lld), "
                  "('keep-2', 'CANCELLED', %lld, %lld, %lld), "
-                 "('keep-3', 'CANCELLED', NULL, %lld, %lld)",
+                 "('keep-3', 'CANCELLED', NULL, %lld, %lld), "
+                 "('keep-4', 'CANCELLED', %lld, %lld, %lld)",
                  now - 40 * day, now - 40 * day, now - 40 * day, now - 31 * day,
                  now - 31 * day, now - 31 * day, now - 35 * day, now - 60 * day,
                  now - 60 * day, now - 29 * day, now - 29 * day, now - 29 * day,
                  now + 90 * day, now - 60 * day, now - 60 * day, now - day,
-                 now - day);
+                 now - day, now - 31 * day, now - day, now - day);
         CU_ASSERT_EQUAL_FATAL(db_sql(sql, NULL), 0);
         /* Batches of 2: 2, then 1 (below the batch: done). */
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
@@ -217,9 +221,9 @@ static void gc_deletes_exact_counts(void)
                    "'keep-%'",
                    &left),
             0);
-        CU_ASSERT_EQUAL(left, 3);
+        CU_ASSERT_EQUAL(left, 4);
         CU_ASSERT_EQUAL(db_sql("SELECT COUNT(*) FROM kdelay_fate", &left), 0);
-        CU_ASSERT_EQUAL(left, 3);
+        CU_ASSERT_EQUAL(left, 4);
         /* Again: nothing left to delete. */
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 0 rows in 1 batches"));
@@ -252,6 +256,11 @@ static void test_db_migrate_then_version(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 0 rows in 1 batches"));
         gc_deletes_exact_counts();
         CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "soon"), 2);
+        /* Shorter than the 7d tier's retention (2 x 7d + 7d): refused. */
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "0s"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "longest tier topic's (21d)"));
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "20d"), 2);
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "21d"), 0);
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "0"), 2);
 }
 

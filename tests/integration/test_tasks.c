@@ -303,8 +303,8 @@ static size_t firing_rows(void)
         size_t n = 0;
         char errstr[256];
         CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&store, conf), KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_firing(store, INT64_MAX, rows, 64, &n, errstr,
-                                       sizeof(errstr)),
+        CU_ASSERT_EQUAL(kd_fate_firing(store, INT64_MAX, INT64_MAX, rows, 64,
+                                       &n, errstr, sizeof(errstr)),
                         KDELAY_OK);
         kd_fate_store_destroy(store);
         return n;

@@ -164,7 +164,8 @@ static void test_set_good(void)
             {"brokers", "k1:9092,k2:9092", "k1:9092,k2:9092"},
             {"topic_prefix", "acme.prod_delay-1", "acme.prod_delay-1"},
             {"tiers", "7d 5s,90s", "5s,1m30s,7d"},
-            {"mysql.url", "mysql://u:p@db:3307/kd", "mysql://u:p@db:3307/kd"},
+            /* A password reads back as ***. */
+            {"mysql.url", "mysql://u:p@db:3307/kd", "mysql://u:***@db:3307/kd"},
             {"mysql.password_env", "MY_PW", "MY_PW"},
             {"mysql.connect_timeout", "9", "9"},
             {"topics.partitions", "12", "12"},
@@ -721,7 +722,7 @@ static void test_load_good_file(void)
         GET_IS(conf, "brokers", "k1:9092,k2:9092");
         GET_IS(conf, "topic_prefix", "dly");
         GET_IS(conf, "tiers", "5s,1h,7d");
-        GET_IS(conf, "mysql.url", "mysql://u:p@db:3307/kd");
+        GET_IS(conf, "mysql.url", "mysql://u:***@db:3307/kd");
         GET_IS(conf, "mysql.password_env", "PW");
         GET_IS(conf, "mysql.connect_timeout", "9");
         GET_IS(conf, "topics.partitions", "12");

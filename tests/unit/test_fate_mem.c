@@ -241,9 +241,10 @@ static void test_many_rows(void)
         CU_ASSERT_EQUAL(firing, N);
         uint64_t got = 0, total = 0;
         do {
-                CU_ASSERT_EQUAL_FATAL(
-                    kd_fate_gc(store, N, 0, 3000, &got, errstr, sizeof(errstr)),
-                    KDELAY_OK);
+                CU_ASSERT_EQUAL_FATAL(kd_fate_gc(store, kd_now_ms() + 1000, 0,
+                                                 3000, &got, errstr,
+                                                 sizeof(errstr)),
+                                      KDELAY_OK);
                 total += got;
         } while (got == 3000);
         CU_ASSERT_EQUAL(total, N);
