@@ -419,9 +419,10 @@ static long audit_fix(void)
         /* The rows it did not fix (a dead-lettered task's claim, ...). */
         for (char *l = out; l && *l;) {
                 char *nl = strchr(l, '\n');
+                if (nl)
+                        *nl = '\0';
                 if (!strncmp(l, "firing ", 7) && !strstr(l, "action=fixed"))
-                        printf("  audit: %.*s\n",
-                               (int)(nl ? nl - l : (long)strlen(l)), l);
+                        printf("  audit: %s\n", l);
                 l = nl ? nl + 1 : NULL;
         }
         free(out);
