@@ -31,35 +31,9 @@ static int suite_cleanup(void)
         return 0;
 }
 
-/* Runs kdelayctl with args (NULL-terminated), common options appended:
- * --brokers, --mysql, -X topic_prefix=... Output in out/err. */
-static int ctl_env(char *const env[], const char *a0, ...)
-{
-        char *argv[64];
-        int n = 0;
-        char pfx[96];
-        va_list ap;
-        free(out);
-        free(err);
-        out = err = NULL;
-        argv[n++] = KDELAY_CTL;
-        argv[n++] = (char *)a0;
-        va_start(ap, a0);
-        for (const char *a; (a = va_arg(ap, const char *));)
-                argv[n++] = (char *)a;
-        va_end(ap);
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
-        argv[n++] = "--brokers";
-        argv[n++] = (char *)it_brokers();
-        argv[n++] = "--mysql";
-        argv[n++] = url;
-        argv[n++] = "-X";
-        argv[n++] = pfx;
-        argv[n] = NULL;
-        return it_run(argv, env, &out, &err);
-}
-
-#define ctl(...) ctl_env(NULL, __VA_ARGS__, NULL)
+/* Runs kdelayctl with args, common options appended: --brokers, --mysql,
+ * -X topic_prefix=... Output in out/err. */
+#define ctl(...) it_ctl(KDELAY_CTL, prefix, url, &out, &err, __VA_ARGS__, NULL)
 
 /* Runs kdelayctl with exactly these arguments. */
 static int ctl_raw(const char *a0, ...)
