@@ -1,4 +1,4 @@
-/* kdelayctl cancel / status: a task's fate in the MySQL fate table. */
+/* kdelayctl status: a task's fate in the MySQL fate table. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,18 +10,6 @@
 #include "ctl.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
-
-static const char kd_cancel_help[] =
-    "Usage: kdelayctl cancel [OPTIONS] ID\n"
-    "\n"
-    "Cancels task ID. A cancel that succeeds means the task will never be\n"
-    "delivered; it may name a task no forwarder has seen yet.\n"
-    "Prints \"ID CANCELLED\" on success.\n"
-    "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
-    "already firing or fired and will be or was delivered), 1 error (MySQL\n"
-    "unreachable or failing: the outcome is unknown, retry), 2 usage or\n"
-    "configuration error.\n"
-    "\n";
 
 static const char kd_status_help[] =
     "Usage: kdelayctl status [--json] [--scan] [OPTIONS] ID\n"
@@ -61,32 +49,6 @@ static int setup(kd_cli_t *cli, int argc, char **argv,
                                           argv[argi + 1]);
         *idp = argv[argi];
         return kd_cli_client(cli, clientp);
-}
-
-int kd_ctl_cancel(int argc, char **argv)
-{
-        kd_cli_t cli;
-        const char *id = NULL;
-        kdelay_client_t *client = NULL;
-        char errstr[512];
-        kd_cli_init(&cli, "kdelayctl cancel");
-        int rc = setup(&cli, argc, argv, NULL, NULL, NULL, kd_cancel_help, &id,
-                       &client);
-        if (rc == KD_EXIT_OK) {
-                kdelay_err_t err =
-                    kdelay_cancel(client, id, errstr, sizeof(errstr));
-                if (err == KDELAY_OK)
-                        printf("%s CANCELLED\n", id);
-                else if (err == KDELAY_ERR_TOO_LATE)
-                        fprintf(stderr, "%s: too late: %s\n", cli.prog, errstr);
-                else
-                        fprintf(stderr, "%s: %s: %s\n", cli.prog,
-                                kdelay_err_str(err), errstr);
-                rc = kd_cli_exit_code(err);
-        }
-        kdelay_client_destroy(client);
-        kd_cli_clear(&cli);
-        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
 }
 
 static int status_on_opt(int opt, const char *arg, void *ctx)

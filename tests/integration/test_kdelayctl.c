@@ -420,6 +420,36 @@ static void test_cancel_and_status(void)
         kd_fate_store_destroy(st);
         kdelay_conf_destroy(conf);
 
+        /* cancel -: ids from standard input, one answer line each; the
+         * exit code is the worst answer's (too late: 3). */
+        char cmd[1024], pfx[96], fresh[64];
+        it_unique(fresh, sizeof(fresh), "ctl-batch-");
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        snprintf(cmd, sizeof(cmd),
+                 "printf '%%s\\n\\n# a comment\\n  %%s  \\n' '%s' '%s' | "
+                 "'%s' cancel - --brokers '%s' --mysql '%s' -X '%s'%s",
+                 fresh, late, KDELAY_CTL, it_brokers(), url, pfx, "");
+        char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+        free(out);
+        free(err);
+        out = err = NULL;
+        CU_ASSERT_EQUAL(it_run(sh, NULL, &out, &err), 3);
+        char want[160];
+        snprintf(want, sizeof(want), "%s CANCELLED\n%s TOO_LATE\n", fresh,
+                 late);
+        CU_ASSERT_STRING_EQUAL(out, want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "event=cancel_done ids=2 exit=3"));
+        /* --json: one object per id. */
+        snprintf(cmd, sizeof(cmd),
+                 "printf '%%s\\n' '%s' | '%s' cancel --json - --brokers '%s' "
+                 "--mysql '%s' -X '%s'",
+                 fresh, KDELAY_CTL, it_brokers(), url, pfx);
+        free(out);
+        free(err);
+        out = err = NULL;
+        CU_ASSERT_EQUAL(it_run(sh, NULL, &out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"result\":\"CANCELLED\""));
+
         /* MySQL down: exit 1, not 0 or 3. */
         CU_ASSERT_EQUAL(ctl_raw("cancel", "--mysql",
                                 "mysql://root@127.0.0.1:1/x", id, NULL),

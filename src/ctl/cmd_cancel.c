@@ -1,0 +1,150 @@
+/* kdelayctl cancel: cancel one task, or every id read from standard input
+ * ("-"), each answer on stdout (text or one JSON object per id). */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+
+static const char kd_cancel_help[] =
+    "Usage: kdelayctl cancel [--json] [OPTIONS] ID\n"
+    "       kdelayctl cancel [--json] [OPTIONS] -\n"
+    "\n"
+    "Cancels task ID. A cancel that succeeds means the task will never be\n"
+    "delivered; it may name a task no forwarder has seen yet.\n"
+    "Prints \"ID CANCELLED\" on success.\n"
+    "With \"-\", cancels every id read from standard input, one per line\n"
+    "(blank lines and lines starting with # skipped), and prints one line\n"
+    "per id: \"ID CANCELLED\", \"ID TOO_LATE\" or \"ID ERROR reason\";\n"
+    "progress goes to stderr every 1000 ids.\n"
+    "\n"
+    "  --json               one JSON object per id: {\"id\", \"result\":\n"
+    "                       CANCELLED | TOO_LATE | ERROR, \"error\"}\n"
+    "\n"
+    "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
+    "already firing or fired and will be or was delivered), 1 error (MySQL\n"
+    "unreachable or failing: the outcome is unknown, retry), 2 usage or\n"
+    "configuration error (an invalid id). With \"-\": the worst answer of\n"
+    "all ids, 1 before 2 before 3.\n"
+    "\n";
+
+enum { OPT_JSON = 0x200 };
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+        (void)arg;
+        if (opt != OPT_JSON)
+                return KD_EXIT_USAGE;
+        *(int *)ctx = 1;
+        return KD_EXIT_OK;
+}
+
+/* Cancels id and prints its answer; returns its exit code. batch: every
+ * answer is a line on stdout (else only success, as before). */
+static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
+                      int json, int batch)
+{
+        char errstr[512] = "";
+        kdelay_err_t err = kdelay_cancel(client, id, errstr, sizeof(errstr));
+        const char *result = err == KDELAY_OK             ? "CANCELLED"
+                             : err == KDELAY_ERR_TOO_LATE ? "TOO_LATE"
+                                                          : "ERROR";
+        if (json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", id);
+                cJSON_AddStringToObject(o, "result", result);
+                if (err)
+                        cJSON_AddStringToObject(o, "error", errstr);
+                char *text = cJSON_PrintUnformatted(o);
+                if (text)
+                        printf("%s\n", text);
+                cJSON_free(text);
+                cJSON_Delete(o);
+        } else if (err == KDELAY_OK || batch) {
+                printf("%s %s%s%s\n", id, result,
+                       err && err != KDELAY_ERR_TOO_LATE ? " " : "",
+                       err && err != KDELAY_ERR_TOO_LATE ? errstr : "");
+        }
+        if (err == KDELAY_ERR_TOO_LATE && !batch)
+                fprintf(stderr, "%s: too late: %s\n", cli->prog, errstr);
+        else if (err && err != KDELAY_ERR_TOO_LATE)
+                fprintf(stderr, "%s: %s: %s\n", cli->prog, kdelay_err_str(err),
+                        errstr);
+        return kd_cli_exit_code(err);
+}
+
+/* The worse of two exit codes: error, usage, too late, ok. */
+static int worse(int a, int b)
+{
+        static const int order[] = {KD_EXIT_ERROR, KD_EXIT_USAGE,
+                                    KD_EXIT_TOO_LATE, KD_EXIT_OK};
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+                if (a == order[i] || b == order[i])
+                        return order[i];
+        return a;
+}
+
+static int cancel_stdin(kd_cli_t *cli, kdelay_client_t *client, int json)
+{
+        char line[1024];
+        int rc = KD_EXIT_OK;
+        unsigned long n = 0;
+        while (fgets(line, sizeof(line), stdin)) {
+                size_t len = strcspn(line, "\r\n");
+                if (line[len] == '\0' && !feof(stdin)) {
+                        /* Longer than any id: read past it, report it. */
+                        int c;
+                        while ((c = getchar()) != EOF && c != '\n')
+                                ;
+                        fprintf(stderr, "%s: line %lu: too long for an id\n",
+                                cli->prog, n + 1);
+                        rc = worse(rc, KD_EXIT_USAGE);
+                        continue;
+                }
+                line[len] = '\0';
+                char *id = line + strspn(line, " \t");
+                char *end = id + strlen(id);
+                while (end > id && (end[-1] == ' ' || end[-1] == '\t'))
+                        *--end = '\0';
+                if (!*id || *id == '#')
+                        continue;
+                rc = worse(rc, cancel_one(cli, client, id, json, 1));
+                fflush(stdout);
+                if (++n % 1000 == 0)
+                        kd_cli_log(cli, KDELAY_LOG_INFO,
+                                   "event=cancel_progress ids=%lu", n);
+        }
+        kd_cli_log(cli, KDELAY_LOG_INFO, "event=cancel_done ids=%lu exit=%d", n,
+                   rc);
+        return rc;
+}
+
+int kd_ctl_cancel(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        int json = 0, argi;
+        kd_cli_init(&cli, "kdelayctl cancel");
+        int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &json,
+                              kd_cancel_help, &argi);
+        if (rc == KD_EXIT_OK && argi >= argc)
+                rc = kd_cli_usage_error(
+                    &cli, "a task ID is required (or -: ids from stdin)");
+        if (rc == KD_EXIT_OK && argi + 1 < argc)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[argi + 1]);
+        kdelay_client_t *client = NULL;
+        if (rc == KD_EXIT_OK &&
+            (rc = kd_cli_client(&cli, &client)) == KD_EXIT_OK)
+                rc = !strcmp(argv[argi], "-")
+                         ? cancel_stdin(&cli, client, json)
+                         : cancel_one(&cli, client, argv[argi], json, 0);
+        kdelay_client_destroy(client);
+        kd_cli_clear(&cli);
+        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+}
