@@ -5,8 +5,8 @@
 # (plain and ASan+UBSan), runs every CUnit program under ctest in both
 # builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
 # every test on both broker lines, each build once), the torture tool's
-# fast profile in both delivery modes (plain build; exactly_once on 4.x,
-# at_least_once on 3.9.x), checks formatting, and stops the stacks.
+# fast profile in both delivery modes (plain build; at_least_once on 4.x,
+# exactly_once on 3.9.x), checks formatting, and stops the stacks.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
@@ -125,11 +125,16 @@ run_torture() { # MODE
     torture_failed="$torture_failed $1"
   fi
 }
+# exactly_once runs on the old line: on Kafka 4.4.0 a deleted dead-letter
+# topic makes every exactly_once transaction that holds a dead letter
+# abort (UNKNOWN_TOPIC_OR_PART from AddPartitionsToTxn with librdkafka
+# 2.0.2), past the torture's bound of one abort per fault
+# (docs/development.md, "Decisions").
 if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
   use_stack new
-  run_torture exactly_once
-  use_stack old
   run_torture at_least_once
+  use_stack old
+  run_torture exactly_once
 fi
 
 # The benchmark's small profile (label bench) only in the plain build.
