@@ -125,11 +125,6 @@ run_torture() { # MODE
     torture_failed="$torture_failed $1"
   fi
 }
-# exactly_once runs on the old line: on Kafka 4.4.0 a deleted dead-letter
-# topic makes every exactly_once transaction that holds a dead letter
-# abort (UNKNOWN_TOPIC_OR_PART from AddPartitionsToTxn with librdkafka
-# 2.0.2), past the torture's bound of one abort per fault
-# (docs/development.md, "Decisions").
 if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
   use_stack new
   run_torture at_least_once
