@@ -710,16 +710,28 @@ mysql_install() {
     local install_db
     need_cmd install_db "mariadb-install-db (package mariadb-server)" mariadb-install-db mysql_install_db
     log "initialising MariaDB data directory $MYSQL_DATA"
-    rm -rf "$MYSQL_DATA"
-    mkdir -p "$MYSQL_DATA"
     # --user: as root the server must run as root (no chown to mysql needed,
     # the state dir stays owned by the caller); as a normal user it is ignored.
-    if ! "$install_db" --no-defaults --datadir="$MYSQL_DATA" \
-        --auth-root-authentication-method=normal --skip-test-db \
-        --user="$(id -un)" >"$MYSQL_DIR/install.log" 2>&1 9>&-; then
+    # --tmpdir (passed on to the bootstrap server): a private one, because two
+    # stacks initialised at once (scripts/test.sh) collided in the shared /tmp
+    # ("Could not remove temporary table ... Unknown table mysql.tmp_user_sys").
+    # One more try covers any other transient failure of the bootstrap.
+    local try
+    for try in 1 2; do
+        rm -rf "$MYSQL_DATA" "$MYSQL_DIR/tmp"
+        mkdir -p "$MYSQL_DATA" "$MYSQL_DIR/tmp"
+        if "$install_db" --no-defaults --datadir="$MYSQL_DATA" \
+            --auth-root-authentication-method=normal --skip-test-db \
+            --user="$(id -un)" --tmpdir="$MYSQL_DIR/tmp" \
+            >"$MYSQL_DIR/install.log" 2>&1 9>&-; then
+            break
+        fi
         show_log_tail "$MYSQL_DIR/install.log"
-        die "mariadb-install-db failed (log: $MYSQL_DIR/install.log)"
-    fi
+        if [ "$try" = 2 ]; then
+            die "mariadb-install-db failed twice (log: $MYSQL_DIR/install.log)"
+        fi
+        log "mariadb-install-db failed; trying once more"
+    done
     : >"$MYSQL_INSTALLED"
 }
 
