@@ -32,11 +32,17 @@ declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
 declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192)
 declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406)
 declare -A kafka_version=([new]="" [old]="$old_kafka")
+# The old stack's MariaDB serves TLS only (require_secure_transport), so
+# the sanitizer pass and the exactly_once torture reach MySQL as
+# production should: VERIFY_IDENTITY against the stack's private CA.
+declare -A mysql_tls=([new]=off [old]=on)
 # Points stack.sh, the tests and the torture tool at stack $1.
 use_stack() {
   export KDELAY_STACK_DIR=${stack_dir[$1]}
   export KDELAY_KAFKA_PORT=${kafka_port[$1]}
   export KDELAY_MYSQL_PORT=${mysql_port[$1]}
+  export KDELAY_MYSQL_TLS=${mysql_tls[$1]}
+  unset KDELAY_MYSQL_CA
   if [ -n "${kafka_version[$1]}" ]; then
     export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
   else
@@ -45,6 +51,7 @@ use_stack() {
   if [ -f "$KDELAY_STACK_DIR/stack.conf" ]; then
     eval "$(deploy/local/stack.sh env)"
     export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION
+    [ -z "${KDELAY_MYSQL_CA:-}" ] || export KDELAY_MYSQL_CA
   fi
 }
 

@@ -34,7 +34,7 @@ Verbs:
   status        show what is running; exit 0 if everything answers, 3 if not
   env           print shell-eval-able settings for the tests:
                   KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR,
-                  KDELAY_KAFKA_VERSION
+                  KDELAY_KAFKA_VERSION (and KDELAY_MYSQL_CA with --mysql-tls on)
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   mysql-start   start only the private MariaDB (keeps data)
@@ -65,6 +65,11 @@ Options (an option overrides its environment variable):
                       private instance; 'up' only checks that it answers and
                       creates the database. An empty value selects the private
                       instance again.
+  --mysql-tls on|off  KDELAY_MYSQL_TLS          the private MariaDB serves TLS only
+                      (require_secure_transport=ON) with a certificate of a
+                      private CA made with openssl in <stack-dir>/tls/; 'env'
+                      then gives a URL with ssl-mode=VERIFY_IDENTITY and the
+                      CA, and KDELAY_MYSQL_CA (default off)
   -h, --help          show this help
 
 Ports and the external URL given to a starting verb are remembered in
@@ -92,6 +97,7 @@ cli_kafka_version=""
 cli_mysql_port=""
 cli_mysql_url=""
 cli_mysql_url_set=0
+cli_mysql_tls=""
 topic_name=""
 opt_partitions=3
 
@@ -113,6 +119,8 @@ while (($#)); do
         --mysql-port=*) cli_mysql_port=${1#*=}; shift ;;
         --mysql-url) need_arg "$@"; cli_mysql_url=$2; cli_mysql_url_set=1; shift 2 ;;
         --mysql-url=*) cli_mysql_url=${1#*=}; cli_mysql_url_set=1; shift ;;
+        --mysql-tls) need_arg "$@"; cli_mysql_tls=$2; shift 2 ;;
+        --mysql-tls=*) cli_mysql_tls=${1#*=}; shift ;;
         -*) die "unknown option: $1 (see --help)" ;;
         *)
             if [[ -z $verb ]]; then
@@ -149,6 +157,7 @@ SAVED_KAFKA_PORT=""
 SAVED_KAFKA_VERSION=""
 SAVED_MYSQL_PORT=""
 SAVED_MYSQL_URL_EXTERNAL=""
+SAVED_MYSQL_TLS=""
 if [[ -f $CONF ]]; then
     # shellcheck source=/dev/null
     source "$CONF"
@@ -168,6 +177,9 @@ elif [[ -n ${KDELAY_MYSQL_URL_EXTERNAL+set} ]]; then
 else
     MYSQL_URL_EXTERNAL=$SAVED_MYSQL_URL_EXTERNAL
 fi
+
+MYSQL_TLS=${cli_mysql_tls:-${KDELAY_MYSQL_TLS:-${SAVED_MYSQL_TLS:-off}}}
+[[ $MYSQL_TLS == on || $MYSQL_TLS == off ]] || die "--mysql-tls must be on or off (got '$MYSQL_TLS')"
 
 check_port() { # name value
     if ! [[ $2 =~ ^[0-9]+$ ]] || (($2 < 1024 || $2 > 65534)); then
@@ -197,6 +209,7 @@ LOG4J2_PROPS=$STACK_DIR/log4j2.properties
 LOG4J2_TOOLS_PROPS=$KAFKA_DIR/log4j2-tools.properties
 
 MYSQL_DIR=$STACK_DIR/mysql
+TLS_DIR=$STACK_DIR/tls
 MYSQL_DATA=$MYSQL_DIR/data
 MYSQL_SOCK=$MYSQL_DIR/mysqld.sock
 MYSQL_PIDFILE=$MYSQL_DIR/server.pid # ours; mariadbd rewrites/deletes its own mysqld.pid
@@ -368,6 +381,7 @@ save_conf() {
         printf 'SAVED_KAFKA_VERSION=%q\n' "$(kafka_version)"
         printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
         printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
+        printf 'SAVED_MYSQL_TLS=%q\n' "$MYSQL_TLS"
     } >"$tmp"
     umask "$old_umask"
     mv -f "$tmp" "$CONF"
@@ -678,11 +692,44 @@ find_mysql_clients() {
     [[ -n $MYSQL_ADMIN ]] || need_cmd MYSQL_ADMIN "mariadb-admin (package mariadb-client)" mariadb-admin mysqladmin
 }
 
+# TLS options of the clients over TCP: what the product uses with --mysql-tls on
+mysql_tcp_tls_args() {
+    [[ $MYSQL_TLS == on ]] && printf '%s\n' --ssl "--ssl-ca=$TLS_DIR/ca.pem" --ssl-verify-server-cert
+    return 0
+}
+
 # private instance, over TCP (what the product and tests use)
 mysql_answers() {
     find_mysql_clients
+    local -a tls
+    mapfile -t tls < <(mysql_tcp_tls_args)
     "$MYSQL_ADMIN" --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot \
-        --connect-timeout=2 ping >/dev/null 2>&1
+        "${tls[@]}" --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+# A private CA and a server certificate for 127.0.0.1/localhost (once per
+# stack dir), and a second, unrelated CA the tests use as a wrong one.
+tls_make() {
+    [[ -f $TLS_DIR/mysql-server.pem && -f $TLS_DIR/other-ca.pem ]] && return 0
+    local openssl
+    need_cmd openssl "openssl (package openssl)" openssl
+    log "making a private CA and a MariaDB server certificate in $TLS_DIR"
+    mkdir -p "$TLS_DIR"
+    chmod 700 "$TLS_DIR"
+    (
+        cd "$TLS_DIR"
+        umask 077
+        "$openssl" req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kdelay stack CA" \
+            -keyout ca.key -out ca.pem
+        "$openssl" req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kdelay other CA" \
+            -keyout other-ca.key -out other-ca.pem
+        "$openssl" req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+            -keyout mysql-server.key -out mysql-server.csr
+        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >mysql-server.ext
+        "$openssl" x509 -req -in mysql-server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+            -days 3650 -extfile mysql-server.ext -out mysql-server.pem
+        chmod 644 ca.pem other-ca.pem mysql-server.pem
+    ) >"$STACK_DIR/tls.log" 2>&1 || { show_log_tail "$STACK_DIR/tls.log"; die "openssl failed (log: $STACK_DIR/tls.log)"; }
 }
 
 mysql_socket_sql() { # sql
@@ -698,8 +745,10 @@ CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\` CHARACTER SET utf8mb4 COLLATE utf8mb
         printf '%s\n' "$out" >&2
         die "could not initialise the private MariaDB over $MYSQL_SOCK"
     fi
+    local -a tls
+    mapfile -t tls < <(mysql_tcp_tls_args)
     if ! out=$("$MYSQL_CLIENT" --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot \
-        -e 'SELECT 1' "$MYSQL_DB" 2>&1); then
+        "${tls[@]}" -e 'SELECT 1' "$MYSQL_DB" 2>&1); then
         printf '%s\n' "$out" >&2
         die "MariaDB answers, but root@127.0.0.1 cannot use database $MYSQL_DB over TCP"
     fi
@@ -753,6 +802,13 @@ mysql_start_private() {
             --innodb-buffer-pool-size=64M --innodb-log-file-size=16M
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
             "--tmpdir=$MYSQL_DIR")
+        if [[ $MYSQL_TLS == on ]]; then
+            tls_make
+            # TLS only over TCP; the unix socket (stack.sh's own admin SQL)
+            # counts as secure transport.
+            args+=("--ssl-ca=$TLS_DIR/ca.pem" "--ssl-cert=$TLS_DIR/mysql-server.pem"
+                "--ssl-key=$TLS_DIR/mysql-server.key" --require-secure-transport=ON)
+        fi
         # mariadbd refuses to run as root unless told to
         ((EUID != 0)) || args+=(--user=root)
         log "starting MariaDB on 127.0.0.1:$MYSQL_PORT"
@@ -843,7 +899,12 @@ mysql_url() {
     if [[ -n $MYSQL_URL_EXTERNAL ]]; then
         printf '%s\n' "$MYSQL_URL_EXTERNAL"
     else
-        printf 'mysql://root@127.0.0.1:%s/%s\n' "$MYSQL_PORT" "$MYSQL_DB"
+        if [[ $MYSQL_TLS == on ]]; then
+            printf 'mysql://root@127.0.0.1:%s/%s?ssl-mode=VERIFY_IDENTITY&ssl-ca=%s\n' \
+                "$MYSQL_PORT" "$MYSQL_DB" "$TLS_DIR/ca.pem"
+        else
+            printf 'mysql://root@127.0.0.1:%s/%s\n' "$MYSQL_PORT" "$MYSQL_DB"
+        fi
     fi
 }
 
@@ -944,6 +1005,9 @@ cmd_env() {
     printf 'KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
     printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
     printf 'KDELAY_KAFKA_VERSION=%q\n' "$(kafka_version)"
+    if [[ -z $MYSQL_URL_EXTERNAL && $MYSQL_TLS == on ]]; then
+        printf 'KDELAY_MYSQL_CA=%q\n' "$TLS_DIR/ca.pem"
+    fi
 }
 
 cmd_topic() {

@@ -7,8 +7,10 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "db_grants.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
+#include "kd_log.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
 #include "kd_util.h"
@@ -17,6 +19,7 @@ static const char kd_db_help[] =
     "Usage: kdelayctl db migrate\n"
     "       kdelayctl db version\n"
     "       kdelayctl db gc [--older-than DURATION] [--batch N]\n"
+    "       kdelayctl db grants --role ROLE [--user USER[@HOST]]\n"
     "\n"
     "migrate  applies every schema migration the database lacks, in order\n"
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
@@ -31,24 +34,42 @@ static const char kd_db_help[] =
     "         topic's retention (2 x the largest tier + topics.\n"
     "         retention_margin: 21d by default) is refused: a record still\n"
     "         in Kafka, re-read without its row, would fire again.\n"
+    "grants   prints the GRANT statements of the least privileges ROLE needs\n"
+    "         on the database of mysql.url (default kdelay), for USER "
+    "(default\n"
+    "         kdelay_ROLE; HOST default %). ROLE is forwarder (the\n"
+    "         forwarders), admin (schedule, cancel, status, tasks,\n"
+    "         reschedule, audit, stats), migrate (db migrate, db version) or\n"
+    "         gc (db gc). Needs no connection; run the output as a user\n"
+    "         that may grant, after db migrate for all but migrate.\n"
     "\n"
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
 
-enum { OPT_OLDER = 0x200, OPT_BATCH };
+enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER };
 
 /* Indexes of the sub-verbs in kd_ctl_db's list. */
-enum { DB_MIGRATE, DB_VERSION, DB_GC };
+enum { DB_MIGRATE, DB_VERSION, DB_GC, DB_GRANTS };
 
 typedef struct gc_args {
         kd_cli_t *cli;
         const char *older;
         int batch;
+        const char *role; /* grants */
+        const char *user; /* grants; NULL = kdelay_<role> */
 } gc_args_t;
 
 static int gc_on_opt(int opt, const char *arg, void *ctx)
 {
         gc_args_t *a = ctx;
+        if (opt == OPT_ROLE) {
+                a->role = arg;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_USER) {
+                a->user = arg;
+                return KD_EXIT_OK;
+        }
         if (opt == OPT_OLDER) {
                 a->older = arg;
                 return KD_EXIT_OK;
@@ -119,6 +140,45 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
         return KD_EXIT_OK;
 }
 
+/* db grants: the statements, from the configuration alone. */
+static int run_grants(kd_cli_t *cli, const gc_args_t *a)
+{
+        char account[300], user[128], q[300];
+        if (!a->role)
+                return kd_cli_usage_error(cli, "--role is required (forwarder, "
+                                               "admin, migrate or gc)");
+        int known = 0;
+        for (size_t i = 0; kd_db_grant_roles[i]; i++)
+                known |= !strcmp(kd_db_grant_roles[i], a->role);
+        if (!known)
+                return kd_cli_usage_error(
+                    cli, "--role %s is not forwarder, admin, migrate or gc",
+                    kd_log_quote(a->role, q, sizeof(q)));
+        snprintf(user, sizeof(user), "kdelay_%s", a->role);
+        if (kd_db_grants_account(a->user ? a->user : user, account,
+                                 sizeof(account)))
+                return kd_cli_usage_error(
+                    cli,
+                    "--user %s: want USER or USER@HOST without quotes, "
+                    "backslashes, backticks or control characters",
+                    kd_log_quote(a->user, q, sizeof(q)));
+        kd_mysql_params_t p = {0};
+        char errstr[512];
+        if (cli->conf->mysql_url && kd_mysql_url_parse(cli->conf->mysql_url, &p,
+                                                       errstr, sizeof(errstr)))
+                return kd_cli_usage_error(cli, "%s", errstr);
+        const char *db = p.db ? p.db : "kdelay";
+        int rc = KD_EXIT_OK;
+        if (strpbrk(db, "`\n"))
+                rc = kd_cli_usage_error(cli,
+                                        "the database name holds a backtick "
+                                        "or a newline");
+        else
+                kd_db_grants_write(stdout, a->role, db, account);
+        kd_mysql_params_clear(&p);
+        return rc;
+}
+
 static void on_migration(const kd_migration_t *m, void *opaque)
 {
         kd_cli_log(opaque, KDELAY_LOG_INFO,
@@ -128,7 +188,8 @@ static void on_migration(const kd_migration_t *m, void *opaque)
 
 int kd_ctl_db(int argc, char **argv)
 {
-        static const char *const subs[] = {"migrate", "version", "gc", NULL};
+        static const char *const subs[] = {"migrate", "version", "gc", "grants",
+                                           NULL};
         kd_cli_t cli;
         int argi;
         char errstr[512];
@@ -139,12 +200,20 @@ int kd_ctl_db(int argc, char **argv)
                 return rc;
         int migrate = sub == DB_MIGRATE;
         int gc = sub == DB_GC;
+        int grants = sub == DB_GRANTS;
         static const struct option gc_opts[] = {
             {"older-than", required_argument, NULL, OPT_OLDER},
             {"batch", required_argument, NULL, OPT_BATCH},
             {NULL, 0, NULL, 0}};
+        static const struct option grants_opts[] = {
+            {"role", required_argument, NULL, OPT_ROLE},
+            {"user", required_argument, NULL, OPT_USER},
+            {NULL, 0, NULL, 0}};
         gc_args_t ga = {.cli = &cli, .batch = 1000};
-        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", gc ? gc_opts : NULL,
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
+                          gc       ? gc_opts
+                          : grants ? grants_opts
+                                   : NULL,
                           gc_on_opt, &ga, kd_db_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
@@ -153,8 +222,8 @@ int kd_ctl_db(int argc, char **argv)
                 kd_cli_clear(&cli);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
         }
-        if (gc) {
-                rc = run_gc(&cli, &ga);
+        if (gc || grants) {
+                rc = gc ? run_gc(&cli, &ga) : run_grants(&cli, &ga);
                 kd_cli_clear(&cli);
                 return rc;
         }

@@ -21,7 +21,7 @@ static const struct {
     {"reschedule", kd_ctl_reschedule, "move a pending task to another time"},
     {"audit", kd_ctl_audit, "resolve stuck claims, find stalled partitions"},
     {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
-    {"db", kd_ctl_db, "migrate or show the MySQL schema"},
+    {"db", kd_ctl_db, "migrate or show the MySQL schema, gc, grants"},
     {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
     {"stats", kd_ctl_stats, "backlog per tier, group members, fate rows"},
 };

@@ -15,6 +15,7 @@
 
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_secret.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -22,6 +23,7 @@ typedef enum kd_prop_type {
         KD_PROP_STRING,   /* char * */
         KD_PROP_SECRET,   /* char *, read back as "***" */
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
+        KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
@@ -77,6 +79,24 @@ static const kd_prop_t kd_props[] = {
      KDELAY_MYSQL_PASSWORD_ENV_DEFAULT, 0,
      "environment variable read for the password when neither "
      "`mysql.password` nor the URL gives one"},
+    {"mysql.ssl_mode", KD_PROP_SSLMODE, KD_OFF(mysql_ssl_mode), NULL, 0,
+     "TLS to MySQL: `DISABLED`, `PREFERRED` (TLS when offered, unverified), "
+     "`REQUIRED` (TLS or no connection, unverified), `VERIFY_CA` (the "
+     "server's chain checked against `mysql.ssl_ca`), `VERIFY_IDENTITY` (and "
+     "its host name); overrides the URL's `ssl-mode`",
+     "the URL's, else `PREFERRED`"},
+    {"mysql.ssl_ca", KD_PROP_STRING, KD_OFF(mysql_ssl_ca), NULL, 0,
+     "PEM file of the CA(s) that sign the MySQL server's certificate; "
+     "overrides the URL's `ssl-ca`",
+     "the URL's, else none"},
+    {"mysql.ssl_cert", KD_PROP_STRING, KD_OFF(mysql_ssl_cert), NULL, 0,
+     "PEM file of a client certificate (with `mysql.ssl_key`); overrides the "
+     "URL's `ssl-cert`",
+     "the URL's, else none"},
+    {"mysql.ssl_key", KD_PROP_STRING, KD_OFF(mysql_ssl_key), NULL, 0,
+     "PEM file of the client certificate's private key; overrides the URL's "
+     "`ssl-key`",
+     "the URL's, else none"},
     {"mysql.connect_timeout", KD_PROP_INT, KD_OFF(mysql_connect_timeout_s), "5",
      1, "how long connecting to MySQL may take, in seconds"},
     {"mysql.fate_retention", KD_PROP_DURATION, KD_OFF(fate_retention_ms), "30d",
@@ -197,6 +217,8 @@ static const char *const kd_delivery_names[] = {"at_least_once",
 
 static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
                            const char *value);
+static kdelay_err_t set_kafka(kdelay_conf_t *conf, const char *name,
+                              const char *value, char *why, size_t why_size);
 
 static const kd_prop_t *prop_find(const char *name)
 {
@@ -222,6 +244,17 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                                        "Kafka topic names ([A-Za-z0-9._-], "
                                        "at most %d chars)",
                                        p->name, value, KD_TOPIC_PREFIX_MAX);
+                /* fallthrough */
+        case KD_PROP_SSLMODE:
+                if (p->type == KD_PROP_SSLMODE && *value) {
+                        kd_mysql_ssl_mode_t m;
+                        if (kd_mysql_ssl_mode_parse(value, &m))
+                                return kd_fail(
+                                    KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                    "%s: \"%s\" is not DISABLED, PREFERRED, "
+                                    "REQUIRED, VERIFY_CA or VERIFY_IDENTITY",
+                                    p->name, value);
+                }
                 /* fallthrough */
         case KD_PROP_MYSQLURL:
                 if (p->type == KD_PROP_MYSQLURL && *value) {
@@ -390,7 +423,16 @@ kdelay_err_t kdelay_conf_set(kdelay_conf_t *conf, const char *name,
         if (!p)
                 return kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr, errstr_size,
                                "unknown kdelay property \"%s\"", name);
-        return prop_set(conf, p, value, errstr, errstr_size);
+        if (!kd_secret_is_ref(value))
+                return prop_set(conf, p, value, errstr, errstr_size);
+        char *resolved; /* owned; wiped when freed */
+        kdelay_err_t err =
+            kd_secret_resolve(name, value, &resolved, errstr, errstr_size);
+        if (err)
+                return err;
+        err = prop_set(conf, p, resolved, errstr, errstr_size);
+        kd_secret_free(resolved);
+        return err;
 }
 
 /* Records a pass-through property, replacing an earlier value. */
@@ -438,24 +480,49 @@ kdelay_err_t kdelay_conf_set_kafka(kdelay_conf_t *conf, const char *name,
                                    size_t errstr_size)
 {
         char why[512];
+        char *resolved = NULL; /* owned: an env: or file: value's */
         if (!conf || !name || !value)
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "conf, name and value are required");
+        if (kd_secret_is_ref(value)) {
+                kdelay_err_t err = kd_secret_resolve(name, value, &resolved,
+                                                     errstr, errstr_size);
+                if (err)
+                        return err;
+                value = resolved;
+        }
+        kdelay_err_t err = set_kafka(conf, name, value, why, sizeof(why));
+        /* librdkafka's reason quotes the value: not one by reference. */
+        if (err == KDELAY_ERR_CONFIG && resolved)
+                snprintf(why, sizeof(why),
+                         "invalid value for %s (given by reference, not "
+                         "shown)",
+                         name);
+        kd_secret_free(resolved);
+        return err ? kd_fail(err, errstr, errstr_size, "%s", why) : KDELAY_OK;
+}
+
+/* kdelay_conf_set_kafka of a plain value; the reason into why. */
+static kdelay_err_t set_kafka(kdelay_conf_t *conf, const char *name,
+                              const char *value, char *why, size_t why_size)
+{
         rd_kafka_conf_res_t res =
-            rd_kafka_conf_set(conf->rk_conf, name, value, why, sizeof(why));
+            rd_kafka_conf_set(conf->rk_conf, name, value, why, why_size);
         /* librdkafka's reason quotes the value: not for a secret. */
         if (res == RD_KAFKA_CONF_INVALID && kd_conf_name_is_secret(name))
-                snprintf(why, sizeof(why),
+                snprintf(why, why_size,
                          "invalid value for %s (not shown: a secret)", name);
         switch (res) {
-        case RD_KAFKA_CONF_OK:
-                return kv_put(conf, name, value);
+        case RD_KAFKA_CONF_OK: {
+                kdelay_err_t err = kv_put(conf, name, value);
+                if (err)
+                        snprintf(why, why_size, "%s: out of memory", name);
+                return err;
+        }
         case RD_KAFKA_CONF_UNKNOWN:
-                return kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr, errstr_size,
-                               "%s", why);
+                return KDELAY_ERR_UNKNOWN_PROPERTY;
         default:
-                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size, "%s",
-                               why);
+                return KDELAY_ERR_CONFIG;
         }
 }
 
@@ -513,6 +580,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 text = url_masked(*(char *const *)field, tmp, sizeof(tmp));
                 break;
         case KD_PROP_STRING:
+        case KD_PROP_SSLMODE:
         case KD_PROP_TOPICPFX: {
                 const char *s = *(char *const *)field;
                 text = s ? s : "";
@@ -570,8 +638,11 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                 break;
         case KD_PROP_MYSQLURL:
                 snprintf(buf, size,
-                         "`mysql://user[:password]@host[:port]/db`, user and "
-                         "password percent-encoded");
+                         "`mysql://user[:password]@host[:port]/db[?ssl-mode="
+                         "M&ssl-ca=F&ssl-cert=F&ssl-key=F]`, percent-encoded");
+                break;
+        case KD_PROP_SSLMODE:
+                snprintf(buf, size, "a TLS mode");
                 break;
         case KD_PROP_INT:
                 snprintf(buf, size, "integer, %d .. %d", p->min,

@@ -26,6 +26,10 @@ struct kdelay_conf_s {
         char *mysql_password;      /* owned; NULL = from URL or env */
         char *mysql_password_env;  /* owned */
         char *mysql_password_file; /* owned; NULL = none */
+        char *mysql_ssl_mode;      /* owned; NULL = the URL's or PREFERRED */
+        char *mysql_ssl_ca;        /* owned; NULL = the URL's or none */
+        char *mysql_ssl_cert;      /* owned; NULL = the URL's or none */
+        char *mysql_ssl_key;       /* owned; NULL = the URL's or none */
         int mysql_connect_timeout_s;
         int64_t fate_retention_ms; /* gc keeps rows this long past due */
         int topics_partitions;

@@ -4,22 +4,17 @@
 
 #include <errmsg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "kd_conf.h"
 #include "kd_log.h"
+#include "kd_secret.h"
 #include "kd_util.h"
-
-void kd_mysql_params_clear(kd_mysql_params_t *p)
-{
-        free(p->user);
-        free(p->password);
-        free(p->host);
-        free(p->db);
-        memset(p, 0, sizeof(*p));
-}
 
 static int hexval(char c)
 {
@@ -62,19 +57,122 @@ static char *pct_decode(const char *s, size_t len)
         return out;
 }
 
+void kd_mysql_params_clear(kd_mysql_params_t *p)
+{
+        free(p->user);
+        free(p->password);
+        free(p->host);
+        free(p->db);
+        free(p->ssl_ca);
+        free(p->ssl_cert);
+        free(p->ssl_key);
+        memset(p, 0, sizeof(*p));
+}
+
+static const char *const kd_ssl_mode_names[] = {
+    [KD_MYSQL_SSL_DISABLED] = "DISABLED",
+    [KD_MYSQL_SSL_PREFERRED] = "PREFERRED",
+    [KD_MYSQL_SSL_REQUIRED] = "REQUIRED",
+    [KD_MYSQL_SSL_VERIFY_CA] = "VERIFY_CA",
+    [KD_MYSQL_SSL_VERIFY_IDENTITY] = "VERIFY_IDENTITY"};
+
+int kd_mysql_ssl_mode_parse(const char *s, kd_mysql_ssl_mode_t *out)
+{
+        for (size_t i = KD_MYSQL_SSL_DISABLED;
+             i < KD_ARRAY_LEN(kd_ssl_mode_names); i++) {
+                if (s && !strcasecmp(s, kd_ssl_mode_names[i])) {
+                        *out = (kd_mysql_ssl_mode_t)i;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+/* The last c in [s, end), or NULL. */
+static const char *last_in(const char *s, const char *end, char c)
+{
+        const char *r = NULL;
+        for (; s < end; s++)
+                if (*s == c)
+                        r = s;
+        return r;
+}
+
+/* One name=value of the URL's query [s, end) into p; the reason on error. */
+static const char *query_param(const char *s, const char *end,
+                               kd_mysql_params_t *p)
+{
+        const char *eq = memchr(s, '=', (size_t)(end - s));
+        char name[16];
+        size_t nlen = eq ? (size_t)(eq - s) : 0;
+        if (!eq || nlen == 0 || nlen >= sizeof(name))
+                return "each URL parameter must be name=value (ssl-mode, "
+                       "ssl-ca, ssl-cert, ssl-key)";
+        for (size_t i = 0; i < nlen; i++)
+                name[i] = s[i] == '_' ? '-' : s[i];
+        name[nlen] = '\0';
+        char *value = pct_decode(eq + 1, (size_t)(end - eq - 1));
+        if (!value)
+                return "bad percent-encoding in a URL parameter";
+        char **slot = NULL;
+        if (!strcmp(name, "ssl-mode")) {
+                int bad =
+                    !*value || kd_mysql_ssl_mode_parse(value, &p->ssl_mode);
+                free(value);
+                return bad ? "ssl-mode must be DISABLED, PREFERRED, REQUIRED, "
+                             "VERIFY_CA or VERIFY_IDENTITY"
+                           : NULL;
+        }
+        if (!strcmp(name, "ssl-ca"))
+                slot = &p->ssl_ca;
+        else if (!strcmp(name, "ssl-cert"))
+                slot = &p->ssl_cert;
+        else if (!strcmp(name, "ssl-key"))
+                slot = &p->ssl_key;
+        if (!slot || !*value) {
+                free(value);
+                return slot ? "an ssl-ca, ssl-cert or ssl-key parameter is "
+                              "empty"
+                            : "unknown URL parameter (known: ssl-mode, "
+                              "ssl-ca, ssl-cert, ssl-key)";
+        }
+        free(*slot);
+        *slot = value;
+        return NULL;
+}
+
 kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
                                 char *errstr, size_t errstr_size)
 {
         static const char scheme[] = "mysql://";
         kd_mysql_params_t p = {0};
         const char *bad = NULL;
+        char *base = NULL; /* owned: the URL without its query */
 
         memset(out, 0, sizeof(*out));
         if (!url || strncmp(url, scheme, sizeof(scheme) - 1) != 0) {
                 bad = "must start with mysql://";
                 goto fail;
         }
-        const char *s = url + sizeof(scheme) - 1;
+        const char *end = url + strlen(url);
+        const char *q = strchr(url, '?');
+        const char *at0 = last_in(url, q ? q : end, '@');
+        if (q && !at0) { /* a '?' in the user or password */
+                at0 = last_in(url, end, '@');
+                q = at0 ? strchr(at0, '?') : NULL;
+        }
+        for (const char *a = q; a && a < end;) {
+                const char *amp = strchr(a + 1, '&');
+                const char *stop = amp ? amp : end;
+                if ((bad = query_param(a + 1, stop, &p)))
+                        goto fail;
+                a = amp;
+        }
+        if (!(base = strndup(url, q ? (size_t)(q - url) : strlen(url)))) {
+                kd_mysql_params_clear(&p);
+                return KDELAY_ERR_NO_MEMORY;
+        }
+        const char *s = base + sizeof(scheme) - 1;
         const char *at = strrchr(s, '@');
         const char *slash = strchr(at ? at : s, '/');
         if (!at || at == s) {
@@ -82,8 +180,7 @@ kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
                     "needs user@host (mysql://user[:password]@host[:port]/db)";
                 goto fail;
         }
-        if (!slash || !slash[1] || strchr(slash + 1, '/') ||
-            strchr(slash + 1, '?')) {
+        if (!slash || !slash[1] || strchr(slash + 1, '/')) {
                 bad = "needs a database name after the host (/db)";
                 goto fail;
         }
@@ -119,6 +216,7 @@ kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
                 p.port = (unsigned)port;
         }
         p.db = strdup(slash + 1);
+        free(base);
         if (!p.host || !p.db) {
                 kd_mysql_params_clear(&p);
                 return KDELAY_ERR_NO_MEMORY;
@@ -126,6 +224,7 @@ kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
         *out = p;
         return KDELAY_OK;
 fail:
+        free(base);
         kd_mysql_params_clear(&p);
         return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size, "mysql.url: %s",
                        bad);
@@ -140,16 +239,24 @@ kdelay_err_t kd_mysql_fail(MYSQL *conn, const char *what, char *errstr,
 }
 
 /* The first line of path (a secret: never logged) into buf; -1 with
- * errstr when it cannot be read or is empty. */
+ * errstr when it cannot be read, is empty, or others may read it. */
 static int password_file(const char *path, char *buf, size_t size, char *errstr,
                          size_t errstr_size)
 {
-        FILE *fp = fopen(path, "r");
         char q[600];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && kd_secret_file_check("mysql.password_file", path, fd,
+                                            errstr, errstr_size)) {
+                close(fd);
+                return -1;
+        }
+        FILE *fp = fd >= 0 ? fdopen(fd, "r") : NULL;
         if (!fp || !fgets(buf, (int)size, fp)) {
                 int e = fp ? 0 : errno;
                 if (fp)
                         fclose(fp);
+                else if (fd >= 0)
+                        close(fd);
                 kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                         "cannot read mysql.password_file %s: %s",
                         kd_log_quote(path, q, sizeof(q)),
@@ -159,6 +266,67 @@ static int password_file(const char *path, char *buf, size_t size, char *errstr,
         fclose(fp);
         buf[strcspn(buf, "\r\n")] = '\0';
         return 0;
+}
+
+/* Sets conn's TLS options from conf's mysql.ssl_* over the URL's, and the
+ * mode in effect into *modep. */
+static kdelay_err_t tls_apply(const kdelay_conf_t *conf,
+                              const kd_mysql_params_t *p, MYSQL *conn,
+                              kd_mysql_ssl_mode_t *modep, char *errstr,
+                              size_t errstr_size)
+{
+        kd_mysql_ssl_mode_t mode = p->ssl_mode;
+        if (conf->mysql_ssl_mode &&
+            kd_mysql_ssl_mode_parse(conf->mysql_ssl_mode, &mode))
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "mysql.ssl_mode: unknown mode");
+        if (mode == KD_MYSQL_SSL_UNSET)
+                mode = KD_MYSQL_SSL_PREFERRED;
+        *modep = mode;
+        const char *ca = conf->mysql_ssl_ca ? conf->mysql_ssl_ca : p->ssl_ca;
+        const char *cert =
+            conf->mysql_ssl_cert ? conf->mysql_ssl_cert : p->ssl_cert;
+        const char *key =
+            conf->mysql_ssl_key ? conf->mysql_ssl_key : p->ssl_key;
+        if (mode == KD_MYSQL_SSL_DISABLED)
+                return KDELAY_OK;
+        if (mode >= KD_MYSQL_SSL_VERIFY_CA && !ca)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "mysql.ssl_mode %s needs a CA: set "
+                               "mysql.ssl_ca or ssl-ca= in the URL",
+                               kd_ssl_mode_names[mode]);
+        if (!cert != !key)
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "a MySQL client certificate needs both "
+                               "mysql.ssl_cert and mysql.ssl_key");
+        /* A certificate file must be readable now: the connector's own
+         * error for a missing file is vague. */
+        const char *files[] = {ca, cert, key};
+        const char *what[] = {"mysql.ssl_ca", "mysql.ssl_cert",
+                              "mysql.ssl_key"};
+        for (size_t i = 0; i < KD_ARRAY_LEN(files); i++) {
+                char q[600];
+                if (files[i] && access(files[i], R_OK))
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s %s: %s", what[i],
+                                       kd_log_quote(files[i], q, sizeof(q)),
+                                       strerror(errno));
+        }
+        /* Connector/C 3.3: "enforce" only asks for TLS (it falls back to
+         * plaintext when the server offers none: kd_mysql_connect checks);
+         * a CA given is always checked against the server's chain, in every
+         * mode, as MySQL's clients do; verify_server_cert adds the host
+         * name. */
+        my_bool enforce = 1;
+        my_bool verify = mode == KD_MYSQL_SSL_VERIFY_IDENTITY;
+        if (mysql_ssl_set(conn, key, cert, ca, NULL, NULL) ||
+            mysql_optionsv(conn, MYSQL_OPT_SSL_ENFORCE, &enforce) ||
+            mysql_optionsv(conn, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify))
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "the MySQL connector refuses the TLS settings "
+                               "(ssl_mode %s)",
+                               kd_ssl_mode_names[mode]);
+        return KDELAY_OK;
 }
 
 kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
@@ -196,6 +364,12 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                                "cannot start a MySQL connection: out of "
                                "memory");
         }
+        kd_mysql_ssl_mode_t mode = KD_MYSQL_SSL_PREFERRED;
+        if ((err = tls_apply(conf, &p, conn, &mode, errstr, errstr_size))) {
+                mysql_close(conn);
+                kd_mysql_params_clear(&p);
+                return err;
+        }
         unsigned timeout = (unsigned)conf->mysql_connect_timeout_s;
         unsigned rw_timeout = 30;
         mysql_optionsv(conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
@@ -214,8 +388,20 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         if (!connected) {
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u as %s "
-                              "(db %s): %s",
-                              p.host, p.port, p.user, p.db, mysql_error(conn));
+                              "(db %s, ssl_mode %s): %s",
+                              p.host, p.port, p.user, p.db,
+                              kd_ssl_mode_names[mode], mysql_error(conn));
+                mysql_close(conn);
+                kd_mysql_params_clear(&p);
+                return err;
+        }
+        /* The connector may fall back to plaintext when the server offers
+         * no TLS; from REQUIRED up that is refused here. */
+        if (mode >= KD_MYSQL_SSL_REQUIRED && !mysql_get_ssl_cipher(conn)) {
+                err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                              "cannot connect to MySQL at %s:%u: ssl_mode "
+                              "%s, but the server offers no TLS",
+                              p.host, p.port, kd_ssl_mode_names[mode]);
                 mysql_close(conn);
                 kd_mysql_params_clear(&p);
                 return err;

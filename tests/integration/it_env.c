@@ -102,16 +102,34 @@ MYSQL *it_mysql_connect(void)
         return conn;
 }
 
-int it_db_create(const char *name, int migrate, char *url_out, size_t url_size)
+int it_mysql_url_as(const char *user, const char *password, const char *db,
+                    char *out, size_t size)
 {
         kd_mysql_params_t p;
-        char sql[256], errstr[256];
-        if (kd_mysql_url_parse(it_mysql_url(), &p, errstr, sizeof(errstr)))
+        char errstr[256];
+        const char *url = it_mysql_url();
+        if (kd_mysql_url_parse(url, &p, errstr, sizeof(errstr))) {
+                fprintf(stderr, "it_mysql_url_as: %s\n", errstr);
                 return -1;
-        snprintf(url_out, url_size, "mysql://%s%s%s@%s:%u/%s", p.user,
-                 p.password ? ":" : "", p.password ? p.password : "", p.host,
-                 p.port, name);
+        }
+        const char *at = strrchr(url, '@');
+        const char *query = strchr(at ? at : url, '?');
+        int n = snprintf(out, size, "mysql://%s%s%s@%s:%u/%s%s",
+                         user ? user : p.user,
+                         password || (!user && p.password) ? ":" : "",
+                         password                ? password
+                         : (!user && p.password) ? p.password
+                                                 : "",
+                         p.host, p.port, db ? db : p.db, query ? query : "");
         kd_mysql_params_clear(&p);
+        return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int it_db_create(const char *name, int migrate, char *url_out, size_t url_size)
+{
+        char sql[256], errstr[256];
+        if (it_mysql_url_as(NULL, NULL, name, url_out, url_size))
+                return -1;
         MYSQL *conn = it_mysql_connect();
         if (!conn)
                 return -1;

@@ -34,6 +34,11 @@ kdelay_err_t it_schedule_v(kdelay_client_t *c, const char *topic,
                            const char *stem, long i, int64_t fire_at_ms,
                            char *errstr, size_t errstr_size);
 
+/* The stack's URL with the user (and password; NULL = none) and database
+ * replaced (NULL keeps the URL's), its TLS parameters kept. 0 on success. */
+int it_mysql_url_as(const char *user, const char *password, const char *db,
+                    char *out, size_t size);
+
 /* Creates a fresh database `name` as the URL's user (root on the local
  * stack), applies the schema when `migrate`, and writes its URL into
  * url_out. 0 on success. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "it_env.h"
@@ -498,10 +499,27 @@ static void test_password_from_environment(void)
         snprintf(xfile, sizeof(xfile), "mysql.password_file=%s", file);
         char *fargv[] = {KDELAY_CTL, "status", "--mysql", user_url,
                          "-X",       xfile,    "some-id", NULL};
+        /* Others may read it: refused (a configuration error), with the
+         * fix. */
+        CU_ASSERT_EQUAL(chmod(file, 0644), 0);
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(fargv, bad, &out, &err), 2);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "chmod 600"));
+        CU_ASSERT_EQUAL(chmod(file, 0600), 0);
         free(out);
         free(err);
         CU_ASSERT_EQUAL(it_run(fargv, bad, &out, &err), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "UNDECIDED"));
+        /* The same file as a reference: mysql.password=file:PATH. */
+        char xref[96];
+        snprintf(xref, sizeof(xref), "mysql.password=file:%s", file);
+        char *rargv[] = {KDELAY_CTL, "status", "--mysql", user_url,
+                         "-X",       xref,     "some-id", NULL};
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL(it_run(rargv, bad, &out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "UNDECIDED"));
         unlink(file);
         free(out);
         free(err);

@@ -312,15 +312,12 @@ static void audit(const tt_opts_t *o, const tt_names_t *nm, FILE *log,
  * as to any application user (root keeps writing: the tool's cancels). */
 static int fw_user_create(tt_names_t *nm)
 {
-        kd_mysql_params_t p;
-        char errstr[256], sql[512], pw[64], user[64];
-        if (kd_mysql_url_parse(nm->mysql_url, &p, errstr, sizeof(errstr)))
-                return -1;
+        char sql[512], pw[64], user[64];
         snprintf(pw, sizeof(pw), "fw-%s", nm->prefix);
         snprintf(user, sizeof(user), "kdfw_%s", nm->prefix); /* per run */
-        snprintf(nm->fw_mysql_url, sizeof(nm->fw_mysql_url),
-                 "mysql://%s@%s:%u/%s", user, p.host, p.port, nm->db);
-        kd_mysql_params_clear(&p);
+        if (it_mysql_url_as(user, NULL, nm->db, nm->fw_mysql_url,
+                            sizeof(nm->fw_mysql_url)))
+                return -1;
         MYSQL *conn = it_mysql_connect();
         if (!conn)
                 return -1;

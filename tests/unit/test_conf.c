@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
@@ -941,6 +942,128 @@ static void test_mysql_url_variants(void)
         kd_mysql_params_clear(&p);
 }
 
+/* TLS parameters in the URL's query; a '?' in a password still works. */
+static void test_mysql_url_query(void)
+{
+        kd_mysql_params_t p;
+        char errstr[256] = "";
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_url_parse("mysql://u:pw@h:3307/db?ssl-mode=verify_ca&"
+                               "ssl_ca=/etc/a%20b/ca.pem&ssl-cert=/c.pem&"
+                               "ssl-key=/k@x.pem",
+                               &p, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(p.user, "u");
+        CU_ASSERT_STRING_EQUAL(p.password, "pw");
+        CU_ASSERT_STRING_EQUAL(p.host, "h");
+        CU_ASSERT_EQUAL(p.port, 3307);
+        CU_ASSERT_STRING_EQUAL(p.db, "db");
+        CU_ASSERT_EQUAL(p.ssl_mode, KD_MYSQL_SSL_VERIFY_CA);
+        CU_ASSERT_STRING_EQUAL(p.ssl_ca, "/etc/a b/ca.pem");
+        CU_ASSERT_STRING_EQUAL(p.ssl_cert, "/c.pem");
+        CU_ASSERT_STRING_EQUAL(p.ssl_key, "/k@x.pem");
+        kd_mysql_params_clear(&p);
+        CU_ASSERT_EQUAL_FATAL(kd_mysql_url_parse("mysql://u:p?w@h/db", &p,
+                                                 errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(p.password, "p?w");
+        CU_ASSERT_EQUAL(p.ssl_mode, KD_MYSQL_SSL_UNSET);
+        kd_mysql_params_clear(&p);
+        /* mysql.ssl_mode is checked when set. */
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.ssl_mode", "sometimes",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql.ssl_mode", "VERIFY_IDENTITY", NULL, 0),
+            KDELAY_OK);
+        kdelay_conf_destroy(conf);
+}
+
+/* Values by reference: env:NAME and file:PATH, for kdelay's properties and
+ * librdkafka's; a file others may read is refused; no error shows the
+ * secret. */
+static void test_secret_refs(void)
+{
+        char errstr[512], path[64];
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        setenv("KD_TEST_PW", "pw-from-env", 1);
+        unsetenv("KD_TEST_UNSET");
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql.password", "env:KD_TEST_PW", NULL, 0),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_password, "pw-from-env");
+        GET_IS(conf, "mysql.password", "***");
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password",
+                                        "env:KD_TEST_UNSET", errstr,
+                                        sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "KD_TEST_UNSET is not set"));
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password", "env:1x",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        /* librdkafka's, through -X (set_pair). */
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf,
+                                             "sasl.password=env:KD_TEST_PW",
+                                             errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        char v[64];
+        size_t vlen = sizeof(v);
+        CU_ASSERT_EQUAL(
+            rd_kafka_conf_get(conf->rk_conf, "sasl.password", v, &vlen),
+            RD_KAFKA_CONF_OK);
+        CU_ASSERT_STRING_EQUAL(v, "pw-from-env");
+
+        /* A file: its content without the trailing newline, mode 0600. */
+        snprintf(path, sizeof(path), "/tmp/kd-test-secret-%d", (int)getpid());
+        FILE *fp = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        fputs("pw-from-file\n", fp);
+        fclose(fp);
+        char ref[96];
+        snprintf(ref, sizeof(ref), "file:%s", path);
+        CU_ASSERT_EQUAL(chmod(path, 0600), 0);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password", ref, errstr,
+                                        sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_password, "pw-from-file");
+        /* Readable by others: refused, and the message says how to fix. */
+        CU_ASSERT_EQUAL(chmod(path, 0644), 0);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password", ref, errstr,
+                                        sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "0644"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "chmod 600"));
+        CU_ASSERT_PTR_NULL(strstr(errstr, "pw-from-file"));
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf,
+                                             "ssl.key.password=file:/no/such",
+                                             errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "/no/such"));
+        /* An invalid librdkafka value from a secret is not echoed. */
+        CU_ASSERT_EQUAL(chmod(path, 0400), 0);
+        char bad[96];
+        snprintf(bad, sizeof(bad), "acks=file:%s", path);
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf, bad, errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not shown"));
+        CU_ASSERT_PTR_NULL(strstr(errstr, "pw-from-file"));
+        unlink(path);
+        /* Empty file. */
+        fp = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        fclose(fp);
+        CU_ASSERT_EQUAL(chmod(path, 0600), 0);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.password", ref, errstr,
+                                        sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "empty"));
+        unlink(path);
+        kdelay_conf_destroy(conf);
+}
+
 static void test_mysql_url_errors(void)
 {
         static const char *const bad[] = {
@@ -955,7 +1078,14 @@ static void test_mysql_url_errors(void)
             "mysql://u@h",      /* no db */
             "mysql://u@h/",     /* empty db */
             "mysql://u@h/db/extra",
-            "mysql://u@h/db?ssl=1",
+            "mysql://u@h/db?ssl=1", /* unknown parameter */
+            "mysql://u@h/db?",
+            "mysql://u@h/db?ssl-mode",
+            "mysql://u@h/db?ssl-mode=bogus",
+            "mysql://u@h/db?ssl-mode=",
+            "mysql://u@h/db?ssl-ca=",
+            "mysql://u@h/db?ssl-ca=%zz",
+            "mysql://u@h/db?ssl-mode=REQUIRED&",
             "mysql://u@/db",      /* empty host */
             "mysql://u@:3306/db", /* empty host */
             "mysql://u@h:0/db",   /* port 0 */
@@ -1014,6 +1144,8 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_mysql_url_full),
     KD_TEST(test_mysql_url_variants),
     KD_TEST(test_mysql_url_errors),
+    KD_TEST(test_mysql_url_query),
+    KD_TEST(test_secret_refs),
     KD_TEST_END,
 };
 

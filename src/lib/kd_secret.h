@@ -1,0 +1,35 @@
+/* Property values given by reference: "env:NAME" (an environment
+ * variable) or "file:PATH" (a file readable by its owner only), so that a
+ * secret never has to be written on a command line or into a config file
+ * (docs/security.md). */
+#ifndef KD_SECRET_H
+#define KD_SECRET_H
+
+#include <stddef.h>
+
+#include <kdelay/error.h>
+
+/* The size a referenced file may have. */
+#define KD_SECRET_FILE_MAX (64 * 1024)
+
+/* Non-zero when value is a reference (starts with "env:" or "file:"). */
+int kd_secret_is_ref(const char *value);
+
+/* The value of property `name` that `value` refers to, into *outp (caller
+ * frees, after wiping: kd_secret_free); a value that is no reference is
+ * copied. A file's content loses its trailing newlines; a file that is not
+ * a regular file, is readable or writable by group or others, is empty or
+ * larger than KD_SECRET_FILE_MAX is refused. Errors name the property and
+ * the variable or path, never the value. */
+kdelay_err_t kd_secret_resolve(const char *name, const char *value, char **outp,
+                               char *errstr, size_t errstr_size);
+
+/* Checks that path is a regular file only its owner may read or write;
+ * KDELAY_ERR_CONFIG with the reason (naming `what` and the path) if not. */
+kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,
+                                  char *errstr, size_t errstr_size);
+
+/* Overwrites s with zeros and frees it. */
+void kd_secret_free(char *s);
+
+#endif
