@@ -316,8 +316,15 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_claim_init(f);
         f->mode = kd_mode_select(conf);
         const char *const *defaults, *const *forced;
-        kdelay_err_t err =
-            f->mode->init(f, &defaults, &forced, errstr, errstr_size);
+        kdelay_err_t err = kd_targets_parse(
+            &f->allowed, conf->fwd_allowed_targets, errstr, errstr_size);
+        if (!err && !f->allowed.cnt)
+                kd_log(conf, KDELAY_LOG_WARNING,
+                       "event=allowed_targets_unset reason=\"a task may "
+                       "name any topic this forwarder may write as its "
+                       "target; set forwarder.allowed_targets\"");
+        if (!err)
+                err = f->mode->init(f, &defaults, &forced, errstr, errstr_size);
         if (!err && store)
                 f->store.fate = store;
         else if (!err)
@@ -374,6 +381,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
                         if (k->io_fds[i][j] >= 0)
                                 close(k->io_fds[i][j]);
         kd_fate_store_destroy(f->store.fate);
+        kd_targets_clear(&f->allowed);
         kdelay_conf_destroy(f->conf);
         free(f);
 }

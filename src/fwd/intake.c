@@ -151,6 +151,10 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
                 return;
         }
+        if (!kd_targets_allow(&f->allowed, r->target, strlen(r->target))) {
+                t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
+                return;
+        }
         /* A task due before its tier lets it be handled (its own delay
          * fitted a smaller tier) fires late by up to this tier's delay. */
         if (r->fire_at_ms + f->conf->fwd_hold_horizon_ms <

@@ -28,6 +28,7 @@
 #include "kd_metrics.h"
 #include "kd_part.h"
 #include "kd_skew.h"
+#include "kd_targets.h"
 #include "kd_task.h"
 #include "kd_timer.h"
 
@@ -173,6 +174,7 @@ struct kd_fwd {
         void *mode_state;          /* owned by the mode */
         kd_fwd_hooks_t hooks;
         kd_metrics_t metrics;
+        kd_targets_t allowed; /* forwarder.allowed_targets, parsed */
         kd_timer_t stats_timer;
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
         kd_timer_t http_timer;     /* publishes metrics and readiness */

@@ -13,6 +13,10 @@
 
 #include "kd_timer.h"
 
+/* The dead-letter reason of a task whose target forwarder.allowed_targets
+ * does not allow (the wire format's reasons come from kd_wire.h). */
+#define KD_DEAD_TARGET_FORBIDDEN "target-forbidden"
+
 typedef struct kd_part kd_part_t;
 struct kd_store_req;
 

@@ -16,6 +16,7 @@
 #include "kd_log.h"
 #include "kd_mysql.h"
 #include "kd_secret.h"
+#include "kd_targets.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -24,6 +25,7 @@ typedef enum kd_prop_type {
         KD_PROP_SECRET,   /* char *, read back as "***" */
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
         KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
+        KD_PROP_TARGETS,  /* char *, a kd_targets_t list */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
@@ -179,6 +181,13 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.stats_interval", KD_PROP_DURATION,
      KD_OFF(fwd_stats_interval_ms), "10s", 0,
      "an `event=stats` log line this often; 0 = never"},
+    {"forwarder.allowed_targets", KD_PROP_TARGETS, KD_OFF(fwd_allowed_targets),
+     NULL, 0,
+     "the topics a task may name as its target: topic names and `prefix*` "
+     "patterns, comma-separated (in the file also a list); a task for any "
+     "other topic goes to the dead-letter topic with reason "
+     "`target-forbidden`",
+     "— (every topic; a warning at startup)"},
     {"forwarder.http_listen", KD_PROP_STRING, KD_OFF(fwd_http_listen), NULL, 0,
      "`host:port` of the forwarder's HTTP endpoint: `/metrics` (Prometheus "
      "text format), `/healthz` (the loop turns), `/readyz` (in a settled "
@@ -244,6 +253,16 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                                        "Kafka topic names ([A-Za-z0-9._-], "
                                        "at most %d chars)",
                                        p->name, value, KD_TOPIC_PREFIX_MAX);
+                /* fallthrough */
+        case KD_PROP_TARGETS:
+                if (p->type == KD_PROP_TARGETS && *value) {
+                        kd_targets_t t;
+                        kdelay_err_t err =
+                            kd_targets_parse(&t, value, errstr, errstr_size);
+                        if (err)
+                                return err;
+                        kd_targets_clear(&t);
+                }
                 /* fallthrough */
         case KD_PROP_SSLMODE:
                 if (p->type == KD_PROP_SSLMODE && *value) {
@@ -581,6 +600,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 break;
         case KD_PROP_STRING:
         case KD_PROP_SSLMODE:
+        case KD_PROP_TARGETS:
         case KD_PROP_TOPICPFX: {
                 const char *s = *(char *const *)field;
                 text = s ? s : "";
@@ -643,6 +663,9 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                 break;
         case KD_PROP_SSLMODE:
                 snprintf(buf, size, "a TLS mode");
+                break;
+        case KD_PROP_TARGETS:
+                snprintf(buf, size, "topic names and `prefix*` patterns");
                 break;
         case KD_PROP_INT:
                 snprintf(buf, size, "integer, %d .. %d", p->min,
@@ -784,28 +807,31 @@ static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
                 return KDELAY_OK;
         }
 
-        if (strcmp(path, "tiers") == 0 && config_setting_is_aggregate(s)) {
+        if ((!strcmp(path, "tiers") ||
+             !strcmp(path, "forwarder.allowed_targets")) &&
+            config_setting_is_aggregate(s)) {
                 /* [ "1s", "1m", ... ] */
+                kdelay_err_t list_err = strcmp(path, "tiers")
+                                            ? KDELAY_ERR_CONFIG
+                                            : KDELAY_ERR_INVALID_TIERS;
                 char list[1024] = "";
                 size_t off = 0;
                 for (int i = 0; i < config_setting_length(s); i++) {
                         const char *t = config_setting_get_string_elem(s, i);
                         if (!t)
-                                return kd_fail(KDELAY_ERR_INVALID_TIERS, errstr,
-                                               errstr_size,
-                                               "%s:%d: tiers: each entry must "
-                                               "be a string such as \"30m\"",
-                                               file, line);
+                                return kd_fail(list_err, errstr, errstr_size,
+                                               "%s:%d: %s: each entry must "
+                                               "be a string",
+                                               file, line, path);
                         int w = snprintf(list + off, sizeof(list) - off, "%s%s",
                                          i ? "," : "", t);
                         if (w < 0 || (size_t)w >= sizeof(list) - off)
-                                return kd_fail(KDELAY_ERR_INVALID_TIERS, errstr,
-                                               errstr_size,
-                                               "%s:%d: tiers: list too long",
-                                               file, line);
+                                return kd_fail(list_err, errstr, errstr_size,
+                                               "%s:%d: %s: list too long", file,
+                                               line, path);
                         off += (size_t)w;
                 }
-                err = kdelay_conf_set(conf, "tiers", list, why, sizeof(why));
+                err = kdelay_conf_set(conf, path, list, why, sizeof(why));
         } else {
                 const char *text = scalar_text(s, num, sizeof(num));
                 if (!text)

@@ -59,6 +59,7 @@ struct kdelay_conf_s {
         char *fwd_txn_id;            /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms; /* longest open transaction */
         int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
+        char *fwd_allowed_targets;   /* owned; NULL = every topic */
         char *fwd_http_listen;       /* owned; NULL or "" = no HTTP */
         rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
         char **kafka_kv;     /* owned; name,value,name,value... as set */

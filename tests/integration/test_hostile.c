@@ -3,7 +3,8 @@
  * random and abusive headers (binary, over-long and invalid UTF-8 ids,
  * 100 KB values, duplicate kdelay-* headers, fire-at values that are
  * negative, overflowing, padded or absurd, unknown versions, each required
- * header missing, bad targets including kdelay's own topics, null keys and
+ * header missing, bad targets including kdelay's own topics, an existing
+ * topic forwarder.allowed_targets does not allow, null keys and
  * values, no headers at all), interleaved with 300 valid tasks (library
  * and raw, odd but valid ids and fire-at forms) due within 5-15 s.
  *
@@ -37,6 +38,7 @@
 
 static char prefix[40], group[64], db[64], url[256];
 static char targets[N_TARGETS][96], dead_topic[96], missing_topic[96];
+static char forbidden_topic[96], allowed[320];
 static kd_tiers_t tiers;
 static char tier_topics[KD_TIERS_MAX][128];
 static char huge[HUGE_LEN]; /* filled per use */
@@ -85,6 +87,14 @@ static int suite_init(void)
         snprintf(dead_topic, sizeof(dead_topic), "%s.dead", prefix);
         snprintf(missing_topic, sizeof(missing_topic), "%s.no-such-topic",
                  prefix);
+        /* An existing topic the forwarder may not fire to. */
+        snprintf(forbidden_topic, sizeof(forbidden_topic), "%s.forbidden",
+                 prefix);
+        if (it_create_topic(forbidden_topic, 1))
+                return -1;
+        snprintf(allowed, sizeof(allowed),
+                 "forwarder.allowed_targets=%s.target*, %s", prefix,
+                 missing_topic);
         /* The old four-tier ladder, as a producer that was never moved to
          * the default one writes it: the forwarder (default ladder) reads
          * those topics too. */
@@ -108,9 +118,9 @@ static it_fwd_t fwd = {"fwHostile", -1, ""};
 
 static void fwd_start(void)
 {
-        const char *props[] = {"forwarder.hold_horizon=10s",
-                               "forwarder.stats_interval=5s",
-                               "forwarder.commit_interval=500ms", NULL};
+        const char *props[] = {
+            "forwarder.hold_horizon=10s", "forwarder.stats_interval=5s",
+            "forwarder.commit_interval=500ms", allowed, NULL};
         CU_ASSERT_FATAL(it_fwd_start(&fwd, KDELAY_FORWARDER, prefix, group, url,
                                      props) == 0);
 }
@@ -243,6 +253,7 @@ enum {
         C_DUP_FIRE_AT,
         C_FORGED_REASON,
         C_TARGET_MISSING,
+        C_TARGET_FORBIDDEN,
         C_JUNK,
         C__N
 };
@@ -293,6 +304,7 @@ static const cls_t classes[C__N] = {
     [C_DUP_FIRE_AT] = {"dup-fire-at", "duplicate-header"},
     [C_FORGED_REASON] = {"forged-dead-reason", "unknown-version"},
     [C_TARGET_MISSING] = {"target-missing", "target-unavailable"},
+    [C_TARGET_FORBIDDEN] = {"target-forbidden", "target-forbidden"},
     [C_JUNK] = {"junk", NULL},
 };
 
@@ -634,6 +646,9 @@ static void send_hostile(rd_kafka_t *rk, int n)
         case C_TARGET_MISSING:
                 f[F_TARGET].v = missing_topic;
                 break;
+        case C_TARGET_FORBIDDEN:
+                f[F_TARGET].v = forbidden_topic;
+                break;
         case C_JUNK:
                 junk_fields(f, id, fire_at);
                 break;
@@ -867,10 +882,10 @@ static void check_dead(void)
         int anonymous = 0, valid_dead = 0, wrong = 0;
         int per_reason[16] = {0};
         static const char *const reasons[] = {
-            "missing-version",  "unknown-version",   "missing-id",
-            "bad-id",           "missing-target",    "bad-target",
-            "missing-fire-at",  "bad-fire-at",       "absurd-fire-at",
-            "duplicate-header", "target-unavailable"};
+            "missing-version",  "unknown-version",    "missing-id",
+            "bad-id",           "missing-target",     "bad-target",
+            "missing-fire-at",  "bad-fire-at",        "absurd-fire-at",
+            "duplicate-header", "target-unavailable", "target-forbidden"};
         for (size_t k = 0; k < n; k++) {
                 it_msg_t *m = &msgs[k];
                 char *reason = it_header(m, KDELAY_HDR_DEAD_REASON);
@@ -900,7 +915,8 @@ static void check_dead(void)
                         CU_ASSERT_EQUAL(header_count(m, KDELAY_HDR_DEAD_REASON),
                                         1);
                 }
-                for (size_t r = 0; reason && r < 11; r++)
+                for (size_t r = 0;
+                     reason && r < sizeof(reasons) / sizeof(reasons[0]); r++)
                         per_reason[r] += !strcmp(reason, reasons[r]);
                 free(reason);
                 it_msg_free(m);
@@ -921,7 +937,7 @@ static void check_dead(void)
                n, anonymous, lost, dup, wrong, valid_dead);
         printf("\n  per reason:");
         int unused = 0;
-        for (size_t r = 0; r < 11; r++) {
+        for (size_t r = 0; r < sizeof(reasons) / sizeof(reasons[0]); r++) {
                 printf(" %s=%d", reasons[r], per_reason[r]);
                 unused += per_reason[r] == 0;
         }
@@ -1093,6 +1109,9 @@ static void test_hostile_input(void)
                 it_msg_free(&msgs[k]);
         check_targets();
         check_dead();
+        /* Nothing reached the topic allowed_targets forbids. */
+        const char *fl[] = {forbidden_topic, NULL};
+        CU_ASSERT_EQUAL(it_wait_records(fl, 1, 1000), 0);
 
         /* Still alive after all of it, and a clean stop. */
         CU_ASSERT_EQUAL(it_wait_pid(fwd.pid, 0), -1);

@@ -14,6 +14,7 @@
 #include "kd_conf.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_targets.h"
 #include "kd_test.h"
 
 #ifndef KDELAY_SOURCE_DIR
@@ -942,6 +943,61 @@ static void test_mysql_url_variants(void)
         kd_mysql_params_clear(&p);
 }
 
+/* forwarder.allowed_targets: names and prefix* patterns, checked when set,
+ * a list in the file. */
+static void test_allowed_targets(void)
+{
+        kd_targets_t t;
+        char errstr[256], path[64];
+        CU_ASSERT_EQUAL_FATAL(kd_targets_parse(&t,
+                                               " orders , mail.out ,events.*",
+                                               errstr, sizeof(errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(t.cnt, 3);
+        static const struct {
+                const char *topic;
+                int allowed;
+        } cases[] = {{"orders", 1},        {"orders2", 0}, {"order", 0},
+                     {"mail.out", 1},      {"mail", 0},    {"events.", 1},
+                     {"events.signup", 1}, {"events", 0},  {"x", 0}};
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                CU_ASSERT_EQUAL(kd_targets_allow(&t, cases[i].topic,
+                                                 strlen(cases[i].topic)),
+                                cases[i].allowed);
+        kd_targets_clear(&t);
+        /* Unset and "*": everything. */
+        CU_ASSERT_EQUAL(kd_targets_parse(&t, NULL, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(kd_targets_allow(&t, "any", 3));
+        CU_ASSERT_EQUAL(kd_targets_parse(&t, "*", errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(kd_targets_allow(&t, "any", 3));
+        kd_targets_clear(&t);
+        static const char *const bad[] = {"a b", ",",     "*x", "a*b",
+                                          "..",  "x,y z", "ü"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                CU_ASSERT_EQUAL(
+                    kd_targets_parse(&t, bad[i], errstr, sizeof(errstr)),
+                    KDELAY_ERR_CONFIG);
+                CU_ASSERT_PTR_NOT_NULL(
+                    strstr(errstr, "forwarder.allowed_targets"));
+        }
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "forwarder.allowed_targets",
+                                        "a b", errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "\"a b\""));
+        CU_ASSERT_EQUAL(
+            load_text(conf,
+                      "forwarder = { allowed_targets = [ \"orders\", "
+                      "\"events.*\" ]; };\n",
+                      path, sizeof(path), errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "forwarder.allowed_targets", "orders,events.*");
+        kdelay_conf_destroy(conf);
+}
+
 /* TLS parameters in the URL's query; a '?' in a password still works. */
 static void test_mysql_url_query(void)
 {
@@ -1146,6 +1202,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_mysql_url_errors),
     KD_TEST(test_mysql_url_query),
     KD_TEST(test_secret_refs),
+    KD_TEST(test_allowed_targets),
     KD_TEST_END,
 };
 
