@@ -10,11 +10,21 @@
  * once instead of waiting out their leases: every task is delivered, none
  * early, each within 5 s of the restart or of its fire-at, whichever is
  * later, and the 50 claimed at the kill within 2 s of the restart (their
- * leases alone would hold them until about 4 s after it). */
+ * leases alone would hold them until about 4 s after it).
+ *
+ * A replay after gc cannot resurrect a cancelled task: X is cancelled,
+ * then scheduled with a fire-at 31 days in the past (so its due time alone
+ * is older than gc's 30-day retention), beside Y, which fires. The
+ * forwarder drops X and fires Y; gc deletes neither row (X's decision is
+ * new); a forwarder of a new group (the group's offsets reset to the
+ * beginning) reads both again: X is dropped as cancelled, Y skipped as
+ * already fired, and the target holds Y once and never X. */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "it_env.h"
 #include "kd_test.h"
@@ -125,9 +135,132 @@ static void test_static_member_recovers_in_seconds(void)
         it_db_drop(db);
 }
 
+/* Runs kdelayctl with the args (NULL-ended) on prefix and url; its exit
+ * status, stdout into *out (caller frees). */
+static int ctl(const char *prefix, const char *url, char **out, ...)
+{
+        char *argv[24], pfx[96], *err = NULL;
+        int n = 0;
+        va_list ap;
+        argv[n++] = KDELAY_CTL;
+        va_start(ap, out);
+        for (const char *a; n < 16 && (a = va_arg(ap, const char *));)
+                argv[n++] = (char *)a;
+        va_end(ap);
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        argv[n++] = "--brokers";
+        argv[n++] = (char *)it_brokers();
+        argv[n++] = "--mysql";
+        argv[n++] = (char *)url;
+        argv[n++] = "-X";
+        argv[n++] = pfx;
+        argv[n] = NULL;
+        *out = NULL;
+        int rc = it_run(argv, NULL, out, &err);
+        if (rc)
+                fprintf(stderr, "kdelayctl %s: exit %d: %s", argv[1], rc,
+                        err ? err : "");
+        free(err);
+        return rc;
+}
+
+static int fate_is(const char *prefix, const char *url, const char *id,
+                   const char *state)
+{
+        char *out = NULL;
+        int ok =
+            ctl(prefix, url, &out, "status", id, (const char *)NULL) == 0 &&
+            out && strstr(out, state);
+        free(out);
+        return ok;
+}
+
+static void test_replay_after_gc_keeps_cancel(void)
+{
+        char prefix[40], group[80], db[64], url[256], target[96];
+        char x[80], y[80], at[32], *out = NULL;
+        it_unique(prefix, sizeof(prefix), "itrpl");
+        it_unique(db, sizeof(db), "kdit_rpl");
+        snprintf(target, sizeof(target), "%s.target", prefix);
+        snprintf(x, sizeof(x), "%s-x", prefix);
+        snprintf(y, sizeof(y), "%s-y", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 2), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
+        snprintf(at, sizeof(at), "%lld",
+                 (long long)(kd_now_ms() - 31LL * 86400 * SEC));
+        CU_ASSERT_EQUAL(ctl(prefix, url, &out, "cancel", x, (const char *)NULL),
+                        0);
+        free(out);
+        CU_ASSERT_EQUAL(ctl(prefix, url, &out, "schedule", "--topic", target,
+                            "--value", "x", "--at", at, "--id", x,
+                            (const char *)NULL),
+                        0);
+        free(out);
+        CU_ASSERT_EQUAL(ctl(prefix, url, &out, "schedule", "--topic", target,
+                            "--value", "y", "--at", at, "--id", y,
+                            (const char *)NULL),
+                        0);
+        free(out);
+
+        const char *props[] = {"forwarder.stats_interval=1s", NULL};
+        const char *topics[] = {target, NULL};
+        for (int round = 0; round < 2; round++) {
+                /* Round 1 is the replay: a new group starts at the
+                 * beginning of every tier partition. */
+                snprintf(group, sizeof(group), "%s-group%d", prefix, round);
+                it_fwd_t f = {.instance = round ? "fwReplay" : "fwFirst",
+                              .pid = -1};
+                CU_ASSERT_EQUAL_FATAL(it_fwd_start(&f, KDELAY_FORWARDER, prefix,
+                                                   group, url, props),
+                                      0);
+                CU_ASSERT_EQUAL(it_wait_log(f.log, " cancelled=1 ", 30000), 0);
+                if (round == 0) {
+                        CU_ASSERT_EQUAL(it_wait_records(topics, 1, 30000), 1);
+                        int64_t deadline = kd_now_ms() + 20 * SEC;
+                        while (!fate_is(prefix, url, y, "FIRED") &&
+                               kd_now_ms() < deadline)
+                                usleep(200 * 1000);
+                } else {
+                        CU_ASSERT_EQUAL(
+                            it_wait_log(f.log, " already_fired=1 ", 30000), 0);
+                }
+                CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+                if (round == 0) {
+                        /* gc as an operator runs it: the default retention
+                         * (30 days). Both rows stay. */
+                        CU_ASSERT_EQUAL(ctl(prefix, url, &out, "db", "gc",
+                                            (const char *)NULL),
+                                        0);
+                        CU_ASSERT_PTR_NOT_NULL(out &&
+                                               strstr(out, "deleted 0 rows"));
+                        free(out);
+                }
+                CU_ASSERT(fate_is(prefix, url, x, "CANCELLED"));
+                CU_ASSERT(fate_is(prefix, url, y, "FIRED"));
+        }
+        /* On the target: Y once, X never. */
+        it_msg_t *msgs = NULL;
+        size_t n = it_consume_all(topics, &msgs, 2000, 20000);
+        int xs = 0, ys = 0;
+        for (size_t i = 0; i < n; i++) {
+                xs += msgs[i].len == 1 && !memcmp(msgs[i].value, "x", 1);
+                ys += msgs[i].len == 1 && !memcmp(msgs[i].value, "y", 1);
+                it_msg_free(&msgs[i]);
+        }
+        free(msgs);
+        printf("\n  replay after gc: on the target x=%d y=%d of %zu\n", xs, ys,
+               n);
+        CU_ASSERT_EQUAL(xs, 0);
+        CU_ASSERT_EQUAL(ys, 1);
+        CU_ASSERT_EQUAL(n, 1);
+        it_db_drop(db);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_static_member_recovers_in_seconds), KD_TEST_END};
+            KD_TEST(test_static_member_recovers_in_seconds),
+            KD_TEST(test_replay_after_gc_keeps_cancel), KD_TEST_END};
         return kd_test_run("restart", cases, it_env_init, NULL);
 }
