@@ -39,6 +39,7 @@ typedef enum kdelay_err {
         KDELAY_ERR_TOO_LATE,  /* cancel lost: task already FIRING/FIRED */
         KDELAY_ERR_MALFORMED, /* a task record that cannot be decoded */
         KDELAY_ERR_NOT_FOUND, /* no pending task has that id */
+        KDELAY_ERR_DEAD,      /* cancel: the task was dead-lettered (DEAD) */
         KDELAY_ERR__COUNT     /* number of codes, not an error */
 } kdelay_err_t;
 

@@ -148,10 +148,12 @@ typedef enum kdelay_fate {
         KDELAY_FATE_UNDECIDED = 0, /* no row: pending, unknown or expired */
         KDELAY_FATE_FIRING,        /* claimed by a forwarder, in flight */
         KDELAY_FATE_FIRED,         /* delivered to its target */
-        KDELAY_FATE_CANCELLED      /* cancelled; will never be delivered */
+        KDELAY_FATE_CANCELLED,     /* cancelled; will never be delivered */
+        KDELAY_FATE_DEAD /* claimed, then dead-lettered (its target refused
+                            it): never delivered; dead_reason says why */
 } kdelay_fate_t;
 
-/* "UNDECIDED", "FIRING", "FIRED", "CANCELLED"; static. */
+/* "UNDECIDED", "FIRING", "FIRED", "CANCELLED", "DEAD"; static. */
 const char *kdelay_fate_str(kdelay_fate_t fate);
 
 typedef struct kdelay_status {
@@ -160,11 +162,14 @@ typedef struct kdelay_status {
         int64_t updated_at_ms; /* last state change, or -1 */
         int64_t fire_at_ms;    /* due time when a forwarder claimed, or -1 */
         char owner[64];        /* forwarder that claimed it, or "" */
+        char dead_reason[32];  /* DEAD: the dead-letter reason, else "" */
 } kdelay_status_t;
 
 /* Cancels task id. KDELAY_OK: cancelled (now or before); the task will never
  * be delivered. KDELAY_ERR_TOO_LATE: it is already FIRING or FIRED and will
- * be (or was) delivered. Any other error: nothing is known; retry.
+ * be (or was) delivered. KDELAY_ERR_DEAD: it was dead-lettered (DEAD): it
+ * will not be delivered, and it is not cancelled either (its dead letter
+ * stays). Any other error: nothing is known; retry.
  * Cancelling an id no forwarder has seen yet is allowed. */
 kdelay_err_t kdelay_cancel(kdelay_client_t *client, const char *id,
                            char *errstr, size_t errstr_size);

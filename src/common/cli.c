@@ -192,6 +192,8 @@ int kd_cli_exit_code(kdelay_err_t err)
                 return KD_EXIT_TOO_LATE;
         case KDELAY_ERR_NOT_FOUND:
                 return KD_EXIT_NOT_FOUND;
+        case KDELAY_ERR_DEAD:
+                return KD_EXIT_DEAD;
         case KDELAY_ERR_INVALID_ARG:
         case KDELAY_ERR_INVALID_ID:
         case KDELAY_ERR_INVALID_TOPIC:

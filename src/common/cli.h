@@ -18,10 +18,11 @@
 /* Exit codes of every kdelay binary. */
 enum {
         KD_EXIT_OK = 0,
-        KD_EXIT_ERROR = 1,    /* runtime failure */
-        KD_EXIT_USAGE = 2,    /* bad command line */
-        KD_EXIT_TOO_LATE = 3, /* cancel lost: task already firing/fired */
-        KD_EXIT_NOT_FOUND = 4 /* no pending task has that id */
+        KD_EXIT_ERROR = 1,     /* runtime failure */
+        KD_EXIT_USAGE = 2,     /* bad command line */
+        KD_EXIT_TOO_LATE = 3,  /* cancel lost: task already firing/fired */
+        KD_EXIT_NOT_FOUND = 4, /* no pending task has that id */
+        KD_EXIT_DEAD = 5       /* cancel: the task was dead-lettered */
 };
 
 /* Long options of the common set, to append to a verb's own options;

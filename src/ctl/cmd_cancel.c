@@ -19,17 +19,20 @@ static const char kd_cancel_help[] =
     "Prints \"ID CANCELLED\" on success.\n"
     "With \"-\", cancels every id read from standard input, one per line\n"
     "(blank lines and lines starting with # skipped), and prints one line\n"
-    "per id: \"ID CANCELLED\", \"ID TOO_LATE\" or \"ID ERROR reason\";\n"
+    "per id: \"ID CANCELLED\", \"ID TOO_LATE\", \"ID DEAD\" or \"ID ERROR\n"
+    "reason\";\n"
     "progress goes to stderr every 1000 ids.\n"
     "\n"
     "  --json               one JSON object per id: {\"id\", \"result\":\n"
-    "                       CANCELLED | TOO_LATE | ERROR, \"error\"}\n"
+    "                       CANCELLED | TOO_LATE | DEAD | ERROR, \"error\"}\n"
     "\n"
     "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
     "already firing or fired and will be or was delivered), 1 error (MySQL\n"
     "unreachable or failing: the outcome is unknown, retry), 2 usage or\n"
-    "configuration error (an invalid id). With \"-\": the worst answer of\n"
-    "all ids, 1 before 2 before 3.\n"
+    "configuration error (an invalid id), 5 dead (a forwarder claimed the\n"
+    "task and dead-lettered it: it will not be delivered, and its dead\n"
+    "letter stays). With \"-\": the worst answer of all ids, 1 before 2\n"
+    "before 5 before 3.\n"
     "\n";
 
 enum { OPT_JSON = 0x200 };
@@ -52,7 +55,10 @@ static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
         kdelay_err_t err = kdelay_cancel(client, id, errstr, sizeof(errstr));
         const char *result = err == KDELAY_OK             ? "CANCELLED"
                              : err == KDELAY_ERR_TOO_LATE ? "TOO_LATE"
+                             : err == KDELAY_ERR_DEAD     ? "DEAD"
                                                           : "ERROR";
+        int answer =
+            !err || err == KDELAY_ERR_TOO_LATE || err == KDELAY_ERR_DEAD;
         if (json) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "id", id);
@@ -65,22 +71,23 @@ static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                 cJSON_free(text);
                 cJSON_Delete(o);
         } else if (err == KDELAY_OK || batch) {
-                printf("%s %s%s%s\n", id, result,
-                       err && err != KDELAY_ERR_TOO_LATE ? " " : "",
-                       err && err != KDELAY_ERR_TOO_LATE ? errstr : "");
+                printf("%s %s%s%s\n", id, result, answer ? "" : " ",
+                       answer ? "" : errstr);
         }
         if (err == KDELAY_ERR_TOO_LATE && !batch)
                 fprintf(stderr, "%s: too late: %s\n", cli->prog, errstr);
-        else if (err && err != KDELAY_ERR_TOO_LATE)
+        else if (err == KDELAY_ERR_DEAD && !batch)
+                fprintf(stderr, "%s: %s\n", cli->prog, errstr);
+        else if (!answer)
                 fprintf(stderr, "%s: %s: %s\n", cli->prog, kdelay_err_str(err),
                         errstr);
         return kd_cli_exit_code(err);
 }
 
-/* The worse of two exit codes: error, usage, too late, ok. */
+/* The worse of two exit codes: error, usage, dead, too late, ok. */
 static int worse(int a, int b)
 {
-        static const int order[] = {KD_EXIT_ERROR, KD_EXIT_USAGE,
+        static const int order[] = {KD_EXIT_ERROR, KD_EXIT_USAGE, KD_EXIT_DEAD,
                                     KD_EXIT_TOO_LATE, KD_EXIT_OK};
         for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
                 if (a == order[i] || b == order[i])

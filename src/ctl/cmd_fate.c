@@ -15,9 +15,9 @@ static const char kd_status_help[] =
     "Usage: kdelayctl status [--json] [--scan] [OPTIONS] ID\n"
     "\n"
     "Shows the fate of task ID: UNDECIDED (pending, unknown, or its row\n"
-    "expired), FIRING (claimed by a forwarder), FIRED or CANCELLED, with "
-    "the\n"
-    "times recorded.\n"
+    "expired), FIRING (claimed by a forwarder), FIRED, CANCELLED or DEAD\n"
+    "(claimed, then dead-lettered: its target refused it; with the\n"
+    "reason), with the times recorded.\n"
     "\n"
     "  --json               one JSON object on stdout\n"
     "  --scan               when UNDECIDED, look for the task in the tier\n"
@@ -86,6 +86,8 @@ static void print_json(const char *id, const kdelay_status_t *st)
                 cJSON_AddStringToObject(o, "owner", st->owner);
         else
                 cJSON_AddNullToObject(o, "owner");
+        if (st->dead_reason[0])
+                cJSON_AddStringToObject(o, "dead_reason", st->dead_reason);
         char *text = cJSON_PrintUnformatted(o);
         if (text)
                 printf("%s\n", text);
@@ -109,6 +111,8 @@ static void print_text(const char *id, const kdelay_status_t *st)
                        kd_ctl_time_format(st->updated_at_ms, t, sizeof(t)));
         if (st->owner[0])
                 printf("owner    %s\n", st->owner);
+        if (st->dead_reason[0])
+                printf("reason   %s\n", st->dead_reason);
 }
 
 /* status --scan of an UNDECIDED task: PENDING where the scan finds it. */

@@ -1,6 +1,6 @@
 /* kdelayctl: the admin CLI. Data goes to stdout, diagnostics to stderr.
  * Exit codes: 0 ok, 1 error (audit: findings), 2 usage, 3 too late,
- * 4 no such pending task. */
+ * 4 no such pending task, 5 dead-lettered (cancel). */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +38,8 @@ static void usage(FILE *out)
                      "Exit codes: 0 ok, 1 error (audit: findings), 2 usage "
                      "error, 3 too late\n"
                      "(cancel, reschedule), 4 no pending task has that id "
-                     "(tasks find).\n");
+                     "(tasks find),\n5 the task was dead-lettered "
+                     "(cancel).\n");
 }
 
 int main(int argc, char **argv)

@@ -181,6 +181,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 f->mode->done(f, t);
                 return KD_SETTLED;
         case KDELAY_FATE_FIRED:
+        case KDELAY_FATE_DEAD: /* dead-lettered already: re-read */
                 kd_metric_inc(&f->metrics, KD_M_ALREADY_FIRED);
                 f->mode->done(f, t);
                 return KD_SETTLED;

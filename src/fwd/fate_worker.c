@@ -65,6 +65,11 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                     kd_fate_mark_fired(w->store, (const char *const *)r->ids,
                                        r->lens, r->n, e, es);
                 break;
+        case KD_FW_MARK_DEAD:
+                r->err =
+                    kd_fate_mark_dead(w->store, (const char *const *)r->ids,
+                                      r->lens, r->n, r->reason, e, es);
+                break;
         case KD_FW_NOTE_CANCELLED:
                 r->err = kd_fate_note_cancelled(w->store,
                                                 (const char *const *)r->ids,

@@ -57,6 +57,7 @@ static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
                kd_log_quote(t->rec.target, qt, sizeof(qt)),
                rd_kafka_err2str(err), t->retries);
         t->retries = 0;
+        t->fire_failed = t->state == KD_TASK_FIRING; /* claimed: DEAD */
         kd_fire_dead(f, t, too_large(err) ? "too-large" : "target-unavailable");
 }
 

@@ -28,6 +28,7 @@ typedef enum kd_fw_op {
         KD_FW_CLAIM,          /* kd_fate_claim(items) */
         KD_FW_TAKEOVER,       /* kd_fate_takeover(items) */
         KD_FW_MARK_FIRED,     /* kd_fate_mark_fired(ids) */
+        KD_FW_MARK_DEAD,      /* kd_fate_mark_dead(ids, reason) */
         KD_FW_NOTE_CANCELLED, /* kd_fate_note_cancelled(ids, vals) */
         KD_FW_PING /* kd_fate_status of the empty id, which no task has: a
                       primary-key lookup, the cheapest statement there is */
@@ -40,7 +41,8 @@ typedef struct kd_fw_req {
         kd_fw_op_t op;
         size_t n;
         kd_fate_claim_t *items; /* CLAIM, TAKEOVER: n items */
-        char **ids;             /* MARK_FIRED, NOTE_CANCELLED: n ids */
+        char **ids;             /* MARK_*, NOTE_CANCELLED: n ids */
+        const char *reason;     /* MARK_DEAD: static */
         size_t *lens;           /* their lengths */
         int64_t *vals;          /* NOTE_CANCELLED: due times */
         /* Filled by the worker: */

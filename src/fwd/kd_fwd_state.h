@@ -114,9 +114,15 @@ typedef struct kd_fwd_pace {
 } kd_fwd_pace_t;
 
 /* Settled fates waiting for the fate store (settle.c). */
+/* The dead-letter reasons of a claimed task (a fire that failed). */
+#define KD_SETTLE_DEAD_REASONS 2
+
 typedef struct kd_fwd_settle {
         kd_idq_t fired; /* delivered, not yet marked FIRED */
         kd_idq_t seen;  /* dropped as CANCELLED, due time not yet written */
+        /* Claimed, then dead-lettered, not yet marked DEAD: one queue per
+         * reason of kd_settle_dead_reasons. */
+        kd_idq_t dead[KD_SETTLE_DEAD_REASONS];
         kd_timer_t flush;
         size_t inflight; /* mark requests out */
 } kd_fwd_settle_t;

@@ -19,6 +19,13 @@ void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
 /* Task id was delivered (exactly_once: committed), late_ms after its fire
  * time: counted, and its FIRED mark queued (a copy of id is kept). */
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms);
+/* The reasons kd_settle_dead marks (KD_SETTLE_DEAD_REASONS), and the
+ * index of reason among them, or -1. */
+extern const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS];
+int kd_settle_dead_index(const char *reason);
+/* Task id, claimed, was dead-lettered (exactly_once: committed) with
+ * reason: its DEAD mark queued (a copy of id is kept). */
+void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason);
 /* Queues the due time of a task dropped as CANCELLED for its row. */
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
 /* Writes what is queued now, in batches, unless the store backs off. */

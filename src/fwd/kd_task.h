@@ -68,6 +68,7 @@ typedef struct kd_task {
         int held;                    /* counted in the held set */
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
+        int fire_failed;    /* claimed, its fire failed: dead-lettered */
         char token[65];     /* claim owner token, fixed at the first claim so a
                                retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this

@@ -159,6 +159,8 @@ static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_FIRING)
                 kd_settle_fired(f, t->rec.id, t->late_ms);
+        else if (t->state == KD_TASK_DEAD && t->fire_failed)
+                kd_settle_dead(f, t->rec.id, t->dead_reason);
         kd_settle_done(f, t);
 }
 

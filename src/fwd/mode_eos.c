@@ -88,6 +88,8 @@ typedef struct eos_state {
         int dirty;    /* offsets moved since the last commit */
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
         kd_idq_t fired; /* fired in the open transaction: id, lateness */
+        kd_idq_t dead;  /* claimed and dead-lettered in it: id, reason
+                           index (kd_settle_dead_reasons) */
         kd_timer_t commit;
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
@@ -363,8 +365,9 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
                         ;
                 txn_set_state(f, KD_TXN_READY);
         }
-        /* Nothing of the aborted transaction fired. */
+        /* Nothing of the aborted transaction fired or was dead-lettered. */
         kd_idq_clear(&s->fired);
+        kd_idq_clear(&s->dead);
         s->has_fire = 0;
         s->dirty = 0; /* the rewind starts from what is committed */
         s->last_mono = kd_mono_ms();
@@ -474,6 +477,10 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
         for (size_t i = 0; i < s->fired.len; i++)
                 kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
         kd_idq_clear(&s->fired);
+        for (size_t i = 0; i < s->dead.len; i++)
+                kd_settle_dead(f, s->dead.ids[i],
+                               kd_settle_dead_reasons[s->dead.vals[i]]);
+        kd_idq_clear(&s->dead);
         arm(f);
         return KD_TXN_COMMITTED;
 }
@@ -636,6 +643,15 @@ static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
                        "event=out_of_memory what=fired_mark id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
+        int dead = kd_settle_dead_index(t->dead_reason);
+        if (t->state == KD_TASK_DEAD && t->fire_failed && dead >= 0 &&
+            kd_idq_push(&s->dead, t->rec.id, dead)) {
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=out_of_memory what=dead_mark id=%s",
+                       kd_log_quote(t->rec.id, q, sizeof(q)));
+        }
         kd_settle_done(f, t);
 }
 
@@ -763,6 +779,7 @@ static void eos_destroy(kd_fwd_t *f)
                 return;
         kd_timer_disarm(&f->timers, &s->commit);
         kd_idq_clear(&s->fired);
+        kd_idq_clear(&s->dead);
         free(s->txn_id);
         free(s);
         f->mode_state = NULL;

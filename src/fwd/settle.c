@@ -50,6 +50,15 @@ static void flush_cb(kd_timer_t *tm, void *arg)
  * rest waits in its queue, where it costs less than in the worker's. */
 #define KD_SETTLE_PIPELINE 2
 
+/* Ids waiting in every queue. */
+static size_t queued(const kd_fwd_settle_t *s)
+{
+        size_t n = s->fired.len + s->seen.len;
+        for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
+                n += s->dead[i].len;
+        return n;
+}
+
 /* Flushes when a batch is full, else within KD_MARK_INTERVAL_MS; with
  * the pipeline full, when a request is back. */
 static void arm(kd_fwd_t *f)
@@ -60,7 +69,7 @@ static void arm(kd_fwd_t *f)
                 return;
         }
         int64_t at = kd_mono_ms() + KD_MARK_INTERVAL_MS;
-        if (s->fired.len + s->seen.len >= (size_t)f->conf->fwd_claim_batch)
+        if (queued(s) >= (size_t)f->conf->fwd_claim_batch)
                 at = kd_mono_ms();
         if (at < kd_store_retry_mono(f))
                 at = kd_store_retry_mono(f);
@@ -87,6 +96,35 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms)
         arm(f);
 }
 
+const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS] = {
+    "target-unavailable", "too-large"};
+
+int kd_settle_dead_index(const char *reason)
+{
+        for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
+                if (reason && !strcmp(reason, kd_settle_dead_reasons[i]))
+                        return i;
+        return -1;
+}
+
+void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason)
+{
+        int i = kd_settle_dead_index(reason);
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        if (i < 0 || kd_idq_push(&f->settle.dead[i], id, 0)) {
+                /* The row stays FIRING: a cancel answers "too late", which
+                 * stays true (never delivered, never to be); audit reports
+                 * it. Counted. */
+                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=dead_mark_lost id=%s reason=%s why=%s",
+                       kd_log_quote(id, q, sizeof(q)), reason ? reason : "-",
+                       i < 0 ? "unknown_reason" : "out_of_memory");
+                return;
+        }
+        arm(f);
+}
+
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
 {
         /* Out of memory: gc keeps the row longer, which is safe. */
@@ -101,22 +139,27 @@ static void flushed(kd_fwd_t *f, kd_store_req_t *r)
         s->inflight--;
         if (fw->err) {
                 /* Queued again, to be sent after the store's backoff. */
-                kd_idq_t *q = fw->op == KD_FW_MARK_FIRED ? &s->fired : &s->seen;
+                kd_idq_t *q = fw->op == KD_FW_MARK_FIRED ? &s->fired
+                              : fw->op == KD_FW_NOTE_CANCELLED
+                                  ? &s->seen
+                                  : &s->dead[kd_settle_dead_index(fw->reason)];
                 for (size_t i = 0; i < fw->n; i++) {
                         if (kd_idq_give(q, fw->ids[i], fw->vals[i]) == 0)
                                 fw->ids[i] = NULL;
-                        else if (fw->op == KD_FW_MARK_FIRED)
+                        else if (fw->op != KD_FW_NOTE_CANCELLED)
                                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 }
         }
         kd_store_req_free(r);
-        if (s->fired.len + s->seen.len > 0)
+        if (queued(s) > 0)
                 arm(f);
 }
 
 /* Sends q in batches of claim_batch ids, one statement each, while the
- * store takes them. 1 when all of q is out. */
-static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op)
+ * store takes them (MARK_DEAD: with reason, static). 1 when all of q is
+ * out. */
+static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op,
+                     const char *reason)
 {
         kd_fwd_settle_t *s = &f->settle;
         while (q->len > 0 && s->inflight < KD_SETTLE_PIPELINE &&
@@ -130,6 +173,7 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op)
                         return 0;
                 }
                 kd_idq_take(q, n, r->fw.ids, r->fw.vals);
+                r->fw.reason = reason;
                 for (size_t i = 0; i < n; i++)
                         r->fw.lens[i] = strlen(r->fw.ids[i]);
                 s->inflight++;
@@ -141,8 +185,12 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op)
 void kd_settle_flush(kd_fwd_t *f)
 {
         kd_fwd_settle_t *s = &f->settle;
-        if (idq_flush(f, &s->seen, KD_FW_NOTE_CANCELLED) &&
-            idq_flush(f, &s->fired, KD_FW_MARK_FIRED))
+        int all = idq_flush(f, &s->seen, KD_FW_NOTE_CANCELLED, NULL) &&
+                  idq_flush(f, &s->fired, KD_FW_MARK_FIRED, NULL);
+        for (int i = 0; all && i < KD_SETTLE_DEAD_REASONS; i++)
+                all = idq_flush(f, &s->dead[i], KD_FW_MARK_DEAD,
+                                kd_settle_dead_reasons[i]);
+        if (all)
                 kd_timer_disarm(&f->timers, &s->flush);
         else
                 arm(f); /* at the store's retry time, or when one is back */
@@ -159,4 +207,6 @@ void kd_settle_clear(kd_fwd_t *f)
         kd_timer_disarm(&f->timers, &f->settle.flush);
         kd_idq_clear(&f->settle.fired);
         kd_idq_clear(&f->settle.seen);
+        for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
+                kd_idq_clear(&f->settle.dead[i]);
 }

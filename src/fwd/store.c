@@ -15,6 +15,7 @@ static const char *const op_name[] = {
     [KD_FW_CLAIM] = "claim",
     [KD_FW_TAKEOVER] = "takeover",
     [KD_FW_MARK_FIRED] = "mark_fired",
+    [KD_FW_MARK_DEAD] = "mark_dead",
     [KD_FW_NOTE_CANCELLED] = "note_cancelled",
     [KD_FW_PING] = "ping",
 };

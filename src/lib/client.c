@@ -56,6 +56,8 @@ const char *kdelay_fate_str(kdelay_fate_t fate)
                 return "FIRED";
         case KDELAY_FATE_CANCELLED:
                 return "CANCELLED";
+        case KDELAY_FATE_DEAD:
+                return "DEAD";
         default:
                 return "UNDECIDED";
         }

@@ -44,6 +44,8 @@ static const struct {
                               0},
     [KDELAY_ERR_NOT_FOUND] = {"KDELAY_ERR_NOT_FOUND",
                               "no pending task has that id", 0},
+    [KDELAY_ERR_DEAD] = {"KDELAY_ERR_DEAD",
+                         "the task was dead-lettered: never delivered", 0},
 };
 
 static int known(kdelay_err_t err)

@@ -109,6 +109,10 @@ kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
         case KDELAY_FATE_FIRED:
                 return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
                                "task is already %s", kdelay_fate_str(fate));
+        case KDELAY_FATE_DEAD:
+                return kd_fail(KDELAY_ERR_DEAD, errstr, errstr_size,
+                               "task was dead-lettered (DEAD): it will not "
+                               "be delivered; its dead letter stays");
         default:
                 return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                                "fate row changed during cancel; retry");
@@ -125,6 +129,8 @@ kdelay_fate_t kd_fate_parse(const char *s)
                 return KDELAY_FATE_FIRED;
         if (strcmp(s, "CANCELLED") == 0)
                 return KDELAY_FATE_CANCELLED;
+        if (strcmp(s, "DEAD") == 0)
+                return KDELAY_FATE_DEAD;
         return KDELAY_FATE_UNDECIDED;
 }
 
@@ -208,6 +214,26 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                 return err;
         return store->ops->mark_fired(store->impl, ids, id_lens, n, errstr,
                                       errstr_size);
+}
+
+kdelay_err_t kd_fate_mark_dead(kd_fate_store_t *store, const char *const *ids,
+                               const size_t *id_lens, size_t n,
+                               const char *reason, char *errstr,
+                               size_t errstr_size)
+{
+        kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
+        if (!err &&
+            (!reason || !*reason || strlen(reason) > KD_FATE_REASON_MAX ||
+             strspn(reason, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+                 strlen(reason)))
+                err = kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                              "a dead-letter reason of 1..%d bytes of "
+                              "[a-z0-9-] is needed",
+                              KD_FATE_REASON_MAX);
+        if (err || n == 0)
+                return err;
+        return store->ops->mark_dead(store->impl, ids, id_lens, n, reason,
+                                     errstr, errstr_size);
 }
 
 kdelay_err_t kd_fate_note_cancelled(kd_fate_store_t *store,

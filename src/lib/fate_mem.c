@@ -143,6 +143,8 @@ static kdelay_err_t mem_status(void *impl, const char *id, size_t id_len,
                 kd_strlcpy(status->owner, r->owner, sizeof(status->owner));
                 status->decided_at_ms = r->decided_at_ms;
                 status->updated_at_ms = r->updated_at_ms;
+                kd_strlcpy(status->dead_reason, r->dead_reason,
+                           sizeof(status->dead_reason));
         }
         return leave(m, 1, KDELAY_OK);
 }
@@ -350,6 +352,33 @@ static kdelay_err_t mem_mark_fired(void *impl, const char *const *ids,
                           errstr_size);
 }
 
+typedef struct kd_dead_mark {
+        int64_t now;
+        const char *reason;
+} kd_dead_mark_t;
+
+/* FIRING -> DEAD with the reason of the kd_dead_mark_t at arg. */
+static void dead_row(kd_memrow_t *r, size_t i, const void *arg)
+{
+        const kd_dead_mark_t *d = arg;
+        (void)i;
+        if (r->fate == KDELAY_FATE_FIRING) {
+                r->fate = KDELAY_FATE_DEAD;
+                r->updated_at_ms = d->now;
+                kd_strlcpy(r->dead_reason, d->reason, sizeof(r->dead_reason));
+        }
+}
+
+static kdelay_err_t mem_mark_dead(void *impl, const char *const *ids,
+                                  const size_t *id_lens, size_t n,
+                                  const char *reason, char *errstr,
+                                  size_t errstr_size)
+{
+        kd_dead_mark_t d = {kd_now_ms(), reason};
+        return update_ids(impl, ids, id_lens, n, dead_row, &d, errstr,
+                          errstr_size);
+}
+
 /* A CANCELLED row's due time, from the fire_ats array at arg, if it has
  * none: the first item of an id sets it, later ones find it set. */
 static void note_row(kd_memrow_t *r, size_t i, const void *arg)
@@ -496,6 +525,7 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .claim = mem_claim,
     .takeover = mem_takeover,
     .mark_fired = mem_mark_fired,
+    .mark_dead = mem_mark_dead,
     .note_cancelled = mem_note_cancelled,
     .gc = mem_gc,
     .firing = mem_firing,

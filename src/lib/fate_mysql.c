@@ -322,7 +322,8 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
         sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
-                      "updated_at_ms FROM kdelay_fate WHERE task_id = ");
+                      "updated_at_ms, dead_reason FROM kdelay_fate WHERE "
+                      "task_id = ");
         sql_add_hex(&sql, id, id_len);
         kdelay_err_t err =
             stmt(store, &sql, "status", &res, errstr, errstr_size);
@@ -338,6 +339,8 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
                            sizeof(status->owner));
                 status->decided_at_ms = col_i64(row[3]);
                 status->updated_at_ms = col_i64(row[4]);
+                kd_strlcpy(status->dead_reason, row[5] ? row[5] : "",
+                           sizeof(status->dead_reason));
         }
         mysql_free_result(res);
         return KDELAY_OK;
@@ -630,6 +633,25 @@ static kdelay_err_t my_mark_fired(void *impl, const char *const *ids,
         return err;
 }
 
+static kdelay_err_t my_mark_dead(void *impl, const char *const *ids,
+                                 const size_t *id_lens, size_t n,
+                                 const char *reason, char *errstr,
+                                 size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_sql_t sql = {0};
+        /* reason: [a-z0-9-] only (kd_fate_mark_dead checked). */
+        sql_add(&sql,
+                "UPDATE kdelay_fate SET state = 'DEAD', dead_reason = '%s', "
+                "updated_at_ms = %lld WHERE state = 'FIRING' AND task_id IN (",
+                reason, (long long)kd_now_ms());
+        sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err =
+            stmt(store, &sql, "mark dead", NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
 static kdelay_err_t my_note_cancelled(void *impl, const char *const *ids,
                                       const size_t *id_lens,
                                       const int64_t *fire_ats, size_t n,
@@ -751,6 +773,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .claim = my_claim,
     .takeover = my_takeover,
     .mark_fired = my_mark_fired,
+    .mark_dead = my_mark_dead,
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
     .firing = my_firing,

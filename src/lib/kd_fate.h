@@ -16,6 +16,9 @@ typedef struct kd_fate_store kd_fate_store_t;
 
 /* The longest owner a row holds (the owner column's width). */
 #define KD_FATE_OWNER_MAX 64
+/* The longest dead-letter reason a DEAD row records (kdelay_status_t has
+ * room for it). */
+#define KD_FATE_REASON_MAX 31
 
 /* Every call below checks its arguments first, the same for every
  * implementation: an id longer than KDELAY_ID_MAX bytes (or NULL) is
@@ -100,6 +103,14 @@ kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
 kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,
                                 size_t errstr_size);
+
+/* Marks n FIRING tasks DEAD with reason (1..KD_FATE_REASON_MAX bytes of
+ * [a-z-], a dead-letter reason) in one statement: they were claimed, then
+ * dead-lettered. Rows in any other state stay. */
+kdelay_err_t kd_fate_mark_dead(kd_fate_store_t *store, const char *const *ids,
+                               const size_t *id_lens, size_t n,
+                               const char *reason, char *errstr,
+                               size_t errstr_size);
 
 /* Records the due time of n CANCELLED tasks a forwarder dropped (rows
  * still without one), so gc can tell when the task is long past. One

@@ -22,8 +22,9 @@ typedef struct kd_memrow {
         int64_t updated_at_ms;
         size_t id_len;
         char id[KDELAY_ID_MAX];
-        char owner[KD_FATE_OWNER_MAX + 1]; /* NUL-terminated */
-        char src_topic[256];               /* "" = NULL: the source columns */
+        char owner[KD_FATE_OWNER_MAX + 1];        /* NUL-terminated */
+        char dead_reason[KD_FATE_REASON_MAX + 1]; /* "" = NULL */
+        char src_topic[256]; /* "" = NULL: the source columns */
         int32_t src_partition;
         int64_t src_offset;
 } kd_memrow_t;

@@ -26,6 +26,10 @@ typedef struct kd_fate_ops {
         kdelay_err_t (*mark_fired)(void *impl, const char *const *ids,
                                    const size_t *id_lens, size_t n,
                                    char *errstr, size_t errstr_size);
+        kdelay_err_t (*mark_dead)(void *impl, const char *const *ids,
+                                  const size_t *id_lens, size_t n,
+                                  const char *reason, char *errstr,
+                                  size_t errstr_size);
         kdelay_err_t (*note_cancelled)(void *impl, const char *const *ids,
                                        const size_t *id_lens,
                                        const int64_t *fire_ats, size_t n,

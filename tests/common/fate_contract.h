@@ -33,6 +33,7 @@ void test_lease_holds_off_takeover_until_it_passes(void);
 void test_own_previous_takeover_ignores_the_lease(void);
 void test_takeover_of_a_row_without_owner(void);
 void test_mark_fired_moves_only_firing(void);
+void test_mark_dead_moves_only_firing(void);
 void test_note_cancelled_sets_due_time_once(void);
 void test_gc_deletes_only_expired_rows(void);
 
@@ -46,6 +47,7 @@ void test_lookup_reads_a_batch_of_fates(void);
             KD_TEST(test_own_previous_takeover_ignores_the_lease),             \
             KD_TEST(test_takeover_of_a_row_without_owner),                     \
             KD_TEST(test_mark_fired_moves_only_firing),                        \
+            KD_TEST(test_mark_dead_moves_only_firing),                         \
             KD_TEST(test_note_cancelled_sets_due_time_once),                   \
             KD_TEST(test_gc_deletes_only_expired_rows),                        \
             KD_TEST(test_firing_rows_carry_their_source),                      \

@@ -194,6 +194,48 @@ void test_mark_fired_moves_only_firing(void)
         CU_ASSERT_EQUAL(kd_fc_status1("nobody").fate, KDELAY_FATE_UNDECIDED);
 }
 
+/* A claimed task dead-lettered: FIRING -> DEAD with its reason, in one
+ * statement; a cancel of it answers KDELAY_ERR_DEAD; other rows stay; a
+ * reason outside [a-z0-9-] is refused before any statement. */
+void test_mark_dead_moves_only_firing(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fc_claim1("d", 5, "fw-1");
+        kd_fc_claim1("f", 5, "fw-1");
+        kd_fc_fire1("f");
+        CU_ASSERT_EQUAL(kd_fc_cancel1("c"), KDELAY_OK);
+        const char *ids[] = {"d", "f", "c", "nobody"};
+        size_t lens[] = {1, 1, 1, 6};
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, ids, lens, 4,
+                                          "target-unavailable", kd_fc_errstr,
+                                          sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 1);
+        kdelay_status_t st = kd_fc_status1("d");
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_STRING_EQUAL(st.dead_reason, "target-unavailable");
+        CU_ASSERT_STRING_EQUAL(st.owner, "fw-1");
+        CU_ASSERT_EQUAL(kd_fc_status1("f").fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_STRING_EQUAL(kd_fc_status1("f").dead_reason, "");
+        CU_ASSERT_EQUAL(kd_fc_status1("c").fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(kd_fc_status1("nobody").fate, KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(kd_fc_cancel1("d"), KDELAY_ERR_DEAD);
+        CU_ASSERT_EQUAL(kd_fc_status1("d").fate, KDELAY_FATE_DEAD);
+        /* A claim meeting it reads DEAD: the forwarder skips it. */
+        kd_fate_claim_t c = kd_fc_claim1("d", 5, "fw-2");
+        CU_ASSERT_EQUAL(c.fate, KDELAY_FATE_DEAD);
+        before = kd_fc_stmts();
+        CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, ids, lens, 1,
+                                          "x'; DROP TABLE t; --",
+                                          kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, ids, lens, 1, "",
+                                          kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 0);
+}
+
 /* The forwarder records the due time of a cancelled task it drops: only
  * into CANCELLED rows still without one, the first item of an id wins. */
 void test_note_cancelled_sets_due_time_once(void)

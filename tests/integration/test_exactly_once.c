@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "it_env.h"
 #include "kd_test.h"
@@ -378,6 +379,22 @@ static void test_failed_fire_aborts_and_rewinds(void)
         CU_ASSERT_STRING_EQUAL(did ? did : "", bad_id);
         free(reason);
         free(did);
+        /* Its fate: DEAD with the reason, once the transaction that
+         * produced the dead letter committed; a cancel says so. */
+        kdelay_status_t st;
+        int64_t deadline = kd_now_ms() + 10000;
+        do {
+                if (kdelay_status(c, bad_id, &st, errstr, sizeof(errstr)))
+                        st.fate = KDELAY_FATE_UNDECIDED;
+                if (st.fate != KDELAY_FATE_DEAD)
+                        usleep(100 * 1000);
+        } while (st.fate != KDELAY_FATE_DEAD && kd_now_ms() < deadline);
+        printf(" fate=%s dead_reason=%s", kdelay_fate_str(st.fate),
+               st.dead_reason);
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_STRING_EQUAL(st.dead_reason, "target-unavailable");
+        CU_ASSERT_EQUAL(kdelay_cancel(c, bad_id, errstr, sizeof(errstr)),
+                        KDELAY_ERR_DEAD);
         for (size_t k = 0; k < nd; k++)
                 it_msg_free(&d[k]);
         CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);

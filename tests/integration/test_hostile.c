@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "it_env.h"
 #include "kd_test.h"
@@ -1059,6 +1060,28 @@ static void check_targets(void)
         CU_ASSERT(p99[0] < 2000);
 }
 
+/* Rows of this run's fate table matching where; -1 on error. */
+static long count_rows(const char *where)
+{
+        char sql[256];
+        long n = -1;
+        MYSQL *conn = it_mysql_connect();
+        if (!conn)
+                return -1;
+        snprintf(sql, sizeof(sql),
+                 "SELECT COUNT(*) FROM `%s`.kdelay_fate WHERE %s", db, where);
+        if (!mysql_query(conn, sql)) {
+                MYSQL_RES *res = mysql_store_result(conn);
+                MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+                if (row && row[0])
+                        n = atol(row[0]);
+                if (res)
+                        mysql_free_result(res);
+        }
+        mysql_close(conn);
+        return n;
+}
+
 static void test_hostile_input(void)
 {
         int64_t start = kd_mono_ms();
@@ -1109,6 +1132,23 @@ static void test_hostile_input(void)
                 it_msg_free(&msgs[k]);
         check_targets();
         check_dead();
+        /* Claimed tasks whose target is missing: fate DEAD, with the
+         * reason, none left FIRING (a cancel of one answers DEAD). */
+        int missing = 0;
+        for (int i = 0; i < N_HOSTILE; i++)
+                missing += hostiles[i].cls == C_TARGET_MISSING;
+        long dead_rows = -1;
+        for (int64_t end = kd_now_ms() + 10000; kd_now_ms() < end;) {
+                dead_rows = count_rows("state = 'DEAD' AND dead_reason = "
+                                       "'target-unavailable'");
+                if (dead_rows >= missing)
+                        break;
+                usleep(200 * 1000);
+        }
+        printf("\n  target-missing tasks: %d, DEAD rows: %ld, FIRING rows: %ld",
+               missing, dead_rows, count_rows("state = 'FIRING'"));
+        CU_ASSERT_EQUAL(dead_rows, missing);
+        CU_ASSERT_EQUAL(count_rows("state = 'FIRING'"), 0);
         /* Nothing reached the topic allowed_targets forbids. */
         const char *fl[] = {forbidden_topic, NULL};
         CU_ASSERT_EQUAL(it_wait_records(fl, 1, 1000), 0);
