@@ -8,7 +8,9 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_scan.h"
 #include "kd_stats.h"
+#include "kd_util.h"
 
 static const char kd_stats_help[] =
     "Usage: kdelayctl stats [--json] [OPTIONS]\n"
@@ -17,22 +19,55 @@ static const char kd_stats_help[] =
     "of the ladder holds that the group has not committed yet (end offset\n"
     "minus committed offset, over the tier's partitions; held tasks are\n"
     "never committed, so they count), the group's state and members, and\n"
-    "the fate table's rows by state (mysql.url; skipped without it).\n"
+    "the fate table's rows by state (mysql.url; skipped without it), and\n"
+    "the dead letters of the last --dead-window by reason (read from the\n"
+    "dead-letter topic, for at most 10 s; \"complete\": false when cut).\n"
     "Exit codes: 0, 1 when the group has no member (nothing forwards) or\n"
     "Kafka or MySQL failed, 2 usage error.\n"
     "\n"
     "  --json               one JSON object on stdout\n"
+    "  --dead-window D      the dead letters' window (default 24h)\n"
     "\n";
 
-enum { OPT_JSON = 0x200 };
+enum { OPT_JSON = 0x200, OPT_DEAD_WINDOW };
+
+typedef struct stats_args {
+        kd_cli_t *cli;
+        int json;
+        int64_t window_ms;
+} stats_args_t;
 
 static int on_opt(int opt, const char *arg, void *ctx)
 {
-        (void)arg;
-        if (opt != OPT_JSON)
-                return KD_EXIT_USAGE;
-        *(int *)ctx = 1;
-        return KD_EXIT_OK;
+        stats_args_t *a = ctx;
+        if (opt == OPT_JSON) {
+                a->json = 1;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_DEAD_WINDOW) {
+                if (kdelay_duration_parse(arg, &a->window_ms) ||
+                    a->window_ms <= 0)
+                        return kd_cli_usage_error(
+                            a->cli, "bad --dead-window \"%s\": a duration",
+                            arg);
+                return KD_EXIT_OK;
+        }
+        return KD_EXIT_USAGE;
+}
+
+/* The dead letters of the window, by reason. */
+typedef struct stats_dead {
+        kd_ctl_reasons_t counts;
+        int64_t window_ms;
+        int complete;
+} stats_dead_t;
+
+static int count_dead(const kd_scan_rec_t *r, void *opaque)
+{
+        char reason[40];
+        kd_ctl_dead_reason(r, reason, sizeof(reason));
+        kd_ctl_reasons_add(opaque, reason);
+        return 0;
 }
 
 static const char *tier_name(const kdelay_conf_t *conf, size_t i)
@@ -40,7 +75,8 @@ static const char *tier_name(const kdelay_conf_t *conf, size_t i)
         return conf->tiers.v[i].name;
 }
 
-static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
+static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
+                       const stats_dead_t *d)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON *g = cJSON_AddObjectToObject(o, "group");
@@ -68,9 +104,17 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
                 cJSON_AddNumberToObject(f, "FIRING", (double)s->fate[0]);
                 cJSON_AddNumberToObject(f, "FIRED", (double)s->fate[1]);
                 cJSON_AddNumberToObject(f, "CANCELLED", (double)s->fate[2]);
+                cJSON_AddNumberToObject(f, "DEAD", (double)s->fate[3]);
         } else {
                 cJSON_AddNullToObject(o, "fate");
         }
+        char w[32];
+        cJSON *dl = cJSON_AddObjectToObject(o, "dead_letters");
+        cJSON_AddStringToObject(
+            dl, "window", kdelay_duration_format(d->window_ms, w, sizeof(w)));
+        cJSON_AddNumberToObject(dl, "total", (double)d->counts.total);
+        cJSON_AddBoolToObject(dl, "complete", d->complete);
+        kd_ctl_reasons_json(&d->counts, dl, "by_reason");
         char *text = cJSON_PrintUnformatted(o);
         if (text)
                 printf("%s\n", text);
@@ -78,7 +122,8 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
         cJSON_Delete(o);
 }
 
-static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
+static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
+                       const stats_dead_t *d)
 {
         printf("group %s: %s, %d member%s", conf->fwd_group_id, s->group_state,
                s->members, s->members == 1 ? "" : "s");
@@ -98,20 +143,30 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate)
         printf("%-8s %-36s %10s %12lld\n", "all", "", "",
                (long long)s->pending);
         if (fate)
-                printf("\nfate rows: FIRING %lld, FIRED %lld, CANCELLED %lld\n",
+                printf("\nfate rows: FIRING %lld, FIRED %lld, CANCELLED %lld, "
+                       "DEAD %lld\n",
                        (long long)s->fate[0], (long long)s->fate[1],
-                       (long long)s->fate[2]);
+                       (long long)s->fate[2], (long long)s->fate[3]);
+        char w[32];
+        printf("\ndead letters in the last %s: %zu",
+               kdelay_duration_format(d->window_ms, w, sizeof(w)),
+               d->counts.total);
+        kd_ctl_reasons_print(&d->counts);
+        printf("%s\n", d->complete ? "" : " (incomplete)");
 }
 
 int kd_ctl_stats(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+            {"json", no_argument, NULL, OPT_JSON},
+            {"dead-window", required_argument, NULL, OPT_DEAD_WINDOW},
+            {NULL, 0, NULL, 0}};
         kd_cli_t cli;
-        int json = 0, argi;
+        int argi;
         char errstr[512];
         kd_cli_init(&cli, "kdelayctl stats");
-        int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &json,
+        stats_args_t a = {.cli = &cli, .window_ms = 86400000LL};
+        int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &a,
                               kd_stats_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
@@ -127,15 +182,34 @@ int kd_ctl_stats(int argc, char **argv)
                 err = kd_stats_fate(cli.conf, &s, errstr, sizeof(errstr));
                 fate = !err;
         }
+        static stats_dead_t d; /* large */
+        d.window_ms = a.window_ms;
+        kd_scan_opts_t so = {.budget_ms = 10000};
+        kd_scan_progress_t prog;
+        if (!err) {
+                /* Not fatal: the backlog and members are the point. */
+                char why[512];
+                kdelay_err_t derr = kd_scan_dead(
+                    cli.conf, kd_now_ms() - a.window_ms, &so, count_dead,
+                    &d.counts, &prog, why, sizeof(why));
+                if (derr)
+                        kd_cli_log(&cli, KDELAY_LOG_WARNING,
+                                   "event=dead_letters_unread err=%s",
+                                   kdelay_err_name(derr));
+                if (derr)
+                        fprintf(stderr, "%s: dead letters: %s\n", cli.prog,
+                                why);
+                d.complete = !derr && prog.complete;
+        }
         if (err) {
                 fprintf(stderr, "%s: %s: %s\n", cli.prog, kdelay_err_str(err),
                         errstr);
                 rc = KD_EXIT_ERROR;
         } else {
-                if (json)
-                        print_json(cli.conf, &s, fate);
+                if (a.json)
+                        print_json(cli.conf, &s, fate, &d);
                 else
-                        print_text(cli.conf, &s, fate);
+                        print_text(cli.conf, &s, fate, &d);
                 if (s.members == 0) {
                         fprintf(
                             stderr,

@@ -13,5 +13,6 @@ int kd_ctl_stats(int argc, char **argv);
 int kd_ctl_tasks(int argc, char **argv);
 int kd_ctl_reschedule(int argc, char **argv);
 int kd_ctl_audit(int argc, char **argv);
+int kd_ctl_dead(int argc, char **argv);
 
 #endif

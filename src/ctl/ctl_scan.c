@@ -1,11 +1,14 @@
-/* Pending tasks on kdelayctl's stdout, scan progress on its stderr. */
+/* Pending tasks on kdelayctl's stdout, scan progress on its stderr;
+ * dead letters counted by reason. */
 #include "ctl_scan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "ctl_time.h"
+#include "kd_util.h"
 
 const char *kd_ctl_pending_state(const kdelay_pending_t *p)
 {
@@ -55,4 +58,47 @@ void kd_ctl_scan_progress(const kd_scan_progress_t *p, void *opaque)
                    (unsigned long long)p->records,
                    (unsigned long long)p->to_read, p->parts_done, p->parts,
                    (long long)p->elapsed_ms);
+}
+
+void kd_ctl_dead_reason(const kd_scan_rec_t *r, char *buf, size_t size)
+{
+        const void *v = NULL;
+        size_t len = 0;
+        kd_strlcpy(buf, "-", size);
+        if (r->hdrs &&
+            !rd_kafka_header_get_last(r->hdrs, KDELAY_HDR_DEAD_REASON, &v,
+                                      &len) &&
+            v && len)
+                snprintf(buf, size, "%.*s", (int)len, (const char *)v);
+}
+
+void kd_ctl_reasons_add(kd_ctl_reasons_t *c, const char *reason)
+{
+        size_t i = 0;
+        while (i < c->n && strcmp(c->name[i], reason))
+                i++;
+        if (i == c->n) {
+                if (c->n == KD_CTL_REASONS_MAX)
+                        i = KD_CTL_REASONS_MAX - 1; /* the rest: "other" */
+                else
+                        c->n++;
+                kd_strlcpy(c->name[i],
+                           i == KD_CTL_REASONS_MAX - 1 ? "other" : reason,
+                           sizeof(c->name[i]));
+        }
+        c->count[i]++;
+        c->total++;
+}
+
+void kd_ctl_reasons_print(const kd_ctl_reasons_t *c)
+{
+        for (size_t i = 0; i < c->n; i++)
+                printf(" %s=%zu", c->name[i], c->count[i]);
+}
+
+void kd_ctl_reasons_json(const kd_ctl_reasons_t *c, void *o, const char *name)
+{
+        cJSON *b = cJSON_AddObjectToObject(o, name);
+        for (size_t i = 0; b && i < c->n; i++)
+                cJSON_AddNumberToObject(b, c->name[i], (double)c->count[i]);
 }

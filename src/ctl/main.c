@@ -24,6 +24,7 @@ static const struct {
     {"db", kd_ctl_db, "migrate or show the MySQL schema, gc, grants"},
     {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
     {"stats", kd_ctl_stats, "backlog per tier, group members, fate rows"},
+    {"dead", kd_ctl_dead, "list dead letters of a window, by reason"},
 };
 
 static void usage(FILE *out)

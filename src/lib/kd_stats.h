@@ -26,7 +26,7 @@ typedef struct kd_stats {
         char group_state[32]; /* "Stable", "Empty", "Dead", ... */
         int members;
         char member[16][256]; /* client ids of the first 16 members */
-        int64_t fate[3];      /* FIRING, FIRED, CANCELLED rows */
+        int64_t fate[4];      /* FIRING, FIRED, CANCELLED, DEAD rows */
 } kd_stats_t;
 
 /* The Kafka part (tiers and group) of conf's prefix and

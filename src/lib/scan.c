@@ -6,6 +6,9 @@
 
 #include "kd_util.h"
 
+/* How long a metadata or offsets request of a scan may take. */
+#define KD_SCAN_TIMEOUT_MS 10000
+
 typedef struct kd_scan {
         const kdelay_conf_t *conf;
         rd_kafka_t *rk; /* owned */
@@ -143,10 +146,76 @@ static kdelay_err_t consume(kd_scan_t *s, const kd_scan_opts_t *o,
         return KDELAY_OK;
 }
 
-kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
-                         kd_scan_cb_t *cb, void *opaque,
-                         kd_scan_progress_t *progp, char *errstr,
-                         size_t errstr_size)
+/* The dead-letter topic's partitions as positions: from the first record
+ * appended at or after since_ms (none: the end) to the end; no done sets. */
+static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
+                             int64_t since_ms, kd_grouppos_t *pos,
+                             char *errstr, size_t errstr_size)
+{
+        char topic[256];
+        const struct rd_kafka_metadata *md = NULL;
+        kd_conf_dead_topic(conf, topic, sizeof(topic));
+        memset(pos, 0, sizeof(*pos));
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        if (!rkt)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        rd_kafka_resp_err_t kerr =
+            rd_kafka_metadata(rk, 0, rkt, &md, KD_SCAN_TIMEOUT_MS);
+        rd_kafka_topic_destroy(rkt);
+        if (kerr)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "metadata of %s: %s", topic,
+                               rd_kafka_err2str(kerr));
+        int parts = kd_grouppos_partitions_of(md, topic);
+        rd_kafka_metadata_destroy(md);
+        if (parts < 0)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "dead-letter topic %s not found (kdelayctl "
+                               "topics create)",
+                               topic);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts ? parts : 1);
+        pos->parts = calloc(parts ? (size_t)parts : 1, sizeof(*pos->parts));
+        if (!l || !pos->parts) {
+                if (l)
+                        rd_kafka_topic_partition_list_destroy(l);
+                kd_grouppos_clear(pos);
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        }
+        for (int p = 0; p < parts; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
+                    since_ms;
+        kerr = parts ? rd_kafka_offsets_for_times(rk, l, KD_SCAN_TIMEOUT_MS)
+                     : RD_KAFKA_RESP_ERR_NO_ERROR;
+        for (int p = 0; !kerr && p < parts; p++) {
+                kd_grouppos_part_t *gp = &pos->parts[pos->cnt++];
+                kd_strlcpy(gp->topic, topic, sizeof(gp->topic));
+                gp->partition = p;
+                kerr = rd_kafka_query_watermark_offsets(
+                    rk, topic, p, &gp->low, &gp->high, KD_SCAN_TIMEOUT_MS);
+                /* -1: nothing appended since: start at the end */
+                int64_t from = l->elems[p].offset;
+                gp->committed = from >= 0 ? from : gp->high;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        if (kerr) {
+                kd_grouppos_clear(pos);
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "offsets of %s: %s", topic,
+                               rd_kafka_err2str(kerr));
+        }
+        return KDELAY_OK;
+}
+
+/* Reads the positions of where (0 the tier topics, else the dead topic
+ * since since_ms) and hands every record to cb. */
+static kdelay_err_t scan_run(const kdelay_conf_t *conf, int dead,
+                             int64_t since_ms, const kd_scan_opts_t *opts,
+                             kd_scan_cb_t *cb, void *opaque,
+                             kd_scan_progress_t *progp, char *errstr,
+                             size_t errstr_size)
 {
         kd_rk_owner_t owner = {conf};
         kd_scan_t s = {.conf = conf};
@@ -154,7 +223,8 @@ kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
         if (!s.rk)
                 return KDELAY_ERR_KAFKA;
         kdelay_err_t err =
-            kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
+            dead ? dead_pos(s.rk, conf, since_ms, &s.pos, errstr, errstr_size)
+                 : kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
         if (!err && !(s.done = calloc(s.pos.cnt ? s.pos.cnt : 1, 1)))
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "out of memory");
@@ -169,4 +239,22 @@ kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
         free(s.done);
         kd_grouppos_clear(&s.pos);
         return err;
+}
+
+kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
+                         kd_scan_cb_t *cb, void *opaque,
+                         kd_scan_progress_t *progp, char *errstr,
+                         size_t errstr_size)
+{
+        return scan_run(conf, 0, 0, opts, cb, opaque, progp, errstr,
+                        errstr_size);
+}
+
+kdelay_err_t kd_scan_dead(const kdelay_conf_t *conf, int64_t since_ms,
+                          const kd_scan_opts_t *opts, kd_scan_cb_t *cb,
+                          void *opaque, kd_scan_progress_t *progp,
+                          char *errstr, size_t errstr_size)
+{
+        return scan_run(conf, 1, since_ms, opts, cb, opaque, progp, errstr,
+                        errstr_size);
 }

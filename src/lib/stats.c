@@ -102,7 +102,8 @@ kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
 kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
                            char *errstr, size_t errstr_size)
 {
-        static const char *const states[] = {"FIRING", "FIRED", "CANCELLED"};
+        static const char *const states[] = {"FIRING", "FIRED", "CANCELLED",
+                                             "DEAD"};
         MYSQL *conn = NULL;
         kdelay_err_t err = kd_mysql_connect(conf, &conn, errstr, errstr_size);
         if (err)
@@ -117,7 +118,7 @@ kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
         MYSQL_RES *res = mysql_store_result(conn);
         MYSQL_ROW row;
         while (res && (row = mysql_fetch_row(res)))
-                for (size_t i = 0; i < 3; i++)
+                for (size_t i = 0; i < KD_ARRAY_LEN(states); i++)
                         if (row[0] && row[1] && !strcmp(row[0], states[i]))
                                 s->fate[i] = strtoll(row[1], NULL, 10);
         if (!res)

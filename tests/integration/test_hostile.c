@@ -1149,6 +1149,32 @@ static void test_hostile_input(void)
                missing, dead_rows, count_rows("state = 'FIRING'"));
         CU_ASSERT_EQUAL(dead_rows, missing);
         CU_ASSERT_EQUAL(count_rows("state = 'FIRING'"), 0);
+        /* kdelayctl dead list reads them all, and filters by reason. */
+        char xp[96], *out = NULL, *err = NULL, want[96];
+        snprintf(xp, sizeof(xp), "topic_prefix=%s", prefix);
+        char *dl_all[] = {KDELAY_CTL, "dead",      "list",
+                          "--since",  "1h",        "--limit",
+                          "1",        "--brokers", (char *)it_brokers(),
+                          "-X",       xp,          NULL};
+        CU_ASSERT_EQUAL(it_run(dl_all, NULL, &out, &err), 0);
+        snprintf(want, sizeof(want), "dead letters in the last 1h: %d ",
+                 N_HOSTILE + 1);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, want));
+        printf("\n  kdelayctl dead list: %s",
+               out && strchr(out, '\n') ? strchr(out, '\n') + 1 : "-");
+        free(out);
+        free(err);
+        char *dl_reason[] = {
+            KDELAY_CTL,           "dead",    "list", "--reason",
+            "target-unavailable", "--limit", "0",    "--brokers",
+            (char *)it_brokers(), "-X",      xp,     NULL};
+        CU_ASSERT_EQUAL(it_run(dl_reason, NULL, &out, &err), 0);
+        int lines = 0;
+        for (const char *ch = out; ch && *ch; ch++)
+                lines += *ch == '\n';
+        CU_ASSERT_EQUAL(lines, missing + 1); /* and the summary */
+        free(out);
+        free(err);
         /* Nothing reached the topic allowed_targets forbids. */
         const char *fl[] = {forbidden_topic, NULL};
         CU_ASSERT_EQUAL(it_wait_records(fl, 1, 1000), 0);

@@ -283,6 +283,15 @@ static void test_metrics_health_and_readiness(void)
                st_rc, num(st, "group", "member_count"),
                cJSON_IsString(m0) ? m0->valuestring : "-", pending, fate);
         CU_ASSERT_EQUAL(st_rc, 0);
+        /* The one malformed record, by its reason; all of the window
+         * read. */
+        CU_ASSERT_EQUAL(num(st, "dead_letters", "total"), 1);
+        CU_ASSERT_EQUAL(
+            num(cJSON_GetObjectItemCaseSensitive(st, "dead_letters"),
+                "by_reason", "missing-target"),
+            1);
+        CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(st, "dead_letters"), "complete")));
         CU_ASSERT_EQUAL(num(st, "group", "member_count"), 1);
         CU_ASSERT(cJSON_IsString(m0) && !strcmp(m0->valuestring, "fwHTTP"));
         CU_ASSERT_EQUAL(pending, 0);

@@ -1,0 +1,254 @@
+/* kdelayctl dead list: the dead-letter topic's records of a window, with
+ * their reasons (kd_scan_dead). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <kdelay/kdelay.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "ctl_scan.h"
+#include "ctl_time.h"
+#include "kd_conf.h"
+#include "kd_util.h"
+#include "kd_wire.h"
+
+static const char kd_dead_help[] =
+    "Usage: kdelayctl dead list [--reason R] [--since D] [--limit N]\n"
+    "                           [--json] [--budget D]\n"
+    "\n"
+    "The records of the dead-letter topic (<topic_prefix>.dead) appended\n"
+    "in the last D, oldest first per partition: when each was\n"
+    "dead-lettered, its reason (the kdelay-dead-reason header), the task's\n"
+    "id, target and due time when its headers hold them (\"-\" when not:\n"
+    "a malformed record), and where it is in the dead-letter topic. Then\n"
+    "a summary line: the count by reason.\n"
+    "\n"
+    "  --reason R           only dead letters with reason R (e.g.\n"
+    "                       target-unavailable, target-forbidden, bad-id)\n"
+    "  --since D            the window (default 24h)\n"
+    "  --limit N            at most N lines (default 100; 0 = all); the\n"
+    "                       summary counts every record of the window\n"
+    "  --json               one JSON object per dead letter and line, then\n"
+    "                       {\"summary\": {...}}\n"
+    "  --budget D           stop reading after D (default 60s); an\n"
+    "                       incomplete read is said on stderr, exit 1\n"
+    "\n"
+    "Exit codes: 0, 1 error or incomplete, 2 usage error.\n"
+    "\n";
+
+enum { OPT_JSON = 0x200, OPT_REASON, OPT_SINCE, OPT_LIMIT, OPT_BUDGET };
+
+typedef struct dead_args {
+        kd_cli_t *cli;
+        const char *reason; /* borrowed from argv; NULL = every reason */
+        int64_t since_ms;   /* the window */
+        size_t limit;       /* 0 = no limit */
+        int json;
+        kd_scan_opts_t scan;
+        /* Results: */
+        size_t shown;
+        kd_ctl_reasons_t counts;
+} dead_args_t;
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+        dead_args_t *a = ctx;
+        char *end;
+        switch (opt) {
+        case OPT_JSON:
+                a->json = 1;
+                return KD_EXIT_OK;
+        case OPT_REASON:
+                a->reason = arg;
+                return KD_EXIT_OK;
+        case OPT_SINCE:
+                if (kdelay_duration_parse(arg, &a->since_ms) ||
+                    a->since_ms <= 0)
+                        return kd_cli_usage_error(
+                            a->cli, "bad --since \"%s\": a duration (24h)",
+                            arg);
+                return KD_EXIT_OK;
+        case OPT_LIMIT:
+                errno = 0;
+                unsigned long long n = strtoull(arg, &end, 10);
+                if (errno || end == arg || *end || arg[0] == '-')
+                        return kd_cli_usage_error(
+                            a->cli, "bad --limit \"%s\": a count", arg);
+                a->limit = (size_t)n;
+                return KD_EXIT_OK;
+        case OPT_BUDGET:
+                if (kdelay_duration_parse(arg, &a->scan.budget_ms) ||
+                    a->scan.budget_ms <= 0)
+                        return kd_cli_usage_error(
+                            a->cli, "bad --budget \"%s\": a duration (30s)",
+                            arg);
+                return KD_EXIT_OK;
+        default:
+                return KD_EXIT_USAGE;
+        }
+}
+
+/* A decoded task's id and target, NUL-terminated (they point into the
+ * record's headers). */
+typedef struct dead_task {
+        char id[KDELAY_ID_MAX + 1];
+        char target[256];
+} dead_task_t;
+
+static void task_copy(const kd_scan_rec_t *r, dead_task_t *t)
+{
+        snprintf(t->id, sizeof(t->id), "%.*s", (int)r->task.id_len, r->task.id);
+        snprintf(t->target, sizeof(t->target), "%.*s", (int)r->task.target_len,
+                 r->task.target);
+}
+
+static void print_json(const kd_scan_rec_t *r, const dead_task_t *t,
+                       const char *reason, int64_t ts)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "dead_at_ms", (double)ts);
+        cJSON_AddStringToObject(o, "reason", reason);
+        if (r->defect == KD_WIRE_OK) {
+                cJSON_AddStringToObject(o, "id", t->id);
+                cJSON_AddStringToObject(o, "target", t->target);
+                cJSON_AddNumberToObject(o, "fire_at_ms",
+                                        (double)r->task.fire_at_ms);
+        } else {
+                cJSON_AddNullToObject(o, "id");
+                cJSON_AddNullToObject(o, "target");
+                cJSON_AddNullToObject(o, "fire_at_ms");
+        }
+        cJSON_AddStringToObject(o, "topic", r->part->topic);
+        cJSON_AddNumberToObject(o, "partition", r->part->partition);
+        cJSON_AddNumberToObject(o, "offset", (double)r->offset);
+        char *text = cJSON_PrintUnformatted(o);
+        if (text)
+                printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+static int on_record(const kd_scan_rec_t *r, void *opaque)
+{
+        dead_args_t *a = opaque;
+        char reason[40];
+        kd_ctl_dead_reason(r, reason, sizeof(reason));
+        if (a->reason && strcmp(a->reason, reason))
+                return 0;
+        kd_ctl_reasons_add(&a->counts, reason);
+        if (a->limit && a->shown >= a->limit)
+                return 0;
+        a->shown++;
+        int64_t ts = rd_kafka_message_timestamp(r->msg, NULL);
+        dead_task_t t;
+        task_copy(r, &t);
+        if (a->json) {
+                print_json(r, &t, reason, ts);
+                return 0;
+        }
+        /* Ids and targets of a valid task are printable (UTF-8, no
+         * control characters): shown as they are. */
+        char at[40], due[40];
+        int ok = r->defect == KD_WIRE_OK;
+        printf("%s %s %s %s %s %s/%d/%lld\n",
+               kd_ctl_time_format(ts, at, sizeof(at)), reason, ok ? t.id : "-",
+               ok ? t.target : "-",
+               ok ? kd_ctl_time_format(r->task.fire_at_ms, due, sizeof(due))
+                  : "-",
+               r->part->topic, (int)r->part->partition, (long long)r->offset);
+        return 0;
+}
+
+static void print_summary(const dead_args_t *a, int complete)
+{
+        char w[32];
+        kdelay_duration_format(a->since_ms, w, sizeof(w));
+        if (a->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON *s = cJSON_AddObjectToObject(o, "summary");
+                cJSON_AddStringToObject(s, "window", w);
+                cJSON_AddNumberToObject(s, "total", (double)a->counts.total);
+                cJSON_AddNumberToObject(s, "shown", (double)a->shown);
+                cJSON_AddBoolToObject(s, "complete", complete);
+                kd_ctl_reasons_json(&a->counts, s, "by_reason");
+                char *text = cJSON_PrintUnformatted(o);
+                if (text)
+                        printf("%s\n", text);
+                cJSON_free(text);
+                cJSON_Delete(o);
+                return;
+        }
+        printf("dead letters in the last %s: %zu", w, a->counts.total);
+        kd_ctl_reasons_print(&a->counts);
+        printf("%s\n", complete ? "" : " (incomplete)");
+}
+
+static int run(dead_args_t *a)
+{
+        char errstr[512];
+        kd_scan_progress_t prog;
+        kdelay_err_t err =
+            kd_scan_dead(a->cli->conf, kd_now_ms() - a->since_ms, &a->scan,
+                         on_record, a, &prog, errstr, sizeof(errstr));
+        if (err) {
+                fprintf(stderr, "%s: %s: %s\n", a->cli->prog,
+                        kdelay_err_str(err), errstr);
+                return kd_cli_exit_code(err);
+        }
+        print_summary(a, prog.complete);
+        if (!prog.complete) {
+                kd_cli_log(a->cli, KDELAY_LOG_WARNING,
+                           "event=scan_incomplete budget_ms=%lld records=%llu "
+                           "of_at_most=%llu",
+                           (long long)a->scan.budget_ms,
+                           (unsigned long long)prog.records,
+                           (unsigned long long)prog.to_read);
+                return KD_EXIT_ERROR;
+        }
+        return KD_EXIT_OK;
+}
+
+int kd_ctl_dead(int argc, char **argv)
+{
+        static const char *const subs[] = {"list", NULL};
+        static const struct option opts[] = {
+            {"json", no_argument, NULL, OPT_JSON},
+            {"reason", required_argument, NULL, OPT_REASON},
+            {"since", required_argument, NULL, OPT_SINCE},
+            {"limit", required_argument, NULL, OPT_LIMIT},
+            {"budget", required_argument, NULL, OPT_BUDGET},
+            {NULL, 0, NULL, 0}};
+        kd_cli_t cli;
+        int rc, argi;
+        int sub = kd_cli_subverb(&cli, "kdelayctl dead", subs, kd_dead_help,
+                                 argc, argv, &rc);
+        if (sub < 0)
+                return rc;
+        dead_args_t *a = calloc(1, sizeof(*a)); /* owned; large */
+        if (!a) {
+                fprintf(stderr, "%s: out of memory\n", cli.prog);
+                kd_cli_clear(&cli);
+                return KD_EXIT_ERROR;
+        }
+        a->cli = &cli;
+        a->since_ms = 86400000LL;
+        a->limit = 100;
+        a->scan.budget_ms = KD_CTL_SCAN_BUDGET_MS;
+        a->scan.progress = kd_ctl_scan_progress;
+        a->scan.opaque = &cli;
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", opts, on_opt, a,
+                          kd_dead_help, &argi);
+        if (rc == KD_EXIT_OK && argi < argc - 1)
+                rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
+                                        argv[1 + argi]);
+        if (rc == KD_EXIT_OK)
+                rc = run(a);
+        free(a);
+        kd_cli_clear(&cli);
+        return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
+}
