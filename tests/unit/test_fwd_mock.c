@@ -867,7 +867,15 @@ static void c_missing_target(fm_env_t *e)
         CU_ASSERT_EQUAL(cnt, 0);
         if (cnt > 0)
                 fm_msgs_free(msgs, cnt);
-        CU_ASSERT_EQUAL(fm_fate(e, t.id).fate, KDELAY_FATE_FIRING);
+        /* Claimed, then dead-lettered: DEAD with the reason (marked
+         * before the stop returned). */
+        kdelay_status_t st;
+        char why[256];
+        CU_ASSERT_EQUAL(
+            kd_fate_status(e->store, t.id, strlen(t.id), &st, why, sizeof(why)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_STRING_EQUAL(st.dead_reason, "target-unavailable");
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_DEAD), 1);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 0);
         CU_ASSERT_EQUAL(fm_metric(e, KD_M_LATE), 0);
