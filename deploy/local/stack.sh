@@ -97,8 +97,8 @@ server.log, stdout.log, kafka.pid).
 
 Typical use:
   deploy/local/stack.sh up && eval "$(deploy/local/stack.sh env)"
-  deploy/local/stack.sh --stack-dir .stack-3n --kafka-port 29292 \
-      --mysql-port 23506 --nodes 3 up          # a 3-node cluster
+  deploy/local/stack.sh --stack-dir .stack-3n --kafka-port 19292 \
+      --mysql-port 13506 --nodes 3 up          # a 3-node cluster
   deploy/local/stack.sh --stack-dir .stack-3n node-stop 1 --kill
   deploy/local/stack.sh --stack-dir .stack-3n node-start 1
 EOF
