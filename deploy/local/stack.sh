@@ -311,7 +311,7 @@ proc_pid() { # pidfile needle: print pid if alive and its command line contains 
     pid=$(cat "$pidfile" 2>/dev/null) || return 1
     pid=${pid//[[:space:]]/}
     [[ $pid =~ ^[0-9]+$ ]] || return 1
-    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
     [[ $cmd == *"$needle"* ]] || return 1
     printf '%s\n' "$pid"
 }
@@ -808,9 +808,31 @@ kafka_launch_all() {
     for n in $(all_nodes); do select_node "$n"; kafka_launch; done
 }
 
-kafka_stop_all() { # every node, in reverse order (node 0 last)
+# kafka_stop_all: every node. Several nodes get their signal at once: one
+# stopped after the others could not finish its controlled shutdown without
+# a controller quorum, and would wait for its SIGKILL.
+kafka_stop_all() {
     local n
-    for n in $(all_nodes | sort -rn); do select_node "$n"; kafka_stop; done
+    local -a pids=()
+    if ((KAFKA_NODES == 1)); then
+        kafka_stop
+        return
+    fi
+    for n in $(all_nodes); do
+        select_node "$n"
+        if pids[n]=$(kafka_pid); then
+            kill "-$( ((opt_kill)) && echo KILL || echo TERM)" "${pids[n]}" 2>/dev/null || true
+        fi
+    done
+    for n in $(all_nodes); do
+        select_node "$n"
+        if [[ -n ${pids[n]:-} ]]; then
+            stop_proc "$NODE_NAME" "${pids[n]}" "kafka.Kafka $KAFKA_PROPS" "$opt_kill" "$NODE_PORT" "$NODE_CTRL_PORT"
+        else
+            log "$NODE_NAME is not running"
+        fi
+        rm -f "$KAFKA_PIDFILE"
+    done
 }
 
 # kafka_layout: the node count of the Kafka data in the stack dir (empty when
