@@ -6,11 +6,15 @@
 # builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
 # every test on both broker lines, each build once), the torture tool's
 # fast profile in both delivery modes (plain build; at_least_once on 4.x,
-# exactly_once on 3.9.x), checks formatting, and stops the stacks.
+# exactly_once on 3.9.x), checks formatting, and stops the stacks. A third
+# stack, three Kafka 4.x nodes, starts after the plain build's ctest for
+# test_broker_failover alone (a node killed under a forwarder) and stops
+# right after it.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
 #   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
+#   KDELAY_TEST_SKIP_NODES3=1 scripts/test.sh    # without the 3-node stack
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,18 +28,21 @@ deploy/local/deps.sh
 # Stacks of their own, on their own ports, so a developer's `stack.sh up`
 # (default ports, .stack/) is never touched by the tests. Stack "new" runs
 # the default Kafka (deploy/local/kafka/pom.xml), stack "old" the oldest
-# supported line.
+# supported line; stack "3n" is three nodes of the default Kafka (nodes on
+# 29292, 29294, 29296, their controllers on the ports after them).
 old_kafka=${KDELAY_TEST_OLD_KAFKA:-3.9.1}
-unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION
+unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_KAFKA_NODES
 declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
-                      [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old")
-declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192)
-declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406)
-declare -A kafka_version=([new]="" [old]="$old_kafka")
+                      [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old"
+                      [3n]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-3n")
+declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192 [3n]=29292)
+declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406 [3n]=23506)
+declare -A kafka_version=([new]="" [old]="$old_kafka" [3n]="")
+declare -A kafka_nodes=([new]=1 [old]=1 [3n]=3)
 # The old stack's MariaDB serves TLS only (require_secure_transport), so
 # the sanitizer pass and the exactly_once torture reach MySQL as
 # production should: VERIFY_IDENTITY against the stack's private CA.
-declare -A mysql_tls=([new]=off [old]=on)
+declare -A mysql_tls=([new]=off [old]=on [3n]=off)
 # Points stack.sh, the tests and the torture tool at stack $1.
 use_stack() {
   export KDELAY_STACK_DIR=${stack_dir[$1]}
@@ -43,6 +50,7 @@ use_stack() {
   export KDELAY_MYSQL_PORT=${mysql_port[$1]}
   export KDELAY_MYSQL_TLS=${mysql_tls[$1]}
   unset KDELAY_MYSQL_CA
+  export KDELAY_KAFKA_NODES=${kafka_nodes[$1]}
   if [ -n "${kafka_version[$1]}" ]; then
     export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
   else
@@ -59,7 +67,7 @@ declare -A stack_pid=()
 cleanup() {
   local rc=$? s
   for s in "${!stack_pid[@]}"; do wait "${stack_pid[$s]}" 2>/dev/null || true; done
-  for s in new old; do
+  for s in new old 3n; do
     (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
   done
   log event=done rc=$rc seconds=$(( $(date +%s) - start ))
@@ -90,7 +98,8 @@ build build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 log event=format_check
 clang-format --dry-run -Werror $(git ls-files '*.c' '*.h')
 
-for s in "${!stack_pid[@]}"; do
+stack_wait() { # STACK: waits for its background 'up'; exits on failure
+  local s=$1
   if ! wait "${stack_pid[$s]}"; then
     unset "stack_pid[$s]"
     cat "build/stack-up-$s.log" >&2
@@ -99,8 +108,9 @@ for s in "${!stack_pid[@]}"; do
   fi
   unset "stack_pid[$s]"
   (use_stack "$s"; log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" \
-    brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL")
-done
+    nodes="$KDELAY_KAFKA_NODES" brokers="$KDELAY_BROKERS" mysql="$KDELAY_MYSQL_URL")
+}
+for s in "${!stack_pid[@]}"; do stack_wait "$s"; done
 
 # No LeakSanitizer suppressions: every leak fails the run (a leaking
 # kdelayctl or forwarder exits non-zero, which the tests check). Only the
@@ -112,12 +122,39 @@ run_ctest() { # DIR [ctest args...]
   local dir=$1; shift
   log event=ctest dir="$dir"
   (cd "$dir" && ctest --output-on-failure --timeout 600 "$@")
-  # The forwarder test's figures (lateness, duplicates, back-pressure).
-  grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled)' \
+  # The forwarder test's figures (lateness, duplicates, back-pressure), and
+  # the broker failover's.
+  grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled|(at_least|exactly)_once: node)' \
     "$dir/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
 }
 use_stack new
 run_ctest build/test
+
+# The 3-node stack starts now, in the background while the at_least_once
+# torture runs, at a lower CPU priority (nice) so that its three JVMs'
+# start does not starve the torture's forwarders; it serves
+# test_broker_failover alone (about 50 s: a node killed and restarted under
+# forwarders of both modes) and is deleted at once.
+nodes3=""
+if [ -z "${KDELAY_TEST_SKIP_NODES3:-}" ]; then
+  nodes3=1
+  log event=stack_up stack=3n dir="${stack_dir[3n]}" log=build/stack-up-3n.log
+  (use_stack 3n; exec nice -n 10 deploy/local/stack.sh up) >build/stack-up-3n.log 2>&1 &
+  stack_pid[3n]=$!
+fi
+run_nodes3() {
+  [ -n "$nodes3" ] || return 0
+  nodes3=""
+  stack_wait 3n
+  use_stack 3n
+  run_ctest build/test -R '^test_broker_failover$'
+  # ctest passes a skipped test: this one must have run here.
+  if grep -q 'test_broker_failover: skipped' build/test/Testing/Temporary/LastTest.log; then
+    log event=failed what=test_broker_failover reason=skipped_on_3_nodes
+    exit 1
+  fi
+  (use_stack 3n; deploy/local/stack.sh down --purge >&2)
+}
 
 # The torture tool's fast profile in both delivery modes, against this
 # stack (it stops and restarts its Kafka and MariaDB): the plain build only,
@@ -135,9 +172,11 @@ run_torture() { # MODE
 if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
   use_stack new
   run_torture at_least_once
+  run_nodes3
   use_stack old
   run_torture exactly_once
 fi
+run_nodes3
 
 # The benchmark's small profile (label bench) only in the plain build.
 if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # stack.sh - local dev/test stack for kdelay: a single-node KRaft Apache Kafka
-# broker and a private MariaDB instance, both bound to 127.0.0.1 and keeping
-# all their state under one directory (default <repo>/.stack).
+# broker (or a cluster of three, --nodes 3) and a private MariaDB instance, all
+# bound to 127.0.0.1 and keeping all their state under one directory (default
+# <repo>/.stack).
 #
 # Run 'deploy/local/stack.sh --help' for usage.
 set -Eeuo pipefail
@@ -23,7 +24,8 @@ usage() {
     cat <<'EOF'
 Usage: deploy/local/stack.sh [options] VERB
 
-Local dev/test stack: single-node KRaft Kafka + private MariaDB on 127.0.0.1.
+Local dev/test stack: single-node KRaft Kafka (or three nodes, --nodes 3) +
+private MariaDB on 127.0.0.1.
 
 Verbs:
   up            start Kafka and MariaDB (whatever is not running yet) and wait
@@ -34,9 +36,15 @@ Verbs:
   status        show what is running; exit 0 if everything answers, 3 if not
   env           print shell-eval-able settings for the tests:
                   KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR,
-                  KDELAY_KAFKA_VERSION (and KDELAY_MYSQL_CA with --mysql-tls on)
+                  KDELAY_KAFKA_VERSION, KDELAY_KAFKA_NODES (and KDELAY_MYSQL_CA
+                  with --mysql-tls on)
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
+  node-stop I   stop Kafka node I (0..N-1) of a multi-node stack (keeps its
+                data); --kill for SIGKILL (a crash)
+  node-start I  start Kafka node I again and wait until it answers a metadata
+                request listing every node and is back in the ISR of every
+                partition it replicates
   mysql-start   start only the private MariaDB (keeps data)
   mysql-stop    stop only the private MariaDB (keeps data); --kill for SIGKILL
   mysql-pause   freeze the private MariaDB (SIGSTOP): connections stay open
@@ -59,6 +67,14 @@ Options (an option overrides its environment variable):
                                                 4.x are supported), fetched from Maven
                                                 Central; a stack dir keeps one version's
                                                 data ('down --purge' to change it)
+  --nodes N           KDELAY_KAFKA_NODES        Kafka nodes: 1 (default) or 3. With 3,
+                                                three combined broker+controller KRaft
+                                                nodes; node I listens on N+2*I (clients)
+                                                and N+2*I+1 (controller), where N is the
+                                                Kafka port, and has node.id I+1; topics
+                                                default to replication factor 3 and
+                                                min.insync.replicas=2. A stack dir keeps
+                                                one node count's data
   --mysql-port N      KDELAY_MYSQL_PORT         private MariaDB port (default 13306)
   --mysql-url URL     KDELAY_MYSQL_URL_EXTERNAL use an existing MySQL/MariaDB
                       (mysql://user[:password]@host[:port]/db) instead of a
@@ -72,18 +88,25 @@ Options (an option overrides its environment variable):
                       CA, and KDELAY_MYSQL_CA (default off)
   -h, --help          show this help
 
-Ports and the external URL given to a starting verb are remembered in
-<stack-dir>/stack.conf and reused by later verbs unless overridden.
+Ports, version, node count and the external URL given to a starting verb are
+remembered in <stack-dir>/stack.conf and reused by later verbs unless
+overridden. 'down' stops every Kafka node it finds in the stack dir.
 
 Other environment: KDELAY_KAFKA_READY_TIMEOUT (90), KDELAY_MYSQL_READY_TIMEOUT
 (60), KDELAY_STOP_TIMEOUT (60) in seconds; KDELAY_KAFKA_JAVA_OPTS (extra JVM
 options for the broker); JAVA_HOME.
 
 Logs: <stack-dir>/kafka/server.log (broker, log4j), <stack-dir>/kafka/stdout.log
-(JVM output), <stack-dir>/mysql/error.log (MariaDB).
+(JVM output), <stack-dir>/mysql/error.log (MariaDB). With --nodes 3 each node
+has its own directory <stack-dir>/kafka/nodeI/ (data, server.properties,
+server.log, stdout.log, kafka.pid).
 
 Typical use:
   deploy/local/stack.sh up && eval "$(deploy/local/stack.sh env)"
+  deploy/local/stack.sh --stack-dir .stack-3n --kafka-port 19292 \
+      --mysql-port 13506 --nodes 3 up          # a 3-node cluster
+  deploy/local/stack.sh --stack-dir .stack-3n node-stop 1 --kill
+  deploy/local/stack.sh --stack-dir .stack-3n node-start 1
 EOF
 }
 
@@ -94,6 +117,7 @@ opt_kill=0
 cli_stack_dir=""
 cli_kafka_port=""
 cli_kafka_version=""
+cli_nodes=""
 cli_mysql_port=""
 cli_mysql_url=""
 cli_mysql_url_set=0
@@ -115,6 +139,8 @@ while (($#)); do
         --kafka-port=*) cli_kafka_port=${1#*=}; shift ;;
         --kafka-version) need_arg "$@"; cli_kafka_version=$2; shift 2 ;;
         --kafka-version=*) cli_kafka_version=${1#*=}; shift ;;
+        --nodes) need_arg "$@"; cli_nodes=$2; shift 2 ;;
+        --nodes=*) cli_nodes=${1#*=}; shift ;;
         --mysql-port) need_arg "$@"; cli_mysql_port=$2; shift 2 ;;
         --mysql-port=*) cli_mysql_port=${1#*=}; shift ;;
         --mysql-url) need_arg "$@"; cli_mysql_url=$2; cli_mysql_url_set=1; shift 2 ;;
@@ -125,7 +151,7 @@ while (($#)); do
         *)
             if [[ -z $verb ]]; then
                 verb=$1
-            elif [[ ($verb == topic || $verb == mysql-readonly) && -z $topic_name ]]; then
+            elif [[ ($verb == topic || $verb == mysql-readonly || $verb == node-*) && -z $topic_name ]]; then
                 topic_name=$1
             else
                 die "only one verb allowed (got '$verb' and '$1')"
@@ -139,11 +165,12 @@ case $verb in
     up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
     topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
     mysql-readonly) [[ $topic_name == on || $topic_name == off ]] || die "mysql-readonly needs on or off" ;;
+    node-start | node-stop) [[ $topic_name =~ ^[0-9]+$ ]] || die "$verb needs a node number I (0..N-1)" ;;
     "") usage >&2; die "missing verb" ;;
     *) die "unknown verb: $verb (see --help)" ;;
 esac
 ((opt_purge == 0)) || [[ $verb == down ]] || die "--purge only applies to 'down'"
-((opt_kill == 0)) || [[ $verb == down || $verb == *-stop ]] || die "--kill only applies to 'down', 'kafka-stop' and 'mysql-stop'"
+((opt_kill == 0)) || [[ $verb == down || $verb == *-stop ]] || die "--kill only applies to 'down', 'kafka-stop', 'node-stop' and 'mysql-stop'"
 
 # ---------------------------------------------------------------- settings
 STACK_DIR=${cli_stack_dir:-${KDELAY_STACK_DIR:-$REPO_ROOT/.stack}}
@@ -155,6 +182,7 @@ MARKER=$STACK_DIR/.kdelay-stack
 
 SAVED_KAFKA_PORT=""
 SAVED_KAFKA_VERSION=""
+SAVED_KAFKA_NODES=""
 SAVED_MYSQL_PORT=""
 SAVED_MYSQL_URL_EXTERNAL=""
 SAVED_MYSQL_TLS=""
@@ -169,6 +197,8 @@ KAFKA_PORT=${cli_kafka_port:-${KDELAY_KAFKA_PORT:-${SAVED_KAFKA_PORT:-19092}}}
 KAFKA_VERSION=${cli_kafka_version:-${KDELAY_KAFKA_VERSION:-${SAVED_KAFKA_VERSION:-}}}
 [[ -z $KAFKA_VERSION || $KAFKA_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
     die "bad Kafka version '$KAFKA_VERSION' (want MAJOR.MINOR.PATCH, e.g. 4.1.1)"
+KAFKA_NODES=${cli_nodes:-${KDELAY_KAFKA_NODES:-${SAVED_KAFKA_NODES:-1}}}
+[[ $KAFKA_NODES == 1 || $KAFKA_NODES == 3 ]] || die "--nodes must be 1 or 3 (got '$KAFKA_NODES')"
 MYSQL_PORT=${cli_mysql_port:-${KDELAY_MYSQL_PORT:-${SAVED_MYSQL_PORT:-13306}}}
 if ((cli_mysql_url_set)); then
     MYSQL_URL_EXTERNAL=$cli_mysql_url
@@ -188,25 +218,56 @@ check_port() { # name value
 }
 check_port "Kafka port" "$KAFKA_PORT"
 check_port "MySQL port" "$MYSQL_PORT"
+# Node I listens on KAFKA_PORT+2*I (clients) and the port after (controller).
+KAFKA_LAST_PORT=$((KAFKA_PORT + 2 * KAFKA_NODES - 1))
+check_port "Kafka's last port" "$KAFKA_LAST_PORT"
 CONTROLLER_PORT=$((KAFKA_PORT + 1))
-[[ -n $MYSQL_URL_EXTERNAL ]] || ((MYSQL_PORT != KAFKA_PORT && MYSQL_PORT != CONTROLLER_PORT)) ||
-    die "MySQL port $MYSQL_PORT collides with the Kafka ports $KAFKA_PORT/$CONTROLLER_PORT"
+if ((KAFKA_NODES == 1)); then
+    [[ -n $MYSQL_URL_EXTERNAL ]] || ((MYSQL_PORT != KAFKA_PORT && MYSQL_PORT != CONTROLLER_PORT)) ||
+        die "MySQL port $MYSQL_PORT collides with the Kafka ports $KAFKA_PORT/$CONTROLLER_PORT"
+else
+    [[ -n $MYSQL_URL_EXTERNAL ]] || ((MYSQL_PORT < KAFKA_PORT || MYSQL_PORT > KAFKA_LAST_PORT)) ||
+        die "MySQL port $MYSQL_PORT collides with the Kafka ports $KAFKA_PORT-$KAFKA_LAST_PORT"
+fi
 
 BROKERS=127.0.0.1:$KAFKA_PORT
+for ((i = 1; i < KAFKA_NODES; i++)); do BROKERS+=,127.0.0.1:$((KAFKA_PORT + 2 * i)); done
 MYSQL_DB=kdelay
 
-KAFKA_DIR=$STACK_DIR/kafka
-KAFKA_DATA=$KAFKA_DIR/data
-KAFKA_PROPS=$KAFKA_DIR/server.properties
-KAFKA_LOG=$KAFKA_DIR/server.log
-KAFKA_STDOUT=$KAFKA_DIR/stdout.log
-KAFKA_PIDFILE=$KAFKA_DIR/kafka.pid
+KAFKA_ROOT=$STACK_DIR/kafka
 KAFKA_LIBS=""
 MVN=""
-LOG4J_PROPS=$STACK_DIR/log4j.properties
-LOG4J_TOOLS_PROPS=$KAFKA_DIR/log4j-tools.properties
-LOG4J2_PROPS=$STACK_DIR/log4j2.properties
-LOG4J2_TOOLS_PROPS=$KAFKA_DIR/log4j2-tools.properties
+LOG4J2_TOOLS_PROPS=$KAFKA_ROOT/log4j2-tools.properties
+LOG4J_TOOLS_PROPS=$KAFKA_ROOT/log4j-tools.properties
+
+# select_node I: points the per-node variables (NODE_*, KAFKA_DIR,
+# KAFKA_DATA, KAFKA_PROPS, KAFKA_LOG, KAFKA_STDOUT, KAFKA_PIDFILE,
+# LOG4J_PROPS, LOG4J2_PROPS) at Kafka node I. A single-node stack's only node
+# keeps its files directly in <stack-dir>/kafka.
+select_node() {
+    NODE=$1
+    NODE_ID=$((NODE + 1))
+    NODE_PORT=$((KAFKA_PORT + 2 * NODE))
+    NODE_CTRL_PORT=$((NODE_PORT + 1))
+    NODE_ADDR=127.0.0.1:$NODE_PORT
+    if ((KAFKA_NODES == 1)); then
+        NODE_NAME=Kafka
+        KAFKA_DIR=$KAFKA_ROOT
+        LOG4J_PROPS=$STACK_DIR/log4j.properties
+        LOG4J2_PROPS=$STACK_DIR/log4j2.properties
+    else
+        NODE_NAME="Kafka node $NODE"
+        KAFKA_DIR=$KAFKA_ROOT/node$NODE
+        LOG4J_PROPS=$KAFKA_DIR/log4j.properties
+        LOG4J2_PROPS=$KAFKA_DIR/log4j2.properties
+    fi
+    KAFKA_DATA=$KAFKA_DIR/data
+    KAFKA_PROPS=$KAFKA_DIR/server.properties
+    KAFKA_LOG=$KAFKA_DIR/server.log
+    KAFKA_STDOUT=$KAFKA_DIR/stdout.log
+    KAFKA_PIDFILE=$KAFKA_DIR/kafka.pid
+}
+select_node 0
 
 MYSQL_DIR=$STACK_DIR/mysql
 TLS_DIR=$STACK_DIR/tls
@@ -264,7 +325,7 @@ proc_pid() { # pidfile needle: print pid if alive and its command line contains 
     pid=$(cat "$pidfile" 2>/dev/null) || return 1
     pid=${pid//[[:space:]]/}
     [[ $pid =~ ^[0-9]+$ ]] || return 1
-    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
     [[ $cmd == *"$needle"* ]] || return 1
     printf '%s\n' "$pid"
 }
@@ -379,6 +440,7 @@ save_conf() {
         printf '# written by stack.sh; settings of the last start\n'
         printf 'SAVED_KAFKA_PORT=%q\n' "$KAFKA_PORT"
         printf 'SAVED_KAFKA_VERSION=%q\n' "$(kafka_version)"
+        printf 'SAVED_KAFKA_NODES=%q\n' "$KAFKA_NODES"
         printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
         printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
         printf 'SAVED_MYSQL_TLS=%q\n' "$MYSQL_TLS"
@@ -408,11 +470,31 @@ find_kcat() {
     [[ -n $KCAT ]] || need_cmd KCAT "kcat (package kafkacat)" kcat kafkacat
 }
 
-kafka_answers() { # metadata request answered with at least one broker
+# kafka_answers [ADDR]: a metadata request to ADDR (default: every node) is
+# answered with at least one broker, and with all KAFKA_NODES of them when
+# there are several.
+kafka_answers() {
     local out
     find_kcat
-    out=$("$KCAT" -L -b "$BROKERS" -m 2 2>/dev/null) || return 1
-    [[ $out =~ [[:space:]][1-9][0-9]*\ brokers: ]]
+    out=$("$KCAT" -L -b "${1:-$BROKERS}" -m 2 2>/dev/null) || return 1
+    [[ $out =~ [[:space:]]([1-9][0-9]*)\ brokers: ]] || return 1
+    ((BASH_REMATCH[1] >= KAFKA_NODES))
+}
+
+# kafka_not_in_isr ADDR ID: prints how many partitions replicate on broker ID
+# without ID in their ISR (metadata from ADDR); fails when ADDR does not answer.
+kafka_not_in_isr() {
+    local out
+    find_kcat
+    out=$("$KCAT" -L -b "$1" -m 2 2>/dev/null) || return 1
+    # lines like "    partition 0, leader 1, replicas: 1,2,3, isrs: 1,2,3"
+    awk -v id="$2" '
+        / replicas: / {
+            r = $0; sub(/.* replicas: /, "", r); sub(/, isrs:.*/, "", r)
+            i = $0; sub(/.* isrs: /, "", i); sub(/[^0-9,].*/, "", i); sub(/,$/, "", i)
+            if (("," r ",") ~ ("," id ",") && ("," i ",") !~ ("," id ",")) n++
+        }
+        END { print n + 0 }' <<<"$out"
 }
 
 ensure_kafka_jars() {
@@ -452,29 +534,42 @@ ensure_kafka_jars() {
     exec 8>&-
 }
 
+# Every node replicates every partition: replication factor KAFKA_NODES, and
+# with several nodes a write needs two of them (acks=all).
+KAFKA_RF=$KAFKA_NODES
+KAFKA_MIN_ISR=$((KAFKA_NODES > 1 ? 2 : 1))
+
+kafka_voters() { # controller.quorum.voters: every node (static KRaft quorum)
+    local i v=""
+    for ((i = 0; i < KAFKA_NODES; i++)); do
+        v+=${v:+,}$((i + 1))@127.0.0.1:$((KAFKA_PORT + 2 * i + 1))
+    done
+    printf '%s\n' "$v"
+}
+
 write_kafka_config() {
     mkdir -p "$KAFKA_DIR" "$KAFKA_DATA"
     cat >"$KAFKA_PROPS" <<EOF
 # Generated by deploy/local/stack.sh on every start; edits are overwritten.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+node.id=$NODE_ID
+controller.quorum.voters=$(kafka_voters)
+listeners=PLAINTEXT://127.0.0.1:$NODE_PORT,CONTROLLER://127.0.0.1:$NODE_CTRL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$NODE_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$KAFKA_DATA
 num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
+default.replication.factor=$KAFKA_RF
+min.insync.replicas=$KAFKA_MIN_ISR
 # kdelay creates its own topics; tests must create theirs explicitly
 auto.create.topics.enable=false
 delete.topic.enable=true
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$KAFKA_RF
 offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$KAFKA_RF
+transaction.state.log.min.isr=$KAFKA_MIN_ISR
 transaction.state.log.num.partitions=4
 group.initial.rebalance.delay.ms=0
 # After a crash (kill -9) the restarted broker can only register once the
@@ -536,7 +631,7 @@ log4j_opt() {
 }
 
 write_log4j_tools() { # warnings of the command-line tools to stderr
-    mkdir -p "$KAFKA_DIR"
+    mkdir -p "$KAFKA_ROOT"
     cat >"$LOG4J_TOOLS_PROPS" <<'EOF'
 # Generated by deploy/local/stack.sh; used by kafka.tools.StorageTool.
 log4j.rootLogger=WARN, stderr
@@ -612,8 +707,13 @@ kafka_prepare() {
     fi
     if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
         local id
-        id=$(gen_cluster_id)
-        log "formatting Kafka storage in $KAFKA_DATA (cluster id $id)"
+        if ((KAFKA_NODES == 1)); then
+            id=$(gen_cluster_id)
+        else # the nodes of one cluster share its id
+            [[ -s $KAFKA_ROOT/cluster.id ]] || gen_cluster_id >"$KAFKA_ROOT/cluster.id"
+            id=$(<"$KAFKA_ROOT/cluster.id")
+        fi
+        log "formatting $NODE_NAME storage in $KAFKA_DATA (cluster id $id)"
         if ! "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
             kafka.tools.StorageTool format -t "$id" -c "$KAFKA_PROPS" >"$KAFKA_DIR/format.log" 2>&1; then
             show_log_tail "$KAFKA_DIR/format.log" "$KAFKA_LOG"
@@ -623,17 +723,17 @@ kafka_prepare() {
     fi
 }
 
-# kafka_launch: start the broker if needed, do not wait. Returns 0 if it is
-# (being) started, sets KAFKA_LAUNCHED=1 if we started it now.
-KAFKA_LAUNCHED=0
+# kafka_launch: start the selected node if needed, do not wait. Returns 0 if
+# it is (being) started, sets KAFKA_LAUNCHED[node]=1 if we started it now.
+declare -a KAFKA_LAUNCHED=()
 kafka_launch() {
     local pid
     if pid=$(kafka_pid); then
-        log "Kafka already running (pid $pid)"
+        log "$NODE_NAME already running (pid $pid)"
         return 0
     fi
-    ensure_port_free "$KAFKA_PORT" "Kafka"
-    ensure_port_free "$CONTROLLER_PORT" "Kafka controller"
+    ensure_port_free "$NODE_PORT" "$NODE_NAME"
+    ensure_port_free "$NODE_CTRL_PORT" "$NODE_NAME controller"
     kafka_prepare
     local -a jvm_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
@@ -643,45 +743,131 @@ kafka_launch() {
         read -r -a extra <<<"$KDELAY_KAFKA_JAVA_OPTS"
         jvm_opts+=("${extra[@]}")
     fi
-    log "starting Kafka on $BROKERS (controller 127.0.0.1:$CONTROLLER_PORT)"
+    if ((KAFKA_NODES == 1)); then
+        log "starting Kafka on $BROKERS (controller 127.0.0.1:$CONTROLLER_PORT)"
+    else
+        log "starting $NODE_NAME (node.id $NODE_ID) on $NODE_ADDR (controller 127.0.0.1:$NODE_CTRL_PORT)"
+    fi
     printf '\n===== %s starting kafka =====\n' "$(date '+%F %T')" >>"$KAFKA_STDOUT"
     launch "$KAFKA_PIDFILE" "$KAFKA_STDOUT" "kafka.Kafka $KAFKA_PROPS" "$JAVA" "${jvm_opts[@]}" -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS"
-    KAFKA_LAUNCHED=1
+    KAFKA_LAUNCHED[NODE]=1
 }
 
+# kafka_wait NODE...: waits until each node answers a metadata request (on
+# its own port) that lists every node; one deadline for all of them. A node
+# we launched that does not answer in time is killed.
 kafka_wait() {
-    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT)) pid
+    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT)) pid n
+    for n in "$@"; do
+        select_node "$n"
+        while :; do
+            if ! pid=$(kafka_pid); then
+                show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
+                die "$NODE_NAME is not running (exited during startup?); logs: $KAFKA_LOG $KAFKA_STDOUT"
+            fi
+            if port_open "$NODE_PORT" && kafka_answers "$NODE_ADDR"; then
+                if ((KAFKA_NODES == 1)); then
+                    log "Kafka is up on $BROKERS (pid $pid)"
+                else
+                    log "$NODE_NAME is up on $NODE_ADDR (pid $pid), the cluster lists $KAFKA_NODES brokers"
+                fi
+                break
+            fi
+            if ((SECONDS >= deadline)); then
+                show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
+                if ((${KAFKA_LAUNCHED[NODE]:-0})); then
+                    stop_proc "$NODE_NAME" "$pid" "kafka.Kafka $KAFKA_PROPS" 1 "$NODE_PORT" "$NODE_CTRL_PORT"
+                    rm -f "$KAFKA_PIDFILE"
+                    die "$NODE_NAME did not answer on $NODE_ADDR within ${KAFKA_READY_TIMEOUT}s; killed it"
+                fi
+                die "$NODE_NAME (pid $pid) does not answer on $NODE_ADDR within ${KAFKA_READY_TIMEOUT}s (started with another port? try 'stack.sh down' first)"
+            fi
+            sleep "$POLL"
+        done
+    done
+}
+
+# kafka_wait_isr: waits until the selected node is in the ISR of every
+# partition it replicates (metadata from the node itself).
+kafka_wait_isr() {
+    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT)) missing
     while :; do
-        if ! pid=$(kafka_pid); then
-            show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
-            die "Kafka is not running (exited during startup?); logs: $KAFKA_LOG $KAFKA_STDOUT"
-        fi
-        if port_open "$KAFKA_PORT" && kafka_answers; then
-            log "Kafka is up on $BROKERS (pid $pid)"
+        if missing=$(kafka_not_in_isr "$NODE_ADDR" "$NODE_ID") && ((missing == 0)); then
+            log "$NODE_NAME (node.id $NODE_ID) is in the ISR of every partition it replicates"
             return 0
         fi
-        if ((SECONDS >= deadline)); then
-            show_log_tail "$KAFKA_STDOUT" "$KAFKA_LOG"
-            if ((KAFKA_LAUNCHED)); then
-                stop_proc Kafka "$pid" "kafka.Kafka $KAFKA_PROPS" 1 "$KAFKA_PORT" "$CONTROLLER_PORT"
-                rm -f "$KAFKA_PIDFILE"
-                die "Kafka did not answer on $BROKERS within ${KAFKA_READY_TIMEOUT}s; killed it"
-            fi
-            die "Kafka (pid $pid) does not answer on $BROKERS within ${KAFKA_READY_TIMEOUT}s (started with another port? try 'stack.sh down' first)"
-        fi
+        ((SECONDS < deadline)) ||
+            die "$NODE_NAME (node.id $NODE_ID) is not in the ISR of ${missing:-?} partitions after ${KAFKA_READY_TIMEOUT}s"
         sleep "$POLL"
     done
 }
 
-kafka_stop() {
+kafka_stop() { # the selected node
     local pid
     if ! pid=$(kafka_pid); then
-        log "Kafka is not running"
+        log "$NODE_NAME is not running"
         rm -f "$KAFKA_PIDFILE"
         return 0
     fi
-    stop_proc Kafka "$pid" "kafka.Kafka $KAFKA_PROPS" "$opt_kill" "$KAFKA_PORT" "$CONTROLLER_PORT"
+    stop_proc "$NODE_NAME" "$pid" "kafka.Kafka $KAFKA_PROPS" "$opt_kill" "$NODE_PORT" "$NODE_CTRL_PORT"
     rm -f "$KAFKA_PIDFILE"
+}
+
+all_nodes() { # 0 .. KAFKA_NODES-1
+    local i
+    for ((i = 0; i < KAFKA_NODES; i++)); do printf '%s\n' "$i"; done
+}
+
+kafka_launch_all() {
+    local n
+    for n in $(all_nodes); do select_node "$n"; kafka_launch; done
+}
+
+# kafka_stop_all: every node. Several nodes get their signal at once: one
+# stopped after the others could not finish its controlled shutdown without
+# a controller quorum, and would wait for its SIGKILL.
+kafka_stop_all() {
+    local n
+    local -a pids=()
+    if ((KAFKA_NODES == 1)); then
+        kafka_stop
+        return
+    fi
+    for n in $(all_nodes); do
+        select_node "$n"
+        if pids[n]=$(kafka_pid); then
+            kill "-$( ((opt_kill)) && echo KILL || echo TERM)" "${pids[n]}" 2>/dev/null || true
+        fi
+    done
+    for n in $(all_nodes); do
+        select_node "$n"
+        if [[ -n ${pids[n]:-} ]]; then
+            stop_proc "$NODE_NAME" "${pids[n]}" "kafka.Kafka $KAFKA_PROPS" "$opt_kill" "$NODE_PORT" "$NODE_CTRL_PORT"
+        else
+            log "$NODE_NAME is not running"
+        fi
+        rm -f "$KAFKA_PIDFILE"
+    done
+}
+
+# kafka_layout: the node count of the Kafka data in the stack dir (empty when
+# it has none): 1 for <stack-dir>/kafka/data, else its nodeI directories.
+kafka_layout() {
+    local d n=0
+    if [[ -d $KAFKA_ROOT/data ]]; then
+        printf '1\n'
+        return
+    fi
+    for d in "$KAFKA_ROOT"/node*/data; do [[ -d $d ]] && n=$((n + 1)); done
+    ((n == 0)) || printf '%s\n' "$n"
+}
+
+# check_layout: refuses a stack dir whose Kafka data is of another node count.
+check_layout() {
+    local have
+    have=$(kafka_layout)
+    [[ -z $have || $have == "$KAFKA_NODES" ]] ||
+        die "$STACK_DIR holds the data of a $have-node Kafka, not $KAFKA_NODES: use --nodes $have, or 'stack.sh down --purge' first"
 }
 
 # ---------------------------------------------------------------- MySQL
@@ -909,18 +1095,27 @@ mysql_url() {
 }
 
 print_logs() {
-    log "logs: Kafka  $KAFKA_LOG (JVM output: $KAFKA_STDOUT)"
+    if ((KAFKA_NODES == 1)); then
+        log "logs: Kafka  $KAFKA_LOG (JVM output: $KAFKA_STDOUT)"
+    else
+        log "logs: Kafka  $KAFKA_ROOT/node{0..$((KAFKA_NODES - 1))}/server.log (JVM output: stdout.log there)"
+    fi
     if [[ -z $MYSQL_URL_EXTERNAL ]]; then
         log "      MariaDB $MYSQL_ERRLOG"
     fi
 }
 
 # ---------------------------------------------------------------- verbs
-preflight_kafka() {
-    if ! kafka_pid >/dev/null; then
-        ensure_port_free "$KAFKA_PORT" "Kafka"
-        ensure_port_free "$CONTROLLER_PORT" "Kafka controller"
-    fi
+preflight_kafka() { # every node
+    local n
+    check_layout
+    for n in $(all_nodes); do
+        select_node "$n"
+        if ! kafka_pid >/dev/null; then
+            ensure_port_free "$NODE_PORT" "$NODE_NAME"
+            ensure_port_free "$NODE_CTRL_PORT" "$NODE_NAME controller"
+        fi
+    done
 }
 
 preflight_mysql() {
@@ -939,9 +1134,9 @@ cmd_up() {
     preflight_mysql
     save_conf
     # Kafka takes longest: launch it first, bring up MySQL meanwhile.
-    kafka_launch
+    kafka_launch_all
     mysql_start
-    kafka_wait
+    kafka_wait $(all_nodes)
     log "stack is up: KDELAY_BROKERS=$BROKERS KDELAY_MYSQL_URL=$(redact_url "$(mysql_url)")"
     print_logs
     log "for the tests: eval \"\$($SCRIPT_DIR/stack.sh env)\""
@@ -956,7 +1151,10 @@ cmd_down() {
         die "$STACK_DIR is not a kdelay stack directory (no $MARKER); refusing to touch it"
     fi
     take_lock
-    kafka_stop
+    # every node found, whatever --nodes says, so that nothing is left running
+    KAFKA_NODES=$(kafka_layout)
+    KAFKA_NODES=${KAFKA_NODES:-1}
+    kafka_stop_all
     mysql_stop
     if ((opt_purge)); then
         log "deleting $STACK_DIR"
@@ -966,18 +1164,22 @@ cmd_down() {
 }
 
 cmd_status() {
-    local pid rc=0
-    if pid=$(kafka_pid); then
-        if port_open "$KAFKA_PORT" && kafka_answers; then
-            printf 'kafka: running (pid %s), answering on %s\n' "$pid" "$BROKERS"
+    local pid rc=0 n what=kafka
+    for n in $(all_nodes); do
+        select_node "$n"
+        ((KAFKA_NODES == 1)) || what="kafka node $n"
+        if pid=$(kafka_pid); then
+            if port_open "$NODE_PORT" && kafka_answers "$NODE_ADDR"; then
+                printf '%s: running (pid %s), answering on %s\n' "$what" "$pid" "$NODE_ADDR"
+            else
+                printf '%s: running (pid %s), NOT answering on %s\n' "$what" "$pid" "$NODE_ADDR"
+                rc=3
+            fi
         else
-            printf 'kafka: running (pid %s), NOT answering on %s\n' "$pid" "$BROKERS"
+            printf '%s: stopped\n' "$what"
             rc=3
         fi
-    else
-        printf 'kafka: stopped\n'
-        rc=3
-    fi
+    done
     if [[ -n $MYSQL_URL_EXTERNAL ]]; then
         if mysql_external_answers; then
             printf 'mysql: external %s, answering\n' "$(redact_url "$MYSQL_URL_EXTERNAL")"
@@ -1005,6 +1207,7 @@ cmd_env() {
     printf 'KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
     printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
     printf 'KDELAY_KAFKA_VERSION=%q\n' "$(kafka_version)"
+    printf 'KDELAY_KAFKA_NODES=%q\n' "$KAFKA_NODES"
     if [[ -z $MYSQL_URL_EXTERNAL && $MYSQL_TLS == on ]]; then
         printf 'KDELAY_MYSQL_CA=%q\n' "$TLS_DIR/ca.pem"
     fi
@@ -1018,10 +1221,21 @@ cmd_topic() {
     "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
         org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" \
         --create --if-not-exists --topic "$topic_name" \
-        --partitions "$opt_partitions" --replication-factor 1 >&2 ||
+        --partitions "$opt_partitions" --replication-factor "$KAFKA_RF" >&2 ||
         die "creating topic $topic_name failed"
     log "topic $topic_name exists ($BROKERS)"
 }
+
+node_arg() { # checks the node number I of node-start/node-stop and selects it
+    ((KAFKA_NODES > 1)) || die "$verb needs a multi-node stack (--nodes 3)"
+    ((topic_name < KAFKA_NODES)) || die "no Kafka node $topic_name (nodes 0..$((KAFKA_NODES - 1)))"
+    select_node "$topic_name"
+}
+
+case $verb in
+    down | mysql-*) ;;
+    *) check_layout ;;
+esac
 
 case $verb in
     topic) cmd_topic ;;
@@ -1031,10 +1245,25 @@ case $verb in
     env) cmd_env ;;
     kafka-start)
         init_stack_dir; take_lock; preflight_kafka; save_conf
-        kafka_launch; kafka_wait
+        kafka_launch_all; kafka_wait $(all_nodes)
         ;;
     kafka-stop)
         [[ -d $STACK_DIR ]] || { log "Kafka is not running"; exit 0; }
+        take_lock; kafka_stop_all
+        ;;
+    node-start)
+        node_arg
+        [[ -f $KAFKA_DATA/meta.properties ]] || die "$NODE_NAME has no data in $KAFKA_DATA: 'stack.sh up' first"
+        take_lock
+        if ! kafka_pid >/dev/null; then
+            ensure_port_free "$NODE_PORT" "$NODE_NAME"
+            ensure_port_free "$NODE_CTRL_PORT" "$NODE_NAME controller"
+        fi
+        kafka_launch; kafka_wait "$NODE"; kafka_wait_isr
+        ;;
+    node-stop)
+        node_arg
+        [[ -d $STACK_DIR ]] || { log "$NODE_NAME is not running"; exit 0; }
         take_lock; kafka_stop
         ;;
     mysql-start)

@@ -40,6 +40,13 @@ int it_env_init(void)
         return 0;
 }
 
+int it_kafka_nodes(void)
+{
+        const char *v = getenv("KDELAY_KAFKA_NODES");
+        int n = v ? atoi(v) : 0;
+        return n > 0 ? n : 1;
+}
+
 const char *it_brokers(void)
 {
         return it_brokers_v;
@@ -323,12 +330,17 @@ size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
 
 int it_create_topic(const char *topic, int partitions)
 {
+        return it_create_topic_rf(topic, partitions, 1);
+}
+
+int it_create_topic_rf(const char *topic, int partitions, int rf)
+{
         char errstr[256];
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         if (!rk)
                 return -1;
-        rd_kafka_NewTopic_t *nt =
-            rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
+        rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, rf,
+                                                        errstr, sizeof(errstr));
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -350,14 +362,12 @@ int it_create_topic(const char *topic, int partitions)
 
 int it_stack(const char *verb)
 {
-        /* "mysql-readonly on": a verb and its argument. */
+        /* "node-stop 1 --kill": a verb and its arguments. */
         char words[128];
         kd_strlcpy(words, verb, sizeof(words));
-        char *space = strchr(words, ' ');
-        if (space)
-                *space++ = '\0';
-        char *const argv[] = {KDELAY_SOURCE_DIR "/deploy/local/stack.sh", words,
-                              space, NULL};
+        char *argv[6] = {KDELAY_SOURCE_DIR "/deploy/local/stack.sh", words};
+        for (int n = 2; n < 5 && (argv[n] = strchr(argv[n - 1], ' ')); n++)
+                *argv[n]++ = '\0';
         char *out = NULL, *err = NULL;
         int rc = it_run(argv, NULL, &out, &err);
         if (rc)
@@ -601,11 +611,17 @@ void it_sleep_until(int64_t at_ms)
 
 int it_tiers_create(const char *prefix, const char *mysql_url, int partitions)
 {
+        return it_tiers_create_rf(prefix, mysql_url, partitions, 1);
+}
+
+int it_tiers_create_rf(const char *prefix, const char *mysql_url,
+                       int partitions, int rf)
+{
         char errstr[512];
         kd_topic_report_t reports[KD_TOPICS_MAX];
         size_t n;
         kdelay_conf_t *conf = it_conf_new(prefix, mysql_url);
-        int rc = conf ? (int)kd_topics_create(conf, partitions, 1, reports, &n,
+        int rc = conf ? (int)kd_topics_create(conf, partitions, rf, reports, &n,
                                               errstr, sizeof(errstr))
                       : -1;
         kdelay_conf_destroy(conf);
@@ -686,4 +702,23 @@ int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
         argv[n++] = pfx;
         argv[n] = NULL;
         return it_run(argv, NULL, outp, errp);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+void it_report_lateness(const char *what, int64_t *v, size_t n, int64_t *p99,
+                        int64_t *max)
+{
+        *p99 = *max = 0;
+        if (n == 0)
+                return;
+        qsort(v, n, sizeof(*v), cmp_i64);
+        *p99 = v[(n * 99) / 100];
+        *max = v[n - 1];
+        printf("\n  lateness %-22s n=%-5zu p50=%lldms p99=%lldms max=%lldms",
+               what, n, (long long)v[n / 2], (long long)*p99, (long long)*max);
 }

@@ -17,6 +17,16 @@
 /* Reads the environment; 0 when both services are named, else prints why
  * and returns -1 (use from a suite init). */
 int it_env_init(void);
+
+/* The exit status of a test program that does not apply to the stack it was
+ * given (a test of a 3-node cluster on a single node): ctest reports it as
+ * skipped (SKIP_RETURN_CODE in tests/integration/CMakeLists.txt). A missing
+ * stack still fails (it_env_init). */
+#define IT_SKIP 77
+
+/* The stack's Kafka node count: KDELAY_KAFKA_NODES (stack.sh env), 1 when
+ * unset. */
+int it_kafka_nodes(void);
 const char *it_brokers(void);
 const char *it_mysql_url(void); /* the stack's kdelay database */
 
@@ -99,9 +109,12 @@ char *it_header(const it_msg_t *m, const char *name);
 /* Creates topic with `partitions` partitions (replication 1) and waits
  * until metadata shows it. 0 on success. */
 int it_create_topic(const char *topic, int partitions);
+/* The same with replication factor rf (-1: the broker's default). */
+int it_create_topic_rf(const char *topic, int partitions, int rf);
 
 /* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop",
- * or a verb and one argument: "mysql-readonly on")
+ * or a verb and up to three arguments separated by single spaces:
+ * "mysql-readonly on", "node-stop 1 --kill")
  * on the test stack ($KDELAY_STACK_DIR); 0 on success, else its output is
  * printed. */
 int it_stack(const char *verb);
@@ -134,6 +147,9 @@ int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
  * (`partitions` each) with kdelay's own topic code; 0 on success (else the
  * reason is printed). */
 int it_tiers_create(const char *prefix, const char *mysql_url, int partitions);
+/* The same with replication factor rf (-1: the broker's default). */
+int it_tiers_create_rf(const char *prefix, const char *mysql_url,
+                       int partitions, int rf);
 
 /* A kdelay-forwarder process of a test. */
 typedef struct it_fwd {
@@ -168,6 +184,12 @@ int64_t it_log_sum(const char *path, const char *needle, const char *field);
  * 0 when it appeared. A forwarder's log is the only notification of, e.g.,
  * a consumer group assignment, so this polls the file. */
 int it_wait_log(const char *path, const char *needle, int timeout_ms);
+
+/* Sorts the lateness figures v (ms) and prints their quantiles as a line
+ * "  lateness WHAT n=.. p50=..ms p99=..ms max=..ms"; *p99 and *max get them
+ * (0 when n is 0, and nothing is printed). */
+void it_report_lateness(const char *what, int64_t *v, size_t n, int64_t *p99,
+                        int64_t *max);
 
 /* Sleeps until wall-clock time at_ms: a test timeline's clock, not a wait
  * for an event. */

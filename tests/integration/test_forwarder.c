@@ -319,27 +319,6 @@ static task_t *task_by_id(const char *id)
         return NULL;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/* Sorts v and prints its quantiles; *p99 and *max get them (0 when
- * empty). */
-static void report_lateness(const char *what, int64_t *v, size_t n,
-                            int64_t *p99, int64_t *max)
-{
-        *p99 = *max = 0;
-        if (n == 0)
-                return;
-        qsort(v, n, sizeof(*v), cmp_i64);
-        *p99 = v[(n * 99) / 100];
-        *max = v[n - 1];
-        printf("\n  lateness %-22s n=%-5zu p50=%lldms p99=%lldms max=%lldms",
-               what, n, (long long)v[n / 2], (long long)*p99, (long long)*max);
-}
-
 /* When the faults happen, on the timeline (ms after start): each lasts a
  * fixed time, there being no event to wait for. */
 #define A_STOP_AT     35000  /* A stopped with SIGTERM ... */
@@ -736,9 +715,9 @@ static void test_forwarder_timeline(void)
                n, lost, early, cancelled_delivered, dups, dups_outside,
                unknown);
         int64_t p99_all, max_all, p99_quiet, max_quiet;
-        report_lateness("(all)", late_all, n_all, &p99_all, &max_all);
-        report_lateness("(outside fault windows)", late_quiet, n_quiet,
-                        &p99_quiet, &max_quiet);
+        it_report_lateness("(all)", late_all, n_all, &p99_all, &max_all);
+        it_report_lateness("(outside fault windows)", late_quiet, n_quiet,
+                           &p99_quiet, &max_quiet);
         printf("\n  fault windows (ms after start):");
         for (int i = 0; i < N_FAULTS; i++)
                 printf(" [%lld, %lld]", (long long)(faults[i][0] - start),
