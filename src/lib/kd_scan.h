@@ -56,7 +56,7 @@ kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
  * the reason is the record's kdelay-dead-reason header. */
 kdelay_err_t kd_scan_dead(const kdelay_conf_t *conf, int64_t since_ms,
                           const kd_scan_opts_t *opts, kd_scan_cb_t *cb,
-                          void *opaque, kd_scan_progress_t *progp,
-                          char *errstr, size_t errstr_size);
+                          void *opaque, kd_scan_progress_t *progp, char *errstr,
+                          size_t errstr_size);
 
 #endif

@@ -149,8 +149,8 @@ static kdelay_err_t consume(kd_scan_t *s, const kd_scan_opts_t *o,
 /* The dead-letter topic's partitions as positions: from the first record
  * appended at or after since_ms (none: the end) to the end; no done sets. */
 static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
-                             int64_t since_ms, kd_grouppos_t *pos,
-                             char *errstr, size_t errstr_size)
+                             int64_t since_ms, kd_grouppos_t *pos, char *errstr,
+                             size_t errstr_size)
 {
         char topic[256];
         const struct rd_kafka_metadata *md = NULL;
@@ -252,8 +252,8 @@ kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
 
 kdelay_err_t kd_scan_dead(const kdelay_conf_t *conf, int64_t since_ms,
                           const kd_scan_opts_t *opts, kd_scan_cb_t *cb,
-                          void *opaque, kd_scan_progress_t *progp,
-                          char *errstr, size_t errstr_size)
+                          void *opaque, kd_scan_progress_t *progp, char *errstr,
+                          size_t errstr_size)
 {
         return scan_run(conf, 1, since_ms, opts, cb, opaque, progp, errstr,
                         errstr_size);

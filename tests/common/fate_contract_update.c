@@ -227,8 +227,8 @@ void test_mark_dead_moves_only_firing(void)
         CU_ASSERT_EQUAL(c.fate, KDELAY_FATE_DEAD);
         before = kd_fc_stmts();
         CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, ids, lens, 1,
-                                          "x'; DROP TABLE t; --",
-                                          kd_fc_errstr, sizeof(kd_fc_errstr)),
+                                          "x'; DROP TABLE t; --", kd_fc_errstr,
+                                          sizeof(kd_fc_errstr)),
                         KDELAY_ERR_INVALID_ARG);
         CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, ids, lens, 1, "",
                                           kd_fc_errstr, sizeof(kd_fc_errstr)),
