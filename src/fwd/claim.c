@@ -365,6 +365,8 @@ static int claim_batch(kd_fwd_t *f)
                                  c->prefix, (unsigned long long)++c->seq);
         }
         int rc = send_req(f, KD_FW_CLAIM, tasks, NULL, fresh, n);
+        if (!rc)
+                kd_metric_observe(&f->metrics, KD_M_CLAIM_BATCH, (int64_t)n);
         if (rc) {
                 kd_store_failed(f, "claim", "out of memory");
                 for (size_t i = 0; i < n; i++)

@@ -16,6 +16,7 @@
 #include "kd_intake.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_partgauges.h"
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -445,17 +446,27 @@ void kd_fwd_publish(kd_fwd_t *f)
                 names[i] = tiers->v[i].name;
         refresh_gauges(f);
         char stack[16384], *buf = stack;
+        size_t cap = sizeof(stack), len = 0;
         int n = kd_metrics_format_prometheus(&f->metrics, names, tiers->cnt,
-                                             KDELAY_VERSION_STR, buf,
-                                             sizeof(stack));
-        if (n >= (int)sizeof(stack)) { /* a longer ladder: once more */
-                buf = malloc((size_t)n + 1);
-                if (buf)
-                        n = kd_metrics_format_prometheus(
-                            &f->metrics, names, tiers->cnt, KDELAY_VERSION_STR,
-                            buf, (size_t)n + 1);
+                                             KDELAY_VERSION_STR, buf, cap);
+        if (n >= 0) {
+                len = (size_t)n;
+                kd_partgauges_format(f, buf, cap, &len);
         }
-        if (!buf || n < 0 || kd_http_publish(f->http, buf, (size_t)n))
+        if (n >= 0 && len >= cap) { /* more partitions: once more */
+                cap = len + 1;
+                buf = malloc(cap);
+                n = buf ? kd_metrics_format_prometheus(
+                              &f->metrics, names, tiers->cnt,
+                              KDELAY_VERSION_STR, buf, cap)
+                        : -1;
+                len = n >= 0 ? (size_t)n : 0;
+                if (n >= 0)
+                        kd_partgauges_format(f, buf, cap, &len);
+                if (len >= cap)
+                        n = -1; /* grew meanwhile: next time */
+        }
+        if (!buf || n < 0 || kd_http_publish(f->http, buf, len))
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=metrics_not_published why=out_of_memory");
         if (buf != stack)

@@ -85,6 +85,8 @@ typedef enum kd_metric_type {
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \
           "Fate-store request round trip, from the loop and back")             \
+        X(CLAIM_BATCH, "claim_batch", HISTOGRAM, "",                           \
+          "Tasks per claim request (one statement, two when read back)")       \
         X(CLOCK_AHEAD, "clock_ahead_ms", GAUGE, "ms",                          \
           "How far this clock runs ahead of the broker's (fires wait it out)") \
         X(PROBES, "probes", COUNTER, "",                                       \

@@ -260,6 +260,38 @@ static void test_metrics_health_and_readiness(void)
             1);
         CU_ASSERT_EQUAL(dead, 1);
         CU_ASSERT_EQUAL(promtool_clean(port), 0);
+        /* Claims came in batches; per tier partition, its consumer lag
+         * (nothing left once committed) and no task overdue. */
+        double batches =
+            wait_sample(port, "kdelay_forwarder_claim_batch_count", 1);
+        char lag_name[200], overdue_name[200];
+        snprintf(lag_name, sizeof(lag_name),
+                 "kdelay_forwarder_consumer_lag{topic=\"%s.tier.1s\","
+                 "partition=\"0\"}",
+                 prefix);
+        snprintf(overdue_name, sizeof(overdue_name),
+                 "kdelay_forwarder_overdue_head_seconds{topic=\"%s.tier.1s\","
+                 "partition=\"0\"}",
+                 prefix);
+        char *scrape = NULL;
+        double lag = -1, overdue = -1;
+        for (int64_t end = kd_mono_ms() + 10000; kd_mono_ms() < end;) {
+                free(scrape);
+                scrape = NULL;
+                get(port, "GET", "/metrics", &scrape);
+                lag = scrape ? sample(scrape, lag_name) : -1;
+                overdue = scrape ? sample(scrape, overdue_name) : -1;
+                if (lag == 0 && overdue == 0)
+                        break;
+                it_sleep_until(kd_now_ms() + 250);
+        }
+        free(scrape);
+        printf("\n  claim batches %.0f for %d tasks; tier.1s/0 lag %.0f, "
+               "overdue head %.3f s",
+               batches, N_TASKS, lag, overdue);
+        CU_ASSERT(batches >= 1 && batches <= N_TASKS);
+        CU_ASSERT_EQUAL(lag, 0);
+        CU_ASSERT_EQUAL(overdue, 0);
 
         /* kdelayctl stats: one member, named; nothing pending once the
          * commits caught up; every task's fate row. */
