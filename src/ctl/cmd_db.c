@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "db_grants.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
@@ -16,10 +17,10 @@
 #include "kd_util.h"
 
 static const char kd_db_help[] =
-    "Usage: kdelayctl db migrate\n"
-    "       kdelayctl db version\n"
-    "       kdelayctl db gc [--older-than DURATION] [--batch N]\n"
-    "       kdelayctl db grants --role ROLE [--user USER[@HOST]]\n"
+    "Usage: kdelayctl db migrate [--json]\n"
+    "       kdelayctl db version [--json]\n"
+    "       kdelayctl db gc [--older-than DURATION] [--batch N] [--json]\n"
+    "       kdelayctl db grants --role ROLE [--user USER[@HOST]] [--json]\n"
     "\n"
     "migrate  applies every schema migration the database lacks, in order\n"
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
@@ -43,10 +44,14 @@ static const char kd_db_help[] =
     "         gc (db gc). Needs no connection; run the output as a user\n"
     "         that may grant, after db migrate for all but migrate.\n"
     "\n"
+    "--json   one JSON object on stdout: migrate {\"from\", \"to\"}, version\n"
+    "         {\"database\", \"this_build\"}, gc {\"deleted\", \"batches\"},\n"
+    "         grants {\"role\", \"account\", \"statements\": [...]}.\n"
+    "\n"
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
 
-enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER };
+enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER, OPT_JSON };
 
 /* Indexes of the sub-verbs in kd_ctl_db's list. */
 enum { DB_MIGRATE, DB_VERSION, DB_GC, DB_GRANTS };
@@ -57,11 +62,16 @@ typedef struct gc_args {
         int batch;
         const char *role; /* grants */
         const char *user; /* grants; NULL = kdelay_<role> */
+        int json;
 } gc_args_t;
 
 static int gc_on_opt(int opt, const char *arg, void *ctx)
 {
         gc_args_t *a = ctx;
+        if (opt == OPT_JSON) {
+                a->json = 1;
+                return KD_EXIT_OK;
+        }
         if (opt == OPT_ROLE) {
                 a->role = arg;
                 return KD_EXIT_OK;
@@ -135,9 +145,42 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                         cli->prog, errstr, (unsigned long long)total);
                 return kd_cli_exit_code(err);
         }
-        printf("deleted %llu rows in %d batches\n", (unsigned long long)total,
-               batches);
+        if (a->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddNumberToObject(o, "deleted", (double)total);
+                cJSON_AddNumberToObject(o, "batches", batches);
+                kd_ctl_json_print(o);
+        } else {
+                printf("deleted %llu rows in %d batches\n",
+                       (unsigned long long)total, batches);
+        }
         return KD_EXIT_OK;
+}
+
+/* The grants of role as {"role", "account", "statements": [...]}. */
+static int grants_json(const char *role, const char *db, const char *account)
+{
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        if (!mem)
+                return KD_EXIT_ERROR;
+        kd_db_grants_write(mem, role, db, account);
+        if (fclose(mem)) {
+                free(text);
+                return KD_EXIT_ERROR;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "role", role);
+        cJSON_AddStringToObject(o, "account", account);
+        cJSON *st = cJSON_AddArrayToObject(o, "statements");
+        char *save = NULL;
+        for (char *l = strtok_r(text, "\n", &save); l && st;
+             l = strtok_r(NULL, "\n", &save))
+                if (strncmp(l, "--", 2))
+                        cJSON_AddItemToArray(st, cJSON_CreateString(l));
+        free(text);
+        return kd_ctl_json_print(o) ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
 
 /* db grants: the statements, from the configuration alone. */
@@ -173,8 +216,10 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
                 rc = kd_cli_usage_error(cli,
                                         "the database name holds a backtick "
                                         "or a newline");
-        else
+        else if (!a->json)
                 kd_db_grants_write(stdout, a->role, db, account);
+        else
+                rc = grants_json(a->role, db, account);
         kd_mysql_params_clear(&p);
         return rc;
 }
@@ -204,16 +249,20 @@ int kd_ctl_db(int argc, char **argv)
         static const struct option gc_opts[] = {
             {"older-than", required_argument, NULL, OPT_OLDER},
             {"batch", required_argument, NULL, OPT_BATCH},
+            {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0}};
         static const struct option grants_opts[] = {
             {"role", required_argument, NULL, OPT_ROLE},
             {"user", required_argument, NULL, OPT_USER},
+            {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0}};
+        static const struct option json_opts[] = {
+            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
         gc_args_t ga = {.cli = &cli, .batch = 1000};
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
                           gc       ? gc_opts
                           : grants ? grants_opts
-                                   : NULL,
+                                   : json_opts,
                           gc_on_opt, &ga, kd_db_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
@@ -239,6 +288,13 @@ int kd_ctl_db(int argc, char **argv)
         if (err) {
                 fprintf(stderr, "%s: %s\n", cli.prog, errstr);
                 rc = KD_EXIT_ERROR;
+        } else if (ga.json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddNumberToObject(o, migrate ? "from" : "database",
+                                        migrate ? from : to);
+                cJSON_AddNumberToObject(o, migrate ? "to" : "this_build",
+                                        migrate ? to : kd_schema_latest());
+                kd_ctl_json_print(o);
         } else if (migrate) {
                 printf("schema version %d (was %d)\n", to, from);
         } else {

@@ -7,13 +7,14 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
 #include "kd_util.h"
 
 static const char kd_reschedule_help[] =
     "Usage: kdelayctl reschedule (--at TIME | --delay D) [--new-id ID]\n"
-    "                            [--budget D] ID\n"
+    "                            [--budget D] [--json] ID\n"
     "\n"
     "Moves pending task ID to another time: finds its record in the tier\n"
     "topics (as `tasks find`), cancels ID, and schedules a new task with\n"
@@ -28,6 +29,7 @@ static const char kd_reschedule_help[] =
     "                       pending, it finishes an earlier reschedule\n"
     "                       that failed after its cancel\n"
     "  --budget D           bound of the scan (default 60s)\n"
+    "  --json               {\"id\", \"new_id\", \"fire_at_ms\"} on one line\n"
     "\n"
     "Exit codes: 0 rescheduled; 3 too late (ID fired or is firing first;\n"
     "nothing scheduled); 4 no pending task has that id; 1 error — when it\n"
@@ -36,7 +38,7 @@ static const char kd_reschedule_help[] =
     "tier topic until it comes due).\n"
     "\n";
 
-enum { OPT_AT = 0x200, OPT_DELAY, OPT_NEW_ID, OPT_BUDGET };
+enum { OPT_AT = 0x200, OPT_DELAY, OPT_NEW_ID, OPT_BUDGET, OPT_JSON };
 
 typedef struct resched_args {
         kd_cli_t *cli;
@@ -44,6 +46,7 @@ typedef struct resched_args {
         int has_at, has_delay;
         const char *new_id;
         int64_t budget_ms;
+        int json;
 } resched_args_t;
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -68,6 +71,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
         case OPT_NEW_ID:
                 a->new_id = arg;
                 return KD_EXIT_OK;
+        case OPT_JSON:
+                a->json = 1;
+                return KD_EXIT_OK;
         case OPT_BUDGET:
                 if (kdelay_duration_parse(arg, &a->budget_ms) ||
                     a->budget_ms <= 0)
@@ -87,10 +93,17 @@ static int run(resched_args_t *a, kdelay_client_t *client, const char *id)
         kdelay_err_t err = kdelay_reschedule(
             client, id, a->fire_at_ms, KDELAY_TIME_UNSET, a->new_id,
             a->budget_ms, new_id, sizeof(new_id), errstr, sizeof(errstr));
-        if (!err) {
+        if (!err && a->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", id);
+                cJSON_AddStringToObject(o, "new_id", new_id);
+                cJSON_AddNumberToObject(o, "fire_at_ms", (double)a->fire_at_ms);
+                kd_ctl_json_print(o);
+        } else if (!err) {
                 printf("%s\n", new_id);
-                return KD_EXIT_OK;
         }
+        if (!err)
+                return KD_EXIT_OK;
         fprintf(stderr, "%s: %s: %s\n", a->cli->prog, kdelay_err_str(err),
                 errstr);
         if (err != KDELAY_ERR_TOO_LATE && err != KDELAY_ERR_NOT_FOUND &&
@@ -109,6 +122,7 @@ int kd_ctl_reschedule(int argc, char **argv)
             {"delay", required_argument, NULL, OPT_DELAY},
             {"new-id", required_argument, NULL, OPT_NEW_ID},
             {"budget", required_argument, NULL, OPT_BUDGET},
+            {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         int argi;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_time.h"
 #include "kd_conf.h"
 #include "kd_log.h"
@@ -22,11 +23,13 @@ typedef struct sched_args {
         kdelay_header_t headers[KD_SCHED_HEADERS_MAX];
         char *header_names[KD_SCHED_HEADERS_MAX]; /* owned */
         int has_value;
+        int json;
 } sched_args_t;
 
 static const char kd_schedule_help[] =
     "Usage: kdelayctl schedule --topic T --value V (--delay D | --at TIME)\n"
     "                          [--key K] [--id ID] [--header NAME=VALUE]...\n"
+    "                          [--json]\n"
     "\n"
     "Schedules a task: deliver key/value to topic T when it is due. Prints "
     "the\n"
@@ -49,6 +52,8 @@ static const char kd_schedule_help[] =
     "                       id and schedules it all the same.\n"
     "  --header NAME=VALUE  user header, repeatable; names kdelay-* are "
     "reserved\n"
+    "  --json               {\"id\", \"target\", \"fire_at_ms\" or "
+    "\"delay_ms\"}\n"
     "\n";
 
 enum {
@@ -58,7 +63,8 @@ enum {
         OPT_DELAY,
         OPT_AT,
         OPT_ID,
-        OPT_HEADER
+        OPT_HEADER,
+        OPT_JSON
 };
 
 static const struct option kd_schedule_opts[] = {
@@ -69,6 +75,7 @@ static const struct option kd_schedule_opts[] = {
     {"at", required_argument, NULL, OPT_AT},
     {"id", required_argument, NULL, OPT_ID},
     {"header", required_argument, NULL, OPT_HEADER},
+    {"json", no_argument, NULL, OPT_JSON},
     {NULL, 0, NULL, 0}};
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -95,6 +102,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
                 return KD_EXIT_OK;
         case OPT_ID:
                 a->task.id = arg;
+                return KD_EXIT_OK;
+        case OPT_JSON:
+                a->json = 1;
                 return KD_EXIT_OK;
         case OPT_HEADER: {
                 const char *eq = strchr(arg, '=');
@@ -210,6 +220,17 @@ int kd_ctl_schedule(int argc, char **argv)
                         fprintf(stderr, "%s: %s: %s\n", cli.prog,
                                 kdelay_err_str(err), errstr);
                         rc = kd_cli_exit_code(err);
+                } else if (a.json) {
+                        cJSON *o = cJSON_CreateObject();
+                        cJSON_AddStringToObject(o, "id", id);
+                        cJSON_AddStringToObject(o, "target", a.task.topic);
+                        if (a.task.fire_at_ms != KDELAY_TIME_UNSET)
+                                cJSON_AddNumberToObject(
+                                    o, "fire_at_ms", (double)a.task.fire_at_ms);
+                        else
+                                cJSON_AddNumberToObject(
+                                    o, "delay_ms", (double)a.task.delay_ms);
+                        kd_ctl_json_print(o);
                 } else {
                         printf("%s\n", id);
                 }

@@ -7,12 +7,14 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "kd_topics.h"
 
 static const char kd_topics_help[] =
     "Usage: kdelayctl topics create [--partitions N] [--replication-factor "
     "R]\n"
-    "       kdelayctl topics check\n"
+    "                               [--json]\n"
+    "       kdelayctl topics check [--json]\n"
     "\n"
     "create  creates every tier topic (<prefix>.tier.<tier>) and the dead-\n"
     "        letter topic (<prefix>.dead) that does not exist yet, with\n"
@@ -27,9 +29,12 @@ static const char kd_topics_help[] =
     "                          topics.partitions, 6)\n"
     "  --replication-factor R  replicas of new topics (default\n"
     "                          topics.replication_factor; -1 = broker's)\n"
+    "  --json                  one JSON object per topic and line: "
+    "{\"topic\",\n"
+    "                          \"state\", \"partitions\", \"ok\", \"note\"}\n"
     "\n";
 
-enum { OPT_PARTITIONS = 0x200, OPT_RF };
+enum { OPT_PARTITIONS = 0x200, OPT_RF, OPT_JSON };
 
 /* Indexes of the sub-verbs in kd_ctl_topics's list. */
 enum { TOPICS_CREATE, TOPICS_CHECK };
@@ -38,6 +43,7 @@ typedef struct topics_args {
         kd_cli_t *cli;
         int partitions;
         int rf;
+        int json;
 } topics_args_t;
 
 static int parse_int(kd_cli_t *cli, const char *opt, const char *arg, int min,
@@ -57,6 +63,10 @@ static int parse_int(kd_cli_t *cli, const char *opt, const char *arg, int min,
 static int on_opt(int opt, const char *arg, void *ctx)
 {
         topics_args_t *a = ctx;
+        if (opt == OPT_JSON) {
+                a->json = 1;
+                return KD_EXIT_OK;
+        }
         if (opt == OPT_PARTITIONS)
                 return parse_int(a->cli, "--partitions", arg, 1,
                                  &a->partitions);
@@ -91,7 +101,10 @@ int kd_ctl_topics(int argc, char **argv)
         static const struct option opts[] = {
             {"partitions", required_argument, NULL, OPT_PARTITIONS},
             {"replication-factor", required_argument, NULL, OPT_RF},
+            {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0}};
+        static const struct option check_opts[] = {
+            {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         topics_args_t a = {.cli = &cli};
         kd_topic_report_t reports[KD_TOPICS_MAX];
@@ -105,8 +118,9 @@ int kd_ctl_topics(int argc, char **argv)
         if (sub < 0)
                 return rc;
         int create = sub == TOPICS_CREATE;
-        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", create ? opts : NULL,
-                          on_opt, &a, kd_topics_help, &argi);
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
+                          create ? opts : check_opts, on_opt, &a,
+                          kd_topics_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[argi + 1]);
@@ -123,7 +137,21 @@ int kd_ctl_topics(int argc, char **argv)
         /* Without metadata the reports say nothing: print no table. */
         int known = !err || err == KDELAY_ERR_CONFIG ||
                     (create && err == KDELAY_ERR_KAFKA);
-        if (n > 0 && known) {
+        for (size_t i = 0; a.json && known && i < n; i++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "topic", reports[i].name);
+                cJSON_AddStringToObject(o, "state",
+                                        state_name(reports[i].state));
+                if (reports[i].partitions >= 0)
+                        cJSON_AddNumberToObject(o, "partitions",
+                                                reports[i].partitions);
+                else
+                        cJSON_AddNullToObject(o, "partitions");
+                cJSON_AddBoolToObject(o, "ok", reports[i].ok);
+                cJSON_AddStringToObject(o, "note", reports[i].problem);
+                kd_ctl_json_print(o);
+        }
+        if (n > 0 && known && !a.json) {
                 printf("%-32s %-8s %-10s %s\n", "TOPIC", "STATE", "PARTITIONS",
                        create ? "NOTE" : "CHECK");
                 for (size_t i = 0; i < n; i++) {

@@ -36,6 +36,8 @@ static void usage(FILE *out)
                         kd_verbs[i].summary);
         fprintf(out, "\n'kdelayctl VERB --help' describes a verb and the "
                      "common options.\n"
+                     "Every verb takes --json: JSON objects on stdout, one "
+                     "per line.\n"
                      "Exit codes: 0 ok, 1 error (audit: findings), 2 usage "
                      "error, 3 too late\n"
                      "(cancel, reschedule), 4 no pending task has that id "

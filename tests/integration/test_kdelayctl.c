@@ -239,6 +239,85 @@ static void test_db_migrate_then_version(void)
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "0"), 2);
 }
 
+/* How many lines of s are JSON objects; -1 when a non-empty line is not. */
+static int json_lines(const char *s)
+{
+        int n = 0;
+        for (const char *l = s; l && *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t len = nl ? (size_t)(nl - l) : strlen(l);
+                if (len) {
+                        char *line = strndup(l, len);
+                        cJSON *o = line ? cJSON_Parse(line) : NULL;
+                        int ok = cJSON_IsObject(o);
+                        cJSON_Delete(o);
+                        free(line);
+                        if (!ok)
+                                return -1;
+                        n++;
+                }
+                l = nl ? nl + 1 : l + len;
+        }
+        return n;
+}
+
+/* --json on every verb: each prints JSON objects only, one per line. */
+static void test_json_on_every_verb(void)
+{
+        char id[96];
+        static const struct {
+                const char *args[8];
+                int rc; /* its exit code here */
+        } runs[] = {
+            {{"db", "version", "--json"}, 0},
+            {{"db", "migrate", "--json"}, 0},
+            {{"db", "gc", "--json"}, 0},
+            {{"db", "grants", "--role", "admin", "--json"}, 0},
+            {{"topics", "check", "--json"}, 0},
+            {{"topics", "create", "--json"}, 0},
+            {{"tiers", "plan", "--json"}, 0},
+            {{"stats", "--json"}, 1}, /* no forwarder: no member */
+            {{"dead", "list", "--json"}, 0},
+        };
+        for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+                const char *const *a = runs[i].args;
+                int rc = ctl(a[0], a[1], a[2], a[3], a[4], a[5]);
+                int lines = json_lines(out);
+                if (rc != runs[i].rc || lines < 1)
+                        printf("\n  %s %s: exit %d, %d JSON lines: %s%s", a[0],
+                               a[1], rc, lines, out ? out : "", err ? err : "");
+                CU_ASSERT_EQUAL(rc, runs[i].rc);
+                CU_ASSERT(lines >= 1);
+        }
+        /* A task's life in JSON: schedule, status, reschedule, cancel. */
+        CU_ASSERT_EQUAL_FATAL(ctl("schedule", "--topic", "t.json", "--value",
+                                  "v", "--delay", "1h", "--json"),
+                              0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        cJSON *o = cJSON_Parse(out);
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, "id");
+        CU_ASSERT_FATAL(cJSON_IsString(j));
+        snprintf(id, sizeof(id), "%s", j->valuestring);
+        cJSON_Delete(o);
+        CU_ASSERT_EQUAL(ctl("status", id, "--json"), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_EQUAL(ctl("tasks", "list", "--json", "--limit", "0"), 0);
+        CU_ASSERT(json_lines(out) >= 1);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, id));
+        CU_ASSERT_EQUAL(ctl("reschedule", id, "--delay", "2h", "--json"), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        o = cJSON_Parse(out);
+        j = cJSON_GetObjectItemCaseSensitive(o, "new_id");
+        CU_ASSERT_FATAL(cJSON_IsString(j));
+        snprintf(id, sizeof(id), "%s", j->valuestring);
+        cJSON_Delete(o);
+        CU_ASSERT_EQUAL(ctl("cancel", id, "--json"), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\"CANCELLED\""));
+        CU_ASSERT_EQUAL(ctl("audit", "--json"), 0);
+        CU_ASSERT(json_lines(out) >= 1);
+}
+
 static void test_topics_create_then_check(void)
 {
         CU_ASSERT_EQUAL(ctl("topics", "check"), 1);
@@ -569,6 +648,7 @@ int main(void)
             KD_TEST(test_schedule_prints_id_and_writes_record),
             KD_TEST(test_cancel_and_status),
             KD_TEST(test_password_from_environment),
+            KD_TEST(test_json_on_every_verb),
             KD_TEST_END};
         int rc = kd_test_run("kdelayctl", cases, suite_init, suite_cleanup);
         free(out);
