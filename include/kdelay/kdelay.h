@@ -40,6 +40,9 @@ extern "C" {
 /* On a task made by kdelay_reschedule(): the id of the task it replaces.
  * Delivered with the task, like kdelay-id. */
 #define KDELAY_HDR_RESCHEDULED_FROM "kdelay-rescheduled-from"
+/* On a task `kdelayctl dead replay` scheduled again: the dead-lettered
+ * task's id. */
+#define KDELAY_HDR_REPLAY_OF "kdelay-replay-of"
 #define KDELAY_WIRE_VERSION         "1"
 
 /* A task id is 1..KDELAY_ID_MAX bytes of UTF-8. Generated ids are

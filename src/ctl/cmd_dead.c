@@ -1,5 +1,6 @@
-/* kdelayctl dead list: the dead-letter topic's records of a window, with
- * their reasons (kd_scan_dead). */
+/* kdelayctl dead list / replay: the dead-letter topic's records of a
+ * window, with their reasons (kd_scan_dead); replaying them
+ * (dead_replay.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "ctl.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
+#include "dead_replay.h"
 #include "kd_conf.h"
 #include "kd_util.h"
 #include "kd_wire.h"
@@ -20,6 +22,9 @@
 static const char kd_dead_help[] =
     "Usage: kdelayctl dead list [--reason R] [--since D] [--limit N]\n"
     "                           [--json] [--budget D]\n"
+    "       kdelayctl dead replay [--reason R] [--id ID]... [--since D]\n"
+    "                             [--at TIME | --now] [--dry-run] [--json]\n"
+    "                             [--budget D]\n"
     "\n"
     "The records of the dead-letter topic (<topic_prefix>.dead) appended\n"
     "in the last D, oldest first per partition: when each was\n"
@@ -38,10 +43,40 @@ static const char kd_dead_help[] =
     "  --budget D           stop reading after D (default 60s); an\n"
     "                       incomplete read is said on stderr, exit 1\n"
     "\n"
-    "Exit codes: 0, 1 error or incomplete, 2 usage error.\n"
+    "replay schedules the matching dead letters of the window again (with\n"
+    "their key, value and user headers, to their target) once the cause is\n"
+    "fixed: only reasons a user can fix (target-unavailable,\n"
+    "target-forbidden, tier-unavailable, too-large); a malformed record or\n"
+    "another reason is REFUSED with why. A replayed task gets the id\n"
+    "<id>~replay-<partition>-<offset> (its dead letter's place; a hash\n"
+    "when too long) and the header kdelay-replay-of: <id>, so replaying\n"
+    "the same dead letter again writes the same task, which fires once: a\n"
+    "second run SKIPs it (\"replayed before\"). A task whose own fate is\n"
+    "FIRED, FIRING or CANCELLED is SKIPPED. One line per dead letter: ID\n"
+    "REPLAYED|SKIPPED|REFUSED|ERROR [NEW_ID] [WHY], then the totals.\n"
+    "\n"
+    "  --id ID              only this task (repeatable, at most 64)\n"
+    "  --at TIME            due at TIME (default: now, --now)\n"
+    "  --dry-run            say what would be replayed, schedule nothing\n"
+    "  --since D            replay: the window (default 7d)\n"
+    "\n"
+    "Exit codes: 0, 1 error, incomplete, or (replay) something refused or\n"
+    "failed, 2 usage error.\n"
     "\n";
 
-enum { OPT_JSON = 0x200, OPT_REASON, OPT_SINCE, OPT_LIMIT, OPT_BUDGET };
+enum {
+        OPT_JSON = 0x200,
+        OPT_REASON,
+        OPT_SINCE,
+        OPT_LIMIT,
+        OPT_BUDGET,
+        OPT_ID,
+        OPT_AT,
+        OPT_NOW,
+        OPT_DRY_RUN
+};
+
+#define KD_REPLAY_IDS_MAX 64
 
 typedef struct dead_args {
         kd_cli_t *cli;
@@ -53,6 +88,13 @@ typedef struct dead_args {
         /* Results: */
         size_t shown;
         kd_ctl_reasons_t counts;
+        /* replay: */
+        const char *ids[KD_REPLAY_IDS_MAX]; /* borrowed from argv */
+        size_t id_cnt;
+        int64_t at_ms; /* KDELAY_TIME_UNSET: now */
+        int dry_run;
+        kd_replay_items_t items;
+        int oom;
 } dead_args_t;
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -87,6 +129,24 @@ static int on_opt(int opt, const char *arg, void *ctx)
                         return kd_cli_usage_error(
                             a->cli, "bad --budget \"%s\": a duration (30s)",
                             arg);
+                return KD_EXIT_OK;
+        case OPT_ID:
+                if (a->id_cnt == KD_REPLAY_IDS_MAX)
+                        return kd_cli_usage_error(a->cli, "at most %d --id",
+                                                  KD_REPLAY_IDS_MAX);
+                a->ids[a->id_cnt++] = arg;
+                return KD_EXIT_OK;
+        case OPT_AT:
+                if (kd_ctl_time_parse(arg, &a->at_ms))
+                        return kd_cli_usage_error(
+                            a->cli, "bad --at \"%s\": epoch ms or RFC 3339",
+                            arg);
+                return KD_EXIT_OK;
+        case OPT_NOW:
+                a->at_ms = KDELAY_TIME_UNSET;
+                return KD_EXIT_OK;
+        case OPT_DRY_RUN:
+                a->dry_run = 1;
                 return KD_EXIT_OK;
         default:
                 return KD_EXIT_USAGE;
@@ -164,6 +224,64 @@ static int on_record(const kd_scan_rec_t *r, void *opaque)
         return 0;
 }
 
+/* replay's scan: the matching dead letters, copied. */
+static int on_replay_record(const kd_scan_rec_t *r, void *opaque)
+{
+        dead_args_t *a = opaque;
+        char reason[40];
+        kd_ctl_dead_reason(r, reason, sizeof(reason));
+        if (a->reason && strcmp(a->reason, reason))
+                return 0;
+        if (a->id_cnt) {
+                int match = 0;
+                for (size_t i = 0; !match && i < a->id_cnt; i++)
+                        match = r->defect == KD_WIRE_OK &&
+                                strlen(a->ids[i]) == r->task.id_len &&
+                                !memcmp(a->ids[i], r->task.id, r->task.id_len);
+                if (!match)
+                        return 0;
+        }
+        if (kd_replay_items_add(&a->items, r, reason)) {
+                a->oom = 1;
+                return -1;
+        }
+        return 0;
+}
+
+static int run_replay(dead_args_t *a)
+{
+        char errstr[512];
+        kd_scan_progress_t prog;
+        kdelay_err_t err =
+            kd_scan_dead(a->cli->conf, kd_now_ms() - a->since_ms, &a->scan,
+                         on_replay_record, a, &prog, errstr, sizeof(errstr));
+        if (!err && !prog.complete)
+                err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, sizeof(errstr),
+                              "the dead-letter topic was not read to its end "
+                              "within --budget: nothing replayed");
+        kdelay_client_t *client = NULL;
+        int rc = KD_EXIT_OK;
+        if (err) {
+                fprintf(stderr, "%s: %s: %s\n", a->cli->prog,
+                        kdelay_err_str(err), errstr);
+                rc = kd_cli_exit_code(err);
+        } else if ((rc = kd_cli_client(a->cli, &client)) == KD_EXIT_OK) {
+                kd_replay_counts_t n;
+                int64_t at =
+                    a->at_ms == KDELAY_TIME_UNSET ? kd_now_ms() : a->at_ms;
+                kd_replay_run(client, &a->items, at, a->dry_run, a->json, &n);
+                kd_cli_log(a->cli, KDELAY_LOG_INFO,
+                           "event=dead_replayed matched=%zu replayed=%zu "
+                           "skipped=%zu refused=%zu errors=%zu dry_run=%d",
+                           a->items.cnt, n.replayed, n.skipped, n.refused,
+                           n.errors, a->dry_run);
+                rc = n.errors || n.refused ? KD_EXIT_ERROR : KD_EXIT_OK;
+        }
+        kdelay_client_destroy(client);
+        kd_replay_items_clear(&a->items);
+        return rc;
+}
+
 static void print_summary(const dead_args_t *a, int complete)
 {
         char w[32];
@@ -215,13 +333,23 @@ static int run(dead_args_t *a)
 
 int kd_ctl_dead(int argc, char **argv)
 {
-        static const char *const subs[] = {"list", NULL};
+        static const char *const subs[] = {"list", "replay", NULL};
         static const struct option opts[] = {
             {"json", no_argument, NULL, OPT_JSON},
             {"reason", required_argument, NULL, OPT_REASON},
             {"since", required_argument, NULL, OPT_SINCE},
             {"limit", required_argument, NULL, OPT_LIMIT},
             {"budget", required_argument, NULL, OPT_BUDGET},
+            {NULL, 0, NULL, 0}};
+        static const struct option replay_opts[] = {
+            {"json", no_argument, NULL, OPT_JSON},
+            {"reason", required_argument, NULL, OPT_REASON},
+            {"since", required_argument, NULL, OPT_SINCE},
+            {"budget", required_argument, NULL, OPT_BUDGET},
+            {"id", required_argument, NULL, OPT_ID},
+            {"at", required_argument, NULL, OPT_AT},
+            {"now", no_argument, NULL, OPT_NOW},
+            {"dry-run", no_argument, NULL, OPT_DRY_RUN},
             {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         int rc, argi;
@@ -235,19 +363,22 @@ int kd_ctl_dead(int argc, char **argv)
                 kd_cli_clear(&cli);
                 return KD_EXIT_ERROR;
         }
+        int replay = sub == 1;
         a->cli = &cli;
-        a->since_ms = 86400000LL;
+        a->since_ms = replay ? 7 * 86400000LL : 86400000LL;
+        a->at_ms = KDELAY_TIME_UNSET;
         a->limit = 100;
         a->scan.budget_ms = KD_CTL_SCAN_BUDGET_MS;
         a->scan.progress = kd_ctl_scan_progress;
         a->scan.opaque = &cli;
-        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", opts, on_opt, a,
-                          kd_dead_help, &argi);
+        rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
+                          replay ? replay_opts : opts, on_opt, a, kd_dead_help,
+                          &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[1 + argi]);
         if (rc == KD_EXIT_OK)
-                rc = run(a);
+                rc = replay ? run_replay(a) : run(a);
         free(a);
         kd_cli_clear(&cli);
         return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;

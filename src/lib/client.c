@@ -33,7 +33,8 @@ typedef struct kd_pending {
         kdelay_delivery_cb_t *cb; /* async: user callback */
         void *opaque;
         int is_async;
-        const char *from_id; /* borrowed: reschedule's link, or NULL */
+        const char *link_name; /* borrowed: from_id's header */
+        const char *from_id;   /* borrowed: reschedule's link, or NULL */
         char *id_out;        /* caller's buffer for the id, may be NULL */
         size_t id_out_size;
         atomic_int done; /* sync: set by the delivery callback */
@@ -207,8 +208,7 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                 return err;
         kd_strlcpy(p->id, rec.id, sizeof(p->id));
         if (p->from_id &&
-            rd_kafka_header_add(rec.hdrs, KDELAY_HDR_RESCHEDULED_FROM, -1,
-                                p->from_id, -1)) {
+            rd_kafka_header_add(rec.hdrs, p->link_name, -1, p->from_id, -1)) {
                 kd_record_clear(&rec);
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
@@ -238,17 +238,19 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size)
 {
-        return kd_client_schedule_from(c, task, NULL, id_out, id_out_size,
-                                       errstr, errstr_size);
+        return kd_client_schedule_from(c, task, NULL, NULL, id_out,
+                                       id_out_size, errstr, errstr_size);
 }
 
 kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
                                      const kdelay_task_t *task,
+                                     const char *link_name,
                                      const char *from_id, char *id_out,
                                      size_t id_out_size, char *errstr,
                                      size_t errstr_size)
 {
         kd_pending_t p = {.is_async = 0,
+                          .link_name = link_name,
                           .from_id = from_id,
                           .id_out = id_out,
                           .id_out_size = id_out_size};

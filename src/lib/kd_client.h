@@ -8,10 +8,12 @@
 /* The client's configuration. Borrowed from c. */
 const kdelay_conf_t *kd_client_conf(const kdelay_client_t *c);
 
-/* kdelay_schedule, the record carrying kdelay-rescheduled-from: from_id
- * (NULL: none). */
+/* kdelay_schedule, the record carrying the header link_name (a reserved
+ * kdelay-* name: KDELAY_HDR_RESCHEDULED_FROM, KDELAY_HDR_REPLAY_OF) with
+ * the value from_id (NULL: no such header). */
 kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
                                      const kdelay_task_t *task,
+                                     const char *link_name,
                                      const char *from_id, char *id_out,
                                      size_t id_out_size, char *errstr,
                                      size_t errstr_size);

@@ -1082,6 +1082,72 @@ static long count_rows(const char *where)
         return n;
 }
 
+/* Counts the lines of s that contain needle. */
+static int lines_with(const char *s, const char *needle)
+{
+        int n = 0;
+        for (const char *l = s; l && *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+                char line[1024];
+                snprintf(line, sizeof(line), "%.*s", (int)len, l);
+                n += strstr(line, needle) != NULL;
+                l += len;
+        }
+        return n;
+}
+
+/* kdelayctl dead replay: malformed dead letters are refused; once the
+ * missing target exists, the target-unavailable ones are scheduled again
+ * and delivered once each; a second replay schedules nothing. */
+static void replay_dead(const char *xp, int missing)
+{
+        char *out = NULL, *err = NULL;
+        char *refused[] = {
+            KDELAY_CTL, "dead",   "replay",    "--reason",
+            "bad-id",   "--json", "--brokers", (char *)it_brokers(),
+            "--mysql",  url,      "-X",        (char *)xp,
+            NULL};
+        CU_ASSERT_EQUAL(it_run(refused, NULL, &out, &err), 1);
+        int n_refused = lines_with(out, "\"REFUSED\"");
+        CU_ASSERT(n_refused > 0);
+        CU_ASSERT_EQUAL(lines_with(out, "\"REPLAYED\""), 0);
+        free(out);
+        free(err);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(missing_topic, 2), 0);
+        char *replay[] = {KDELAY_CTL,
+                          "dead",
+                          "replay",
+                          "--reason",
+                          "target-unavailable",
+                          "--brokers",
+                          (char *)it_brokers(),
+                          "--mysql",
+                          url,
+                          "-X",
+                          (char *)xp,
+                          NULL};
+        CU_ASSERT_EQUAL(it_run(replay, NULL, &out, &err), 0);
+        int replayed = lines_with(out, " REPLAYED ");
+        CU_ASSERT_EQUAL(replayed, missing);
+        free(out);
+        free(err);
+        const char *tl[] = {missing_topic, NULL};
+        size_t got = it_wait_records(tl, (size_t)missing, 30000);
+        CU_ASSERT_EQUAL(it_run(replay, NULL, &out, &err), 0);
+        int again = lines_with(out, " SKIPPED ");
+        CU_ASSERT_EQUAL(again, missing);
+        CU_ASSERT_EQUAL(lines_with(out, " REPLAYED "), 0);
+        free(out);
+        free(err);
+        size_t total = it_wait_records(tl, (size_t)missing + 1, 3000);
+        printf("\n  dead replay: refused %d malformed, replayed %d, delivered "
+               "%zu (%zu after a second replay, which skipped %d)",
+               n_refused, replayed, got, total, again);
+        CU_ASSERT_EQUAL(got, (size_t)missing);
+        CU_ASSERT_EQUAL(total, (size_t)missing);
+}
+
 static void test_hostile_input(void)
 {
         int64_t start = kd_mono_ms();
@@ -1175,6 +1241,7 @@ static void test_hostile_input(void)
         CU_ASSERT_EQUAL(lines, missing + 1); /* and the summary */
         free(out);
         free(err);
+        replay_dead(xp, missing);
         /* Nothing reached the topic allowed_targets forbids. */
         const char *fl[] = {forbidden_topic, NULL};
         CU_ASSERT_EQUAL(it_wait_records(fl, 1, 1000), 0);

@@ -1,0 +1,52 @@
+/* kdelayctl dead replay: dead-lettered tasks scheduled again, once. */
+#ifndef KD_DEAD_REPLAY_H
+#define KD_DEAD_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdelay/kdelay.h>
+
+#include "kd_scan.h"
+
+/* A dead letter to replay, copied out of the scan. */
+typedef struct kd_replay_item {
+        int valid; /* its kdelay headers decode: id and target are set */
+        char id[KDELAY_ID_MAX + 1];
+        char target[256];
+        char reason[40];
+        int32_t partition; /* in the dead-letter topic */
+        int64_t offset;
+        void *key; /* owned; NULL = null key */
+        size_t key_len;
+        void *value; /* owned; NULL = null value */
+        size_t value_len;
+        rd_kafka_headers_t *user_hdrs; /* owned: its non-kdelay headers */
+} kd_replay_item_t;
+
+typedef struct kd_replay_items {
+        kd_replay_item_t *v; /* owned */
+        size_t cnt, cap;
+} kd_replay_items_t;
+
+/* Copies the dead letter rec (its kdelay-dead-reason: reason) into r; -1
+ * when out of memory. */
+int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
+                        const char *reason);
+void kd_replay_items_clear(kd_replay_items_t *r);
+
+typedef struct kd_replay_counts {
+        size_t replayed; /* or would be, in a dry run */
+        size_t skipped;  /* decided otherwise, or replayed before */
+        size_t refused;  /* malformed, or a reason no replay fixes */
+        size_t errors;
+} kd_replay_counts_t;
+
+/* Replays each item of r through c, due at fire_at_ms: an answer per item
+ * on stdout (a line "ID RESULT [NEW_ID] [WHY]", or a JSON object), the
+ * totals in *counts. */
+int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
+                  int64_t fire_at_ms, int dry_run, int json,
+                  kd_replay_counts_t *counts);
+
+#endif
