@@ -15,6 +15,7 @@ PACKAGES=(
     libmicrohttpd-dev libsystemd-dev
     # tests and tooling (promtool: the prometheus package; systemd-analyze)
     libcunit1-dev clang-format valgrind prometheus systemd
+    python3-yaml
     # local stack (stack.sh)
     mariadb-server mariadb-client openjdk-17-jre-headless maven kafkacat curl
 )

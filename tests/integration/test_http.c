@@ -152,6 +152,48 @@ static double num(const cJSON *o, const char *path1, const char *path2)
         return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* How many kdelay_forwarder_* names the file at path uses that scrape
+ * lacks (histograms by their base name); each one printed. -1 when the
+ * file cannot be read. */
+static int names_missing(const char *path, const char *scrape)
+{
+        static const char stem[] = "kdelay_forwarder_";
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+                return -1;
+        char text[65536];
+        size_t n = fread(text, 1, sizeof(text) - 1, fp);
+        fclose(fp);
+        text[n] = '\0';
+        int missing = 0;
+        for (const char *p = strstr(text, stem); p; p = strstr(p + 1, stem)) {
+                char name[128];
+                size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+                if (len >= sizeof(name))
+                        continue;
+                memcpy(name, p, len);
+                name[len] = '\0';
+                static const char *const sfx[] = {"_bucket", "_sum", "_count"};
+                for (size_t i = 0; i < 3; i++) {
+                        size_t sl = strlen(sfx[i]);
+                        if (len > sl && !strcmp(name + len - sl, sfx[i]))
+                                name[len - sl] = '\0';
+                }
+                char with_space[140], with_brace[140], with_bucket[140];
+                snprintf(with_space, sizeof(with_space), "\n%s ", name);
+                snprintf(with_brace, sizeof(with_brace), "\n%s{", name);
+                snprintf(with_bucket, sizeof(with_bucket), "\n%s_bucket{",
+                         name);
+                if (!strstr(scrape, with_space) &&
+                    !strstr(scrape, with_brace) &&
+                    !strstr(scrape, with_bucket)) {
+                        printf("\n  %s uses %s, not in a scrape", path, name);
+                        missing++;
+                }
+        }
+        return missing;
+}
+
 /* promtool check metrics on a scrape: 0 when clean. */
 static int promtool_clean(unsigned port)
 {
@@ -285,6 +327,16 @@ static void test_metrics_health_and_readiness(void)
                         break;
                 it_sleep_until(kd_now_ms() + 250);
         }
+        /* The dashboard and the alert rules use only exported names. */
+        CU_ASSERT_EQUAL(
+            names_missing(KDELAY_SOURCE_DIR
+                          "/deploy/observability/kdelay-dashboard.json",
+                          scrape ? scrape : ""),
+            0);
+        CU_ASSERT_EQUAL(names_missing(KDELAY_SOURCE_DIR
+                                      "/deploy/observability/kdelay-alerts.yml",
+                                      scrape ? scrape : ""),
+                        0);
         free(scrape);
         printf("\n  claim batches %.0f for %d tasks; tier.1s/0 lag %.0f, "
                "overdue head %.3f s",
