@@ -64,6 +64,7 @@ ksec_check_scram() {
 # The CA, the broker's and the clients' certificates, the SCRAM passwords
 # and the clients' property files (what is missing of them).
 ksec_make() {
+    [[ ! -f $KAFKA_DATA/meta.properties ]] || ksec_check_data
     ksec_on || return 0
     ksec_check_scram
     local openssl p

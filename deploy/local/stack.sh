@@ -648,7 +648,6 @@ kafka_prepare() {
         [[ $have_version == "$(kafka_version)" ]] ||
             die "$KAFKA_DATA holds the data of Kafka $have_version, not $(kafka_version): 'stack.sh down --purge' first, or use another --stack-dir"
     fi
-    [[ ! -f $KAFKA_DATA/meta.properties ]] || ksec_check_data
     if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
         local id
         local -a scram

@@ -11,9 +11,10 @@
  *   drops one cancelled (kdelayctl cancel needs no Kafka), in both
  *   delivery modes, and logs no authorization failure;
  * - an administrator that is no super user (User:producer again, on a
- *   prefix of its own) is refused `topics create` without ACLs, and runs
- *   `topics create` with Create and Describe and `topics check` with
- *   Describe and DescribeConfigs on the prefix.
+ *   prefix of its own) is refused `topics create` without ACLs; with
+ *   Create, Describe, DescribeConfigs, Read and Write on the prefix and
+ *   Describe on the group it runs topics create and check, schedule,
+ *   tasks list, reschedule, audit and stats.
  *
  * Other helpers (it_create_topic, it_tiers_create, it_wait_records)
  * connect as the admin, through $KDELAY_CLIENT_CONFIG. On a plaintext
@@ -244,26 +245,54 @@ static void test_exactly_once(void)
         run_flow("exactly_once");
 }
 
-/* Topic administration by a principal that is no super user. */
-static void test_topics_admin(void)
+/* kdelayctl's Kafka verbs by an administrator that is no super user
+ * (User:producer, on a prefix of its own): topics create and check, tasks
+ * list, reschedule, audit and stats with the ACLs of docs/security.md. */
+static void test_admin(void)
 {
-        char prefix[40], topics[64];
+        char prefix[40], topics[64], group[64], target[96], id[80];
         it_unique(prefix, sizeof(prefix), "itacla");
         snprintf(topics, sizeof(topics), "%s.", prefix);
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(target, sizeof(target), "%s.target", prefix);
+        snprintf(id, sizeof(id), "%s-task", prefix);
+        const char *url = it_mysql_url();
+        char gx[96];
+        snprintf(gx, sizeof(gx), "forwarder.group_id=%s", group);
         char **p = props_of("producer");
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        CU_ASSERT_EQUAL(CTL(p, it_mysql_url(), prefix, "topics", "create"), 1);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "topics", "create"), 1);
         CU_ASSERT(has(out, "Authorization failed"));
         CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal", "User:producer",
                                   "--operation", "Create", "--operation",
                                   "Describe", "--operation", "DescribeConfigs",
+                                  "--operation", "Read", "--operation", "Write",
                                   "--topic", topics, "--resource-pattern-type",
                                   "prefixed"),
                               0);
-        CU_ASSERT_EQUAL(CTL(p, it_mysql_url(), prefix, "topics", "create",
-                            "--partitions", "1"),
+        CU_ASSERT_EQUAL(
+            CTL(p, url, prefix, "topics", "create", "--partitions", "1"), 0);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "topics", "check"), 0);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "schedule", "--topic", target,
+                            "--value", "v", "--delay", "1h", "--id", id),
                         0);
-        CU_ASSERT_EQUAL(CTL(p, it_mysql_url(), prefix, "topics", "check"), 0);
+        /* Without Describe on the group, tasks list fails after 10 s with
+         * "committed offsets of the tier topics: Local: Timed out"
+         * (docs/security.md); not waited for here. */
+        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal", "User:producer",
+                                  "--operation", "Describe", "--group", group),
+                              0);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "tasks", "list", "-X", gx), 0);
+        CU_ASSERT(has(out, id));
+        CU_ASSERT_EQUAL(
+            CTL(p, url, prefix, "reschedule", "--delay", "2h", id, "-X", gx),
+            0);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "audit", "-X", gx), 0);
+        CU_ASSERT(has(out, "summary"));
+        /* stats: exit 1 for a group without members, but no denial. */
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "stats", "-X", gx), 1);
+        CU_ASSERT(has(out, "PENDING"));
+        CU_ASSERT(!has(err, "authorization"));
         it_props_free(p);
 }
 
@@ -287,7 +316,7 @@ int main(void)
                tls_dir);
         static const kd_test_case_t cases[] = {
             KD_TEST(test_at_least_once), KD_TEST(test_exactly_once),
-            KD_TEST(test_topics_admin), KD_TEST_END};
+            KD_TEST(test_admin), KD_TEST_END};
         int rc = kd_test_run("kafka_acl", cases, it_env_init, NULL);
         free(out);
         free(err);
