@@ -6,11 +6,15 @@
 # builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
 # every test on both broker lines, each build once), the torture tool's
 # fast profile in both delivery modes (plain build; at_least_once on 4.x,
-# exactly_once on 3.9.x), checks formatting, and stops the stacks.
+# exactly_once on 3.9.x), checks formatting, and stops the stacks. Then
+# two small secured stacks (stack.sh --security: SASL_SSL on Kafka 3.9.x,
+# mTLS on the default Kafka) run test_kafka_acl (Kafka ACLs), one after
+# the other, about 3 minutes.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
 #   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
+#   KDELAY_TEST_SKIP_SECURITY=1 scripts/test.sh  # without the secured stacks
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,23 +30,31 @@ deploy/local/deps.sh
 # the default Kafka (deploy/local/kafka/pom.xml), stack "old" the oldest
 # supported line.
 old_kafka=${KDELAY_TEST_OLD_KAFKA:-3.9.1}
-unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION
+unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_CLIENT_CONFIG
 declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
-                      [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old")
-declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192)
-declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406)
-declare -A kafka_version=([new]="" [old]="$old_kafka")
+                      [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old"
+                      [sasl]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-sasl"
+                      [mtls]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-mtls")
+declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192
+                       [sasl]=29592 [mtls]=29692)
+declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406
+                       [sasl]=23506 [mtls]=23606)
+# SCRAM needs Kafka 3.9 with librdkafka older than 2.6.1 (docs/security.md)
+declare -A kafka_version=([new]="" [old]="$old_kafka" [sasl]="$old_kafka" [mtls]="")
+# Kafka's security (stack.sh --security): only the two ACL stacks.
+declare -A kafka_security=([new]=none [old]=none [sasl]=sasl_ssl [mtls]=mtls)
 # The old stack's MariaDB serves TLS only (require_secure_transport), so
 # the sanitizer pass and the exactly_once torture reach MySQL as
 # production should: VERIFY_IDENTITY against the stack's private CA.
-declare -A mysql_tls=([new]=off [old]=on)
+declare -A mysql_tls=([new]=off [old]=on [sasl]=off [mtls]=off)
 # Points stack.sh, the tests and the torture tool at stack $1.
 use_stack() {
   export KDELAY_STACK_DIR=${stack_dir[$1]}
   export KDELAY_KAFKA_PORT=${kafka_port[$1]}
   export KDELAY_MYSQL_PORT=${mysql_port[$1]}
   export KDELAY_MYSQL_TLS=${mysql_tls[$1]}
-  unset KDELAY_MYSQL_CA
+  export KDELAY_KAFKA_SECURITY=${kafka_security[$1]}
+  unset KDELAY_MYSQL_CA KDELAY_CLIENT_CONFIG
   if [ -n "${kafka_version[$1]}" ]; then
     export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
   else
@@ -50,8 +62,9 @@ use_stack() {
   fi
   if [ -f "$KDELAY_STACK_DIR/stack.conf" ]; then
     eval "$(deploy/local/stack.sh env)"
-    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION
+    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION KDELAY_KAFKA_SECURITY
     [ -z "${KDELAY_MYSQL_CA:-}" ] || export KDELAY_MYSQL_CA
+    [ -z "${KDELAY_CLIENT_CONFIG:-}" ] || export KDELAY_CLIENT_CONFIG
   fi
 }
 
@@ -59,7 +72,7 @@ declare -A stack_pid=()
 cleanup() {
   local rc=$? s
   for s in "${!stack_pid[@]}"; do wait "${stack_pid[$s]}" 2>/dev/null || true; done
-  for s in new old; do
+  for s in new old sasl mtls; do
     (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
   done
   log event=done rc=$rc seconds=$(( $(date +%s) - start ))
@@ -143,6 +156,38 @@ fi
 if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
   use_stack old
   run_ctest build/asan -LE bench
+fi
+
+# Kafka ACLs (test_kafka_acl, plain build) on two small secured stacks,
+# started only now so that they never compete with the suite: SASL_SSL
+# (SCRAM-SHA-512) on Kafka 3.9.x, mTLS on the default Kafka. The two
+# stacks above go first, to free their memory.
+if [ -z "${KDELAY_TEST_SKIP_SECURITY:-}" ]; then
+  for s in new old; do (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true; done
+  for s in sasl mtls; do
+    log event=stack_up stack="$s" dir="${stack_dir[$s]}" log="build/stack-up-$s.log"
+    (use_stack "$s"; exec deploy/local/stack.sh up) >"build/stack-up-$s.log" 2>&1 &
+    stack_pid[$s]=$!
+  done
+  for s in sasl mtls; do
+    if ! wait "${stack_pid[$s]}"; then
+      unset "stack_pid[$s]"
+      cat "build/stack-up-$s.log" >&2
+      log event=stack_failed stack="$s"
+      exit 1
+    fi
+    unset "stack_pid[$s]"
+  done
+  for s in sasl mtls; do
+    use_stack "$s"
+    log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" security="$KDELAY_KAFKA_SECURITY" \
+      brokers="$KDELAY_BROKERS"
+    run_ctest build/test -R '^test_kafka_acl$'
+    # ctest counts an exit 77 (no secured stack seen) as skipped: not here
+    grep -q "^test_kafka_acl: $KDELAY_KAFKA_SECURITY, " build/test/Testing/Temporary/LastTest.log ||
+      { log event=failed what=test_kafka_acl stack="$s" why=skipped; exit 1; }
+    deploy/local/stack.sh down --purge >&2
+  done
 fi
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

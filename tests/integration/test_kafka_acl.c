@@ -256,7 +256,9 @@ static void test_admin(void)
         snprintf(group, sizeof(group), "%s-group", prefix);
         snprintf(target, sizeof(target), "%s.target", prefix);
         snprintf(id, sizeof(id), "%s-task", prefix);
-        const char *url = it_mysql_url();
+        char db[64], url[1024];
+        it_unique(db, sizeof(db), "kdit_acla");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
         char gx[96];
         snprintf(gx, sizeof(gx), "forwarder.group_id=%s", group);
         char **p = props_of("producer");
@@ -294,6 +296,7 @@ static void test_admin(void)
         CU_ASSERT(has(out, "PENDING"));
         CU_ASSERT(!has(err, "authorization"));
         it_props_free(p);
+        it_db_drop(db);
 }
 
 int main(void)
