@@ -85,6 +85,8 @@ Options (an option overrides its environment variable):
                       librdkafka properties (name=value lines; the others'
                       are kafka-tls/client-<principal>.properties). A stack
                       dir keeps its mode ('down --purge' to change it).
+                      sasl_ssl needs Kafka 3.9.x while kcat's librdkafka is
+                      older than 2.6.1 (docs/security.md).
   -h, --help          show this help
 
 Ports and the external URL given to a starting verb are remembered in
