@@ -4,7 +4,8 @@
  *
  * - the producer (kdelayctl schedule as User:producer) without an ACL is
  *   refused with "Topic authorization failed" (exit 1); with Write and
- *   Describe on the prefix's tier topics it schedules;
+ *   Describe on the prefix's tier topics it schedules; a forwarder
+ *   without ACLs exits 1 at start (producer_fatal, why=denied);
  * - a forwarder as User:forwarder (group Read; tier topics Read, Write,
  *   Describe; dead-letter and target topics Write, Describe; exactly_once
  *   also TransactionalId Write, Describe on "<group>-") fires one task and
@@ -144,6 +145,22 @@ static void run_flow(const char *delivery)
                         1);
         CU_ASSERT(has(err, "Topic authorization failed"));
         printf("  producer without ACLs: %s", err ? err : "(nothing)\n");
+
+        /* So is a forwarder: its idempotent producer gets no producer id
+         * (CLUSTER_AUTHORIZATION_FAILED without Write on any topic). */
+        if (!strcmp(delivery, "at_least_once")) {
+                const char *bare[24];
+                int nb = 0;
+                for (int i = 0; forwarder[i] && nb < 20; i++)
+                        bare[nb++] = forwarder[i];
+                bare[nb] = NULL;
+                it_fwd_t d = {.instance = "fwDenied", .pid = -1};
+                CU_ASSERT_EQUAL_FATAL(it_fwd_start(&d, KDELAY_FORWARDER, prefix,
+                                                   group, url, bare),
+                                      0);
+                CU_ASSERT_EQUAL(it_wait_pid(d.pid, 30000), 1);
+                CU_ASSERT_EQUAL(it_log_count(d.log, "why=denied"), 1);
+        }
 
         /* The ACLs of docs/security.md. */
         CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal", "User:producer",
