@@ -9,12 +9,15 @@
 # exactly_once on 3.9.x), checks formatting, and stops the stacks. A third
 # stack, three Kafka 4.x nodes, starts after the plain build's ctest for
 # test_broker_failover alone (a node killed under a forwarder) and stops
-# right after it.
+# right after it. Then two small secured stacks (stack.sh --security:
+# SASL_SSL on Kafka 3.9.x, mTLS on the default Kafka) run test_kafka_acl
+# (Kafka ACLs), one after the other, about 3 minutes.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
 #   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
 #   KDELAY_TEST_SKIP_NODES3=1 scripts/test.sh    # without the 3-node stack
+#   KDELAY_TEST_SKIP_SECURITY=1 scripts/test.sh  # without the secured stacks
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,26 +34,34 @@ deploy/local/deps.sh
 # supported line; stack "3n" is three nodes of the default Kafka (nodes on
 # 29292, 29294, 29296, their controllers on the ports after them).
 old_kafka=${KDELAY_TEST_OLD_KAFKA:-3.9.1}
-unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_KAFKA_NODES
+unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_KAFKA_NODES KDELAY_CLIENT_CONFIG
 declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
                       [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old"
-                      [3n]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-3n")
-declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192 [3n]=29292)
-declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406 [3n]=23506)
-declare -A kafka_version=([new]="" [old]="$old_kafka" [3n]="")
-declare -A kafka_nodes=([new]=1 [old]=1 [3n]=3)
+                      [3n]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-3n"
+                      [sasl]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-sasl"
+                      [mtls]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-mtls")
+declare -A kafka_port=([new]="${KDELAY_TEST_KAFKA_PORT:-29092}" [old]=29192 [3n]=29292
+                       [sasl]=29592 [mtls]=29692)
+declare -A mysql_port=([new]="${KDELAY_TEST_MYSQL_PORT:-23306}" [old]=23406 [3n]=23506
+                       [sasl]=23706 [mtls]=23806)
+# SCRAM needs Kafka 3.9 with librdkafka older than 2.6.1 (docs/security.md)
+declare -A kafka_version=([new]="" [old]="$old_kafka" [3n]="" [sasl]="$old_kafka" [mtls]="")
+declare -A kafka_nodes=([new]=1 [old]=1 [3n]=3 [sasl]=1 [mtls]=1)
+# Kafka's security (stack.sh --security): only the two ACL stacks.
+declare -A kafka_security=([new]=none [old]=none [3n]=none [sasl]=sasl_ssl [mtls]=mtls)
 # The old stack's MariaDB serves TLS only (require_secure_transport), so
 # the sanitizer pass and the exactly_once torture reach MySQL as
 # production should: VERIFY_IDENTITY against the stack's private CA.
-declare -A mysql_tls=([new]=off [old]=on [3n]=off)
+declare -A mysql_tls=([new]=off [old]=on [3n]=off [sasl]=off [mtls]=off)
 # Points stack.sh, the tests and the torture tool at stack $1.
 use_stack() {
   export KDELAY_STACK_DIR=${stack_dir[$1]}
   export KDELAY_KAFKA_PORT=${kafka_port[$1]}
   export KDELAY_MYSQL_PORT=${mysql_port[$1]}
   export KDELAY_MYSQL_TLS=${mysql_tls[$1]}
-  unset KDELAY_MYSQL_CA
   export KDELAY_KAFKA_NODES=${kafka_nodes[$1]}
+  export KDELAY_KAFKA_SECURITY=${kafka_security[$1]}
+  unset KDELAY_MYSQL_CA KDELAY_CLIENT_CONFIG
   if [ -n "${kafka_version[$1]}" ]; then
     export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
   else
@@ -58,8 +69,9 @@ use_stack() {
   fi
   if [ -f "$KDELAY_STACK_DIR/stack.conf" ]; then
     eval "$(deploy/local/stack.sh env)"
-    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION
+    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION KDELAY_KAFKA_SECURITY
     [ -z "${KDELAY_MYSQL_CA:-}" ] || export KDELAY_MYSQL_CA
+    [ -z "${KDELAY_CLIENT_CONFIG:-}" ] || export KDELAY_CLIENT_CONFIG
   fi
 }
 
@@ -67,7 +79,7 @@ declare -A stack_pid=()
 cleanup() {
   local rc=$? s
   for s in "${!stack_pid[@]}"; do wait "${stack_pid[$s]}" 2>/dev/null || true; done
-  for s in new old 3n; do
+  for s in new old 3n sasl mtls; do
     (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
   done
   log event=done rc=$rc seconds=$(( $(date +%s) - start ))
@@ -178,10 +190,40 @@ if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
 fi
 run_nodes3
 
+# Kafka ACLs (test_kafka_acl, plain build) on two small secured stacks:
+# SASL_SSL (SCRAM-SHA-512) on Kafka 3.9.x, mTLS on the default Kafka.
+# Stack "new" is done with by now: it goes, and the two start in the
+# background (nice) while the sanitizer pass runs on stack "old".
+secured=""
+if [ -z "${KDELAY_TEST_SKIP_SECURITY:-}" ]; then
+  secured=1
+  (use_stack new; deploy/local/stack.sh down --purge >&2) || true
+  for s in sasl mtls; do
+    log event=stack_up stack="$s" dir="${stack_dir[$s]}" log="build/stack-up-$s.log"
+    (use_stack "$s"; exec nice -n 10 deploy/local/stack.sh up) >"build/stack-up-$s.log" 2>&1 &
+    stack_pid[$s]=$!
+  done
+fi
+
 # The benchmark's small profile (label bench) only in the plain build.
 if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
   use_stack old
   run_ctest build/asan -LE bench
+fi
+
+if [ -n "$secured" ]; then
+  (use_stack old; deploy/local/stack.sh down --purge >&2) || true
+  for s in sasl mtls; do
+    stack_wait "$s"
+    use_stack "$s"
+    log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" security="$KDELAY_KAFKA_SECURITY" \
+      brokers="$KDELAY_BROKERS"
+    run_ctest build/test -R '^test_kafka_acl$'
+    # ctest counts an exit 77 (no secured stack seen) as skipped: not here
+    grep -q "^test_kafka_acl: $KDELAY_KAFKA_SECURITY, " build/test/Testing/Temporary/LastTest.log ||
+      { log event=failed what=test_kafka_acl stack="$s" why=skipped; exit 1; }
+    deploy/local/stack.sh down --purge >&2
+  done
 fi
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

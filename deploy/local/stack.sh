@@ -36,8 +36,9 @@ Verbs:
   status        show what is running; exit 0 if everything answers, 3 if not
   env           print shell-eval-able settings for the tests:
                   KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR,
-                  KDELAY_KAFKA_VERSION, KDELAY_KAFKA_NODES (and KDELAY_MYSQL_CA
-                  with --mysql-tls on)
+                  KDELAY_KAFKA_VERSION, KDELAY_KAFKA_NODES, KDELAY_KAFKA_SECURITY
+                  (and KDELAY_MYSQL_CA with --mysql-tls on, KDELAY_CLIENT_CONFIG
+                  when secured)
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   node-stop I   stop Kafka node I (0..N-1) of a multi-node stack (keeps its
@@ -57,6 +58,10 @@ Verbs:
   topic NAME    create topic NAME if it does not exist (a target topic for
                 tasks; Kafka here does not auto-create topics)
                   --partitions N  (default 3)
+  acl ARGS...   secured stacks: run Kafka's AclCommand (kafka-acls) as the
+                admin with ARGS (everything after 'acl'), e.g.
+                  acl --add --allow-principal User:producer --operation Write
+                      --topic kdelay.tier. --resource-pattern-type prefixed
 
 Options (an option overrides its environment variable):
   --stack-dir DIR     KDELAY_STACK_DIR          state dir (default <repo>/.stack)
@@ -86,6 +91,18 @@ Options (an option overrides its environment variable):
                       private CA made with openssl in <stack-dir>/tls/; 'env'
                       then gives a URL with ssl-mode=VERIFY_IDENTITY and the
                       CA, and KDELAY_MYSQL_CA (default off)
+  --security MODE     KDELAY_KAFKA_SECURITY     none (default: PLAINTEXT, no ACLs),
+                      sasl_ssl (SCRAM-SHA-512 over TLS) or mtls (TLS client
+                      certificates): a private CA and certificates in
+                      <stack-dir>/kafka-tls/, principals User:admin (super
+                      user), User:forwarder, User:producer, the
+                      StandardAuthorizer with allow.everyone.if.no.acl.found=
+                      false; 'env' adds KDELAY_CLIENT_CONFIG, the admin's
+                      librdkafka properties (name=value lines; the others'
+                      are kafka-tls/client-<principal>.properties). A stack
+                      dir keeps its mode ('down --purge' to change it).
+                      sasl_ssl needs Kafka 3.9.x while kcat's librdkafka is
+                      older than 2.6.1 (docs/security.md).
   -h, --help          show this help
 
 Ports, version, node count and the external URL given to a starting verb are
@@ -122,12 +139,18 @@ cli_mysql_port=""
 cli_mysql_url=""
 cli_mysql_url_set=0
 cli_mysql_tls=""
+cli_security=""
+acl_args=()
 topic_name=""
 opt_partitions=3
 
 need_arg() { (($# >= 2)) || die "option $1 needs an argument"; }
 
 while (($#)); do
+    if [[ $verb == acl ]]; then # the rest is AclCommand's
+        acl_args=("$@")
+        break
+    fi
     case $1 in
         -h | --help) usage; exit 0 ;;
         --purge) opt_purge=1; shift ;;
@@ -147,6 +170,8 @@ while (($#)); do
         --mysql-url=*) cli_mysql_url=${1#*=}; cli_mysql_url_set=1; shift ;;
         --mysql-tls) need_arg "$@"; cli_mysql_tls=$2; shift 2 ;;
         --mysql-tls=*) cli_mysql_tls=${1#*=}; shift ;;
+        --security) need_arg "$@"; cli_security=$2; shift 2 ;;
+        --security=*) cli_security=${1#*=}; shift ;;
         -*) die "unknown option: $1 (see --help)" ;;
         *)
             if [[ -z $verb ]]; then
@@ -164,6 +189,7 @@ done
 case $verb in
     up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
     topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
+    acl) ((${#acl_args[@]})) || die "acl needs AclCommand's arguments (e.g. --list)" ;;
     mysql-readonly) [[ $topic_name == on || $topic_name == off ]] || die "mysql-readonly needs on or off" ;;
     node-start | node-stop) [[ $topic_name =~ ^[0-9]+$ ]] || die "$verb needs a node number I (0..N-1)" ;;
     "") usage >&2; die "missing verb" ;;
@@ -186,6 +212,7 @@ SAVED_KAFKA_NODES=""
 SAVED_MYSQL_PORT=""
 SAVED_MYSQL_URL_EXTERNAL=""
 SAVED_MYSQL_TLS=""
+SAVED_KAFKA_SECURITY=""
 if [[ -f $CONF ]]; then
     # shellcheck source=/dev/null
     source "$CONF"
@@ -210,6 +237,11 @@ fi
 
 MYSQL_TLS=${cli_mysql_tls:-${KDELAY_MYSQL_TLS:-${SAVED_MYSQL_TLS:-off}}}
 [[ $MYSQL_TLS == on || $MYSQL_TLS == off ]] || die "--mysql-tls must be on or off (got '$MYSQL_TLS')"
+
+KAFKA_SECURITY=${cli_security:-${KDELAY_KAFKA_SECURITY:-${SAVED_KAFKA_SECURITY:-none}}}
+# kafka-security.sh configures one node's listeners and certificates.
+[[ $KAFKA_SECURITY == none || $KAFKA_NODES == 1 ]] ||
+    die "--security $KAFKA_SECURITY runs on one Kafka node only (not --nodes $KAFKA_NODES)"
 
 check_port() { # name value
     if ! [[ $2 =~ ^[0-9]+$ ]] || (($2 < 1024 || $2 > 65534)); then
@@ -279,6 +311,11 @@ MYSQL_ERRLOG=$MYSQL_DIR/error.log
 MYSQL_INSTALLED=$MYSQL_DIR/.installed
 
 POM=$SCRIPT_DIR/kafka/pom.xml
+
+# --security sasl_ssl|mtls: certificates, principals, broker settings, acl
+# shellcheck source=deploy/local/kafka-security.sh
+source "$SCRIPT_DIR/kafka-security.sh"
+ksec_check_mode
 
 # ---------------------------------------------------------------- helpers
 find_cmd() { # prints the first of the given commands found (also in sbin)
@@ -444,6 +481,7 @@ save_conf() {
         printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
         printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
         printf 'SAVED_MYSQL_TLS=%q\n' "$MYSQL_TLS"
+        printf 'SAVED_KAFKA_SECURITY=%q\n' "$KAFKA_SECURITY"
     } >"$tmp"
     umask "$old_umask"
     mv -f "$tmp" "$CONF"
@@ -476,7 +514,9 @@ find_kcat() {
 kafka_answers() {
     local out
     find_kcat
-    out=$("$KCAT" -L -b "${1:-$BROKERS}" -m 2 2>/dev/null) || return 1
+    local -a sec
+    mapfile -t sec < <(ksec_kcat_args)
+    out=$("$KCAT" "${sec[@]}" -L -b "${1:-$BROKERS}" -m 2 2>/dev/null) || return 1
     [[ $out =~ [[:space:]]([1-9][0-9]*)\ brokers: ]] || return 1
     ((BASH_REMATCH[1] >= KAFKA_NODES))
 }
@@ -486,7 +526,9 @@ kafka_answers() {
 kafka_not_in_isr() {
     local out
     find_kcat
-    out=$("$KCAT" -L -b "$1" -m 2 2>/dev/null) || return 1
+    local -a sec
+    mapfile -t sec < <(ksec_kcat_args)
+    out=$("$KCAT" "${sec[@]}" -L -b "$1" -m 2 2>/dev/null) || return 1
     # lines like "    partition 0, leader 1, replicas: 1,2,3, isrs: 1,2,3"
     awk -v id="$2" '
         / replicas: / {
@@ -582,6 +624,8 @@ log.segment.bytes=268435456
 # small heap (-Xmx512m): keep the log cleaner buffer small
 log.cleaner.dedupe.buffer.size=16777216
 EOF
+    ksec_broker_props >>"$KAFKA_PROPS"
+    chmod 600 "$KAFKA_PROPS" # secured: the broker's SCRAM password
 
     write_log4j_tools
     write_log4j2_broker
@@ -698,6 +742,7 @@ kafka_prepare() {
     need_cmd JAVA "java (package openjdk-17-jre-headless)" "${JAVA_HOME:+$JAVA_HOME/bin/}java"
     find_kcat
     ensure_kafka_jars
+    ksec_make
     write_kafka_config
     local have_version
     if [[ -f $KAFKA_DATA/meta.properties && -f $KAFKA_DATA/.kdelay-kafka-version ]]; then
@@ -707,6 +752,8 @@ kafka_prepare() {
     fi
     if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
         local id
+        local -a scram
+        mapfile -t scram < <(ksec_format_args)
         if ((KAFKA_NODES == 1)); then
             id=$(gen_cluster_id)
         else # the nodes of one cluster share its id
@@ -715,11 +762,12 @@ kafka_prepare() {
         fi
         log "formatting $NODE_NAME storage in $KAFKA_DATA (cluster id $id)"
         if ! "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
-            kafka.tools.StorageTool format -t "$id" -c "$KAFKA_PROPS" >"$KAFKA_DIR/format.log" 2>&1; then
+            kafka.tools.StorageTool format -t "$id" -c "$KAFKA_PROPS" "${scram[@]}" >"$KAFKA_DIR/format.log" 2>&1; then
             show_log_tail "$KAFKA_DIR/format.log" "$KAFKA_LOG"
             die "formatting Kafka storage failed"
         fi
         kafka_version >"$KAFKA_DATA/.kdelay-kafka-version"
+        ksec_formatted
     fi
 }
 
@@ -1211,6 +1259,7 @@ cmd_env() {
     if [[ -z $MYSQL_URL_EXTERNAL && $MYSQL_TLS == on ]]; then
         printf 'KDELAY_MYSQL_CA=%q\n' "$TLS_DIR/ca.pem"
     fi
+    ksec_env
 }
 
 cmd_topic() {
@@ -1218,8 +1267,10 @@ cmd_topic() {
     need_cmd JAVA "java (package openjdk-17-jre-headless)" "${JAVA_HOME:+$JAVA_HOME/bin/}java"
     ensure_kafka_jars
     write_log4j_tools
+    local -a sec
+    mapfile -t sec < <(ksec_java_args)
     "$JAVA" -cp "$KAFKA_LIBS/*" "$(log4j_opt tools)" \
-        org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" \
+        org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" "${sec[@]}" \
         --create --if-not-exists --topic "$topic_name" \
         --partitions "$opt_partitions" --replication-factor "$KAFKA_RF" >&2 ||
         die "creating topic $topic_name failed"
@@ -1239,6 +1290,7 @@ esac
 
 case $verb in
     topic) cmd_topic ;;
+    acl) cmd_acl "${acl_args[@]}" ;;
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status || exit $? ;;

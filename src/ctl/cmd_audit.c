@@ -313,10 +313,17 @@ static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
         rd_kafka_resp_err_t kerr =
             rd_kafka_metadata(au->rk, 0, rkt, &md, KD_AUDIT_TIMEOUT_MS);
         rd_kafka_topic_destroy(rkt);
-        if (kerr)
+        /* A topic kept from us is no empty one (a missing topic is). */
+        if (!kerr && md->topic_cnt == 1 &&
+            md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                kerr = md->topics[0].err;
+        if (kerr) {
+                if (md)
+                        rd_kafka_metadata_destroy(md);
                 return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
                                "metadata of %s: %s", au->dead_topic,
                                rd_kafka_err2str(kerr));
+        }
         int parts = md->topic_cnt == 1 && !md->topics[0].err
                         ? md->topics[0].partition_cnt
                         : 0;

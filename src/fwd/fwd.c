@@ -210,6 +210,13 @@ static int renewable(rd_kafka_resp_err_t err)
         }
 }
 
+/* Of the fatal errors renewable() refuses, those of missing ACLs. */
+static int denied(rd_kafka_resp_err_t err)
+{
+        return err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+               err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
 /* Ends the failed producer: its produces purged and their reports served
  * (the fire stage retries them, or the mode drops them with their
  * transaction), its topic handles, queue and wake-up pipe gone. */
@@ -258,9 +265,9 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=producer_fatal err=%s code=%s action=%s",
                kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err),
-               !renewable(err) ? "exit why=fenced"
-               : soon          ? "exit why=renewed_recently"
-                               : "renew");
+               renewable(err) ? (soon ? "exit why=renewed_recently" : "renew")
+               : denied(err)  ? "exit why=denied"
+                              : "exit why=fenced");
         if (!renewable(err) || soon) {
                 f->kafka.fatal = 1;
                 return -1;

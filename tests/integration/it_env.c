@@ -17,6 +17,7 @@
 #include "kd_conf.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_secret.h"
 #include "kd_topics.h"
 #include "kd_util.h"
 
@@ -81,6 +82,74 @@ kdelay_err_t it_schedule_v(kdelay_client_t *c, const char *topic,
                                      errstr_size);
 }
 
+char **it_props_read(const char *path)
+{
+        FILE *fp = fopen(path, "r");
+        if (!fp) {
+                fprintf(stderr, "it_props_read: cannot read %s\n", path);
+                return NULL;
+        }
+        char line[4096];
+        size_t n = 0;
+        char **props = calloc(1, sizeof(*props));
+        while (props && fgets(line, sizeof(line), fp)) {
+                line[strcspn(line, "\r\n")] = '\0';
+                const char *l = line + strspn(line, " \t");
+                if (!*l || *l == '#' || !strchr(l, '='))
+                        continue;
+                char **np = realloc(props, (n + 2) * sizeof(*np));
+                if (!np) {
+                        it_props_free(props);
+                        props = NULL;
+                        break;
+                }
+                props = np;
+                props[n++] = strdup(l);
+                props[n] = NULL;
+        }
+        fclose(fp);
+        return props;
+}
+
+void it_props_free(char **props)
+{
+        for (size_t i = 0; props && props[i]; i++)
+                free(props[i]);
+        free(props);
+}
+
+const char *const *it_client_props(void)
+{
+        static char **props;
+        static const char *const none[] = {NULL};
+        const char *path = getenv("KDELAY_CLIENT_CONFIG");
+        if (!props && path && *path)
+                props = it_props_read(path);
+        return props ? (const char *const *)props : none;
+}
+
+/* Sets "name=value" on rkc, resolving a file:/env: value. */
+static int props_apply(rd_kafka_conf_t *rkc, const char *pair, char *errstr,
+                       size_t errstr_size)
+{
+        char name[256], *value = NULL;
+        const char *eq = strchr(pair, '=');
+        if (!eq || (size_t)(eq - pair) >= sizeof(name)) {
+                snprintf(errstr, errstr_size, "bad property \"%s\"", pair);
+                return -1;
+        }
+        memcpy(name, pair, (size_t)(eq - pair));
+        name[eq - pair] = '\0';
+        if (kd_secret_resolve(name, eq + 1, &value, errstr, errstr_size))
+                return -1;
+        int rc = rd_kafka_conf_set(rkc, name, value, errstr, errstr_size) ==
+                         RD_KAFKA_CONF_OK
+                     ? 0
+                     : -1;
+        kd_secret_free(value);
+        return rc;
+}
+
 kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -94,6 +163,14 @@ kdelay_conf_t *it_conf_new(const char *prefix, const char *mysql_url)
              kdelay_conf_set(conf, "topic_prefix", prefix, NULL, 0))) {
                 kdelay_conf_destroy(conf);
                 return NULL;
+        }
+        char errstr[512];
+        for (const char *const *p = it_client_props(); *p; p++) {
+                if (kdelay_conf_set_pair(conf, *p, errstr, sizeof(errstr))) {
+                        fprintf(stderr, "it_conf_new: %s\n", errstr);
+                        kdelay_conf_destroy(conf);
+                        return NULL;
+                }
         }
         return conf;
 }
@@ -176,6 +253,9 @@ rd_kafka_t *it_kafka_new(rd_kafka_type_t type, const char *const *props)
         if (rd_kafka_conf_set(rkc, "bootstrap.servers", it_brokers(), errstr,
                               sizeof(errstr)))
                 goto fail;
+        for (const char *const *p = it_client_props(); *p; p++)
+                if (props_apply(rkc, *p, errstr, sizeof(errstr)))
+                        goto fail;
         for (size_t i = 0; props && props[i]; i += 2)
                 if (rd_kafka_conf_set(rkc, props[i], props[i + 1], errstr,
                                       sizeof(errstr)))
@@ -682,7 +762,7 @@ int it_fwd_stop(it_fwd_t *f, int sig)
 int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
            char **errp, ...)
 {
-        char *argv[64], pfx[128];
+        char *argv[80], pfx[128];
         int n = 0;
         va_list ap;
         free(*outp);
@@ -700,6 +780,10 @@ int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
         argv[n++] = (char *)url;
         argv[n++] = "-X";
         argv[n++] = pfx;
+        for (const char *const *p = it_client_props(); *p && n < 77; p++) {
+                argv[n++] = "-X";
+                argv[n++] = (char *)*p;
+        }
         argv[n] = NULL;
         return it_run(argv, NULL, outp, errp);
 }

@@ -58,9 +58,24 @@ void it_db_drop(const char *name);
 /* A connection to the stack's server (database from the URL). */
 MYSQL *it_mysql_connect(void);
 
+/* A librdkafka properties file (one name=value a line; blank lines and #
+ * comments skipped) as a NULL-terminated array of "name=value" strings;
+ * NULL when it cannot be read (the reason printed). it_props_free frees
+ * it. */
+char **it_props_read(const char *path);
+void it_props_free(char **props);
+
+/* The properties of $KDELAY_CLIENT_CONFIG (a secured stack, stack.sh
+ * --security: the admin's), read once; an empty list when unset. Every
+ * helper here that connects to Kafka (it_kafka_new and what uses it,
+ * it_conf_new, it_tiers_create, it_ctl) applies them; values may be
+ * file:/env: references (resolved as kdelay does). */
+const char *const *it_client_props(void);
+
 /* A plain librdkafka client of the stack's broker with extra properties
- * (NULL-terminated name, value pairs; may be NULL). NULL on failure (the
- * reason printed). Caller destroys it. */
+ * (NULL-terminated name, value pairs; may be NULL), after
+ * it_client_props(). NULL on failure (the reason printed). Caller
+ * destroys it. */
 rd_kafka_t *it_kafka_new(rd_kafka_type_t type, const char *const *props);
 
 /* Waits until broker metadata shows `topic`; 0 when it does within 30 s. */
