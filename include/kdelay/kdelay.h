@@ -43,7 +43,7 @@ extern "C" {
 /* On a task `kdelayctl dead replay` scheduled again: the dead-lettered
  * task's id. */
 #define KDELAY_HDR_REPLAY_OF "kdelay-replay-of"
-#define KDELAY_WIRE_VERSION         "1"
+#define KDELAY_WIRE_VERSION  "1"
 
 /* A task id is 1..KDELAY_ID_MAX bytes of UTF-8. Generated ids are
  * KDELAY_ID_GEN_LEN characters (a ULID: time-ordered, Crockford base32). */

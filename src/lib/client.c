@@ -35,7 +35,7 @@ typedef struct kd_pending {
         int is_async;
         const char *link_name; /* borrowed: from_id's header */
         const char *from_id;   /* borrowed: reschedule's link, or NULL */
-        char *id_out;        /* caller's buffer for the id, may be NULL */
+        char *id_out;          /* caller's buffer for the id, may be NULL */
         size_t id_out_size;
         atomic_int done; /* sync: set by the delivery callback */
         kdelay_err_t err;
@@ -238,16 +238,15 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *c, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size)
 {
-        return kd_client_schedule_from(c, task, NULL, NULL, id_out,
-                                       id_out_size, errstr, errstr_size);
+        return kd_client_schedule_from(c, task, NULL, NULL, id_out, id_out_size,
+                                       errstr, errstr_size);
 }
 
 kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
                                      const kdelay_task_t *task,
-                                     const char *link_name,
-                                     const char *from_id, char *id_out,
-                                     size_t id_out_size, char *errstr,
-                                     size_t errstr_size)
+                                     const char *link_name, const char *from_id,
+                                     char *id_out, size_t id_out_size,
+                                     char *errstr, size_t errstr_size)
 {
         kd_pending_t p = {.is_async = 0,
                           .link_name = link_name,

@@ -13,10 +13,9 @@ const kdelay_conf_t *kd_client_conf(const kdelay_client_t *c);
  * the value from_id (NULL: no such header). */
 kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
                                      const kdelay_task_t *task,
-                                     const char *link_name,
-                                     const char *from_id, char *id_out,
-                                     size_t id_out_size, char *errstr,
-                                     size_t errstr_size);
+                                     const char *link_name, const char *from_id,
+                                     char *id_out, size_t id_out_size,
+                                     char *errstr, size_t errstr_size);
 
 /* kd_fate_lookup on the client's fate store (thread-safe). */
 kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,

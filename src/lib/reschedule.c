@@ -123,10 +123,9 @@ static kdelay_err_t schedule_copy(kdelay_client_t *c, const char *id,
         t.fire_at_ms = fire_at_ms;
         t.delay_ms = delay_ms;
         t.id = new_id;
-        kdelay_err_t err =
-            kd_client_schedule_from(c, &t, KDELAY_HDR_RESCHEDULED_FROM, id,
-                                    new_id_out, new_id_out_size, errstr,
-                                    errstr_size);
+        kdelay_err_t err = kd_client_schedule_from(
+            c, &t, KDELAY_HDR_RESCHEDULED_FROM, id, new_id_out, new_id_out_size,
+            errstr, errstr_size);
         free(hdrs);
         return err;
 }
