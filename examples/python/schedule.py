@@ -118,7 +118,7 @@ def check_task(prefix, target, fire_at_ms, task_id, headers):
                 "task id must be 1..128 bytes of UTF-8 without control characters"
             )
     for name, _ in headers or []:
-        if name.lower().startswith("kdelay-"):
+        if name.startswith("kdelay-"):
             raise ValueError(f"header {name!r}: the kdelay- namespace is reserved")
 
 
@@ -168,7 +168,8 @@ def _parse_at(text):
     t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     if t.tzinfo is None:
         raise ValueError(f"--at {text!r}: give a time zone (Z or +HH:MM)")
-    return int(t.timestamp() * 1000)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (t - epoch) // datetime.timedelta(milliseconds=1)
 
 
 def main(argv=None):

@@ -149,7 +149,7 @@ public final class Schedule {
                     "task id must be 1..128 bytes of UTF-8 without control characters");
         }
         for (String[] h : headers)
-            if (h[0].toLowerCase().startsWith("kdelay-"))
+            if (h[0].startsWith("kdelay-"))
                 throw new IllegalArgumentException(
                     "header " + h[0] + ": the kdelay- namespace is reserved");
     }
