@@ -16,6 +16,8 @@ PACKAGES=(
     # tests and tooling (promtool: the prometheus package; systemd-analyze)
     libcunit1-dev clang-format valgrind prometheus systemd
     python3-yaml
+    # the producer examples run by test_producers (python; java is built with maven)
+    python3-confluent-kafka openjdk-17-jdk-headless
     # local stack (stack.sh)
     mariadb-server mariadb-client openjdk-17-jre-headless maven kafkacat curl
 )
