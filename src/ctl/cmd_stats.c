@@ -18,7 +18,10 @@ static const char kd_stats_help[] =
     "Shows, for forwarder.group_id and topic_prefix: the records each tier\n"
     "of the ladder holds that the group has not committed yet (end offset\n"
     "minus committed offset, over the tier's partitions; held tasks are\n"
-    "never committed, so they count), the group's state and members, and\n"
+    "never committed, so they count), and of the records at the committed\n"
+    "offsets (the heads, read back for at most 5 s a tier) the oldest one's\n"
+    "age and the largest time past its due time (a stuck tier shows\n"
+    "there), the group's state and members, and\n"
     "the fate table's rows by state (mysql.url; skipped without it), and\n"
     "the dead letters of the last --dead-window by reason (read from the\n"
     "dead-letter topic, for at most 10 s; \"complete\": false when cut).\n"
@@ -96,6 +99,15 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                 cJSON_AddNumberToObject(j, "end", (double)t->end);
                 cJSON_AddNumberToObject(j, "committed", (double)t->committed);
                 cJSON_AddNumberToObject(j, "pending", (double)t->pending);
+                if (t->head_age_ms >= 0) {
+                        cJSON_AddNumberToObject(j, "oldest_head_age_ms",
+                                                (double)t->head_age_ms);
+                        cJSON_AddNumberToObject(j, "oldest_head_overdue_ms",
+                                                (double)t->head_overdue_ms);
+                } else {
+                        cJSON_AddNullToObject(j, "oldest_head_age_ms");
+                        cJSON_AddNullToObject(j, "oldest_head_overdue_ms");
+                }
                 cJSON_AddItemToArray(ts, j);
         }
         cJSON_AddNumberToObject(o, "pending", (double)s->pending);
@@ -129,16 +141,24 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                s->members, s->members == 1 ? "" : "s");
         for (int m = 0; m < s->members && m < 16; m++)
                 printf("%s%s", m ? ", " : ": ", s->member[m]);
-        printf("\n\n%-8s %-36s %10s %12s\n", "TIER", "TOPIC", "PARTITIONS",
-               "PENDING");
+        printf("\n\n%-8s %-36s %10s %12s %12s %12s\n", "TIER", "TOPIC",
+               "PARTITIONS", "PENDING", "HEAD_AGE_MS", "OVERDUE_MS");
         for (size_t i = 0; i < s->tier_cnt; i++) {
                 const kd_tier_stats_t *t = &s->tiers[i];
+                char age[24] = "-", over[24] = "-";
+                if (t->head_age_ms >= 0) {
+                        snprintf(age, sizeof(age), "%lld",
+                                 (long long)t->head_age_ms);
+                        snprintf(over, sizeof(over), "%lld",
+                                 (long long)t->head_overdue_ms);
+                }
                 if (t->partitions < 0)
                         printf("%-8s %-36s %10s %12s\n", tier_name(conf, i),
                                t->topic, "missing", "-");
                 else
-                        printf("%-8s %-36s %10d %12lld\n", tier_name(conf, i),
-                               t->topic, t->partitions, (long long)t->pending);
+                        printf("%-8s %-36s %10d %12lld %12s %12s\n",
+                               tier_name(conf, i), t->topic, t->partitions,
+                               (long long)t->pending, age, over);
         }
         printf("%-8s %-36s %10s %12lld\n", "all", "", "",
                (long long)s->pending);

@@ -1,7 +1,8 @@
 /* What `kdelayctl stats` shows: per tier of the ladder, the records the
  * forwarder group has not committed yet (end offset minus the group's
- * committed offset, summed over the tier's partitions); the group's state
- * and members; the fate table's rows by state. */
+ * committed offset, summed over the tier's partitions) and the age of the
+ * oldest unhandled head; the group's state and members; the fate table's
+ * rows by state. */
 #ifndef KD_STATS_H
 #define KD_STATS_H
 
@@ -17,6 +18,12 @@ typedef struct kd_tier_stats {
         int64_t committed; /* sum of the group's committed offsets (a
                               partition without one counts its start) */
         int64_t pending;   /* end - committed */
+        /* Of the partitions' heads (the records at the committed offsets,
+         * read back): the oldest one's age (now - its append time) and
+         * the largest time past its due time; -1 when nothing is pending
+         * or no head could be read within the bound. */
+        int64_t head_age_ms;
+        int64_t head_overdue_ms;
 } kd_tier_stats_t;
 
 typedef struct kd_stats {

@@ -7,12 +7,58 @@
 
 #include "kd_grouppos.h"
 #include "kd_mysql.h"
+#include "kd_path.h"
 #include "kd_util.h"
+#include "kd_wire.h"
 
 #define KD_STATS_TIMEOUT_MS 10000
+/* How long the heads of one tier may take to read. */
+#define KD_STATS_HEAD_MS 5000
 
-static kdelay_err_t tier_stats(rd_kafka_t *rk, kd_tier_stats_t *t, char *errstr,
-                               size_t errstr_size)
+/* Reads the record at each offset of l (the heads: partitions with records
+ * pending) within KD_STATS_HEAD_MS and sets t's head figures from them. */
+static void head_stats(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l,
+                       const kdelay_conf_t *conf, int64_t tier_ms,
+                       kd_tier_stats_t *t)
+{
+        t->head_age_ms = t->head_overdue_ms = -1;
+        if (!l->cnt || rd_kafka_assign(rk, l))
+                return;
+        int seen = 0;
+        int64_t now = kd_now_ms(), end = kd_mono_ms() + KD_STATS_HEAD_MS;
+        while (seen < l->cnt && kd_mono_ms() < end) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m)
+                        continue;
+                rd_kafka_topic_partition_t *e =
+                    m->err ? NULL
+                           : rd_kafka_topic_partition_list_find(
+                                 l, rd_kafka_topic_name(m->rkt), m->partition);
+                if (e && e->offset >= 0 && m->offset >= e->offset) {
+                        e->offset = -1; /* its head is read */
+                        seen++;
+                        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+                        rd_kafka_headers_t *h = NULL;
+                        kd_wire_task_t w;
+                        int64_t due = ts;
+                        rd_kafka_message_headers(m, &h);
+                        if (kd_wire_decode(h, now, &w) == KD_WIRE_OK)
+                                due = kd_path_due(w.fire_at_ms, ts, tier_ms,
+                                                  conf->fwd_hold_horizon_ms);
+                        if (ts >= 0 && now - ts > t->head_age_ms)
+                                t->head_age_ms = now - ts;
+                        int64_t over = now > due ? now - due : 0;
+                        if (over > t->head_overdue_ms)
+                                t->head_overdue_ms = over;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_assign(rk, NULL);
+}
+
+static kdelay_err_t tier_stats(rd_kafka_t *rk, const kdelay_conf_t *conf,
+                               int64_t tier_ms, kd_tier_stats_t *t,
+                               char *errstr, size_t errstr_size)
 {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(t->partitions);
@@ -21,8 +67,11 @@ static kdelay_err_t tier_stats(rd_kafka_t *rk, kd_tier_stats_t *t, char *errstr,
                                "out of memory");
         for (int p = 0; p < t->partitions; p++)
                 rd_kafka_topic_partition_list_add(l, t->topic, p);
+        rd_kafka_topic_partition_list_t *heads =
+            rd_kafka_topic_partition_list_new(t->partitions);
         rd_kafka_resp_err_t err =
-            rd_kafka_committed(rk, l, KD_STATS_TIMEOUT_MS);
+            heads ? rd_kafka_committed(rk, l, KD_STATS_TIMEOUT_MS)
+                  : RD_KAFKA_RESP_ERR__FAIL;
         for (int p = 0; !err && p < t->partitions; p++) {
                 int64_t lo, hi;
                 err = rd_kafka_query_watermark_offsets(
@@ -32,8 +81,15 @@ static kdelay_err_t tier_stats(rd_kafka_t *rk, kd_tier_stats_t *t, char *errstr,
                         c = lo;
                 t->end += hi;
                 t->committed += c;
+                if (!err && c < hi)
+                        rd_kafka_topic_partition_list_add(heads, t->topic, p)
+                            ->offset = c;
         }
         rd_kafka_topic_partition_list_destroy(l);
+        if (!err)
+                head_stats(rk, heads, conf, tier_ms, t);
+        if (heads)
+                rd_kafka_topic_partition_list_destroy(heads);
         if (err)
                 return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
                                "offsets of %s: %s", t->topic,
@@ -86,8 +142,10 @@ kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
                 kd_tiers_topic(&conf->tiers, i, conf->topic_prefix, t->topic,
                                sizeof(t->topic));
                 t->partitions = kd_grouppos_partitions_of(md, t->topic);
+                t->head_age_ms = t->head_overdue_ms = -1;
                 if (t->partitions > 0)
-                        err = tier_stats(rk, t, errstr, errstr_size);
+                        err = tier_stats(rk, conf, conf->tiers.v[i].delay_ms, t,
+                                         errstr, errstr_size);
                 s->pending += t->pending;
         }
         if (md)

@@ -759,33 +759,58 @@ int it_fwd_stop(it_fwd_t *f, int sig)
         return rc;
 }
 
-int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
-           char **errp, ...)
+int it_ctl_withv(const it_ctl_opts_t *o, char **outp, char **errp, va_list ap)
 {
         char *argv[80], pfx[128];
         int n = 0;
-        va_list ap;
         free(*outp);
         free(*errp);
         *outp = *errp = NULL;
-        argv[n++] = (char *)bin;
-        va_start(ap, errp);
+        argv[n++] = (char *)o->bin;
         for (const char *a; n < 56 && (a = va_arg(ap, const char *));)
                 argv[n++] = (char *)a;
-        va_end(ap);
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
         argv[n++] = "--brokers";
         argv[n++] = (char *)it_brokers();
-        argv[n++] = "--mysql";
-        argv[n++] = (char *)url;
-        argv[n++] = "-X";
-        argv[n++] = pfx;
-        for (const char *const *p = it_client_props(); *p && n < 77; p++) {
+        if (o->url) {
+                argv[n++] = "--mysql";
+                argv[n++] = (char *)o->url;
+        }
+        if (o->prefix) {
+                snprintf(pfx, sizeof(pfx), "topic_prefix=%s", o->prefix);
+                argv[n++] = "-X";
+                argv[n++] = pfx;
+        }
+        const char *const *props = o->props ? o->props : it_client_props();
+        for (const char *const *p = props; *p && n < 77; p++) {
                 argv[n++] = "-X";
                 argv[n++] = (char *)*p;
         }
         argv[n] = NULL;
-        return it_run(argv, NULL, outp, errp);
+        int rc = it_run(argv, o->env, outp, errp);
+        if (getenv("IT_VERBOSE"))
+                fprintf(stderr, "kdelayctl %s -> %d: %s%s\n", argv[1], rc,
+                        *outp ? *outp : "", *errp ? *errp : "");
+        return rc;
+}
+
+int it_ctl_with(const it_ctl_opts_t *o, char **outp, char **errp, ...)
+{
+        va_list ap;
+        va_start(ap, errp);
+        int rc = it_ctl_withv(o, outp, errp, ap);
+        va_end(ap);
+        return rc;
+}
+
+int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
+           char **errp, ...)
+{
+        it_ctl_opts_t o = {.bin = bin, .prefix = prefix, .url = url};
+        va_list ap;
+        va_start(ap, errp);
+        int rc = it_ctl_withv(&o, outp, errp, ap);
+        va_end(ap);
+        return rc;
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -5,6 +5,7 @@
 #ifndef IT_ENV_H
 #define IT_ENV_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -157,6 +158,24 @@ int it_run(char *const argv[], char *const env[], char **out, char **err);
  * set: start them NULL). Returns its exit status (see it_run). */
 int it_ctl(const char *bin, const char *prefix, const char *url, char **outp,
            char **errp, ...);
+
+/* How it_ctl_with runs kdelayctl: it_ctl's, and more. */
+typedef struct it_ctl_opts {
+        const char *bin;    /* the kdelayctl binary */
+        const char *prefix; /* -X topic_prefix=prefix; NULL = none */
+        const char *url;    /* --mysql url; NULL = none */
+        /* One -X each (NULL-ended); NULL = it_client_props(), the stack's
+         * Kafka identity. */
+        const char *const *props;
+        char *const *env; /* added to its environment (NULL-ended); NULL =
+                             none */
+} it_ctl_opts_t;
+
+/* it_ctl with o's settings: the args (NULL-terminated), then --brokers,
+ * --mysql, -X topic_prefix and the properties. */
+int it_ctl_with(const it_ctl_opts_t *o, char **outp, char **errp, ...);
+/* The same with the args in ap. */
+int it_ctl_withv(const it_ctl_opts_t *o, char **outp, char **errp, va_list ap);
 
 /* Creates the tier and dead-letter topics of topic prefix `prefix`
  * (`partitions` each) with kdelay's own topic code; 0 on success (else the

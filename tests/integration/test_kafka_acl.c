@@ -79,33 +79,15 @@ static int acl(const char *first, ...)
  * no Kafka identity). Output in out/err; its exit status. */
 static int ctl_as(char **props, const char *url, const char *prefix, ...)
 {
-        char *argv[80], pfx[128];
-        int n = 0;
+        static const char *const none[] = {NULL};
+        it_ctl_opts_t o = {.bin = KDELAY_CTL,
+                           .prefix = prefix,
+                           .url = url,
+                           .props = props ? (const char *const *)props : none};
         va_list ap;
-        free(out);
-        free(err);
-        out = err = NULL;
-        argv[n++] = KDELAY_CTL;
         va_start(ap, prefix);
-        for (const char *a; n < 40 && (a = va_arg(ap, const char *));)
-                argv[n++] = (char *)a;
+        int rc = it_ctl_withv(&o, &out, &err, ap);
         va_end(ap);
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
-        argv[n++] = "--brokers";
-        argv[n++] = (char *)it_brokers();
-        argv[n++] = "--mysql";
-        argv[n++] = (char *)url;
-        argv[n++] = "-X";
-        argv[n++] = pfx;
-        for (int i = 0; props && props[i] && n < 77; i++) {
-                argv[n++] = "-X";
-                argv[n++] = props[i];
-        }
-        argv[n] = NULL;
-        int rc = it_run(argv, NULL, &out, &err);
-        if (getenv("IT_VERBOSE"))
-                fprintf(stderr, "ctl %s -> %d: %s%s\n", argv[1], rc,
-                        out ? out : "", err ? err : "");
         return rc;
 }
 #define CTL(props, url, prefix, ...)                                           \

@@ -27,37 +27,24 @@
 static char *out, *err;
 
 /* Runs kdelayctl with the args (NULL-ended), then --brokers, --mysql url
- * and -X topic_prefix=prefix, with KDELAY_MYSQL_PASSWORD=password when
- * password is set. Output in out/err; its exit status. */
+ * and -X topic_prefix=prefix (default "kd"), with
+ * KDELAY_MYSQL_PASSWORD=password when password is set. Output in out/err;
+ * its exit status. */
 static int ctl_as(const char *url, const char *password, const char *prefix,
                   ...)
 {
-        char *argv[40], pfx[128], pw[128];
+        char pw[128];
         char *env[] = {pw, NULL};
-        int n = 0;
-        va_list ap;
-        free(out);
-        free(err);
-        out = err = NULL;
-        argv[n++] = KDELAY_CTL;
-        va_start(ap, prefix);
-        for (const char *a; n < 32 && (a = va_arg(ap, const char *));)
-                argv[n++] = (char *)a;
-        va_end(ap);
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix ? prefix : "kd");
         snprintf(pw, sizeof(pw), "KDELAY_MYSQL_PASSWORD=%s",
                  password ? password : "");
-        argv[n++] = "--brokers";
-        argv[n++] = (char *)it_brokers();
-        argv[n++] = "--mysql";
-        argv[n++] = (char *)url;
-        argv[n++] = "-X";
-        argv[n++] = pfx;
-        argv[n] = NULL;
-        int rc = it_run(argv, password ? env : NULL, &out, &err);
-        if (getenv("IT_VERBOSE"))
-                fprintf(stderr, "ctl %s %s -> %d: %s%s\n", argv[1], url, rc,
-                        out ? out : "", err ? err : "");
+        it_ctl_opts_t o = {.bin = KDELAY_CTL,
+                           .prefix = prefix ? prefix : "kd",
+                           .url = url,
+                           .env = password ? env : NULL};
+        va_list ap;
+        va_start(ap, prefix);
+        int rc = it_ctl_withv(&o, &out, &err, ap);
+        va_end(ap);
         return rc;
 }
 

@@ -139,27 +139,15 @@ static void test_static_member_recovers_in_seconds(void)
  * status, stdout into *out (caller frees). */
 static int ctl(const char *prefix, const char *url, char **out, ...)
 {
-        char *argv[24], pfx[96], *err = NULL;
-        int n = 0;
+        it_ctl_opts_t o = {.bin = KDELAY_CTL, .prefix = prefix, .url = url};
+        char *err = NULL;
         va_list ap;
-        argv[n++] = KDELAY_CTL;
-        va_start(ap, out);
-        for (const char *a; n < 16 && (a = va_arg(ap, const char *));)
-                argv[n++] = (char *)a;
-        va_end(ap);
-        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
-        argv[n++] = "--brokers";
-        argv[n++] = (char *)it_brokers();
-        argv[n++] = "--mysql";
-        argv[n++] = (char *)url;
-        argv[n++] = "-X";
-        argv[n++] = pfx;
-        argv[n] = NULL;
         *out = NULL;
-        int rc = it_run(argv, NULL, out, &err);
+        va_start(ap, out);
+        int rc = it_ctl_withv(&o, out, &err, ap);
+        va_end(ap);
         if (rc)
-                fprintf(stderr, "kdelayctl %s: exit %d: %s", argv[1], rc,
-                        err ? err : "");
+                fprintf(stderr, "kdelayctl: exit %d: %s", rc, err ? err : "");
         free(err);
         return rc;
 }

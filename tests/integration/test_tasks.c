@@ -194,6 +194,28 @@ static void test_list_find_and_reschedule(void)
         json_lines(ids[3], &o);
         CU_ASSERT_PTR_NULL(o);
         printf("\n  tasks list:\n%s", out);
+        /* stats reads the heads back: pending ones have an age; the task
+         * due in 20 s is within the hold horizon (30 s), so due to be
+         * handled at once: overdue, with no forwarder (exit 1). */
+        CU_ASSERT_EQUAL(ctl("stats", "--json"), 1);
+        cJSON *stats = out ? cJSON_Parse(out) : NULL;
+        int aged = 0, overdue = 0;
+        const cJSON *tier;
+        cJSON_ArrayForEach(tier,
+                           cJSON_GetObjectItemCaseSensitive(stats, "tiers"))
+        {
+                const cJSON *age = cJSON_GetObjectItemCaseSensitive(
+                    tier, "oldest_head_age_ms");
+                const cJSON *over = cJSON_GetObjectItemCaseSensitive(
+                    tier, "oldest_head_overdue_ms");
+                aged += cJSON_IsNumber(age) && age->valuedouble >= 0;
+                overdue += cJSON_IsNumber(over) && over->valuedouble > 0;
+        }
+        printf("\n  stats: %d tiers with a pending head, %d overdue", aged,
+               overdue);
+        CU_ASSERT(aged >= 2);
+        CU_ASSERT(overdue >= 1 && overdue < aged);
+        cJSON_Delete(stats);
         /* The text form: one line per task, by due time. */
         CU_ASSERT_EQUAL(ctl("tasks", "list"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, ids[2]));

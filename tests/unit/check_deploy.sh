@@ -10,6 +10,9 @@
 set -euo pipefail
 src=${1:?usage: check_deploy.sh SOURCE_DIR BUILD_DIR}
 build=${2:?usage: check_deploy.sh SOURCE_DIR BUILD_DIR}
+# The suite's own settings must not leak into the entrypoint's commands.
+unset KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_INSTANCE KDELAY_HTTP_LISTEN \
+    KDELAY_DELIVERY KDELAY_TOPIC_PREFIX KDELAY_CONFIG KDELAY_ENTRYPOINT_DRY_RUN
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 fail() { echo "check_deploy: $*" >&2; exit 1; }
