@@ -46,8 +46,13 @@ id2=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-43 \
         --value 'never sent' --delay 8s)
 ctl cancel "${common[@]}" "$id2"
 
-step "The first task as a Kafka record in its tier topic (kdelay.tier.1s)"
-"$kcat" -C -b "$KDELAY_BROKERS" -t kdelay.tier.1s -o beginning -e -q \
+step "The first task as a Kafka record in its tier topic (kdelayctl tasks find)"
+# The library chose the tier (docs/wire-format.md, "Choosing the tier").
+tier_topic=$(ctl tasks find "${common[@]}" --json "$id" |
+  sed -n 's/.*"tier_topic":"\([^"]*\)".*/\1/p')
+[[ -n $tier_topic ]] || { echo "task $id not found in a tier topic" >&2; exit 1; }
+echo "tier topic: $tier_topic"
+"$kcat" -C -b "$KDELAY_BROKERS" -t "$tier_topic" -o beginning -e -q \
   -f 'partition=%p offset=%o append_time=%T key=%k value=%s\n  headers: %h\n' |
   grep -B1 -F "kdelay-id=$id" || { echo "record not found" >&2; exit 1; }
 
