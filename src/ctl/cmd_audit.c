@@ -172,10 +172,11 @@ static void report_row(audit_t *au, size_t i)
                                      o);
                 return;
         }
+        char qo[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
         printf("firing id=%s verdict=%s action=%s owner=%s updated=%s "
                "source=%s/%d/%lld\n",
                kd_log_quote(r->id, q, sizeof(q)), v, done,
-               r->owner[0] ? r->owner : "-",
+               r->owner[0] ? kd_log_quote(r->owner, qo, sizeof(qo)) : "-",
                kd_ctl_time_format(r->updated_at_ms, t, sizeof(t)),
                r->src_topic[0] ? r->src_topic : "-", (int)r->src_partition,
                (long long)r->src_offset);

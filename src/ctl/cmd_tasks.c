@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
+#include "kd_log.h"
 #include "kd_tasks.h"
 
 static const char kd_tasks_help[] =
@@ -144,10 +145,11 @@ static int run(tasks_args_t *a, kdelay_client_t *client, int find)
         }
         int limited = a->q.limit && f.cnt >= a->q.limit;
         if (find && f.cnt == 0 && (f.prog.complete || f.matched)) {
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 fprintf(stderr,
                         "%s: no pending task has id %s: %s (see kdelayctl "
                         "status)\n",
-                        a->cli->prog, a->q.id,
+                        a->cli->prog, kd_log_quote(a->q.id, q, sizeof(q)),
                         f.matched ? "its fate is decided"
                                   : "it fired, was cancelled or never "
                                     "existed");

@@ -154,17 +154,11 @@ static kdelay_err_t reschedule(kdelay_client_t *c, const kd_replay_item_t *it,
                                const char *new_id, int64_t fire_at_ms,
                                char *errstr, size_t errstr_size)
 {
-        size_t nh = rd_kafka_header_cnt(it->user_hdrs);
-        kdelay_header_t *h = nh ? calloc(nh, sizeof(*h)) : NULL;
-        if (nh && !h)
+        kdelay_header_t *h; /* owned: points into it->user_hdrs */
+        size_t nh;
+        if (kd_client_headers_array(it->user_hdrs, &h, &nh))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        for (size_t i = 0; i < nh; i++) {
-                const void *v;
-                rd_kafka_header_get_all(it->user_hdrs, i, &h[i].name, &v,
-                                        &h[i].value_len);
-                h[i].value = v;
-        }
         kdelay_task_t t;
         kdelay_task_init(&t);
         t.topic = it->target;

@@ -151,7 +151,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
                 return;
         }
-        if (!kd_targets_allow(&f->allowed, r->target, strlen(r->target))) {
+        if (!kd_targets_allow(&f->allowed, w.target, w.target_len)) {
                 t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
                 return;
         }

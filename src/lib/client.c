@@ -410,3 +410,27 @@ kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
         pthread_mutex_unlock(&c->fate_lock);
         return errstr_ensure(err, "look up fates", errstr, errstr_size);
 }
+
+kdelay_err_t kd_client_headers_array(const rd_kafka_headers_t *h,
+                                     kdelay_header_t **arrp, size_t *cntp)
+{
+        *arrp = NULL;
+        *cntp = h ? rd_kafka_header_cnt(h) : 0;
+        if (!*cntp)
+                return KDELAY_OK;
+        kdelay_header_t *a = calloc(*cntp, sizeof(*a));
+        if (!a)
+                return KDELAY_ERR_NO_MEMORY;
+        for (size_t i = 0; i < *cntp; i++) {
+                const void *v;
+                if (rd_kafka_header_get_all(h, i, &a[i].name, &v,
+                                            &a[i].value_len)) {
+                        free(a);
+                        *cntp = 0;
+                        return KDELAY_ERR_NO_MEMORY;
+                }
+                a[i].value = v;
+        }
+        *arrp = a;
+        return KDELAY_OK;
+}

@@ -3,6 +3,8 @@
 #ifndef KD_CLIENT_H
 #define KD_CLIENT_H
 
+#include <librdkafka/rdkafka.h>
+
 #include <kdelay/kdelay.h>
 
 /* The client's configuration. Borrowed from c. */
@@ -16,6 +18,12 @@ kdelay_err_t kd_client_schedule_from(kdelay_client_t *c,
                                      const char *link_name, const char *from_id,
                                      char *id_out, size_t id_out_size,
                                      char *errstr, size_t errstr_size);
+
+/* The headers of h (NULL: none) as kdelay_header_t entries, for a
+ * kdelay_task_t: *arrp (caller frees; NULL when none) points into h, which
+ * must outlive it. KDELAY_ERR_NO_MEMORY on failure. */
+kdelay_err_t kd_client_headers_array(const rd_kafka_headers_t *h,
+                                     kdelay_header_t **arrp, size_t *cntp);
 
 /* kd_fate_lookup on the client's fate store (thread-safe). */
 kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,

@@ -75,29 +75,6 @@ kdelay_err_t kdelay_find(kdelay_client_t *c, const char *id, int64_t budget_ms,
 }
 
 /* The user headers of rec as an array borrowed from it (*arrp owned). */
-static kdelay_err_t user_headers(const kd_tasks_found_t *rec,
-                                 kdelay_header_t **arrp, size_t *cntp)
-{
-        *arrp = NULL;
-        *cntp = rec->user_hdrs ? rd_kafka_header_cnt(rec->user_hdrs) : 0;
-        if (!*cntp)
-                return KDELAY_OK;
-        kdelay_header_t *a = calloc(*cntp, sizeof(*a));
-        if (!a)
-                return KDELAY_ERR_NO_MEMORY;
-        for (size_t i = 0; i < *cntp; i++) {
-                const void *v;
-                if (rd_kafka_header_get_all(rec->user_hdrs, i, &a[i].name, &v,
-                                            &a[i].value_len)) {
-                        free(a);
-                        return KDELAY_ERR_NO_MEMORY;
-                }
-                a[i].value = v;
-        }
-        *arrp = a;
-        return KDELAY_OK;
-}
-
 /* Schedules rec's task anew under new_id, due as asked. */
 static kdelay_err_t schedule_copy(kdelay_client_t *c, const char *id,
                                   const kd_tasks_found_t *rec,
@@ -108,7 +85,7 @@ static kdelay_err_t schedule_copy(kdelay_client_t *c, const char *id,
 {
         kdelay_header_t *hdrs;
         size_t hdr_cnt;
-        if (user_headers(rec, &hdrs, &hdr_cnt))
+        if (kd_client_headers_array(rec->user_hdrs, &hdrs, &hdr_cnt))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         kdelay_task_t t;
