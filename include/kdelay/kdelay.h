@@ -37,6 +37,9 @@ extern "C" {
 #define KDELAY_HDR_FIRE_AT     "kdelay-fire-at"
 #define KDELAY_HDR_VERSION     "kdelay-v"
 #define KDELAY_HDR_DEAD_REASON "kdelay-dead-reason"
+/* On a dead letter whose produce failed: the Kafka error's name
+ * (INVALID_RECORD, MSG_SIZE_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED...). */
+#define KDELAY_HDR_DEAD_ERROR "kdelay-dead-error"
 /* On a task made by kdelay_reschedule(): the id of the task it replaces.
  * Delivered with the task, like kdelay-id. */
 #define KDELAY_HDR_RESCHEDULED_FROM "kdelay-rescheduled-from"

@@ -19,7 +19,8 @@
 
 /* Reasons a user can fix (create the topic, allow it, raise a limit). */
 static const char *const kd_replayable[] = {
-    "target-unavailable", "target-forbidden", "tier-unavailable", "too-large"};
+    "target-unavailable", "target-forbidden", "tier-unavailable", "too-large",
+    "target-refused"};
 
 void kd_replay_items_clear(kd_replay_items_t *r)
 {

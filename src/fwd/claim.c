@@ -69,6 +69,11 @@ void kd_claim_new_generation(kd_fwd_t *f)
                  c->boot, c->generation);
 }
 
+void kd_claim_generations_gone(kd_fwd_t *f)
+{
+        f->claim.gone_upto = f->claim.generation;
+}
+
 static void flush_cb(kd_timer_t *tm, void *arg);
 
 /* Claim batches out at once: while one is on the store, the next fills,
@@ -167,6 +172,20 @@ static int own_previous_boot(const kd_fwd_t *f, const char *owner)
                strncmp(owner + n, c->boot_tag, strlen(c->boot_tag)) != 0;
 }
 
+/* 1 when owner is a token of this process from a generation whose tasks
+ * are all gone (kd_claim_generations_gone). */
+static int own_gone_generation(const kd_fwd_t *f, const char *owner)
+{
+        const kd_fwd_claim_t *c = &f->claim;
+        size_t n = strlen(c->own_tag), b = strlen(c->boot_tag);
+        if (!c->gone_upto || strncmp(owner, c->own_tag, n) ||
+            strncmp(owner + n, c->boot_tag, b))
+                return 0;
+        char *end;
+        unsigned long g = strtoul(owner + n + b, &end, 10);
+        return *end == ':' && g <= c->gone_upto;
+}
+
 static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                             int after_takeover)
 {
@@ -214,7 +233,8 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
          * restarted under its stable instance (the broker lets one member
          * of an instance in, and exactly_once's transactional id fences the
          * old producer), so that process is gone: at once, no lease wait. */
-        if (own_previous_boot(f, owner) && !after_takeover) {
+        if ((own_previous_boot(f, owner) || own_gone_generation(f, owner)) &&
+            !after_takeover) {
                 kd_metric_inc(&f->metrics, KD_M_OWN_TAKEOVERS);
                 return KD_NEEDS_TAKEOVER;
         }
@@ -326,7 +346,8 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                                        fw->items[i].row_owner,
                                        sizeof(fw->items[m].row_owner));
                         fw->items[m].own_previous =
-                            own_previous_boot(f, fw->items[m].row_owner);
+                            own_previous_boot(f, fw->items[m].row_owner) ||
+                            own_gone_generation(f, fw->items[m].row_owner);
                         m++;
                 }
         }

@@ -9,6 +9,7 @@
 #include "kd_held.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_perr.h"
 #include "kd_probe.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
@@ -17,29 +18,9 @@
 
 #define KD_FIRE_PERMANENT_RETRIES 5
 
-/* Errors after which producing the same record to the same topic cannot
- * succeed. */
-static int permanent(rd_kafka_resp_err_t err)
-{
-        switch (err) {
-        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-        case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-        case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
-        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
-        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
-        case RD_KAFKA_RESP_ERR_INVALID_RECORD:
-                return 1;
-        default:
-                return 0;
-        }
-}
-
-static int too_large(rd_kafka_resp_err_t err)
-{
-        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
-               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
-}
+/* How long a produce the mode holds back (a solo transaction is open)
+ * waits before it asks again, at most. */
+#define KD_FIRE_WAIT_MAX_MS 1000
 
 static const char *id_of(const kd_task_t *t, char *buf, size_t size)
 {
@@ -58,7 +39,8 @@ static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
                rd_kafka_err2str(err), t->retries);
         t->retries = 0;
         t->fire_failed = t->state == KD_TASK_FIRING; /* claimed: DEAD */
-        kd_fire_dead(f, t, too_large(err) ? "too-large" : "target-unavailable");
+        t->dead_err = err;
+        kd_fire_dead(f, t, kd_perr_dead_reason(err));
 }
 
 static void retry_cb(kd_timer_t *tm, void *arg)
@@ -136,7 +118,7 @@ static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
 static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                            rd_kafka_resp_err_t err, const char *event)
 {
-        if (too_large(err)) {
+        if (kd_perr_too_large(err)) {
                 if (as == KD_TASK_DEAD)
                         dead_letter_too_large(f, t);
                 else
@@ -145,7 +127,7 @@ static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
         }
         /* The target may be created any moment: give it a few retries
          * (about 6 s) before the task goes to the dead-letter topic. */
-        if (as == KD_TASK_FIRING && permanent(err) &&
+        if (as == KD_TASK_FIRING && kd_perr_permanent(err) &&
             t->retries >= KD_FIRE_PERMANENT_RETRIES) {
                 fire_failed(f, t, err);
                 return;
@@ -159,7 +141,7 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                      rd_kafka_resp_err_t err)
 {
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        if (as == KD_TASK_HOPPING && !too_large(err)) {
+        if (as == KD_TASK_HOPPING && !kd_perr_too_large(err)) {
                 /* A tier topic refuses it: stop failing everything. */
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=hop_failed id=%s err=\"%s\" action=dead_letter",
@@ -167,7 +149,7 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 kd_fire_dead(f, t, "tier-unavailable");
                 return;
         }
-        if (as == KD_TASK_DEAD && !too_large(err)) {
+        if (as == KD_TASK_DEAD && !kd_perr_too_large(err)) {
                 char qt[300];
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=dead_letter_dropped reason=%s topic=%s "
@@ -181,8 +163,26 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 f->mode->done(f, t);
                 return;
         }
+        if (as == KD_TASK_FIRING) { /* whatever the error: no loop */
+                fire_failed(f, t, err);
+                return;
+        }
         t->retries = KD_FIRE_PERMANENT_RETRIES;
         produce_failed(f, t, as, err, "produce_failed");
+}
+
+/* The mode holds t's produce back for wait_ms (a solo transaction is
+ * open, or t waits for one): asked again then, quietly. */
+static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                      int wait_ms)
+{
+        if (wait_ms > KD_FIRE_WAIT_MAX_MS)
+                wait_ms = KD_FIRE_WAIT_MAX_MS;
+        t->retry_as = as;
+        t->state = KD_TASK_RETRY;
+        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
+                         kd_mono_ms() + wait_ms, retry_cb, f))
+                kd_fwd_oom(f, "wait_timer");
 }
 
 /* Sends t with headers hdrs (taken) to topic as `as`. */
@@ -196,20 +196,24 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 poisoned(f, t, as, err);
                 return;
         }
-        if (f->mode->begin(f)) {
+        rd_kafka_t *rk = NULL;
+        int wait = f->mode->begin(f, t, as, &rk);
+        if (wait) {
                 rd_kafka_headers_destroy(hdrs);
-                retry_later(f, t, as, "produce_deferred",
-                            RD_KAFKA_RESP_ERR__STATE);
+                if (wait > 0)
+                        wait_turn(f, t, as, wait);
+                else
+                        retry_later(f, t, as, "produce_deferred",
+                                    RD_KAFKA_RESP_ERR__STATE);
                 return;
         }
         const kd_taskrec_t *r = &t->rec;
         t->sent_ms = kd_now_ms();
-        err = rd_kafka_producev(f->kafka.producer, RD_KAFKA_V_TOPIC(topic),
-                                RD_KAFKA_V_KEY(r->key, r->key_len),
-                                RD_KAFKA_V_VALUE(r->value, r->value_len),
-                                RD_KAFKA_V_HEADERS(hdrs),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
+        err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(r->key, r->key_len),
+            RD_KAFKA_V_VALUE(r->value, r->value_len), RD_KAFKA_V_HEADERS(hdrs),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
+            RD_KAFKA_V_END);
         if (!err) {
                 f->kafka.inflight++;
                 f->mode->produced(f, t);
@@ -296,7 +300,11 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         }
         /* Ours is the only reason: a forged one from the producer goes. */
         rd_kafka_header_remove(h, KDELAY_HDR_DEAD_REASON);
+        rd_kafka_header_remove(h, KDELAY_HDR_DEAD_ERROR);
         rd_kafka_header_add(h, KDELAY_HDR_DEAD_REASON, -1, reason, -1);
+        if (t->dead_err)
+                rd_kafka_header_add(h, KDELAY_HDR_DEAD_ERROR, -1,
+                                    rd_kafka_err2name(t->dead_err), -1);
         kd_conf_dead_topic(f->conf, topic, sizeof(topic));
         produce(f, t, topic, h, KD_TASK_DEAD);
 }
@@ -340,13 +348,20 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 delivered(f, t);
                 return;
         }
-        if (f->mode->failed(f, t, m->err, permanent(m->err)))
+        if (f->mode->failed(f, t, m->err, kd_perr_permanent(m->err)))
                 return;
         if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
                 kd_settle_release(f, t);
                 return;
         }
-        if (t->state == KD_TASK_FIRING && permanent(m->err)) {
+        if (kd_perr_class(m->err) == KD_PERR_RECORD && !t->solo) {
+                /* The broker refused the batch, maybe for a batch-mate:
+                 * produced again alone, it is delivered or found out. */
+                t->solo = 1;
+                retry_later(f, t, t->state, "batch_refused", m->err);
+                return;
+        }
+        if (t->state == KD_TASK_FIRING && kd_perr_permanent(m->err)) {
                 fire_failed(f, t, m->err); /* librdkafka retried already */
                 return;
         }
@@ -364,6 +379,8 @@ void kd_fire_drain(kd_fwd_t *f, int64_t deadline)
                 if (now >= deadline ||
                     now - f->kafka.last_report_mono >= KD_STALL_MS)
                         return;
-                rd_kafka_poll(f->kafka.producer, 100);
+                rd_kafka_poll(f->kafka.producer, f->kafka.solo ? 10 : 100);
+                if (f->kafka.solo)
+                        rd_kafka_poll(f->kafka.solo, 0);
         }
 }

@@ -217,12 +217,67 @@ static int denied(rd_kafka_resp_err_t err)
                err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED;
 }
 
+/* The solo producer's own properties, forced over the main one's: a
+ * batch holds one record, sent at once. */
+static const char *const solo_forced[] = {"batch.num.messages", "1",
+                                          "linger.ms", "0", NULL};
+
+static rd_kafka_t *solo_producer(kd_fwd_t *f)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        if (k->solo)
+                return k->solo;
+        const char *forced[64];
+        size_t n = 0;
+        for (size_t i = 0; k->producer_forced[i] && n + 6 < 64; i++)
+                forced[n++] = k->producer_forced[i];
+        for (size_t i = 0; solo_forced[i]; i++)
+                forced[n++] = solo_forced[i];
+        forced[n] = NULL;
+        char errstr[512], q[600];
+        k->solo = client_new(f, RD_KAFKA_PRODUCER, k->producer_defaults, forced,
+                             errstr, sizeof(errstr));
+        if (k->solo)
+                k->solo_q = rd_kafka_queue_get_main(k->solo);
+        if (!k->solo || !k->solo_q) {
+                kd_log(
+                    f->conf, KDELAY_LOG_WARNING,
+                    "event=solo_producer_failed err=%s action=retry",
+                    kd_log_quote(k->solo ? "no queue" : errstr, q, sizeof(q)));
+                if (k->solo)
+                        rd_kafka_destroy(k->solo);
+                k->solo = NULL;
+                return NULL;
+        }
+        rd_kafka_queue_io_event_enable(k->solo_q, k->io_fds[1][1], "1", 1);
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=solo_producer_started why=batch_refused");
+        return k->solo;
+}
+
+void kd_fwd_solo_close(kd_fwd_t *f)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        if (!k->solo)
+                return;
+        /* Purged produces report now; the fire stage retries them. */
+        rd_kafka_purge(k->solo,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(k->solo, 1000);
+        rd_kafka_queue_io_event_enable(k->solo_q, -1, NULL, 0);
+        rd_kafka_queue_destroy(k->solo_q);
+        k->solo_q = NULL;
+        rd_kafka_destroy(k->solo);
+        k->solo = NULL;
+}
+
 /* Ends the failed producer: its produces purged and their reports served
  * (the fire stage retries them, or the mode drops them with their
  * transaction), its topic handles, queue and wake-up pipe gone. */
 static void producer_close(kd_fwd_t *f)
 {
         kd_fwd_kafka_t *k = &f->kafka;
+        kd_fwd_solo_close(f); /* it shares the wake-up pipe */
         rd_kafka_purge(k->producer,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         kd_fire_drain(f, kd_mono_ms() + 1000);
@@ -311,6 +366,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->hooks.room = kd_intake_room;
         f->hooks.rewind = kd_intake_rewind;
         f->hooks.reclaim = kd_claim_enqueue;
+        f->hooks.solo_producer = solo_producer;
         kd_timer_init(&f->intake.room, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
         kd_timer_init(&f->claim.renew, NULL, f);
@@ -371,6 +427,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 rd_kafka_topic_destroy(k->warm[i]);
         k->warm_cnt = 0;
         kd_http_stop(f->http);
+        kd_fwd_solo_close(f);
         if (k->producer) {
                 rd_kafka_flush(k->producer, 1000);
                 rd_kafka_purge(k->producer, RD_KAFKA_PURGE_F_QUEUE |
@@ -443,6 +500,9 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                line);
 }
 
+/* Not ready after this many transactions aborted in a row. */
+#define KD_ABORT_STREAK_NOT_READY 5
+
 void kd_fwd_publish(kd_fwd_t *f)
 {
         if (!f->http)
@@ -478,9 +538,12 @@ void kd_fwd_publish(kd_fwd_t *f)
                        "event=metrics_not_published why=out_of_memory");
         if (buf != stack)
                 free(buf);
-        const char *why = !f->intake.settled ? "not in a settled group"
-                          : f->store.down    ? "MySQL does not answer"
-                          : *f->stop         ? "stopping"
-                                             : NULL;
+        const char *why =
+            !f->intake.settled ? "not in a settled group"
+            : f->store.down    ? "MySQL does not answer"
+            : f->metrics.v[KD_M_TXN_ABORT_STREAK] >= KD_ABORT_STREAK_NOT_READY
+                ? "transactions keep aborting"
+            : *f->stop ? "stopping"
+                       : NULL;
         kd_http_ready(f->http, !why, why);
 }

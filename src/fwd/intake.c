@@ -151,7 +151,8 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
                 return;
         }
-        if (!kd_targets_allow(&f->allowed, w.target, w.target_len)) {
+        if (kd_wire_topic_internal(w.target, w.target_len) ||
+            !kd_targets_allow(&f->allowed, w.target, w.target_len)) {
                 t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
                 return;
         }
@@ -580,6 +581,9 @@ void kd_intake_rewind(kd_fwd_t *f)
         for (kd_part_t *p = f->intake.parts; p; p = p->next)
                 n++;
         drop_all(f, l);
+        /* The abort ended every produce (their reports are in): no task
+         * of this process holds a claim now. */
+        kd_claim_generations_gone(f);
         kd_log(f->conf, KDELAY_LOG_NOTICE, "event=partitions_rewound count=%zu",
                n);
         /* A fresh assignment restarts every fetch at the committed offset

@@ -12,6 +12,10 @@
 void kd_claim_init(kd_fwd_t *f);
 /* Starts a new claim generation (on every assignment). */
 void kd_claim_new_generation(kd_fwd_t *f);
+/* Every task of the generations so far is gone (a rewind dropped them
+ * all after an abort): their claims are taken over at once, not after
+ * their lease. */
+void kd_claim_generations_gone(kd_fwd_t *f);
 /* Timer callback: the held task (arg is the kd_fwd_t, the timer a task's)
  * is within claim_ahead of its fire time; queue its claim. */
 void kd_claim_due_cb(kd_timer_t *tm, void *arg);

@@ -32,6 +32,10 @@ int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
 int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err,
                           const char *why);
 
+/* fwd.c: ends the solo producer (if any): its produces purged and
+ * reported (the fire stage retries them); a later need makes a new one. */
+void kd_fwd_solo_close(kd_fwd_t *f);
+
 /* loop.c: runs until *stop is set, then shuts down cleanly. */
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);
 

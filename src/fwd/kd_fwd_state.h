@@ -41,6 +41,11 @@ typedef struct kd_fwd_kafka {
         rd_kafka_t *producer;         /* owned */
         rd_kafka_queue_t *consumer_q; /* owned reference */
         rd_kafka_queue_t *producer_q; /* owned reference */
+        /* at_least_once: a second producer that sends one record a batch,
+         * for records whose batch the broker refused as a whole (made
+         * when first needed: f->hooks.solo_producer); NULL = none. */
+        rd_kafka_t *solo;         /* owned */
+        rd_kafka_queue_t *solo_q; /* owned reference; wakes io_fds[1] */
         int io_fds[2][2];         /* consumer, producer queue wake-up pipes */
         size_t inflight;          /* produces awaiting a report */
         int64_t last_report_mono; /* when a delivery report last came */
@@ -88,6 +93,10 @@ typedef struct kd_fwd_claim {
         char prefix[48];
         uint32_t boot;
         unsigned generation;
+        /* Generations up to this one have no task left in this process
+         * (a rewind dropped them all): their FIRING claims are taken over
+         * at once. 0 = none. */
+        unsigned gone_upto;
         uint64_t seq;
         kd_taskq_t q;
         int64_t q_since_mono; /* when the oldest queued claim was queued */
@@ -115,7 +124,7 @@ typedef struct kd_fwd_pace {
 
 /* Settled fates waiting for the fate store (settle.c). */
 /* The dead-letter reasons of a claimed task (a fire that failed). */
-#define KD_SETTLE_DEAD_REASONS 2
+#define KD_SETTLE_DEAD_REASONS 3
 
 typedef struct kd_fwd_settle {
         kd_idq_t fired; /* delivered, not yet marked FIRED */
@@ -162,6 +171,9 @@ typedef struct kd_fwd_hooks {
         /* Claimed task t is due but its claim's lease may pass before its
          * fire is delivered: claim it again (which renews the lease). */
         void (*reclaim)(kd_fwd_t *f, kd_task_t *t);
+        /* The solo producer (f->kafka.solo), made now if missing; NULL
+         * when it cannot be made (logged). */
+        rd_kafka_t *(*solo_producer)(kd_fwd_t *f);
 } kd_fwd_hooks_t;
 
 struct kd_fwd {

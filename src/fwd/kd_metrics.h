@@ -62,6 +62,12 @@ typedef enum kd_metric_type {
           "Partitions paused until their head is due")                         \
         X(TXN_COMMITS, "txn_commits", COUNTER, "", "Transactions committed")   \
         X(TXN_ABORTS, "txn_aborts", COUNTER, "", "Transactions aborted")       \
+        X(TXN_ABORT_STREAK, "txn_abort_streak", GAUGE, "",                     \
+          "Transactions aborted in a row (0 after a commit)")                  \
+        X(RECORD_ABORTS, "record_aborts", COUNTER, "",                         \
+          "Records produced in transactions that aborted")                     \
+        X(SOLO, "solo", COUNTER, "",                                           \
+          "Records produced alone after their batch or transaction failed")    \
         X(PRODUCER_RENEWALS, "producer_renewals", COUNTER, "",                 \
           "Producers re-created after a fatal error")                          \
         X(SKIPPED_DONE, "skipped_done", COUNTER, "",                           \

@@ -36,8 +36,13 @@ struct kd_mode_ops {
          * until room appears (the room hook). */
         int (*admit)(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t);
 
-        /* Begin batch: before a produce; -1 defers it (retried later). */
-        int (*begin)(kd_fwd_t *f);
+        /* Before producing t as `as` (t NULL: a clock probe, produced
+         * only when 0): 0 to produce now, with *rk; > 0 to wait that many
+         * ms and ask again (a solo transaction is open, or t waits for
+         * one); -1 to defer it with the retry backoff (the transaction
+         * failed). */
+        int (*begin)(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+                     rd_kafka_t **rk);
         /* 1 when producing t as `as` already failed for good often
          * enough; *err gets the last error. */
         int (*poisoned)(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,

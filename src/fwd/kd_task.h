@@ -69,8 +69,12 @@ typedef struct kd_task {
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */
-        char token[65];     /* claim owner token, fixed at the first claim so a
-                               retried claim recognises its own row */
+        int solo; /* produce it alone (at_least_once): the broker refused
+                     a batch it was in, maybe for a batch-mate */
+        rd_kafka_resp_err_t dead_err; /* why its produce failed for good;
+                                         0 = it did not */
+        char token[65]; /* claim owner token, fixed at the first claim so a
+                           retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this
                                      task's claim (CLAIMING); NULL = none */
         size_t req_slot;          /* the task's item in req */

@@ -229,6 +229,26 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         return sub;
 }
 
+/* The solo producer's reports; one that failed for good goes (its
+ * produces are retried, through a new one). */
+static void serve_solo(kd_fwd_t *f)
+{
+        char why[512];
+        if (!f->kafka.solo)
+                return;
+        while (rd_kafka_poll(f->kafka.solo, 0) > 0)
+                ;
+        rd_kafka_resp_err_t err =
+            rd_kafka_fatal_error(f->kafka.solo, why, sizeof(why));
+        if (!err)
+                return;
+        char q[600];
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=solo_producer_fatal err=%s code=%s action=renew",
+               kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err));
+        kd_fwd_solo_close(f);
+}
+
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
 {
         int stopped = 0;
@@ -281,6 +301,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 more = serve_consumer(f);
                 while (rd_kafka_poll(f->kafka.producer, 0) > 0)
                         ;
+                serve_solo(f);
         }
         shutdown_clean(f);
         if (f->kafka.fatal) {

@@ -133,10 +133,14 @@ static int alo_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
         return 1;
 }
 
-static int alo_begin(kd_fwd_t *f)
+/* A record the broker refused in a batch goes out alone, through the
+ * solo producer (batches of one): delivered, or found to be the cause. */
+static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+                     rd_kafka_t **rk)
 {
-        (void)f;
-        return 0;
+        (void)as;
+        *rk = t && t->solo ? f->hooks.solo_producer(f) : f->kafka.producer;
+        return *rk ? 0 : -1;
 }
 
 static int alo_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,

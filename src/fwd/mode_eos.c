@@ -6,7 +6,9 @@
  * after forwarder.transaction_interval. docs/reliability.md states the
  * guarantee. Owns the transaction state (one enum, changed only through
  * txn_set_state), its commit timer, the fires of the open transaction and
- * the poison table. */
+ * the accounting of the records of aborted ones (kd_poison.h), which ends
+ * an abort loop: a record that keeps its transactions aborting is produced
+ * alone and, failing alone, dead-lettered. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_perr.h"
+#include "kd_poison.h"
 #include "kd_settle.h"
 #include "kd_util.h"
 
@@ -36,30 +40,19 @@
 #define KD_OFFSET_METADATA_MAX 4096
 #define KD_DONE_SPAN_MAX       24000
 
-/* A produce whose delivery failed for good aborts its transaction, and
- * the record comes back after the rewind, to fail again. The poison table
- * counts such failures per source record and produce kind (the most
- * recent KD_POISON_MAX) and sends the record elsewhere after as many
- * attempts as at-least-once makes for a fire. */
-#define KD_POISON_MAX     256
-#define KD_POISON_BUCKETS 512
-#define KD_POISON_LIMIT   5
-
-typedef struct poison {
-        char topic[256];
-        int32_t partition;
-        int64_t offset;
-        kd_task_state_t as;
-        int failures;
-        rd_kafka_resp_err_t err; /* the last */
-        struct poison *chain;    /* same bucket */
-} poison_t;
-
-typedef struct poison_table {
-        poison_t *bucket[KD_POISON_BUCKETS]; /* borrowed from ring */
-        poison_t ring[KD_POISON_MAX];        /* oldest replaced first */
-        size_t used, next;
-} poison_table_t;
+/* A record in a transaction that aborted comes back after the rewind
+ * (kd_poison.h counts such records). It is produced alone, in a solo
+ * transaction, after one abort whose cause names a record or its target
+ * (kd_perr.h), or after this many of any other cause; while a solo
+ * transaction is open the other produces wait this long between looks,
+ * and a record waiting for its solo turn holds new transactions back at
+ * most this long. */
+#define KD_SOLO_AFTER_ABORTS 5
+#define KD_SOLO_WAIT_MS      5
+#define KD_SOLO_WAIT_MAX_MS  1000
+/* The solo attempt after a solo abort waits this long, doubled each time
+ * up to forwarder.retry_max, so that the others commit meanwhile. */
+#define KD_SOLO_BACKOFF_MS 250
 
 typedef enum kd_txn_state {
         KD_TXN_READY,      /* none open */
@@ -91,10 +84,19 @@ typedef struct eos_state {
         kd_idq_t dead;  /* claimed and dead-lettered in it: id, reason
                            index (kd_settle_dead_reasons) */
         kd_timer_t commit;
-        const char *forced[16]; /* producer properties, into txn_id */
-        char *txn_id;           /* owned */
-        poison_table_t poison;
-        unsigned fire_commits; /* committed transactions with fires */
+        const char *forced[16];    /* producer properties, into txn_id */
+        char *txn_id;              /* owned */
+        kd_poison_t poison;        /* records of aborted transactions */
+        uint64_t solo;             /* the key of the record alone in the open
+                                      transaction; 0 = a shared one */
+        uint64_t solo_wait;        /* a record waiting for its solo turn */
+        int64_t solo_wait_mono;    /* since when */
+        rd_kafka_resp_err_t cause; /* why the open transaction fails: the
+                                      first error seen; 0 = none yet */
+        rd_kafka_resp_err_t last_cause; /* of the last abort */
+        uint64_t commits;               /* transactions committed */
+        int abort_streak;               /* aborted since the last commit */
+        unsigned fire_commits;          /* committed transactions with fires */
 } eos_state_t;
 
 /* forwarder.fault.kill_after_commit: the crash between a commit and the
@@ -152,72 +154,6 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
         }
 }
 
-/* --- poison table ---------------------------------------------------- */
-
-static size_t poison_hash(const char *topic, int32_t partition, int64_t offset,
-                          kd_task_state_t as)
-{
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-        for (const char *c = topic; *c; c++)
-                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        h = (h ^ (uint64_t)(uint32_t)partition) * 1099511628211ULL;
-        h = (h ^ (uint64_t)offset) * 1099511628211ULL;
-        h = (h ^ (uint64_t)as) * 1099511628211ULL;
-        return (size_t)(h % KD_POISON_BUCKETS);
-}
-
-static poison_t *poison_find(poison_table_t *pt, const kd_task_t *t,
-                             kd_task_state_t as)
-{
-        if (!t->part || pt->used == 0) /* the usual case: nothing to look */
-                return NULL;
-        size_t b =
-            poison_hash(t->part->topic, t->part->partition, t->rec.offset, as);
-        for (poison_t *e = pt->bucket[b]; e; e = e->chain)
-                if (e->offset == t->rec.offset && e->as == as &&
-                    e->partition == t->part->partition &&
-                    !strcmp(e->topic, t->part->topic))
-                        return e;
-        return NULL;
-}
-
-static void poison_unlink(poison_table_t *pt, poison_t *e)
-{
-        size_t b = poison_hash(e->topic, e->partition, e->offset, e->as);
-        for (poison_t **pp = &pt->bucket[b]; *pp; pp = &(*pp)->chain)
-                if (*pp == e) {
-                        *pp = e->chain;
-                        return;
-                }
-}
-
-static void poison_bump(poison_table_t *pt, const kd_task_t *t,
-                        rd_kafka_resp_err_t err)
-{
-        poison_t *e = poison_find(pt, t, t->state);
-        if (!e) {
-                if (!t->part)
-                        return;
-                e = &pt->ring[pt->next];
-                if (pt->used == KD_POISON_MAX)
-                        poison_unlink(pt, e); /* the oldest goes */
-                else
-                        pt->used++;
-                pt->next = (pt->next + 1) % KD_POISON_MAX;
-                kd_strlcpy(e->topic, t->part->topic, sizeof(e->topic));
-                e->partition = t->part->partition;
-                e->offset = t->rec.offset;
-                e->as = t->state;
-                e->failures = 0;
-                size_t b =
-                    poison_hash(e->topic, e->partition, e->offset, e->as);
-                e->chain = pt->bucket[b];
-                pt->bucket[b] = e;
-        }
-        e->failures++;
-        e->err = err;
-}
-
 /* --- the transaction ------------------------------------------------- */
 
 static void commit_cb(kd_timer_t *tm, void *arg);
@@ -230,7 +166,9 @@ static void arm(kd_fwd_t *f)
         int64_t at = INT64_MAX, interval = f->conf->fwd_txn_interval_ms;
         if (s->state == KD_TXN_ABORTABLE)
                 at = 0;
-        else if (s->state == KD_TXN_OPEN && s->has_fire)
+        else if (s->state == KD_TXN_OPEN && s->solo_wait)
+                at = 0; /* a record waits to go alone: end this one */
+        else if (s->state == KD_TXN_OPEN && (s->has_fire || s->solo))
                 at = s->last_mono + KD_TXN_SETTLE_MS;
         else if (s->state == KD_TXN_OPEN)
                 at = s->opened_mono + interval;
@@ -262,6 +200,7 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
                               const char *what)
 {
         kd_txn_next_t next = KD_NEXT_ABORT;
+        rd_kafka_resp_err_t code = rd_kafka_error_code(error);
         if (rd_kafka_error_is_fatal(error))
                 next = KD_NEXT_FATAL;
         else if (rd_kafka_error_txn_requires_abort(error))
@@ -278,12 +217,16 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
                : next == KD_NEXT_RETRY ? "retry"
                                        : "abort");
         rd_kafka_error_destroy(error);
+        eos_state_t *s = state_of(f);
+        if (next != KD_NEXT_RETRY && !s->cause)
+                s->cause = code; /* the transaction's records learn why */
         if (next == KD_NEXT_FATAL)
                 txn_set_state(f, KD_TXN_RENEW);
         return next;
 }
 
-static int eos_begin(kd_fwd_t *f)
+/* Begins a transaction unless one is open; -1 when none can be. */
+static int txn_begin(kd_fwd_t *f)
 {
         eos_state_t *s = state_of(f);
         if (s->state == KD_TXN_OPEN)
@@ -300,6 +243,75 @@ static int eos_begin(kd_fwd_t *f)
         s->opened_mono = kd_mono_ms();
         arm(f);
         return 0;
+}
+
+/* 1 when the record of e goes alone: its transactions aborted for a
+ * cause that names a record or its target, or often for any cause. */
+static int solo_needed(const kd_poison_entry_t *e)
+{
+        if (!e)
+                return 0;
+        if (e->solo_tries > 0)
+                return 1;
+        kd_perr_class_t c = kd_perr_class(e->err);
+        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
+        return e->aborts >= (named ? 1 : KD_SOLO_AFTER_ABORTS);
+}
+
+/* t's record (entry e) goes alone: in a transaction of its own once the
+ * open one, if it holds others, has committed. begin's answer. */
+static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
+{
+        eos_state_t *s = state_of(f);
+        int64_t now = kd_mono_ms();
+        if (now < e->not_before_mono)
+                return (int)(e->not_before_mono - now);
+        int alone = s->state == KD_TXN_READY ||
+                    (s->state == KD_TXN_OPEN && s->poison.members_len == 0);
+        if (!alone) {
+                if (!s->solo_wait ||
+                    now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
+                        s->solo_wait = e->key;
+                        s->solo_wait_mono = now;
+                        arm(f);
+                }
+                return KD_SOLO_WAIT_MS;
+        }
+        if (txn_begin(f))
+                return -1;
+        s->solo = e->key;
+        if (s->solo_wait == e->key)
+                s->solo_wait = 0;
+        e->solo_tries++;
+        kd_metric_inc(&f->metrics, KD_M_SOLO);
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=txn_solo id=%s aborts=%d solo_aborts=%d err=%s",
+               t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
+               e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
+        arm(f);
+        return 0;
+}
+
+/* Records of transactions that aborted go alone (solo_begin); while one
+ * is alone in the open transaction, or waits for its turn, the others
+ * wait. */
+static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+                     rd_kafka_t **rk)
+{
+        eos_state_t *s = state_of(f);
+        *rk = f->kafka.producer;
+        if (s->solo)
+                return KD_SOLO_WAIT_MS;
+        kd_poison_entry_t *e =
+            t ? kd_poison_find(&s->poison, kd_poison_key(t, as)) : NULL;
+        if (solo_needed(e))
+                return solo_begin(f, t, e);
+        if (s->solo_wait &&
+            kd_mono_ms() - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
+                return KD_SOLO_WAIT_MS; /* a solo record goes first */
+        s->solo_wait = 0;
+        return txn_begin(f);
 }
 
 /* The transaction state cannot be recovered here: exit for a restart. */
@@ -329,6 +341,78 @@ static int64_t retry_deadline(kd_fwd_t *f, int64_t *local)
 static int past(int64_t deadline)
 {
         return deadline && kd_mono_ms() >= deadline;
+}
+
+/* The solo transaction of key aborted because of cause: the record's
+ * next solo attempt waits (longer each time), and the abort counts
+ * against it when the cause names the record or its target, or when
+ * other transactions committed since its last one (so the cluster is not
+ * what fails). */
+static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause)
+{
+        eos_state_t *s = state_of(f);
+        kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
+        kd_perr_class_t c = kd_perr_class(cause);
+        int counts = c == KD_PERR_RECORD || c == KD_PERR_TARGET ||
+                     (c != KD_PERR_PRODUCER && s->commits != e->commits_seen);
+        e->solo_fails += counts;
+        e->commits_seen = s->commits;
+        e->err = cause;
+        int shift = e->solo_tries < 6 ? e->solo_tries - 1 : 5;
+        int64_t backoff = (int64_t)KD_SOLO_BACKOFF_MS
+                          << (shift > 0 ? shift : 0);
+        if (backoff > f->conf->fwd_retry_max_ms)
+                backoff = f->conf->fwd_retry_max_ms;
+        e->not_before_mono = kd_mono_ms() + backoff;
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
+               "limit=%d retry_in_ms=%lld",
+               rd_kafka_err2name(cause), counts, e->solo_fails,
+               c == KD_PERR_RECORD ? 1 : f->conf->fwd_abort_limit,
+               (long long)backoff);
+}
+
+/* The open transaction is over, committed or not: the one place that
+ * ends its bookkeeping. Committed, what it fired and dead-lettered is
+ * marked FIRED or DEAD; aborted (or ended by a new producer), none of it
+ * happened, and its records are accounted (kd_poison.h). */
+static void txn_over(kd_fwd_t *f, int committed)
+{
+        eos_state_t *s = state_of(f);
+        if (committed) {
+                for (size_t i = 0; i < s->fired.len; i++)
+                        kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
+                for (size_t i = 0; i < s->dead.len; i++)
+                        kd_settle_dead(f, s->dead.ids[i],
+                                       kd_settle_dead_reasons[s->dead.vals[i]]);
+                kd_poison_committed(&s->poison);
+                s->commits++;
+                s->abort_streak = 0;
+                kd_metric_inc(&f->metrics, KD_M_TXN_COMMITS);
+        } else {
+                rd_kafka_resp_err_t cause =
+                    s->cause ? s->cause : RD_KAFKA_RESP_ERR__FAIL;
+                kd_metric_add(&f->metrics, KD_M_RECORD_ABORTS,
+                              s->poison.members_len);
+                if (s->solo) {
+                        kd_poison_members_clear(&s->poison);
+                        solo_aborted(f, s->solo, cause);
+                } else {
+                        kd_poison_aborted(&s->poison, cause);
+                }
+                s->last_cause = cause;
+                s->abort_streak++;
+                kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+        }
+        kd_metric_set(&f->metrics, KD_M_TXN_ABORT_STREAK, s->abort_streak);
+        kd_idq_clear(&s->fired);
+        kd_idq_clear(&s->dead);
+        s->has_fire = 0;
+        s->dirty = 0; /* committed, or the rewind starts from the commit */
+        s->solo = 0;
+        s->cause = 0;
+        s->last_mono = kd_mono_ms();
+        arm(f);
 }
 
 /* Aborts the open transaction (if any) and forgets its fires. */
@@ -365,16 +449,10 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
                         ;
                 txn_set_state(f, KD_TXN_READY);
         }
-        /* Nothing of the aborted transaction fired or was dead-lettered. */
-        kd_idq_clear(&s->fired);
-        kd_idq_clear(&s->dead);
-        s->has_fire = 0;
-        s->dirty = 0; /* the rewind starts from what is committed */
-        s->last_mono = kd_mono_ms();
-        kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+        txn_over(f, 0);
         kd_log(f->conf, KDELAY_LOG_WARNING,
-               "event=txn_aborted why=%s action=rewind", why);
-        arm(f);
+               "event=txn_aborted why=%s cause=%s streak=%d action=rewind", why,
+               rd_kafka_err2name(s->last_cause), s->abort_streak);
         return KD_TXN_ABORTED;
 }
 
@@ -434,7 +512,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
                 return txn_abort(f, "delivery_failed");
         if (s->state == KD_TXN_READY && !s->dirty)
                 return KD_TXN_COMMITTED;
-        if (eos_begin(f))
+        if (txn_begin(f))
                 return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin");
         int64_t t0 = kd_mono_ms();
         txn_set_state(f, KD_TXN_COMMITTING);
@@ -464,24 +542,14 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
         if (s->state == KD_TXN_ABORTABLE) /* a report failed meanwhile */
                 return txn_abort(f, "delivery_failed");
         txn_set_state(f, KD_TXN_READY);
-        s->has_fire = 0;
-        s->dirty = 0;
-        s->last_mono = kd_mono_ms();
-        kd_metric_inc(&f->metrics, KD_M_TXN_COMMITS);
         kd_log(f->conf, KDELAY_LOG_DEBUG,
-               "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld",
+               "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld "
+               "solo=%d",
                s->fired.len, (long long)(kd_mono_ms() - t0),
-               (long long)(t1 - t0));
+               (long long)(t1 - t0), s->solo != 0);
         if (s->fired.len)
                 fault_after_commit(f, s);
-        for (size_t i = 0; i < s->fired.len; i++)
-                kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
-        kd_idq_clear(&s->fired);
-        for (size_t i = 0; i < s->dead.len; i++)
-                kd_settle_dead(f, s->dead.ids[i],
-                               kd_settle_dead_reasons[s->dead.vals[i]]);
-        kd_idq_clear(&s->dead);
-        arm(f);
+        txn_over(f, 1);
         return KD_TXN_COMMITTED;
 }
 
@@ -596,11 +664,20 @@ static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
 
 /* --- produce and settle ---------------------------------------------- */
 
+/* A record whose solo transactions aborted as often as the limit allows
+ * (once when the broker refused the record itself) goes elsewhere: the
+ * fire stage dead-letters it with *err. */
 static int eos_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                         rd_kafka_resp_err_t *err)
 {
-        const poison_t *e = poison_find(&state_of(f)->poison, t, as);
-        if (!e || e->failures < KD_POISON_LIMIT)
+        const kd_poison_entry_t *e =
+            kd_poison_find(&state_of(f)->poison, kd_poison_key(t, as));
+        if (!e || !e->solo_fails)
+                return 0;
+        int limit = kd_perr_class(e->err) == KD_PERR_RECORD
+                        ? 1
+                        : f->conf->fwd_abort_limit;
+        if (e->solo_fails < limit)
                 return 0;
         *err = e->err;
         return 1;
@@ -622,8 +699,14 @@ static void eos_produced(kd_fwd_t *f, kd_task_t *t)
         eos_state_t *s = state_of(f);
         if (!t->part)
                 return;
+        if (kd_poison_member(&s->poison, kd_poison_key(t, t->state)))
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=out_of_memory what=txn_member "
+                       "action=not_accounted");
         if (kd_offtrack_done(&t->part->track, t->rec.offset) == 0)
                 f->hooks.room(f);
+        if (s->solo)
+                arm(f); /* commit it at once */
         if (t->state == KD_TASK_FIRING && !s->has_fire) {
                 s->has_fire = 1;
                 arm(f);
@@ -659,10 +742,12 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                       int permanent)
 {
         eos_state_t *s = state_of(f);
+        (void)permanent;
         /* The transaction cannot commit: abort it, and read again from
-         * the committed offsets. */
-        if (permanent)
-                poison_bump(&s->poison, t, err);
+         * the committed offsets. The first error that is not a purge is
+         * its cause. */
+        if (!s->cause && kd_perr_class(err) != KD_PERR_PURGED)
+                s->cause = err;
         if (t->part &&
             (s->state == KD_TXN_OPEN || s->state == KD_TXN_COMMITTING)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
@@ -780,6 +865,7 @@ static void eos_destroy(kd_fwd_t *f)
         kd_timer_disarm(&f->timers, &s->commit);
         kd_idq_clear(&s->fired);
         kd_idq_clear(&s->dead);
+        kd_poison_destroy(&s->poison);
         free(s->txn_id);
         free(s);
         f->mode_state = NULL;
@@ -818,14 +904,14 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
         if (err)
                 return err;
         txn_set_state(f, KD_TXN_READY);
-        kd_idq_clear(&s->fired);
-        s->has_fire = 0;
-        s->dirty = 0;
-        s->last_mono = kd_mono_ms();
-        kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+        /* Fenced, the open transaction aborted: nothing in it fired or
+         * was dead-lettered (its dead marks too: the dead letters are
+         * produced again after the rewind). */
+        txn_over(f, 0);
         kd_log(f->conf, KDELAY_LOG_WARNING,
-               "event=txn_aborted why=producer_renewed action=rewind");
-        arm(f);
+               "event=txn_aborted why=producer_renewed cause=%s streak=%d "
+               "action=rewind",
+               rd_kafka_err2name(s->last_cause), s->abort_streak);
         f->hooks.rewind(f);
         return KDELAY_OK;
 }

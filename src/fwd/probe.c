@@ -64,13 +64,14 @@ static int probe_send(kd_fwd_t *f)
                 return -1;
         rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1, "1", -1);
         rd_kafka_header_add(h, KD_PROBE_HDR, -1, f->claim.instance, -1);
-        if (f->mode->begin(f)) { /* exactly_once: not now */
+        rd_kafka_t *rk = NULL;
+        if (f->mode->begin(f, NULL, KD_TASK_HOPPING, &rk)) { /* not now */
                 rd_kafka_headers_destroy(h);
                 return -1;
         }
         c->sent_ms = kd_now_ms();
         rd_kafka_resp_err_t err = rd_kafka_producev(
-            f->kafka.producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_HEADERS(h),
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_HEADERS(h),
             RD_KAFKA_V_OPAQUE(&c->marker), RD_KAFKA_V_END);
         if (err) {
                 rd_kafka_headers_destroy(h);

@@ -97,7 +97,7 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms)
 }
 
 const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS] = {
-    "target-unavailable", "too-large"};
+    "target-unavailable", "too-large", "target-refused"};
 
 int kd_settle_dead_index(const char *reason)
 {

@@ -213,6 +213,12 @@ static const kd_prop_t kd_props[] = {
      "`exactly_once`: longest a transaction holding only hops, dead letters "
      "and offsets stays open; one holding a fire commits at the next loop "
      "turn (at least 20 ms after the previous commit)"},
+    {"forwarder.abort_limit", KD_PROP_INT, KD_OFF(fwd_abort_limit), "3", 1,
+     "`exactly_once`: a task whose transactions keep aborting is produced "
+     "alone, in a transaction of its own; after this many such "
+     "transactions abort (only one when the broker refused the record "
+     "itself) it goes to the dead-letter topic with the error as its "
+     "reason, so that it cannot stop the others"},
     {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0,
      "most fires per second per forwarder (0 = no limit); smooths the "
      "catch-up after an outage, in due order"},

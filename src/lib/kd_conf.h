@@ -58,6 +58,7 @@ struct kdelay_conf_s {
         kd_delivery_t fwd_delivery;
         char *fwd_txn_id;            /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms; /* longest open transaction */
+        int fwd_abort_limit;         /* solo aborts before dead letter */
         int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
         char *fwd_allowed_targets;   /* owned; NULL = every topic */
         char *fwd_http_listen;       /* owned; NULL or "" = no HTTP */

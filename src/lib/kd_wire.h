@@ -46,6 +46,9 @@ int kd_wire_id_valid(const char *id, size_t len);
 /* Non-zero when Kafka accepts name as a topic: 1..249 of [A-Za-z0-9._-],
  * not "." or "..". */
 int kd_wire_topic_valid(const char *name, size_t len);
+/* 1 when name (len bytes) is a Kafka internal topic (`__consumer_offsets`,
+ * `__transaction_state`, any name starting with `__`): never a target. */
+int kd_wire_topic_internal(const char *name, size_t len);
 
 /* Non-zero when a user header name is usable: non-empty and not in the
  * reserved "kdelay-" namespace. */

@@ -33,6 +33,11 @@ static kdelay_err_t task_check(const kdelay_conf_t *conf,
                                "target topic \"%s\" is one of kdelay's own "
                                "topics",
                                t->topic);
+        if (kd_wire_topic_internal(t->topic, strlen(t->topic)))
+                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
+                               "target topic \"%s\" is a Kafka internal "
+                               "topic (a name starting with __)",
+                               t->topic);
         if ((t->key_len && !t->key) || (t->value_len && !t->value))
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "key/value length given without data");

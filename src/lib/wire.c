@@ -73,6 +73,11 @@ int kd_wire_id_valid(const char *id, size_t len)
         return 1;
 }
 
+int kd_wire_topic_internal(const char *name, size_t len)
+{
+        return len >= 2 && name[0] == '_' && name[1] == '_';
+}
+
 int kd_wire_topic_valid(const char *name, size_t len)
 {
         if (!name || len == 0 || len > 249)

@@ -1,0 +1,71 @@
+/* The records of aborted transactions (exactly_once): which source
+ * records went into the open transaction, and, for each record of an
+ * aborted one, how often that happened and why. A record whose
+ * transaction keeps aborting is produced alone, in a transaction of its
+ * own (a solo transaction), so that its innocent companions commit
+ * without it; one whose solo transaction aborts is the culprit and is
+ * dead-lettered. Records are keyed by a 64-bit hash of (tier topic,
+ * partition, offset, produce kind): a collision only makes an innocent
+ * record go solo once, which costs time, never a fate. */
+#ifndef KD_POISON_H
+#define KD_POISON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_task.h"
+
+#define KD_POISON_MAX     4096 /* records remembered, oldest replaced */
+#define KD_POISON_BUCKETS 8192
+
+typedef struct kd_poison_entry {
+        uint64_t key;            /* 0 = free */
+        int aborts;              /* shared transactions of it that aborted */
+        int solo_tries;          /* its own (solo) transactions */
+        int solo_fails;          /* of those, aborts that counted */
+        rd_kafka_resp_err_t err; /* the last abort's cause */
+        int64_t not_before_mono; /* no solo attempt before then */
+        uint64_t commits_seen;   /* commits counted at its last solo abort */
+        struct kd_poison_entry *chain; /* same bucket */
+} kd_poison_entry_t;
+
+typedef struct kd_poison {
+        kd_poison_entry_t *bucket[KD_POISON_BUCKETS]; /* into ring */
+        kd_poison_entry_t ring[KD_POISON_MAX];
+        size_t used, next;
+        uint64_t *members; /* owned: keys produced into the open txn */
+        size_t members_len, members_cap;
+} kd_poison_t;
+
+/* The key of t's source record produced as `as`; 0 when t has no
+ * partition (revoked: never produced in a transaction again). */
+uint64_t kd_poison_key(const kd_task_t *t, kd_task_state_t as);
+
+/* The entry of key, or NULL. */
+kd_poison_entry_t *kd_poison_find(kd_poison_t *p, uint64_t key);
+
+/* The entry of key, made (zeroed) when missing; replaces the oldest
+ * when full. */
+kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key);
+
+/* Records key as produced into the open transaction; -1 when out of
+ * memory (the record is then not accounted if the transaction aborts). */
+int kd_poison_member(kd_poison_t *p, uint64_t key);
+
+/* The open transaction aborted because of cause: each member's abort
+ * count goes up (the members are forgotten). */
+void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause);
+
+/* Forgets the open transaction's members, entries kept (a solo one's
+ * abort is accounted by its mode). */
+void kd_poison_members_clear(kd_poison_t *p);
+
+/* The open transaction committed: its members' entries go. */
+void kd_poison_committed(kd_poison_t *p);
+
+/* Frees the member list (the table itself is plain memory). */
+void kd_poison_destroy(kd_poison_t *p);
+
+#endif

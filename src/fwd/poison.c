@@ -1,0 +1,122 @@
+/* The records of aborted transactions (kd_poison.h). */
+#include "kd_poison.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_part.h"
+
+static uint64_t fnv(uint64_t h, const void *buf, size_t len)
+{
+        const unsigned char *b = buf;
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ b[i]) * 1099511628211ULL;
+        return h;
+}
+
+uint64_t kd_poison_key(const kd_task_t *t, kd_task_state_t as)
+{
+        if (!t->part)
+                return 0;
+        uint64_t h =
+            fnv(1469598103934665603ULL, t->part->topic, strlen(t->part->topic));
+        int32_t partition = t->part->partition;
+        int64_t offset = t->rec.offset;
+        int kind = (int)as;
+        h = fnv(h, &partition, sizeof(partition));
+        h = fnv(h, &offset, sizeof(offset));
+        h = fnv(h, &kind, sizeof(kind));
+        return h ? h : 1;
+}
+
+static size_t bucket_of(uint64_t key)
+{
+        return (size_t)(key % KD_POISON_BUCKETS);
+}
+
+kd_poison_entry_t *kd_poison_find(kd_poison_t *p, uint64_t key)
+{
+        if (!key || p->used == 0) /* the usual case: nothing to look */
+                return NULL;
+        for (kd_poison_entry_t *e = p->bucket[bucket_of(key)]; e; e = e->chain)
+                if (e->key == key)
+                        return e;
+        return NULL;
+}
+
+static void unlink_entry(kd_poison_t *p, kd_poison_entry_t *e)
+{
+        for (kd_poison_entry_t **pp = &p->bucket[bucket_of(e->key)]; *pp;
+             pp = &(*pp)->chain)
+                if (*pp == e) {
+                        *pp = e->chain;
+                        break;
+                }
+        e->key = 0;
+        p->used--;
+}
+
+kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key)
+{
+        kd_poison_entry_t *e = kd_poison_find(p, key);
+        if (e)
+                return e;
+        e = &p->ring[p->next];
+        p->next = (p->next + 1) % KD_POISON_MAX;
+        if (e->key) /* the oldest goes */
+                unlink_entry(p, e);
+        memset(e, 0, sizeof(*e));
+        e->key = key;
+        e->chain = p->bucket[bucket_of(key)];
+        p->bucket[bucket_of(key)] = e;
+        p->used++;
+        return e;
+}
+
+int kd_poison_member(kd_poison_t *p, uint64_t key)
+{
+        if (!key)
+                return 0;
+        if (p->members_len == p->members_cap) {
+                size_t cap = p->members_cap ? p->members_cap * 2 : 256;
+                uint64_t *m = realloc(p->members, cap * sizeof(*m));
+                if (!m)
+                        return -1;
+                p->members = m;
+                p->members_cap = cap;
+        }
+        p->members[p->members_len++] = key;
+        return 0;
+}
+
+void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
+{
+        for (size_t i = 0; i < p->members_len; i++) {
+                kd_poison_entry_t *e = kd_poison_get(p, p->members[i]);
+                e->aborts++;
+                e->err = cause;
+        }
+        p->members_len = 0;
+}
+
+void kd_poison_members_clear(kd_poison_t *p)
+{
+        p->members_len = 0;
+}
+
+void kd_poison_committed(kd_poison_t *p)
+{
+        for (size_t i = 0; p->used > 0 && i < p->members_len; i++) {
+                kd_poison_entry_t *e = kd_poison_find(p, p->members[i]);
+                if (e)
+                        unlink_entry(p, e);
+        }
+        p->members_len = 0;
+}
+
+void kd_poison_destroy(kd_poison_t *p)
+{
+        free(p->members);
+        p->members = NULL;
+        p->members_len = p->members_cap = 0;
+}
