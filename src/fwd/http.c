@@ -6,20 +6,24 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_listen.h"
 #include "kd_util.h"
 
 struct kd_http {
         struct MHD_Daemon *daemon; /* owned */
         unsigned port;
-        _Atomic int64_t alive_mono; /* the loop's last turn */
-        pthread_mutex_t lock;       /* the fields below */
-        char *metrics;              /* owned; NULL until published */
+        _Atomic int64_t alive_mono;    /* the loop's last turn */
+        atomic_uint connections;       /* open now (MHD's notices) */
+        atomic_uint_least64_t refused; /* by accept_policy */
+        pthread_mutex_t lock;          /* the fields below */
+        char *metrics;                 /* owned; NULL until published */
         size_t metrics_len;
         int ready;
         const char *why; /* static: why not ready */
@@ -106,32 +110,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                     "not found: /metrics, /healthz, /readyz\n");
 }
 
-/* "host:port" or "[v6]:port" into a socket address. */
-static int parse_listen(const char *listen, struct sockaddr_storage *ss,
-                        char *errstr, size_t errstr_size)
+/* forwarder.http_listen into a socket address (a name is resolved). */
+static int listen_addr(const char *listen, struct sockaddr_storage *ss,
+                       char *errstr, size_t errstr_size)
 {
-        char host[256];
-        const char *colon = strrchr(listen, ':');
-        size_t hlen = colon ? (size_t)(colon - listen) : 0;
-        if (!colon || !colon[1] || hlen >= sizeof(host)) {
-                kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                        "forwarder.http_listen: expected host:port");
+        kd_listen_t l;
+        if (kd_listen_parse(&l, listen, errstr, errstr_size))
                 return -1;
-        }
-        memcpy(host, listen, hlen);
-        host[hlen] = '\0';
-        char *h = host;
-        if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-                host[hlen - 1] = '\0';
-                h++;
-        }
+        char port[8];
+        snprintf(port, sizeof(port), "%u", l.port);
         struct addrinfo hints = {0}, *res = NULL;
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
         hints.ai_socktype = SOCK_STREAM;
-        int rc = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &res);
+        int rc = getaddrinfo(l.host, port, &hints, &res);
         if (rc || !res) {
                 kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                        "forwarder.http_listen: %s", gai_strerror(rc));
+                        "forwarder.http_listen: \"%s\": %s", listen,
+                        gai_strerror(rc));
                 return -1;
         }
         memcpy(ss, res->ai_addr, res->ai_addrlen);
@@ -139,11 +134,81 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss,
         return 0;
 }
 
+/* 1 when the client is this host's loopback address (127.0.0.1, ::1 or
+ * ::ffff:127.0.0.1): the probes a pod or container runs on itself. */
+static int client_is_loopback(const struct sockaddr *sa)
+{
+        if (sa->sa_family == AF_INET) {
+                const struct sockaddr_in *in = (const void *)sa;
+                return ntohl(in->sin_addr.s_addr) == INADDR_LOOPBACK;
+        }
+        if (sa->sa_family != AF_INET6)
+                return 0;
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        static const unsigned char mapped_loopback[16] = {
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               !memcmp(a->s6_addr, mapped_loopback, sizeof(mapped_loopback));
+}
+
+/* MHD's accept policy: other clients than the loopback address are
+ * refused once they would leave fewer than KD_HTTP_LOCAL_RESERVE
+ * connections free, which stay for the probes run on this host. (MHD
+ * itself holds every client to KD_HTTP_MAX_PER_CLIENT and all to
+ * KD_HTTP_MAX_CONNECTIONS.) */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr,
+                                     socklen_t addrlen)
+{
+        kd_http_t *h = cls;
+        (void)addrlen;
+        if (client_is_loopback(addr))
+                return MHD_YES;
+        if (atomic_load(&h->connections) >=
+            KD_HTTP_MAX_CONNECTIONS - KD_HTTP_LOCAL_RESERVE) {
+                atomic_fetch_add(&h->refused, 1);
+                return MHD_NO;
+        }
+        return MHD_YES;
+}
+
+/* MHD's connection notices: the count accept_policy goes by. */
+static void connection_notice(void *cls, struct MHD_Connection *c,
+                              void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+        kd_http_t *h = cls;
+        (void)c;
+        (void)socket_context;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED)
+                atomic_fetch_add(&h->connections, 1);
+        else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+                atomic_fetch_sub(&h->connections, 1);
+}
+
+/* The daemon on ss: MHD's own thread (epoll where there is one), its
+ * limits (kd_http.h) and our accept policy. NULL with errno set. */
+static struct MHD_Daemon *daemon_start(kd_http_t *h,
+                                       const struct sockaddr_storage *ss)
+{
+        unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
+        if (ss->ss_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        return MHD_start_daemon(
+            flags, 0, accept_policy, h, handle, h, MHD_OPTION_SOCK_ADDR,
+            (const struct sockaddr *)ss, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)KD_HTTP_MAX_CONNECTIONS,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+            (unsigned)KD_HTTP_MAX_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned)KD_HTTP_IDLE_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION,
+            connection_notice, h, MHD_OPTION_END);
+}
+
 kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
                            size_t errstr_size)
 {
         struct sockaddr_storage ss;
-        if (parse_listen(listen, &ss, errstr, errstr_size))
+        if (listen_addr(listen, &ss, errstr, errstr_size))
                 return KDELAY_ERR_CONFIG;
         kd_http_t *h = calloc(1, sizeof(*h));
         if (!h)
@@ -152,19 +217,14 @@ kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
         pthread_mutex_init(&h->lock, NULL);
         atomic_store(&h->alive_mono, kd_mono_ms());
         h->why = "starting";
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
-        if (ss.ss_family == AF_INET6)
-                flags |= MHD_USE_IPv6;
-        h->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
-            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 32u,
-            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+        errno = 0;
+        h->daemon = daemon_start(h, &ss);
         if (!h->daemon) {
                 int e = errno;
                 kd_http_stop(h);
                 return kd_fail(KDELAY_ERR_SYSTEM, errstr, errstr_size,
-                               "forwarder.http_listen: cannot listen on %s: "
-                               "%s",
+                               "forwarder.http_listen: cannot listen on "
+                               "\"%s\": %s",
                                listen, e ? strerror(e) : "refused");
         }
         const union MHD_DaemonInfo *info =
@@ -172,6 +232,11 @@ kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
         h->port = info ? info->port : 0;
         *hp = h;
         return KDELAY_OK;
+}
+
+uint64_t kd_http_refused(kd_http_t *h)
+{
+        return atomic_load(&h->refused);
 }
 
 unsigned kd_http_port(const kd_http_t *h)

@@ -16,14 +16,31 @@
  * transactional call blocks it for at most 10 s). */
 #define KD_HTTP_STUCK_MS 30000
 
+/* What a client can hold, so that none can starve the probes (docs/
+ * security.md): connections per client address and in all; of those, the
+ * last KD_HTTP_LOCAL_RESERVE only for the loopback address (127.0.0.1,
+ * ::1), where the probes of a pod or a container come from; a connection
+ * that sends nothing for KD_HTTP_IDLE_TIMEOUT_S seconds is closed. A
+ * request comes in one packet or a few at once, so a client trickling
+ * slower than that loses its connection, and one trickling faster holds
+ * at most its own KD_HTTP_MAX_PER_CLIENT. */
+#define KD_HTTP_MAX_CONNECTIONS 64
+#define KD_HTTP_MAX_PER_CLIENT  8
+#define KD_HTTP_LOCAL_RESERVE   KD_HTTP_MAX_PER_CLIENT
+#define KD_HTTP_IDLE_TIMEOUT_S  3
+
 typedef struct kd_http kd_http_t;
 
-/* Listens on listen ("host:port", "[v6]:port"; port 0 = any free one).
- * *hp owned by the caller (kd_http_stop). */
+/* Listens on listen ("host:port", "[v6]:port", kd_listen_parse; port 0 =
+ * any free one): KDELAY_ERR_CONFIG when listen is not one (or the name
+ * does not resolve), KDELAY_ERR_SYSTEM when it cannot listen there. *hp
+ * owned by the caller (kd_http_stop). */
 kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
                            size_t errstr_size);
 /* The port listened on. */
 unsigned kd_http_port(const kd_http_t *h);
+/* Connections refused so far to keep the loopback reserve. */
+uint64_t kd_http_refused(kd_http_t *h);
 /* The /metrics body from now on: text (len bytes) is copied. -1 out of
  * memory (the previous body stays). */
 int kd_http_publish(kd_http_t *h, const char *text, size_t len);

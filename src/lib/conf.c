@@ -13,6 +13,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "kd_listen.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
 #include "kd_secret.h"
@@ -26,6 +27,7 @@ typedef enum kd_prop_type {
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
         KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
         KD_PROP_TARGETS,  /* char *, a kd_targets_t list */
+        KD_PROP_LISTEN,   /* char *, a kd_listen_t host:port */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
@@ -188,11 +190,14 @@ static const kd_prop_t kd_props[] = {
      "other topic goes to the dead-letter topic with reason "
      "`target-forbidden`",
      "— (every topic; a warning at startup)"},
-    {"forwarder.http_listen", KD_PROP_STRING, KD_OFF(fwd_http_listen), NULL, 0,
+    {"forwarder.http_listen", KD_PROP_LISTEN, KD_OFF(fwd_http_listen), NULL, 0,
      "`host:port` of the forwarder's HTTP endpoint: `/metrics` (Prometheus "
      "text format), `/healthz` (the loop turns), `/readyz` (in a settled "
      "group, MySQL answering); unset or empty = off; port 0 = any free port "
-     "(logged as `event=http_listening`)",
+     "(logged as `event=http_listening`); no host (`:9464`), no port or a "
+     "port past 65535 stop the binary at startup; 8 connections per client "
+     "address, 64 in all of which 8 only for 127.0.0.1 and ::1 (probes), "
+     "closed after 3 s without a byte (docs/security.md)",
      "off"},
     {"forwarder.retry_max", KD_PROP_DURATION, KD_OFF(fwd_retry_max_ms), "5s", 0,
      "longest backoff for MySQL and produce retries"},
@@ -268,6 +273,15 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                         if (err)
                                 return err;
                         kd_targets_clear(&t);
+                }
+                /* fallthrough */
+        case KD_PROP_LISTEN:
+                if (p->type == KD_PROP_LISTEN && *value) {
+                        kd_listen_t l;
+                        kdelay_err_t err =
+                            kd_listen_parse(&l, value, errstr, errstr_size);
+                        if (err)
+                                return err;
                 }
                 /* fallthrough */
         case KD_PROP_SSLMODE:
@@ -607,6 +621,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         case KD_PROP_STRING:
         case KD_PROP_SSLMODE:
         case KD_PROP_TARGETS:
+        case KD_PROP_LISTEN:
         case KD_PROP_TOPICPFX: {
                 const char *s = *(char *const *)field;
                 text = s ? s : "";
@@ -672,6 +687,10 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                 break;
         case KD_PROP_TARGETS:
                 snprintf(buf, size, "topic names and `prefix*` patterns");
+                break;
+        case KD_PROP_LISTEN:
+                snprintf(buf, size,
+                         "`host:port`, `[v6]:port`; port 0 .. 65535");
                 break;
         case KD_PROP_INT:
                 snprintf(buf, size, "integer, %d .. %d", p->min,

@@ -10,7 +10,11 @@
  * kdelay_forwarder_dead_by_reason_total{reason="missing-target"} 1. MySQL is
  * then stopped (`stack.sh mysql-stop`): /readyz answers 503 saying why
  * while /healthz stays 200; after `mysql-start` /readyz is 200 again.
- * Unknown paths answer 404, other methods 405. `kdelayctl stats --json`
+ * Unknown paths answer 404, other methods 405. 32 slow clients from
+ * 127.0.0.1, each trickling a request a byte a second, do not keep
+ * /healthz, /readyz and /metrics from answering 200 from 127.0.0.2 within
+ * 3 s, and once they stop the server closes them (issue 19; the bounds
+ * themselves are test_http_limits'). `kdelayctl stats --json`
  * meanwhile shows the group with this one member (its client.id is the
  * instance), no record pending once all are handled, the fate rows of the
  * tasks; after the stop it exits 1 (no member).
@@ -20,6 +24,9 @@
  * and WATCHDOG_USEC=1 s sends READY=1 (with a STATUS naming its
  * instance) after subscribing, WATCHDOG=1 every half second from its
  * loop, and STOPPING=1 on SIGTERM; it exits 0. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +44,7 @@
 
 #define SEC     1000LL
 #define N_TASKS 40
+#define N_SLOW  32
 
 /* GET (or `method`) http://127.0.0.1:port/path with curl: the status
  * (0 when curl failed), the body in *body (caller frees; may be NULL). */
@@ -61,6 +69,84 @@ static int get(unsigned port, const char *method, const char *path, char **body)
         else
                 free(out);
         return status;
+}
+
+/* GET path from address src with curl, waiting at most 3 s: the status
+ * (0 when there was none), the time it took in *ms. */
+static int get_from(const char *src, unsigned port, const char *path,
+                    int64_t *ms)
+{
+        char url[128];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+        char *const argv[] = {
+            "/usr/bin/curl", "-s",        "-o", "/dev/null",    "-m", "3",
+            "--interface",   (char *)src, "-w", "%{http_code}", url,  NULL};
+        char *out = NULL, *err = NULL;
+        int64_t t0 = kd_mono_ms();
+        it_run(argv, NULL, &out, &err);
+        *ms = kd_mono_ms() - t0;
+        int status = out ? atoi(out) : 0;
+        free(out);
+        free(err);
+        return status;
+}
+
+/* 1 when the server closed fd within timeout_ms. */
+static int closed_by_server(int fd, int timeout_ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, timeout_ms) <= 0)
+                return 0;
+        char c;
+        return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* N_SLOW connections from 127.0.0.1 trickling a request a byte a second
+ * for 5 s while the three paths are asked from 127.0.0.2; then they stop.
+ * 1 when every probe answered 200 within 3 s; the slowest in *max_ms,
+ * how many slow ones the server closed within 10 s after in *closed and
+ * how many it kept in *held. */
+static int probes_under_slow_clients(unsigned port, int64_t *max_ms, int *held,
+                                     int *closed)
+{
+        static const char *const paths[] = {"/healthz", "/readyz", "/metrics"};
+        int fd[N_SLOW], ok = 1;
+        struct sockaddr_in to = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+        for (int i = 0; i < N_SLOW; i++) {
+                fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd[i] >= 0 &&
+                    connect(fd[i], (struct sockaddr *)&to, sizeof(to)) == 0)
+                        send(fd[i], "G", 1, MSG_NOSIGNAL);
+        }
+        *max_ms = 0;
+        for (int s = 0; s < 5; s++) {
+
+                it_sleep_until(kd_now_ms() + 1000);
+                for (size_t i = 0; i < 3; i++) {
+                        int64_t ms;
+                        int st = get_from("127.0.0.2", port, paths[i], &ms);
+                        ok &= st == 200 && ms < 3000;
+                        if (ms > *max_ms)
+                                *max_ms = ms;
+                }
+                for (int i = 0; i < N_SLOW; i++)
+                        if (fd[i] >= 0)
+                                send(fd[i], "E", 1, MSG_NOSIGNAL);
+        }
+        *held = *closed = 0;
+        int gone[N_SLOW];
+        for (int i = 0; i < N_SLOW; i++) {
+                gone[i] = fd[i] < 0 || closed_by_server(fd[i], 0);
+                *held += !gone[i];
+        }
+        for (int i = 0; i < N_SLOW; i++) {
+                *closed += !gone[i] && closed_by_server(fd[i], 10000);
+                if (fd[i] >= 0)
+                        close(fd[i]);
+        }
+        return ok;
 }
 
 /* The value of the sample line starting "name " in a scrape; -1 if
@@ -267,6 +353,18 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT_EQUAL(get(port, "GET", "/healthz", NULL), 200);
         CU_ASSERT_EQUAL(get(port, "GET", "/nothing", NULL), 404);
         CU_ASSERT_EQUAL(get(port, "POST", "/metrics", NULL), 405);
+        int64_t slow_ms;
+        int slow_held, slow_closed;
+        int slow_ok =
+            probes_under_slow_clients(port, &slow_ms, &slow_held, &slow_closed);
+        printf("\n  %d slow clients from 127.0.0.1: %d kept; probes from "
+               "127.0.0.2 all 200 within 3 s: %s (slowest %lld ms); %d of "
+               "the kept closed by the idle timeout",
+               N_SLOW, slow_held, slow_ok ? "yes" : "no", (long long)slow_ms,
+               slow_closed);
+        CU_ASSERT(slow_ok);
+        CU_ASSERT(slow_held > 0 && slow_held < N_SLOW);
+        CU_ASSERT_EQUAL(slow_closed, slow_held);
         char *body = NULL;
         CU_ASSERT_EQUAL(get(port, "GET", "/metrics", &body), 200);
         CU_ASSERT(body && strstr(body, "kdelay_build_info{version=\""));
