@@ -829,6 +829,78 @@ static void test_load_errors(void)
                  1, "message.max.bytes");
 }
 
+/* 64-bit integers in a file are read as written (libconfig 1.5 wraps an
+ * integer without an L suffix to 32 bits: 5368709120 became 1073741824),
+ * whether written with L, without or in hex; strings and comments are left
+ * alone; a value outside its property's range, however written, is
+ * refused with the file's line, never wrapped into it. */
+static void test_load_int64(void)
+{
+        static const char *const good[][2] = {
+            {"forwarder = { max_held_bytes = 5368709120; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 5368709120L; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 0x140000000; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 1099511627776; };\n",
+             "1099511627776"},
+            {"forwarder = { max_held_bytes = 2147483648; };\n", "2147483648"},
+            {"# 99999999999999999999 in a comment\n/* 99999999999999999999 "
+             "*/ // 99999999999999999999\nforwarder = { max_held_bytes = "
+             "4096; };\n",
+             "4096"},
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                kdelay_conf_t *conf = kdelay_conf_new();
+                CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+                char path[64], errstr[512];
+                kdelay_err_t err =
+                    load_text(conf, good[i][0], path, sizeof(path), errstr,
+                              sizeof(errstr));
+                if (err)
+                        fprintf(stderr, "\n%s: %s\n", good[i][0], errstr);
+                CU_ASSERT_EQUAL(err, KDELAY_OK);
+                GET_IS(conf, "forwarder.max_held_bytes", good[i][1]);
+                kdelay_conf_destroy(conf);
+        }
+        /* Strings keep their digits; the same text through
+         * kd_conf_load_text. */
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512];
+        CU_ASSERT_EQUAL(
+            kd_conf_load_text(conf,
+                              "brokers = \"h:5368709120\"; forwarder = "
+                              "{ max_held_bytes = 5368709120; };",
+                              "text", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "brokers", "h:5368709120");
+        GET_IS(conf, "forwarder.max_held_bytes", "5368709120");
+        kdelay_conf_destroy(conf);
+
+        /* Out of range: refused, naming the property and the line. */
+        load_bad("\nforwarder = { max_held_bytes = 2199023255552; };\n",
+                 KDELAY_ERR_CONFIG, 2, "forwarder.max_held_bytes");
+        load_bad("forwarder = {\n max_held_bytes = 2199023255552L; };\n",
+                 KDELAY_ERR_CONFIG, 2, "2199023255552");
+        /* Each of these wrapped into the property's range before. */
+        load_bad("forwarder = { max_held = 4295000000; };\n", KDELAY_ERR_CONFIG,
+                 1, "forwarder.max_held");
+        load_bad("topics = { replication_factor = -4294967297; };\n",
+                 KDELAY_ERR_CONFIG, 1, "-4294967297");
+        load_bad("forwarder = { max_held_bytes = 0x10000000400; };\n",
+                 KDELAY_ERR_CONFIG, 1, "forwarder.max_held_bytes");
+        /* Beyond 64 bits: refused by the scan, with its line. */
+        load_bad(
+            "\n\nforwarder = { max_held_bytes = 99999999999999999999; };\n",
+            KDELAY_ERR_CONFIG, 3, "does not fit 64 bits");
+        load_bad("forwarder = { max_held_bytes = 99999999999999999999L; };\n",
+                 KDELAY_ERR_CONFIG, 1, "99999999999999999999");
+        load_bad("forwarder = { max_held_bytes = 0x1FFFFFFFFFFFFFFFF; };\n",
+                 KDELAY_ERR_CONFIG, 1, "does not fit 64 bits");
+        /* A float stays a float (and is no byte count). */
+        load_bad("forwarder = { max_held_bytes = 5368709120.0; };\n",
+                 KDELAY_ERR_CONFIG, 1, "forwarder.max_held_bytes");
+}
+
 static void test_load_missing_file(void)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -1195,6 +1267,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_load_good_file),
     KD_TEST(test_load_partial_file_keeps_rest),
     KD_TEST(test_load_errors),
+    KD_TEST(test_load_int64),
     KD_TEST(test_load_missing_file),
     KD_TEST(test_load_repo_conf),
     KD_TEST(test_mysql_url_full),
