@@ -4,7 +4,6 @@
 
 #include <errmsg.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +243,7 @@ static int password_file(const char *path, char *buf, size_t size, char *errstr,
                          size_t errstr_size)
 {
         char q[600];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = kd_secret_open(path);
         if (fd >= 0 && kd_secret_file_check("mysql.password_file", path, fd,
                                             errstr, errstr_size)) {
                 close(fd);

@@ -16,6 +16,7 @@
 #include "kd_mysql.h"
 #include "kd_targets.h"
 #include "kd_test.h"
+#include "kd_util.h"
 
 #ifndef KDELAY_SOURCE_DIR
 #error "KDELAY_SOURCE_DIR must name the source tree (see CMakeLists.txt)"
@@ -1192,6 +1193,73 @@ static void test_secret_refs(void)
         kdelay_conf_destroy(conf);
 }
 
+/* Resolves `value` for `name` and checks that it fails at once (a FIFO
+ * without a writer used to block the open for ever: the alarm ends a
+ * regression) with an error that names the path quoted. */
+static void secret_refused_at_once(kdelay_conf_t *conf, const char *name,
+                                   const char *value, const char *qpath)
+{
+        char errstr[512] = "";
+        int64_t t0 = kd_mono_ms();
+        alarm(10);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, name, value, errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        alarm(0);
+        CU_ASSERT(kd_mono_ms() - t0 < 1000);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, qpath));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, name));
+}
+
+/* A secret is read only from a regular file: a FIFO (no writer), a
+ * directory and a device are refused without waiting, for references and
+ * for mysql.password_file, and the error names the path (quoted). */
+static void test_secret_not_regular(void)
+{
+        char dir[64] = "/tmp/kd-test-fifo-XXXXXX", fifo[96], ref[128],
+             qfifo[128], errstr[512] = "";
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+        snprintf(fifo, sizeof(fifo), "%s/pw fifo", dir);
+        CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+        snprintf(ref, sizeof(ref), "file:%s", fifo);
+        snprintf(qfifo, sizeof(qfifo), "\"%s\"", fifo);
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        secret_refused_at_once(conf, "mysql.password", ref, qfifo);
+        CU_ASSERT_PTR_NULL(conf->mysql_password);
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf,
+                                             "sasl.password=file:/dev/zero",
+                                             errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        snprintf(ref, sizeof(ref), "file:%s", dir);
+        /* A path that needs no quotes has none (kd_log_quote). */
+        secret_refused_at_once(conf, "mysql.password", ref, dir);
+
+        /* mysql.password_file: read at connect, refused before any
+         * connection is tried. */
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://u@127.0.0.1:1/db", NULL, 0),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql.password_file", fifo, NULL, 0),
+            KDELAY_OK);
+        MYSQL *conn = NULL;
+        int64_t t0 = kd_mono_ms();
+        alarm(10);
+        CU_ASSERT_EQUAL(kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        alarm(0);
+        CU_ASSERT(kd_mono_ms() - t0 < 1000);
+        CU_ASSERT_PTR_NULL(conn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, qfifo));
+        kdelay_conf_destroy(conf);
+        unlink(fifo);
+        rmdir(dir);
+}
+
 static void test_mysql_url_errors(void)
 {
         static const char *const bad[] = {
@@ -1275,6 +1343,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_mysql_url_errors),
     KD_TEST(test_mysql_url_query),
     KD_TEST(test_secret_refs),
+    KD_TEST(test_secret_not_regular),
     KD_TEST(test_allowed_targets),
     KD_TEST_END,
 };
