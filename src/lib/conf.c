@@ -661,7 +661,8 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
         case KD_PROP_MYSQLURL:
                 snprintf(buf, size,
                          "`mysql://user[:password]@host[:port]/db[?ssl-mode="
-                         "M&ssl-ca=F&ssl-cert=F&ssl-key=F]`, percent-encoded");
+                         "M&ssl-ca=F&ssl-cert=F&ssl-key=F]`, percent-encoded; "
+                         "an IPv6 host in brackets (`[::1]`)");
                 break;
         case KD_PROP_SSLMODE:
                 snprintf(buf, size, "a TLS mode");

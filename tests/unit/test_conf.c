@@ -1014,6 +1014,46 @@ static void test_mysql_url_variants(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(p.password);
         CU_ASSERT_STRING_EQUAL(p.password, "");
         kd_mysql_params_clear(&p);
+
+        /* IPv6 literals in brackets, with and without a port: the host
+         * without its brackets (as mysql_real_connect takes it). */
+        static const struct {
+                const char *url, *host;
+                unsigned port;
+        } v6[] = {
+            {"mysql://root@[::1]:3306/db", "::1", 3306},
+            {"mysql://root@[::1]/db", "::1", 3306},
+            {"mysql://root:pw@[2001:db8::7]:13306/db?ssl-mode=REQUIRED",
+             "2001:db8::7", 13306},
+            {"mysql://root@[::ffff:192.0.2.1]:1/db", "::ffff:192.0.2.1", 1},
+        };
+        for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+                kdelay_err_t err =
+                    kd_mysql_url_parse(v6[i].url, &p, errstr, sizeof(errstr));
+                if (err)
+                        fprintf(stderr, "\n%s: %s\n", v6[i].url, errstr);
+                CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
+                CU_ASSERT_STRING_EQUAL(p.host, v6[i].host);
+                CU_ASSERT_EQUAL(p.port, v6[i].port);
+                CU_ASSERT_STRING_EQUAL(p.db, "db");
+                kd_mysql_params_clear(&p);
+        }
+        /* Set as a property, too (parsed when set). */
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://root@[::1]:1/db", errstr,
+                                        sizeof(errstr)),
+                        KDELAY_OK);
+        /* The connector gets the address: nothing listens on port 1, so
+         * the connection (not the URL) fails, and the message writes the
+         * host in brackets. */
+        MYSQL *conn = NULL;
+        CU_ASSERT_EQUAL(kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)),
+                        KDELAY_ERR_MYSQL);
+        CU_ASSERT_PTR_NULL(conn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "at [::1]:1 as root"));
+        kdelay_conf_destroy(conf);
 }
 
 /* forwarder.allowed_targets: names and prefix* patterns, checked when set,
@@ -1296,6 +1336,18 @@ static void test_mysql_url_errors(void)
             "mysql://u:p%@h/db",
             "mysql://u%g1:p@h/db",
             "mysql://u:p%00@h/db", /* NUL */
+            "mysql://u@::1/db",    /* IPv6 without brackets */
+            "mysql://u@::1:3306/db",
+            "mysql://u@[::1/db", /* unclosed */
+            "mysql://u@[]/db",
+            "mysql://u@[]:3306/db",
+            "mysql://u@[::1]:/db",
+            "mysql://u@[::1]:0/db",
+            "mysql://u@[::1]:65536/db",
+            "mysql://u@[::1]x/db",
+            "mysql://u@[::1]3306/db",
+            "mysql://u@[h]:3306/db", /* a name in brackets */
+            "mysql://u@[1.2.3.4]/db",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 kd_mysql_params_t p;
