@@ -1,5 +1,6 @@
 /* kdelayctl cancel: cancel one task, or every id read from standard input
  * ("-"), each answer on stdout (text or one JSON object per id). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_idlines.h"
 
 static const char kd_cancel_help[] =
     "Usage: kdelayctl cancel [--json] [OPTIONS] ID\n"
@@ -21,6 +23,8 @@ static const char kd_cancel_help[] =
     "(blank lines and lines starting with # skipped), and prints one line\n"
     "per id: \"ID CANCELLED\", \"ID TOO_LATE\", \"ID DEAD\" or \"ID ERROR\n"
     "reason\";\n"
+    "a line that cannot be an id (over 1023 bytes, a NUL byte) is reported\n"
+    "on stderr by its number (exit 2) and the next line is read;\n"
     "progress goes to stderr every 1000 ids.\n"
     "\n"
     "  --json               one JSON object per id: {\"id\", \"result\":\n"
@@ -95,30 +99,36 @@ static int worse(int a, int b)
         return a;
 }
 
+/* Reports bad line n of standard input; its exit code. */
+static int bad_line(kd_cli_t *cli, unsigned long n, kd_ctl_idline_t kind)
+{
+        fprintf(stderr, "%s: line %lu: %s\n", cli->prog, n,
+                kind == KD_CTL_IDLINE_NUL ? "holds a NUL byte, not an id"
+                                          : "too long for an id");
+        return KD_EXIT_USAGE;
+}
+
 static int cancel_stdin(kd_cli_t *cli, kdelay_client_t *client, int json)
 {
-        char line[1024];
+        kd_ctl_idlines_t in;
+        kd_ctl_idline_t kind;
+        const char *id;
         int rc = KD_EXIT_OK;
         unsigned long n = 0;
-        while (fgets(line, sizeof(line), stdin)) {
-                size_t len = strcspn(line, "\r\n");
-                if (line[len] == '\0' && !feof(stdin)) {
-                        /* Longer than any id: read past it, report it. */
-                        int c;
-                        while ((c = getchar()) != EOF && c != '\n')
-                                ;
-                        fprintf(stderr, "%s: line %lu: too long for an id\n",
-                                cli->prog, n + 1);
-                        rc = worse(rc, KD_EXIT_USAGE);
+        kd_ctl_idlines_init(&in, stdin);
+        while ((kind = kd_ctl_idlines_next(&in, &id)) != KD_CTL_IDLINE_EOF) {
+                if (kind == KD_CTL_IDLINE_ERROR) {
+                        fprintf(stderr, "%s: reading standard input: %s\n",
+                                cli->prog, strerror(errno));
+                        rc = worse(rc, KD_EXIT_ERROR);
+                        break;
+                }
+                if (kind == KD_CTL_IDLINE_SKIP)
+                        continue;
+                if (kind != KD_CTL_IDLINE_ID) {
+                        rc = worse(rc, bad_line(cli, in.line, kind));
                         continue;
                 }
-                line[len] = '\0';
-                char *id = line + strspn(line, " \t");
-                char *end = id + strlen(id);
-                while (end > id && (end[-1] == ' ' || end[-1] == '\t'))
-                        *--end = '\0';
-                if (!*id || *id == '#')
-                        continue;
                 rc = worse(rc, cancel_one(cli, client, id, json, 1));
                 fflush(stdout);
                 if (++n % 1000 == 0)

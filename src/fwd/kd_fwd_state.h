@@ -73,9 +73,11 @@ typedef struct kd_fwd_store {
                                request out is back */
         int64_t retry_mono; /* no statement before this; 0 = now */
         int64_t backoff_ms;
-        int down;               /* logged as unavailable */
-        kd_timer_t ping;        /* monotonic: a ping when idle (store.c) */
-        int64_t last_done_mono; /* a request last came back */
+        int down;                   /* logged as unavailable */
+        int64_t down_since_mono;    /* when it stopped answering */
+        int64_t waiting_since_mono; /* requests out, none back since */
+        kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
+        int64_t last_done_mono;     /* a request last came back */
 } kd_fwd_store_t;
 
 /* Claim identity and queue (claim.c). Claim tokens

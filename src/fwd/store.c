@@ -25,6 +25,13 @@ static const char *const op_name[] = {
  */
 #define KD_STORE_PING_MS       5000
 #define KD_STORE_PING_CHECK_MS 1000
+/* Requests out and none back for this long: the store is down (logged,
+ * mysql_up 0) though no statement failed yet (a hung server fails one only
+ * after the client's 30 s read timeout). */
+#define KD_STORE_STALL_MS 5000
+
+static void store_down(kd_fwd_t *f, int64_t since_mono);
+static void check_stalled(kd_fwd_t *f, int64_t now);
 
 static void ping_done(kd_fwd_t *f, kd_store_req_t *r)
 {
@@ -37,6 +44,7 @@ static void ping_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         kd_fwd_store_t *s = &f->store;
         int64_t now = kd_mono_ms();
+        check_stalled(f, now);
         if (s->inflight == 0 && kd_store_ready(f) &&
             now - s->last_done_mono >= KD_STORE_PING_MS) {
                 kd_store_req_t *r = kd_store_req_new(KD_FW_PING, 0);
@@ -170,6 +178,8 @@ void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 {
         r->done = done;
         r->fw.submitted_mono = kd_mono_ms();
+        if (f->store.inflight == 0)
+                f->store.waiting_since_mono = r->fw.submitted_mono;
         f->store.inflight++;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT,
                       (int64_t)f->store.inflight);
@@ -197,12 +207,36 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
         if (!s->down) {
                 char q[600];
-                s->down = 1;
+                store_down(f, kd_mono_ms());
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=mysql_unavailable what=%s err=%s held=%zu "
                        "action=hold_and_retry",
                        what, kd_log_quote(errstr, q, sizeof(q)), f->held.cnt);
         }
+}
+
+/* The store is down since since_mono: mysql_up 0, /readyz not ready; the
+ * caller logs why, once. */
+static void store_down(kd_fwd_t *f, int64_t since_mono)
+{
+        f->store.down = 1;
+        f->store.down_since_mono = since_mono;
+        kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
+}
+
+/* Logs the store down once its requests out have had no answer for
+ * KD_STORE_STALL_MS (a hung server: nothing fails for a while). */
+static void check_stalled(kd_fwd_t *f, int64_t now)
+{
+        kd_fwd_store_t *s = &f->store;
+        int64_t waited = now - s->waiting_since_mono;
+        if (s->down || s->inflight == 0 || waited < KD_STORE_STALL_MS)
+                return;
+        store_down(f, s->waiting_since_mono);
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=mysql_unavailable what=no_answer since_ms=%lld "
+               "requests_out=%zu held=%zu action=wait",
+               (long long)waited, s->inflight, f->held.cnt);
 }
 
 static void store_ok(kd_fwd_t *f)
@@ -214,7 +248,9 @@ static void store_ok(kd_fwd_t *f)
         if (s->down) {
                 s->down = 0;
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
-                       "event=mysql_available held=%zu claim_queue=%zu",
+                       "event=mysql_available down_ms=%lld held=%zu "
+                       "claim_queue=%zu",
+                       (long long)(kd_mono_ms() - s->down_since_mono),
                        f->held.cnt, f->claim.q.len);
         }
 }
@@ -229,6 +265,7 @@ static void account(kd_fwd_t *f, kd_store_req_t *r)
         s->inflight--;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT, (int64_t)s->inflight);
         s->last_done_mono = kd_mono_ms();
+        s->waiting_since_mono = s->last_done_mono; /* for the next one */
         if (fw->op == KD_FW_PING)
                 kd_metric_inc(&f->metrics, KD_M_STORE_PINGS);
         else

@@ -34,7 +34,8 @@ typedef struct kd_mysql_params {
         char *ssl_key;  /* owned; NULL = none */
 } kd_mysql_params_t;
 
-/* Parses mysql://user[:password]@host[:port]/db[?name=value&...] with the
+/* Parses mysql://user[:password]@host[:port]/db[?name=value&...] (host
+ * may be an IPv6 address in brackets, [::1], stored without them) with the
  * query names ssl-mode, ssl-ca, ssl-cert and ssl-key ('_' for '-' too).
  * User, password and query values may be percent-encoded. On success the
  * caller owns *out (kd_mysql_params_clear). */

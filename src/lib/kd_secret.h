@@ -24,6 +24,11 @@ int kd_secret_is_ref(const char *value);
 kdelay_err_t kd_secret_resolve(const char *name, const char *value, char **outp,
                                char *errstr, size_t errstr_size);
 
+/* Opens path for reading as a secret file: without waiting, so that a
+ * FIFO or a device never blocks the caller (kd_secret_file_check then
+ * refuses it). The fd (close it), or -1 with errno. */
+int kd_secret_open(const char *path);
+
 /* Checks that path is a regular file only its owner may read or write;
  * KDELAY_ERR_CONFIG with the reason (naming `what` and the path) if not. */
 kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,

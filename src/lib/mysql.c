@@ -4,7 +4,6 @@
 
 #include <errmsg.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +140,57 @@ static const char *query_param(const char *s, const char *end,
         return NULL;
 }
 
+/* 1 when [s, end) is an IPv6 address's text: hex digits, ':' and '.'
+ * (an IPv4 tail), with at least two ':'; the address itself is checked
+ * when connecting. */
+static int ipv6_text(const char *s, const char *end)
+{
+        int colons = 0;
+        for (; s < end; s++) {
+                if (*s == ':')
+                        colons++;
+                else if (*s != '.' && hexval(*s) < 0)
+                        return 0;
+        }
+        return colons >= 2;
+}
+
+/* host[:port] or [IPv6][:port] at [h, end) into p->host (brackets
+ * removed) and p->port (3306 when absent); the reason on error. */
+static const char *host_port(const char *h, const char *end,
+                             kd_mysql_params_t *p)
+{
+        const char *host = h, *host_end, *pc;
+        if (*h == '[') {
+                host = h + 1;
+                host_end = memchr(host, ']', (size_t)(end - host));
+                if (!host_end || !ipv6_text(host, host_end))
+                        return "an IPv6 host must be an address in brackets "
+                               "(mysql://user@[::1]:3306/db)";
+                pc = host_end + 1 < end ? host_end + 1 : NULL;
+                if (pc && *pc != ':')
+                        return "only :port may follow an IPv6 host's ']'";
+        } else {
+                pc = memchr(h, ':', (size_t)(end - h));
+                if (pc && memchr(pc + 1, ':', (size_t)(end - pc - 1)))
+                        return "an IPv6 host must be in brackets "
+                               "(mysql://user@[::1]:3306/db)";
+                host_end = pc ? pc : end;
+        }
+        if (host_end == host)
+                return "the host is empty";
+        p->port = 3306;
+        if (pc) {
+                int64_t port;
+                if (kd_parse_i64(pc + 1, (size_t)(end - pc - 1), &port) ||
+                    port < 1 || port > 65535)
+                        return "the port must be 1..65535";
+                p->port = (unsigned)port;
+        }
+        p->host = strndup(host, (size_t)(host_end - host));
+        return NULL;
+}
+
 kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
                                 char *errstr, size_t errstr_size)
 {
@@ -197,24 +247,8 @@ kdelay_err_t kd_mysql_url_parse(const char *url, kd_mysql_params_t *out,
                 bad = "bad percent-encoding in user or password";
                 goto fail;
         }
-        const char *h = at + 1;
-        const char *pc = memchr(h, ':', (size_t)(slash - h));
-        size_t hlen = pc ? (size_t)(pc - h) : (size_t)(slash - h);
-        if (hlen == 0) {
-                bad = "the host is empty";
+        if ((bad = host_port(at + 1, slash, &p)))
                 goto fail;
-        }
-        p.host = strndup(h, hlen);
-        p.port = 3306;
-        if (pc) {
-                int64_t port;
-                if (kd_parse_i64(pc + 1, (size_t)(slash - pc - 1), &port) ||
-                    port < 1 || port > 65535) {
-                        bad = "the port must be 1..65535";
-                        goto fail;
-                }
-                p.port = (unsigned)port;
-        }
         p.db = strdup(slash + 1);
         free(base);
         if (!p.host || !p.db) {
@@ -244,7 +278,7 @@ static int password_file(const char *path, char *buf, size_t size, char *errstr,
                          size_t errstr_size)
 {
         char q[600];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = kd_secret_open(path);
         if (fd >= 0 && kd_secret_file_check("mysql.password_file", path, fd,
                                             errstr, errstr_size)) {
                 close(fd);
@@ -329,10 +363,19 @@ static kdelay_err_t tls_apply(const kdelay_conf_t *conf,
         return KDELAY_OK;
 }
 
+/* p's host as a URL writes it: an IPv6 address in brackets. */
+static const char *host_text(const kd_mysql_params_t *p, char *buf, size_t size)
+{
+        if (!strchr(p->host, ':'))
+                return p->host;
+        snprintf(buf, size, "[%s]", p->host);
+        return buf;
+}
+
 kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                               char *errstr, size_t errstr_size)
 {
-        char from_file[512] = "";
+        char from_file[512] = "", hbuf[300];
         kd_mysql_params_t p;
         kdelay_err_t err;
 
@@ -389,8 +432,8 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u as %s "
                               "(db %s, ssl_mode %s): %s",
-                              p.host, p.port, p.user, p.db,
-                              kd_ssl_mode_names[mode], mysql_error(conn));
+                              host_text(&p, hbuf, sizeof(hbuf)), p.port, p.user,
+                              p.db, kd_ssl_mode_names[mode], mysql_error(conn));
                 mysql_close(conn);
                 kd_mysql_params_clear(&p);
                 return err;
@@ -401,7 +444,8 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u: ssl_mode "
                               "%s, but the server offers no TLS",
-                              p.host, p.port, kd_ssl_mode_names[mode]);
+                              host_text(&p, hbuf, sizeof(hbuf)), p.port,
+                              kd_ssl_mode_names[mode]);
                 mysql_close(conn);
                 kd_mysql_params_clear(&p);
                 return err;

@@ -53,7 +53,9 @@ kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,
                                strerror(errno));
         if (!S_ISREG(st.st_mode))
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                               "%s: %s is not a regular file", what, q);
+                               "%s: %s is not a regular file (a secret is "
+                               "read only from one)",
+                               what, q);
         if (st.st_mode & (S_IRWXG | S_IRWXO))
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                "%s: %s holds a secret but its mode is %04o: "
@@ -67,13 +69,21 @@ kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,
         return KDELAY_OK;
 }
 
+int kd_secret_open(const char *path)
+{
+        /* O_NONBLOCK: opening a FIFO waits for a writer, a device may wait
+         * too; kd_secret_file_check refuses either before a read. A
+         * regular file ignores the flag. */
+        return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+}
+
 /* The content of path, trailing newlines cut, into *outp. */
 static kdelay_err_t file_read(const char *name, const char *path, char **outp,
                               char *errstr, size_t errstr_size)
 {
         char q[600];
         kd_log_quote(path, q, sizeof(q));
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = kd_secret_open(path);
         if (fd < 0)
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                "%s: cannot open file:%s: %s", name, q,

@@ -519,6 +519,25 @@ static void test_cancel_and_status(void)
                  late);
         CU_ASSERT_STRING_EQUAL(out, want);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "event=cancel_done ids=2 exit=3"));
+        /* A NUL byte makes its line alone an error (reported by number,
+         * exit 2): the id on the next line is still cancelled and
+         * answered. */
+        char after_nul[64];
+        it_unique(after_nul, sizeof(after_nul), "ctl-nul-");
+        snprintf(cmd, sizeof(cmd),
+                 "printf 'a\\000b\\n%%s\\n' '%s' | '%s' cancel - --brokers "
+                 "'%s' --mysql '%s' -X '%s'",
+                 after_nul, KDELAY_CTL, it_brokers(), url, pfx);
+        free(out);
+        free(err);
+        out = err = NULL;
+        CU_ASSERT_EQUAL(it_run(sh, NULL, &out, &err), 2);
+        snprintf(want, sizeof(want), "%s CANCELLED\n", after_nul);
+        CU_ASSERT_STRING_EQUAL(out, want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "line 1: holds a NUL byte"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "event=cancel_done ids=1 exit=2"));
+        CU_ASSERT_EQUAL(ctl("status", after_nul), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "CANCELLED"));
         /* --json: one object per id. */
         snprintf(cmd, sizeof(cmd),
                  "printf '%%s\\n' '%s' | '%s' cancel --json - --brokers '%s' "

@@ -10,6 +10,9 @@
  *     back — the loop never waits for the store;
  *   - 50 tasks due 10 s into the hang are not fired during it (no claim
  *     without MySQL), then fire once each after it, none early;
+ *   - one line says MySQL stopped answering (5 s after a request went
+ *     unanswered, long before the read timeout), one that it answers
+ *     again, with how long it was down;
  *   - a SIGHUP is ignored;
  *   - then MySQL is frozen again with a claim out, and a SIGTERM stops the
  *     forwarder within forwarder.shutdown_timeout (3 s here) and a margin
@@ -77,6 +80,20 @@ static int log_has(const char *path, const char *needle)
                 found = strstr(line, needle) != NULL;
         fclose(fp);
         return found;
+}
+
+/* The lines of the file at path that contain needle. */
+static int log_count(const char *path, const char *needle)
+{
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+                return 0;
+        char line[4096];
+        int n = 0;
+        while (fgets(line, sizeof(line), fp))
+                n += strstr(line, needle) != NULL;
+        fclose(fp);
+        return n;
 }
 
 /* Waits until the log has needle; 0 when it did within timeout_ms. */
@@ -229,6 +246,10 @@ static void run(const char *delivery)
         int64_t commits1 = last_stat(f.log, commits_key);
         size_t dead_in_hang = topic_records(dead);
         size_t fired_in_hang = count_delivered(target, t, N_ALL, 1000);
+        /* Before the client's 30 s read timeout fails anything: the store
+         * is logged down once, from a request left unanswered 5 s. */
+        int down_lines = log_count(f.log, "event=mysql_unavailable");
+        int stall_lines = log_count(f.log, "what=no_answer");
         printf("\n  %s, during the hang: hopped %lld -> %lld, %s %lld -> %lld, "
                "dead letters %zu, fired %zu",
                delivery, (long long)hops0, (long long)hops1, commits_key,
@@ -244,6 +265,8 @@ static void run(const char *delivery)
         CU_ASSERT(commits1 > commits0);
         CU_ASSERT_EQUAL(dead_in_hang, 1);
         CU_ASSERT_EQUAL(fired_in_hang, 0); /* no claim, no fire */
+        CU_ASSERT_EQUAL(down_lines, 1);
+        CU_ASSERT_EQUAL(stall_lines, 1);
 
         /* After the hang: every task once (at least once), none early. */
         int64_t until = kd_mono_ms() + 60000;
@@ -266,6 +289,16 @@ static void run(const char *delivery)
                have, N_ALL, early, extra, (long long)late_max);
         CU_ASSERT_EQUAL(early, 0);
         CU_ASSERT_EQUAL(extra, 0); /* no process died */
+        /* One line for the outage, one for its end, whatever failed in
+         * between (the read timeout, reconnects). */
+        CU_ASSERT_EQUAL(wait_log(f.log, "event=mysql_available", 10000), 0);
+        int up_lines = log_count(f.log, "event=mysql_available");
+        down_lines = log_count(f.log, "event=mysql_unavailable");
+        printf("; logged down %d, up %d (%s)", down_lines, up_lines,
+               log_has(f.log, "down_ms=") ? "with down_ms" : "no down_ms");
+        CU_ASSERT_EQUAL(down_lines, 1);
+        CU_ASSERT_EQUAL(up_lines, 1);
+        CU_ASSERT(log_has(f.log, "event=mysql_available down_ms="));
 
         /* SIGHUP (a terminal hang-up, a supervisor's reload) is ignored. */
         CU_ASSERT_EQUAL(kill(f.pid, SIGHUP), 0);

@@ -16,6 +16,7 @@
 #include "kd_mysql.h"
 #include "kd_targets.h"
 #include "kd_test.h"
+#include "kd_util.h"
 
 #ifndef KDELAY_SOURCE_DIR
 #error "KDELAY_SOURCE_DIR must name the source tree (see CMakeLists.txt)"
@@ -829,6 +830,78 @@ static void test_load_errors(void)
                  1, "message.max.bytes");
 }
 
+/* 64-bit integers in a file are read as written (libconfig 1.5 wraps an
+ * integer without an L suffix to 32 bits: 5368709120 became 1073741824),
+ * whether written with L, without or in hex; strings and comments are left
+ * alone; a value outside its property's range, however written, is
+ * refused with the file's line, never wrapped into it. */
+static void test_load_int64(void)
+{
+        static const char *const good[][2] = {
+            {"forwarder = { max_held_bytes = 5368709120; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 5368709120L; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 0x140000000; };\n", "5368709120"},
+            {"forwarder = { max_held_bytes = 1099511627776; };\n",
+             "1099511627776"},
+            {"forwarder = { max_held_bytes = 2147483648; };\n", "2147483648"},
+            {"# 99999999999999999999 in a comment\n/* 99999999999999999999 "
+             "*/ // 99999999999999999999\nforwarder = { max_held_bytes = "
+             "4096; };\n",
+             "4096"},
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                kdelay_conf_t *conf = kdelay_conf_new();
+                CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+                char path[64], errstr[512];
+                kdelay_err_t err =
+                    load_text(conf, good[i][0], path, sizeof(path), errstr,
+                              sizeof(errstr));
+                if (err)
+                        fprintf(stderr, "\n%s: %s\n", good[i][0], errstr);
+                CU_ASSERT_EQUAL(err, KDELAY_OK);
+                GET_IS(conf, "forwarder.max_held_bytes", good[i][1]);
+                kdelay_conf_destroy(conf);
+        }
+        /* Strings keep their digits; the same text through
+         * kd_conf_load_text. */
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        char errstr[512];
+        CU_ASSERT_EQUAL(
+            kd_conf_load_text(conf,
+                              "brokers = \"h:5368709120\"; forwarder = "
+                              "{ max_held_bytes = 5368709120; };",
+                              "text", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "brokers", "h:5368709120");
+        GET_IS(conf, "forwarder.max_held_bytes", "5368709120");
+        kdelay_conf_destroy(conf);
+
+        /* Out of range: refused, naming the property and the line. */
+        load_bad("\nforwarder = { max_held_bytes = 2199023255552; };\n",
+                 KDELAY_ERR_CONFIG, 2, "forwarder.max_held_bytes");
+        load_bad("forwarder = {\n max_held_bytes = 2199023255552L; };\n",
+                 KDELAY_ERR_CONFIG, 2, "2199023255552");
+        /* Each of these wrapped into the property's range before. */
+        load_bad("forwarder = { max_held = 4295000000; };\n", KDELAY_ERR_CONFIG,
+                 1, "forwarder.max_held");
+        load_bad("topics = { replication_factor = -4294967297; };\n",
+                 KDELAY_ERR_CONFIG, 1, "-4294967297");
+        load_bad("forwarder = { max_held_bytes = 0x10000000400; };\n",
+                 KDELAY_ERR_CONFIG, 1, "forwarder.max_held_bytes");
+        /* Beyond 64 bits: refused by the scan, with its line. */
+        load_bad(
+            "\n\nforwarder = { max_held_bytes = 99999999999999999999; };\n",
+            KDELAY_ERR_CONFIG, 3, "does not fit 64 bits");
+        load_bad("forwarder = { max_held_bytes = 99999999999999999999L; };\n",
+                 KDELAY_ERR_CONFIG, 1, "99999999999999999999");
+        load_bad("forwarder = { max_held_bytes = 0x1FFFFFFFFFFFFFFFF; };\n",
+                 KDELAY_ERR_CONFIG, 1, "does not fit 64 bits");
+        /* A float stays a float (and is no byte count). */
+        load_bad("forwarder = { max_held_bytes = 5368709120.0; };\n",
+                 KDELAY_ERR_CONFIG, 1, "forwarder.max_held_bytes");
+}
+
 static void test_load_missing_file(void)
 {
         kdelay_conf_t *conf = kdelay_conf_new();
@@ -941,6 +1014,46 @@ static void test_mysql_url_variants(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(p.password);
         CU_ASSERT_STRING_EQUAL(p.password, "");
         kd_mysql_params_clear(&p);
+
+        /* IPv6 literals in brackets, with and without a port: the host
+         * without its brackets (as mysql_real_connect takes it). */
+        static const struct {
+                const char *url, *host;
+                unsigned port;
+        } v6[] = {
+            {"mysql://root@[::1]:3306/db", "::1", 3306},
+            {"mysql://root@[::1]/db", "::1", 3306},
+            {"mysql://root:pw@[2001:db8::7]:13306/db?ssl-mode=REQUIRED",
+             "2001:db8::7", 13306},
+            {"mysql://root@[::ffff:192.0.2.1]:1/db", "::ffff:192.0.2.1", 1},
+        };
+        for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+                kdelay_err_t err =
+                    kd_mysql_url_parse(v6[i].url, &p, errstr, sizeof(errstr));
+                if (err)
+                        fprintf(stderr, "\n%s: %s\n", v6[i].url, errstr);
+                CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
+                CU_ASSERT_STRING_EQUAL(p.host, v6[i].host);
+                CU_ASSERT_EQUAL(p.port, v6[i].port);
+                CU_ASSERT_STRING_EQUAL(p.db, "db");
+                kd_mysql_params_clear(&p);
+        }
+        /* Set as a property, too (parsed when set). */
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://root@[::1]:1/db", errstr,
+                                        sizeof(errstr)),
+                        KDELAY_OK);
+        /* The connector gets the address: nothing listens on port 1, so
+         * the connection (not the URL) fails, and the message writes the
+         * host in brackets. */
+        MYSQL *conn = NULL;
+        CU_ASSERT_EQUAL(kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)),
+                        KDELAY_ERR_MYSQL);
+        CU_ASSERT_PTR_NULL(conn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "at [::1]:1 as root"));
+        kdelay_conf_destroy(conf);
 }
 
 /* forwarder.allowed_targets: names and prefix* patterns, checked when set,
@@ -1120,6 +1233,73 @@ static void test_secret_refs(void)
         kdelay_conf_destroy(conf);
 }
 
+/* Resolves `value` for `name` and checks that it fails at once (a FIFO
+ * without a writer used to block the open for ever: the alarm ends a
+ * regression) with an error that names the path quoted. */
+static void secret_refused_at_once(kdelay_conf_t *conf, const char *name,
+                                   const char *value, const char *qpath)
+{
+        char errstr[512] = "";
+        int64_t t0 = kd_mono_ms();
+        alarm(10);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, name, value, errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        alarm(0);
+        CU_ASSERT(kd_mono_ms() - t0 < 1000);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, qpath));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, name));
+}
+
+/* A secret is read only from a regular file: a FIFO (no writer), a
+ * directory and a device are refused without waiting, for references and
+ * for mysql.password_file, and the error names the path (quoted). */
+static void test_secret_not_regular(void)
+{
+        char dir[64] = "/tmp/kd-test-fifo-XXXXXX", fifo[96], ref[128],
+             qfifo[128], errstr[512] = "";
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+        snprintf(fifo, sizeof(fifo), "%s/pw fifo", dir);
+        CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+        snprintf(ref, sizeof(ref), "file:%s", fifo);
+        snprintf(qfifo, sizeof(qfifo), "\"%s\"", fifo);
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        secret_refused_at_once(conf, "mysql.password", ref, qfifo);
+        CU_ASSERT_PTR_NULL(conf->mysql_password);
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf,
+                                             "sasl.password=file:/dev/zero",
+                                             errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        snprintf(ref, sizeof(ref), "file:%s", dir);
+        /* A path that needs no quotes has none (kd_log_quote). */
+        secret_refused_at_once(conf, "mysql.password", ref, dir);
+
+        /* mysql.password_file: read at connect, refused before any
+         * connection is tried. */
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://u@127.0.0.1:1/db", NULL, 0),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "mysql.password_file", fifo, NULL, 0),
+            KDELAY_OK);
+        MYSQL *conn = NULL;
+        int64_t t0 = kd_mono_ms();
+        alarm(10);
+        CU_ASSERT_EQUAL(kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        alarm(0);
+        CU_ASSERT(kd_mono_ms() - t0 < 1000);
+        CU_ASSERT_PTR_NULL(conn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "not a regular file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, qfifo));
+        kdelay_conf_destroy(conf);
+        unlink(fifo);
+        rmdir(dir);
+}
+
 static void test_mysql_url_errors(void)
 {
         static const char *const bad[] = {
@@ -1156,6 +1336,18 @@ static void test_mysql_url_errors(void)
             "mysql://u:p%@h/db",
             "mysql://u%g1:p@h/db",
             "mysql://u:p%00@h/db", /* NUL */
+            "mysql://u@::1/db",    /* IPv6 without brackets */
+            "mysql://u@::1:3306/db",
+            "mysql://u@[::1/db", /* unclosed */
+            "mysql://u@[]/db",
+            "mysql://u@[]:3306/db",
+            "mysql://u@[::1]:/db",
+            "mysql://u@[::1]:0/db",
+            "mysql://u@[::1]:65536/db",
+            "mysql://u@[::1]x/db",
+            "mysql://u@[::1]3306/db",
+            "mysql://u@[h]:3306/db", /* a name in brackets */
+            "mysql://u@[1.2.3.4]/db",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 kd_mysql_params_t p;
@@ -1195,6 +1387,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_load_good_file),
     KD_TEST(test_load_partial_file_keeps_rest),
     KD_TEST(test_load_errors),
+    KD_TEST(test_load_int64),
     KD_TEST(test_load_missing_file),
     KD_TEST(test_load_repo_conf),
     KD_TEST(test_mysql_url_full),
@@ -1202,6 +1395,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_mysql_url_errors),
     KD_TEST(test_mysql_url_query),
     KD_TEST(test_secret_refs),
+    KD_TEST(test_secret_not_regular),
     KD_TEST(test_allowed_targets),
     KD_TEST_END,
 };
