@@ -408,6 +408,9 @@ size_t it_consume_all(const char *const *topics, it_msg_t **msgsp, int idle_ms,
         return consume(topics, NULL, 0, msgsp, idle_ms, timeout_ms);
 }
 
+static int create_topic(const char *topic, int partitions, int rf,
+                        const char *const *configs);
+
 int it_create_topic(const char *topic, int partitions)
 {
         return it_create_topic_rf(topic, partitions, 1);
@@ -415,12 +418,26 @@ int it_create_topic(const char *topic, int partitions)
 
 int it_create_topic_rf(const char *topic, int partitions, int rf)
 {
+        return create_topic(topic, partitions, rf, NULL);
+}
+
+int it_create_topic_conf(const char *topic, int partitions,
+                         const char *const *configs)
+{
+        return create_topic(topic, partitions, 1, configs);
+}
+
+static int create_topic(const char *topic, int partitions, int rf,
+                        const char *const *configs)
+{
         char errstr[256];
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         if (!rk)
                 return -1;
         rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, rf,
                                                         errstr, sizeof(errstr));
+        for (int i = 0; nt && configs && configs[i]; i += 2)
+                rd_kafka_NewTopic_set_config(nt, configs[i], configs[i + 1]);
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);

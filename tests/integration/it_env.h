@@ -128,6 +128,11 @@ int it_create_topic(const char *topic, int partitions);
 /* The same with replication factor rf (-1: the broker's default). */
 int it_create_topic_rf(const char *topic, int partitions, int rf);
 
+/* The same with topic configs (NULL-terminated name, value pairs, e.g.
+ * "cleanup.policy", "compact"; may be NULL) and replication factor 1. */
+int it_create_topic_conf(const char *topic, int partitions,
+                         const char *const *configs);
+
 /* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop",
  * or a verb and up to three arguments separated by single spaces:
  * "mysql-readonly on", "node-stop 1 --kill")
