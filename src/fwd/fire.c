@@ -238,6 +238,17 @@ static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
                kd_mono_ms() + f->conf->fwd_claim_lease_ms / 2 < t->lease_mono;
 }
 
+/* When t was due as far as the forwarder goes, what its lateness counts
+ * from: its fire-at, or, for a task written already past it (scheduled
+ * in the past: the producer's choice), when its tier record came due. */
+static int64_t due_ms(const kd_task_t *t)
+{
+        const kd_taskrec_t *r = &t->rec;
+        if (r->fire_at_ms >= r->append_ms || !t->part)
+                return r->fire_at_ms;
+        return r->append_ms + t->part->tier_ms;
+}
+
 /* How often a fire waiting for the first clock sample looks again. */
 #define KD_CLOCK_WAIT_MS 20
 
@@ -260,7 +271,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_copy(t);
         kd_held_remove(f, t);
-        t->late_ms = now - t->rec.fire_at_ms;
+        t->late_ms = now - due_ms(t);
         if (!h) {
                 retry_later(f, t, KD_TASK_FIRING, "produce_failed",
                             RD_KAFKA_RESP_ERR__FAIL);

@@ -157,9 +157,14 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 return;
         }
         /* A task due before its tier lets it be handled (its own delay
-         * fitted a smaller tier) fires late by up to this tier's delay. */
-        if (r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
-            r->append_ms + p->tier_ms) {
+         * fitted a smaller tier) fires late by up to this tier's delay;
+         * one written already past due belongs in the smallest tier. */
+        int past = r->fire_at_ms < r->append_ms;
+        if (past)
+                kd_metric_inc(&f->metrics, KD_M_SCHEDULED_PAST);
+        if (past ? p->tier_ms > f->conf->tiers.v[0].delay_ms
+                 : r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
+                       r->append_ms + p->tier_ms) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_metric_inc(&f->metrics, KD_M_WRONG_TIER);

@@ -43,6 +43,9 @@ typedef enum kd_metric_type {
         X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \
         X(CREATE_TIME, "create_time", COUNTER, "",                             \
           "Tier records with the producer's time, not LogAppendTime")          \
+        X(SCHEDULED_PAST, "scheduled_past", COUNTER, "",                       \
+          "Tasks written already past their fire-at (lateness counts from "    \
+          "their tier's due time)")                                            \
         X(WRONG_TIER, "wrong_tier", COUNTER, "",                               \
           "Tasks read from a tier larger than their delay allows")             \
         X(PRODUCE_RETRIES, "produce_retries", COUNTER, "",                     \

@@ -413,6 +413,32 @@ static void c_hop(fm_env_t *e)
         CU_ASSERT_EQUAL(copies[0] + copies[1] + copies[2], N + hopped);
 }
 
+/* A valid task written with kdelay-fire-at: 0 (scheduled in the past, as
+ * any producer may) fires at once, and its lateness counts from when its
+ * tier record came due, not from 1970: late_max stays within seconds (a
+ * producer cannot trip the lateness alert), and it is counted as
+ * scheduled_past, not as in a wrong tier. */
+static void c_past(fm_env_t *e)
+{
+        char tier1[256], id[96];
+        fm_tier_topic(e, 0, tier1, sizeof(tier1));
+        snprintf(id, sizeof(id), "%s-past", e->prefix);
+        const char *const hdrs[] = {
+            "kdelay-v",       "1", "kdelay-id", id, "kdelay-target", e->target,
+            "kdelay-fire-at", "0", NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            fm_produce_raw(e, tier1, -1, "k", 1, "v", 1, hdrs), 0);
+        const char *ids[] = {id};
+        CU_ASSERT_EQUAL(fm_wait_fates(e, ids, 1, KDELAY_FATE_FIRED, 10000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_SCHEDULED_PAST), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_WRONG_TIER), 0);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) < 5000);
+        fm_note(e, "fire-at 0: late_max=%lld ms",
+                (long long)fm_metric(e, KD_M_LATE_MAX));
+}
+
 /* Three tasks due together: one whose row another process set CANCELLED
  * before it was due (as kdelay_cancel does, which would need MySQL), one
  * whose row says FIRED already (delivered before a restart), one plain. Only
@@ -1454,6 +1480,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           c_foreign, foreign_overrides, 0, 1)                                  \
         X(dead_letters_malformed_records_with_their_reason, c_malformed, NULL, \
           0, 1)                                                                \
+        X(a_task_scheduled_in_the_past_is_late_from_its_tier_not_1970, c_past, \
+          NULL, 0, 1)                                                          \
         X(dead_letters_a_missing_target_as_target_unavailable,                 \
           c_missing_target, missing_overrides, 0, 1)                           \
         X(failing_store_delays_fires_and_loses_none, c_store_failing,          \
