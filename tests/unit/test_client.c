@@ -136,7 +136,7 @@ static void test_bad_tasks(void)
         struct {
                 kdelay_task_t t;
                 kdelay_err_t want;
-        } cases[11];
+        } cases[13];
         size_t n = 0;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 kdelay_task_init(&cases[i].t);
@@ -148,6 +148,10 @@ static void test_bad_tasks(void)
         cases[n].t.topic = "no spaces";
         cases[n++].want = KDELAY_ERR_INVALID_TOPIC;
         cases[n].t.topic = "kdelay.dead";
+        cases[n++].want = KDELAY_ERR_INVALID_TOPIC;
+        cases[n].t.topic = "__consumer_offsets"; /* Kafka's internal */
+        cases[n++].want = KDELAY_ERR_INVALID_TOPIC;
+        cases[n].t.topic = "__anything";
         cases[n++].want = KDELAY_ERR_INVALID_TOPIC;
         cases[n].t.value_len = 4;
         cases[n++].want = KDELAY_ERR_INVALID_ARG;
