@@ -7,9 +7,13 @@
 #include <librdkafka/rdkafka.h>
 
 typedef enum kd_perr_class {
-        /* The cluster or the connection: retrying the same record may
-         * succeed (timeouts, leaders moving, brokers down). */
+        /* Neither named below nor known: retrying may succeed, but a
+         * record whose transactions keep aborting this way is suspect. */
         KD_PERR_TRANSIENT,
+        /* The cluster or the connection (timeouts, leaders moving,
+         * brokers or coordinators down): retrying succeeds once it is
+         * back; never a record's fault. */
+        KD_PERR_CLUSTER,
         /* The target topic refuses every record: missing, not allowed to
          * this client, or not a topic a client may write. */
         KD_PERR_TARGET,

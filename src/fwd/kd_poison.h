@@ -55,7 +55,8 @@ kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key);
 int kd_poison_member(kd_poison_t *p, uint64_t key);
 
 /* The open transaction aborted because of cause: each member's abort
- * count goes up (the members are forgotten). */
+ * count goes up (the members are forgotten), unless the cause is the
+ * cluster's or the producer's own (kd_perr.h): then only forgotten. */
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause);
 
 /* Forgets the open transaction's members, entries kept (a solo one's

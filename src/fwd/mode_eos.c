@@ -354,7 +354,7 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause)
         kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
         kd_perr_class_t c = kd_perr_class(cause);
         int counts = c == KD_PERR_RECORD || c == KD_PERR_TARGET ||
-                     (c != KD_PERR_PRODUCER && s->commits != e->commits_seen);
+                     (c == KD_PERR_TRANSIENT && s->commits != e->commits_seen);
         e->solo_fails += counts;
         e->commits_seen = s->commits;
         e->err = cause;

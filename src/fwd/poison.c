@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kd_part.h"
+#include "kd_perr.h"
 
 static uint64_t fnv(uint64_t h, const void *buf, size_t len)
 {
@@ -91,6 +92,9 @@ int kd_poison_member(kd_poison_t *p, uint64_t key)
 
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
 {
+        kd_perr_class_t c = kd_perr_class(cause);
+        if (c == KD_PERR_CLUSTER || c == KD_PERR_PRODUCER)
+                p->members_len = 0;
         for (size_t i = 0; i < p->members_len; i++) {
                 kd_poison_entry_t *e = kd_poison_get(p, p->members[i]);
                 e->aborts++;

@@ -1,0 +1,121 @@
+/* Unit tests for the forwarder's produce error classes (kd_perr.h) and
+ * the records of aborted transactions (kd_poison.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_part.h"
+#include "kd_perr.h"
+#include "kd_poison.h"
+#include "kd_test.h"
+
+static void test_error_classes_and_reasons(void)
+{
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR_INVALID_RECORD),
+                        KD_PERR_RECORD);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE),
+                        KD_PERR_RECORD);
+        CU_ASSERT_EQUAL(
+            kd_perr_class(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED),
+            KD_PERR_TARGET);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC),
+                        KD_PERR_TARGET);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__PURGE_QUEUE),
+                        KD_PERR_PURGED);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT),
+                        KD_PERR_CLUSTER);
+        CU_ASSERT_EQUAL(
+            kd_perr_class(RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION),
+            KD_PERR_CLUSTER);
+        CU_ASSERT_EQUAL(
+            kd_perr_class(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER),
+            KD_PERR_PRODUCER);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__STATE),
+                        KD_PERR_TRANSIENT);
+        CU_ASSERT_TRUE(kd_perr_permanent(RD_KAFKA_RESP_ERR_INVALID_RECORD));
+        CU_ASSERT_FALSE(kd_perr_permanent(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT));
+        CU_ASSERT_STRING_EQUAL(
+            kd_perr_dead_reason(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE),
+            "too-large");
+        CU_ASSERT_STRING_EQUAL(
+            kd_perr_dead_reason(RD_KAFKA_RESP_ERR_INVALID_RECORD),
+            "target-refused");
+        CU_ASSERT_STRING_EQUAL(
+            kd_perr_dead_reason(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED),
+            "target-unavailable");
+        CU_ASSERT_STRING_EQUAL(kd_perr_dead_reason(RD_KAFKA_RESP_ERR__STATE),
+                               "target-unavailable");
+}
+
+static void test_keys_tell_records_and_kinds_apart(void)
+{
+        kd_part_t p;
+        memset(&p, 0, sizeof(p));
+        strcpy(p.topic, "kdelay.tier.1s");
+        p.partition = 3;
+        kd_task_t a, b;
+        memset(&a, 0, sizeof(a));
+        memset(&b, 0, sizeof(b));
+        a.rec.offset = 10;
+        b.rec.offset = 11;
+        CU_ASSERT_EQUAL(kd_poison_key(&a, KD_TASK_FIRING), 0); /* no part */
+        a.part = b.part = &p;
+        uint64_t ka = kd_poison_key(&a, KD_TASK_FIRING);
+        CU_ASSERT_NOT_EQUAL(ka, 0);
+        CU_ASSERT_EQUAL(ka, kd_poison_key(&a, KD_TASK_FIRING));
+        CU_ASSERT_NOT_EQUAL(ka, kd_poison_key(&a, KD_TASK_DEAD));
+        CU_ASSERT_NOT_EQUAL(ka, kd_poison_key(&b, KD_TASK_FIRING));
+}
+
+static void test_aborts_count_commits_forget(void)
+{
+        kd_poison_t *p = calloc(1, sizeof(*p));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 7));
+        /* Two records abort for a refused record: both counted. */
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 8), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        CU_ASSERT_EQUAL(p->members_len, 0);
+        kd_poison_entry_t *e = kd_poison_find(p, 7);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_EQUAL(e->aborts, 1);
+        CU_ASSERT_EQUAL(e->err, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        /* A cluster outage counts against nobody. */
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 9), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 7)->aborts, 1);
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 9));
+        /* A commit of 7 forgets it; 8 stays. */
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
+        kd_poison_committed(p);
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 7));
+        CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 8));
+        kd_poison_destroy(p);
+        free(p);
+}
+
+static void test_full_table_replaces_the_oldest(void)
+{
+        kd_poison_t *p = calloc(1, sizeof(*p));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (uint64_t k = 1; k <= KD_POISON_MAX + 10; k++)
+                kd_poison_get(p, k)->aborts = 1;
+        CU_ASSERT_EQUAL(p->used, KD_POISON_MAX);
+        for (uint64_t k = 1; k <= 10; k++)
+                CU_ASSERT_PTR_NULL(kd_poison_find(p, k));
+        for (uint64_t k = 11; k <= KD_POISON_MAX + 10; k++)
+                CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, k));
+        kd_poison_destroy(p);
+        free(p);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_error_classes_and_reasons),
+            KD_TEST(test_keys_tell_records_and_kinds_apart),
+            KD_TEST(test_aborts_count_commits_forget),
+            KD_TEST(test_full_table_replaces_the_oldest), KD_TEST_END};
+        return kd_test_run("poison_table", cases, NULL, NULL);
+}
