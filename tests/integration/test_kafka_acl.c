@@ -11,6 +11,14 @@
  *   also TransactionalId Write, Describe on "<group>-") fires one task and
  *   drops one cancelled (kdelayctl cancel needs no Kafka), in both
  *   delivery modes, and logs no authorization failure;
+ * - the same forwarder, in both modes, fires 20 tasks for its target and
+ *   one for an existing topic it may not write (no ACL, or Describe
+ *   only), all due at once: the 20 are delivered, each at most 10 s late
+ *   (lateness printed), the other is dead-lettered target-unavailable
+ *   with kdelay-dead-error TOPIC_AUTHORIZATION_FAILED within 60 s and its
+ *   fate is DEAD, the forwarder keeps running, and in exactly_once its
+ *   aborts are bounded (fewer than 15 event=txn_aborted) and the record
+ *   went alone (event=txn_solo);
  * - an administrator that is no super user (User:producer again, on a
  *   prefix of its own) is refused `topics create` without ACLs; with
  *   Create, Describe, DescribeConfigs, Read and Write on the prefix and
@@ -98,19 +106,50 @@ static int has(const char *s, const char *needle)
         return s && strstr(s, needle);
 }
 
+/* The forwarder's ACLs of docs/security.md for `delivery`: group Read;
+ * tier topics Read, Write, Describe; the dead-letter topic and target
+ * Write, Describe; exactly_once also the transactional ids "<group>-". */
+static void grant_forwarder(const char *delivery, const char *group,
+                            const char *tiers, const char *dead,
+                            const char *target)
+{
+        char txn[80];
+        snprintf(txn, sizeof(txn), "%s-", group);
+        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
+                                  "User:forwarder", "--operation", "Read",
+                                  "--group", group),
+                              0);
+        CU_ASSERT_EQUAL_FATAL(
+            ACL("--add", "--allow-principal", "User:forwarder", "--operation",
+                "Read", "--operation", "Write", "--operation", "Describe",
+                "--topic", tiers, "--resource-pattern-type", "prefixed"),
+            0);
+        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
+                                  "User:forwarder", "--operation", "Write",
+                                  "--operation", "Describe", "--topic", dead,
+                                  "--topic", target),
+                              0);
+        if (!strcmp(delivery, "exactly_once"))
+                CU_ASSERT_EQUAL_FATAL(
+                    ACL("--add", "--allow-principal", "User:forwarder",
+                        "--operation", "Write", "--operation", "Describe",
+                        "--transactional-id", txn, "--resource-pattern-type",
+                        "prefixed"),
+                    0);
+}
+
 /* schedule -> fire -> cancel with `delivery`, each binary as its own
  * principal with the documented ACLs. */
 static void run_flow(const char *delivery)
 {
         char prefix[40], group[64], db[64], url[1024], target[96];
-        char tiers[64], dead[96], txn[80];
+        char tiers[64], dead[96];
         it_unique(prefix, sizeof(prefix), "itacl");
         it_unique(db, sizeof(db), "kdit_acl");
         snprintf(group, sizeof(group), "%s-group", prefix);
         snprintf(target, sizeof(target), "%s.target", prefix);
         snprintf(tiers, sizeof(tiers), "%s.tier.", prefix);
         snprintf(dead, sizeof(dead), "%s.dead", prefix);
-        snprintf(txn, sizeof(txn), "%s-", group);
         printf("\n  %s, prefix %s\n", delivery, prefix);
         CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
         CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 2), 0);
@@ -140,7 +179,10 @@ static void run_flow(const char *delivery)
                 CU_ASSERT_EQUAL_FATAL(it_fwd_start(&d, KDELAY_FORWARDER, prefix,
                                                    group, url, bare),
                                       0);
-                CU_ASSERT_EQUAL(it_wait_pid(d.pid, 30000), 1);
+                int rc = it_wait_pid(d.pid, 30000);
+                CU_ASSERT_EQUAL(rc, 1);
+                if (rc == -1) /* still running: not left behind */
+                        it_fwd_stop(&d, SIGKILL);
                 CU_ASSERT_EQUAL(it_log_count(d.log, "why=denied"), 1);
         }
 
@@ -150,27 +192,7 @@ static void run_flow(const char *delivery)
                                   "Describe", "--topic", tiers,
                                   "--resource-pattern-type", "prefixed"),
                               0);
-        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
-                                  "User:forwarder", "--operation", "Read",
-                                  "--group", group),
-                              0);
-        CU_ASSERT_EQUAL_FATAL(
-            ACL("--add", "--allow-principal", "User:forwarder", "--operation",
-                "Read", "--operation", "Write", "--operation", "Describe",
-                "--topic", tiers, "--resource-pattern-type", "prefixed"),
-            0);
-        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
-                                  "User:forwarder", "--operation", "Write",
-                                  "--operation", "Describe", "--topic", dead,
-                                  "--topic", target),
-                              0);
-        if (!strcmp(delivery, "exactly_once"))
-                CU_ASSERT_EQUAL_FATAL(
-                    ACL("--add", "--allow-principal", "User:forwarder",
-                        "--operation", "Write", "--operation", "Describe",
-                        "--transactional-id", txn, "--resource-pattern-type",
-                        "prefixed"),
-                    0);
+        grant_forwarder(delivery, group, tiers, dead, target);
 
         /* The forwarder as User:forwarder. */
         char mode[64], allowed[128];
@@ -234,6 +256,223 @@ static void run_flow(const char *delivery)
         it_db_drop(db);
 }
 
+/* The forbidden-target case: innocent tasks for the allowed target and
+ * one for an existing topic on which User:forwarder has no Write (no ACL
+ * at all, or Describe only), all due at once. */
+enum { N_INNOCENT = 20, N_FORBIDDEN = 1 };
+#define INNOCENT_LATE_MAX_MS 10000
+#define DEAD_LATE_MAX_MS     60000
+#define EOS_ABORTS_MAX       15
+
+/* A forwarder as User:forwarder with only its documented ACLs fires
+ * N_INNOCENT tasks for the allowed target and N_FORBIDDEN for topics it
+ * may not write (in forwarder.allowed_targets: kdelay's allow-list is not
+ * what refuses them, Kafka's ACLs are), all due at the same time: every
+ * innocent task is delivered, each at most INNOCENT_LATE_MAX_MS late; each
+ * forbidden one is dead-lettered target-unavailable with
+ * kdelay-dead-error TOPIC_AUTHORIZATION_FAILED within DEAD_LATE_MAX_MS of
+ * its due time and its fate is DEAD; the forwarder keeps running; in
+ * exactly_once the aborts are bounded (forwarder.abort_limit) and the
+ * forbidden records went alone (event=txn_solo). */
+static void run_forbidden(const char *delivery, int describe)
+{
+        char prefix[40], group[64], db[64], url[1024], target[96];
+        char tiers[64], dead[96], forb[N_FORBIDDEN][96], errstr[512];
+        it_unique(prefix, sizeof(prefix), "itaclf");
+        it_unique(db, sizeof(db), "kdit_aclf");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(target, sizeof(target), "%s.target", prefix);
+        snprintf(tiers, sizeof(tiers), "%s.tier.", prefix);
+        snprintf(dead, sizeof(dead), "%s.dead", prefix);
+        /* Outside "<prefix>.": no prefixed ACL of this test covers it. */
+        snprintf(forb[0], sizeof(forb[0]), "%s-%s",
+                 describe ? "describeonly" : "noacl", prefix);
+        printf("\n  %s, forbidden target %s (%s), prefix %s\n", delivery,
+               forb[0], describe ? "Describe only" : "no ACL", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 2), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
+        for (int i = 0; i < N_FORBIDDEN; i++)
+                CU_ASSERT_EQUAL_FATAL(it_create_topic(forb[i], 1), 0);
+        char **forwarder = props_of("forwarder");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(forwarder);
+        grant_forwarder(delivery, group, tiers, dead, target);
+        if (describe)
+                CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
+                                          "User:forwarder", "--operation",
+                                          "Describe", "--topic", forb[0]),
+                                      0);
+
+        char mode[64], allowed[400];
+        snprintf(mode, sizeof(mode), "forwarder.delivery=%s", delivery);
+        snprintf(allowed, sizeof(allowed), "forwarder.allowed_targets=%s,%s",
+                 target, forb[0]);
+        const char *props[24];
+        int np = 0;
+        props[np++] = "forwarder.hold_horizon=2s";
+        props[np++] = mode;
+        props[np++] = allowed;
+        for (int i = 0; forwarder[i] && np < 20; i++)
+                props[np++] = forwarder[i];
+        props[np] = NULL;
+        it_fwd_t f = {.instance = "fwForb", .pid = -1};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_wait_log(f.log, "event=partitions_assigned", 40000), 0);
+
+        /* Scheduled by the admin through the library (who schedules does
+         * not matter here), all due at `due`. */
+        kdelay_conf_t *conf = it_conf_new(prefix, url);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        kdelay_client_t *c = NULL;
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        char ids[N_INNOCENT][KDELAY_ID_MAX + 1];
+        char bad[N_FORBIDDEN][KDELAY_ID_MAX + 1];
+        int64_t due = kd_now_ms() + 8000;
+        kdelay_task_t t;
+        for (int i = 0; i < N_INNOCENT + N_FORBIDDEN; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                kdelay_task_init(&t);
+                t.topic = i < N_INNOCENT ? target : forb[i - N_INNOCENT];
+                t.key = key;
+                t.key_len = strlen(key);
+                t.value = "v";
+                t.value_len = 1;
+                t.fire_at_ms = due;
+                char *id = i < N_INNOCENT ? ids[i] : bad[i - N_INNOCENT];
+                CU_ASSERT_EQUAL_FATAL(kdelay_schedule(c, &t, id,
+                                                      KDELAY_ID_MAX + 1, errstr,
+                                                      sizeof(errstr)),
+                                      KDELAY_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(kdelay_flush(c, 30000), KDELAY_OK);
+        printf("  scheduled %d + %d, due in %lld ms\n", N_INNOCENT, N_FORBIDDEN,
+               (long long)(due - kd_now_ms()));
+
+        /* The innocent ones as a read_committed consumer sees them. */
+        const char *tl[] = {target, NULL};
+        it_msg_t msgs[N_INNOCENT + 8];
+        size_t got =
+            it_consume(tl, msgs, N_INNOCENT, (int)(due + 60000 - kd_now_ms()));
+        int seen[N_INNOCENT] = {0}, dups = 0, unknown = 0, over = 0;
+        int64_t late_vis[N_INNOCENT], late_ts[N_INNOCENT];
+        size_t nl = 0;
+        for (size_t k = 0; k < got; k++) {
+                char *id = it_header(&msgs[k], KDELAY_HDR_ID);
+                int i = 0;
+                while (id && i < N_INNOCENT && strcmp(id, ids[i]))
+                        i++;
+                if (!id || i == N_INNOCENT) {
+                        unknown++;
+                } else if (seen[i]++) {
+                        dups++;
+                } else {
+                        late_vis[nl] = msgs[k].recv_ms - due;
+                        late_ts[nl] = msgs[k].ts - due;
+                        if (late_vis[nl] > INNOCENT_LATE_MAX_MS) {
+                                over++;
+                                printf("  LATE %s: %lld ms\n", id,
+                                       (long long)late_vis[nl]);
+                        }
+                        nl++;
+                }
+                free(id);
+                it_msg_free(&msgs[k]);
+        }
+        int64_t p99, max, p99_ts, max_ts;
+        it_report_lateness("innocent (visible)", late_vis, nl, &p99, &max);
+        it_report_lateness("innocent (record timestamp)", late_ts, nl, &p99_ts,
+                           &max_ts);
+        printf("\n  innocent: delivered %zu/%d duplicates=%d unknown=%d "
+               "over %d ms late=%d\n",
+               nl, N_INNOCENT, dups, unknown, INNOCENT_LATE_MAX_MS, over);
+        CU_ASSERT_EQUAL(nl, N_INNOCENT);
+        CU_ASSERT_EQUAL(dups, 0);
+        CU_ASSERT_EQUAL(unknown, 0);
+        CU_ASSERT_EQUAL(over, 0);
+
+        /* The forbidden ones: dead letters with the reason and error. */
+        const char *dl[] = {dead, NULL};
+        it_msg_t d[N_FORBIDDEN + 4];
+        int64_t wait = due + DEAD_LATE_MAX_MS + 5000 - kd_now_ms();
+        size_t nd = it_consume(dl, d, N_FORBIDDEN, wait > 0 ? (int)wait : 1);
+        int dead_ok[N_FORBIDDEN] = {0};
+        for (size_t k = 0; k < nd; k++) {
+                char *id = it_header(&d[k], KDELAY_HDR_ID);
+                char *reason = it_header(&d[k], KDELAY_HDR_DEAD_REASON);
+                char *e = it_header(&d[k], KDELAY_HDR_DEAD_ERROR);
+                int i = 0;
+                while (id && i < N_FORBIDDEN && strcmp(id, bad[i]))
+                        i++;
+                int64_t late = d[k].ts - due;
+                printf("  dead letter %s (%s): reason=%s error=%s %lld ms "
+                       "after due\n",
+                       id ? id : "-", i < N_FORBIDDEN ? forb[i] : "unknown",
+                       reason ? reason : "-", e ? e : "-", (long long)late);
+                CU_ASSERT(i < N_FORBIDDEN);
+                CU_ASSERT_STRING_EQUAL(reason ? reason : "",
+                                       "target-unavailable");
+                CU_ASSERT_STRING_EQUAL(e ? e : "",
+                                       "TOPIC_AUTHORIZATION_FAILED");
+                CU_ASSERT(late <= DEAD_LATE_MAX_MS);
+                if (i < N_FORBIDDEN)
+                        dead_ok[i]++;
+                free(id);
+                free(reason);
+                free(e);
+                it_msg_free(&d[k]);
+        }
+        CU_ASSERT_EQUAL(nd, N_FORBIDDEN);
+        for (int i = 0; i < N_FORBIDDEN; i++) {
+                CU_ASSERT_EQUAL(dead_ok[i], 1);
+                /* Its fate: DEAD (settled once its dead letter is). */
+                int64_t deadline = kd_now_ms() + 15000;
+                int is_dead = 0;
+                while (!is_dead && kd_now_ms() < deadline) {
+                        if (CTL(NULL, url, prefix, "status", bad[i]) == 0 &&
+                            has(out, "DEAD"))
+                                is_dead = 1;
+                        else
+                                usleep(200 * 1000);
+                }
+                printf("  status %s: %s", bad[i], out ? out : "-\n");
+                CU_ASSERT(is_dead);
+                CU_ASSERT(has(out, "target-unavailable"));
+        }
+
+        /* The forwarder is still running, and what its log says. */
+        int alive = it_wait_pid(f.pid, 100) == -1;
+        int aborts = it_log_count(f.log, "event=txn_aborted");
+        int solos = it_log_count(f.log, "event=txn_solo id=");
+        int solo_aborts = it_log_count(f.log, "event=txn_solo_aborted");
+        int renewed = it_log_count(f.log, "event=producer_renewed");
+        int dead_lettered = it_log_count(f.log, "event=dead_lettered");
+        int fire_failed = it_log_count(f.log, "event=fire_failed");
+        int denied = it_log_count(f.log, "TOPIC_AUTHORIZATION_FAILED");
+        int fatal = it_log_count(f.log, "action=exit");
+        printf("  forwarder: running=%d txn_aborted=%d txn_solo=%d "
+               "txn_solo_aborted=%d producer_renewed=%d dead_lettered=%d "
+               "fire_failed=%d lines_with_TOPIC_AUTHORIZATION_FAILED=%d "
+               "action=exit=%d\n",
+               alive, aborts, solos, solo_aborts, renewed, dead_lettered,
+               fire_failed, denied, fatal);
+        CU_ASSERT(alive);
+        CU_ASSERT_EQUAL(fatal, 0);
+        if (!strcmp(delivery, "exactly_once")) {
+                CU_ASSERT(aborts >= 1);
+                CU_ASSERT(aborts < EOS_ABORTS_MAX);
+                CU_ASSERT(solos >= N_FORBIDDEN);
+        }
+        if (alive)
+                CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        kdelay_client_destroy(c);
+        it_props_free(forwarder);
+        it_db_drop(db);
+}
+
 static void test_at_least_once(void)
 {
         run_flow("at_least_once");
@@ -242,6 +481,26 @@ static void test_at_least_once(void)
 static void test_exactly_once(void)
 {
         run_flow("exactly_once");
+}
+
+static void test_forbidden_at_least_once(void)
+{
+        run_forbidden("at_least_once", 0);
+}
+
+static void test_forbidden_exactly_once(void)
+{
+        run_forbidden("exactly_once", 0);
+}
+
+static void test_describe_only_at_least_once(void)
+{
+        run_forbidden("at_least_once", 1);
+}
+
+static void test_describe_only_exactly_once(void)
+{
+        run_forbidden("exactly_once", 1);
 }
 
 /* kdelayctl's Kafka verbs by an administrator that is no super user
@@ -317,8 +576,14 @@ int main(void)
         printf("test_kafka_acl: %s, principals' properties in %s\n", sec,
                tls_dir);
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_at_least_once), KD_TEST(test_exactly_once),
-            KD_TEST(test_admin), KD_TEST_END};
+            KD_TEST(test_at_least_once),
+            KD_TEST(test_exactly_once),
+            KD_TEST(test_forbidden_at_least_once),
+            KD_TEST(test_forbidden_exactly_once),
+            KD_TEST(test_describe_only_at_least_once),
+            KD_TEST(test_describe_only_exactly_once),
+            KD_TEST(test_admin),
+            KD_TEST_END};
         int rc = kd_test_run("kafka_acl", cases, it_env_init, NULL);
         free(out);
         free(err);
