@@ -285,8 +285,8 @@ static int run_replay(dead_args_t *a)
                 kd_replay_counts_t n;
                 int64_t at =
                     a->at_ms == KDELAY_TIME_UNSET ? kd_now_ms() : a->at_ms;
-                if (kd_replay_run(a->cli->conf, client, &a->items, at,
-                                  a->dry_run, a->json, &n))
+                if (kd_replay_run(client, &a->items, at, a->dry_run, a->json,
+                                  &n))
                         rc = KD_EXIT_ERROR;
                 else
                         rc = n.errors || n.refused ? KD_EXIT_ERROR : KD_EXIT_OK;

@@ -336,13 +336,13 @@ static int targets_describe(const kdelay_conf_t *conf,
         return 0;
 }
 
-int kd_replay_run(const kdelay_conf_t *conf, kdelay_client_t *c,
-                  const kd_replay_items_t *r, int64_t fire_at_ms, int dry_run,
-                  int json, kd_replay_counts_t *counts)
+int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
+                  int64_t fire_at_ms, int dry_run, int json,
+                  kd_replay_counts_t *counts)
 {
         memset(counts, 0, sizeof(*counts));
         replay_targets_t targets;
-        if (targets_describe(conf, r, &targets)) {
+        if (targets_describe(kd_client_conf(c), r, &targets)) {
                 fprintf(stderr, "kdelayctl dead replay: out of memory\n");
                 return -1;
         }

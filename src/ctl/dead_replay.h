@@ -46,14 +46,14 @@ typedef struct kd_replay_counts {
 
 /* Replays each item of r through c, due at fire_at_ms: an answer per item
  * on stdout (a line "ID RESULT [NEW_ID] [WHY]", or a JSON object), the
- * totals in *counts. Each target is described once first (conf's admin
- * client): an item its target would refuse as it did (the topic missing,
- * compacted and the record keyless, or the record larger than its
+ * totals in *counts. Each target is described once first (an admin
+ * client of c's conf): an item its target would refuse as it did (the topic
+ * missing, compacted and the record keyless, or the record larger than its
  * max.message.bytes) is not replayed: WOULD_FAIL in a dry run, REFUSED
  * otherwise. What cannot be read is not checked, and the answer says so.
  * 0, or -1 when out of memory (nothing done). */
-int kd_replay_run(const kdelay_conf_t *conf, kdelay_client_t *c,
-                  const kd_replay_items_t *r, int64_t fire_at_ms, int dry_run,
-                  int json, kd_replay_counts_t *counts);
+int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
+                  int64_t fire_at_ms, int dry_run, int json,
+                  kd_replay_counts_t *counts);
 
 #endif

@@ -413,7 +413,9 @@ int it_create_topic(const char *topic, int partitions)
         return it_create_topic_rf(topic, partitions, 1);
 }
 
-int it_create_topic_rf(const char *topic, int partitions, int rf)
+/* Creates topic (with config name = value when name is set). */
+static int create_topic(const char *topic, int partitions, int rf,
+                        const char *name, const char *value)
 {
         char errstr[256];
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
@@ -421,6 +423,17 @@ int it_create_topic_rf(const char *topic, int partitions, int rf)
                 return -1;
         rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, rf,
                                                         errstr, sizeof(errstr));
+        if (!nt) {
+                printf("\n  topic %s: %s", topic, errstr);
+                rd_kafka_destroy(rk);
+                return -1;
+        }
+        if (name && rd_kafka_NewTopic_set_config(nt, name, value)) {
+                printf("\n  topic %s: cannot set %s", topic, name);
+                rd_kafka_NewTopic_destroy(nt);
+                rd_kafka_destroy(rk);
+                return -1;
+        }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -432,12 +445,26 @@ int it_create_topic_rf(const char *topic, int partitions, int rf)
                         rd_kafka_event_CreateTopics_result(ev), &n);
                 if (n == 1 && !rd_kafka_topic_result_error(res[0]))
                         rc = 0;
+                else if (n == 1)
+                        printf("\n  topic %s: %s", topic,
+                               rd_kafka_topic_result_error_string(res[0]));
                 rd_kafka_event_destroy(ev);
         }
         rd_kafka_queue_destroy(q);
         rd_kafka_NewTopic_destroy(nt);
         rd_kafka_destroy(rk);
         return rc ? rc : it_wait_topic(topic);
+}
+
+int it_create_topic_rf(const char *topic, int partitions, int rf)
+{
+        return create_topic(topic, partitions, rf, NULL, NULL);
+}
+
+int it_create_topic_config(const char *topic, int partitions, const char *name,
+                           const char *value)
+{
+        return create_topic(topic, partitions, 1, name, value);
 }
 
 int it_stack(const char *verb)

@@ -127,6 +127,10 @@ char *it_header(const it_msg_t *m, const char *name);
 int it_create_topic(const char *topic, int partitions);
 /* The same with replication factor rf (-1: the broker's default). */
 int it_create_topic_rf(const char *topic, int partitions, int rf);
+/* it_create_topic with topic config `name` = `value` (e.g.
+ * "cleanup.policy", "compact"). 0 on success. */
+int it_create_topic_config(const char *topic, int partitions, const char *name,
+                           const char *value);
 
 /* Runs the repository's deploy/local/stack.sh VERB (e.g. "mysql-stop",
  * or a verb and up to three arguments separated by single spaces:
