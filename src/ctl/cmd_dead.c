@@ -46,22 +46,38 @@ static const char kd_dead_help[] =
     "replay schedules the matching dead letters of the window again (with\n"
     "their key, value and user headers, to their target) once the cause is\n"
     "fixed: only reasons a user can fix (target-unavailable,\n"
-    "target-forbidden, tier-unavailable, too-large); a malformed record or\n"
-    "another reason is REFUSED with why. A replayed task gets the id\n"
+    "target-forbidden, tier-unavailable, too-large, target-refused); a\n"
+    "malformed record or another reason is REFUSED with why. Each target\n"
+    "is checked first (read once: its existence from metadata, its\n"
+    "cleanup.policy and max.message.bytes with DescribeConfigs): a dead\n"
+    "letter the target would refuse again is not replayed but REFUSED\n"
+    "(WOULD_FAIL with --dry-run) with why: target missing, compacted\n"
+    "topic needs a key (a keyless record), or too large for the target (N\n"
+    "bytes > max.message.bytes M; N is the fired record's size at most:\n"
+    "key, value, headers with kdelay-id, kdelay-fire-at and\n"
+    "kdelay-replay-of, and the batch's overhead). What cannot be read\n"
+    "(no Describe or DescribeConfigs on the target) is not checked, and\n"
+    "the line says so. A replayed task gets the id\n"
     "<id>~replay-<partition>-<offset> (its dead letter's place; a hash\n"
     "when too long) and the header kdelay-replay-of: <id>, so replaying\n"
     "the same dead letter again writes the same task, which fires once: a\n"
     "second run SKIPs it (\"replayed before\"). A task whose own fate is\n"
     "FIRED, FIRING or CANCELLED is SKIPPED. One line per dead letter: ID\n"
-    "REPLAYED|SKIPPED|REFUSED|ERROR [NEW_ID] [WHY], then the totals.\n"
+    "REPLAYED|SKIPPED|REFUSED|ERROR [NEW_ID] [WHY] (--dry-run:\n"
+    "WOULD_REPLAY|WOULD_FAIL in place of REPLAYED and of a target's\n"
+    "REFUSED); with --json an object with id, target, reason, partition,\n"
+    "offset, result, new_id, why and the target check: target_check\n"
+    "(ok, failed, incomplete), failure (target-missing, needs-key,\n"
+    "too-large), target_exists, size_estimate, cleanup_policy and\n"
+    "max_message_bytes or config_error.\n"
     "\n"
     "  --id ID              only this task (repeatable, at most 64)\n"
     "  --at TIME            due at TIME (default: now, --now)\n"
     "  --dry-run            say what would be replayed, schedule nothing\n"
     "  --since D            replay: the window (default 7d)\n"
     "\n"
-    "Exit codes: 0, 1 error, incomplete, or (replay) something refused or\n"
-    "failed, 2 usage error.\n"
+    "Exit codes: 0, 1 error, incomplete, or (replay) something refused,\n"
+    "failed or (--dry-run) would fail, 2 usage error.\n"
     "\n";
 
 enum {
@@ -269,13 +285,17 @@ static int run_replay(dead_args_t *a)
                 kd_replay_counts_t n;
                 int64_t at =
                     a->at_ms == KDELAY_TIME_UNSET ? kd_now_ms() : a->at_ms;
-                kd_replay_run(client, &a->items, at, a->dry_run, a->json, &n);
+                if (kd_replay_run(client, &a->items, at, a->dry_run, a->json,
+                                  &n))
+                        rc = KD_EXIT_ERROR;
+                else
+                        rc = n.errors || n.refused ? KD_EXIT_ERROR : KD_EXIT_OK;
                 kd_cli_log(a->cli, KDELAY_LOG_INFO,
                            "event=dead_replayed matched=%zu replayed=%zu "
-                           "skipped=%zu refused=%zu errors=%zu dry_run=%d",
+                           "skipped=%zu refused=%zu target_refused=%zu "
+                           "errors=%zu dry_run=%d",
                            a->items.cnt, n.replayed, n.skipped, n.refused,
-                           n.errors, a->dry_run);
-                rc = n.errors || n.refused ? KD_EXIT_ERROR : KD_EXIT_OK;
+                           n.target_refused, n.errors, a->dry_run);
         }
         kdelay_client_destroy(client);
         kd_replay_items_clear(&a->items);

@@ -14,6 +14,7 @@
 
 #include "ctl_json.h"
 #include "kd_client.h"
+#include "kd_topics.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -124,16 +125,58 @@ static int replayable(const char *reason)
         return 0;
 }
 
+/* What the target check found for an item (NULL: not checked). */
+typedef struct replay_check {
+        const kd_target_info_t *ti; /* the target's description */
+        size_t size;                /* the fired record's size, at most */
+        const char *failure;        /* "target-missing", "needs-key",
+                                       "too-large"; NULL when none */
+} replay_check_t;
+
+/* The check's fields of an answer in JSON. */
+static void answer_check_json(cJSON *o, const replay_check_t *k)
+{
+        const kd_target_info_t *ti = k->ti;
+        cJSON_AddStringToObject(o, "target_check",
+                                k->failure        ? "failed"
+                                : ti->config_read ? "ok"
+                                                  : "incomplete");
+        if (k->failure)
+                cJSON_AddStringToObject(o, "failure", k->failure);
+        if (ti->exists >= 0)
+                cJSON_AddBoolToObject(o, "target_exists", ti->exists);
+        else
+                cJSON_AddNullToObject(o, "target_exists");
+        cJSON_AddNumberToObject(o, "size_estimate", (double)k->size);
+        if (ti->config_read) {
+                cJSON_AddStringToObject(o, "cleanup_policy",
+                                        ti->cleanup_policy);
+                cJSON_AddNumberToObject(o, "max_message_bytes",
+                                        (double)ti->max_message_bytes);
+        } else if (ti->exists != 0) {
+                cJSON_AddStringToObject(o, "config_error", ti->problem);
+        }
+}
+
 /* One answer: a line, or a JSON object. */
 static void answer(int json, const kd_replay_item_t *it, const char *result,
-                   const char *new_id, const char *why)
+                   const char *new_id, const char *why,
+                   const replay_check_t *chk)
 {
         if (json) {
                 cJSON *o = cJSON_CreateObject();
-                if (it->valid)
+                if (!o) {
+                        fprintf(stderr, "kdelayctl dead replay: out of "
+                                        "memory\n");
+                        return;
+                }
+                if (it->valid) {
                         cJSON_AddStringToObject(o, "id", it->id);
-                else
+                        cJSON_AddStringToObject(o, "target", it->target);
+                } else {
                         cJSON_AddNullToObject(o, "id");
+                        cJSON_AddNullToObject(o, "target");
+                }
                 cJSON_AddStringToObject(o, "reason", it->reason);
                 cJSON_AddNumberToObject(o, "partition", it->partition);
                 cJSON_AddNumberToObject(o, "offset", (double)it->offset);
@@ -142,12 +185,84 @@ static void answer(int json, const kd_replay_item_t *it, const char *result,
                         cJSON_AddStringToObject(o, "new_id", new_id);
                 if (why)
                         cJSON_AddStringToObject(o, "why", why);
+                if (chk && chk->ti)
+                        answer_check_json(o, chk);
                 kd_ctl_json_print(o);
                 return;
         }
         printf("%s %s%s%s%s%s\n", it->valid ? it->id : "-", result,
                new_id ? " " : "", new_id ? new_id : "", why ? " " : "",
                why ? why : "");
+}
+
+/* Kafka's record batch (v2) holding the fired record alone, its varints
+ * at their widest: the batch header, then the record's length,
+ * attributes, timestamp and offset deltas, key and value lengths and
+ * header count, then per header its name's and value's lengths. The
+ * topic's max.message.bytes bounds such a batch (uncompressed, at most). */
+#define KD_BATCH_OVERHEAD  61
+#define KD_RECORD_OVERHEAD (5 + 1 + 10 + 5 + 5 + 5 + 5)
+#define KD_HEADER_OVERHEAD (5 + 5)
+#define KD_FIRE_AT_MAX_LEN 20 /* an int64 in decimal */
+
+/* The size of the record the forwarder will produce for item's replay
+ * new_id, at most: its key, value and user headers, kdelay-id,
+ * kdelay-fire-at and kdelay-replay-of. */
+static size_t fired_size(const kd_replay_item_t *it, const char *new_id)
+{
+        size_t n = KD_BATCH_OVERHEAD + KD_RECORD_OVERHEAD + it->key_len +
+                   it->value_len;
+        n += KD_HEADER_OVERHEAD + strlen(KDELAY_HDR_ID) + strlen(new_id);
+        n += KD_HEADER_OVERHEAD + strlen(KDELAY_HDR_FIRE_AT) +
+             KD_FIRE_AT_MAX_LEN;
+        n += KD_HEADER_OVERHEAD + strlen(KDELAY_HDR_REPLAY_OF) + strlen(it->id);
+        size_t nh = rd_kafka_header_cnt(it->user_hdrs);
+        for (size_t i = 0; i < nh; i++) {
+                const char *name;
+                const void *v;
+                size_t len;
+                if (rd_kafka_header_get_all(it->user_hdrs, i, &name, &v, &len))
+                        break;
+                n += KD_HEADER_OVERHEAD + strlen(name) + len;
+        }
+        return n;
+}
+
+/* Judges item's replay new_id against its target's description: k's
+ * failure is set when the broker would refuse it the way it was refused
+ * (why says how); without a failure, why notes what could not be checked
+ * ("" when everything was). */
+static void target_check(const kd_target_info_t *ti, const kd_replay_item_t *it,
+                         const char *new_id, replay_check_t *k, char *why,
+                         size_t why_size)
+{
+        k->ti = ti;
+        k->size = fired_size(it, new_id);
+        k->failure = NULL;
+        why[0] = '\0';
+        if (ti->exists == 0) {
+                k->failure = "target-missing";
+                snprintf(why, why_size, "target missing (\"%s\")", ti->name);
+        } else if (!ti->config_read) {
+                snprintf(why, why_size,
+                         "the configuration of target \"%s\" could not be "
+                         "read (%s): %s not checked",
+                         ti->name, ti->problem,
+                         ti->exists == 1 ? "key and size"
+                                         : "existence, key and size");
+        } else if (ti->compact && !it->key) {
+                k->failure = "needs-key";
+                snprintf(why, why_size,
+                         "compacted topic needs a key (\"%s\": "
+                         "cleanup.policy=%s)",
+                         ti->name, ti->cleanup_policy);
+        } else if (k->size > (uint64_t)ti->max_message_bytes) {
+                k->failure = "too-large";
+                snprintf(why, why_size,
+                         "too large for the target (%zu bytes > "
+                         "max.message.bytes %lld of \"%s\")",
+                         k->size, (long long)ti->max_message_bytes, ti->name);
+        }
 }
 
 /* Schedules item again under new_id, due at fire_at_ms. */
@@ -179,11 +294,58 @@ static kdelay_err_t reschedule(kdelay_client_t *c, const kd_replay_item_t *it,
         return err;
 }
 
+/* The distinct targets of the items a replay may schedule, described. */
+typedef struct replay_targets {
+        kd_target_info_t *v; /* owned */
+        size_t cnt;
+} replay_targets_t;
+
+static const kd_target_info_t *targets_find(const replay_targets_t *t,
+                                            const char *name)
+{
+        for (size_t i = 0; i < t->cnt; i++)
+                if (!strcmp(t->v[i].name, name))
+                        return &t->v[i];
+        return NULL;
+}
+
+/* Describes each target of r's replayable items once; -1 when out of
+ * memory. What cannot be read is left unknown in the entries. */
+static int targets_describe(const kdelay_conf_t *conf,
+                            const kd_replay_items_t *r, replay_targets_t *t)
+{
+        memset(t, 0, sizeof(*t));
+        if (!r->cnt)
+                return 0;
+        if (!(t->v = calloc(r->cnt, sizeof(*t->v))))
+                return -1;
+        for (size_t i = 0; i < r->cnt; i++) {
+                const kd_replay_item_t *it = &r->v[i];
+                if (it->valid && replayable(it->reason) &&
+                    !targets_find(t, it->target))
+                        kd_strlcpy(t->v[t->cnt++].name, it->target,
+                                   sizeof(t->v[0].name));
+        }
+        char errstr[256];
+        if (kd_topics_describe_targets(conf, t->v, t->cnt, errstr,
+                                       sizeof(errstr)))
+                fprintf(stderr,
+                        "kdelayctl dead replay: the targets could not be "
+                        "described: %s\n",
+                        errstr);
+        return 0;
+}
+
 int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                   int64_t fire_at_ms, int dry_run, int json,
                   kd_replay_counts_t *counts)
 {
         memset(counts, 0, sizeof(*counts));
+        replay_targets_t targets;
+        if (targets_describe(kd_client_conf(c), r, &targets)) {
+                fprintf(stderr, "kdelayctl dead replay: out of memory\n");
+                return -1;
+        }
         for (size_t i = 0; i < r->cnt; i++) {
                 const kd_replay_item_t *it = &r->v[i];
                 char new_id[KDELAY_ID_MAX + 32], why[600];
@@ -192,7 +354,7 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                                  "%s is not a reason a replay can fix%s",
                                  it->reason,
                                  it->valid ? "" : " (the record is malformed)");
-                        answer(json, it, "REFUSED", NULL, why);
+                        answer(json, it, "REFUSED", NULL, why, NULL);
                         counts->refused++;
                         continue;
                 }
@@ -203,7 +365,7 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                 kdelay_err_t err = kd_client_fate_lookup(c, ids, lens, 2, fates,
                                                          why, sizeof(why));
                 if (err) {
-                        answer(json, it, "ERROR", NULL, why);
+                        answer(json, it, "ERROR", NULL, why, NULL);
                         counts->errors++;
                         continue;
                 }
@@ -212,7 +374,7 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                     fates[0] != KDELAY_FATE_DEAD) {
                         snprintf(why, sizeof(why), "its fate is %s",
                                  kdelay_fate_str(fates[0]));
-                        answer(json, it, "SKIPPED", NULL, why);
+                        answer(json, it, "SKIPPED", NULL, why, NULL);
                         counts->skipped++;
                         continue;
                 }
@@ -220,23 +382,42 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                 if (fates[1] != KDELAY_FATE_UNDECIDED) {
                         snprintf(why, sizeof(why), "replayed before: %s",
                                  kdelay_fate_str(fates[1]));
-                        answer(json, it, "SKIPPED", new_id, why);
+                        answer(json, it, "SKIPPED", new_id, why, NULL);
                         counts->skipped++;
                         continue;
                 }
+                /* Would the target refuse it as it did? Then not now. */
+                replay_check_t chk = {0};
+                const kd_target_info_t *ti = targets_find(&targets, it->target);
+                if (ti)
+                        target_check(ti, it, new_id, &chk, why, sizeof(why));
+                else
+                        why[0] = '\0';
+                const char *note = why[0] ? why : NULL;
+                if (chk.failure) {
+                        answer(json, it, dry_run ? "WOULD_FAIL" : "REFUSED",
+                               NULL, why, &chk);
+                        counts->refused++;
+                        counts->target_refused++;
+                        continue;
+                }
                 if (dry_run) {
-                        answer(json, it, "WOULD_REPLAY", new_id, NULL);
+                        answer(json, it, "WOULD_REPLAY", new_id, note, &chk);
                         counts->replayed++;
                         continue;
                 }
+                char note_buf[600];
+                kd_strlcpy(note_buf, why, sizeof(note_buf));
                 err = reschedule(c, it, new_id, fire_at_ms, why, sizeof(why));
                 if (err) {
-                        answer(json, it, "ERROR", new_id, why);
+                        answer(json, it, "ERROR", new_id, why, &chk);
                         counts->errors++;
                         continue;
                 }
-                answer(json, it, "REPLAYED", new_id, NULL);
+                answer(json, it, "REPLAYED", new_id, note ? note_buf : NULL,
+                       &chk);
                 counts->replayed++;
         }
+        free(targets.v);
         return 0;
 }

@@ -36,15 +36,22 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
 void kd_replay_items_clear(kd_replay_items_t *r);
 
 typedef struct kd_replay_counts {
-        size_t replayed; /* or would be, in a dry run */
-        size_t skipped;  /* decided otherwise, or replayed before */
-        size_t refused;  /* malformed, or a reason no replay fixes */
+        size_t replayed;       /* or would be, in a dry run */
+        size_t skipped;        /* decided otherwise, or replayed before */
+        size_t refused;        /* malformed, a reason no replay fixes, or the
+                                  target would refuse it (WOULD_FAIL) */
+        size_t target_refused; /* of refused: by the target check */
         size_t errors;
 } kd_replay_counts_t;
 
 /* Replays each item of r through c, due at fire_at_ms: an answer per item
  * on stdout (a line "ID RESULT [NEW_ID] [WHY]", or a JSON object), the
- * totals in *counts. */
+ * totals in *counts. Each target is described once first (an admin
+ * client of c's conf): an item its target would refuse as it did (the topic
+ * missing, compacted and the record keyless, or the record larger than its
+ * max.message.bytes) is not replayed: WOULD_FAIL in a dry run, REFUSED
+ * otherwise. What cannot be read is not checked, and the answer says so.
+ * 0, or -1 when out of memory (nothing done). */
 int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                   int64_t fire_at_ms, int dry_run, int json,
                   kd_replay_counts_t *counts);

@@ -5,6 +5,7 @@
 #define KD_TOPICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <kdelay/conf.h>
 #include <kdelay/error.h>
@@ -57,5 +58,29 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
 kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                              kd_topic_report_t *reports, size_t *np,
                              char *errstr, size_t errstr_size);
+
+/* What is known of a topic tasks are delivered to (kdelayctl dead replay
+ * checks a replay against it). */
+typedef struct kd_target_info {
+        char name[256];            /* in: the topic */
+        int exists;                /* 1 yes, 0 no, -1 unknown */
+        int config_read;           /* 1: compact and max_message_bytes set */
+        int compact;               /* cleanup.policy includes compact */
+        int64_t max_message_bytes; /* -1 unknown */
+        char cleanup_policy[64];   /* as the broker says it; "" unknown */
+        char problem[256];         /* why something is unknown, "" when not */
+} kd_target_info_t;
+
+/* Fills t[0..n) (each name set by the caller, distinct) from one metadata
+ * request and one DescribeConfigs request: whether each topic exists, its
+ * cleanup.policy and max.message.bytes. What cannot be read (the principal
+ * lacks Describe or DescribeConfigs on it, or the broker did not answer)
+ * stays unknown with the reason in problem; a topic hidden from metadata
+ * whose configuration cannot be read either is of unknown existence.
+ * Fails only when no admin client can be made (then every entry is
+ * unknown with that reason). */
+kdelay_err_t kd_topics_describe_targets(const kdelay_conf_t *conf,
+                                        kd_target_info_t *t, size_t n,
+                                        char *errstr, size_t errstr_size);
 
 #endif

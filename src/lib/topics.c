@@ -1,6 +1,8 @@
-/* kdelay's own topics: create and check them with the Kafka Admin API. */
+/* kdelay's own topics: create and check them with the Kafka Admin API;
+ * what is known of a target topic (kdelayctl dead replay). */
 #include "kd_topics.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,4 +434,167 @@ kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
                                               "misconfigured");
         }
         return err;
+}
+
+/* Whether a cleanup.policy value ("compact", "delete", "compact,delete")
+ * includes compact. */
+static int policy_compacts(const char *policy)
+{
+        for (const char *p = policy; *p;) {
+                p += strspn(p, ", []");
+                size_t len = strcspn(p, ", []");
+                if (len == 7 && !strncmp(p, "compact", 7))
+                        return 1;
+                p += len;
+        }
+        return 0;
+}
+
+/* A described topic's cleanup.policy and max.message.bytes. */
+static void target_judge(kd_target_info_t *t,
+                         const rd_kafka_ConfigResource_t *res)
+{
+        size_t cn;
+        const rd_kafka_ConfigEntry_t **cfg =
+            rd_kafka_ConfigResource_configs(res, &cn);
+        const char *policy = NULL, *mmb = NULL;
+        for (size_t i = 0; i < cn; i++) {
+                const char *name = rd_kafka_ConfigEntry_name(cfg[i]);
+                const char *v = rd_kafka_ConfigEntry_value(cfg[i]);
+                if (!name)
+                        continue;
+                if (!strcmp(name, "cleanup.policy"))
+                        policy = v;
+                else if (!strcmp(name, "max.message.bytes"))
+                        mmb = v;
+        }
+        t->exists = 1; /* the broker described it */
+        char *end = NULL;
+        errno = 0;
+        long long max = mmb ? strtoll(mmb, &end, 10) : -1;
+        if (!policy || !mmb || errno || end == mmb || *end || max <= 0) {
+                snprintf(t->problem, sizeof(t->problem),
+                         "DescribeConfigs gave no usable cleanup.policy and "
+                         "max.message.bytes");
+                return;
+        }
+        kd_strlcpy(t->cleanup_policy, policy, sizeof(t->cleanup_policy));
+        t->compact = policy_compacts(policy);
+        t->max_message_bytes = max;
+        t->config_read = 1;
+}
+
+/* Applies one DescribeConfigs answer to the entry it names. */
+static void target_result(kd_target_info_t *t, size_t n,
+                          const rd_kafka_ConfigResource_t *res)
+{
+        const char *name = rd_kafka_ConfigResource_name(res);
+        size_t i = 0;
+        while (name && i < n && strcmp(t[i].name, name))
+                i++;
+        if (!name || i == n)
+                return;
+        rd_kafka_resp_err_t e = rd_kafka_ConfigResource_error(res);
+        const char *es = rd_kafka_ConfigResource_error_string(res);
+        if (!e) {
+                target_judge(&t[i], res);
+        } else if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+                   t[i].exists != 1) {
+                t[i].exists = 0;
+        } else {
+                snprintf(t[i].problem, sizeof(t[i].problem),
+                         "DescribeConfigs: %s",
+                         es && *es ? es : rd_kafka_err2str(e));
+        }
+}
+
+kdelay_err_t kd_topics_describe_targets(const kdelay_conf_t *conf,
+                                        kd_target_info_t *t, size_t n,
+                                        char *errstr, size_t errstr_size)
+{
+        for (size_t i = 0; i < n; i++) {
+                t[i].exists = -1;
+                t[i].config_read = 0;
+                t[i].compact = 0;
+                t[i].max_message_bytes = -1;
+                t[i].cleanup_policy[0] = '\0';
+                t[i].problem[0] = '\0';
+        }
+        if (!n)
+                return KDELAY_OK;
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_t *rk = admin_new(&owner, errstr, errstr_size);
+        if (!rk) {
+                for (size_t i = 0; i < n; i++)
+                        kd_strlcpy(t[i].problem, errstr, sizeof(t[i].problem));
+                return KDELAY_ERR_KAFKA;
+        }
+        /* Existence: what metadata lists (it hides a topic the principal
+         * may not Describe, so absence alone proves nothing). */
+        char mdwhy[160] = "";
+        const struct rd_kafka_metadata *md;
+        rd_kafka_resp_err_t kerr =
+            rd_kafka_metadata(rk, 1, NULL, &md, KD_ADMIN_TIMEOUT_MS);
+        if (kerr) {
+                snprintf(mdwhy, sizeof(mdwhy),
+                         "cannot read cluster metadata: %s",
+                         rd_kafka_err2str(kerr));
+        } else {
+                for (size_t i = 0; i < n; i++)
+                        for (int k = 0; k < md->topic_cnt; k++)
+                                if (!md->topics[k].err &&
+                                    !strcmp(md->topics[k].topic, t[i].name))
+                                        t[i].exists = 1;
+                rd_kafka_metadata_destroy(md);
+        }
+        /* Configurations, and existence from the broker's answer: a topic
+         * it does not know is UNKNOWN_TOPIC_OR_PART when the principal may
+         * describe its configuration, TOPIC_AUTHORIZATION_FAILED when not
+         * (whether it exists or not). */
+        char dwhy[256] = "";
+        rd_kafka_ConfigResource_t **crs = calloc(n, sizeof(*crs));
+        size_t cnt = 0;
+        if (!crs)
+                kd_strlcpy(dwhy, "out of memory", sizeof(dwhy));
+        for (size_t i = 0; crs && i < n; i++, cnt++)
+                if (!(crs[i] = rd_kafka_ConfigResource_new(
+                          RD_KAFKA_RESOURCE_TOPIC, t[i].name))) {
+                        kd_strlcpy(dwhy, "out of memory", sizeof(dwhy));
+                        break;
+                }
+        rd_kafka_event_t *ev = NULL;
+        if (crs && cnt == n) {
+                kd_describe_req_t req = {crs, cnt};
+                admin_call(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS,
+                           RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT,
+                           "DescribeConfigs", send_describe, &req, &ev, dwhy,
+                           sizeof(dwhy));
+        }
+        if (ev) {
+                size_t rn;
+                const rd_kafka_ConfigResource_t **res =
+                    rd_kafka_DescribeConfigs_result_resources(
+                        rd_kafka_event_DescribeConfigs_result(ev), &rn);
+                for (size_t k = 0; k < rn; k++)
+                        target_result(t, n, res[k]);
+                rd_kafka_event_destroy(ev);
+        }
+        for (size_t i = 0; i < n; i++) {
+                kd_target_info_t *ti = &t[i];
+                if (ti->config_read || ti->exists == 0 || ti->problem[0])
+                        continue;
+                snprintf(ti->problem, sizeof(ti->problem), "%s",
+                         dwhy[0] ? dwhy : "not in the DescribeConfigs answer");
+        }
+        for (size_t i = 0; mdwhy[0] && i < n; i++) {
+                size_t off = strlen(t[i].problem);
+                if (t[i].exists == -1 && off + 3 < sizeof(t[i].problem))
+                        snprintf(t[i].problem + off, sizeof(t[i].problem) - off,
+                                 "%s%s", off ? "; " : "", mdwhy);
+        }
+        for (size_t j = 0; crs && j < cnt; j++)
+                rd_kafka_ConfigResource_destroy(crs[j]);
+        free(crs);
+        rd_kafka_destroy(rk);
+        return KDELAY_OK;
 }

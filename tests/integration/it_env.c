@@ -436,8 +436,20 @@ static int create_topic(const char *topic, int partitions, int rf,
                 return -1;
         rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, rf,
                                                         errstr, sizeof(errstr));
-        for (int i = 0; nt && configs && configs[i]; i += 2)
-                rd_kafka_NewTopic_set_config(nt, configs[i], configs[i + 1]);
+        if (!nt) {
+                printf("\n  topic %s: %s", topic, errstr);
+                rd_kafka_destroy(rk);
+                return -1;
+        }
+        for (int i = 0; configs && configs[i]; i += 2)
+                if (rd_kafka_NewTopic_set_config(nt, configs[i],
+                                                 configs[i + 1])) {
+                        printf("\n  topic %s: cannot set %s", topic,
+                               configs[i]);
+                        rd_kafka_NewTopic_destroy(nt);
+                        rd_kafka_destroy(rk);
+                        return -1;
+                }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -449,12 +461,22 @@ static int create_topic(const char *topic, int partitions, int rf,
                         rd_kafka_event_CreateTopics_result(ev), &n);
                 if (n == 1 && !rd_kafka_topic_result_error(res[0]))
                         rc = 0;
+                else if (n == 1)
+                        printf("\n  topic %s: %s", topic,
+                               rd_kafka_topic_result_error_string(res[0]));
                 rd_kafka_event_destroy(ev);
         }
         rd_kafka_queue_destroy(q);
         rd_kafka_NewTopic_destroy(nt);
         rd_kafka_destroy(rk);
         return rc ? rc : it_wait_topic(topic);
+}
+
+int it_create_topic_config(const char *topic, int partitions, const char *name,
+                           const char *value)
+{
+        const char *const configs[] = {name, value, NULL};
+        return create_topic(topic, partitions, 1, configs);
 }
 
 int it_stack(const char *verb)

@@ -127,9 +127,12 @@ char *it_header(const it_msg_t *m, const char *name);
 int it_create_topic(const char *topic, int partitions);
 /* The same with replication factor rf (-1: the broker's default). */
 int it_create_topic_rf(const char *topic, int partitions, int rf);
-
-/* The same with topic configs (NULL-terminated name, value pairs, e.g.
- * "cleanup.policy", "compact"; may be NULL) and replication factor 1. */
+/* it_create_topic with topic config `name` = `value` (e.g.
+ * "cleanup.policy", "compact"). 0 on success. */
+int it_create_topic_config(const char *topic, int partitions, const char *name,
+                           const char *value);
+/* The same with several topic configs (NULL-terminated name, value
+ * pairs; may be NULL). */
 int it_create_topic_conf(const char *topic, int partitions,
                          const char *const *configs);
 

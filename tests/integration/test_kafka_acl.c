@@ -23,7 +23,9 @@
  *   prefix of its own) is refused `topics create` without ACLs; with
  *   Create, Describe, DescribeConfigs, Read and Write on the prefix and
  *   Describe on the group it runs topics create and check, schedule,
- *   tasks list, reschedule, audit and stats.
+ *   tasks list, reschedule, audit and stats; dead replay of a dead letter
+ *   for a target outside the prefix (no DescribeConfigs on it) is not
+ *   blocked and says what it could not check.
  *
  * Other helpers (it_create_topic, it_tiers_create, it_wait_records)
  * connect as the admin, through $KDELAY_CLIENT_CONFIG. On a plaintext
@@ -503,6 +505,56 @@ static void test_describe_only_exactly_once(void)
         run_forbidden("exactly_once", 1);
 }
 
+/* dead replay by the administrator p (ACLs on "<prefix>." only) of a dead
+ * letter for a target outside the prefix: without Describe and
+ * DescribeConfigs on it the check cannot read it, and the replay is not
+ * blocked but says so (docs/security.md). */
+static void dead_replay_unchecked(char **p, const char *url, const char *gx,
+                                  const char *prefix)
+{
+        char target[96], dead[96], id[96], fire_at[32];
+        snprintf(target, sizeof(target), "%s-elsewhere", prefix);
+        snprintf(dead, sizeof(dead), "%s.dead", prefix);
+        snprintf(id, sizeof(id), "%s-dead", prefix);
+        snprintf(fire_at, sizeof(fire_at), "%lld", (long long)kd_now_ms());
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 1), 0);
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        CU_ASSERT_EQUAL(
+            rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(dead), RD_KAFKA_V_VALUE("v", 1),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_HEADER(KDELAY_HDR_ID, id, -1),
+                RD_KAFKA_V_HEADER(KDELAY_HDR_TARGET, target, -1),
+                RD_KAFKA_V_HEADER(KDELAY_HDR_FIRE_AT, fire_at, -1),
+                RD_KAFKA_V_HEADER(KDELAY_HDR_VERSION, KDELAY_WIRE_VERSION, -1),
+                RD_KAFKA_V_HEADER(KDELAY_HDR_DEAD_REASON, "target-unavailable",
+                                  -1),
+                RD_KAFKA_V_END),
+            0);
+        CU_ASSERT_EQUAL(rd_kafka_flush(rk, 30000), 0);
+        rd_kafka_destroy(rk);
+        CU_ASSERT_EQUAL(CTL(p, url, prefix, "dead", "replay", "--dry-run",
+                            "--json", "--id", id, "-X", gx),
+                        0);
+        printf("  dead replay --dry-run, no ACL on the target: %s%s",
+               out ? out : "", err ? err : "");
+        CU_ASSERT(has(out, "\"WOULD_REPLAY\""));
+        CU_ASSERT(has(out, "\"target_check\":\"incomplete\""));
+        CU_ASSERT(has(out, "\"target_exists\":null"));
+        CU_ASSERT(has(out, "existence, key and size not checked"));
+        /* With Describe: it exists; its configuration is still unread. */
+        CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal", "User:producer",
+                                  "--operation", "Describe", "--topic", target),
+                              0);
+        CU_ASSERT_EQUAL(
+            CTL(p, url, prefix, "dead", "replay", "--id", id, "-X", gx), 0);
+        printf("  dead replay, Describe on the target: %s", out ? out : "");
+        CU_ASSERT(has(out, " REPLAYED "));
+        CU_ASSERT(has(out, "key and size not checked"));
+        CU_ASSERT(!has(out, "existence"));
+}
+
 /* kdelayctl's Kafka verbs by an administrator that is no super user
  * (User:producer, on a prefix of its own): topics create and check, tasks
  * list, reschedule, audit and stats with the ACLs of docs/security.md. */
@@ -553,6 +605,7 @@ static void test_admin(void)
         CU_ASSERT_EQUAL(CTL(p, url, prefix, "stats", "-X", gx), 1);
         CU_ASSERT(has(out, "PENDING"));
         CU_ASSERT(!has(err, "authorization"));
+        dead_replay_unchecked(p, url, gx, prefix);
         it_props_free(p);
         it_db_drop(db);
 }

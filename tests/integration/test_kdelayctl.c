@@ -441,6 +441,223 @@ static void test_schedule_prints_id_and_writes_record(void)
         }
 }
 
+/* Appends a dead letter of task id (to target, reason, Kafka error err
+ * or NULL) to the dead-letter topic as the forwarder writes one: the
+ * task's record with kdelay-dead-reason (and kdelay-dead-error). */
+static int dead_letter(rd_kafka_t *rk, const char *id, const char *target,
+                       const char *key, const char *value, size_t value_len,
+                       const char *reason, const char *kerr)
+{
+        char dead[128], fire_at[32];
+        snprintf(dead, sizeof(dead), "%s.dead", prefix);
+        snprintf(fire_at, sizeof(fire_at), "%lld",
+                 (long long)kd_now_ms() - 60000);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        rd_kafka_header_add(h, KDELAY_HDR_ID, -1, id, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, target, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fire_at, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1, KDELAY_WIRE_VERSION, -1);
+        rd_kafka_header_add(h, "trace", -1, "t-dead", -1);
+        rd_kafka_header_add(h, KDELAY_HDR_DEAD_REASON, -1, reason, -1);
+        if (kerr)
+                rd_kafka_header_add(h, KDELAY_HDR_DEAD_ERROR, -1, kerr, -1);
+        rd_kafka_resp_err_t e =
+            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(dead),
+                              RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+                              RD_KAFKA_V_VALUE((void *)value, value_len),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+        if (e) {
+                rd_kafka_headers_destroy(h);
+                printf("\n  dead letter %s: %s", id, rd_kafka_err2str(e));
+                return -1;
+        }
+        return 0;
+}
+
+/* The JSON answer about task id among the lines of s (NULL when none);
+ * caller deletes it. */
+static cJSON *answer_of(const char *s, const char *id)
+{
+        for (const char *l = s; l && *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t len = nl ? (size_t)(nl - l) : strlen(l);
+                char *line = strndup(l, len);
+                cJSON *o = line ? cJSON_Parse(line) : NULL;
+                free(line);
+                const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, "id");
+                if (cJSON_IsString(j) && !strcmp(j->valuestring, id))
+                        return o;
+                cJSON_Delete(o);
+                l = nl ? nl + 1 : l + len;
+        }
+        return NULL;
+}
+
+/* o's string member name, or "" (never NULL). */
+static const char *str_of(const cJSON *o, const char *name)
+{
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+        return cJSON_IsString(j) ? j->valuestring : "";
+}
+
+/* The line of s that begins with id followed by a space; "" when none
+ * (copied into buf). */
+static const char *line_of(const char *s, const char *id, char *buf,
+                           size_t size)
+{
+        size_t n = strlen(id);
+        buf[0] = '\0';
+        for (const char *l = s; l && *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t len = nl ? (size_t)(nl - l) : strlen(l);
+                if (len > n && !strncmp(l, id, n) && l[n] == ' ') {
+                        snprintf(buf, size, "%.*s", (int)len, l);
+                        break;
+                }
+                l = nl ? nl + 1 : l + len;
+        }
+        return buf;
+}
+
+/* dead replay checks each target before replaying (issue 19): (a) a
+ * keyless record for a compacted topic, (b) 3000 bytes for a topic with
+ * max.message.bytes=2000 and (d) a record for a missing topic would fail
+ * as they did: WOULD_FAIL in a dry run, REFUSED in a replay, with why;
+ * (c) a keyed small record for the compacted topic is replayed. */
+static void test_dead_replay_checks_target(void)
+{
+        char cmp[128], small[128], missing[128], id[4][96];
+        snprintf(cmp, sizeof(cmp), "%s-compacted", prefix);
+        snprintf(small, sizeof(small), "%s-small", prefix);
+        snprintf(missing, sizeof(missing), "%s-missing", prefix);
+        for (int i = 0; i < 4; i++)
+                snprintf(id[i], sizeof(id[i]), "%s-dead-%c", prefix, 'a' + i);
+        CU_ASSERT_EQUAL_FATAL(
+            it_create_topic_config(cmp, 1, "cleanup.policy", "compact"), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_create_topic_config(small, 1, "max.message.bytes", "2000"), 0);
+        char *big = malloc(3000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+        memset(big, 'x', 3000);
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        CU_ASSERT_EQUAL(dead_letter(rk, id[0], cmp, NULL, "v", 1,
+                                    "target-refused", "INVALID_RECORD"),
+                        0);
+        CU_ASSERT_EQUAL(dead_letter(rk, id[1], small, "k", big, 3000,
+                                    "too-large", "MSG_SIZE_TOO_LARGE"),
+                        0);
+        CU_ASSERT_EQUAL(dead_letter(rk, id[2], cmp, "k", "v", 1,
+                                    "target-refused", "INVALID_RECORD"),
+                        0);
+        CU_ASSERT_EQUAL(dead_letter(rk, id[3], missing, "k", "v", 1,
+                                    "target-unavailable", NULL),
+                        0);
+        CU_ASSERT_EQUAL(rd_kafka_flush(rk, 30000), 0);
+        rd_kafka_destroy(rk);
+        free(big);
+
+        static const char *const result[4] = {"WOULD_FAIL", "WOULD_FAIL",
+                                              "WOULD_REPLAY", "WOULD_FAIL"};
+        static const char *const failure[4] = {"needs-key", "too-large", "",
+                                               "target-missing"};
+        static const char *const why[4] = {"compacted topic needs a key",
+                                           "too large for the target (", "",
+                                           "target missing"};
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--dry-run", "--json", "--id",
+                            id[0], "--id", id[1], "--id", id[2], "--id", id[3]),
+                        1);
+        printf("\n  dead replay --dry-run --json:\n%s%s", out ? out : "",
+               err ? err : "");
+        for (int i = 0; i < 4; i++) {
+                cJSON *o = answer_of(out, id[i]);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+                CU_ASSERT_STRING_EQUAL(str_of(o, "result"), result[i]);
+                CU_ASSERT_STRING_EQUAL(str_of(o, "failure"), failure[i]);
+                CU_ASSERT_PTR_NOT_NULL(strstr(str_of(o, "why"), why[i]));
+                CU_ASSERT_STRING_EQUAL(str_of(o, "target_check"),
+                                       i == 2 ? "ok" : "failed");
+                cJSON_Delete(o);
+        }
+        cJSON *o = answer_of(out, id[1]);
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, "size_estimate");
+        CU_ASSERT(cJSON_IsNumber(j) && j->valuedouble > 3000);
+        j = cJSON_GetObjectItemCaseSensitive(o, "max_message_bytes");
+        CU_ASSERT(cJSON_IsNumber(j) && j->valuedouble == 2000);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(str_of(o, "why"), "> max.message.bytes 2000 of \""));
+        cJSON_Delete(o);
+        o = answer_of(out, id[3]);
+        j = cJSON_GetObjectItemCaseSensitive(o, "target_exists");
+        CU_ASSERT(cJSON_IsFalse(j));
+        cJSON_Delete(o);
+
+        /* The replay: the same answers, only (c) scheduled. */
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--id", id[0], "--id", id[1],
+                            "--id", id[2], "--id", id[3]),
+                        1);
+        printf("  dead replay:\n%s", out ? out : "");
+        char line[1024];
+        for (int i = 0; i < 4; i++) {
+                line_of(out, id[i], line, sizeof(line));
+                if (i == 2) {
+                        CU_ASSERT_PTR_NOT_NULL(strstr(line, " REPLAYED "));
+                        continue;
+                }
+                CU_ASSERT_PTR_NOT_NULL(strstr(line, " REFUSED "));
+                CU_ASSERT_PTR_NOT_NULL(strstr(line, why[i]));
+        }
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "target_refused=3"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "replayed=1"));
+
+        /* Once more in JSON: the others refused again; (c) written again
+         * under the same new id (no forwarder here gave it a fate, so it
+         * is not "replayed before"; the fate table lets one copy fire). */
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--json", "--id", id[0], "--id",
+                            id[1], "--id", id[2], "--id", id[3]),
+                        1);
+        for (int i = 0; i < 4; i++) {
+                o = answer_of(out, id[i]);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+                CU_ASSERT_STRING_EQUAL(str_of(o, "result"),
+                                       i == 2 ? "REPLAYED" : "REFUSED");
+                if (i == 2)
+                        CU_ASSERT_PTR_NOT_NULL(
+                            strstr(str_of(o, "new_id"), "~replay-"));
+                CU_ASSERT_STRING_EQUAL(str_of(o, "failure"), failure[i]);
+                cJSON_Delete(o);
+        }
+
+        /* Only (c) reached a tier topic: twice, under one id. */
+        char t1s[128];
+        snprintf(t1s, sizeof(t1s), "%s.tier.1s", prefix);
+        const char *tl[] = {t1s, NULL};
+        it_msg_t *msgs = NULL;
+        size_t got = it_consume_all(tl, &msgs, 3000, 20000);
+        int replays[4] = {0}, same_id = 0;
+        for (size_t i = 0; i < got; i++) {
+                char *of = it_header(&msgs[i], KDELAY_HDR_REPLAY_OF);
+                char *nid = it_header(&msgs[i], KDELAY_HDR_ID);
+                for (int k = 0; of && k < 4; k++)
+                        replays[k] += !strcmp(of, id[k]);
+                same_id += of && nid && !strcmp(of, id[2]) &&
+                           !strncmp(nid, id[2], strlen(id[2])) &&
+                           !strncmp(nid + strlen(id[2]), "~replay-", 8);
+                free(of);
+                free(nid);
+                it_msg_free(&msgs[i]);
+        }
+        free(msgs);
+        printf("  tier records replaying a..d: %d %d %d %d\n", replays[0],
+               replays[1], replays[2], replays[3]);
+        CU_ASSERT_EQUAL(replays[0], 0);
+        CU_ASSERT_EQUAL(replays[1], 0);
+        CU_ASSERT_EQUAL(replays[2], 2);
+        CU_ASSERT_EQUAL(same_id, 2);
+        CU_ASSERT_EQUAL(replays[3], 0);
+}
+
 static kd_fate_store_t *forwarder_store(kdelay_conf_t **confp)
 {
         kd_fate_store_t *st = NULL;
@@ -658,8 +875,7 @@ static void test_tiers_plan(void)
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_usage_errors_exit_2),
-            KD_TEST(test_tiers_plan),
+            KD_TEST(test_usage_errors_exit_2), KD_TEST(test_tiers_plan),
             KD_TEST(test_help_on_every_verb),
             KD_TEST(test_db_migrate_then_version),
             KD_TEST(test_topics_create_then_check),
@@ -668,7 +884,8 @@ int main(void)
             KD_TEST(test_cancel_and_status),
             KD_TEST(test_password_from_environment),
             KD_TEST(test_json_on_every_verb),
-            KD_TEST_END};
+            /* Last: audit finds its dead letters. */
+            KD_TEST(test_dead_replay_checks_target), KD_TEST_END};
         int rc = kd_test_run("kdelayctl", cases, suite_init, suite_cleanup);
         free(out);
         free(err);
