@@ -315,11 +315,14 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
         char q[600], errstr[512];
         int64_t now = kd_mono_ms();
         k->renew = 0;
-        int soon =
-            k->renewed_mono && now - k->renewed_mono < KD_RENEW_MIN_INTERVAL_MS;
+        int for_record = k->renew_for_record;
+        k->renew_for_record = 0;
+        int soon = !for_record && k->renewed_mono &&
+                   now - k->renewed_mono < KD_RENEW_MIN_INTERVAL_MS;
         kd_log(f->conf, KDELAY_LOG_ERROR,
-               "event=producer_fatal err=%s code=%s action=%s",
+               "event=producer_fatal err=%s code=%s for_record=%d action=%s",
                kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err),
+               for_record,
                renewable(err) ? (soon ? "exit why=renewed_recently" : "renew")
                : denied(err)  ? "exit why=denied"
                               : "exit why=fenced");
@@ -327,7 +330,8 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
                 f->kafka.fatal = 1;
                 return -1;
         }
-        k->renewed_mono = now;
+        if (!for_record) /* a record's renewals prove no loop */
+                k->renewed_mono = now;
         producer_close(f);
         k->producer = client_new(f, RD_KAFKA_PRODUCER, k->producer_defaults,
                                  k->producer_forced, errstr, sizeof(errstr));

@@ -26,8 +26,9 @@ int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
  * properties, whose queue wakes fds[1] of f->kafka.io_fds, and lets the
  * mode recover. -1 when it cannot: a fence (another process owns the
  * transactional.id), a renewal within KD_RENEW_MIN_INTERVAL_MS of the
- * last, or the new producer failing; the caller stops and exits
- * non-zero. */
+ * last (unless the mode set renew_for_record: one record alone in its
+ * transaction broke the producer, and it goes to the dead letters), or
+ * the new producer failing; the caller stops and exits non-zero. */
 #define KD_RENEW_MIN_INTERVAL_MS 30000
 int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err,
                           const char *why);

@@ -54,6 +54,9 @@ typedef struct kd_fwd_kafka {
          * (kd_fwd_producer_renew, from the loop). */
         int renew;
         int64_t renewed_mono; /* the last renewal; 0 = none */
+        /* The renewal is for a record alone in its transaction (the
+         * mode dead-letters it): exempt from the renewal interval. */
+        int renew_for_record;
         /* The mode's producer properties, for a renewal (valid until the
          * mode's destroy). */
         const char *const *producer_defaults, *const *producer_forced;

@@ -37,6 +37,8 @@ typedef struct kd_poison {
         size_t used, next;
         uint64_t *members; /* owned: keys produced into the open txn */
         size_t members_len, members_cap;
+        uint64_t *blamed; /* owned: members whose own delivery failed */
+        size_t blamed_len, blamed_cap;
 } kd_poison_t;
 
 /* The key of t's source record produced as `as`; 0 when t has no
@@ -54,9 +56,16 @@ kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key);
  * memory (the record is then not accounted if the transaction aborts). */
 int kd_poison_member(kd_poison_t *p, uint64_t key);
 
-/* The open transaction aborted because of cause: each member's abort
- * count goes up (the members are forgotten), unless the cause is the
- * cluster's or the producer's own (kd_perr.h): then only forgotten. */
+/* Member key's own delivery failed for a cause that names it or its
+ * target (a refused batch reports every record of that batch): when the
+ * transaction aborts, only such members count, the others were its
+ * victims. -1 when out of memory (then every member counts). */
+int kd_poison_blame(kd_poison_t *p, uint64_t key);
+
+/* The open transaction aborted because of cause: the abort count of each
+ * blamed member, or of every member when none was blamed (a refusal of
+ * the whole transaction), goes up; none when the cause is the cluster's
+ * or the producer's own (kd_perr.h). The members are forgotten. */
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause);
 
 /* Forgets the open transaction's members, entries kept (a solo one's

@@ -9,6 +9,7 @@
  * the accounting of the records of aborted ones (kd_poison.h), which ends
  * an abort loop: a record that keeps its transactions aborting is produced
  * alone and, failing alone, dead-lettered. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,8 +147,12 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
         kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
                txn_state_names[from], txn_state_names[to]);
         s->state = to;
-        if (to == KD_TXN_RENEW)
+        if (to == KD_TXN_RENEW) {
                 f->kafka.renew = 1; /* the loop's next turn */
+                /* One record's doing (it is dead-lettered next): not a
+                 * reason to give up on renewals. */
+                f->kafka.renew_for_record = s->solo != 0;
+        }
         if (to == KD_TXN_FATAL) {
                 f->kafka.fatal = 1;
                 *f->stop = 1;
@@ -348,16 +353,28 @@ static int past(int64_t deadline)
  * against it when the cause names the record or its target, or when
  * other transactions committed since its last one (so the cluster is not
  * what fails). */
-static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause)
+static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
+                         int fatal)
 {
         eos_state_t *s = state_of(f);
         kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
         kd_perr_class_t c = kd_perr_class(cause);
-        int counts = c == KD_PERR_RECORD || c == KD_PERR_TARGET ||
-                     (c == KD_PERR_TRANSIENT && s->commits != e->commits_seen);
+        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
+        int counts = named || (c != KD_PERR_PRODUCER && !fatal &&
+                               s->commits != e->commits_seen);
         e->solo_fails += counts;
         e->commits_seen = s->commits;
-        e->err = cause;
+        /* A named cause stays the record's reason over a vaguer later
+         * one (an abort the coordinator refuses after the refusal). */
+        kd_perr_class_t was = kd_perr_class(e->err);
+        if (named || (was != KD_PERR_RECORD && was != KD_PERR_TARGET))
+                e->err = cause;
+        /* Alone, it broke the producer (a transaction whose only
+         * partition was refused can leave librdkafka unable to abort
+         * it): it goes to the dead letters rather than break the next
+         * one. */
+        if (fatal)
+                e->solo_fails = INT_MAX / 2;
         int shift = e->solo_tries < 6 ? e->solo_tries - 1 : 5;
         int64_t backoff = (int64_t)KD_SOLO_BACKOFF_MS
                           << (shift > 0 ? shift : 0);
@@ -376,7 +393,7 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause)
  * ends its bookkeeping. Committed, what it fired and dead-lettered is
  * marked FIRED or DEAD; aborted (or ended by a new producer), none of it
  * happened, and its records are accounted (kd_poison.h). */
-static void txn_over(kd_fwd_t *f, int committed)
+static void txn_over(kd_fwd_t *f, int committed, int fatal)
 {
         eos_state_t *s = state_of(f);
         if (committed) {
@@ -396,7 +413,7 @@ static void txn_over(kd_fwd_t *f, int committed)
                               s->poison.members_len);
                 if (s->solo) {
                         kd_poison_members_clear(&s->poison);
-                        solo_aborted(f, s->solo, cause);
+                        solo_aborted(f, s->solo, cause, fatal);
                 } else {
                         kd_poison_aborted(&s->poison, cause);
                 }
@@ -449,7 +466,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
                         ;
                 txn_set_state(f, KD_TXN_READY);
         }
-        txn_over(f, 0);
+        txn_over(f, 0, 0);
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=txn_aborted why=%s cause=%s streak=%d action=rewind", why,
                rd_kafka_err2name(s->last_cause), s->abort_streak);
@@ -549,7 +566,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
                (long long)(t1 - t0), s->solo != 0);
         if (s->fired.len)
                 fault_after_commit(f, s);
-        txn_over(f, 1);
+        txn_over(f, 1, 0);
         return KD_TXN_COMMITTED;
 }
 
@@ -746,8 +763,14 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
         /* The transaction cannot commit: abort it, and read again from
          * the committed offsets. The first error that is not a purge is
          * its cause. */
-        if (!s->cause && kd_perr_class(err) != KD_PERR_PURGED)
+        kd_perr_class_t c = kd_perr_class(err);
+        if (!s->cause && c != KD_PERR_PURGED)
                 s->cause = err;
+        if ((c == KD_PERR_RECORD || c == KD_PERR_TARGET) &&
+            kd_poison_blame(&s->poison, kd_poison_key(t, t->state)))
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=out_of_memory what=txn_blame "
+                       "action=count_every_record");
         if (t->part &&
             (s->state == KD_TXN_OPEN || s->state == KD_TXN_COMMITTING)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
@@ -907,7 +930,7 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
         /* Fenced, the open transaction aborted: nothing in it fired or
          * was dead-lettered (its dead marks too: the dead letters are
          * produced again after the rewind). */
-        txn_over(f, 0);
+        txn_over(f, 0, 1);
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=txn_aborted why=producer_renewed cause=%s streak=%d "
                "action=rewind",

@@ -74,38 +74,62 @@ kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key)
         return e;
 }
 
+/* Appends key to the growing array *v; -1 when out of memory. */
+static int keys_push(uint64_t **v, size_t *len, size_t *cap, uint64_t key)
+{
+        if (*len == *cap) {
+                size_t n = *cap ? *cap * 2 : 256;
+                uint64_t *m = realloc(*v, n * sizeof(*m));
+                if (!m)
+                        return -1;
+                *v = m;
+                *cap = n;
+        }
+        (*v)[(*len)++] = key;
+        return 0;
+}
+
 int kd_poison_member(kd_poison_t *p, uint64_t key)
+{
+        return key ? keys_push(&p->members, &p->members_len, &p->members_cap,
+                               key)
+                   : 0;
+}
+
+int kd_poison_blame(kd_poison_t *p, uint64_t key)
 {
         if (!key)
                 return 0;
-        if (p->members_len == p->members_cap) {
-                size_t cap = p->members_cap ? p->members_cap * 2 : 256;
-                uint64_t *m = realloc(p->members, cap * sizeof(*m));
-                if (!m)
-                        return -1;
-                p->members = m;
-                p->members_cap = cap;
+        if (keys_push(&p->blamed, &p->blamed_len, &p->blamed_cap, key)) {
+                p->blamed_len = 0; /* then every member counts */
+                return -1;
         }
-        p->members[p->members_len++] = key;
         return 0;
+}
+
+static void count(kd_poison_t *p, uint64_t key, rd_kafka_resp_err_t cause)
+{
+        kd_poison_entry_t *e = kd_poison_get(p, key);
+        e->aborts++;
+        e->err = cause;
 }
 
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
 {
         kd_perr_class_t c = kd_perr_class(cause);
-        if (c == KD_PERR_CLUSTER || c == KD_PERR_PRODUCER)
-                p->members_len = 0;
-        for (size_t i = 0; i < p->members_len; i++) {
-                kd_poison_entry_t *e = kd_poison_get(p, p->members[i]);
-                e->aborts++;
-                e->err = cause;
+        if (c != KD_PERR_CLUSTER && c != KD_PERR_PRODUCER) {
+                const uint64_t *v = p->blamed_len ? p->blamed : p->members;
+                size_t n = p->blamed_len ? p->blamed_len : p->members_len;
+                for (size_t i = 0; i < n; i++)
+                        count(p, v[i], cause);
         }
-        p->members_len = 0;
+        kd_poison_members_clear(p);
 }
 
 void kd_poison_members_clear(kd_poison_t *p)
 {
         p->members_len = 0;
+        p->blamed_len = 0;
 }
 
 void kd_poison_committed(kd_poison_t *p)
@@ -115,12 +139,14 @@ void kd_poison_committed(kd_poison_t *p)
                 if (e)
                         unlink_entry(p, e);
         }
-        p->members_len = 0;
+        kd_poison_members_clear(p);
 }
 
 void kd_poison_destroy(kd_poison_t *p)
 {
         free(p->members);
-        p->members = NULL;
+        free(p->blamed);
+        p->members = p->blamed = NULL;
         p->members_len = p->members_cap = 0;
+        p->blamed_len = p->blamed_cap = 0;
 }

@@ -95,6 +95,30 @@ static void test_aborts_count_commits_forget(void)
         free(p);
 }
 
+/* A refused batch reports its own records: only they count, the other
+ * members of the aborted transaction were its victims. */
+static void test_blamed_members_alone_count(void)
+{
+        kd_poison_t *p = calloc(1, sizeof(*p));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (uint64_t k = 1; k <= 3; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 2), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 1));
+        CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 2));
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 3));
+        CU_ASSERT_EQUAL(p->blamed_len, 0);
+        /* Refused as a whole (no record blamed): every member counts. */
+        for (uint64_t k = 1; k <= 3; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 1)->aborts, 1);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 2)->aborts, 2);
+        kd_poison_destroy(p);
+        free(p);
+}
+
 static void test_full_table_replaces_the_oldest(void)
 {
         kd_poison_t *p = calloc(1, sizeof(*p));
@@ -116,6 +140,8 @@ int main(void)
             KD_TEST(test_error_classes_and_reasons),
             KD_TEST(test_keys_tell_records_and_kinds_apart),
             KD_TEST(test_aborts_count_commits_forget),
-            KD_TEST(test_full_table_replaces_the_oldest), KD_TEST_END};
+            KD_TEST(test_blamed_members_alone_count),
+            KD_TEST(test_full_table_replaces_the_oldest),
+            KD_TEST_END};
         return kd_test_run("poison_table", cases, NULL, NULL);
 }
