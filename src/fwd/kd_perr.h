@@ -26,9 +26,11 @@ typedef enum kd_perr_class {
         /* Never sent: purged by an abort or a close (a victim, not a
          * cause). */
         KD_PERR_PURGED,
-        /* The producer's own sequence or epoch state: after a batch was
-         * refused, the next transaction on its partition fails once this
-         * way until the abort bumps the epoch (not the record's fault). */
+        /* The producer's own sequence, epoch or transaction state: after
+         * a batch was refused, the next transaction on its partition fails
+         * once this way until the abort bumps the epoch, and a call after
+         * the transaction failed answers _STATE (never the record's
+         * fault). */
         KD_PERR_PRODUCER
 } kd_perr_class_t;
 

@@ -9,7 +9,6 @@
  * the accounting of the records of aborted ones (kd_poison.h), which ends
  * an abort loop: a record that keeps its transactions aborting is produced
  * alone and, failing alone, dead-lettered. */
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,13 +84,18 @@ typedef struct eos_state {
         kd_idq_t dead;  /* claimed and dead-lettered in it: id, reason
                            index (kd_settle_dead_reasons) */
         kd_timer_t commit;
-        const char *forced[16];    /* producer properties, into txn_id */
-        char *txn_id;              /* owned */
-        kd_poison_t poison;        /* records of aborted transactions */
-        uint64_t solo;             /* the key of the record alone in the open
-                                      transaction; 0 = a shared one */
-        uint64_t solo_wait;        /* a record waiting for its solo turn */
+        const char *forced[16]; /* producer properties, into txn_id */
+        char *txn_id;           /* owned */
+        kd_poison_t poison;     /* records of aborted transactions */
+        uint64_t solo;          /* the key of the record alone in the open
+                                   transaction; 0 = a shared one */
+        uint64_t alone;     /* the key of a record in flight alone (a batch of
+                               its own) in the open shared transaction, until
+                               its report; 0 = none */
+        uint64_t solo_wait; /* a record waiting for its solo turn */
         int64_t solo_wait_mono;    /* since when */
+        int solo_wait_txn;         /* it waits for a transaction of its own (not
+                                      only for the produces in flight) */
         rd_kafka_resp_err_t cause; /* why the open transaction fails: the
                                       first error seen; 0 = none yet */
         rd_kafka_resp_err_t last_cause; /* of the last abort */
@@ -171,8 +175,8 @@ static void arm(kd_fwd_t *f)
         int64_t at = INT64_MAX, interval = f->conf->fwd_txn_interval_ms;
         if (s->state == KD_TXN_ABORTABLE)
                 at = 0;
-        else if (s->state == KD_TXN_OPEN && s->solo_wait)
-                at = 0; /* a record waits to go alone: end this one */
+        else if (s->state == KD_TXN_OPEN && s->solo_wait && s->solo_wait_txn)
+                at = 0; /* a record waits for a transaction of its own */
         else if (s->state == KD_TXN_OPEN && (s->has_fire || s->solo))
                 at = s->last_mono + KD_TXN_SETTLE_MS;
         else if (s->state == KD_TXN_OPEN)
@@ -263,6 +267,54 @@ static int solo_needed(const kd_poison_entry_t *e)
         return e->aborts >= (named ? 1 : KD_SOLO_AFTER_ABORTS);
 }
 
+/* Holds the other produces back while a record waits for its turn to go
+ * alone (at most KD_SOLO_WAIT_MS at a time, KD_SOLO_WAIT_MAX_MS in all);
+ * begin's answer. */
+static int wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
+{
+        eos_state_t *s = state_of(f);
+        int64_t now = kd_mono_ms();
+        if (!s->solo_wait || now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
+                s->solo_wait = key;
+                s->solo_wait_mono = now;
+                s->solo_wait_txn = own_txn;
+                arm(f);
+        }
+        return KD_SOLO_WAIT_MS;
+}
+
+static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
+                      const kd_poison_entry_t *e)
+{
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        kd_metric_inc(&f->metrics, KD_M_SOLO);
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=txn_solo how=%s id=%s aborts=%d solo_aborts=%d err=%s",
+               how, t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
+               e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
+}
+
+/* t's record (entry e), of a batch the broker refused, goes alone into
+ * the open transaction: once nothing else is in flight, and with the
+ * others held back until its report, so that it is a batch of its own.
+ * Refused alone, it is the culprit (eos_failed); delivered, it commits
+ * with the others. A round trip, not a transaction, per record.
+ * begin's answer. */
+static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
+{
+        eos_state_t *s = state_of(f);
+        if (f->kafka.inflight > 0)
+                return wait_turn(f, e->key, 0);
+        if (txn_begin(f))
+                return -1;
+        s->alone = e->key;
+        if (s->solo_wait == e->key)
+                s->solo_wait = 0;
+        e->solo_tries++;
+        log_alone(f, "batch", t, e);
+        return 0;
+}
+
 /* t's record (entry e) goes alone: in a transaction of its own once the
  * open one, if it holds others, has committed. begin's answer. */
 static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
@@ -273,27 +325,15 @@ static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
                 return (int)(e->not_before_mono - now);
         int alone = s->state == KD_TXN_READY ||
                     (s->state == KD_TXN_OPEN && s->poison.members_len == 0);
-        if (!alone) {
-                if (!s->solo_wait ||
-                    now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
-                        s->solo_wait = e->key;
-                        s->solo_wait_mono = now;
-                        arm(f);
-                }
-                return KD_SOLO_WAIT_MS;
-        }
+        if (!alone)
+                return wait_turn(f, e->key, 1);
         if (txn_begin(f))
                 return -1;
         s->solo = e->key;
         if (s->solo_wait == e->key)
                 s->solo_wait = 0;
         e->solo_tries++;
-        kd_metric_inc(&f->metrics, KD_M_SOLO);
-        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        kd_log(f->conf, KDELAY_LOG_NOTICE,
-               "event=txn_solo id=%s aborts=%d solo_aborts=%d err=%s",
-               t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
-               e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
+        log_alone(f, "transaction", t, e);
         arm(f);
         return 0;
 }
@@ -306,12 +346,17 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 {
         eos_state_t *s = state_of(f);
         *rk = f->kafka.producer;
-        if (s->solo)
+        if (s->solo || s->alone)
                 return KD_SOLO_WAIT_MS;
         kd_poison_entry_t *e =
             t ? kd_poison_find(&s->poison, kd_poison_key(t, as)) : NULL;
+        /* A refused batch's record needs only a batch of its own; a
+         * refusal of a whole transaction (or an unknown cause) names no
+         * record, so each goes in a transaction of its own. */
         if (solo_needed(e))
-                return solo_begin(f, t, e);
+                return kd_perr_class(e->err) == KD_PERR_RECORD
+                           ? alone_begin(f, t, e)
+                           : solo_begin(f, t, e);
         if (s->solo_wait &&
             kd_mono_ms() - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
                 return KD_SOLO_WAIT_MS; /* a solo record goes first */
@@ -348,33 +393,43 @@ static int past(int64_t deadline)
         return deadline && kd_mono_ms() >= deadline;
 }
 
-/* The solo transaction of key aborted because of cause: the record's
- * next solo attempt waits (longer each time), and the abort counts
- * against it when the cause names the record or its target, or when
- * other transactions committed since its last one (so the cluster is not
- * what fails). */
+/* What a failure of a record alone counts toward forwarder.abort_limit:
+ * all of it when the broker refused the record itself (it is the
+ * culprit); one when the target refused it, when it broke the producer
+ * (a transaction whose only partition was refused can leave librdkafka
+ * unable to abort it), or when it failed while other transactions
+ * committed (the cluster works: the record is what fails); none for the
+ * producer's own state or for a cluster that commits nothing. */
+static int solo_weight(const kd_fwd_t *f, const kd_poison_entry_t *e,
+                       rd_kafka_resp_err_t cause, int fatal)
+{
+        const eos_state_t *s = state_of(f);
+        kd_perr_class_t c = kd_perr_class(cause);
+        if (c == KD_PERR_RECORD)
+                return f->conf->fwd_abort_limit;
+        if (c == KD_PERR_TARGET || fatal)
+                return 1;
+        return (c == KD_PERR_TRANSIENT || c == KD_PERR_CLUSTER) &&
+               s->commits != e->commits_seen;
+}
+
+/* The solo transaction of key aborted because of cause (fatal: it broke
+ * the producer): the record's failures count (solo_weight), and its next
+ * solo attempt waits, longer each time, so that the others commit. */
 static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
                          int fatal)
 {
         eos_state_t *s = state_of(f);
         kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
-        kd_perr_class_t c = kd_perr_class(cause);
-        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
-        int counts = named || (c != KD_PERR_PRODUCER && !fatal &&
-                               s->commits != e->commits_seen);
+        int counts = solo_weight(f, e, cause, fatal);
         e->solo_fails += counts;
         e->commits_seen = s->commits;
         /* A named cause stays the record's reason over a vaguer later
          * one (an abort the coordinator refuses after the refusal). */
-        kd_perr_class_t was = kd_perr_class(e->err);
-        if (named || (was != KD_PERR_RECORD && was != KD_PERR_TARGET))
+        kd_perr_class_t c = kd_perr_class(cause), was = kd_perr_class(e->err);
+        if (c == KD_PERR_RECORD || c == KD_PERR_TARGET ||
+            (was != KD_PERR_RECORD && was != KD_PERR_TARGET))
                 e->err = cause;
-        /* Alone, it broke the producer (a transaction whose only
-         * partition was refused can leave librdkafka unable to abort
-         * it): it goes to the dead letters rather than break the next
-         * one. */
-        if (fatal)
-                e->solo_fails = INT_MAX / 2;
         int shift = e->solo_tries < 6 ? e->solo_tries - 1 : 5;
         int64_t backoff = (int64_t)KD_SOLO_BACKOFF_MS
                           << (shift > 0 ? shift : 0);
@@ -385,8 +440,7 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
                "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
                "limit=%d retry_in_ms=%lld",
                rd_kafka_err2name(cause), counts, e->solo_fails,
-               c == KD_PERR_RECORD ? 1 : f->conf->fwd_abort_limit,
-               (long long)backoff);
+               f->conf->fwd_abort_limit, (long long)backoff);
 }
 
 /* The open transaction is over, committed or not: the one place that
@@ -427,6 +481,7 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
         s->has_fire = 0;
         s->dirty = 0; /* committed, or the rewind starts from the commit */
         s->solo = 0;
+        s->alone = 0;
         s->cause = 0;
         s->last_mono = kd_mono_ms();
         arm(f);
@@ -689,12 +744,7 @@ static int eos_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 {
         const kd_poison_entry_t *e =
             kd_poison_find(&state_of(f)->poison, kd_poison_key(t, as));
-        if (!e || !e->solo_fails)
-                return 0;
-        int limit = kd_perr_class(e->err) == KD_PERR_RECORD
-                        ? 1
-                        : f->conf->fwd_abort_limit;
-        if (e->solo_fails < limit)
+        if (!e || e->solo_fails < f->conf->fwd_abort_limit)
                 return 0;
         *err = e->err;
         return 1;
@@ -734,6 +784,8 @@ static void eos_produced(kd_fwd_t *f, kd_task_t *t)
 static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
 {
         eos_state_t *s = state_of(f);
+        if (s->alone && s->alone == kd_poison_key(t, t->state))
+                s->alone = 0; /* the others go on */
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
             kd_idq_push(&s->fired, t->rec.id, t->late_ms)) {
@@ -766,6 +818,16 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
         kd_perr_class_t c = kd_perr_class(err);
         if (!s->cause && c != KD_PERR_PURGED)
                 s->cause = err;
+        if (s->alone && s->alone == kd_poison_key(t, t->state)) {
+                s->alone = 0;
+                if (c == KD_PERR_RECORD || c == KD_PERR_TARGET) {
+                        /* Refused alone: the culprit. */
+                        kd_poison_entry_t *e = kd_poison_get(
+                            &s->poison, kd_poison_key(t, t->state));
+                        e->solo_fails += solo_weight(f, e, err, 0);
+                        e->err = err;
+                }
+        }
         if ((c == KD_PERR_RECORD || c == KD_PERR_TARGET) &&
             kd_poison_blame(&s->poison, kd_poison_key(t, t->state)))
                 kd_log(f->conf, KDELAY_LOG_ERROR,

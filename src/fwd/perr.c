@@ -42,6 +42,7 @@ kd_perr_class_t kd_perr_class(rd_kafka_resp_err_t err)
         case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
         case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
                 return KD_PERR_CLUSTER;
+        case RD_KAFKA_RESP_ERR__STATE: /* after the real error, at once */
         case RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER:
         case RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID:
         case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:

@@ -140,6 +140,32 @@ static void grant_forwarder(const char *delivery, const char *group,
                     0);
 }
 
+/* Starts f as User:forwarder (its properties `forwarder`) in `delivery`
+ * mode for prefix and group, allowed to fire to `allowed` (a
+ * forwarder.allowed_targets list), and waits for its assignment. */
+static void fwd_start_as_forwarder(it_fwd_t *f, const char *delivery,
+                                   const char *allowed, char **forwarder,
+                                   const char *prefix, const char *group,
+                                   const char *url)
+{
+        char mode[64], targets[450];
+        snprintf(mode, sizeof(mode), "forwarder.delivery=%s", delivery);
+        snprintf(targets, sizeof(targets), "forwarder.allowed_targets=%s",
+                 allowed);
+        const char *props[24];
+        int np = 0;
+        props[np++] = "forwarder.hold_horizon=2s";
+        props[np++] = mode;
+        props[np++] = targets;
+        for (int i = 0; forwarder[i] && np < 20; i++)
+                props[np++] = forwarder[i];
+        props[np] = NULL;
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(f, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_wait_log(f->log, "event=partitions_assigned", 40000), 0);
+}
+
 /* schedule -> fire -> cancel with `delivery`, each binary as its own
  * principal with the documented ACLs. */
 static void run_flow(const char *delivery)
@@ -197,23 +223,9 @@ static void run_flow(const char *delivery)
         grant_forwarder(delivery, group, tiers, dead, target);
 
         /* The forwarder as User:forwarder. */
-        char mode[64], allowed[128];
-        snprintf(mode, sizeof(mode), "forwarder.delivery=%s", delivery);
-        snprintf(allowed, sizeof(allowed), "forwarder.allowed_targets=%s",
-                 target);
-        const char *props[24];
-        int np = 0;
-        props[np++] = "forwarder.hold_horizon=2s";
-        props[np++] = mode;
-        props[np++] = allowed;
-        for (int i = 0; forwarder[i] && np < 20; i++)
-                props[np++] = forwarder[i];
-        props[np] = NULL;
         it_fwd_t f = {.instance = "fwAcl", .pid = -1};
-        CU_ASSERT_EQUAL_FATAL(
-            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
-        CU_ASSERT_EQUAL_FATAL(
-            it_wait_log(f.log, "event=partitions_assigned", 40000), 0);
+        fwd_start_as_forwarder(&f, delivery, target, forwarder, prefix, group,
+                               url);
 
         /* Schedule two as User:producer, cancel one (MySQL only). */
         char id_fire[80], id_cancel[80];
@@ -305,23 +317,11 @@ static void run_forbidden(const char *delivery, int describe)
                                           "Describe", "--topic", forb[0]),
                                       0);
 
-        char mode[64], allowed[400];
-        snprintf(mode, sizeof(mode), "forwarder.delivery=%s", delivery);
-        snprintf(allowed, sizeof(allowed), "forwarder.allowed_targets=%s,%s",
-                 target, forb[0]);
-        const char *props[24];
-        int np = 0;
-        props[np++] = "forwarder.hold_horizon=2s";
-        props[np++] = mode;
-        props[np++] = allowed;
-        for (int i = 0; forwarder[i] && np < 20; i++)
-                props[np++] = forwarder[i];
-        props[np] = NULL;
+        char allowed[400];
+        snprintf(allowed, sizeof(allowed), "%s,%s", target, forb[0]);
         it_fwd_t f = {.instance = "fwForb", .pid = -1};
-        CU_ASSERT_EQUAL_FATAL(
-            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
-        CU_ASSERT_EQUAL_FATAL(
-            it_wait_log(f.log, "event=partitions_assigned", 40000), 0);
+        fwd_start_as_forwarder(&f, delivery, allowed, forwarder, prefix, group,
+                               url);
 
         /* Scheduled by the admin through the library (who schedules does
          * not matter here), all due at `due`. */

@@ -30,6 +30,8 @@ static void test_error_classes_and_reasons(void)
             kd_perr_class(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER),
             KD_PERR_PRODUCER);
         CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__STATE),
+                        KD_PERR_PRODUCER);
+        CU_ASSERT_EQUAL(kd_perr_class(RD_KAFKA_RESP_ERR__FAIL),
                         KD_PERR_TRANSIENT);
         CU_ASSERT_TRUE(kd_perr_permanent(RD_KAFKA_RESP_ERR_INVALID_RECORD));
         CU_ASSERT_FALSE(kd_perr_permanent(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT));
@@ -42,7 +44,7 @@ static void test_error_classes_and_reasons(void)
         CU_ASSERT_STRING_EQUAL(
             kd_perr_dead_reason(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED),
             "target-unavailable");
-        CU_ASSERT_STRING_EQUAL(kd_perr_dead_reason(RD_KAFKA_RESP_ERR__STATE),
+        CU_ASSERT_STRING_EQUAL(kd_perr_dead_reason(RD_KAFKA_RESP_ERR__FAIL),
                                "target-unavailable");
 }
 
