@@ -55,7 +55,7 @@ typedef struct counts {
             p_fate_bad[TT_POISON_KINDS], p_no_error[TT_POISON_KINDS];
         /* innocent tasks of the poisoned targets; of them, batch-mates */
         long long inn, inn_delivered, inn_lost, mates, mates_delivered,
-            mates_lost, fate_dead, fate_dead_innocent;
+            mates_lost, fate_dead, fate_dead_innocent, fired_undelivered;
 } counts_t;
 
 /* A forwarder whose peak RSS passes this grew with something other than
@@ -213,6 +213,9 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->fate_none += t->fate == TT_FATE_NONE;
                 c->fate_dead += t->fate == TT_FATE_DEAD;
                 c->fired_no_row += copies && t->fate == TT_FATE_NONE;
+                /* FIRED (by a forwarder, or by the audit's fix) but never
+                 * seen on the target: counted in LOST too. */
+                c->fired_undelivered += !copies && t->fate == TT_FATE_FIRED;
                 if (!copies)
                         continue;
                 ts->v[ts->n++] = t->first_ts - t->fire_at;
@@ -468,9 +471,10 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 snprintf(note, sizeof(note),
                          "FIRED=%lld FIRING=%lld CANCELLED=%lld DEAD=%lld "
                          "none=%lld (poison apart); delivered without row "
-                         "%lld",
+                         "%lld; FIRED, not delivered %lld",
                          c.fate_fired, c.fate_firing, c.fate_cancelled,
-                         c.fate_dead, c.fate_none, c.fired_no_row);
+                         c.fate_dead, c.fate_none, c.fired_no_row,
+                         c.fired_undelivered);
         else
                 snprintf(note, sizeof(note), "could not be read");
         fprintf(out, "  %-42s %s\n", "fate table", note);
