@@ -361,6 +361,41 @@ static int dead_create(void *arg)
         return ctl(a->o, a->nm, a->log, topics_create);
 }
 
+/* A target topic of 3 partitions with one topic property (name = NULL:
+ * the broker's defaults), waited for until its metadata shows it. */
+static int target_create(const char *topic, const char *name, const char *value)
+{
+        char errstr[256];
+        if (!name)
+                return it_create_topic(topic, 3);
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        if (!rk)
+                return -1;
+        rd_kafka_NewTopic_t *nt =
+            rd_kafka_NewTopic_new(topic, 3, 1, errstr, sizeof(errstr));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        int rc = -1;
+        if (nt && !rd_kafka_NewTopic_set_config(nt, name, value)) {
+                rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+                if (ev) {
+                        size_t cnt;
+                        const rd_kafka_topic_result_t **res =
+                            rd_kafka_CreateTopics_result_topics(
+                                rd_kafka_event_CreateTopics_result(ev), &cnt);
+                        rc = cnt == 1 && !rd_kafka_topic_result_error(res[0])
+                                 ? 0
+                                 : -1;
+                        rd_kafka_event_destroy(ev);
+                }
+        }
+        rd_kafka_queue_destroy(q);
+        if (nt)
+                rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_destroy(rk);
+        return rc ? rc : it_wait_topic(topic);
+}
+
 /* Names, database, topics and log files of this run. */
 static int setup(const tt_opts_t *o, tt_names_t *nm, FILE **setup_log)
 {
@@ -401,8 +436,14 @@ static int setup(const tt_opts_t *o, tt_names_t *nm, FILE **setup_log)
             ctl(o, nm, *setup_log, migrate) || ctl(o, nm, *setup_log, topics) ||
             fw_user_create(nm))
                 return -1;
+        char small[16];
+        snprintf(small, sizeof(small), "%d", TT_SMALL_MAX_BYTES);
         for (int i = 0; i < TT_TARGETS; i++)
-                if (it_create_topic(nm->targets[i], 3)) {
+                if (target_create(nm->targets[i],
+                                  i == TT_TARGET_COMPACT ? "cleanup.policy"
+                                  : i == TT_TARGET_SMALL ? "max.message.bytes"
+                                                         : NULL,
+                                  i == TT_TARGET_COMPACT ? "compact" : small)) {
                         tt_log("event=setup_failed what=target topic=%s",
                                nm->targets[i]);
                         return -1;
@@ -421,12 +462,12 @@ static int expected(const tt_task_t *t)
                t->answer != TT_ANS_OK && t->answer != TT_ANS_ERROR;
 }
 
-/* An expected task has arrived: in its target, or (malformed) in the
- * dead-letter topic. */
+/* An expected task has arrived: in its target, or (malformed, poison) in
+ * the dead-letter topic. */
 static int arrived(const tt_task_t *t)
 {
-        return t->malformed ? atomic_load(&t->dead_copies) > 0
-                            : atomic_load(&t->copies) > 0;
+        return t->malformed || t->poison ? atomic_load(&t->dead_copies) > 0
+                                         : atomic_load(&t->copies) > 0;
 }
 
 /* Until last_due: a progress line every 10 s (a timed report, not a

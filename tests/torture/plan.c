@@ -37,6 +37,83 @@ static void plan_malformed(tt_task_t *t, size_t i, const tt_opts_t *o,
                 t->fire_at = t->sched_at + SEC;
 }
 
+const char *tt_dead_reason_want(const tt_task_t *t)
+{
+        switch (t->malformed) {
+        case TT_MAL_NO_TARGET:
+                return "missing-target";
+        case TT_MAL_BAD_FIRE_AT:
+                return "bad-fire-at";
+        default:
+                break;
+        }
+        switch (t->poison) {
+        case TT_POISON_KEYLESS:
+                return "target-refused";
+        case TT_POISON_TOO_LARGE:
+                return "too-large";
+        case TT_POISON_INTERNAL:
+                return "target-forbidden";
+        default:
+                return NULL;
+        }
+}
+
+/* Moves t (due time, schedule time: its lead kept) to fire at fire_at,
+ * scheduled no earlier than t0. */
+static void move_fire(tt_task_t *t, int64_t fire_at, int64_t t0)
+{
+        int64_t lead = t->fire_at - t->sched_at;
+        t->fire_at = fire_at;
+        t->sched_at = fire_at - lead > t0 ? fire_at - lead : t0;
+}
+
+/* One raw task in TT_POISON_EVERY (by index, like the malformed ones; not
+ * heavy, not malformed) is poison, the kinds in turn, never cancelled:
+ * keyless to the compacted target, too large for the small target, or to
+ * __consumer_offsets (written to the 1 s tier: dead-lettered when read,
+ * so kept out of the quiet seconds before the dead-letter topic is
+ * deleted, as the malformed ones). Kinds 1 and 2 are dead-lettered when
+ * they fire: their due time is kept out of those seconds (and the few
+ * after, for a solo retry), and the next TT_POISON_MATES innocent tasks
+ * are moved to the same target and due time (their leads kept, never
+ * cancelled), so that batches and transactions mix them. */
+static void plan_poison(tt_task_t *tasks, size_t n, size_t i,
+                        const tt_opts_t *o, int64_t t0)
+{
+        tt_task_t *t = &tasks[i];
+        t->poison = TT_POISON_NONE;
+        if (t->via != TT_VIA_RAW || t->heavy || t->malformed ||
+            i % TT_POISON_EVERY != 29)
+                return;
+        t->poison = (uint8_t)(TT_POISON_KEYLESS + (i / TT_POISON_EVERY) % 3);
+        t->cancel_kind = TT_CANCEL_NONE;
+        int64_t gone = t0 + tt_dead_gone_at(o);
+        if (t->poison == TT_POISON_INTERNAL) {
+                if (t->sched_at > gone - TT_DEAD_QUIET_BEFORE &&
+                    t->sched_at <= gone)
+                        t->sched_at = gone + SEC;
+                if (t->fire_at < t->sched_at + SEC)
+                        t->fire_at = t->sched_at + SEC;
+                return;
+        }
+        t->target = t->poison == TT_POISON_KEYLESS ? TT_TARGET_COMPACT
+                                                   : TT_TARGET_SMALL;
+        if (t->fire_at > gone - TT_DEAD_QUIET_BEFORE - 5 * SEC &&
+            t->fire_at <= gone)
+                move_fire(t, gone + SEC, t0);
+        for (size_t k = i + 1, m = 0; k < n && m < TT_POISON_MATES; k++) {
+                tt_task_t *b = &tasks[k];
+                if (b->malformed || (b->heavy && t->target == TT_TARGET_SMALL))
+                        continue;
+                b->mate = 1;
+                b->target = t->target;
+                b->cancel_kind = TT_CANCEL_NONE;
+                move_fire(b, t->fire_at, t0);
+                m++;
+        }
+}
+
 /* The lead (fire-at minus schedule time) range of a category, clipped to
  * the window; 0 when the window cannot hold it. */
 static int lead_range(tt_cat_t cat, int64_t hold, int64_t window, int64_t *lo,
@@ -105,13 +182,19 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
                 t->fire_at = t0 + fire_rel;
                 t->sched_at = t->fire_at - lead;
                 t->via = (uint8_t)pick_via(&r);
-                t->target = (uint8_t)tt_rng_range(&r, 0, TT_TARGETS - 1);
+                t->target = (uint8_t)tt_rng_range(&r, 0, TT_TARGETS_PLAIN - 1);
                 /* Every fifth library task gets a generated ULID; it is
                  * never cancelled (a cancel needs the id up front). */
                 t->gen_id = t->via != TT_VIA_RAW && tt_rng_range(&r, 0, 4) == 0;
                 /* About one task in a thousand, raw: 500 KB of headers (by
                  * index, so the draws and hence the plans stay the same). */
                 t->heavy = t->via == TT_VIA_RAW && i % 499 == 7;
+                /* One task in 16 each to the compacted and the small
+                 * target (by index; never a heavy one to the small). */
+                if (i % 16 == 3)
+                        t->target = TT_TARGET_COMPACT;
+                else if (i % 16 == 11 && !t->heavy)
+                        t->target = TT_TARGET_SMALL;
                 if (!t->gen_id)
                         snprintf(t->id, sizeof(t->id), "%s-%zu", names->prefix,
                                  i);
@@ -137,4 +220,6 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
         }
         for (size_t i = 0; i < n; i++)
                 plan_malformed(&tasks[i], i, o, t0);
+        for (size_t i = 0; i < n; i++)
+                plan_poison(tasks, n, i, o, t0);
 }

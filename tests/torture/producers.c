@@ -167,20 +167,33 @@ fail:
  * which tt_producers_start does before any thread starts). */
 static char tt_ballast[TT_BALLAST_BYTES];
 
+/* A too-large poison task's value (filled like tt_ballast). */
+static char tt_poison_value[TT_POISON_VALUE_BYTES];
+
 /* Sends task i as a docs/wire-format.md producer would. 0 when queued. */
 static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                     const kd_tiers_t *tiers, size_t i)
 {
         tt_task_t *t = &p->tasks[i];
         char topic[128], key[24], value[32], seq[24], fire_at[24];
-        /* A malformed task in the smallest tier: dead-lettered when read,
-         * a second after it was written. */
+        /* A malformed task, or one for an internal topic, in the smallest
+         * tier: dead-lettered when read, a second after it was written. */
+        int now_dead = t->malformed || t->poison == TT_POISON_INTERNAL;
         kd_tiers_topic(
             tiers,
-            t->malformed ? 0 : kd_tiers_choose(tiers, t->fire_at - kd_now_ms()),
+            now_dead ? 0 : kd_tiers_choose(tiers, t->fire_at - kd_now_ms()),
             p->names->prefix, topic, sizeof(topic));
         snprintf(key, sizeof(key), "k%zu", i);
         snprintf(value, sizeof(value), "torture %zu", i);
+        const char *target = t->poison == TT_POISON_INTERNAL
+                                 ? TT_INTERNAL_TOPIC
+                                 : p->names->targets[t->target];
+        /* Keyless (poison for the compacted target), or too large. */
+        size_t key_len = t->poison == TT_POISON_KEYLESS ? 0 : strlen(key);
+        char *val = t->poison == TT_POISON_TOO_LARGE ? tt_poison_value : value;
+        size_t val_len = t->poison == TT_POISON_TOO_LARGE
+                             ? sizeof(tt_poison_value)
+                             : strlen(value);
         snprintf(seq, sizeof(seq), "%zu", i);
         snprintf(fire_at, sizeof(fire_at), "%lld", (long long)t->fire_at);
         for (;;) {
@@ -188,8 +201,8 @@ static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                 rd_kafka_header_add(h, "torture-idx", -1, seq, -1);
                 rd_kafka_header_add(h, KDELAY_HDR_ID, -1, t->id, -1);
                 if (t->malformed != TT_MAL_NO_TARGET)
-                        rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1,
-                                            p->names->targets[t->target], -1);
+                        rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, target,
+                                            -1);
                 rd_kafka_header_add(
                     h, KDELAY_HDR_FIRE_AT, -1,
                     t->malformed == TT_MAL_BAD_FIRE_AT ? "soon" : fire_at, -1);
@@ -198,13 +211,12 @@ static int raw_send(const tt_producers_t *p, rd_kafka_t *rk,
                 if (t->heavy)
                         rd_kafka_header_add(h, TT_BALLAST_HEADER, -1,
                                             tt_ballast, sizeof(tt_ballast));
-                rd_kafka_resp_err_t err =
-                    rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-                                      RD_KAFKA_V_KEY(key, strlen(key)),
-                                      RD_KAFKA_V_VALUE(value, strlen(value)),
-                                      RD_KAFKA_V_HEADERS(h),
-                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                      RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC(topic),
+                    RD_KAFKA_V_KEY(key_len ? key : NULL, key_len),
+                    RD_KAFKA_V_VALUE(val, val_len), RD_KAFKA_V_HEADERS(h),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
                 if (!err)
                         return 0;
                 rd_kafka_headers_destroy(h); /* not taken on failure */
@@ -260,6 +272,7 @@ static void *producer_main(void *arg)
 int tt_producers_start(tt_producers_t *p)
 {
         memset(tt_ballast, 'b', sizeof(tt_ballast));
+        memset(tt_poison_value, 'p', sizeof(tt_poison_value));
         p->threads = calloc(TT_PRODUCER_THREADS, sizeof(*p->threads));
         if (!p->threads)
                 return -1;

@@ -48,15 +48,68 @@ typedef struct counts {
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
             heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
             mal_delivered, mal_bad_reason;
+        /* poison tasks by kind (tt_poison_t; 0 = all kinds) */
+        long long p_n[TT_POISON_KINDS], p_dead[TT_POISON_KINDS],
+            p_missing[TT_POISON_KINDS], p_delivered[TT_POISON_KINDS],
+            p_bad_reason[TT_POISON_KINDS], p_dups[TT_POISON_KINDS],
+            p_fate_bad[TT_POISON_KINDS], p_no_error[TT_POISON_KINDS];
+        /* innocent tasks of the poisoned targets; of them, batch-mates */
+        long long inn, inn_delivered, inn_lost, mates, mates_delivered,
+            mates_lost, fate_dead, fate_dead_innocent, fired_undelivered;
 } counts_t;
 
 /* A forwarder whose peak RSS passes this grew with something other than
  * its held window (TT_MAX_HELD_BYTES, 16 MB of prefetch, librdkafka's
  * buffers and its code). */
 #define TT_RSS_BOUND_KB (512LL * 1024)
+/* exactly_once: transactions aborted because the broker refused a record
+ * (cause INVALID_RECORD, MSG_SIZE_TOO_LARGE), at most this many per
+ * poison task of kinds 1 and 2 (its shared transaction, its solo one, and
+ * slack for a rewind after a kill): more is an abort loop. */
+#define TT_POISON_ABORTS_MAX 3
+
+/* A poison task: dead-lettered with its reason (a refused record naming
+ * the Kafka error), never on a target; kinds 1 and 2 were claimed, so
+ * their fate row is DEAD with that reason; kind 3 is dead-lettered
+ * before any claim, so it has no row. */
+static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
+                         int *shown)
+{
+        const tt_task_t *t = &in->tasks[i];
+        int acked = atomic_load(&t->sched_state) == TT_SCHED_ACKED;
+        int dead = atomic_load(&t->dead_copies);
+        int copies = atomic_load(&t->copies);
+        int fate_bad =
+            acked && (t->poison == TT_POISON_INTERNAL
+                          ? t->fate != TT_FATE_NONE
+                          : t->fate != TT_FATE_DEAD || !t->fate_reason_ok);
+        const int kinds[2] = {0, t->poison}; /* all, and its kind */
+        for (int j = 0; j < 2; j++) {
+                int k = kinds[j];
+                c->p_n[k]++;
+                c->p_dead[k] += dead > 0 && !t->dead_bad_reason;
+                c->p_missing[k] += acked && !dead;
+                c->p_delivered[k] += copies > 0 || t->fate == TT_FATE_FIRED;
+                c->p_bad_reason[k] += t->dead_bad_reason > 0;
+                c->p_dups[k] += dead > 1 ? dead - 1 : 0;
+                c->p_fate_bad[k] += fate_bad;
+                c->p_no_error[k] += t->dead_no_error > 0;
+        }
+        if ((acked && !dead) || copies || fate_bad || t->dead_bad_reason)
+                if ((*shown)++ < 20)
+                        tt_log("event=poison_wrong idx=%zu id=%s kind=%d "
+                               "fire_at_s=%.3f sched_at_s=%.3f dead=%d "
+                               "bad_reason=%d copies=%d fate=%d "
+                               "fate_reason_ok=%d",
+                               i, t->id, t->poison,
+                               (double)(t->fire_at - in->t0) / 1e3,
+                               (double)(t->sched_at - in->t0) / 1e3, dead,
+                               t->dead_bad_reason, copies, t->fate,
+                               t->fate_reason_ok);
+}
 
 static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
-                  lat_t *cts, lat_t *crx)
+                  lat_t *cts, lat_t *crx, lat_t *mts)
 {
         const tt_fault_counts_t *f = in->faults;
         int shown = 0;
@@ -84,6 +137,10 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                                        (double)(t->sched_at - in->t0) / 1e3,
                                        (double)(t->acked_at - in->t0) / 1e3,
                                        t->malformed);
+                        continue;
+                }
+                if (t->poison) {
+                        count_poison(in, i, c, &shown);
                         continue;
                 }
                 c->delivered += copies > 0;
@@ -118,6 +175,19 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                                        t->answer, t->fate,
                                        atomic_load(&t->dead_copies));
                 }
+                if (t->target == TT_TARGET_COMPACT ||
+                    t->target == TT_TARGET_SMALL) {
+                        int lost = acked && !copies && !cancelled;
+                        c->inn++;
+                        c->inn_delivered += copies > 0;
+                        c->inn_lost += lost;
+                        c->mates += t->mate;
+                        c->mates_delivered += t->mate && copies;
+                        c->mates_lost += t->mate && lost;
+                        if (t->mate && copies)
+                                mts->v[mts->n++] = t->first_ts - t->fire_at;
+                }
+                c->fate_dead_innocent += t->fate == TT_FATE_DEAD;
                 c->unacked_missing += !acked && !copies && !cancelled;
                 c->too_late_missing += t->answer == TT_ANS_TOO_LATE && !copies;
                 c->early_ts += t->early_ts > 0;
@@ -141,7 +211,11 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->fate_firing += t->fate == TT_FATE_FIRING;
                 c->fate_cancelled += t->fate == TT_FATE_CANCELLED;
                 c->fate_none += t->fate == TT_FATE_NONE;
+                c->fate_dead += t->fate == TT_FATE_DEAD;
                 c->fired_no_row += copies && t->fate == TT_FATE_NONE;
+                /* FIRED (by a forwarder, or by the audit's fix) but never
+                 * seen on the target: counted in LOST too. */
+                c->fired_undelivered += !copies && t->fate == TT_FATE_FIRED;
                 if (!copies)
                         continue;
                 ts->v[ts->n++] = t->first_ts - t->fire_at;
@@ -180,25 +254,29 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         const tt_opts_t *o = in->opts;
         const tt_fault_counts_t *f = in->faults;
         counts_t c;
-        lat_t ts = {0}, rx = {0}, cts = {0}, crx = {0};
-        char note[160];
+        lat_t ts = {0}, rx = {0}, cts = {0}, crx = {0}, mts = {0};
+        char note[320];
         memset(&c, 0, sizeof(c));
         size_t cap = in->n ? in->n : 1;
         ts.v = malloc(cap * sizeof(int64_t));
         rx.v = malloc(cap * sizeof(int64_t));
         cts.v = malloc(cap * sizeof(int64_t));
         crx.v = malloc(cap * sizeof(int64_t));
-        if (!ts.v || !rx.v || !cts.v || !crx.v) {
+        mts.v = malloc(cap * sizeof(int64_t));
+        if (!ts.v || !rx.v || !cts.v || !crx.v || !mts.v) {
                 fprintf(out, "out of memory\n");
                 return 1;
         }
-        count(in, &c, &ts, &rx, &cts, &crx);
+        count(in, &c, &ts, &rx, &cts, &crx, &mts);
         int fail = c.lost || c.early_ts || c.early_rx ||
                    c.cancel_then_delivered || c.bad || c.dead_tasks ||
                    c.mal_missing || c.mal_delivered || c.mal_bad_reason ||
                    (o->exactly_once && c.mal_dups) || c.fate_cancel_delivered ||
                    (in->fate_rows >= 0 && c.fired_no_row) ||
-                   (o->exactly_once && c.dups);
+                   (o->exactly_once && c.dups) || c.p_missing[0] ||
+                   c.p_delivered[0] || c.p_bad_reason[0] || c.p_fate_bad[0] ||
+                   c.p_no_error[0] || (o->exactly_once && c.p_dups[0]) ||
+                   c.inn_lost || c.fate_dead_innocent;
         /* What the run itself must have done for the figures to count:
          * read every copy (else a late duplicate or delivery is missing),
          * injected every fault it planned, and seen no forwarder die on
@@ -223,7 +301,31 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         int dead_gone = tt_fleet_log_count(
             in->fleet, "Failed to add partition(s) to transaction on broker");
         int bounded = aborts - (dead_gone < aborts ? dead_gone : aborts);
-        fail = fail || (o->exactly_once && bounded > faults_n);
+        /* A poison record's transaction aborts (the broker refused its
+         * batch), and its solo one (which dead-letters it); the next
+         * transaction on that partition may abort once for the
+         * producer's sequence state. Counted apart, bounded per poison
+         * task: more would be an abort loop. */
+        static const char *const rec_causes[] = {
+            "cause=INVALID_RECORD", "cause=MSG_SIZE_TOO_LARGE",
+            "cause=RECORD_LIST_TOO_LARGE", NULL};
+        static const char *const prod_causes[] = {
+            "cause=OUT_OF_ORDER_SEQUENCE_NUMBER", "cause=UNKNOWN_PRODUCER_ID",
+            "cause=INVALID_PRODUCER_EPOCH", NULL};
+        int rec_aborts = 0, prod_aborts = 0;
+        for (size_t k = 0; rec_causes[k]; k++)
+                rec_aborts += tt_fleet_log_count(in->fleet, rec_causes[k]);
+        for (size_t k = 0; prod_causes[k]; k++)
+                prod_aborts += tt_fleet_log_count(in->fleet, prod_causes[k]);
+        int poison_aborts =
+            rec_aborts + (prod_aborts < rec_aborts ? prod_aborts : rec_aborts);
+        if (poison_aborts > bounded)
+                poison_aborts = bounded;
+        bounded -= poison_aborts;
+        long long claimed_poison =
+            c.p_n[TT_POISON_KEYLESS] + c.p_n[TT_POISON_TOO_LARGE];
+        fail = fail || (o->exactly_once && bounded > faults_n) ||
+               rec_aborts > TT_POISON_ABORTS_MAX * claimed_poison;
         int invalid = !in->caught_up || !create_time_seen || f->dead_unread ||
                       atomic_load(&f->failed) || f->crashes ||
                       f->unclean_terms || in->stop_unclean;
@@ -287,10 +389,53 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                  c.mal_dups, o->exactly_once ? ": must be 0" : "");
         row(out, "malformed tasks", c.malformed, note);
         snprintf(note, sizeof(note),
-                 "(%d faults: %.2f per fault%s; %d more on a dead letter "
-                 "while the dead topic was gone: open)",
+                 "(keyless %lld to the compacted target, too-large %lld, "
+                 "%s %lld; dead-lettered with the reason %lld)",
+                 c.p_n[TT_POISON_KEYLESS], c.p_n[TT_POISON_TOO_LARGE],
+                 TT_INTERNAL_TOPIC, c.p_n[TT_POISON_INTERNAL], c.p_dead[0]);
+        row(out, "poison tasks", c.p_n[0], note);
+        static const char *const kind_names[TT_POISON_KINDS] = {
+            NULL, "poison keyless: target-refused",
+            "poison too large: too-large",
+            "poison __consumer_offsets: forbidden"};
+        for (int k = TT_POISON_KEYLESS; k < TT_POISON_KINDS; k++) {
+                snprintf(note, sizeof(note),
+                         "of %lld (missing %lld, delivered %lld, wrong "
+                         "reason %lld, fate wrong %lld, no error header "
+                         "%lld, extra copies %lld%s)",
+                         c.p_n[k], c.p_missing[k], c.p_delivered[k],
+                         c.p_bad_reason[k], c.p_fate_bad[k], c.p_no_error[k],
+                         c.p_dups[k], o->exactly_once ? ": must be 0" : "");
+                row(out, kind_names[k], c.p_dead[k], note);
+        }
+        snprintf(note, sizeof(note),
+                 "(of %lld innocent tasks of the compacted and small "
+                 "targets, %lld delivered; must be 0)",
+                 c.inn, c.inn_delivered);
+        row(out, "innocent tasks lost (poisoned targets)", c.inn_lost, note);
+        snprintf(note, sizeof(note),
+                 "(of %lld due with a poison task on its target, %lld "
+                 "delivered; must be 0)",
+                 c.mates, c.mates_delivered);
+        row(out, "innocent batch-mates lost", c.mates_lost, note);
+        row_lat(out, "batch-mates' lateness, record ts", &mts);
+        snprintf(note, sizeof(note),
+                 "batch_refused=%d txn_solo=%d txn_solo_aborted=%d "
+                 "fire_failed=%d solo_producer_started=%d",
+                 tt_fleet_log_count(in->fleet, "event=batch_refused"),
+                 tt_fleet_log_count(in->fleet, "event=txn_solo "),
+                 tt_fleet_log_count(in->fleet, "event=txn_solo_aborted"),
+                 tt_fleet_log_count(in->fleet, "event=fire_failed"),
+                 tt_fleet_log_count(in->fleet, "event=solo_producer_started"));
+        fprintf(out, "  %-42s %s\n", "forwarder isolation (log lines)", note);
+        snprintf(note, sizeof(note),
+                 "(%d faults: %.2f per fault%s; %d on a dead letter while "
+                 "the dead topic was gone: open; %d for poison: %d record, "
+                 "%d producer state; record at most %d per claimed poison)",
                  faults_n, faults_n ? (double)bounded / faults_n : 0.0,
-                 o->exactly_once ? "; at most 1" : "", aborts - bounded);
+                 o->exactly_once ? "; at most 1" : "",
+                 aborts - bounded - poison_aborts, poison_aborts, rec_aborts,
+                 prod_aborts, TT_POISON_ABORTS_MAX);
         row(out, "transactions aborted", aborts, note);
         row(out, "not delivered, schedule unacknowledged", c.unacked_missing,
             NULL);
@@ -324,10 +469,12 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row(out, "dead-lettered tasks", c.dead_tasks, note);
         if (in->fate_rows >= 0)
                 snprintf(note, sizeof(note),
-                         "FIRED=%lld FIRING=%lld CANCELLED=%lld none=%lld; "
-                         "delivered without row %lld",
+                         "FIRED=%lld FIRING=%lld CANCELLED=%lld DEAD=%lld "
+                         "none=%lld (poison apart); delivered without row "
+                         "%lld; FIRED, not delivered %lld",
                          c.fate_fired, c.fate_firing, c.fate_cancelled,
-                         c.fate_none, c.fired_no_row);
+                         c.fate_dead, c.fate_none, c.fired_no_row,
+                         c.fired_undelivered);
         else
                 snprintf(note, sizeof(note), "could not be read");
         fprintf(out, "  %-42s %s\n", "fate table", note);
@@ -355,6 +502,7 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         free(rx.v);
         free(cts.v);
         free(crx.v);
+        free(mts.v);
         return fail ? 1 : 0;
 }
 
@@ -365,7 +513,8 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                 return -1;
         fprintf(fp, "idx,id,cat,via,fire_at,sched_at,acked_at,state,"
                     "cancel,cancel_at,cancel_sent,answer,copies,first_ts,"
-                    "first_rx,early,dead,fate\n");
+                    "first_rx,early,dead,fate,target,malformed,poison,"
+                    "mate\n");
         for (size_t i = 0; i < in->n; i++) {
                 const tt_task_t *t = &in->tasks[i];
                 int64_t z = in->t0;
@@ -373,7 +522,7 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                 fprintf(
                     fp,
                     "%zu,%s,%d,%d,%lld,%lld,%lld,%d,%d,%lld,%lld,%d,%d,"
-                    "%lld,%lld,%d,%d,%d\n",
+                    "%lld,%lld,%d,%d,%d,%d,%d,%d,%d\n",
                     i, t->id, t->cat, t->via, (long long)(t->fire_at - z),
                     (long long)(t->sched_at - z),
                     (long long)(t->acked_at ? t->acked_at - z : -1),
@@ -384,7 +533,7 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                     (long long)(copies ? t->first_ts - z : -1),
                     (long long)(copies ? t->first_rx - z : -1),
                     t->early_ts + t->early_rx, atomic_load(&t->dead_copies),
-                    t->fate);
+                    t->fate, t->target, t->malformed, t->poison, t->mate);
         }
         return fclose(fp) ? -1 : 0;
 }

@@ -20,9 +20,19 @@
 #include <kdelay/kdelay.h>
 #include <librdkafka/rdkafka.h>
 
-#define TT_TARGETS   3  /* target topics, TT_TARGET_PARTS partitions each */
-#define TT_MAX_SLOTS 17 /* forwarder slots: --forwarders (<= 16) + 1 added */
-#define TT_ID_SIZE   64 /* ids are "<prefix>-<idx>" or a 26-char ULID */
+/* Target topics, 3 partitions each: target0..2 plain, target3 compacted
+ * (cleanup.policy=compact: a keyless record is refused), target4 with
+ * max.message.bytes=TT_SMALL_MAX_BYTES (a record batch above it is
+ * refused). Innocent tasks target all five; poison tasks the last two
+ * (and __consumer_offsets). */
+#define TT_TARGETS         5
+#define TT_TARGETS_PLAIN   3 /* the plan's draw: 0..2 */
+#define TT_TARGET_COMPACT  3
+#define TT_TARGET_SMALL    4
+#define TT_SMALL_MAX_BYTES 4096
+#define TT_INTERNAL_TOPIC  "__consumer_offsets"
+#define TT_MAX_SLOTS       17 /* forwarder slots: --forwarders (<= 16) + 1 added */
+#define TT_ID_SIZE         64 /* ids are "<prefix>-<idx>" or a 26-char ULID */
 /* Heavy tasks carry a header this large ("torture-ballast"), so that a
  * few records weigh what thousands do; the forwarders run with
  * TT_MAX_HELD_BYTES. */
@@ -40,6 +50,13 @@
 #define TT_DEAD_QUIET_BEFORE 10000
 /* One raw task in this many (not heavy) is malformed on purpose. */
 #define TT_MALFORMED_EVERY 97
+/* One raw task in this many (not heavy, not malformed) is poison: a
+ * record its target refuses; the next TT_POISON_MATES tasks (of kinds 1
+ * and 2) are its batch-mates: same target, same due time. */
+#define TT_POISON_EVERY 89
+#define TT_POISON_MATES 6
+/* A too-large poison task's value: above TT_SMALL_MAX_BYTES alone. */
+#define TT_POISON_VALUE_BYTES 6000
 
 /* How many -X properties the tool passes on to the forwarders. */
 #define TT_FWD_PROPS_MAX 8
@@ -101,6 +118,20 @@ typedef enum tt_malformed {
         TT_MAL_BAD_FIRE_AT /* kdelay-fire-at "soon": "bad-fire-at" */
 } tt_malformed_t;
 
+/* A raw task its target refuses (poison): it must reach the dead-letter
+ * topic with this reason, never a target, and its batch-mates must be
+ * delivered (issue 19). */
+typedef enum tt_poison {
+        TT_POISON_NONE,
+        TT_POISON_KEYLESS,   /* no key, to the compacted target:
+                                "target-refused" (INVALID_RECORD) */
+        TT_POISON_TOO_LARGE, /* value above the small target's limit:
+                                "too-large" (MSG_SIZE_TOO_LARGE) */
+        TT_POISON_INTERNAL,  /* to __consumer_offsets, 1 s tier:
+                                "target-forbidden", never claimed */
+        TT_POISON_KINDS
+} tt_poison_t;
+
 typedef enum tt_cancel_kind {
         TT_CANCEL_NONE,
         TT_CANCEL_EARLY, /* long before due */
@@ -122,7 +153,13 @@ enum tt_sched_state {
         TT_SCHED_FAILED
 };
 
-enum tt_fate { TT_FATE_NONE, TT_FATE_FIRING, TT_FATE_FIRED, TT_FATE_CANCELLED };
+enum tt_fate {
+        TT_FATE_NONE,
+        TT_FATE_FIRING,
+        TT_FATE_FIRED,
+        TT_FATE_CANCELLED,
+        TT_FATE_DEAD
+};
 
 typedef struct tt_task {
         /* plan (plan.c), before any thread starts */
@@ -133,6 +170,8 @@ typedef struct tt_task {
         uint8_t gen_id;    /* the library generates the id */
         uint8_t heavy;     /* raw, with TT_BALLAST_BYTES of headers */
         uint8_t malformed; /* tt_malformed_t: raw, to the 1 s tier */
+        uint8_t poison;    /* tt_poison_t: raw */
+        uint8_t mate;      /* a poison task's batch-mate (innocent) */
         /* producer thread; id published by sched_state >= ENQUEUED */
         char id[TT_ID_SIZE];
         _Atomic int sched_state;
@@ -144,10 +183,12 @@ typedef struct tt_task {
         _Atomic int copies;
         _Atomic int dead_copies; /* read by main while draining */
         int dead_bad_reason;     /* a dead letter with another reason */
+        int dead_no_error;       /* poison 1, 2: without kdelay-dead-error */
         int early_ts, early_rx, bad_copy;
         int64_t first_ts, first_rx;
         /* after every thread has been joined */
         uint8_t fate;
+        uint8_t fate_reason_ok; /* DEAD with the expected dead_reason */
 } tt_task_t;
 
 /* --- util.c ----------------------------------------------------------------
@@ -189,6 +230,9 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
 int64_t tt_hold_horizon(const tt_opts_t *o);
 /* When the dead-letter topic is deleted, ms after T0. */
 int64_t tt_dead_gone_at(const tt_opts_t *o);
+/* The dead-letter reason a malformed or poison task must arrive with;
+ * NULL for the others (never dead-lettered). */
+const char *tt_dead_reason_want(const tt_task_t *t);
 
 /* librdkafka's log lines of a client built from rkc go to fp (also its
  * conf opaque, so the client must not use that otherwise). */

@@ -44,14 +44,23 @@ static void handle(tt_verifier_t *v, rd_kafka_message_t *m)
                 char reason[64];
                 const char *r =
                     header(h, KDELAY_HDR_DEAD_REASON, reason, sizeof(reason));
-                const char *want =
-                    t->malformed == TT_MAL_NO_TARGET     ? "missing-target"
-                    : t->malformed == TT_MAL_BAD_FIRE_AT ? "bad-fire-at"
-                                                         : NULL;
+                const char *want = tt_dead_reason_want(t);
                 if (!want || !r || strcmp(r, want))
                         t->dead_bad_reason++;
+                if (t->poison) {
+                        /* A refused record names the Kafka error. */
+                        char kerr[64];
+                        const char *e = header(h, KDELAY_HDR_DEAD_ERROR, kerr,
+                                               sizeof(kerr));
+                        if (!e && t->poison != TT_POISON_INTERNAL)
+                                t->dead_no_error++;
+                        tt_log("event=poison_dead_lettered idx=%llu kind=%d "
+                               "reason=%s error=%s copy=%d",
+                               idx, t->poison, r ? r : "-", e ? e : "-",
+                               atomic_load(&t->dead_copies) + 1);
+                }
                 atomic_fetch_add(&t->dead_copies, 1);
-                if (!t->malformed)
+                if (!want)
                         tt_log("event=dead_lettered_task idx=%llu id=%s "
                                "reason=%s",
                                idx,
@@ -399,7 +408,8 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                 if (tasks[i].gen_id && tasks[i].id[0])
                         gen[ngen++] = i;
         qsort_r(gen, ngen, sizeof(*gen), cmp_id, tasks);
-        if (mysql_query(conn, "SELECT task_id, state FROM kdelay_fate")) {
+        if (mysql_query(
+                conn, "SELECT task_id, state, dead_reason FROM kdelay_fate")) {
                 tt_log("event=fate_read_failed err=\"%s\"", mysql_error(conn));
                 goto out;
         }
@@ -417,9 +427,13 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                 tt_task_t *t = task_of(tasks, n, names->prefix, gen, ngen, id);
                 if (!t)
                         continue;
-                t->fate = !strcmp(row[1], "FIRING")  ? TT_FATE_FIRING
-                          : !strcmp(row[1], "FIRED") ? TT_FATE_FIRED
-                                                     : TT_FATE_CANCELLED;
+                t->fate = !strcmp(row[1], "FIRING")      ? TT_FATE_FIRING
+                          : !strcmp(row[1], "FIRED")     ? TT_FATE_FIRED
+                          : !strcmp(row[1], "CANCELLED") ? TT_FATE_CANCELLED
+                                                         : TT_FATE_DEAD;
+                const char *want = tt_dead_reason_want(t);
+                t->fate_reason_ok = t->fate == TT_FATE_DEAD && want && row[2] &&
+                                    !strcmp(row[2], want);
         }
         if (res)
                 mysql_free_result(res);
