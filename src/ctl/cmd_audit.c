@@ -16,12 +16,17 @@
 #include "kd_fate.h"
 #include "kd_grouppos.h"
 #include "kd_log.h"
+#include "kd_scan.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
 /* FIRING rows read per audit run. */
 #define KD_AUDIT_ROWS_MAX   10000
 #define KD_AUDIT_TIMEOUT_MS 10000
+/* The dead letters of delivered-looking rows are looked for from this
+ * long before their claim (clocks), for at most this long. */
+#define KD_AUDIT_SLACK_MS       60000
+#define KD_AUDIT_DEAD_BUDGET_MS 30000
 
 static const char kd_audit_help[] =
     "Usage: kdelayctl audit [--older-than D] [--fix] [--overdue D]\n"
@@ -38,7 +43,11 @@ static const char kd_audit_help[] =
     "           and the row is `pending` (reported, not touched); a row\n"
     "           without a location (claimed before schema 4), or read from\n"
     "           a topic that is not a tier topic of this prefix (deleted,\n"
-    "           or another deployment's), is `unknown`.\n"
+    "           or another deployment's), is `unknown`. A handled row whose\n"
+    "           task is in the dead-letter topic (its target refused it;\n"
+    "           the DEAD mark was lost with its forwarder) is\n"
+    "           `dead_lettered`, and --fix marks it DEAD with the dead\n"
+    "           letter's reason.\n"
     "  overdue  tier partitions whose next record to handle was due more\n"
     "           than --overdue ago: no forwarder runs, or one is stuck.\n"
     "  dead     records in the dead-letter topic of the last --dead-window.\n"
@@ -47,7 +56,7 @@ static const char kd_audit_help[] =
     "                       (default 1m), or stamped more than D ahead of\n"
     "                       this clock (a claimer's clock ran ahead);\n"
     "                       0s: every FIRING row\n"
-    "  --fix                mark delivered rows FIRED\n"
+    "  --fix                mark delivered rows FIRED, dead-lettered DEAD\n"
     "  --overdue D          overdue bound (default 1m)\n"
     "  --dead-window D      dead-letter window (default 24h)\n"
     "  --json               one JSON object on stdout\n"
@@ -64,19 +73,27 @@ typedef struct audit_args {
         int fix, json;
 } audit_args_t;
 
-typedef enum row_verdict { ROW_DELIVERED, ROW_PENDING, ROW_UNKNOWN } verdict_t;
+typedef enum row_verdict {
+        ROW_DELIVERED,
+        ROW_PENDING,
+        ROW_UNKNOWN,
+        ROW_DEAD_LETTERED, /* handled by a dead letter, not a fire */
+        ROW__N
+} verdict_t;
 
-static const char *const kd_verdict_names[] = {"delivered", "pending",
-                                               "unknown"};
+static const char *const kd_verdict_names[ROW__N] = {
+    "delivered", "pending", "unknown", "dead_lettered"};
 
 typedef struct audit {
         audit_args_t *a;
         rd_kafka_t *rk; /* owned: a group client */
         kd_grouppos_t pos;
-        kd_fate_firing_t *rows; /* owned */
-        verdict_t *verdict;     /* owned, per row */
+        kd_fate_firing_t *rows;                 /* owned */
+        verdict_t *verdict;                     /* owned, per row */
+        char (*reason)[KD_FATE_REASON_MAX + 1]; /* owned, per row: the
+                                                   dead letter's reason */
         size_t row_cnt;
-        size_t counts[3];
+        size_t counts[ROW__N];
         size_t fixed;
         int more_rows; /* the listing hit KD_AUDIT_ROWS_MAX */
         cJSON *json;   /* owned: the report when --json */
@@ -122,10 +139,32 @@ static verdict_t judge(const audit_t *au, const kd_fate_firing_t *r)
                                                      : ROW_PENDING;
 }
 
-/* Marks the delivered rows FIRED, a claim batch at a time. */
+/* Marks the dead-lettered rows DEAD with their dead letter's reason. */
+static kdelay_err_t fix_dead_rows(audit_t *au, kd_fate_store_t *store,
+                                  char *errstr, size_t errstr_size)
+{
+        for (size_t i = 0; i < au->row_cnt; i++) {
+                if (au->verdict[i] != ROW_DEAD_LETTERED)
+                        continue;
+                const char *id = au->rows[i].id;
+                size_t len = au->rows[i].id_len;
+                kdelay_err_t err = kd_fate_mark_dead(
+                    store, &id, &len, 1, au->reason[i], errstr, errstr_size);
+                if (err)
+                        return err;
+                au->fixed++;
+        }
+        return KDELAY_OK;
+}
+
+/* Marks the delivered rows FIRED, a claim batch at a time, and the
+ * dead-lettered ones DEAD. */
 static kdelay_err_t fix_rows(audit_t *au, kd_fate_store_t *store, char *errstr,
                              size_t errstr_size)
 {
+        kdelay_err_t derr = fix_dead_rows(au, store, errstr, errstr_size);
+        if (derr)
+                return derr;
         const char *ids[500];
         size_t lens[500], n = 0;
         for (size_t i = 0; i <= au->row_cnt; i++) {
@@ -149,9 +188,10 @@ static void report_row(audit_t *au, size_t i)
 {
         const kd_fate_firing_t *r = &au->rows[i];
         const char *v = kd_verdict_names[au->verdict[i]];
-        const char *done = au->verdict[i] == ROW_DELIVERED
-                               ? (au->a->fix ? "fixed" : "fixable")
-                               : "reported";
+        int fixable = au->verdict[i] == ROW_DELIVERED ||
+                      au->verdict[i] == ROW_DEAD_LETTERED;
+        const char *done =
+            fixable ? (au->a->fix ? "fixed" : "fixable") : "reported";
         char t[40], q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         if (au->json) {
                 cJSON *o = cJSON_CreateObject();
@@ -182,6 +222,97 @@ static void report_row(audit_t *au, size_t i)
                (long long)r->src_offset);
 }
 
+/* The delivered rows by id (sorted indexes into au->rows), for the dead
+ * letters to find theirs. */
+typedef struct dead_match {
+        audit_t *au;
+        size_t *idx; /* owned */
+        size_t n;
+} dead_match_t;
+
+static const audit_t *sort_au; /* qsort has no context argument */
+
+static int cmp_row_id(const void *a, const void *b)
+{
+        return strcmp(sort_au->rows[*(const size_t *)a].id,
+                      sort_au->rows[*(const size_t *)b].id);
+}
+
+static int on_dead_letter(const kd_scan_rec_t *rec, void *opaque)
+{
+        dead_match_t *m = opaque;
+        if (rec->defect != KD_WIRE_OK)
+                return 0;
+        size_t lo = 0, hi = m->n;
+        while (lo < hi) { /* the row whose id the dead letter carries */
+                size_t mid = (lo + hi) / 2;
+                const kd_fate_firing_t *r = &m->au->rows[m->idx[mid]];
+                int c = strncmp(rec->task.id, r->id, rec->task.id_len);
+                if (!c && r->id_len != rec->task.id_len)
+                        c = r->id_len > rec->task.id_len ? -1 : 1;
+                if (!c) {
+                        const void *v = NULL;
+                        size_t len = 0;
+                        size_t i = m->idx[mid];
+                        if (rd_kafka_header_get_last(
+                                (rd_kafka_headers_t *)rec->hdrs,
+                                KDELAY_HDR_DEAD_REASON, &v, &len) ||
+                            !v || len == 0 || len > KD_FATE_REASON_MAX)
+                                return 0;
+                        memcpy(m->au->reason[i], v, len);
+                        m->au->reason[i][len] = '\0';
+                        m->au->verdict[i] = ROW_DEAD_LETTERED;
+                        return 0;
+                }
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return 0;
+}
+
+/* A FIRING row whose source the group has handled was delivered — or
+ * dead-lettered (its target refused it, and the DEAD mark was lost with
+ * its forwarder): the dead-letter topic, read from the oldest such row's
+ * claim on, tells which. A read that cannot finish leaves them
+ * `delivered`, as before. */
+static kdelay_err_t find_dead_letters(audit_t *au, char *errstr,
+                                      size_t errstr_size)
+{
+        dead_match_t m = {au, malloc(au->row_cnt * sizeof(size_t) + 1), 0};
+        int64_t since = INT64_MAX;
+        if (!m.idx)
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        for (size_t i = 0; i < au->row_cnt; i++)
+                if (au->verdict[i] == ROW_DELIVERED) {
+                        m.idx[m.n++] = i;
+                        if (au->rows[i].updated_at_ms < since)
+                                since = au->rows[i].updated_at_ms;
+                }
+        kdelay_err_t err = KDELAY_OK;
+        if (m.n) {
+                sort_au = au;
+                qsort(m.idx, m.n, sizeof(*m.idx), cmp_row_id);
+                kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS};
+                kd_scan_progress_t prog;
+                err = kd_scan_dead(au->a->cli->conf, since - KD_AUDIT_SLACK_MS,
+                                   &opts, on_dead_letter, &m, &prog, errstr,
+                                   errstr_size);
+        }
+        free(m.idx);
+        if (err && err != KDELAY_ERR_NO_MEMORY) {
+                /* Not fatal: the rows stay `delivered`, as before. */
+                fprintf(stderr,
+                        "%s: warning: dead letters not read (%s): a row "
+                        "judged delivered may be a dead-lettered task's\n",
+                        au->a->cli->prog, errstr);
+                err = KDELAY_OK;
+        }
+        return err;
+}
+
 static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
 {
         kd_fate_store_t *store = NULL;
@@ -191,7 +322,8 @@ static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
                                "cannot create the fate store");
         au->rows = calloc(KD_AUDIT_ROWS_MAX, sizeof(*au->rows));
         au->verdict = calloc(KD_AUDIT_ROWS_MAX, sizeof(*au->verdict));
-        if (!au->rows || !au->verdict)
+        au->reason = calloc(KD_AUDIT_ROWS_MAX, sizeof(*au->reason));
+        if (!au->rows || !au->verdict || !au->reason)
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "out of memory");
         /* Rows stamped ahead of this clock by more than the bound come
@@ -204,10 +336,12 @@ static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
                                      KD_AUDIT_ROWS_MAX, &au->row_cnt, errstr,
                                      errstr_size);
         au->more_rows = au->row_cnt == KD_AUDIT_ROWS_MAX;
-        for (size_t i = 0; !err && i < au->row_cnt; i++) {
+        for (size_t i = 0; !err && i < au->row_cnt; i++)
                 au->verdict[i] = judge(au, &au->rows[i]);
+        if (!err)
+                err = find_dead_letters(au, errstr, errstr_size);
+        for (size_t i = 0; !err && i < au->row_cnt; i++)
                 au->counts[au->verdict[i]]++;
-        }
         if (!err && au->a->fix)
                 err = fix_rows(au, store, errstr, errstr_size);
         for (size_t i = 0; !err && i < au->row_cnt; i++)
@@ -360,14 +494,15 @@ static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
 static int summary(audit_t *au)
 {
         size_t findings = au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
-                          au->counts[ROW_DELIVERED] - au->fixed + au->overdue +
-                          (au->dead > 0);
+                          au->counts[ROW_DELIVERED] +
+                          au->counts[ROW_DEAD_LETTERED] - au->fixed +
+                          au->overdue + (au->dead > 0);
         char w[32];
         kdelay_duration_format(au->a->window_ms, w, sizeof(w));
         if (au->json) {
                 cJSON *s = cJSON_AddObjectToObject(au->json, "summary");
                 cJSON_AddNumberToObject(s, "firing", (double)au->row_cnt);
-                for (int v = 0; v < 3; v++)
+                for (int v = 0; v < ROW__N; v++)
                         cJSON_AddNumberToObject(s, kd_verdict_names[v],
                                                 (double)au->counts[v]);
                 cJSON_AddNumberToObject(s, "fixed", (double)au->fixed);
@@ -385,13 +520,14 @@ static int summary(audit_t *au)
                 if (au->dead > 0)
                         printf("dead topic=%s records=%lld window=%s\n",
                                au->dead_topic, (long long)au->dead, w);
-                printf(
-                    "summary firing=%zu delivered=%zu fixed=%zu "
-                    "pending=%zu unknown=%zu more_firing=%d "
-                    "overdue_partitions=%zu dead_letters=%lld findings=%zu\n",
-                    au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
-                    au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
-                    au->more_rows, au->overdue, (long long)au->dead, findings);
+                printf("summary firing=%zu delivered=%zu fixed=%zu "
+                       "pending=%zu unknown=%zu dead_lettered=%zu "
+                       "more_firing=%d overdue_partitions=%zu "
+                       "dead_letters=%lld findings=%zu\n",
+                       au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
+                       au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
+                       au->counts[ROW_DEAD_LETTERED], au->more_rows,
+                       au->overdue, (long long)au->dead, findings);
         }
         return findings ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
@@ -440,6 +576,7 @@ static int run(audit_args_t *a)
         kd_grouppos_clear(&au.pos);
         free(au.rows);
         free(au.verdict);
+        free(au.reason);
         cJSON_Delete(au.json);
         return rc;
 }

@@ -470,7 +470,11 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 /* Hands over the tasks held from revoked partitions by hopping them: once
  * their reports are in, their offsets are done, so the next owner resumes
  * after them instead of re-reading — and re-hopping — everything from the
- * oldest held task on. */
+ * oldest held task on. Not a claimed task: its FIRING row names its
+ * source record, and a committed source tells `kdelayctl audit` that the
+ * task was delivered (--fix would mark it FIRED, and its copy would then
+ * be dropped); it stays unhandled, and the next owner takes the claim
+ * over. */
 static void hand_over(kd_fwd_t *f)
 {
         for (kd_part_t *p = f->intake.parts; p; p = p->next) {
@@ -483,11 +487,10 @@ static void hand_over(kd_fwd_t *f)
                                 kd_claim_forget(f, t);
                                 break;
                         case KD_TASK_HELD:
-                        case KD_TASK_CLAIMED:
                                 break;
                         case KD_TASK_RETRY:
-                                if (t->retry_as == KD_TASK_DEAD)
-                                        continue;
+                                if (t->retry_as != KD_TASK_HOPPING)
+                                        continue; /* claimed, or dead */
                                 break;
                         default:
                                 continue; /* in flight, or not yet read */

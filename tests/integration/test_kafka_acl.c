@@ -448,7 +448,7 @@ static void run_forbidden(const char *delivery, int describe)
         /* The forwarder is still running, and what its log says. */
         int alive = it_wait_pid(f.pid, 100) == -1;
         int aborts = it_log_count(f.log, "event=txn_aborted");
-        int solos = it_log_count(f.log, "event=txn_solo id=");
+        int solos = it_log_count(f.log, "event=txn_solo how=");
         int solo_aborts = it_log_count(f.log, "event=txn_solo_aborted");
         int renewed = it_log_count(f.log, "event=producer_renewed");
         int dead_lettered = it_log_count(f.log, "event=dead_lettered");
