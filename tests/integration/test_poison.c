@@ -249,11 +249,12 @@ static void check_targets(mode_run_t *r)
 static void check_dead(mode_run_t *r)
 {
         const char *topics[] = {r->dead, NULL};
-        it_msg_t msgs[8];
+        it_msg_t msgs[3], again[4];
         size_t n = it_consume(topics, msgs, 3, 60000);
-        size_t more = it_consume(topics, msgs + n, 4, 3000);
-        for (size_t i = n; i < more; i++)
-                it_msg_free(&msgs[i]);
+        /* Read again from the start: nothing beyond those three. */
+        size_t more = it_consume(topics, again, 4, 3000);
+        for (size_t i = 0; i < more; i++)
+                it_msg_free(&again[i]);
         int keyless = 0, large = 0, internal = 0;
         for (size_t i = 0; i < n; i++) {
                 char *id = it_header(&msgs[i], KDELAY_HDR_ID);
