@@ -267,6 +267,18 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                         kd_fwd_oom(f, "clock_wait_timer");
                 return;
         }
+        /* Its target refused such a record alone a moment ago: the same
+         * answer, without a refused batch (or an aborted transaction). */
+        rd_kafka_resp_err_t known =
+            kd_refusals_check(&f->refusals, t, kd_mono_ms());
+        if (known) {
+                kd_held_remove(f, t);
+                t->late_ms = now - due_ms(t);
+                t->state = KD_TASK_FIRING; /* claimed: its row goes DEAD */
+                kd_metric_inc(&f->metrics, KD_M_REFUSED_KNOWN);
+                fire_failed(f, t, known);
+                return;
+        }
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_copy(t);
@@ -373,6 +385,9 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 return;
         }
         if (t->state == KD_TASK_FIRING && kd_perr_permanent(m->err)) {
+                if (t->solo) /* refused alone: for what it is */
+                        kd_refusals_learn(&f->refusals, t, m->err,
+                                          kd_mono_ms());
                 fire_failed(f, t, m->err); /* librdkafka retried already */
                 return;
         }

@@ -27,6 +27,7 @@
 #include "kd_log.h"
 #include "kd_metrics.h"
 #include "kd_part.h"
+#include "kd_refusals.h"
 #include "kd_skew.h"
 #include "kd_targets.h"
 #include "kd_task.h"
@@ -197,7 +198,8 @@ struct kd_fwd {
         void *mode_state;          /* owned by the mode */
         kd_fwd_hooks_t hooks;
         kd_metrics_t metrics;
-        kd_targets_t allowed; /* forwarder.allowed_targets, parsed */
+        kd_targets_t allowed;   /* forwarder.allowed_targets, parsed */
+        kd_refusals_t refusals; /* what targets were seen to refuse */
         kd_timer_t stats_timer;
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
         kd_timer_t http_timer;     /* publishes metrics and readiness */

@@ -69,6 +69,9 @@ typedef enum kd_metric_type {
           "Transactions aborted in a row (0 after a commit)")                  \
         X(RECORD_ABORTS, "record_aborts", COUNTER, "",                         \
           "Records produced in transactions that aborted")                     \
+        X(REFUSED_KNOWN, "refused_known", COUNTER, "",                         \
+          "Fires dead-lettered unproduced: their target refused such a "       \
+          "record alone lately")                                               \
         X(SOLO, "solo", COUNTER, "",                                           \
           "Records produced alone after their batch or transaction failed")    \
         X(PRODUCER_RENEWALS, "producer_renewals", COUNTER, "",                 \

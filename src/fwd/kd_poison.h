@@ -28,6 +28,9 @@ typedef struct kd_poison_entry {
         rd_kafka_resp_err_t err; /* the last abort's cause */
         int64_t not_before_mono; /* no solo attempt before then */
         uint64_t commits_seen;   /* commits counted at its last solo abort */
+        uint64_t group;          /* the abort that last blamed it (its refused
+                                    batch's records share it); 0 = none */
+        uint64_t first;          /* of its group, the likeliest culprit's key */
         struct kd_poison_entry *chain; /* same bucket */
 } kd_poison_entry_t;
 
@@ -38,7 +41,9 @@ typedef struct kd_poison {
         uint64_t *members; /* owned: keys produced into the open txn */
         size_t members_len, members_cap;
         uint64_t *blamed; /* owned: members whose own delivery failed */
-        size_t blamed_len, blamed_cap;
+        int64_t *likely;  /* owned, per blamed: how likely the culprit */
+        size_t blamed_len, blamed_cap, likely_cap;
+        uint64_t groups; /* aborts that blamed records */
 } kd_poison_t;
 
 /* The key of t's source record produced as `as`; 0 when t has no
@@ -60,7 +65,16 @@ int kd_poison_member(kd_poison_t *p, uint64_t key);
  * target (a refused batch reports every record of that batch): when the
  * transaction aborts, only such members count, the others were its
  * victims. -1 when out of memory (then every member counts). */
-int kd_poison_blame(kd_poison_t *p, uint64_t key);
+int kd_poison_blame(kd_poison_t *p, uint64_t key, int64_t likely);
+
+/* How likely t (produced as the cause err names) is the culprit of its
+ * refused batch: a keyless record for INVALID_RECORD (a compacted
+ * topic's refusal) above all, else the larger the likelier. */
+int64_t kd_poison_likely(const kd_task_t *t, rd_kafka_resp_err_t err);
+
+/* The culprit of group (key) was found alone: the other records blamed
+ * with it were its victims and go back to shared batches. */
+void kd_poison_forgive(kd_poison_t *p, uint64_t group, uint64_t key);
 
 /* The open transaction aborted because of cause: the abort count of each
  * blamed member, or of every member when none was blamed (a refusal of

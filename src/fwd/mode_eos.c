@@ -303,6 +303,13 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
 static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 {
         eos_state_t *s = state_of(f);
+        /* The likeliest culprit of its batch goes first (found, it
+         * clears the others): a while, if it is still to come. */
+        const kd_poison_entry_t *first =
+            e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
+        if (first && first->group == e->group && !first->solo_tries &&
+            kd_mono_ms() - s->last_mono < KD_SOLO_WAIT_MAX_MS)
+                return KD_SOLO_WAIT_MS;
         if (f->kafka.inflight > 0)
                 return wait_turn(f, e->key, 0);
         if (txn_begin(f))
@@ -826,10 +833,14 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                             &s->poison, kd_poison_key(t, t->state));
                         e->solo_fails += solo_weight(f, e, err, 0);
                         e->err = err;
+                        /* Its batch-mates were its victims. */
+                        kd_poison_forgive(&s->poison, e->group, e->key);
+                        kd_refusals_learn(&f->refusals, t, err, kd_mono_ms());
                 }
         }
         if ((c == KD_PERR_RECORD || c == KD_PERR_TARGET) &&
-            kd_poison_blame(&s->poison, kd_poison_key(t, t->state)))
+            kd_poison_blame(&s->poison, kd_poison_key(t, t->state),
+                            kd_poison_likely(t, err)))
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_blame "
                        "action=count_every_record");

@@ -1,6 +1,7 @@
 /* The records of aborted transactions (kd_poison.h). */
 #include "kd_poison.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,15 +97,43 @@ int kd_poison_member(kd_poison_t *p, uint64_t key)
                    : 0;
 }
 
-int kd_poison_blame(kd_poison_t *p, uint64_t key)
+int kd_poison_blame(kd_poison_t *p, uint64_t key, int64_t likely)
 {
         if (!key)
                 return 0;
+        if (p->likely_cap < p->blamed_len + 1) {
+                size_t n = p->blamed_len * 2 + 256;
+                int64_t *l = realloc(p->likely, n * sizeof(*l));
+                if (!l) {
+                        p->blamed_len = 0; /* then every member counts */
+                        return -1;
+                }
+                p->likely = l;
+                p->likely_cap = n;
+        }
+        p->likely[p->blamed_len] = likely;
         if (keys_push(&p->blamed, &p->blamed_len, &p->blamed_cap, key)) {
-                p->blamed_len = 0; /* then every member counts */
+                p->blamed_len = 0;
                 return -1;
         }
         return 0;
+}
+
+int64_t kd_poison_likely(const kd_task_t *t, rd_kafka_resp_err_t err)
+{
+        if (err == RD_KAFKA_RESP_ERR_INVALID_RECORD && !t->rec.key)
+                return INT64_MAX;
+        return (int64_t)(t->rec.key_len + t->rec.value_len);
+}
+
+void kd_poison_forgive(kd_poison_t *p, uint64_t group, uint64_t key)
+{
+        for (size_t i = 0; group && p->used > 0 && i < KD_POISON_MAX; i++) {
+                kd_poison_entry_t *e = &p->ring[i];
+                if (e->key && e->key != key && e->group == group &&
+                    !e->solo_fails)
+                        unlink_entry(p, e);
+        }
 }
 
 static void count(kd_poison_t *p, uint64_t key, rd_kafka_resp_err_t cause)
@@ -112,6 +141,26 @@ static void count(kd_poison_t *p, uint64_t key, rd_kafka_resp_err_t cause)
         kd_poison_entry_t *e = kd_poison_get(p, key);
         e->aborts++;
         e->err = cause;
+}
+
+/* The blamed records (a refused batch's) become one group, with the
+ * likeliest culprit named to go alone first. */
+static void name_group(kd_poison_t *p)
+{
+        uint64_t group = ++p->groups, first = 0;
+        int64_t best = INT64_MIN;
+        for (size_t i = 0; i < p->blamed_len; i++)
+                if (p->likely[i] > best) {
+                        best = p->likely[i];
+                        first = p->blamed[i];
+                }
+        for (size_t i = 0; i < p->blamed_len; i++) {
+                kd_poison_entry_t *e = kd_poison_find(p, p->blamed[i]);
+                if (e) {
+                        e->group = group;
+                        e->first = first;
+                }
+        }
 }
 
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
@@ -122,6 +171,7 @@ void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
                 size_t n = p->blamed_len ? p->blamed_len : p->members_len;
                 for (size_t i = 0; i < n; i++)
                         count(p, v[i], cause);
+                name_group(p);
         }
         kd_poison_members_clear(p);
 }
@@ -146,6 +196,9 @@ void kd_poison_destroy(kd_poison_t *p)
 {
         free(p->members);
         free(p->blamed);
+        free(p->likely);
+        p->likely = NULL;
+        p->likely_cap = 0;
         p->members = p->blamed = NULL;
         p->members_len = p->members_cap = 0;
         p->blamed_len = p->blamed_cap = 0;

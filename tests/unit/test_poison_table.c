@@ -6,6 +6,7 @@
 #include "kd_part.h"
 #include "kd_perr.h"
 #include "kd_poison.h"
+#include "kd_refusals.h"
 #include "kd_test.h"
 
 static void test_error_classes_and_reasons(void)
@@ -105,7 +106,7 @@ static void test_blamed_members_alone_count(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         for (uint64_t k = 1; k <= 3; k++)
                 CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
-        CU_ASSERT_EQUAL(kd_poison_blame(p, 2), 0);
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 2, 0), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 1));
         CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 2));
@@ -119,6 +120,40 @@ static void test_blamed_members_alone_count(void)
         CU_ASSERT_EQUAL(kd_poison_find(p, 2)->aborts, 2);
         kd_poison_destroy(p);
         free(p);
+}
+
+/* A target that refused a record alone refuses its like later, for a
+ * while: keyless records of a compacted topic, records at least as large
+ * as the smallest refused one. */
+static void test_refusals_learned_and_forgotten(void)
+{
+        kd_refusals_t *r = calloc(1, sizeof(*r));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        char target[] = "orders";
+        kd_task_t keyless, keyed, big, small;
+        memset(&keyless, 0, sizeof(keyless));
+        keyless.rec.target = target;
+        keyless.rec.value_len = 10;
+        keyed = small = big = keyless;
+        keyed.rec.key = "k";
+        keyed.rec.key_len = 1;
+        big.rec.key = small.rec.key = "k";
+        big.rec.key_len = small.rec.key_len = 1;
+        big.rec.value_len = 3000;
+        small.rec.value_len = 2000;
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 0), 0);
+        kd_refusals_learn(r, &keyless, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 1000),
+                        RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyed, 1000), 0);
+        kd_refusals_learn(r, &big, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 1000),
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &small, 1000), 0);
+        /* An operator's change is believed after the time-to-live. */
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, KD_REFUSALS_TTL_MS), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, KD_REFUSALS_TTL_MS), 0);
+        free(r);
 }
 
 static void test_full_table_replaces_the_oldest(void)
@@ -143,6 +178,7 @@ int main(void)
             KD_TEST(test_keys_tell_records_and_kinds_apart),
             KD_TEST(test_aborts_count_commits_forget),
             KD_TEST(test_blamed_members_alone_count),
+            KD_TEST(test_refusals_learned_and_forgotten),
             KD_TEST(test_full_table_replaces_the_oldest),
             KD_TEST_END};
         return kd_test_run("poison_table", cases, NULL, NULL);

@@ -1,0 +1,48 @@
+/* What target topics were seen to refuse, learned from records refused
+ * alone (so surely for what they are): a topic that refused a keyless
+ * record as INVALID_RECORD (a compacted topic), and the smallest record a
+ * topic refused as too large. A later record the same topic would refuse
+ * the same way goes to the dead letters before it is produced, so one bad
+ * producer costs one refused batch per target, not one per record (an
+ * aborted transaction each, in exactly_once). What is learned expires
+ * after KD_REFUSALS_TTL_MS: an operator who changes the topic is believed
+ * again by then. */
+#ifndef KD_REFUSALS_H
+#define KD_REFUSALS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kd_task.h"
+
+#define KD_REFUSALS_MAX    64
+#define KD_REFUSALS_TTL_MS (10 * 60 * 1000)
+
+typedef struct kd_refusal {
+        char topic[256];       /* "" = free */
+        int64_t keyless_until; /* monotonic; 0 = not learned */
+        size_t min_bytes;      /* smallest refused as too large */
+        int64_t bytes_until;   /* monotonic; 0 = not learned */
+        rd_kafka_resp_err_t size_err;
+        int64_t used_mono; /* the oldest goes when full */
+} kd_refusal_t;
+
+typedef struct kd_refusals {
+        kd_refusal_t v[KD_REFUSALS_MAX];
+} kd_refusals_t;
+
+/* What t's fire is counted as, in bytes: key, value and headers. */
+size_t kd_refusals_bytes(const kd_task_t *t);
+
+/* t was refused alone with err (a record-class error): learns what it
+ * says of t's target. */
+void kd_refusals_learn(kd_refusals_t *r, const kd_task_t *t,
+                       rd_kafka_resp_err_t err, int64_t now_mono);
+
+/* The error t's target is known to refuse t with; 0 when none. */
+rd_kafka_resp_err_t kd_refusals_check(kd_refusals_t *r, const kd_task_t *t,
+                                      int64_t now_mono);
+
+#endif

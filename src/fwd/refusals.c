@@ -1,0 +1,82 @@
+/* What target topics refuse (kd_refusals.h). */
+#include "kd_refusals.h"
+
+#include <string.h>
+
+#include "kd_perr.h"
+#include "kd_util.h"
+
+size_t kd_refusals_bytes(const kd_task_t *t)
+{
+        size_t n = t->rec.key_len + t->rec.value_len;
+        const char *name;
+        const void *val;
+        size_t len;
+        for (size_t i = 0;
+             t->rec.hdrs &&
+             !rd_kafka_header_get_all(t->rec.hdrs, i, &name, &val, &len);
+             i++)
+                n += strlen(name) + len;
+        return n;
+}
+
+static kd_refusal_t *find(kd_refusals_t *r, const char *topic)
+{
+        for (size_t i = 0; i < KD_REFUSALS_MAX; i++)
+                if (r->v[i].topic[0] && !strcmp(r->v[i].topic, topic))
+                        return &r->v[i];
+        return NULL;
+}
+
+static kd_refusal_t *find_or_add(kd_refusals_t *r, const char *topic,
+                                 int64_t now)
+{
+        kd_refusal_t *e = find(r, topic), *old = &r->v[0];
+        if (e)
+                return e;
+        for (size_t i = 0; i < KD_REFUSALS_MAX; i++) {
+                if (!r->v[i].topic[0]) {
+                        old = &r->v[i];
+                        break;
+                }
+                if (r->v[i].used_mono < old->used_mono)
+                        old = &r->v[i];
+        }
+        memset(old, 0, sizeof(*old));
+        kd_strlcpy(old->topic, topic, sizeof(old->topic));
+        old->used_mono = now;
+        return old;
+}
+
+void kd_refusals_learn(kd_refusals_t *r, const kd_task_t *t,
+                       rd_kafka_resp_err_t err, int64_t now)
+{
+        if (!t->rec.target)
+                return;
+        if (err == RD_KAFKA_RESP_ERR_INVALID_RECORD && !t->rec.key) {
+                kd_refusal_t *e = find_or_add(r, t->rec.target, now);
+                e->keyless_until = now + KD_REFUSALS_TTL_MS;
+        } else if (kd_perr_too_large(err)) {
+                kd_refusal_t *e = find_or_add(r, t->rec.target, now);
+                size_t n = kd_refusals_bytes(t);
+                if (!e->bytes_until || now >= e->bytes_until ||
+                    n < e->min_bytes)
+                        e->min_bytes = n;
+                e->bytes_until = now + KD_REFUSALS_TTL_MS;
+                e->size_err = err;
+        }
+}
+
+rd_kafka_resp_err_t kd_refusals_check(kd_refusals_t *r, const kd_task_t *t,
+                                      int64_t now)
+{
+        kd_refusal_t *e = t->rec.target ? find(r, t->rec.target) : NULL;
+        if (!e)
+                return RD_KAFKA_RESP_ERR_NO_ERROR;
+        e->used_mono = now;
+        if (!t->rec.key && now < e->keyless_until)
+                return RD_KAFKA_RESP_ERR_INVALID_RECORD;
+        if (now < e->bytes_until && kd_refusals_bytes(t) >= e->min_bytes)
+                return e->size_err;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
