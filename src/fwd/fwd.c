@@ -134,6 +134,37 @@ static void warm_topics(kd_fwd_t *f)
         }
 }
 
+/* Handles on the producer of the topics in md (those its predecessor
+ * wrote) that warm_topics did not make: their metadata is fetched now,
+ * not at their first fire. */
+static void warm_known(kd_fwd_t *f, const rd_kafka_metadata_t *md)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        for (int i = 0; md && i < md->topic_cnt; i++) {
+                const char *name = md->topics[i].topic;
+                int have = 0;
+                for (size_t j = 0; j < k->warm_cnt && !have; j++)
+                        have = !strcmp(rd_kafka_topic_name(k->warm[j]), name);
+                if (have || k->warm_targets_cnt == KD_WARM_TARGETS_MAX)
+                        continue;
+                rd_kafka_topic_t *t =
+                    rd_kafka_topic_new(k->producer, name, NULL);
+                if (t) /* else its first fire waits for the metadata */
+                        k->warm_targets[k->warm_targets_cnt++] = t;
+        }
+}
+
+/* Drops the producer's warm topic handles. */
+static void warm_release(kd_fwd_kafka_t *k)
+{
+        for (size_t i = 0; i < k->warm_cnt; i++)
+                rd_kafka_topic_destroy(k->warm[i]);
+        k->warm_cnt = 0;
+        for (size_t i = 0; i < k->warm_targets_cnt; i++)
+                rd_kafka_topic_destroy(k->warm_targets[i]);
+        k->warm_targets_cnt = 0;
+}
+
 static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size)
@@ -281,9 +312,7 @@ static void producer_close(kd_fwd_t *f)
         rd_kafka_purge(k->producer,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         kd_fire_drain(f, kd_mono_ms() + 1000);
-        for (size_t i = 0; i < k->warm_cnt; i++)
-                rd_kafka_topic_destroy(k->warm[i]);
-        k->warm_cnt = 0;
+        warm_release(k);
         if (k->producer_q) {
                 rd_kafka_queue_io_event_enable(k->producer_q, -1, NULL, 0);
                 rd_kafka_queue_destroy(k->producer_q);
@@ -309,10 +338,41 @@ static int renew_failed(kd_fwd_t *f, const char *what, const char *why)
         return -1;
 }
 
+/* A new producer of the same properties in place of the old (started
+ * at now), and the mode's recovery. */
+static int producer_replace(kd_fwd_t *f, int64_t now)
+{
+        kd_fwd_kafka_t *k = &f->kafka;
+        char errstr[512];
+        /* The topics it knows (a local answer, or one request). */
+        const rd_kafka_metadata_t *md = NULL;
+        if (rd_kafka_metadata(k->producer, 0, NULL, &md, 1000))
+                md = NULL;
+        producer_close(f);
+        k->producer = client_new(f, RD_KAFKA_PRODUCER, k->producer_defaults,
+                                 k->producer_forced, errstr, sizeof(errstr));
+        if (k->producer) {
+                warm_topics(f);
+                warm_known(f, md);
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        if (!k->producer)
+                return renew_failed(f, "producer", errstr);
+        k->producer_q = rd_kafka_queue_get_main(k->producer);
+        if (!k->producer_q || kd_fwd_io_wakeup(k->producer_q, k->io_fds[1]))
+                return renew_failed(f, "io_wakeup", strerror(errno));
+        if (f->mode->renewed(f, errstr, sizeof(errstr)))
+                return renew_failed(f, f->mode->name, errstr);
+        kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
+               (long long)(kd_mono_ms() - now));
+        return 0;
+}
+
 int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
 {
         kd_fwd_kafka_t *k = &f->kafka;
-        char q[600], errstr[512];
+        char q[600];
         int64_t now = kd_mono_ms();
         k->renew = 0;
         int for_record = k->renew_for_record;
@@ -332,21 +392,16 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
         }
         if (!for_record) /* a record's renewals prove no loop */
                 k->renewed_mono = now;
-        producer_close(f);
-        k->producer = client_new(f, RD_KAFKA_PRODUCER, k->producer_defaults,
-                                 k->producer_forced, errstr, sizeof(errstr));
-        if (!k->producer)
-                return renew_failed(f, "producer", errstr);
-        warm_topics(f);
-        k->producer_q = rd_kafka_queue_get_main(k->producer);
-        if (!k->producer_q || kd_fwd_io_wakeup(k->producer_q, k->io_fds[1]))
-                return renew_failed(f, "io_wakeup", strerror(errno));
         kd_metric_inc(&f->metrics, KD_M_PRODUCER_RENEWALS);
-        if (f->mode->renewed(f, errstr, sizeof(errstr)))
-                return renew_failed(f, f->mode->name, errstr);
-        kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
-               (long long)(kd_mono_ms() - now));
-        return 0;
+        return producer_replace(f, now);
+}
+
+int kd_fwd_producer_reset(kd_fwd_t *f, const char *why)
+{
+        f->kafka.reset = 0;
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=producer_reset why=%s action=new_producer", why);
+        return producer_replace(f, kd_mono_ms());
 }
 
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
@@ -427,9 +482,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
         if (k->consumer)
                 rd_kafka_destroy(k->consumer);
         /* Reports of produces still in flight free their (orphan) tasks. */
-        for (size_t i = 0; i < k->warm_cnt; i++)
-                rd_kafka_topic_destroy(k->warm[i]);
-        k->warm_cnt = 0;
+        warm_release(k);
         kd_http_stop(f->http);
         kd_fwd_solo_close(f);
         if (k->producer) {

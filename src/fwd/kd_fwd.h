@@ -32,6 +32,10 @@ int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
 #define KD_RENEW_MIN_INTERVAL_MS 30000
 int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err,
                           const char *why);
+/* fwd.c: replaces the healthy producer with a new one (the mode asked:
+ * f->kafka.reset), as a renewal does but with none of its limits; -1 as
+ * kd_fwd_producer_renew when the new one fails. */
+int kd_fwd_producer_reset(kd_fwd_t *f, const char *why);
 
 /* fwd.c: ends the solo producer (if any): its produces purged and
  * reported (the fire stage retries them); a later need makes a new one. */

@@ -37,6 +37,8 @@ typedef struct kd_fwd kd_fwd_t;
 typedef struct kd_mode_ops kd_mode_ops_t;
 
 /* The Kafka clients (fwd.c creates them; loop.c polls them). */
+#define KD_WARM_TARGETS_MAX 64
+
 typedef struct kd_fwd_kafka {
         rd_kafka_t *consumer;         /* owned */
         rd_kafka_t *producer;         /* owned */
@@ -58,6 +60,12 @@ typedef struct kd_fwd_kafka {
         /* The renewal is for a record alone in its transaction (the
          * mode dead-letters it): exempt from the renewal interval. */
         int renew_for_record;
+        /* The mode wants a new producer though the old one is healthy
+         * (exactly_once, after an abort for a refused record: librdkafka
+         * 2.0.2 keeps the refused batch's sequence numbers, and the next
+         * transaction to write that partition fails on the gap; a new
+         * producer starts a new epoch). From the loop, when set. */
+        int reset;
         /* The mode's producer properties, for a renewal (valid until the
          * mode's destroy). */
         const char *const *producer_defaults, *const *producer_forced;
@@ -66,6 +74,11 @@ typedef struct kd_fwd_kafka {
          * hop (a first produce to a topic waits about a second for it). */
         rd_kafka_topic_t *warm[KD_TIERS_MAX + 1]; /* owned */
         size_t warm_cnt;
+        /* A new producer's handles of the targets its predecessor wrote
+         * (a reset or renewal: without them each target's first fire
+         * waits for its metadata). */
+        rd_kafka_topic_t *warm_targets[KD_WARM_TARGETS_MAX]; /* owned */
+        size_t warm_targets_cnt;
 } kd_fwd_kafka_t;
 
 /* The fate store, its thread, and the backoff while it fails (store.c). */

@@ -19,6 +19,10 @@
 
 #define KD_POISON_MAX     4096 /* records remembered, oldest replaced */
 #define KD_POISON_BUCKETS 8192
+/* How long the records of a refused batch wait for its likeliest culprit
+ * to go alone first (it may never come: read by another forwarder, or
+ * dead-lettered as a known refusal); then each goes alone. */
+#define KD_POISON_FIRST_WAIT_MS 1000
 
 typedef struct kd_poison_entry {
         uint64_t key;            /* 0 = free */
@@ -31,6 +35,10 @@ typedef struct kd_poison_entry {
         uint64_t group;          /* the abort that last blamed it (its refused
                                     batch's records share it); 0 = none */
         uint64_t first;          /* of its group, the likeliest culprit's key */
+        int64_t first_until;     /* monotonic: until then the others of its
+                                    group wait for the first to go alone */
+        int forgiven;            /* known a victim (kd_refusals_explains):
+                                    shared again, until it aborts again */
         struct kd_poison_entry *chain; /* same bucket */
 } kd_poison_entry_t;
 
@@ -76,11 +84,13 @@ int64_t kd_poison_likely(const kd_task_t *t, rd_kafka_resp_err_t err);
  * with it were its victims and go back to shared batches. */
 void kd_poison_forgive(kd_poison_t *p, uint64_t group, uint64_t key);
 
-/* The open transaction aborted because of cause: the abort count of each
- * blamed member, or of every member when none was blamed (a refusal of
- * the whole transaction), goes up; none when the cause is the cluster's
- * or the producer's own (kd_perr.h). The members are forgotten. */
-void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause);
+/* The open transaction aborted (at now_mono) because of cause: the abort
+ * count of each blamed member, or of every member when none was blamed (a
+ * refusal of the whole transaction), goes up; none when the cause is the
+ * cluster's or the producer's own (kd_perr.h). The members are
+ * forgotten. */
+void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause,
+                       int64_t now_mono);
 
 /* Forgets the open transaction's members, entries kept (a solo one's
  * abort is accounted by its mode). */

@@ -31,6 +31,7 @@ typedef struct kd_refusal {
 
 typedef struct kd_refusals {
         kd_refusal_t v[KD_REFUSALS_MAX];
+        size_t used; /* topics in v: none, and a fire looks no further */
 } kd_refusals_t;
 
 /* What t's fire is counted as, in bytes: key, value and headers. */
@@ -44,5 +45,12 @@ void kd_refusals_learn(kd_refusals_t *r, const kd_task_t *t,
 /* The error t's target is known to refuse t with; 0 when none. */
 rd_kafka_resp_err_t kd_refusals_check(kd_refusals_t *r, const kd_task_t *t,
                                       int64_t now_mono);
+
+/* 1 when what t's target is known to refuse explains a batch of t's
+ * refused with err (t itself not refused: kd_refusals_check said so):
+ * a keyless record for INVALID_RECORD, a large one for a size error.
+ * Then t was a victim of that batch, not its culprit. */
+int kd_refusals_explains(kd_refusals_t *r, const kd_task_t *t,
+                         rd_kafka_resp_err_t err, int64_t now_mono);
 
 #endif

@@ -271,10 +271,14 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                  * that a supervisor starts a fresh process. */
                 rd_kafka_resp_err_t ferr =
                     rd_kafka_fatal_error(f->kafka.producer, why, sizeof(why));
-                if (ferr || f->kafka.renew) {
-                        if (kd_fwd_producer_renew(
-                                f, ferr ? ferr : RD_KAFKA_RESP_ERR__FATAL, why))
+                if (ferr || f->kafka.renew || f->kafka.reset) {
+                        if (ferr || f->kafka.renew
+                                ? kd_fwd_producer_renew(
+                                      f, ferr ? ferr : RD_KAFKA_RESP_ERR__FATAL,
+                                      why)
+                                : kd_fwd_producer_reset(f, "sequence_gap"))
                                 break;
+                        f->kafka.reset = 0;
                         fds[1].fd = f->kafka.io_fds[1][0];
                         more = 1;
                         continue;

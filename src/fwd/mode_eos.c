@@ -308,7 +308,7 @@ static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
         const kd_poison_entry_t *first =
             e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
         if (first && first->group == e->group && !first->solo_tries &&
-            kd_mono_ms() - s->last_mono < KD_SOLO_WAIT_MAX_MS)
+            kd_mono_ms() < e->first_until)
                 return KD_SOLO_WAIT_MS;
         if (f->kafka.inflight > 0)
                 return wait_turn(f, e->key, 0);
@@ -345,6 +345,21 @@ static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
         return 0;
 }
 
+/* 1 when the record of e (t's fire), blamed once with a refused batch,
+ * is known to have been a victim: its target is known to refuse what
+ * refused that batch, and not t (else it was dead-lettered unproduced).
+ * It goes back to shared batches, until it aborts one again. */
+static int victim(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
+{
+        if (!e->forgiven &&
+            (e->solo_tries || e->aborts != 1 ||
+             kd_perr_class(e->err) != KD_PERR_RECORD ||
+             !kd_refusals_explains(&f->refusals, t, e->err, kd_mono_ms())))
+                return 0;
+        e->forgiven = 1;
+        return 1;
+}
+
 /* Records of transactions that aborted go alone (solo_begin); while one
  * is alone in the open transaction, or waits for its turn, the others
  * wait. */
@@ -357,6 +372,8 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                 return KD_SOLO_WAIT_MS;
         kd_poison_entry_t *e =
             t ? kd_poison_find(&s->poison, kd_poison_key(t, as)) : NULL;
+        if (e && as == KD_TASK_FIRING && victim(f, t, e))
+                e = NULL;
         /* A refused batch's record needs only a batch of its own; a
          * refusal of a whole transaction (or an unknown cause) names no
          * record, so each goes in a transaction of its own. */
@@ -476,7 +493,7 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
                         kd_poison_members_clear(&s->poison);
                         solo_aborted(f, s->solo, cause, fatal);
                 } else {
-                        kd_poison_aborted(&s->poison, cause);
+                        kd_poison_aborted(&s->poison, cause, kd_mono_ms());
                 }
                 s->last_cause = cause;
                 s->abort_streak++;
@@ -532,6 +549,12 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=txn_aborted why=%s cause=%s streak=%d action=rewind", why,
                rd_kafka_err2name(s->last_cause), s->abort_streak);
+        /* A refused batch's sequence numbers stay used in librdkafka
+         * 2.0.2: the next transaction writing that partition would abort
+         * on the gap (OUT_OF_ORDER_SEQUENCE_NUMBER). A new producer starts
+         * a new epoch first. */
+        if (kd_perr_class(s->last_cause) == KD_PERR_RECORD)
+                f->kafka.reset = 1;
         return KD_TXN_ABORTED;
 }
 
@@ -823,11 +846,16 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
          * the committed offsets. The first error that is not a purge is
          * its cause. */
         kd_perr_class_t c = kd_perr_class(err);
-        if (!s->cause && c != KD_PERR_PURGED)
+        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
+        /* A refusal is the cause even when a transactional call failed
+         * on its account first (send_offsets: _STATE). */
+        if (c != KD_PERR_PURGED &&
+            (!s->cause ||
+             (named && kd_perr_class(s->cause) == KD_PERR_PRODUCER)))
                 s->cause = err;
         if (s->alone && s->alone == kd_poison_key(t, t->state)) {
                 s->alone = 0;
-                if (c == KD_PERR_RECORD || c == KD_PERR_TARGET) {
+                if (named) {
                         /* Refused alone: the culprit. */
                         kd_poison_entry_t *e = kd_poison_get(
                             &s->poison, kd_poison_key(t, t->state));
@@ -838,9 +866,8 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                         kd_refusals_learn(&f->refusals, t, err, kd_mono_ms());
                 }
         }
-        if ((c == KD_PERR_RECORD || c == KD_PERR_TARGET) &&
-            kd_poison_blame(&s->poison, kd_poison_key(t, t->state),
-                            kd_poison_likely(t, err)))
+        if (named && kd_poison_blame(&s->poison, kd_poison_key(t, t->state),
+                                     kd_poison_likely(t, err)))
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_blame "
                        "action=count_every_record");
@@ -996,9 +1023,13 @@ static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         eos_state_t *s = state_of(f);
+        /* No transaction open (a reset after an abort): nothing to redo. */
+        int idle = s->state == KD_TXN_READY && s->poison.members_len == 0;
         kdelay_err_t err = eos_start(f, errstr, errstr_size);
         if (err)
                 return err;
+        if (idle)
+                return KDELAY_OK;
         txn_set_state(f, KD_TXN_READY);
         /* Fenced, the open transaction aborted: nothing in it fired or
          * was dead-lettered (its dead marks too: the dead letters are

@@ -141,11 +141,12 @@ static void count(kd_poison_t *p, uint64_t key, rd_kafka_resp_err_t cause)
         kd_poison_entry_t *e = kd_poison_get(p, key);
         e->aborts++;
         e->err = cause;
+        e->forgiven = 0;
 }
 
 /* The blamed records (a refused batch's) become one group, with the
  * likeliest culprit named to go alone first. */
-static void name_group(kd_poison_t *p)
+static void name_group(kd_poison_t *p, int64_t now)
 {
         uint64_t group = ++p->groups, first = 0;
         int64_t best = INT64_MIN;
@@ -159,11 +160,12 @@ static void name_group(kd_poison_t *p)
                 if (e) {
                         e->group = group;
                         e->first = first;
+                        e->first_until = now + KD_POISON_FIRST_WAIT_MS;
                 }
         }
 }
 
-void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
+void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause, int64_t now)
 {
         kd_perr_class_t c = kd_perr_class(cause);
         if (c != KD_PERR_CLUSTER && c != KD_PERR_PRODUCER) {
@@ -171,7 +173,7 @@ void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause)
                 size_t n = p->blamed_len ? p->blamed_len : p->members_len;
                 for (size_t i = 0; i < n; i++)
                         count(p, v[i], cause);
-                name_group(p);
+                name_group(p, now);
         }
         kd_poison_members_clear(p);
 }

@@ -22,6 +22,8 @@ size_t kd_refusals_bytes(const kd_task_t *t)
 
 static kd_refusal_t *find(kd_refusals_t *r, const char *topic)
 {
+        if (!r->used)
+                return NULL;
         for (size_t i = 0; i < KD_REFUSALS_MAX; i++)
                 if (r->v[i].topic[0] && !strcmp(r->v[i].topic, topic))
                         return &r->v[i];
@@ -42,6 +44,8 @@ static kd_refusal_t *find_or_add(kd_refusals_t *r, const char *topic,
                 if (r->v[i].used_mono < old->used_mono)
                         old = &r->v[i];
         }
+        if (!old->topic[0])
+                r->used++;
         memset(old, 0, sizeof(*old));
         kd_strlcpy(old->topic, topic, sizeof(old->topic));
         old->used_mono = now;
@@ -79,4 +83,15 @@ rd_kafka_resp_err_t kd_refusals_check(kd_refusals_t *r, const kd_task_t *t,
         if (now < e->bytes_until && kd_refusals_bytes(t) >= e->min_bytes)
                 return e->size_err;
         return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+int kd_refusals_explains(kd_refusals_t *r, const kd_task_t *t,
+                         rd_kafka_resp_err_t err, int64_t now)
+{
+        const kd_refusal_t *e = t->rec.target ? find(r, t->rec.target) : NULL;
+        if (!e)
+                return 0;
+        if (err == RD_KAFKA_RESP_ERR_INVALID_RECORD)
+                return now < e->keyless_until;
+        return kd_perr_too_large(err) && now < e->bytes_until;
 }

@@ -305,11 +305,18 @@ static void check_log(mode_run_t *r, int eos)
         int aborts = it_log_count(r->fwd.log, "event=txn_aborted");
         int solo = it_log_count(r->fwd.log, "event=txn_solo ");
         int refused = it_log_count(r->fwd.log, "event=batch_refused");
-        printf("\n  %s: batch_refused=%d txn_solo=%d txn_aborted=%d",
-               r->delivery, refused, solo, aborts);
+        /* A refused record's abort is followed by a new producer, so that
+         * no transaction aborts on the sequence gap it left. */
+        int resets = it_log_count(r->fwd.log, "event=producer_reset");
+        int gaps = it_log_count(r->fwd.log, "cause=OUT_OF_ORDER_SEQUENCE");
+        printf("\n  %s: batch_refused=%d txn_solo=%d txn_aborted=%d "
+               "producer_reset=%d gap_aborts=%d",
+               r->delivery, refused, solo, aborts, resets, gaps);
         if (eos) {
                 CU_ASSERT(solo >= 2);
                 CU_ASSERT(aborts <= MAX_ABORTS);
+                CU_ASSERT(resets >= 1);
+                CU_ASSERT_EQUAL(gaps, 0);
         } else {
                 CU_ASSERT(refused >= 2);
                 CU_ASSERT_EQUAL(aborts, 0);

@@ -56,6 +56,7 @@ static const char tt_usage[] =
     "  --seed S             seed of the task plan and fault schedule\n"
     "                       (default: from the clock; printed)\n"
     "  --max-fire-rate N    pass -X forwarder.max_fire_rate=N\n"
+    "  --poison-every N     one raw task in N is poison (default 89)\n"
     "  -X name=value        pass a property to every forwarder (up to 8;\n"
     "                       e.g. partition.assignment.strategy=\n"
     "                       cooperative-sticky)\n"
@@ -99,6 +100,7 @@ static int parse_opts(int argc, char **argv, tt_opts_t *o)
             {"stack", required_argument, NULL, 'S'},
             {"run-dir", required_argument, NULL, 'R'},
             {"max-fire-rate", required_argument, NULL, 'r'},
+            {"poison-every", required_argument, NULL, 'P'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         uint64_t v;
@@ -112,6 +114,7 @@ static int parse_opts(int argc, char **argv, tt_opts_t *o)
         o->stack_path = TT_SOURCE_DIR "/deploy/local/stack.sh";
         o->run_base = TT_RUNS_DIR;
         o->max_fire_rate = -1;
+        o->poison_every = TT_POISON_EVERY;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "hX:", longs, NULL)) != -1) {
                 switch (c) {
@@ -179,6 +182,13 @@ static int parse_opts(int argc, char **argv, tt_opts_t *o)
                                                    "\"%s\"",
                                                    optarg);
                         o->max_fire_rate = (long)v;
+                        break;
+                case 'P':
+                        if (parse_u64(optarg, 31, 100000000, &v))
+                                return usage_error("--poison-every: want "
+                                                   "31..100000000, got \"%s\"",
+                                                   optarg);
+                        o->poison_every = (size_t)v;
                         break;
                 case 'F':
                         o->forwarder_path = optarg;

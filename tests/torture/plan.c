@@ -68,7 +68,7 @@ static void move_fire(tt_task_t *t, int64_t fire_at, int64_t t0)
         t->sched_at = fire_at - lead > t0 ? fire_at - lead : t0;
 }
 
-/* One raw task in TT_POISON_EVERY (by index, like the malformed ones; not
+/* One raw task in o->poison_every (by index, like the malformed ones; not
  * heavy, not malformed) is poison, the kinds in turn, never cancelled:
  * keyless to the compacted target, too large for the small target, or to
  * __consumer_offsets (written to the 1 s tier: dead-lettered when read,
@@ -84,9 +84,9 @@ static void plan_poison(tt_task_t *tasks, size_t n, size_t i,
         tt_task_t *t = &tasks[i];
         t->poison = TT_POISON_NONE;
         if (t->via != TT_VIA_RAW || t->heavy || t->malformed ||
-            i % TT_POISON_EVERY != 29)
+            i % o->poison_every != 29)
                 return;
-        t->poison = (uint8_t)(TT_POISON_KEYLESS + (i / TT_POISON_EVERY) % 3);
+        t->poison = (uint8_t)(TT_POISON_KEYLESS + (i / o->poison_every) % 3);
         t->cancel_kind = TT_CANCEL_NONE;
         int64_t gone = t0 + tt_dead_gone_at(o);
         if (t->poison == TT_POISON_INTERNAL) {

@@ -53,7 +53,7 @@
 /* One raw task in this many (not heavy, not malformed) is poison: a
  * record its target refuses; the next TT_POISON_MATES tasks (of kinds 1
  * and 2) are its batch-mates: same target, same due time. */
-#define TT_POISON_EVERY 1000000 /* off in CI for now: docs/torture.md */
+#define TT_POISON_EVERY 89 /* --poison-every: docs/torture.md */
 #define TT_POISON_MATES 6
 /* A too-large poison task's value: above TT_SMALL_MAX_BYTES alone. The
  * limit is far above a batch of innocent records even at the catch-up
@@ -83,6 +83,7 @@ typedef struct tt_opts {
         const char *stack_path;
         const char *run_base; /* run dirs go below */
         long max_fire_rate;   /* -1 = not passed */
+        size_t poison_every;  /* one raw task in this many is poison */
         /* -X name=value for every forwarder (points into argv) */
         const char *fwd_props[TT_FWD_PROPS_MAX];
         size_t fwd_props_cnt;

@@ -77,7 +77,7 @@ static void test_aborts_count_commits_forget(void)
         /* Two records abort for a refused record: both counted. */
         CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
         CU_ASSERT_EQUAL(kd_poison_member(p, 8), 0);
-        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
         CU_ASSERT_EQUAL(p->members_len, 0);
         kd_poison_entry_t *e = kd_poison_find(p, 7);
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
@@ -86,7 +86,7 @@ static void test_aborts_count_commits_forget(void)
         /* A cluster outage counts against nobody. */
         CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
         CU_ASSERT_EQUAL(kd_poison_member(p, 9), 0);
-        kd_poison_aborted(p, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, 0);
         CU_ASSERT_EQUAL(kd_poison_find(p, 7)->aborts, 1);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 9));
         /* A commit of 7 forgets it; 8 stays. */
@@ -107,7 +107,7 @@ static void test_blamed_members_alone_count(void)
         for (uint64_t k = 1; k <= 3; k++)
                 CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
         CU_ASSERT_EQUAL(kd_poison_blame(p, 2, 0), 0);
-        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 1));
         CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 2));
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 3));
@@ -115,7 +115,7 @@ static void test_blamed_members_alone_count(void)
         /* Refused as a whole (no record blamed): every member counts. */
         for (uint64_t k = 1; k <= 3; k++)
                 CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
-        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 0);
         CU_ASSERT_EQUAL(kd_poison_find(p, 1)->aborts, 1);
         CU_ASSERT_EQUAL(kd_poison_find(p, 2)->aborts, 2);
         kd_poison_destroy(p);
@@ -150,10 +150,65 @@ static void test_refusals_learned_and_forgotten(void)
         CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 1000),
                         RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
         CU_ASSERT_EQUAL(kd_refusals_check(r, &small, 1000), 0);
+        /* What the target refuses explains a refused batch of the keyed
+         * or small records: they were its victims. Another target's
+         * refusals explain nothing. */
+        CU_ASSERT_TRUE(kd_refusals_explains(
+            r, &keyed, RD_KAFKA_RESP_ERR_INVALID_RECORD, 1000));
+        CU_ASSERT_TRUE(kd_refusals_explains(
+            r, &small, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 1000));
+        CU_ASSERT_FALSE(kd_refusals_explains(
+            r, &small, RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP, 1000));
+        char other[] = "payments";
+        kd_task_t elsewhere = keyed;
+        elsewhere.rec.target = other;
+        CU_ASSERT_FALSE(kd_refusals_explains(
+            r, &elsewhere, RD_KAFKA_RESP_ERR_INVALID_RECORD, 1000));
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &elsewhere, 1000), 0);
+        CU_ASSERT_FALSE(kd_refusals_explains(
+            r, &keyed, RD_KAFKA_RESP_ERR_INVALID_RECORD, KD_REFUSALS_TTL_MS));
         /* An operator's change is believed after the time-to-live. */
         CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, KD_REFUSALS_TTL_MS), 0);
         CU_ASSERT_EQUAL(kd_refusals_check(r, &big, KD_REFUSALS_TTL_MS), 0);
         free(r);
+}
+
+/* The records a refused batch reports are one group: the likeliest
+ * culprit goes alone first, the others wait for it a bounded while (it
+ * may never come), and a record forgiven as a victim that aborts a
+ * shared batch again is no longer forgiven. */
+static void test_group_first_and_its_wait(void)
+{
+        kd_poison_t *p = calloc(1, sizeof(*p));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (uint64_t k = 1; k <= 3; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 1, 300), 0);
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 2, INT64_MAX), 0); /* keyless */
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 3, 300), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 5000);
+        kd_poison_entry_t *a = kd_poison_find(p, 1), *b = kd_poison_find(p, 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL(a->group, b->group);
+        CU_ASSERT_EQUAL(a->first, 2);
+        CU_ASSERT_EQUAL(a->first_until, 5000 + KD_POISON_FIRST_WAIT_MS);
+        /* Found alone, the culprit clears its victims. */
+        kd_poison_forgive(p, b->group, 2);
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 1));
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 3));
+        CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 2));
+        /* Forgiven (a known refusal explained it), it aborts again. */
+        kd_poison_entry_t *c = kd_poison_get(p, 4);
+        c->aborts = 1;
+        c->forgiven = 1;
+        CU_ASSERT_EQUAL(kd_poison_member(p, 4), 0);
+        CU_ASSERT_EQUAL(kd_poison_blame(p, 4, 10), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 9000);
+        CU_ASSERT_EQUAL(c->aborts, 2);
+        CU_ASSERT_FALSE(c->forgiven);
+        kd_poison_destroy(p);
+        free(p);
 }
 
 static void test_full_table_replaces_the_oldest(void)
@@ -179,6 +234,7 @@ int main(void)
             KD_TEST(test_aborts_count_commits_forget),
             KD_TEST(test_blamed_members_alone_count),
             KD_TEST(test_refusals_learned_and_forgotten),
+            KD_TEST(test_group_first_and_its_wait),
             KD_TEST(test_full_table_replaces_the_oldest),
             KD_TEST_END};
         return kd_test_run("poison_table", cases, NULL, NULL);
