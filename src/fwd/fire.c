@@ -191,7 +191,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
 {
         rd_kafka_resp_err_t err;
         t->state = as;
-        if (f->mode->poisoned(f, t, as, &err)) {
+        if (f->mode->poisoned && f->mode->poisoned(f, t, as, &err)) {
                 rd_kafka_headers_destroy(hdrs);
                 poisoned(f, t, as, err);
                 return;
@@ -216,7 +216,8 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
             RD_KAFKA_V_END);
         if (!err) {
                 f->kafka.inflight++;
-                f->mode->produced(f, t);
+                if (f->mode->produced)
+                        f->mode->produced(f, t);
                 return;
         }
         rd_kafka_headers_destroy(hdrs);
@@ -371,7 +372,8 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 delivered(f, t);
                 return;
         }
-        if (f->mode->failed(f, t, m->err, kd_perr_permanent(m->err)))
+        if (f->mode->failed &&
+            f->mode->failed(f, t, m->err, kd_perr_permanent(m->err)))
                 return;
         if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
                 kd_settle_release(f, t);

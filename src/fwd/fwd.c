@@ -52,7 +52,8 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
         (void)rk;
         kd_fwd_t *f = opaque;
-        f->mode->committed(f, err, offsets);
+        if (f->mode->committed)
+                f->mode->committed(f, err, offsets);
 }
 
 static rd_kafka_t *client_new(kd_fwd_t *f, rd_kafka_type_t type,
@@ -334,7 +335,7 @@ static int renew_failed(kd_fwd_t *f, const char *what, const char *why)
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=producer_renew_failed what=%s err=%s action=exit", what,
                kd_log_quote(why, q, sizeof(q)));
-        f->kafka.fatal = 1;
+        kd_fwd_fatal(f, "producer_renew_failed");
         return -1;
 }
 
@@ -362,7 +363,7 @@ static int producer_replace(kd_fwd_t *f, int64_t now)
         k->producer_q = rd_kafka_queue_get_main(k->producer);
         if (!k->producer_q || kd_fwd_io_wakeup(k->producer_q, k->io_fds[1]))
                 return renew_failed(f, "io_wakeup", strerror(errno));
-        if (f->mode->renewed(f, errstr, sizeof(errstr)))
+        if (f->mode->renewed && f->mode->renewed(f, errstr, sizeof(errstr)))
                 return renew_failed(f, f->mode->name, errstr);
         kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
                (long long)(kd_mono_ms() - now));
@@ -387,7 +388,7 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
                : denied(err)  ? "exit why=denied"
                               : "exit why=fenced");
         if (!renewable(err) || soon) {
-                f->kafka.fatal = 1;
+                kd_fwd_fatal(f, "producer_fatal");
                 return -1;
         }
         if (!for_record) /* a record's renewals prove no loop */

@@ -207,13 +207,11 @@ static void append_time_check(kd_fwd_t *f, kd_part_t *p,
                tt == RD_KAFKA_TIMESTAMP_CREATE_TIME ? "create_time" : "none");
 }
 
-/* 1 when an earlier owner handled offset in a committed transaction (its
- * done set): done here too, so that our commits keep saying so. */
-static int skip_done(kd_fwd_t *f, kd_part_t *p, int64_t offset)
+/* 1 when an earlier owner handled offset (the mode knows): done here
+ * too, so that our commits keep saying so. */
+static int handled_before(kd_fwd_t *f, kd_part_t *p, int64_t offset)
 {
-        while (p->skip_pos < p->skip_cnt && p->skip[p->skip_pos].last < offset)
-                p->skip_pos++;
-        if (p->skip_pos >= p->skip_cnt || p->skip[p->skip_pos].first > offset)
+        if (!f->mode->handled || !f->mode->handled(f, p, offset))
                 return 0;
         if (kd_offtrack_add(&p->track, offset) == 0)
                 kd_offtrack_done(&p->track, offset);
@@ -240,7 +238,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 return; /* not ours (any more) */
         if (p->track.next >= 0 && m->offset < p->track.next)
                 return; /* seen before (re-delivery after a seek) */
-        if (skip_done(f, p, m->offset))
+        if (handled_before(f, p, m->offset))
                 return;
         int probe = kd_probe_record(m); /* before the task takes m's headers */
         kd_task_t *t = kd_task_new(m);
@@ -300,8 +298,7 @@ static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
                "event=assign_failed err=\"%s\" action=exit", why);
         if (error)
                 rd_kafka_error_destroy(error);
-        f->kafka.fatal = 1;
-        *f->stop = 1;
+        kd_fwd_fatal(f, "assign_failed");
 }
 
 /* Opens a partition for each tier topic's element of parts (the mode's
@@ -318,6 +315,11 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
                                          &tier_ms))
                         continue; /* the pattern admits only tier names */
                 kd_part_t *p = calloc(1, sizeof(*p));
+                size_t mode_size = f->mode->part_size;
+                if (p && mode_size && !(p->mode = calloc(1, mode_size))) {
+                        free(p);
+                        p = NULL;
+                }
                 if (!p) {
                         kd_fwd_oom(f, "partition");
                         return -1;
@@ -328,10 +330,8 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
                 p->state = KD_PART_FLOWING;
                 kd_timer_init(&p->wake, wake_cb, f);
                 kd_offtrack_init(&p->track);
-                f->mode->opened(f, p, tp);
-                for (size_t k = 0; k < p->skip_cnt; k++)
-                        *skipped +=
-                            (size_t)(p->skip[k].last - p->skip[k].first + 1);
+                if (f->mode->opened)
+                        *skipped += f->mode->opened(f, p, tp);
                 p->next = f->intake.parts;
                 f->intake.parts = p;
         }
@@ -341,7 +341,7 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
 void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         kd_claim_new_generation(f);
-        if (f->mode->assigning(f, parts)) {
+        if (f->mode->assigning && f->mode->assigning(f, parts)) {
                 if (!cooperative(f))
                         assign(f, NULL, 0);
                 return; /* the mode stops the forwarder */
@@ -391,9 +391,8 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
         if (p->state != KD_PART_FLOWING)
                 resume(f, p); /* the pause flag outlives the assignment */
         kd_offtrack_clear(&p->track);
-        free(p->skip);
-        p->skip = NULL;
-        p->skip_cnt = p->skip_pos = 0;
+        if (f->mode->closed)
+                f->mode->closed(f, p);
 }
 
 /* Drops every partition (only those revoking), their names into l when
@@ -412,6 +411,7 @@ static void drop(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l,
                         rd_kafka_topic_partition_list_add(l, p->topic,
                                                           p->partition);
                 part_drop(f, p);
+                free(p->mode);
                 free(p);
         }
         if (!f->intake.parts)
@@ -510,7 +510,8 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 {
         size_t skipped;
         kd_claim_new_generation(f);
-        if (f->mode->assigning(f, l) || open_parts(f, l, &skipped))
+        if ((f->mode->assigning && f->mode->assigning(f, l)) ||
+            open_parts(f, l, &skipped))
                 return; /* the forwarder stops */
         for (int i = 0; i < l->cnt; i++)
                 if (l->elems[i].offset < 0)
@@ -529,8 +530,7 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
                "event=seek_failed err=\"%s\" action=exit",
                rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
-        f->kafka.fatal = 1;
-        *f->stop = 1;
+        kd_fwd_fatal(f, "seek_failed");
 }
 
 void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
@@ -550,7 +550,7 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         if (store_deadline > deadline)
                 store_deadline = deadline;
         kd_store_wait(f, store_deadline);
-        if (!f->kafka.fatal) {
+        if (!f->fatal) {
                 fire_claimed(f, deadline);
                 hand_over(f);
         }

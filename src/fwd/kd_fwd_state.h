@@ -52,7 +52,6 @@ typedef struct kd_fwd_kafka {
         int io_fds[2][2];         /* consumer, producer queue wake-up pipes */
         size_t inflight;          /* produces awaiting a report */
         int64_t last_report_mono; /* when a delivery report last came */
-        int fatal; /* an unrecoverable Kafka error: stop, exit non-zero */
         /* The producer failed for good and a new one may recover
          * (kd_fwd_producer_renew, from the loop). */
         int renew;
@@ -223,6 +222,10 @@ struct kd_fwd {
                                         &no_stop before kd_fwd_run */
         volatile sig_atomic_t no_stop;
         int wake_fd; /* borrowed: readable on a signal */
+        /* The forwarder stops for good and exits non-zero (kd_fwd_fatal):
+         * an unrecoverable Kafka error, out of memory, a failed poll. */
+        int fatal;
+        const char *fatal_why; /* static: the first reason */
 };
 
 /* Now by the broker's wall clock, as far as the forwarder can tell: what
@@ -232,14 +235,25 @@ static inline int64_t kd_fwd_now(const kd_fwd_t *f)
         return kd_timers_now(&f->timers, KD_CLOCK_WALL);
 }
 
+/* The one way the forwarder stops for good: the loop ends, and the
+ * process exits non-zero (a supervisor starts a fresh one, which re-reads
+ * every record not committed). why: static, the first one is logged at
+ * the exit (the caller logs the event itself). */
+static inline void kd_fwd_fatal(kd_fwd_t *f, const char *why)
+{
+        if (!f->fatal)
+                f->fatal_why = why;
+        f->fatal = 1;
+        *f->stop = 1;
+}
+
 /* Out of memory where a task would be stranded: log, stop, exit non-zero
  * (a restart re-reads every record not committed). */
 static inline void kd_fwd_oom(kd_fwd_t *f, const char *what)
 {
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=out_of_memory what=%s action=exit", what);
-        f->kafka.fatal = 1;
-        *f->stop = 1;
+        kd_fwd_fatal(f, "out_of_memory");
 }
 
 #endif

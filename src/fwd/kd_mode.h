@@ -2,7 +2,12 @@
  * (mode_eos.c) are two implementations of this table of operations, in
  * the manner of nng's protocol ops. Nothing outside those two files tests
  * which mode runs; the fire and intake stages call these operations, and
- * the modes call only the settle stage below them. */
+ * the modes call only the settle stage below them. A mode keeps its own
+ * state (f->mode_state, and per partition p->mode, part_size bytes): it
+ * reads a partition's identity and offset tracker, never the intake's
+ * list of partitions nor another stage's state (check_fwd_layers.sh).
+ * Operations marked optional may be NULL: the caller then does what the
+ * comment says for NULL. Deadlines are arguments. */
 #ifndef KD_MODE_H
 #define KD_MODE_H
 
@@ -23,17 +28,29 @@ struct kd_mode_ops {
                              size_t errstr_size);
         void (*destroy)(kd_fwd_t *f);
         /* Before the consumer subscribes (exactly_once fences an earlier
-         * process with the same transactional.id). */
+         * process with the same transactional.id). Optional. */
         kdelay_err_t (*start)(kd_fwd_t *f, char *errstr, size_t errstr_size);
 
+        /* Bytes of the mode's state per partition (p->mode); 0 = none. */
+        size_t part_size;
         /* Partitions being assigned: may set the offsets to start at in
-         * parts; -1 when the forwarder must stop instead. */
+         * parts; -1 when the forwarder must stop instead. Optional (NULL:
+         * the committed offsets). */
         int (*assigning)(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
-        /* Partition p was created for tp of the assignment. */
-        void (*opened)(kd_fwd_t *f, kd_part_t *p,
-                       const rd_kafka_topic_partition_t *tp);
+        /* Partition p was created for tp of the assignment (p->mode
+         * zeroed): the count of offsets above tp's that an earlier owner
+         * handled (handled() says which). Optional. */
+        size_t (*opened)(kd_fwd_t *f, kd_part_t *p,
+                         const rd_kafka_topic_partition_t *tp);
+        /* Partition p goes (revoked, rewound, shut down): what p->mode
+         * owns is freed. Optional. */
+        void (*closed)(kd_fwd_t *f, kd_part_t *p);
+        /* 1 when the record at offset of p, read in offset order, was
+         * handled by an earlier owner (its committed done set): intake
+         * marks it done without a task. Optional (NULL: never). */
+        int (*handled)(kd_fwd_t *f, kd_part_t *p, int64_t offset);
         /* 1 when the backlog head t of p may be handled now; 0 pauses p
-         * until room appears (the room hook). */
+         * until room appears (the room hook). Optional (NULL: 1). */
         int (*admit)(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t);
 
         /* Before producing t as `as` (t NULL: a clock probe, produced
@@ -44,10 +61,10 @@ struct kd_mode_ops {
         int (*begin)(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk);
         /* 1 when producing t as `as` already failed for good often
-         * enough; *err gets the last error. */
+         * enough; *err gets the last error. Optional (NULL: 0). */
         int (*poisoned)(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                         rd_kafka_resp_err_t *err);
-        /* Produce fire/hop: librdkafka took t's record. */
+        /* Produce fire/hop: librdkafka took t's record. Optional. */
         void (*produced)(kd_fwd_t *f, kd_task_t *t);
 
         /* Settle: t's produce was delivered; frees t. */
@@ -55,7 +72,7 @@ struct kd_mode_ops {
         /* t's produce failed for good (after librdkafka's retries): 1 when
          * the mode handled it (t freed), 0 when the fire stage retries or
          * dead-letters it. permanent: producing it again cannot succeed.
-         */
+         * Optional (NULL: 0). */
         int (*failed)(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                       int permanent);
         /* t is handled without a produce (dropped, already fired); frees
@@ -68,11 +85,11 @@ struct kd_mode_ops {
         int (*revoke)(kd_fwd_t *f, int64_t deadline);
         /* A new producer replaced one that failed for good (fwd.c):
          * exactly_once initialises its transactions (fencing the old one,
-         * which aborts its transaction) and rewinds. */
+         * which aborts its transaction) and rewinds. Optional. */
         kdelay_err_t (*renewed)(kd_fwd_t *f, char *errstr, size_t errstr_size);
         /* The coordinator's answer to the consumer's own offset commits
          * (librdkafka's offset_commit_cb): err, and offsets with each
-         * partition's err (not owned). */
+         * partition's err (not owned). Optional. */
         void (*committed)(kd_fwd_t *f, rd_kafka_resp_err_t err,
                           const rd_kafka_topic_partition_list_t *offsets);
 };

@@ -26,13 +26,12 @@ struct kd_part {
         kd_taskq_t backlog; /* read, not yet processed */
         kd_task_t *tasks;   /* every live task from here */
         kd_offtrack_t track;
-        int64_t committed; /* last commit point sent, -1 none */
-        int create_time;   /* a record without LogAppendTime was logged */
-        int revoking;      /* in the revoke being handled */
-        /* Exactly-once: records above the committed offset that an earlier
-         * owner handled (its committed done set); skipped when read. */
-        kd_offrange_t *skip; /* owned */
-        size_t skip_cnt, skip_pos;
+        int create_time; /* a record without LogAppendTime was logged */
+        int revoking;    /* in the revoke being handled */
+        /* The delivery mode's state of this partition: part_size bytes
+         * (kd_mode.h), zeroed; the block is intake's, its contents the
+         * mode's (opened/closed). NULL when the mode keeps none. */
+        void *mode;
         struct kd_part *next;
 };
 

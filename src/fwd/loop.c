@@ -169,7 +169,7 @@ static void shutdown_clean(kd_fwd_t *f)
         if (f->kafka.renew) { /* failed during the revoke: unresolved */
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=producer_fatal what=shutdown action=exit");
-                f->kafka.fatal = 1;
+                kd_fwd_fatal(f, "producer_unresolved");
         }
         /* Orphans from the revoke report here; mark what they delivered. */
         kd_fire_drain(f, f->shutdown_deadline);
@@ -203,8 +203,8 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         kdelay_err_t err = http_start(f);
         if (err)
                 return err;
-        if (f->mode->start(f, why, sizeof(why))) {
-                if (*f->stop && !k->fatal) {
+        if (f->mode->start && f->mode->start(f, why, sizeof(why))) {
+                if (*f->stop && !f->fatal) {
                         /* Nothing was consumed or produced. */
                         kd_log(f->conf, KDELAY_LOG_NOTICE,
                                "event=forwarder_stopped before=start");
@@ -283,7 +283,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                         more = 1;
                         continue;
                 }
-                if (f->kafka.fatal)
+                if (f->fatal)
                         break;
                 if (f->http)
                         kd_http_alive(f->http, kd_mono_ms());
@@ -296,7 +296,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=poll_failed err=\"%s\" action=exit",
                                strerror(errno));
-                        f->kafka.fatal = 1;
+                        kd_fwd_fatal(f, "poll_failed");
                         break;
                 }
                 drain_fd(fds[0].fd);
@@ -308,9 +308,10 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 serve_solo(f);
         }
         shutdown_clean(f);
-        if (f->kafka.fatal) {
+        if (f->fatal) {
                 kd_log(f->conf, KDELAY_LOG_ERROR,
-                       "event=forwarder_fatal action=exit");
+                       "event=forwarder_fatal why=%s action=exit",
+                       f->fatal_why);
                 return KDELAY_ERR_KAFKA;
         }
         return KDELAY_OK;

@@ -27,8 +27,16 @@ static const char *const alo_producer_defaults[] = {"linger.ms",
                                                     "1048588",
                                                     NULL};
 
+/* A partition as this mode sees it (p->mode). */
+typedef struct alo_part {
+        kd_part_t *part;              /* borrowed: the partition */
+        struct alo_part *prev, *next; /* alo_state_t.parts */
+        int64_t committed;            /* last commit point sent, -1 none */
+} alo_part_t;
+
 typedef struct alo_state {
         kd_timer_t commit; /* monotonic, every commit_interval */
+        alo_part_t *parts; /* the open partitions */
 } alo_state_t;
 
 /* Commits every partition whose commit point moved, async; sync (on
@@ -44,13 +52,15 @@ static void commit(kd_fwd_t *f, int sync)
                        "event=out_of_memory what=commit action=retry");
                 return;
         }
-        for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+        const alo_state_t *s = f->mode_state;
+        for (alo_part_t *ap = s->parts; ap; ap = ap->next) {
+                const kd_part_t *p = ap->part;
                 int64_t cp = kd_offtrack_commit_point(&p->track);
-                if (cp < 0 || (!sync && cp <= p->committed))
+                if (cp < 0 || (!sync && cp <= ap->committed))
                         continue;
                 rd_kafka_topic_partition_list_add(l, p->topic, p->partition)
                     ->offset = cp;
-                p->committed = cp;
+                ap->committed = cp;
         }
         if (l->cnt > 0) {
                 rd_kafka_resp_err_t err =
@@ -110,27 +120,32 @@ static kdelay_err_t alo_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
         return KDELAY_OK;
 }
 
-static int alo_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+static size_t alo_opened(kd_fwd_t *f, kd_part_t *p,
+                         const rd_kafka_topic_partition_t *tp)
 {
-        (void)f;
-        (void)parts;
-        return 0; /* start at the committed offsets */
-}
-
-static void alo_opened(kd_fwd_t *f, kd_part_t *p,
-                       const rd_kafka_topic_partition_t *tp)
-{
-        (void)f;
         (void)tp;
-        p->committed = -1;
+        alo_state_t *s = f->mode_state;
+        alo_part_t *ap = p->mode;
+        ap->part = p;
+        ap->committed = -1;
+        ap->next = s->parts;
+        if (s->parts)
+                s->parts->prev = ap;
+        s->parts = ap;
+        return 0;
 }
 
-static int alo_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
+static void alo_closed(kd_fwd_t *f, kd_part_t *p)
 {
-        (void)f;
-        (void)p;
-        (void)t;
-        return 1;
+        alo_state_t *s = f->mode_state;
+        alo_part_t *ap = p->mode;
+        if (ap->prev)
+                ap->prev->next = ap->next;
+        else
+                s->parts = ap->next;
+        if (ap->next)
+                ap->next->prev = ap->prev;
+        ap->prev = ap->next = NULL;
 }
 
 /* A record the broker refused in a batch goes out alone, through the
@@ -143,22 +158,6 @@ static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
         return *rk ? 0 : -1;
 }
 
-static int alo_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
-                        rd_kafka_resp_err_t *err)
-{
-        (void)f;
-        (void)t;
-        (void)as;
-        (void)err;
-        return 0; /* failures are retried per task, never aborted */
-}
-
-static void alo_produced(kd_fwd_t *f, kd_task_t *t)
-{
-        (void)f;
-        (void)t; /* done once reported delivered */
-}
-
 static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_FIRING)
@@ -168,16 +167,6 @@ static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
         kd_settle_done(f, t);
 }
 
-static int alo_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
-                      int permanent)
-{
-        (void)f;
-        (void)t;
-        (void)err;
-        (void)permanent;
-        return 0; /* the fire stage retries or dead-letters it */
-}
-
 static int alo_revoke(kd_fwd_t *f, int64_t deadline)
 {
         (void)deadline; /* a synchronous commit has its own timeout */
@@ -185,21 +174,12 @@ static int alo_revoke(kd_fwd_t *f, int64_t deadline)
         return 0; /* a failed commit is sent again (alo_committed) */
 }
 
-/* A new producer: the old one's produces were purged, and the fire stage
- * produces them again. */
-static kdelay_err_t alo_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
-{
-        (void)f;
-        (void)errstr;
-        (void)errstr_size;
-        return KDELAY_OK;
-}
-
 /* A commit that failed is sent again with the next one: its partitions
  * forget what they last sent (unless a later point went out since). */
 static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
                           const rd_kafka_topic_partition_list_t *offsets)
 {
+        const alo_state_t *s = f->mode_state;
         int failed = 0;
         rd_kafka_resp_err_t first = err;
         for (int i = 0; offsets && i < offsets->cnt; i++) {
@@ -209,11 +189,11 @@ static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
                 if (!first)
                         first = tp->err;
                 failed++;
-                for (kd_part_t *p = f->intake.parts; p; p = p->next)
-                        if (p->partition == tp->partition &&
-                            !strcmp(p->topic, tp->topic) &&
-                            p->committed == tp->offset)
-                                p->committed = -1;
+                for (alo_part_t *ap = s->parts; ap; ap = ap->next)
+                        if (ap->part->partition == tp->partition &&
+                            !strcmp(ap->part->topic, tp->topic) &&
+                            ap->committed == tp->offset)
+                                ap->committed = -1;
         }
         if (failed)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -228,16 +208,14 @@ const kd_mode_ops_t kd_mode_alo = {
     .init = alo_init,
     .destroy = alo_destroy,
     .start = alo_start,
-    .assigning = alo_assigning,
+    .part_size = sizeof(alo_part_t),
     .opened = alo_opened,
-    .admit = alo_admit,
+    .closed = alo_closed,
     .begin = alo_begin,
-    .poisoned = alo_poisoned,
-    .produced = alo_produced,
     .delivered = alo_delivered,
-    .failed = alo_failed,
     .done = kd_settle_done,
     .revoke = alo_revoke,
-    .renewed = alo_renewed,
+    /* A new producer: the old one's produces were purged, and the fire
+     * stage produces them again (renewed: NULL). */
     .committed = alo_committed,
 };

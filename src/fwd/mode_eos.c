@@ -75,7 +75,19 @@ typedef enum kd_txn_result {
 static const char *const txn_state_names[] = {
     "ready", "open", "abortable", "committing", "aborting", "renew", "fatal"};
 
+/* A partition as this mode sees it (p->mode). */
+typedef struct eos_part {
+        kd_part_t *part;              /* borrowed: the partition */
+        struct eos_part *prev, *next; /* eos_state_t.parts */
+        int64_t committed;            /* last commit point sent, -1 none */
+        /* Records above the committed offset that an earlier owner handled
+         * (its committed done set); skipped when read. */
+        kd_offrange_t *skip; /* owned */
+        size_t skip_cnt, skip_pos;
+} eos_part_t;
+
 typedef struct eos_state {
+        eos_part_t *parts; /* the open partitions */
         kd_txn_state_t state;
         int has_fire; /* the open transaction holds a fire */
         int dirty;    /* offsets moved since the last commit */
@@ -158,8 +170,7 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
                 f->kafka.renew_for_record = s->solo != 0;
         }
         if (to == KD_TXN_FATAL) {
-                f->kafka.fatal = 1;
-                *f->stop = 1;
+                kd_fwd_fatal(f, "transaction");
         }
 }
 
@@ -397,14 +408,14 @@ static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
         return KD_TXN_EXIT;
 }
 
-/* When retries of a transactional call end: the shutdown's (or a
- * revoke's) deadline, or, when a signal came before a shutdown began,
+/* When retries of a transactional call end: deadline (a shutdown's or a
+ * revoke's; 0 = none), or, when a signal came before a shutdown began,
  * shutdown_timeout after the first retry that saw it (*local: 0 until
  * then); 0 = no end (not stopping). */
-static int64_t retry_deadline(kd_fwd_t *f, int64_t *local)
+static int64_t retry_deadline(kd_fwd_t *f, int64_t deadline, int64_t *local)
 {
-        if (f->shutdown_deadline)
-                return f->shutdown_deadline;
+        if (deadline)
+                return deadline;
         if (!*f->stop)
                 return 0;
         if (!*local)
@@ -512,7 +523,7 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
 }
 
 /* Aborts the open transaction (if any) and forgets its fires. */
-static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
+static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
 {
         eos_state_t *s = state_of(f);
         if (dead(s))
@@ -535,7 +546,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
                         if (next == KD_NEXT_FATAL)
                                 return KD_TXN_EXIT;
                         if (next != KD_NEXT_RETRY || conflict ||
-                            past(retry_deadline(f, &local)))
+                            past(retry_deadline(f, deadline, &local)))
                                 return give_up(f, "abort_transaction");
                 }
                 /* Reports of the purged and the in-flight produces come
@@ -561,7 +572,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why)
 /* After a failed call: 1 to call again (retriable, and not past the
  * shutdown deadline), else *result says what the transaction came to. */
 static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
-                 kd_txn_result_t *result)
+                 int64_t deadline, kd_txn_result_t *result)
 {
         kd_txn_next_t next = classify(f, error, what);
         if (next == KD_NEXT_FATAL) {
@@ -569,12 +580,10 @@ static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
                 return 0;
         }
         /* A signal during a long outage ends the retries (abort). */
-        int stopping = f->shutdown_deadline
-                           ? kd_mono_ms() >= f->shutdown_deadline
-                           : *f->stop;
+        int stopping = deadline ? kd_mono_ms() >= deadline : *f->stop;
         if (next == KD_NEXT_RETRY && !stopping)
                 return 1;
-        *result = txn_abort(f, what);
+        *result = txn_abort(f, what, deadline);
         return 0;
 }
 
@@ -582,12 +591,12 @@ static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed);
 
 /* Sends every partition's offset and done set into the transaction;
  * KD_TXN_COMMITTED when the commit may go ahead. */
-static kd_txn_result_t send_offsets(kd_fwd_t *f)
+static kd_txn_result_t send_offsets(kd_fwd_t *f, int64_t deadline)
 {
         int failed;
         rd_kafka_topic_partition_list_t *l = offsets(f, &failed);
         if (failed)
-                return txn_abort(f, "done_set");
+                return txn_abort(f, "done_set", deadline);
         if (!l)
                 return KD_TXN_COMMITTED;
         rd_kafka_consumer_group_metadata_t *cgmd =
@@ -596,7 +605,7 @@ static kd_txn_result_t send_offsets(kd_fwd_t *f)
         rd_kafka_error_t *error;
         while ((error = rd_kafka_send_offsets_to_transaction(
                     f->kafka.producer, l, cgmd, KD_TXN_CALL_TIMEOUT_MS)) &&
-               again(f, error, "send_offsets_to_transaction", &r))
+               again(f, error, "send_offsets_to_transaction", deadline, &r))
                 ;
         rd_kafka_consumer_group_metadata_destroy(cgmd);
         rd_kafka_topic_partition_list_destroy(l);
@@ -605,20 +614,20 @@ static kd_txn_result_t send_offsets(kd_fwd_t *f)
 
 /* Commits the open transaction (or, when only offsets moved, one holding
  * just them) with every partition's offset and done set. */
-static kd_txn_result_t txn_commit(kd_fwd_t *f)
+static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
 {
         eos_state_t *s = state_of(f);
         if (dead(s))
                 return KD_TXN_EXIT;
         if (s->state == KD_TXN_ABORTABLE)
-                return txn_abort(f, "delivery_failed");
+                return txn_abort(f, "delivery_failed", deadline);
         if (s->state == KD_TXN_READY && !s->dirty)
                 return KD_TXN_COMMITTED;
         if (txn_begin(f))
-                return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin");
+                return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin", deadline);
         int64_t t0 = kd_mono_ms();
         txn_set_state(f, KD_TXN_COMMITTING);
-        kd_txn_result_t r = send_offsets(f);
+        kd_txn_result_t r = send_offsets(f, deadline);
         if (r != KD_TXN_COMMITTED)
                 return r;
         int64_t t1 = kd_mono_ms();
@@ -637,12 +646,12 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f)
                 if (next == KD_NEXT_FATAL)
                         return KD_TXN_EXIT;
                 if (next == KD_NEXT_ABORT)
-                        return txn_abort(f, "commit_transaction");
-                if (past(retry_deadline(f, &local)))
+                        return txn_abort(f, "commit_transaction", deadline);
+                if (past(retry_deadline(f, deadline, &local)))
                         return give_up(f, "commit_transaction");
         }
         if (s->state == KD_TXN_ABORTABLE) /* a report failed meanwhile */
-                return txn_abort(f, "delivery_failed");
+                return txn_abort(f, "delivery_failed", deadline);
         txn_set_state(f, KD_TXN_READY);
         kd_log(f->conf, KDELAY_LOG_DEBUG,
                "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld "
@@ -659,7 +668,8 @@ static void commit_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        if (txn_commit(f) == KD_TXN_ABORTED)
+        /* The loop's timer: the shutdown's deadline, if one began. */
+        if (txn_commit(f, f->shutdown_deadline) == KD_TXN_ABORTED)
                 f->hooks.rewind(f);
 }
 
@@ -673,12 +683,14 @@ static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed)
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(8);
         *failed = !l;
-        for (kd_part_t *p = l ? f->intake.parts : NULL; p; p = p->next) {
+        for (eos_part_t *ep = l ? state_of(f)->parts : NULL; ep;
+             ep = ep->next) {
+                const kd_part_t *p = ep->part;
                 /* Runs the previous owner committed that we have not read
                  * yet stay in the set. */
-                const kd_offrange_t *tail = p->skip + p->skip_pos;
-                size_t tail_cnt = p->skip_cnt - p->skip_pos;
-                int64_t cp = kd_offtrack_commit_after(&p->track, p->committed,
+                const kd_offrange_t *tail = ep->skip + ep->skip_pos;
+                size_t tail_cnt = ep->skip_cnt - ep->skip_pos;
+                int64_t cp = kd_offtrack_commit_after(&p->track, ep->committed,
                                                       &tail, &tail_cnt);
                 if (cp < 0)
                         continue; /* nothing read, nothing committed */
@@ -704,7 +716,7 @@ static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed)
                 tp->metadata_size = tp->metadata ? strlen(meta) : 0;
                 if (!tp->metadata)
                         *failed = 1;
-                p->committed = cp;
+                ep->committed = cp;
         }
         if (!l || l->cnt == 0 || *failed) {
                 if (l)
@@ -739,14 +751,23 @@ static int eos_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         }
 }
 
-static void eos_opened(kd_fwd_t *f, kd_part_t *p,
-                       const rd_kafka_topic_partition_t *tp)
+/* p opens at tp's committed offset; tp's metadata, our done set, names
+ * the records above it that the previous owner handled. */
+static size_t eos_opened(kd_fwd_t *f, kd_part_t *p,
+                         const rd_kafka_topic_partition_t *tp)
 {
-        p->committed = tp->offset;
+        eos_state_t *s = state_of(f);
+        eos_part_t *ep = p->mode;
+        ep->part = p;
+        ep->committed = tp->offset;
+        ep->next = s->parts;
+        if (s->parts)
+                s->parts->prev = ep;
+        s->parts = ep;
         if (tp->offset < 0 || !tp->metadata)
-                return;
+                return 0;
         if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
-                               &p->skip, &p->skip_cnt)) {
+                               &ep->skip, &ep->skip_cnt)) {
                 /* Not ours (another tool committed here): nothing to skip. */
                 char qt[300];
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -754,7 +775,40 @@ static void eos_opened(kd_fwd_t *f, kd_part_t *p,
                        "offset=%lld",
                        kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
                        (long long)tp->offset);
+                return 0;
         }
+        size_t n = 0;
+        for (size_t k = 0; k < ep->skip_cnt; k++)
+                n += (size_t)(ep->skip[k].last - ep->skip[k].first + 1);
+        return n;
+}
+
+static void eos_closed(kd_fwd_t *f, kd_part_t *p)
+{
+        eos_state_t *s = state_of(f);
+        eos_part_t *ep = p->mode;
+        if (ep->prev)
+                ep->prev->next = ep->next;
+        else
+                s->parts = ep->next;
+        if (ep->next)
+                ep->next->prev = ep->prev;
+        ep->prev = ep->next = NULL;
+        free(ep->skip);
+        ep->skip = NULL;
+        ep->skip_cnt = ep->skip_pos = 0;
+}
+
+/* Records come in offset order: the done set is walked once. */
+static int eos_handled(kd_fwd_t *f, kd_part_t *p, int64_t offset)
+{
+        (void)f;
+        eos_part_t *ep = p->mode;
+        while (ep->skip_pos < ep->skip_cnt &&
+               ep->skip[ep->skip_pos].last < offset)
+                ep->skip_pos++;
+        return ep->skip_pos < ep->skip_cnt &&
+               ep->skip[ep->skip_pos].first <= offset;
 }
 
 static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
@@ -899,20 +953,7 @@ static int eos_revoke(kd_fwd_t *f, int64_t deadline)
          * generation still owns the partitions; aborted, the next owner
          * redoes them from our last commit. Retries end at the deadline:
          * the whole group waits for this. */
-        int64_t saved = f->shutdown_deadline;
-        f->shutdown_deadline = deadline;
-        kd_txn_result_t r = txn_commit(f);
-        f->shutdown_deadline = saved;
-        return r == KD_TXN_ABORTED;
-}
-
-/* Offsets go with the transactions; the consumer commits none. */
-static void eos_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
-                          const rd_kafka_topic_partition_list_t *offsets)
-{
-        (void)f;
-        (void)err;
-        (void)offsets;
+        return txn_commit(f, deadline) == KD_TXN_ABORTED;
 }
 
 /* --- lifecycle ------------------------------------------------------- */
@@ -1049,8 +1090,11 @@ const kd_mode_ops_t kd_mode_eos = {
     .init = eos_init,
     .destroy = eos_destroy,
     .start = eos_start,
+    .part_size = sizeof(eos_part_t),
     .assigning = eos_assigning,
     .opened = eos_opened,
+    .closed = eos_closed,
+    .handled = eos_handled,
     .admit = eos_admit,
     .begin = eos_begin,
     .poisoned = eos_poisoned,
@@ -1060,7 +1104,8 @@ const kd_mode_ops_t kd_mode_eos = {
     .done = eos_done,
     .revoke = eos_revoke,
     .renewed = eos_renewed,
-    .committed = eos_committed,
+    /* Offsets go with the transactions; the consumer commits none
+     * (committed: NULL). */
 };
 
 const kd_mode_ops_t *kd_mode_select(const kdelay_conf_t *conf)

@@ -22,7 +22,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                 *wake_at = due - c->fwd_lookahead_ms;
                 return KD_SCHED_WAIT;
         }
-        if (!f->mode->admit(f, p, t))
+        if (f->mode->admit && !f->mode->admit(f, p, t))
                 return KD_SCHED_FULL;
         if (kd_path_hops(t->rec.fire_at_ms, now, c->fwd_hold_horizon_ms,
                          c->fwd_lookahead_ms))

@@ -3,7 +3,10 @@
 # includes the declarations of a module that (directly or not) includes
 # its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
 # kd_mode.h) are one module, the top (fwd.c, loop.c, main.c, kd_fwd.h)
-# another. Also: only the mode files name the exactly-once mode ("eos").
+# another. Also: only the mode files name the exactly-once mode ("eos"),
+# and the mode files keep to their own state (kd_mode.h): they touch no
+# other stage's state in kd_fwd_t (f->intake, f->claim, f->held, f->pace,
+# f->store, f->settle, f->clock) and never set f->shutdown_deadline.
 # Usage: check_fwd_layers.sh SRC_FWD_DIR
 set -euo pipefail
 dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
@@ -43,3 +46,12 @@ if [ -n "$eos" ]; then
     exit 1
 fi
 echo "eos named only in: $(grep -ln eos ./*.c | tr '\n' ' ')"
+
+# The mode seam (kd_mode.h): a mode keeps its own state.
+leaks=$(grep -nE 'f->(intake|claim|held|pace|store|settle|clock)\b|shutdown_deadline *=[^=]' ./mode_*.c || true)
+if [ -n "$leaks" ]; then
+    echo "check_fwd_layers: a mode file touches another stage's state:" >&2
+    printf '%s\n' "$leaks" >&2
+    exit 1
+fi
+echo "mode files keep to their own state"
