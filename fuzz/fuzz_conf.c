@@ -1,5 +1,5 @@
-/* libFuzzer target for the config loader (src/lib/conf.c): a config file's
- * text (kd_conf_load_text, what kdelay_conf_load_file does after reading
+/* libFuzzer target for the config loader (src/lib/shared/conf.c): a config
+ * file's text (kd_conf_load_text, what kdelay_conf_load_file does after reading
  * the file) and name=value settings (kdelay_conf_set_pair, as -X passes
  * them). Whatever the input, nothing crashes or leaks (libFuzzer's leak
  * check), an error says why, and afterwards every kdelay property reads

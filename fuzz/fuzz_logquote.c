@@ -1,6 +1,6 @@
 /* libFuzzer target for the log's quoting (kd_log_quote_mem, kd_log_quote)
- * and its cutting of long lines (kd_log_vformat, src/lib/log.c): whatever
- * a value holds, what is written is one well-formed value of the line
+ * and its cutting of long lines (kd_log_vformat, src/lib/shared/log.c):
+ * whatever a value holds, what is written is one well-formed value of the line
  * format (tests/common/kd_logfields.h, a reader written from the format's
  * description), it reads back as the input (a whole-character prefix of it
  * when the buffer was too small), and it holds no control character, no

@@ -1,6 +1,6 @@
 /* libFuzzer target for the time parsers people type into: durations
- * (kdelay_duration_parse and _format, src/lib/duration.c) and kdelayctl's
- * absolute times for --at (kd_ctl_time_parse and _format,
+ * (kdelay_duration_parse and _format, src/lib/shared/duration.c) and
+ * kdelayctl's absolute times for --at (kd_ctl_time_parse and _format,
  * src/ctl/ctl_time.c). Each answer is checked against a reference model
  * written from the documentation (include/kdelay/kdelay.h,
  * src/ctl/ctl_time.h), and what is formatted must parse back.

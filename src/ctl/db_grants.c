@@ -1,7 +1,7 @@
 /* kdelayctl db grants: the least MySQL privileges of each kdelay role
  * (docs/security.md). The statements follow what each binary runs:
- * src/lib/fate_mysql.c (claims, marks, cancels, lookups, gc) and
- * src/lib/schema.c (the schema table and the migrations). */
+ * src/lib/fate/fate_mysql.c (claims, marks, cancels, lookups, gc) and
+ * src/lib/fate/schema.c (the schema table and the migrations). */
 #include "db_grants.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /* A reader of kdelay's key=value log lines, written from the format's
- * description (src/lib/kd_log.h) rather than from its code, for tests and
- * fuzz targets that check what the log writes parses back: fields are
+ * description (src/lib/shared/kd_log.h) rather than from its code, for tests
+ * and fuzz targets that check what the log writes parses back: fields are
  * separated by one space, a key is [a-z_]+, a value is bare (no space,
  * '"', '=', '\' or control character) or double-quoted with the escapes
  * \" \\ \xNN and \uNNNN (a code point below U+10000, written as UTF-8). */

@@ -11,7 +11,7 @@
  * It checks: the forwarder survives and exits 0 on SIGTERM; every hostile
  * record is dead-lettered exactly once with the reason docs/wire-format.md
  * names for what it breaks (where it was open, the documentation now says
- * what src/lib/wire.c does: a C0 control character makes an id bad-id, a
+ * what src/lib/shared/wire.c does: a C0 control character makes an id bad-id, a
  * digits-only fire-at beyond int64 is bad-fire-at, and of several defects
  * the first in the table's order wins); no hostile record reaches a
  * target; every valid task is delivered exactly once, never early, at most

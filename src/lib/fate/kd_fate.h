@@ -2,8 +2,8 @@
  * forwarder's batched claim / mark-fired. A store is one implementation
  * behind an operations table (kd_fate_ops.h): kd_fate_store_new makes the
  * MySQL one (fate_mysql.c: one connection, opened lazily and reopened
- * after a connection error; not thread-safe), kd_fate_mem_new
- * (kd_fate_mem.h) an in-memory one for tests. */
+ * after a connection error; not thread-safe). The tests' in-memory store
+ * (tests/common/kd_fate_mem.h, not part of the library) is another. */
 #ifndef KD_FATE_H
 #define KD_FATE_H
 

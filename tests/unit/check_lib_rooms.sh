@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The rooms of src/lib/ go in one direction (docs/development.md#layout):
+# a file of a room includes the kd_*.h headers of its own room and of the
+# rooms before it in ROOMS, never of a room after it, and no header name
+# is in two rooms. Files directly in src/lib/ are refused: each lives in
+# the room of the audience that uses it.
+# Usage: check_lib_rooms.sh SRC_LIB_DIR
+set -euo pipefail
+dir=${1:?usage: check_lib_rooms.sh SRC_LIB_DIR}
+cd "$dir"
+ROOMS=(shared fate client admin)
+
+declare -A room_of rank
+for i in "${!ROOMS[@]}"; do
+    r=${ROOMS[$i]}
+    rank[$r]=$i
+    for h in "$r"/kd_*.h; do
+        [ -e "$h" ] || continue
+        b=${h#"$r"/}
+        if [ -n "${room_of[$b]:-}" ]; then
+            echo "check_lib_rooms: $b is in ${room_of[$b]}/ and $r/" >&2
+            exit 1
+        fi
+        room_of[$b]=$r
+    done
+done
+
+bad=0
+loose=$(find . -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) | sort)
+if [ -n "$loose" ]; then
+    echo "check_lib_rooms: outside a room:" $loose >&2
+    bad=1
+fi
+for d in */; do
+    d=${d%/}
+    if [ -z "${rank[$d]:-}" ]; then
+        echo "check_lib_rooms: $d/ is not a room (${ROOMS[*]})" >&2
+        bad=1
+    fi
+done
+for r in "${ROOMS[@]}"; do
+    for f in "$r"/*.c "$r"/*.h; do
+        [ -e "$f" ] || continue
+        for h in $(grep -o '^#include "kd_[a-z0-9_]*\.h"' "$f" |
+            sed 's/.*"\(.*\)"/\1/'); do
+            hr=${room_of[$h]:-}
+            [ -n "$hr" ] || continue # not a header of src/lib
+            if [ "${rank[$hr]}" -gt "${rank[$r]}" ]; then
+                echo "check_lib_rooms: $f includes $hr/$h (a later room)" >&2
+                bad=1
+            fi
+        done
+    done
+done
+[ "$bad" = 0 ] || exit 1
+for r in "${ROOMS[@]}"; do
+    printf '%s/: %s\n' "$r" "$(cd "$r" && ls -- *.c | sed 's/\.c$//' | tr '\n' ' ')"
+done
