@@ -395,20 +395,3 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
         produce_failed(f, t, t->state, m->err, "delivery_failed");
 }
-
-/* How long a drain waits without any report before giving up. */
-#define KD_STALL_MS 1000
-
-void kd_fire_drain(kd_fwd_t *f, int64_t deadline)
-{
-        f->kafka.last_report_mono = kd_mono_ms();
-        while (f->kafka.inflight > 0) {
-                int64_t now = kd_mono_ms();
-                if (now >= deadline ||
-                    now - f->kafka.last_report_mono >= KD_STALL_MS)
-                        return;
-                rd_kafka_poll(f->kafka.producer, f->kafka.solo ? 10 : 100);
-                if (f->kafka.solo)
-                        rd_kafka_poll(f->kafka.solo, 0);
-        }
-}

@@ -15,6 +15,7 @@
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
+#include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_partgauges.h"
 #include "kd_settle.h"
@@ -312,7 +313,7 @@ static void producer_close(kd_fwd_t *f)
         kd_fwd_solo_close(f); /* it shares the wake-up pipe */
         rd_kafka_purge(k->producer,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-        kd_fire_drain(f, kd_mono_ms() + 1000);
+        kd_loop_pump(f, kd_mono_ms() + 1000, kd_pump_produces_done);
         warm_release(k);
         if (k->producer_q) {
                 rd_kafka_queue_io_event_enable(k->producer_q, -1, NULL, 0);

@@ -10,6 +10,7 @@
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_log.h"
+#include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_pace.h"
 #include "kd_probe.h"
@@ -549,18 +550,19 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         int64_t store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
         if (store_deadline > deadline)
                 store_deadline = deadline;
-        kd_store_wait(f, store_deadline);
+        kd_loop_pump(f, store_deadline, kd_pump_store_idle);
         if (!f->fatal) {
                 fire_claimed(f, deadline);
                 hand_over(f);
         }
         /* Let in-flight produces finish so their offsets are committed
          * and the next owner does not produce them again. */
-        kd_fire_drain(f, deadline);
+        kd_loop_pump(f, deadline, kd_pump_produces_done);
         int aborted = f->mode->revoke(f, deadline);
         kd_settle_flush(f);
         store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
-        kd_store_wait(f, store_deadline < deadline ? store_deadline : deadline);
+        kd_loop_pump(f, store_deadline < deadline ? store_deadline : deadline,
+                     kd_pump_store_idle);
         drop(f, NULL, 1);
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=partitions_revoked count=%d inflight_abandoned=%zu "
@@ -579,6 +581,11 @@ void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 
 void kd_intake_rewind(kd_fwd_t *f)
 {
+        if (f->pumping) { /* not nested: the loop's next turn */
+                f->intake.rewind_due = 1;
+                return;
+        }
+        f->intake.rewind_due = 0;
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(8);
         if (!l) {

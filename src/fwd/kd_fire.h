@@ -15,10 +15,5 @@ void kd_fire_hop(kd_fwd_t *f, kd_task_t *t);
 void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason);
 /* librdkafka's delivery report callback (the producer's opaque is f). */
 void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
-/* Serves delivery reports until nothing is in flight or deadline
- * (monotonic ms) passes; outside shutdown also when no report came for a
- * second (a produce stuck on a missing topic must not hold a rebalance,
- * and so the whole group, up). */
-void kd_fire_drain(kd_fwd_t *f, int64_t deadline);
 
 #endif

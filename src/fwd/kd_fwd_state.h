@@ -175,6 +175,7 @@ typedef struct kd_fwd_intake {
         size_t full;     /* partitions in KD_PART_FULL */
         kd_timer_t room; /* monotonic, now: room appeared for FULL ones */
         int settled;     /* an assignment (maybe empty) and no revoke since */
+        int rewind_due;  /* a rewind asked for inside the pump: next turn */
 } kd_fwd_intake_t;
 
 /* How a downstream stage reaches upstream, set by fwd.c: the narrow
@@ -226,6 +227,7 @@ struct kd_fwd {
          * an unrecoverable Kafka error, out of memory, a failed poll. */
         int fatal;
         const char *fatal_why; /* static: the first reason */
+        int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
 };
 
 /* Now by the broker's wall clock, as far as the forwarder can tell: what

@@ -2,8 +2,8 @@
  * thread (kd_fate_worker.h) and come back to the loop, where their
  * statements are counted into the metric table and one backoff covers
  * every failure, so that claims and FIRED marks wait together and an
- * outage is logged once. Nothing here blocks the loop, except
- * kd_store_wait, which revoke and shutdown use with a deadline. */
+ * outage is logged once. Nothing here blocks the loop (revoke and
+ * shutdown wait for answers through kd_loop_pump). */
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
@@ -49,9 +49,6 @@ void kd_store_req_free(kd_store_req_t *r);
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
 /* Runs the done callbacks of the requests that are back. */
 void kd_store_serve(kd_fwd_t *f);
-/* Serves until no request is out or the deadline (monotonic) passes: 0
- * when none is out. */
-int kd_store_wait(kd_fwd_t *f, int64_t deadline_mono);
 
 /* 1 when a request may be sent now (not backing off after a failure). */
 int kd_store_ready(const kd_fwd_t *f);

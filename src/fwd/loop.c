@@ -12,6 +12,7 @@
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
+#include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_notify.h"
 #include "kd_probe.h"
@@ -172,9 +173,9 @@ static void shutdown_clean(kd_fwd_t *f)
                 kd_fwd_fatal(f, "producer_unresolved");
         }
         /* Orphans from the revoke report here; mark what they delivered. */
-        kd_fire_drain(f, f->shutdown_deadline);
+        kd_loop_pump(f, f->shutdown_deadline, kd_pump_produces_done);
         kd_settle_flush(f);
-        if (kd_store_wait(f, f->shutdown_deadline))
+        if (kd_loop_pump(f, f->shutdown_deadline, kd_pump_store_idle))
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=store_abandoned requests=%zu fired_unmarked=%zu "
                        "why=shutdown_timeout",
@@ -285,6 +286,8 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 }
                 if (f->fatal)
                         break;
+                if (f->intake.rewind_due) /* asked for inside the pump */
+                        kd_intake_rewind(f);
                 if (f->http)
                         kd_http_alive(f->http, kd_mono_ms());
                 more |=

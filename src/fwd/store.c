@@ -3,8 +3,6 @@
  * availability state. */
 #include "kd_store.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,19 +297,4 @@ void kd_store_serve(kd_fwd_t *f)
                 account(f, r);
                 r->done(f, r);
         }
-}
-
-int kd_store_wait(kd_fwd_t *f, int64_t deadline_mono)
-{
-        while (f->store.inflight > 0) {
-                int64_t left = deadline_mono - kd_mono_ms();
-                if (left <= 0)
-                        return -1;
-                struct pollfd p = {kd_store_fd(f), POLLIN, 0};
-                if (poll(&p, 1, left > 100 ? 100 : (int)left) < 0 &&
-                    errno != EINTR)
-                        return -1;
-                kd_store_serve(f);
-        }
-        return 0;
 }

@@ -1,0 +1,69 @@
+/* The nested event pump (kd_loop_pump.h). */
+#include "kd_loop_pump.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "kd_store.h"
+#include "kd_util.h"
+
+int kd_pump_store_idle(kd_fwd_t *f)
+{
+        return f->store.inflight == 0;
+}
+
+int kd_pump_produces_done(kd_fwd_t *f)
+{
+        return f->kafka.inflight == 0 ||
+               kd_mono_ms() - f->kafka.last_report_mono >= KD_PUMP_STALL_MS;
+}
+
+/* One turn: what the store finished, and the producers' reports, waiting
+ * at most wait_ms for either. -1 when the store's fd cannot be polled. */
+static int turn(kd_fwd_t *f, int wait_ms)
+{
+        int produces = f->kafka.inflight > 0;
+        if (f->store.inflight > 0) {
+                struct pollfd p = {kd_store_fd(f), POLLIN, 0};
+                if (poll(&p, 1, produces ? 0 : wait_ms) < 0 && errno != EINTR)
+                        return -1;
+                kd_store_serve(f);
+        }
+        if (f->kafka.producer)
+                rd_kafka_poll(f->kafka.producer,
+                              !produces                            ? 0
+                              : f->store.inflight || f->kafka.solo ? 10
+                                                                   : wait_ms);
+        if (f->kafka.solo)
+                rd_kafka_poll(f->kafka.solo, 0);
+        return 0;
+}
+
+int kd_loop_pump(kd_fwd_t *f, int64_t deadline, kd_pump_until_t until)
+{
+        if (f->pumping) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=bug what=nested_pump action=return");
+                return -1;
+        }
+        f->pumping = 1;
+        f->kafka.last_report_mono = kd_mono_ms();
+        int rc = 0;
+        while (!until(f)) {
+                int64_t left = deadline - kd_mono_ms();
+                if (left <= 0) {
+                        rc = -1;
+                        break;
+                }
+                if (turn(f, left > 100 ? 100 : (int)left)) {
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=poll_failed what=pump err=\"%s\"",
+                               strerror(errno));
+                        rc = -1;
+                        break;
+                }
+        }
+        f->pumping = 0;
+        return rc;
+}

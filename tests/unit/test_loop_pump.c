@@ -1,0 +1,106 @@
+/* The one nested event pump (kd_loop_pump.h): it ends when its condition
+ * holds or at its deadline, says so while it runs, refuses to nest, and a
+ * rewind asked for inside it waits for the loop's next turn. A forwarder
+ * made but never run: no broker is contacted. */
+#include <kdelay/conf.h>
+
+#include "kd_fate_mem.h"
+#include "kd_fwd.h"
+#include "kd_intake.h"
+#include "kd_loop_pump.h"
+#include "kd_test.h"
+#include "kd_util.h"
+
+static kd_fwd_t *fwd;
+static int turns, seen_pumping, nested_rc;
+
+static int setup(void)
+{
+        kdelay_conf_t *c = kdelay_conf_new();
+        kd_fate_store_t *store = NULL;
+        char errstr[256];
+        if (!c ||
+            kdelay_conf_set(c, "brokers", "127.0.0.1:1", errstr,
+                            sizeof(errstr)) ||
+            kdelay_conf_set(c, "forwarder.instance", "pump", errstr,
+                            sizeof(errstr)) ||
+            kd_fate_mem_new(&store))
+                return -1;
+        return kd_fwd_new(&fwd, c, store, errstr, sizeof(errstr)) ? -1 : 0;
+}
+
+static int teardown(void)
+{
+        kd_fwd_destroy(fwd);
+        return 0;
+}
+
+static int done_at_once(kd_fwd_t *f)
+{
+        seen_pumping = f->pumping;
+        return 1;
+}
+
+static int never(kd_fwd_t *f)
+{
+        turns++;
+        seen_pumping = f->pumping;
+        return 0;
+}
+
+static int nests(kd_fwd_t *f)
+{
+        nested_rc = kd_loop_pump(f, kd_mono_ms() + 1000, done_at_once);
+        return 1;
+}
+
+static int asks_rewind(kd_fwd_t *f)
+{
+        kd_intake_rewind(f);
+        return 1;
+}
+
+static void test_ends_when_done_or_at_the_deadline(void)
+{
+        seen_pumping = -1;
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, kd_mono_ms() + 1000, done_at_once),
+                        0);
+        CU_ASSERT_EQUAL(seen_pumping, 1); /* the check runs inside it */
+        CU_ASSERT_EQUAL(fwd->pumping, 0);
+        int64_t t0 = kd_mono_ms();
+        turns = 0;
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, t0 + 30, never), -1);
+        CU_ASSERT(kd_mono_ms() - t0 >= 30);
+        CU_ASSERT(turns >= 2);
+        CU_ASSERT_EQUAL(seen_pumping, 1);
+        CU_ASSERT_EQUAL(fwd->pumping, 0);
+        /* Nothing in flight: a drain of produces is done at once. */
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, t0 + 1000, kd_pump_produces_done), 0);
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, t0 + 1000, kd_pump_store_idle), 0);
+}
+
+static void test_refuses_to_nest(void)
+{
+        nested_rc = 0;
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, kd_mono_ms() + 1000, nests), 0);
+        CU_ASSERT_EQUAL(nested_rc, -1); /* logged as event=bug */
+        CU_ASSERT_EQUAL(fwd->pumping, 0);
+}
+
+static void test_a_rewind_inside_waits_for_the_loop(void)
+{
+        fwd->intake.rewind_due = 0;
+        CU_ASSERT_EQUAL(kd_loop_pump(fwd, kd_mono_ms() + 1000, asks_rewind), 0);
+        /* Not done inside: the loop does it on its next turn (loop.c). */
+        CU_ASSERT_EQUAL(fwd->intake.rewind_due, 1);
+        fwd->intake.rewind_due = 0;
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_ends_when_done_or_at_the_deadline),
+            KD_TEST(test_refuses_to_nest),
+            KD_TEST(test_a_rewind_inside_waits_for_the_loop), KD_TEST_END};
+        return kd_test_run("loop_pump", cases, setup, teardown);
+}
