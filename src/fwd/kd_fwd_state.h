@@ -7,7 +7,8 @@
  * (docs/forwarder.md has the diagram). Each stage's functions are declared
  * in its own header (kd_intake.h, kd_sched.h, kd_claim.h, kd_pace.h,
  * kd_fire.h, kd_settle.h), which only stages upstream of it include; a
- * stage reaches upstream only through the two hooks below. The delivery
+ * stage reaches upstream only through the hooks below (kd_fwd_hooks_t:
+ * room, rewind, reclaim, solo_producer). The delivery
  * mode is an ops table (kd_mode.h) with one implementation per mode,
  * between the fire and settle stages. */
 #ifndef KD_FWD_STATE_H

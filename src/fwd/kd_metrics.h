@@ -90,7 +90,8 @@ typedef enum kd_metric_type {
         X(STORE_PINGS, "store_pings", COUNTER, "",                             \
           "Fate-store pings sent while it was idle (readiness)")               \
         X(MARKS_LOST, "marks_lost", COUNTER, "",                               \
-          "FIRED marks not queued for lack of memory (rows stay FIRING)")      \
+          "FIRED or DEAD marks not queued for lack of memory (rows stay "      \
+          "FIRING)")                                                           \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
         X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
