@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The install tree as a package would lay it out (DESTDIR): the binaries,
-# and the configuration file with mode 0640 (it may hold secrets).
+# and the configuration file with mode 0640 (it may hold secrets). And
+# `cmake --install --prefix P` into an empty directory writes only under P.
 # Usage: check_install.sh BUILD_DIR SYSCONFDIR
 set -euo pipefail
 build=${1:?usage: check_install.sh BUILD_DIR SYSCONFDIR}
@@ -16,4 +17,11 @@ mode=$(stat -c %a "$conf")
 for b in kdelayctl kdelay-forwarder; do
   find "$dir" -name "$b" -type f -perm -u+x | grep -q . || { echo "check_install: $b not installed" >&2; exit 1; }
 done
-echo "check_install: kdelay.conf installed with mode $mode, binaries present"
+prefix=$(mktemp -d)
+trap 'rm -rf "$dir" "$prefix"' EXIT
+out=$(cmake --install "$build" --prefix "$prefix/p" 2>&1) || { printf '%s\n' "$out" >&2; exit 1; }
+outside=$(printf '%s\n' "$out" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' | grep -v "^$prefix/p/" || true)
+[ -z "$outside" ] || { printf 'check_install: --prefix %s wrote outside it:\n%s\n' "$prefix/p" "$outside" >&2; exit 1; }
+n=$(printf '%s\n' "$out" | grep -c '^-- Installing: ' || true)
+[ -f "$prefix/p/lib/systemd/system/kdelay-forwarder@.service" ] || { echo "check_install: the systemd unit is not under the prefix" >&2; exit 1; }
+echo "check_install: kdelay.conf installed with mode $mode, binaries present; --prefix: $n files, all under it"
