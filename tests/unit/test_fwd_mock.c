@@ -1642,6 +1642,10 @@ static void run_case(int mode, int i)
         fm_cases[i].fn(e);
         int64_t t1 = kd_mono_ms();
         fm_stop(e);
+        /* No task state move outside the lifecycle's table, no
+         * transaction state move outside its own (kd_lifecycle.h,
+         * mode_eos.c), in any case. */
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=bug", NULL, NULL), 0);
         if (CU_get_number_of_failures() != failures || getenv("FM_DUMP"))
                 fm_log_dump(e);
         fm_destroy(e);
