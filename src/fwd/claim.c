@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_pace.h"
@@ -107,10 +108,11 @@ void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
 {
         kd_fwd_claim_t *c = &f->claim;
         kd_store_req_detach(t); /* a lease renewal may be out for it */
-        t->state = KD_TASK_CLAIMING;
+        kd_task_set_state(f, t, KD_TASK_CLAIMING);
         if (!c->q.head)
                 c->q_since_mono = kd_mono_ms();
         kd_taskq_push(&c->q, t);
+        t->where = KD_WHERE_CLAIM_Q;
         if (c->q.len == 1 || c->q.len == (size_t)f->conf->fwd_claim_batch)
                 arm(f);
 }
@@ -118,14 +120,6 @@ void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
 void kd_claim_due_cb(kd_timer_t *tm, void *arg)
 {
         kd_claim_enqueue(arg, kd_task_of_timer(tm));
-}
-
-void kd_claim_forget(kd_fwd_t *f, kd_task_t *t)
-{
-        if (t->req)
-                kd_store_req_detach(t); /* its answer will be ignored */
-        else
-                kd_taskq_remove(&f->claim.q, t);
 }
 
 /* Where a claim outcome sends task t. */
@@ -140,11 +134,11 @@ typedef enum kd_outcome {
 
 static void wait_lease(kd_fwd_t *f, kd_task_t *t, int64_t left_ms)
 {
-        t->state = KD_TASK_HELD;
+        kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_FOREIGN_WAITS);
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + left_ms + KD_LEASE_SLACK_MS,
-                         kd_claim_due_cb, f))
+        if (kd_task_arm(f, t, KD_CLOCK_MONO,
+                        kd_mono_ms() + left_ms + KD_LEASE_SLACK_MS,
+                        kd_claim_due_cb))
                 kd_fwd_oom(f, "claim_wait_timer");
 }
 
@@ -152,11 +146,11 @@ static void wait_lease(kd_fwd_t *f, kd_task_t *t, int64_t left_ms)
 static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
 {
         t->waited_foreign = 1;
-        t->state = KD_TASK_HELD;
+        kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_FOREIGN_WAITS);
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->conf->fwd_foreign_wait_ms,
-                         kd_claim_due_cb, f))
+        if (kd_task_arm(f, t, KD_CLOCK_MONO,
+                        kd_mono_ms() + f->conf->fwd_foreign_wait_ms,
+                        kd_claim_due_cb))
                 kd_fwd_oom(f, "claim_wait_timer");
 }
 
@@ -209,10 +203,10 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
         default:
                 /* No row after our insert (removed meanwhile): again,
                  * a little later. */
-                t->state = KD_TASK_HELD;
-                if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                                 kd_mono_ms() + KD_UNDECIDED_WAIT_MS,
-                                 kd_claim_due_cb, f))
+                kd_task_set_state(f, t, KD_TASK_HELD);
+                if (kd_task_arm(f, t, KD_CLOCK_MONO,
+                                kd_mono_ms() + KD_UNDECIDED_WAIT_MS,
+                                kd_claim_due_cb))
                         kd_fwd_oom(f, "claim_wait_timer");
                 return KD_SETTLED;
         }
@@ -311,6 +305,8 @@ static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
                 r->fw.items[i].own_previous = found ? found[i].own_previous : 0;
                 r->fw.items[i].fresh = fresh ? fresh[i] : 0;
         }
+        for (size_t i = 0; i < n; i++)
+                tasks[i]->where = KD_WHERE_CLAIM_REQ;
         f->claim.inflight++;
         kd_store_submit(f, r, answered);
         return 0;
@@ -329,6 +325,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                 if (!t)
                         continue; /* revoked meanwhile */
                 t->req = NULL;
+                t->where = KD_WHERE_NONE;
                 r->tasks[i] = NULL;
                 if (fw->err) {
                         kd_claim_enqueue(f, t);
@@ -380,6 +377,7 @@ static int claim_batch(kd_fwd_t *f)
         }
         for (size_t i = 0; i < n; i++) {
                 kd_task_t *t = tasks[i] = kd_taskq_pop(&c->q);
+                t->where = KD_WHERE_NONE;
                 fresh[i] = !t->token[0];
                 if (fresh[i])
                         snprintf(t->token, sizeof(t->token), "%s%llu",
@@ -418,8 +416,10 @@ static int send_renewals(kd_fwd_t *f, kd_task_t **tasks, size_t n)
 
 /* A lease renewal is back: each task still here holds its claim longer,
  * or has lost it (taken over after its lease passed: this process was
- * stalled longer than the lease) and is dropped unless its fire is out
- * already (then it may be delivered twice: counted and logged). */
+ * stalled longer than the lease) and is dropped unless a produce of it is
+ * in flight (its fire, which may then be delivered twice: counted and
+ * logged; or the dead letter of a fire that failed): its report comes
+ * for it. */
 static void renewed(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fw_req_t *fw = &r->fw;
@@ -437,7 +437,7 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                 }
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 char qo[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
-                int out = t->state == KD_TASK_FIRING;
+                int out = t->where == KD_WHERE_FLIGHT;
                 kd_metric_inc(&f->metrics, KD_M_LEASES_LOST);
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=claim_lost id=%s owner=%s fire_out=%d action=%s",
@@ -446,9 +446,7 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                        out, out ? "none" : "drop");
                 if (out)
                         continue;
-                kd_pace_forget(f, t);
-                kd_timer_disarm(&f->timers, &t->timer);
-                f->mode->done(f, t);
+                f->mode->done(f, t); /* detaches it (kd_settle_release) */
         }
         kd_store_req_free(r);
 }
@@ -464,12 +462,7 @@ static void renew_cb(kd_timer_t *tm, void *arg)
         size_t n = 0;
         for (kd_part_t *p = f->intake.parts; due && p; p = p->next) {
                 for (kd_task_t *t = p->tasks; t; t = t->next) {
-                        int claimed = t->state == KD_TASK_CLAIMED ||
-                                      t->state == KD_TASK_PACED ||
-                                      t->state == KD_TASK_FIRING ||
-                                      (t->state == KD_TASK_RETRY &&
-                                       t->retry_as == KD_TASK_FIRING);
-                        if (!claimed || !t->lease_mono || t->req ||
+                        if (!kd_task_claimed(t) || !t->lease_mono || t->req ||
                             t->lease_mono - now > lease * 2 / 3)
                                 continue;
                         due[n++] = t;

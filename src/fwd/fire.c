@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_perr.h"
@@ -79,9 +80,8 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                t->part ? t->part->partition : -1, (long long)t->rec.offset,
                rd_kafka_err2str(err), (long long)backoff);
         t->retry_as = as;
-        t->state = KD_TASK_RETRY;
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + backoff, retry_cb, f))
+        kd_task_set_state(f, t, KD_TASK_RETRY);
+        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_mono_ms() + backoff, retry_cb))
                 kd_fwd_oom(f, "retry_timer");
 }
 
@@ -179,9 +179,8 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
         if (wait_ms > KD_FIRE_WAIT_MAX_MS)
                 wait_ms = KD_FIRE_WAIT_MAX_MS;
         t->retry_as = as;
-        t->state = KD_TASK_RETRY;
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + wait_ms, retry_cb, f))
+        kd_task_set_state(f, t, KD_TASK_RETRY);
+        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_mono_ms() + wait_ms, retry_cb))
                 kd_fwd_oom(f, "wait_timer");
 }
 
@@ -190,7 +189,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                     rd_kafka_headers_t *hdrs, kd_task_state_t as)
 {
         rd_kafka_resp_err_t err;
-        t->state = as;
+        kd_task_set_state(f, t, as);
         if (f->mode->poisoned && f->mode->poisoned(f, t, as, &err)) {
                 rd_kafka_headers_destroy(hdrs);
                 poisoned(f, t, as, err);
@@ -216,6 +215,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
             RD_KAFKA_V_END);
         if (!err) {
                 f->kafka.inflight++;
+                t->where = KD_WHERE_FLIGHT;
                 if (f->mode->produced)
                         f->mode->produced(f, t);
                 return;
@@ -256,15 +256,15 @@ static int64_t due_ms(const kd_task_t *t)
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
         if (!lease_holds(f, t)) {
-                kd_timer_disarm(&f->timers, &t->timer);
+                kd_task_detach(f, t);
                 f->hooks.reclaim(f, t); /* renews it, or finds it lost */
                 return;
         }
         if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */
                 t->retry_as = KD_TASK_FIRING;
-                t->state = KD_TASK_RETRY;
-                if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_MONO,
-                                 kd_mono_ms() + KD_CLOCK_WAIT_MS, retry_cb, f))
+                kd_task_set_state(f, t, KD_TASK_RETRY);
+                if (kd_task_arm(f, t, KD_CLOCK_MONO,
+                                kd_mono_ms() + KD_CLOCK_WAIT_MS, retry_cb))
                         kd_fwd_oom(f, "clock_wait_timer");
                 return;
         }
@@ -275,7 +275,8 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
         if (known) {
                 kd_held_remove(f, t);
                 t->late_ms = now - due_ms(t);
-                t->state = KD_TASK_FIRING; /* claimed: its row goes DEAD */
+                /* Claimed: its row goes DEAD. */
+                kd_task_set_state(f, t, KD_TASK_FIRING);
                 kd_metric_inc(&f->metrics, KD_M_REFUSED_KNOWN);
                 fire_failed(f, t, known);
                 return;
@@ -363,6 +364,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
         f->kafka.inflight--;
         f->kafka.last_report_mono = kd_mono_ms();
+        t->where = KD_WHERE_NONE; /* reported */
         if (!m->err) {
                 rd_kafka_timestamp_type_t tt;
                 int64_t ts = rd_kafka_message_timestamp(m, &tt);

@@ -9,10 +9,10 @@
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
-#include "kd_pace.h"
 #include "kd_probe.h"
 #include "kd_sched.h"
 #include "kd_settle.h"
@@ -103,7 +103,9 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                         pause_part(f, p, KD_PART_FULL, 0);
                         return;
                 }
-                kd_sched_take(f, kd_taskq_pop(&p->backlog), what);
+                kd_task_t *t = kd_taskq_pop(&p->backlog);
+                t->where = KD_WHERE_NONE;
+                kd_sched_take(f, t, what);
         }
         if (p->state != KD_PART_FLOWING)
                 resume(f, p);
@@ -262,8 +264,9 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
         kd_metric_inc(&f->metrics, KD_M_READ);
         append_time_check(f, p, m, t);
         decode(f, p, t, kd_fwd_now(f));
-        t->state = KD_TASK_QUEUED;
+        kd_task_set_state(f, t, KD_TASK_QUEUED);
         kd_taskq_push(&p->backlog, t);
+        t->where = KD_WHERE_BACKLOG;
         if (p->state == KD_PART_FLOWING)
                 process(f, p);
 }
@@ -362,31 +365,17 @@ void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 }
 
 /* Drops everything held for p: not committed, so the next owner re-reads
- * it. Tasks with a produce in flight live on as orphans until reported. */
+ * it. Tasks with a produce in flight live on as orphans until reported
+ * (kd_settle_release). */
 static void part_drop(kd_fwd_t *f, kd_part_t *p)
 {
-        while (kd_taskq_pop(&p->backlog))
-                ;
+        for (kd_task_t *t; (t = kd_taskq_pop(&p->backlog));)
+                t->where = KD_WHERE_NONE; /* at once, not one by one */
         for (kd_task_t *t = p->tasks, *next; t; t = next) {
                 next = t->next;
                 t->part = NULL;
                 t->prev = t->next = NULL;
-                switch (t->state) {
-                case KD_TASK_FIRING:
-                case KD_TASK_HOPPING:
-                case KD_TASK_DEAD:
-                        break; /* an orphan */
-                case KD_TASK_CLAIMING:
-                        kd_claim_forget(f, t);
-                        kd_settle_release(f, t);
-                        break;
-                case KD_TASK_PACED:
-                        kd_pace_forget(f, t);
-                        kd_settle_release(f, t);
-                        break;
-                default:
-                        kd_settle_release(f, t);
-                }
+                kd_settle_release(f, t);
         }
         p->tasks = NULL;
         if (p->state != KD_PART_FLOWING)
@@ -452,8 +441,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                 if (t->rec.fire_at_ms <= now) {
                                         /* The rate limit yields to the
                                          * rebalance: these are due. */
-                                        kd_pace_forget(f, t);
-                                        kd_timer_disarm(&f->timers, &t->timer);
+                                        kd_task_detach(f, t);
                                         kd_fire_now(f, t, now);
                                 } else if (t->rec.fire_at_ms < next) {
                                         next = t->rec.fire_at_ms;
@@ -466,6 +454,15 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                 /* Wait for the next fire time, serving reports meanwhile. */
                 rd_kafka_poll(f->kafka.producer, (int)(next - now));
         }
+}
+
+/* 1 when t is handed over on a revoke: held, claiming, or waiting to hop
+ * again — not yet claimed, nor in flight, nor a dead letter (which goes
+ * on), nor still in the backlog. */
+static int hands_over(const kd_task_t *t)
+{
+        return t->state == KD_TASK_HELD || t->state == KD_TASK_CLAIMING ||
+               (t->state == KD_TASK_RETRY && t->retry_as == KD_TASK_HOPPING);
 }
 
 /* Hands over the tasks held from revoked partitions by hopping them: once
@@ -483,20 +480,9 @@ static void hand_over(kd_fwd_t *f)
                         continue;
                 for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                         nx = t->next; /* a produce may free t */
-                        switch (t->state) {
-                        case KD_TASK_CLAIMING:
-                                kd_claim_forget(f, t);
-                                break;
-                        case KD_TASK_HELD:
-                                break;
-                        case KD_TASK_RETRY:
-                                if (t->retry_as != KD_TASK_HOPPING)
-                                        continue; /* claimed, or dead */
-                                break;
-                        default:
-                                continue; /* in flight, or not yet read */
-                        }
-                        kd_timer_disarm(&f->timers, &t->timer);
+                        if (!hands_over(t))
+                                continue;
+                        kd_task_detach(f, t);
                         kd_held_remove(f, t);
                         kd_metric_inc(&f->metrics, KD_M_HANDED_OVER);
                         kd_fire_hop(f, t);

@@ -22,7 +22,5 @@ void kd_claim_due_cb(kd_timer_t *tm, void *arg);
 /* Queues t's claim (a batch goes out when full or claim_ahead/2 after
  * its first task was queued). */
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
-/* Removes t from the claim queue (revoke, shutdown). */
-void kd_claim_forget(kd_fwd_t *f, kd_task_t *t);
 
 #endif

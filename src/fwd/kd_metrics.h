@@ -92,6 +92,9 @@ typedef enum kd_metric_type {
         X(MARKS_LOST, "marks_lost", COUNTER, "",                               \
           "FIRED or DEAD marks not queued for lack of memory (rows stay "      \
           "FIRING)")                                                           \
+        X(TASK_STATE_BUGS, "task_state_bugs", COUNTER, "",                     \
+          "Task state moves outside the lifecycle's table (a bug; logged "     \
+          "as event=bug what=task_state)")                                     \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
         X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \

@@ -10,7 +10,5 @@
 
 /* t's claim is won: it fires at its fire time (through the rate limit). */
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
-/* Removes t from the pacing queue, if there. */
-void kd_pace_forget(kd_fwd_t *f, kd_task_t *t);
 
 #endif

@@ -8,9 +8,10 @@
 
 #include "kd_fwd_state.h"
 
-/* Lets t go wherever it is (timer, held set, partition list) and frees
- * it; its offset stays not done (a restart or the next owner re-reads it).
- * t must be out of the claim and pacing queues. */
+/* Lets t go: out of its place (kd_task_detach), its partition's list and
+ * the held set, and frees it; its offset stays not done (a restart or the
+ * next owner re-reads it). A task whose produce is in flight is only
+ * unlinked from its partition: an orphan, released again by its report. */
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t);
 /* Marks t's offset handled (when it still has its partition) and frees
  * it. */

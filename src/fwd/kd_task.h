@@ -36,8 +36,10 @@ typedef struct kd_taskrec {
         int64_t fire_at_ms;
 } kd_taskrec_t;
 
-/* What a task is waiting for. */
+/* What a task is waiting for. Changed only through kd_task_set_state
+ * (kd_lifecycle.h), which checks each move against the table there. */
 typedef enum kd_task_state {
+        KD_TASK_NEW,      /* read, not yet decoded (kd_task_new) */
         KD_TASK_QUEUED,   /* read, in its partition's backlog */
         KD_TASK_HELD,     /* timer at fire_at - claim_ahead */
         KD_TASK_CLAIMING, /* in the claim queue */
@@ -48,10 +50,31 @@ typedef enum kd_task_state {
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
         KD_TASK_RETRY     /* a produce failed; timer at the retry time */
 } kd_task_state_t;
+#define KD_TASK_STATES (KD_TASK_RETRY + 1)
+
+/* The one place a task waits in, which kd_task_detach (kd_lifecycle.h)
+ * takes it out of. Its partition's task list, the held set's accounting
+ * and a lease renewal out for it (req while claimed) are not places: they
+ * last from its read (its claim) to its end. */
+typedef enum kd_task_where {
+        KD_WHERE_NONE,      /* nowhere: being handled, or handled */
+        KD_WHERE_BACKLOG,   /* its partition's backlog (QUEUED) */
+        KD_WHERE_TIMER,     /* its own timer: the hold, a foreign-claim
+                               wait, the fire, a retry (HELD, CLAIMED,
+                               RETRY) */
+        KD_WHERE_CLAIM_Q,   /* the claim queue (CLAIMING) */
+        KD_WHERE_CLAIM_REQ, /* a claim or takeover request out on the
+                               fate store, t->req (CLAIMING) */
+        KD_WHERE_PACE_Q,    /* the pacing queue (PACED) */
+        KD_WHERE_FLIGHT     /* produced, its delivery report to come
+                               (FIRING, HOPPING, DEAD): not detachable */
+} kd_task_where_t;
+#define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
 
 typedef struct kd_task {
         kd_taskrec_t rec;
         kd_task_state_t state;
+        kd_task_where_t where;
         kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
         kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
         int retries;
@@ -76,7 +99,9 @@ typedef struct kd_task {
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this
-                                     task's claim (CLAIMING); NULL = none */
+                                     task's claim (CLAIMING, where
+                                     KD_WHERE_CLAIM_REQ) or its lease
+                                     renewal (claimed); NULL = none */
         size_t req_slot;          /* the task's item in req */
 } kd_task_t;
 
@@ -94,7 +119,8 @@ kd_task_t *kd_task_new(rd_kafka_message_t *m);
 /* Sets t's id and target (copies, in one block); -1 when out of memory. */
 int kd_task_set_ids(kd_task_t *t, const char *id, size_t id_len,
                     const char *target, size_t target_len);
-/* Frees t's record and t; t must be out of every queue, list and timer. */
+/* Frees t's record and t; t must be out of every queue, list and timer
+ * (kd_settle_release takes it out first). */
 void kd_task_free(kd_task_t *t);
 
 /* A FIFO of tasks linked through qnext (a task is in at most one). */

@@ -3,6 +3,7 @@
 #include "kd_pace.h"
 
 #include "kd_fire.h"
+#include "kd_lifecycle.h"
 #include "kd_util.h"
 
 /* The bucket holds a tenth of a second of fires (at least one). */
@@ -52,6 +53,7 @@ static void run_cb(kd_timer_t *tm, void *arg)
         refill(f, kd_mono_ms());
         while (p->q.head && p->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&p->q);
+                t->where = KD_WHERE_NONE;
                 p->tokens -= 1.0;
                 kd_fire_now(f, t, kd_fwd_now(f));
         }
@@ -76,23 +78,16 @@ static void due_cb(kd_timer_t *tm, void *arg)
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
-        t->state = KD_TASK_PACED;
+        kd_task_set_state(f, t, KD_TASK_PACED);
         kd_taskq_push(&p->q, t);
+        t->where = KD_WHERE_PACE_Q;
         if (p->q.len == 1)
                 arm(f);
 }
 
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
-        t->state = KD_TASK_CLAIMED;
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_WALL,
-                         t->rec.fire_at_ms, due_cb, f))
+        kd_task_set_state(f, t, KD_TASK_CLAIMED);
+        if (kd_task_arm(f, t, KD_CLOCK_WALL, t->rec.fire_at_ms, due_cb))
                 kd_fwd_oom(f, "fire_timer");
-}
-
-void kd_pace_forget(kd_fwd_t *f, kd_task_t *t)
-{
-        if (t->state == KD_TASK_PACED && kd_taskq_remove(&f->pace.q, t) &&
-            !f->pace.q.head)
-                kd_timer_disarm(&f->timers, &f->pace.timer);
 }

@@ -7,6 +7,7 @@
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_mode.h"
 #include "kd_path.h"
 
@@ -47,10 +48,10 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
                 return;
         }
         kd_held_add(f, t);
-        t->state = KD_TASK_HELD;
+        kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_HELD);
-        if (kd_timer_arm(&f->timers, &t->timer, KD_CLOCK_WALL,
-                         t->rec.fire_at_ms - f->conf->fwd_claim_ahead_ms,
-                         kd_claim_due_cb, f))
+        if (kd_task_arm(f, t, KD_CLOCK_WALL,
+                        t->rec.fire_at_ms - f->conf->fwd_claim_ahead_ms,
+                        kd_claim_due_cb))
                 kd_fwd_oom(f, "hold_timer");
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -16,8 +17,7 @@
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
 {
         kd_store_req_detach(t); /* a lease renewal may be out for it */
-        kd_timer_disarm(&f->timers, &t->timer);
-        kd_held_remove(f, t);
+        int orphan = kd_task_detach(f, t) != 0; /* in flight */
         kd_part_t *p = t->part;
         if (p) {
                 if (t->prev)
@@ -26,7 +26,13 @@ void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
                         p->tasks = t->next;
                 if (t->next)
                         t->next->prev = t->prev;
+                t->part = NULL;
+                t->prev = t->next = NULL;
         }
+        if (orphan)
+                return; /* its report releases it again */
+        kd_timer_disarm(&f->timers, &t->timer); /* never freed armed */
+        kd_held_remove(f, t);
         kd_task_free(t);
 }
 

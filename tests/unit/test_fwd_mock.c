@@ -1288,6 +1288,111 @@ static void c_txn_fatal(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
 }
 
+/* Exactly-once: a fatal commit (EndTxn answers INVALID_TXN_STATE: a new
+ * producer) hits the transaction holding the dead letter of a claimed task
+ * whose target is missing (target-unavailable, as in c_missing_target).
+ * The renewal fences that transaction: its dead letter did not happen,
+ * and the task, read again after the rewind, is dead-lettered again. The
+ * fenced transaction's bookkeeping once outlived it: the next commit
+ * marked the row DEAD though its dead letter was aborted, and the copy
+ * read again then met DEAD and was skipped (or had its lease renewal find
+ * DEAD and was dropped): no dead letter, and a row saying DEAD. Now
+ * txn_over ends it. The mock shows aborted records, so the fenced dead
+ * letter stays visible: it was produced before the error was pushed, the
+ * one after it exactly once; and the row says DEAD only after that one
+ * was produced. A transaction holding a dead letter commits after
+ * forwarder.transaction_interval (1 s here): the test pushes the error
+ * in that second, once the dead letter is reported delivered. A missing
+ * topic is known at once (topic.metadata.propagation.max.ms=0), so that
+ * after the renewal the copy read again fails at once, in transactions
+ * that commit (the new producer warms the topics of the old): with a
+ * wait, its first fire would fail in the transaction and abort it, and
+ * that abort would clear the stale marks before any commit. */
+static const char *const renew_dead_overrides[] = {
+    "topic.metadata.propagation.max.ms=0", "forwarder.retry_max=200ms",
+    "forwarder.transaction_interval=1s", NULL};
+
+static void c_txn_fatal_dead_letter(fm_env_t *e)
+{
+        char nowhere[160];
+        snprintf(nowhere, sizeof(nowhere), "%s.nowhere", e->prefix);
+        fm_task_t t;
+        task_buf_t b;
+        task_fill(e, &t, &b, "lost", 0, 300);
+        t.target = nowhere;
+        rd_kafka_mock_topic_set_error(e->mock, nowhere,
+                                      RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, &t, 1), 0);
+        /* Delivered into the open transaction, whose commit is a second
+         * away: that commit fails for good. */
+        CU_ASSERT_EQUAL_FATAL(fm_log_wait(e, 1, "event=dead_lettered",
+                                          "reason=target-unavailable", 20000),
+                              0);
+        int64_t pushed_ms = kd_now_ms();
+        rd_kafka_mock_push_request_errors(e->mock, API_END_TXN, 1,
+                                          RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
+        fm_note(e, "EndTxn error pushed at %lld", (long long)pushed_ms);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 1, "event=txn_aborted",
+                                    "why=producer_renewed", 15000),
+                        0);
+        /* When the row first says DEAD (looked at every 5 ms). */
+        int64_t dead_seen_ms = 0;
+        for (int64_t end = kd_mono_ms() + 30000; kd_mono_ms() < end;
+             fm_sleep_ms(5))
+                if (fm_fate(e, t.id).fate == KDELAY_FATE_DEAD) {
+                        dead_seen_ms = kd_now_ms();
+                        break;
+                }
+        fm_note(e, "row DEAD seen at %lld", (long long)dead_seen_ms);
+        CU_ASSERT(dead_seen_ms > 0);
+        /* A copy read again after a DEAD mark comes to nothing: give it
+         * the time a dead letter would take. */
+        fm_sleep_ms(1500);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->dead, &msgs);
+        int before = 0, after = 0;
+        int64_t redone_ms = 0; /* when the copy after the renewal was made */
+        char buf[200];
+        for (int i = 0; i < cnt; i++) {
+                const fm_msg_t *m = &msgs[i];
+                const char *id = hs(m, "kdelay-id", buf, sizeof(buf));
+                if (!id || strcmp(id, t.id))
+                        continue;
+                fm_note(e, "dead letter at offset %lld, produced at %lld",
+                        (long long)m->offset, (long long)m->ts);
+                CU_ASSERT_STRING_EQUAL(
+                    hs(m, "kdelay-dead-reason", buf, sizeof(buf)),
+                    "target-unavailable");
+                if (m->ts <= pushed_ms) {
+                        before++;
+                } else {
+                        after++;
+                        redone_ms = m->ts;
+                }
+        }
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        CU_ASSERT_EQUAL(before, 1); /* the fenced one: the mock shows it */
+        CU_ASSERT_EQUAL(after, 1);  /* exactly once after the renewal */
+        /* The row said DEAD only once that dead letter was made. */
+        CU_ASSERT(after == 1 && redone_ms < dead_seen_ms);
+        cnt = fm_consume(e, e->target, &msgs);
+        CU_ASSERT_EQUAL(cnt, 0);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        kd_fate_mem_row_t row = fm_fate(e, t.id);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_PRODUCER_RENEWALS), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), 0);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=txn_error",
+                                     "what=commit_transaction",
+                                     "action=renew_producer"),
+                        1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
+}
+
 /* Exactly-once: a commit times out (the coordinator answers EndTxn after
  * 12 s, past the forwarder's 10 s call timeout) while a stop is already
  * asked for. The commit goes on in librdkafka, and only another commit
@@ -1507,6 +1612,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           NULL, 1, 1)                                                          \
         X(a_fatal_commit_renews_the_producer_and_fires_each_task_once,         \
           c_txn_fatal, NULL, 1, 1)                                             \
+        X(a_fatal_commit_holding_a_dead_letter_dead_letters_it_once_then_dead, \
+          c_txn_fatal_dead_letter, renew_dead_overrides, 1, 1)                 \
         X(timed_out_commit_is_committed_again_even_when_stopping,              \
           c_commit_timeout_stop, NULL, 1, 1)                                   \
         X(refused_hops_take_a_quarter_of_the_held_limit_and_pause_partitions,  \
@@ -1642,6 +1749,10 @@ static void run_case(int mode, int i)
         fm_cases[i].fn(e);
         int64_t t1 = kd_mono_ms();
         fm_stop(e);
+        /* No task state move outside the lifecycle's table, no
+         * transaction state move outside its own (kd_lifecycle.h,
+         * mode_eos.c), in any case. */
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=bug", NULL, NULL), 0);
         if (CU_get_number_of_failures() != failures || getenv("FM_DUMP"))
                 fm_log_dump(e);
         fm_destroy(e);

@@ -1,0 +1,143 @@
+/* A task's lifecycle (kd_lifecycle.h): its state moves, checked against
+ * the table below, and its place. Owns no state of its own: the task's
+ * fields and the queues it leaves (claim, pacing, backlog) through their
+ * kd_taskq_t. */
+#include "kd_lifecycle.h"
+
+#include "kd_log.h"
+#include "kd_store.h"
+
+static const char *const state_names[KD_TASK_STATES] = {
+    "new",   "queued", "held",    "claiming", "claimed",
+    "paced", "firing", "hopping", "dead",     "retry"};
+
+const char *kd_task_state_name(kd_task_state_t s)
+{
+        return (unsigned)s < KD_TASK_STATES ? state_names[s] : "?";
+}
+
+#define TO(s) (1u << KD_TASK_##s)
+
+/* The moves the pipeline makes, from -> to, and who makes them:
+ *
+ *  from      to        where
+ *  new       queued    intake: decoded, into its partition's backlog
+ *  queued    held      sched: held, hold timer at fire_at - claim_ahead
+ *  queued    hopping   sched: hopped (fire.c kd_fire_hop)
+ *  queued    dead      sched: malformed or forbidden, dead-lettered
+ *  queued    retry     fire: no memory for the hop's or dead letter's
+ *                      headers, produced later
+ *  held      claiming  claim: its hold or wait timer ran (claim_due_cb)
+ *  held      hopping   intake: handed over on a revoke
+ *  held      retry     intake: handed over, no memory for the headers
+ *  claiming  claiming  claim: the request failed, queued again
+ *  claiming  held      claim: FIRING under another owner (lease or
+ *                      foreign wait), or no row yet (undecided)
+ *  claiming  claimed   claim: won (pace.c kd_pace_claimed: fire timer)
+ *  claiming  hopping   intake: handed over on a revoke (claim forgotten)
+ *  claiming  retry     intake: handed over, no memory for the headers
+ *  claimed   paced     pace: due, waiting for max_fire_rate
+ *  claimed   firing    fire: produced to its target (or refused_known)
+ *  claimed   claiming  fire: its lease may end before the report:
+ *                      claimed again (hooks.reclaim)
+ *  claimed   retry     fire: waiting for the first clock sample, or no
+ *                      memory for the headers
+ *  paced     firing    as from claimed
+ *  paced     claiming  as from claimed
+ *  paced     retry     as from claimed
+ *  firing    dead      fire: failed for good, dead-lettered
+ *  firing    retry     fire: produce failed or deferred (the mode holds
+ *                      it back), the batch refused: produced again later
+ *  hopping   dead      fire: too large, or the tier refuses it for good
+ *  hopping   retry     as from firing
+ *  dead      dead      fire: too large for the dead topic, sent again
+ *                      without key and value
+ *  dead      retry     as from firing
+ *  retry     retry     fire: still waiting (clock, headers)
+ *  retry     firing    fire: the retry of a fire
+ *  retry     hopping   fire: the retry of a hop; intake: handed over
+ *  retry     dead      fire: the retry of a dead letter
+ *  retry     claiming  fire: as claimed -> claiming
+ *
+ * A task ends (freed by kd_settle_release) from any state. */
+static const unsigned moves[KD_TASK_STATES] = {
+    [KD_TASK_NEW] = TO(QUEUED),
+    [KD_TASK_QUEUED] = TO(HELD) | TO(HOPPING) | TO(DEAD) | TO(RETRY),
+    [KD_TASK_HELD] = TO(CLAIMING) | TO(HOPPING) | TO(RETRY),
+    [KD_TASK_CLAIMING] =
+        TO(CLAIMING) | TO(HELD) | TO(CLAIMED) | TO(HOPPING) | TO(RETRY),
+    [KD_TASK_CLAIMED] = TO(PACED) | TO(FIRING) | TO(CLAIMING) | TO(RETRY),
+    [KD_TASK_PACED] = TO(FIRING) | TO(CLAIMING) | TO(RETRY),
+    [KD_TASK_FIRING] = TO(DEAD) | TO(RETRY),
+    [KD_TASK_HOPPING] = TO(DEAD) | TO(RETRY),
+    [KD_TASK_DEAD] = TO(DEAD) | TO(RETRY),
+    [KD_TASK_RETRY] =
+        TO(RETRY) | TO(FIRING) | TO(HOPPING) | TO(DEAD) | TO(CLAIMING)};
+
+#undef TO
+
+int kd_task_move_allowed(kd_task_state_t from, kd_task_state_t to)
+{
+        return (unsigned)from < KD_TASK_STATES &&
+               (unsigned)to < KD_TASK_STATES && (moves[from] >> to & 1u);
+}
+
+void kd_task_set_state(kd_fwd_t *f, kd_task_t *t, kd_task_state_t to)
+{
+        kd_task_state_t from = t->state;
+        if (!kd_task_move_allowed(from, to)) {
+                /* Made all the same: exiting over a move the table missed
+                 * would cost more than going on as before the table. */
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                kd_metric_inc(&f->metrics, KD_M_TASK_STATE_BUGS);
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=bug what=task_state from=%s to=%s id=%s",
+                       kd_task_state_name(from), kd_task_state_name(to),
+                       t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-");
+        }
+        t->state = to;
+}
+
+int kd_task_arm(kd_fwd_t *f, kd_task_t *t, kd_clock_t clock, int64_t at,
+                kd_timer_cb_t *cb)
+{
+        t->where = KD_WHERE_TIMER;
+        return kd_timer_arm(&f->timers, &t->timer, clock, at, cb, f);
+}
+
+int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
+{
+        switch (t->where) {
+        case KD_WHERE_NONE:
+                break;
+        case KD_WHERE_BACKLOG:
+                if (t->part)
+                        kd_taskq_remove(&t->part->backlog, t);
+                break;
+        case KD_WHERE_TIMER:
+                kd_timer_disarm(&f->timers, &t->timer);
+                break;
+        case KD_WHERE_CLAIM_Q:
+                kd_taskq_remove(&f->claim.q, t);
+                break;
+        case KD_WHERE_CLAIM_REQ:
+                kd_store_req_detach(t); /* its answer will be ignored */
+                break;
+        case KD_WHERE_PACE_Q:
+                /* The pacing timer serves the queue's head: none, none. */
+                if (kd_taskq_remove(&f->pace.q, t) && !f->pace.q.head)
+                        kd_timer_disarm(&f->timers, &f->pace.timer);
+                break;
+        case KD_WHERE_FLIGHT:
+                return -1;
+        }
+        t->where = KD_WHERE_NONE;
+        return 0;
+}
+
+int kd_task_claimed(const kd_task_t *t)
+{
+        return t->state == KD_TASK_CLAIMED || t->state == KD_TASK_PACED ||
+               t->state == KD_TASK_FIRING ||
+               (t->state == KD_TASK_RETRY && t->retry_as == KD_TASK_FIRING);
+}

@@ -1,0 +1,297 @@
+/* Unit tests for a task's lifecycle (kd_lifecycle.h): every (from, to)
+ * pair of states against the table of moves, each illegal one logged
+ * once and counted, and made all the same; a task taken out of each of
+ * its places; a task in flight left to its report. No broker, no store. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdelay/conf.h>
+
+#include "kd_fwd_state.h"
+#include "kd_lifecycle.h"
+#include "kd_settle.h"
+#include "kd_store.h"
+#include "kd_test.h"
+#include "kd_util.h"
+
+/* The moves the pipeline makes, written out again here so that a change
+ * of the table is a change of this list too. */
+static const struct {
+        kd_task_state_t from, to;
+} legal[] = {
+    {KD_TASK_NEW, KD_TASK_QUEUED},        {KD_TASK_QUEUED, KD_TASK_HELD},
+    {KD_TASK_QUEUED, KD_TASK_HOPPING},    {KD_TASK_QUEUED, KD_TASK_DEAD},
+    {KD_TASK_QUEUED, KD_TASK_RETRY},      {KD_TASK_HELD, KD_TASK_CLAIMING},
+    {KD_TASK_HELD, KD_TASK_HOPPING},      {KD_TASK_HELD, KD_TASK_RETRY},
+    {KD_TASK_CLAIMING, KD_TASK_CLAIMING}, {KD_TASK_CLAIMING, KD_TASK_HELD},
+    {KD_TASK_CLAIMING, KD_TASK_CLAIMED},  {KD_TASK_CLAIMING, KD_TASK_HOPPING},
+    {KD_TASK_CLAIMING, KD_TASK_RETRY},    {KD_TASK_CLAIMED, KD_TASK_PACED},
+    {KD_TASK_CLAIMED, KD_TASK_FIRING},    {KD_TASK_CLAIMED, KD_TASK_CLAIMING},
+    {KD_TASK_CLAIMED, KD_TASK_RETRY},     {KD_TASK_PACED, KD_TASK_FIRING},
+    {KD_TASK_PACED, KD_TASK_CLAIMING},    {KD_TASK_PACED, KD_TASK_RETRY},
+    {KD_TASK_FIRING, KD_TASK_DEAD},       {KD_TASK_FIRING, KD_TASK_RETRY},
+    {KD_TASK_HOPPING, KD_TASK_DEAD},      {KD_TASK_HOPPING, KD_TASK_RETRY},
+    {KD_TASK_DEAD, KD_TASK_DEAD},         {KD_TASK_DEAD, KD_TASK_RETRY},
+    {KD_TASK_RETRY, KD_TASK_RETRY},       {KD_TASK_RETRY, KD_TASK_FIRING},
+    {KD_TASK_RETRY, KD_TASK_HOPPING},     {KD_TASK_RETRY, KD_TASK_DEAD},
+    {KD_TASK_RETRY, KD_TASK_CLAIMING},
+};
+
+static int expected(kd_task_state_t from, kd_task_state_t to)
+{
+        for (size_t i = 0; i < KD_ARRAY_LEN(legal); i++)
+                if (legal[i].from == from && legal[i].to == to)
+                        return 1;
+        return 0;
+}
+
+/* The forwarder's log: how many lines, and the last. */
+static int log_lines;
+static char last_line[512];
+
+static void log_cb(kdelay_log_level_t level, const char *line, void *opaque)
+{
+        (void)level;
+        (void)opaque;
+        log_lines++;
+        kd_strlcpy(last_line, line, sizeof(last_line));
+}
+
+/* A forwarder with what the lifecycle touches: conf (its log), metrics,
+ * timers, the claim and pacing queues. */
+static kd_fwd_t *fwd_new(void)
+{
+        kd_fwd_t *f = calloc(1, sizeof(*f));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        f->conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f->conf);
+        kdelay_conf_set_log_cb(f->conf, log_cb, KDELAY_LOG_DEBUG, NULL);
+        kd_timers_init(&f->timers);
+        kd_timer_init(&f->pace.timer, NULL, NULL);
+        return f;
+}
+
+static void fwd_free(kd_fwd_t *f)
+{
+        kd_timers_clear(&f->timers);
+        kdelay_conf_destroy(f->conf);
+        free(f);
+}
+
+/* A task as kd_task_new leaves it (no record), with id (may be NULL). */
+static kd_task_t *task_new(const char *id)
+{
+        kd_task_t *t = calloc(1, sizeof(*t));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        kd_timer_init(&t->timer, NULL, NULL);
+        if (id)
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_task_set_ids(t, id, strlen(id), "target", 6), 0);
+        return t;
+}
+
+static void never_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        (void)arg;
+        CU_FAIL("a detached timer ran");
+}
+
+/* Every pair: the table says what the list says; the move is made either
+ * way; an illegal one is counted and logged once, with both names and
+ * the id quoted, a legal one neither. */
+static void test_every_pair_against_the_table(void)
+{
+        kd_fwd_t *f = fwd_new();
+        kd_task_t *t = task_new("id with space");
+        size_t legal_seen = 0;
+        CU_ASSERT_EQUAL(KD_TASK_STATES, 10);
+        for (int from = 0; from < KD_TASK_STATES; from++) {
+                for (int to = 0; to < KD_TASK_STATES; to++) {
+                        int ok = expected(from, to);
+                        legal_seen += (size_t)ok;
+                        CU_ASSERT_EQUAL(kd_task_move_allowed(from, to), ok);
+                        int64_t bugs =
+                            kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS);
+                        int lines = log_lines;
+                        t->state = from;
+                        kd_task_set_state(f, t, to);
+                        CU_ASSERT_EQUAL(t->state, (kd_task_state_t)to);
+                        CU_ASSERT_EQUAL(
+                            kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS),
+                            bugs + !ok);
+                        CU_ASSERT_EQUAL(log_lines, lines + !ok);
+                        if (ok)
+                                continue;
+                        char want[256];
+                        snprintf(want, sizeof(want),
+                                 "event=bug what=task_state from=%s to=%s "
+                                 "id=\"id with space\"",
+                                 kd_task_state_name(from),
+                                 kd_task_state_name(to));
+                        CU_ASSERT_STRING_EQUAL(last_line, want);
+                }
+        }
+        CU_ASSERT_EQUAL(legal_seen, KD_ARRAY_LEN(legal));
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS),
+                        KD_TASK_STATES * KD_TASK_STATES -
+                            (int64_t)KD_ARRAY_LEN(legal));
+        /* Nothing leaves the table's range; a task without an id (a
+         * malformed record) is logged as "-". */
+        CU_ASSERT_FALSE(kd_task_move_allowed(KD_TASK_STATES, KD_TASK_NEW));
+        CU_ASSERT_FALSE(kd_task_move_allowed(KD_TASK_NEW, KD_TASK_STATES));
+        CU_ASSERT_STRING_EQUAL(kd_task_state_name(KD_TASK_STATES), "?");
+        CU_ASSERT_STRING_EQUAL(kd_task_state_name(KD_TASK_PACED), "paced");
+        kd_task_t *anon = task_new(NULL);
+        anon->state = KD_TASK_FIRING;
+        kd_task_set_state(f, anon, KD_TASK_HELD);
+        CU_ASSERT_STRING_EQUAL(last_line, "event=bug what=task_state "
+                                          "from=firing to=held id=-");
+        kd_task_free(anon);
+        kd_task_free(t);
+        fwd_free(f);
+}
+
+/* From each place detach takes the task out, and only it; a task in
+ * flight stays. */
+static void test_detach_from_every_place(void)
+{
+        kd_fwd_t *f = fwd_new();
+        kd_part_t p;
+        memset(&p, 0, sizeof(p));
+        kd_task_t *t = task_new("t"), *u = task_new("u");
+        t->part = u->part = &p;
+
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0); /* nowhere */
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_NONE);
+
+        kd_taskq_push(&p.backlog, u);
+        kd_taskq_push(&p.backlog, t);
+        t->where = u->where = KD_WHERE_BACKLOG;
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_NONE);
+        CU_ASSERT_EQUAL(p.backlog.len, 1);
+        CU_ASSERT_PTR_EQUAL(p.backlog.head, u);
+        CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
+        CU_ASSERT_EQUAL(p.backlog.len, 0);
+
+        CU_ASSERT_EQUAL(
+            kd_task_arm(f, t, KD_CLOCK_MONO, kd_mono_ms() + 1000, never_cb), 0);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_TIMER);
+        CU_ASSERT_TRUE(kd_timer_armed(&t->timer));
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
+        CU_ASSERT_FALSE(kd_timer_armed(&t->timer));
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_NONE);
+
+        kd_taskq_push(&f->claim.q, t);
+        kd_taskq_push(&f->claim.q, u);
+        t->where = u->where = KD_WHERE_CLAIM_Q;
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
+        CU_ASSERT_EQUAL(f->claim.q.len, 1);
+        CU_ASSERT_PTR_EQUAL(f->claim.q.head, u);
+        CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
+        CU_ASSERT_EQUAL(f->claim.q.len, 0);
+
+        kd_store_req_t *r = kd_store_req_new(KD_FW_CLAIM, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        CU_ASSERT_EQUAL_FATAL(kd_store_req_item(r, 0, t, NULL), 0);
+        CU_ASSERT_PTR_EQUAL(t->req, r);
+        t->where = KD_WHERE_CLAIM_REQ;
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
+        CU_ASSERT_PTR_NULL(t->req);
+        CU_ASSERT_PTR_NULL(r->tasks[0]); /* its answer is ignored */
+        kd_store_req_free(r);
+
+        /* The pacing timer goes with the queue's last task. */
+        CU_ASSERT_EQUAL(kd_timer_arm(&f->timers, &f->pace.timer, KD_CLOCK_MONO,
+                                     kd_mono_ms() + 1000, never_cb, f),
+                        0);
+        kd_taskq_push(&f->pace.q, t);
+        kd_taskq_push(&f->pace.q, u);
+        t->where = u->where = KD_WHERE_PACE_Q;
+        CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
+        CU_ASSERT_EQUAL(f->pace.q.len, 1);
+        CU_ASSERT_TRUE(kd_timer_armed(&f->pace.timer));
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
+        CU_ASSERT_EQUAL(f->pace.q.len, 0);
+        CU_ASSERT_FALSE(kd_timer_armed(&f->pace.timer));
+
+        t->where = KD_WHERE_FLIGHT;
+        CU_ASSERT_EQUAL(kd_task_detach(f, t), -1);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_FLIGHT);
+
+        kd_task_free(t);
+        kd_task_free(u);
+        fwd_free(f);
+}
+
+/* kd_settle_release lets any task go: one in flight only leaves its
+ * partition (an orphan, released again by its report), any other is
+ * detached and freed (ASan and LSan see the rest). */
+static void test_release_orphans_what_is_in_flight(void)
+{
+        kd_fwd_t *f = fwd_new();
+        kd_part_t p;
+        memset(&p, 0, sizeof(p));
+        kd_task_t *flying = task_new("flying"), *waiting = task_new("waiting"),
+                  *queued = task_new("queued");
+        kd_task_t *all[] = {queued, waiting, flying};
+        for (size_t i = 0; i < KD_ARRAY_LEN(all); i++) {
+                all[i]->part = &p;
+                all[i]->next = p.tasks;
+                if (p.tasks)
+                        p.tasks->prev = all[i];
+                p.tasks = all[i];
+        }
+        flying->where = KD_WHERE_FLIGHT;
+        CU_ASSERT_EQUAL(kd_task_arm(f, waiting, KD_CLOCK_MONO,
+                                    kd_mono_ms() + 1000, never_cb),
+                        0);
+        kd_taskq_push(&p.backlog, queued);
+        queued->where = KD_WHERE_BACKLOG;
+
+        kd_settle_release(f, flying);
+        CU_ASSERT_PTR_NULL(flying->part);
+        CU_ASSERT_EQUAL(flying->where, KD_WHERE_FLIGHT);
+        CU_ASSERT_PTR_EQUAL(p.tasks, waiting);
+        CU_ASSERT_PTR_NULL(waiting->prev);
+
+        kd_settle_release(f, waiting);
+        CU_ASSERT_PTR_EQUAL(p.tasks, queued);
+        CU_ASSERT_EQUAL(kd_timers_wait_ms(&f->timers, 5000), 5000);
+
+        kd_settle_release(f, queued);
+        CU_ASSERT_PTR_NULL(p.tasks);
+        CU_ASSERT_EQUAL(p.backlog.len, 0);
+
+        flying->where = KD_WHERE_NONE; /* its report came */
+        kd_settle_release(f, flying);
+        fwd_free(f);
+}
+
+/* Leases are renewed for the tasks that hold a claim of their own. */
+static void test_claimed_states(void)
+{
+        kd_task_t t;
+        memset(&t, 0, sizeof(t));
+        for (int s = 0; s < KD_TASK_STATES; s++) {
+                t.state = s;
+                t.retry_as = KD_TASK_FIRING;
+                int want = s == KD_TASK_CLAIMED || s == KD_TASK_PACED ||
+                           s == KD_TASK_FIRING || s == KD_TASK_RETRY;
+                CU_ASSERT_EQUAL(kd_task_claimed(&t), want);
+                t.retry_as = KD_TASK_HOPPING;
+                CU_ASSERT_EQUAL(kd_task_claimed(&t),
+                                want && s != KD_TASK_RETRY);
+        }
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_every_pair_against_the_table),
+            KD_TEST(test_detach_from_every_place),
+            KD_TEST(test_release_orphans_what_is_in_flight),
+            KD_TEST(test_claimed_states), KD_TEST_END};
+        return kd_test_run("task_state", cases, NULL, NULL);
+}
