@@ -20,35 +20,35 @@ ctl() { echo "\$ kdelayctl ${*@Q}" >&2; build/demo/kdelayctl "$@"; }
 
 step "Starting the local stack (Kafka in KRaft mode + a private MariaDB)"
 deploy/local/stack.sh up
+# export KDELAY_BROKERS, KDELAY_MYSQL_URL: kdelayctl and the forwarder read
+# them, so no command below names the stack
 eval "$(deploy/local/stack.sh env)"
-export KDELAY_BROKERS KDELAY_MYSQL_URL
-common=(--brokers "$KDELAY_BROKERS" --mysql "$KDELAY_MYSQL_URL")
 
 step "Creating the tier and dead-letter topics, and the schema"
-ctl topics create --partitions 2 --replication-factor 1 "${common[@]}"
-ctl topics check "${common[@]}"
-ctl db migrate "${common[@]}"
+ctl topics create --partitions 2 --replication-factor 1
+ctl topics check
+ctl db migrate
 
 step "Creating the demo target topic and starting kdelay-forwarder"
 deploy/local/stack.sh topic demo.reminders --partitions 2
 fwd_log=build/demo/forwarder.log
-build/demo/kdelay-forwarder "${common[@]}" >"$fwd_log" 2>&1 &
+build/demo/kdelay-forwarder >"$fwd_log" 2>&1 &
 fwd_pid=$!
 trap 'kill "$fwd_pid" 2>/dev/null || true' EXIT
 echo "forwarder pid $fwd_pid, log $fwd_log"
 
 kcat=$(command -v kcat || command -v kafkacat)
 step "Scheduling a task due in 5 seconds, and one due in 8 seconds that we cancel"
-id=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-42 \
+id=$(ctl schedule --topic demo.reminders --key order-42 \
        --value 'ship order 42' --delay 5s --header source=demo)
 echo "task id: $id"
-id2=$(ctl schedule "${common[@]}" --topic demo.reminders --key order-43 \
+id2=$(ctl schedule --topic demo.reminders --key order-43 \
         --value 'never sent' --delay 8s)
-ctl cancel "${common[@]}" "$id2"
+ctl cancel "$id2"
 
 step "The first task as a Kafka record in its tier topic (kdelayctl tasks find)"
 # The library chose the tier (docs/wire-format.md, "Choosing the tier").
-tier_topic=$(ctl tasks find "${common[@]}" --json "$id" |
+tier_topic=$(ctl tasks find --json "$id" |
   sed -n 's/.*"tier_topic":"\([^"]*\)".*/\1/p')
 [[ -n $tier_topic ]] || { echo "task $id not found in a tier topic" >&2; exit 1; }
 echo "tier topic: $tier_topic"
@@ -66,7 +66,7 @@ grep -m1 -F "kdelay-id=$id" <&"${KCAT[0]}" && found=1
 kill "$kcat_pid" 2>/dev/null || true
 wait "$kcat_pid" 2>/dev/null || true
 ((found)) || { echo "task $id was not delivered" >&2; exit 1; }
-ctl status "${common[@]}" "$id"
+ctl status "$id"
 
 step "The cancelled task never arrives"
 sleep 5 # past its due time (8 s after scheduling) with margin
@@ -75,7 +75,7 @@ if "$kcat" -C -b "$KDELAY_BROKERS" -t demo.reminders -o beginning -e -q -f '%h\n
   echo "cancelled task $id2 was delivered" >&2; exit 1
 fi
 echo "task $id2 was not delivered"
-ctl status "${common[@]}" --json "$id2"
+ctl status --json "$id2"
 
 step "Stopping the forwarder (SIGTERM) and its last statistics"
 kill -TERM "$fwd_pid"; wait "$fwd_pid" || true
@@ -85,6 +85,7 @@ grep -a 'event=forwarder_stopped' "$fwd_log" | tr ' ' '\n' | grep -E '^(fired|ca
 cat <<TXT
 
 Done. The stack is still running:
-  eval "\$(deploy/local/stack.sh env)"   # KDELAY_BROKERS, KDELAY_MYSQL_URL
+  eval "\$(deploy/local/stack.sh env)"   # exports KDELAY_BROKERS, KDELAY_MYSQL_URL
+  build/demo/kdelayctl stats            # then every kdelayctl verb reaches the stack
   deploy/local/stack.sh down            # stop it (add --purge to delete data)
 TXT

@@ -34,7 +34,8 @@ deploy/local/deps.sh
 # supported line; stack "3n" is three nodes of the default Kafka (nodes on
 # 29292, 29294, 29296, their controllers on the ports after them).
 old_kafka=${KDELAY_TEST_OLD_KAFKA:-3.9.1}
-unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_KAFKA_NODES KDELAY_CLIENT_CONFIG
+unset KDELAY_MYSQL_URL_EXTERNAL KDELAY_KAFKA_VERSION KDELAY_KAFKA_NODES KDELAY_CLIENT_CONFIG \
+  KDELAY_KAFKA_CONFIG KDELAY_CONFIG
 declare -A stack_dir=([new]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}"
                       [old]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-old"
                       [3n]="${KDELAY_TEST_STACK_DIR:-$root/.stack-test}-3n"
@@ -61,17 +62,14 @@ use_stack() {
   export KDELAY_MYSQL_TLS=${mysql_tls[$1]}
   export KDELAY_KAFKA_NODES=${kafka_nodes[$1]}
   export KDELAY_KAFKA_SECURITY=${kafka_security[$1]}
-  unset KDELAY_MYSQL_CA KDELAY_CLIENT_CONFIG
+  unset KDELAY_MYSQL_CA KDELAY_CLIENT_CONFIG KDELAY_KAFKA_CONFIG
   if [ -n "${kafka_version[$1]}" ]; then
     export KDELAY_KAFKA_VERSION=${kafka_version[$1]}
   else
     unset KDELAY_KAFKA_VERSION
   fi
   if [ -f "$KDELAY_STACK_DIR/stack.conf" ]; then
-    eval "$(deploy/local/stack.sh env)"
-    export KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_KAFKA_VERSION KDELAY_KAFKA_SECURITY
-    [ -z "${KDELAY_MYSQL_CA:-}" ] || export KDELAY_MYSQL_CA
-    [ -z "${KDELAY_CLIENT_CONFIG:-}" ] || export KDELAY_CLIENT_CONFIG
+    eval "$(deploy/local/stack.sh env)" # export lines
   fi
 }
 

@@ -6,9 +6,13 @@
 #   kdelay-entrypoint init                     topics create + db migrate
 #
 # Configuration: the mounted file $KDELAY_CONFIG (default
-# /etc/kdelay/kdelay.conf, when it exists), then these variables, then ARGS:
+# /etc/kdelay/kdelay.conf, when it exists), then these variables, then ARGS.
+# Read by the binaries themselves (docs/configuration.md):
+#   KDELAY_CONFIG       -c
 #   KDELAY_BROKERS      --brokers
 #   KDELAY_MYSQL_URL    --mysql (no password in it: see below)
+#   KDELAY_KAFKA_CONFIG --kafka-config (Kafka client properties file)
+# Turned into options here:
 #   KDELAY_INSTANCE     forwarder.instance (default: the host name, which a
 #                       StatefulSet or compose keeps stable)
 #   KDELAY_HTTP_LISTEN  forwarder.http_listen (default 0.0.0.0:9464)
@@ -19,7 +23,6 @@
 # KDELAY_ENTRYPOINT_DRY_RUN=1 prints the command instead of running it.
 set -eu
 
-conf=${KDELAY_CONFIG:-/etc/kdelay/kdelay.conf}
 bindir=${KDELAY_BINDIR:-/usr/local/bin}
 mode=forwarder
 case ${1:-} in
@@ -27,11 +30,8 @@ case ${1:-} in
     kdelayctl | init) mode=$1; shift ;;
 esac
 
-set_common() { # the options both binaries take
+set_common() { # the options both binaries take, before ARGS (which win)
     common=""
-    [ -f "$conf" ] && common="$common -c $conf"
-    [ -n "${KDELAY_BROKERS:-}" ] && common="$common --brokers $KDELAY_BROKERS"
-    [ -n "${KDELAY_MYSQL_URL:-}" ] && common="$common --mysql $KDELAY_MYSQL_URL"
     [ -n "${KDELAY_TOPIC_PREFIX:-}" ] && common="$common -X topic_prefix=$KDELAY_TOPIC_PREFIX"
     return 0
 }
@@ -63,7 +63,7 @@ case $mode in
         verb=${1:?kdelayctl needs a verb}
         shift
         # shellcheck disable=SC2086
-        run "$bindir/kdelayctl" "$verb" "$@" $common
+        run "$bindir/kdelayctl" $common "$verb" "$@"
         ;;
     init)
         # shellcheck disable=SC2086

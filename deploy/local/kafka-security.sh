@@ -14,9 +14,12 @@
 #                               storage is formatted (StorageTool --add-scram)
 #   client-P.properties         librdkafka properties (name=value lines) of
 #                               P, passwords by reference (file:PATH), for
-#                               kdelay's -X / kafka = [...]
-#   kcat-admin.properties       the admin's for kcat (-F; kcat knows no
-#                               file: references: literal password, 0600)
+#                               kdelay's -X / kafka = [...] / --kafka-config
+#   admin.properties            the admin's librdkafka properties with the
+#                               password inline (0600): a client properties
+#                               file any librdkafka client takes as is
+#                               (kcat -F, confluent-kafka-python, kdelay's
+#                               --kafka-config); 'stack.sh env' names it
 #   admin-java.properties       the admin's for Kafka's Java tools
 #                               (--command-config; 0600)
 #
@@ -137,7 +140,8 @@ ksec_write_client_props() {
     for p in "${KSEC_PRINCIPALS[@]}"; do
         ksec_client_props "$p" >"$KSEC_DIR/client-$p.properties"
     done
-    ksec_client_props admin literal >"$KSEC_DIR/kcat-admin.properties"
+    ksec_client_props admin literal >"$KSEC_DIR/admin.properties"
+    rm -f "$KSEC_DIR/kcat-admin.properties" # its name before
     {
         printf '# written by stack.sh: Kafka principal admin for the Java tools (--command-config)\n'
         printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$KSEC_DIR/ca.pem"
@@ -214,17 +218,20 @@ ksec_formatted() { printf '%s\n' "$KAFKA_SECURITY" >"$KSEC_MODE_FILE"; }
 # kcat's and the Java tools' extra arguments (one a line) to connect as admin.
 ksec_kcat_args() {
     ksec_on || return 0
-    printf '%s\n' -F "$KSEC_DIR/kcat-admin.properties"
+    printf '%s\n' -F "$KSEC_DIR/admin.properties"
 }
 ksec_java_args() {
     ksec_on || return 0
     printf '%s\n' --command-config "$KSEC_DIR/admin-java.properties"
 }
 
+# stack.sh env: the admin's client properties (password inline), for
+# kdelay's binaries (KDELAY_KAFKA_CONFIG) and the tests (KDELAY_CLIENT_CONFIG).
 ksec_env() {
-    printf 'KDELAY_KAFKA_SECURITY=%q\n' "$KAFKA_SECURITY"
+    printf 'export KDELAY_KAFKA_SECURITY=%q\n' "$KAFKA_SECURITY"
     ksec_on || return 0
-    printf 'KDELAY_CLIENT_CONFIG=%q\n' "$KSEC_DIR/client-admin.properties"
+    printf 'export KDELAY_CLIENT_CONFIG=%q\n' "$KSEC_DIR/admin.properties"
+    printf 'export KDELAY_KAFKA_CONFIG=%q\n' "$KSEC_DIR/admin.properties"
 }
 
 # stack.sh acl ARGS...: Kafka's AclCommand as admin.

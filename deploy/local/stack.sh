@@ -34,11 +34,12 @@ Verbs:
                   --purge  also delete the state directory (all data)
                   --kill   SIGKILL immediately (simulate a crash)
   status        show what is running; exit 0 if everything answers, 3 if not
-  env           print shell-eval-able settings for the tests:
-                  KDELAY_BROKERS, KDELAY_MYSQL_URL, KDELAY_STACK_DIR,
-                  KDELAY_KAFKA_VERSION, KDELAY_KAFKA_NODES, KDELAY_KAFKA_SECURITY
-                  (and KDELAY_MYSQL_CA with --mysql-tls on, KDELAY_CLIENT_CONFIG
-                  when secured)
+  env           print 'export NAME=value' lines to eval, for kdelayctl,
+                  kdelay-forwarder and the tests: KDELAY_BROKERS,
+                  KDELAY_MYSQL_URL, KDELAY_STACK_DIR, KDELAY_KAFKA_VERSION,
+                  KDELAY_KAFKA_NODES, KDELAY_KAFKA_SECURITY (and KDELAY_MYSQL_CA
+                  with --mysql-tls on; KDELAY_KAFKA_CONFIG and
+                  KDELAY_CLIENT_CONFIG when secured)
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   node-stop I   stop Kafka node I (0..N-1) of a multi-node stack (keeps its
@@ -97,9 +98,12 @@ Options (an option overrides its environment variable):
                       <stack-dir>/kafka-tls/, principals User:admin (super
                       user), User:forwarder, User:producer, the
                       StandardAuthorizer with allow.everyone.if.no.acl.found=
-                      false; 'env' adds KDELAY_CLIENT_CONFIG, the admin's
-                      librdkafka properties (name=value lines; the others'
-                      are kafka-tls/client-<principal>.properties). A stack
+                      false; 'env' adds KDELAY_KAFKA_CONFIG (read by kdelay's
+                      binaries) and KDELAY_CLIENT_CONFIG, both naming
+                      kafka-tls/admin.properties: the admin's librdkafka
+                      properties, password inline (0600), for any librdkafka
+                      client (the others' are kafka-tls/client-<principal>
+                      .properties, passwords by file: reference). A stack
                       dir keeps its mode ('down --purge' to change it).
                       sasl_ssl needs Kafka 3.9.x while kcat's librdkafka is
                       older than 2.6.1 (docs/security.md).
@@ -1250,14 +1254,17 @@ cmd_status() {
     return "$rc"
 }
 
+# export NAME=value lines, each value quoted for the shell (printf %q),
+# for eval "$(stack.sh env)": kdelayctl and kdelay-forwarder read
+# KDELAY_BROKERS, KDELAY_MYSQL_URL and KDELAY_KAFKA_CONFIG themselves.
 cmd_env() {
-    printf 'KDELAY_BROKERS=%q\n' "$BROKERS"
-    printf 'KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
-    printf 'KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
-    printf 'KDELAY_KAFKA_VERSION=%q\n' "$(kafka_version)"
-    printf 'KDELAY_KAFKA_NODES=%q\n' "$KAFKA_NODES"
+    printf 'export KDELAY_BROKERS=%q\n' "$BROKERS"
+    printf 'export KDELAY_MYSQL_URL=%q\n' "$(mysql_url)"
+    printf 'export KDELAY_STACK_DIR=%q\n' "$STACK_DIR"
+    printf 'export KDELAY_KAFKA_VERSION=%q\n' "$(kafka_version)"
+    printf 'export KDELAY_KAFKA_NODES=%q\n' "$KAFKA_NODES"
     if [[ -z $MYSQL_URL_EXTERNAL && $MYSQL_TLS == on ]]; then
-        printf 'KDELAY_MYSQL_CA=%q\n' "$TLS_DIR/ca.pem"
+        printf 'export KDELAY_MYSQL_CA=%q\n' "$TLS_DIR/ca.pem"
     fi
     ksec_env
 }

@@ -62,10 +62,12 @@ int kd_cli_option(kd_cli_t *cli, int opt, const char *arg)
         case 'c':
                 cli->config_path = arg;
                 return 1;
-        case 0x100:
+        case 'b':
                 return add_override(cli, "brokers", arg);
-        case 0x101:
+        case KD_CLI_OPT_MYSQL:
                 return add_override(cli, "mysql.url", arg);
+        case KD_CLI_OPT_KAFKA_CONFIG:
+                return add_override(cli, "kafka_config", arg);
         case 'X':
                 if (!strchr(arg, '=') || arg[0] == '=') {
                         kd_cli_usage_error(
@@ -80,6 +82,29 @@ int kd_cli_option(kd_cli_t *cli, int opt, const char *arg)
                 return 0;
         }
 }
+
+/* 1 when the command line sets property name (-X name=..., or the option
+ * for it). */
+static int overridden(const kd_cli_t *cli, const char *name)
+{
+        size_t n = strlen(name);
+        for (int i = 0; i < cli->override_cnt; i++)
+                if (!strncmp(cli->overrides[i], name, n) &&
+                    cli->overrides[i][n] == '=')
+                        return 1;
+        return 0;
+}
+
+/* The settings the environment gives, between the config file and the
+ * command line; the config file's own variable, KDELAY_CONFIG, is read
+ * before. */
+static const struct {
+        const char *var, *prop;
+} kd_cli_env[] = {
+    {"KDELAY_KAFKA_CONFIG", "kafka_config"},
+    {"KDELAY_BROKERS", "brokers"},
+    {"KDELAY_MYSQL_URL", "mysql.url"},
+};
 
 int kd_cli_conf(kd_cli_t *cli)
 {
@@ -110,6 +135,18 @@ int kd_cli_conf(kd_cli_t *cli)
                                           sizeof(errstr)) != KDELAY_OK) {
                 fprintf(stderr, "%s: config: %s\n", cli->prog, errstr);
                 return KD_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < sizeof(kd_cli_env) / sizeof(kd_cli_env[0]);
+             i++) {
+                const char *v = getenv(kd_cli_env[i].var);
+                if (!v || !*v || overridden(cli, kd_cli_env[i].prop))
+                        continue;
+                if (kdelay_conf_set(cli->conf, kd_cli_env[i].prop, v, errstr,
+                                    sizeof(errstr)) != KDELAY_OK) {
+                        fprintf(stderr, "%s: $%s: %s\n", cli->prog,
+                                kd_cli_env[i].var, errstr);
+                        return KD_EXIT_USAGE;
+                }
         }
         for (int i = 0; i < cli->override_cnt; i++) {
                 if (kdelay_conf_set_pair(cli->conf, cli->overrides[i], errstr,
@@ -257,6 +294,49 @@ int kd_cli_subverb(kd_cli_t *cli, const char *verb, const char *const *subs,
         return -1;
 }
 
+/* The common options before kdelayctl's verb (kd_cli_leading). */
+static struct {
+        int opt;
+        const char *arg;
+} kd_cli_lead[KD_CLI_OVERRIDES_MAX];
+static int kd_cli_lead_cnt;
+
+int kd_cli_leading(int argc, char **argv, int *verbi)
+{
+        static const struct option common[] = {KD_CLI_LONGOPTS, {0}};
+        kd_cli_t cli;
+        kd_cli_init(&cli, "kdelayctl");
+        kd_cli_lead_cnt = 0;
+        optind = 0; /* glibc: start afresh, read the '+' again */
+        opterr = 0;
+        int opt;
+        /* '+': the first operand, the verb, ends the options. */
+        while ((opt = getopt_long(argc, argv, "+:" KD_CLI_SHORTOPTS, common,
+                                  NULL)) != -1) {
+                switch (opt) {
+                case 'h':
+                        return KD_CLI_HELP_SHOWN;
+                case ':':
+                        return kd_cli_usage_error(
+                            &cli, "option %s needs a value", argv[optind - 1]);
+                case '?':
+                        return kd_cli_usage_error(
+                            &cli,
+                            "unknown option %s (before the verb only "
+                            "the common options)",
+                            argv[optind - 1]);
+                default:
+                        if (kd_cli_lead_cnt == KD_CLI_OVERRIDES_MAX)
+                                return kd_cli_usage_error(&cli,
+                                                          "too many options");
+                        kd_cli_lead[kd_cli_lead_cnt].opt = opt;
+                        kd_cli_lead[kd_cli_lead_cnt++].arg = optarg;
+                }
+        }
+        *verbi = optind;
+        return KD_EXIT_OK;
+}
+
 int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
                  const struct option *own_long, kd_cli_opt_fn *on_opt,
                  void *ctx, const char *help, int *argi)
@@ -276,7 +356,12 @@ int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
         snprintf(shortopts, sizeof(shortopts), ":%s%s", own_short,
                  KD_CLI_SHORTOPTS);
 
-        optind = 1;
+        /* kdelayctl's common options before the verb come first. */
+        for (int i = 0; i < kd_cli_lead_cnt; i++)
+                if (kd_cli_option(cli, kd_cli_lead[i].opt, kd_cli_lead[i].arg) <
+                    0)
+                        return KD_EXIT_USAGE;
+        optind = 0; /* glibc: start afresh (kd_cli_leading used '+') */
         opterr = 0;
         int opt;
         while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) !=

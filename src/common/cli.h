@@ -27,29 +27,48 @@ enum {
 
 /* Long options of the common set, to append to a verb's own options;
  * KD_CLI_SHORTOPTS goes into its getopt short-option string. */
-#define KD_CLI_SHORTOPTS "c:X:vh"
+#define KD_CLI_SHORTOPTS        "b:c:X:vh"
+#define KD_CLI_OPT_MYSQL        0x101
+#define KD_CLI_OPT_KAFKA_CONFIG 0x102
 #define KD_CLI_LONGOPTS                                                        \
         {"config", required_argument, NULL, 'c'},                              \
-            {"brokers", required_argument, NULL, 0x100},                       \
-            {"mysql", required_argument, NULL, 0x101},                         \
+            {"brokers", required_argument, NULL, 'b'},                         \
+            {"mysql", required_argument, NULL, KD_CLI_OPT_MYSQL},              \
+            {"kafka-config", required_argument, NULL,                          \
+             KD_CLI_OPT_KAFKA_CONFIG},                                         \
+            {"command-config", required_argument, NULL,                        \
+             KD_CLI_OPT_KAFKA_CONFIG},                                         \
             {"verbose", no_argument, NULL, 'v'},                               \
         {                                                                      \
                 "help", no_argument, NULL, 'h'                                 \
         }
 /* Help text for the common options, for every --help. */
 #define KD_CLI_HELP                                                            \
-        "Common options:\n"                                                    \
+        "Common options (kdelayctl takes them before or after the verb):\n"    \
         "  -c, --config FILE    libconfig file (default: $KDELAY_CONFIG, "     \
         "else\n"                                                               \
         "                       " KD_DEFAULT_CONFIG " when it exists)\n"       \
-        "      --brokers LIST   Kafka bootstrap servers HOST:PORT[,...]\n"     \
-        "      --mysql URL      mysql://user[:password]@host[:port]/db; "      \
-        "the\n"                                                                \
-        "                       password may come from "                       \
-        "$KDELAY_MYSQL_PASSWORD\n"                                             \
+        "  -b, --brokers LIST   Kafka bootstrap servers HOST:PORT[,...] "      \
+        "(default:\n"                                                          \
+        "                       $KDELAY_BROKERS)\n"                            \
+        "      --mysql URL      mysql://user[:password]@host[:port]/db "       \
+        "(default:\n"                                                          \
+        "                       $KDELAY_MYSQL_URL); the password may come "    \
+        "from\n"                                                               \
+        "                       $KDELAY_MYSQL_PASSWORD\n"                      \
+        "      --kafka-config FILE, --command-config FILE\n"                   \
+        "                       Kafka client properties file (name=value "     \
+        "lines,\n"                                                             \
+        "                       as Kafka's tools take) for every Kafka "       \
+        "client;\n"                                                            \
+        "                       -X wins over it (default: "                    \
+        "$KDELAY_KAFKA_CONFIG)\n"                                              \
         "  -X NAME=VALUE        kdelay property, else librdkafka property\n"   \
         "  -v, --verbose        log debug lines to stderr\n"                   \
-        "  -h, --help           this help\n"
+        "  -h, --help           this help\n"                                   \
+        "A setting comes from the command line, else the environment, else "   \
+        "the\n"                                                                \
+        "config file, else the default (docs/configuration.md).\n"
 
 #define KD_CLI_OVERRIDES_MAX 64
 
@@ -73,6 +92,14 @@ void kd_cli_clear(kd_cli_t *cli);
 /* Handles one common option from getopt_long. Returns 1 when handled, 0 when
  * the option is not a common one, -1 on a usage error (already printed). */
 int kd_cli_option(kd_cli_t *cli, int opt, const char *arg);
+
+/* kdelayctl's common options before the verb (`kdelayctl -b B VERB ...`):
+ * finds the verb, *verbi = its index (argc when there is none), and keeps
+ * the options before it for kd_cli_parse, which applies them before the
+ * verb's own. Returns KD_EXIT_OK; KD_CLI_HELP_SHOWN for -h/--help (nothing
+ * printed); KD_EXIT_USAGE after printing why (an option that is not a
+ * common one, a missing value). argv must outlive the parse. */
+int kd_cli_leading(int argc, char **argv, int *verbi);
 
 /* A verb's own option handler: returns KD_EXIT_OK, or an exit code after
  * printing why. */
@@ -99,8 +126,11 @@ int kd_cli_parse(kd_cli_t *cli, int argc, char **argv, const char *own_short,
 int kd_cli_subverb(kd_cli_t *cli, const char *verb, const char *const *subs,
                    const char *help, int argc, char **argv, int *rcp);
 
-/* Builds cli->conf: defaults, cli->defaults, then the config file, then
- * overrides in command-line order. Prints the error and returns an exit code
+/* Builds cli->conf: defaults, cli->defaults, then the config file (-c,
+ * else $KDELAY_CONFIG, else KD_DEFAULT_CONFIG when it exists), then the
+ * environment ($KDELAY_KAFKA_CONFIG, $KDELAY_BROKERS, $KDELAY_MYSQL_URL;
+ * each unless the command line sets its property), then the command line's
+ * overrides in order. Prints the error and returns an exit code
  * (KD_EXIT_OK on success). */
 int kd_cli_conf(kd_cli_t *cli);
 

@@ -29,13 +29,22 @@ static const struct {
 
 static void usage(FILE *out)
 {
-        fprintf(out, "Usage: kdelayctl VERB [OPTIONS] [ARGS]\n\n"
+        fprintf(out, "Usage: kdelayctl [COMMON OPTIONS] VERB [OPTIONS] "
+                     "[ARGS]\n\n"
                      "Verbs:\n");
         for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
                 fprintf(out, "  %-10s %s\n", kd_verbs[i].name,
                         kd_verbs[i].summary);
         fprintf(out, "\n'kdelayctl VERB --help' describes a verb and the "
-                     "common options.\n"
+                     "common options\n"
+                     "(-c, -b/--brokers, --mysql, --kafka-config, -X, -v), "
+                     "taken before or\n"
+                     "after the verb; a setting comes from the command "
+                     "line, else\n"
+                     "$KDELAY_BROKERS, $KDELAY_MYSQL_URL, "
+                     "$KDELAY_KAFKA_CONFIG, else the\n"
+                     "config file (-c, else $KDELAY_CONFIG), else the "
+                     "default.\n"
                      "Every verb takes --json: JSON objects on stdout, one "
                      "per line.\n"
                      "Exit codes: 0 ok, 1 error (audit: findings), 2 usage "
@@ -61,10 +70,24 @@ int main(int argc, char **argv)
                 printf("kdelayctl %s\n", KDELAY_VERSION_STR);
                 return KD_EXIT_OK;
         }
+        /* Common options may come before the verb: kdelayctl -b B VERB. */
+        int v;
+        int rc = kd_cli_leading(argc, argv, &v);
+        if (rc == KD_CLI_HELP_SHOWN) {
+                usage(stdout);
+                return KD_EXIT_OK;
+        }
+        if (rc != KD_EXIT_OK)
+                return rc;
+        if (v >= argc) {
+                fprintf(stderr, "kdelayctl: a verb is required\n");
+                usage(stderr);
+                return KD_EXIT_USAGE;
+        }
         for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
-                if (!strcmp(argv[1], kd_verbs[i].name))
-                        return kd_verbs[i].run(argc - 1, argv + 1);
-        fprintf(stderr, "kdelayctl: unknown verb \"%s\"\n", argv[1]);
+                if (!strcmp(argv[v], kd_verbs[i].name))
+                        return kd_verbs[i].run(argc - v, argv + v);
+        fprintf(stderr, "kdelayctl: unknown verb \"%s\"\n", argv[v]);
         usage(stderr);
         return KD_EXIT_USAGE;
 }

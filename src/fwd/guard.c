@@ -60,27 +60,24 @@ static int allowed(const kd_guard_rule_t *r, const char *value)
 kdelay_err_t kd_guard_check(const kdelay_conf_t *conf, char *errstr,
                             size_t errstr_size)
 {
-        for (size_t i = 0; i + 1 < conf->kafka_kv_cnt; i += 2) {
-                const char *name = conf->kafka_kv[i];
-                const char *value = conf->kafka_kv[i + 1];
-                for (size_t k = 0; k < KD_ARRAY_LEN(kd_guard_rules); k++) {
-                        const kd_guard_rule_t *r = &kd_guard_rules[k];
-                        if (strcmp(name, r->name) || allowed(r, value))
-                                continue;
-                        char q[200];
-                        if (!r->allowed[0])
-                                return kd_fail(KDELAY_ERR_CONFIG, errstr,
-                                               errstr_size,
-                                               "librdkafka property %s is "
-                                               "set by the forwarder: %s",
-                                               name, r->why);
-                        return kd_fail(
-                            KDELAY_ERR_CONFIG, errstr, errstr_size,
-                            "librdkafka property %s=%s is refused: %s (the "
-                            "forwarder needs %s=%s)",
-                            name, kd_log_quote(value, q, sizeof(q)), r->why,
-                            name, r->allowed[0]);
-                }
+        for (size_t k = 0; k < KD_ARRAY_LEN(kd_guard_rules); k++) {
+                const kd_guard_rule_t *r = &kd_guard_rules[k];
+                const char *name = r->name;
+                /* -X and kafka = [...], else the kafka_config file's */
+                const char *value = kd_conf_kafka_value(conf, name);
+                if (!value || allowed(r, value))
+                        continue;
+                char q[200];
+                if (!r->allowed[0])
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "librdkafka property %s is set by the "
+                                       "forwarder: %s",
+                                       name, r->why);
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "librdkafka property %s=%s is refused: %s (the "
+                               "forwarder needs %s=%s)",
+                               name, kd_log_quote(value, q, sizeof(q)), r->why,
+                               name, r->allowed[0]);
         }
         return KDELAY_OK;
 }

@@ -819,8 +819,14 @@ int it_ctl_withv(const it_ctl_opts_t *o, char **outp, char **errp, va_list ap)
                 argv[n++] = "-X";
                 argv[n++] = pfx;
         }
-        const char *const *props = o->props ? o->props : it_client_props();
-        for (const char *const *p = props; *p && n < 77; p++) {
+        /* The stack's Kafka identity by its file, whose password must not
+         * go on a command line. */
+        const char *cfg = getenv("KDELAY_CLIENT_CONFIG");
+        if (!o->props && cfg && *cfg) {
+                argv[n++] = "--kafka-config";
+                argv[n++] = (char *)cfg;
+        }
+        for (const char *const *p = o->props; p && *p && n < 77; p++) {
                 argv[n++] = "-X";
                 argv[n++] = (char *)*p;
         }

@@ -69,8 +69,9 @@ void it_props_free(char **props);
 /* The properties of $KDELAY_CLIENT_CONFIG (a secured stack, stack.sh
  * --security: the admin's), read once; an empty list when unset. Every
  * helper here that connects to Kafka (it_kafka_new and what uses it,
- * it_conf_new, it_tiers_create, it_ctl) applies them; values may be
- * file:/env: references (resolved as kdelay does). */
+ * it_conf_new, it_tiers_create) applies them, and it_ctl passes the file
+ * (--kafka-config); values may be file:/env: references (resolved as
+ * kdelay does). */
 const char *const *it_client_props(void);
 
 /* A plain librdkafka client of the stack's broker with extra properties
@@ -172,8 +173,8 @@ typedef struct it_ctl_opts {
         const char *bin;    /* the kdelayctl binary */
         const char *prefix; /* -X topic_prefix=prefix; NULL = none */
         const char *url;    /* --mysql url; NULL = none */
-        /* One -X each (NULL-ended); NULL = it_client_props(), the stack's
-         * Kafka identity. */
+        /* One -X each (NULL-ended); NULL = the stack's Kafka identity
+         * (--kafka-config $KDELAY_CLIENT_CONFIG). */
         const char *const *props;
         char *const *env; /* added to its environment (NULL-ended); NULL =
                              none */

@@ -623,6 +623,10 @@ int main(void)
                        sec ? sec : "(unset)");
                 return SKIP_RC;
         }
+        /* The binaries run as the principal each test gives them, or as
+         * none: not as the admin that stack.sh env's KDELAY_KAFKA_CONFIG
+         * names. */
+        unsetenv("KDELAY_KAFKA_CONFIG");
         char buf[512];
         kd_strlcpy(buf, cfg, sizeof(buf));
         kd_strlcpy(tls_dir, dirname(buf), sizeof(tls_dir));

@@ -12,7 +12,8 @@ src=${1:?usage: check_deploy.sh SOURCE_DIR BUILD_DIR}
 build=${2:?usage: check_deploy.sh SOURCE_DIR BUILD_DIR}
 # The suite's own settings must not leak into the entrypoint's commands.
 unset KDELAY_BROKERS KDELAY_MYSQL_URL KDELAY_INSTANCE KDELAY_HTTP_LISTEN \
-    KDELAY_DELIVERY KDELAY_TOPIC_PREFIX KDELAY_CONFIG KDELAY_ENTRYPOINT_DRY_RUN
+    KDELAY_DELIVERY KDELAY_TOPIC_PREFIX KDELAY_CONFIG KDELAY_ENTRYPOINT_DRY_RUN \
+    KDELAY_KAFKA_CONFIG
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 fail() { echo "check_deploy: $*" >&2; exit 1; }
@@ -27,13 +28,14 @@ done
 export KDELAY_BINDIR=$bin KDELAY_CONFIG=$dest/none.conf
 out=$(KDELAY_ENTRYPOINT_DRY_RUN=1 KDELAY_BROKERS=k:9092 KDELAY_MYSQL_URL=mysql://u@db/kdelay \
     KDELAY_INSTANCE=forwarder-1 KDELAY_DELIVERY=exactly_once "$bin/kdelay-entrypoint")
-want="$bin/kdelay-forwarder --brokers k:9092 --mysql mysql://u@db/kdelay -X forwarder.instance=forwarder-1 -X forwarder.http_listen=0.0.0.0:9464 -X forwarder.delivery=exactly_once"
+want="$bin/kdelay-forwarder -X forwarder.instance=forwarder-1 -X forwarder.http_listen=0.0.0.0:9464 -X forwarder.delivery=exactly_once"
 [ "$out" = "$want" ] || fail "forwarder command: got '$out', want '$want'"
+# (KDELAY_BROKERS and KDELAY_MYSQL_URL are read by the binaries themselves.)
 out=$(KDELAY_ENTRYPOINT_DRY_RUN=1 KDELAY_BROKERS=k:9092 "$bin/kdelay-entrypoint" init --partitions 3)
-[ "$out" = "$bin/kdelayctl topics create --brokers k:9092 --partitions 3
-$bin/kdelayctl db migrate --brokers k:9092" ] || fail "init commands: got '$out'"
-out=$(KDELAY_ENTRYPOINT_DRY_RUN=1 KDELAY_BROKERS=k:9092 "$bin/kdelay-entrypoint" kdelayctl status some-id)
-[ "$out" = "$bin/kdelayctl status some-id --brokers k:9092" ] || fail "kdelayctl command: got '$out'"
+[ "$out" = "$bin/kdelayctl topics create --partitions 3
+$bin/kdelayctl db migrate" ] || fail "init commands: got '$out'"
+out=$(KDELAY_ENTRYPOINT_DRY_RUN=1 KDELAY_TOPIC_PREFIX=p "$bin/kdelay-entrypoint" kdelayctl status some-id)
+[ "$out" = "$bin/kdelayctl -X topic_prefix=p status some-id" ] || fail "kdelayctl command: got '$out'"
 # The installed binaries run through it (the shared library from DESTDIR;
 # KDELAY_CONFIG is the binaries' own default file too: a real one here).
 export LD_LIBRARY_PATH=$dest/usr/local/lib

@@ -1,5 +1,6 @@
 /* The binaries' shared command-line helpers (src/common/cli.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,7 +63,7 @@ static void test_subverb_help(void)
         char *argv[] = {"db", "--help", NULL};
         CU_ASSERT_EQUAL(subverb(2, argv, &cli, &rc, out, sizeof(out)), -1);
         CU_ASSERT_EQUAL(rc, KD_EXIT_OK);
-        CU_ASSERT_EQUAL(strncmp(out, "HELP TEXT\nCommon options:", 25), 0);
+        CU_ASSERT_EQUAL(strncmp(out, "HELP TEXT\nCommon options", 24), 0);
 
         char *shrt[] = {"db", "-h", NULL};
         CU_ASSERT_EQUAL(subverb(2, shrt, &cli, &rc, out, sizeof(out)), -1);
@@ -95,10 +96,68 @@ static void test_subverb_usage_errors(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "Try 'kdelayctl db --help'."));
 }
 
+/* kdelayctl's common options before the verb, then the verb's own: the
+ * later of two wins; the environment below both. */
+static void test_leading_options(void)
+{
+        unsetenv("KDELAY_CONFIG");
+        unsetenv("KDELAY_KAFKA_CONFIG");
+        setenv("KDELAY_BROKERS", "env-host:1", 1);
+        setenv("KDELAY_MYSQL_URL", "mysql://env@env-host/db", 1);
+        char *argv[] = {"kdelayctl",         "-b", "lead-host:1", "-X",
+                        "topic_prefix=lead", "-v", "status",      "--brokers",
+                        "verb-host:1",       "ID", NULL};
+        int v = -1;
+        CU_ASSERT_EQUAL_FATAL(kd_cli_leading(10, argv, &v), KD_EXIT_OK);
+        CU_ASSERT_EQUAL_FATAL(v, 6);
+        kd_cli_t cli;
+        int argi = -1;
+        char buf[256];
+        kd_cli_init(&cli, "kdelayctl status");
+        CU_ASSERT_EQUAL_FATAL(kd_cli_parse(&cli, 4, argv + 6, "", NULL, NULL,
+                                           NULL, "HELP\n", &argi),
+                              KD_EXIT_OK);
+        CU_ASSERT_EQUAL(argi, 3); /* ID, after the options */
+        CU_ASSERT_EQUAL(cli.verbose, 1);
+        kdelay_conf_get(cli.conf, "brokers", buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "verb-host:1");
+        kdelay_conf_get(cli.conf, "topic_prefix", buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "lead");
+        /* The environment's, no option setting it. */
+        kdelay_conf_get(cli.conf, "mysql.url", buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "mysql://env@env-host/db");
+        kd_cli_clear(&cli);
+
+        /* Only the environment: its broker list. */
+        char *plain[] = {"kdelayctl", "status", "ID", NULL};
+        CU_ASSERT_EQUAL_FATAL(kd_cli_leading(3, plain, &v), KD_EXIT_OK);
+        CU_ASSERT_EQUAL(v, 1);
+        kd_cli_init(&cli, "kdelayctl status");
+        CU_ASSERT_EQUAL_FATAL(kd_cli_parse(&cli, 2, plain + 1, "", NULL, NULL,
+                                           NULL, "HELP\n", &argi),
+                              KD_EXIT_OK);
+        kdelay_conf_get(cli.conf, "brokers", buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "env-host:1");
+        kd_cli_clear(&cli);
+
+        /* Not a common option before the verb; -h; no verb. */
+        char *bad[] = {"kdelayctl", "--json", "status", NULL};
+        fflush(stderr);
+        CU_ASSERT_EQUAL(kd_cli_leading(3, bad, &v), KD_EXIT_USAGE);
+        char *help[] = {"kdelayctl", "-b", "h:1", "--help", NULL};
+        CU_ASSERT_EQUAL(kd_cli_leading(4, help, &v), KD_CLI_HELP_SHOWN);
+        char *none[] = {"kdelayctl", "-b", "h:1", NULL};
+        CU_ASSERT_EQUAL(kd_cli_leading(3, none, &v), KD_EXIT_OK);
+        CU_ASSERT_EQUAL(v, 3);
+        unsetenv("KDELAY_BROKERS");
+        unsetenv("KDELAY_MYSQL_URL");
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_subverb_known),
     KD_TEST(test_subverb_help),
     KD_TEST(test_subverb_usage_errors),
+    KD_TEST(test_leading_options),
     KD_TEST_END,
 };
 

@@ -12,6 +12,7 @@
 #include <kdelay/kdelay.h>
 
 #include "kd_conf.h"
+#include "kd_kprops.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
 #include "kd_targets.h"
@@ -1371,6 +1372,211 @@ static void test_mysql_url_errors(void)
         }
 }
 
+/* --- Kafka client properties files (--kafka-config)
+ * ------------------------------------------------------------------ */
+
+typedef struct kprops_seen {
+        char text[1024]; /* "line:name=value;" each */
+} kprops_seen_t;
+
+static kdelay_err_t kprops_note(const char *name, const char *value, int line,
+                                void *opaque, char *errstr, size_t errstr_size)
+{
+        kprops_seen_t *seen = opaque;
+        size_t n = strlen(seen->text);
+        (void)errstr;
+        (void)errstr_size;
+        snprintf(seen->text + n, sizeof(seen->text) - n, "%d:%s=%s;", line,
+                 name, value);
+        return KDELAY_OK;
+}
+
+/* kd_kprops_parse of text; its result, what it saw into seen. */
+static kdelay_err_t kprops(const char *text, kprops_seen_t *seen, char *errstr,
+                           size_t errstr_size)
+{
+        seen->text[0] = '\0';
+        errstr[0] = '\0';
+        return kd_kprops_parse(text, strlen(text), "my file.properties",
+                               kprops_note, seen, errstr, errstr_size);
+}
+
+static void test_kprops_parse(void)
+{
+        kprops_seen_t seen;
+        char errstr[512];
+        CU_ASSERT_EQUAL(kprops("# a comment\n"
+                               "! another\n"
+                               "\n"
+                               "   \t\n"
+                               "  client.id = my client  \n"
+                               "sasl.jaas.config=a=b c=\"d\"\n"
+                               "bootstrap.servers: h1:9092,h2:9092\r\n"
+                               "empty=\n"
+                               "   # indented comment\n"
+                               "ssl.key.password=p#ss!word",
+                               &seen, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(seen.text, "5:client.id=my client;"
+                                          "6:sasl.jaas.config=a=b c=\"d\";"
+                                          "7:bootstrap.servers=h1:9092,"
+                                          "h2:9092;"
+                                          "8:empty=;"
+                                          "10:ssl.key.password=p#ss!word;");
+        CU_ASSERT_EQUAL(kprops("", &seen, errstr, sizeof(errstr)), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(seen.text, "");
+
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+            {"a=1\njunk line\n", "\"my file.properties\" line 2: expected "
+                                 "NAME=VALUE"},
+            {"\n\n=value\n", "\"my file.properties\" line 3: a property name "
+                             "is missing before '='"},
+            {" : v", "line 1: a property name is missing before ':'"},
+            {"a b=c", "line 1: a property name holds whitespace"},
+            {"a=1\nb=2 \\\n  3\n", "line 2: ends with a backslash"},
+        };
+        for (size_t i = 0; i < KD_ARRAY_LEN(bad); i++) {
+                CU_ASSERT_EQUAL(
+                    kprops(bad[i].text, &seen, errstr, sizeof(errstr)),
+                    KDELAY_ERR_CONFIG);
+                if (!strstr(errstr, bad[i].want))
+                        printf("\n  %zu: got \"%s\"\n", i, errstr);
+                CU_ASSERT_PTR_NOT_NULL(strstr(errstr, bad[i].want));
+        }
+        /* The line's text is not shown: it may be a password. */
+        CU_ASSERT_EQUAL(
+            kprops("sasl.password hunter2\n", &seen, errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NULL(strstr(errstr, "hunter2"));
+        CU_ASSERT_EQUAL(kd_kprops_parse("a=1\0b=2", 7, "f", kprops_note, &seen,
+                                        errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "NUL"));
+}
+
+static void test_kafka_config(void)
+{
+        char path[64], errstr[512], buf[256];
+        CU_ASSERT_EQUAL_FATAL(write_temp("# kdelay test\n"
+                                         "client.id = from-file\n"
+                                         "linger.ms=42\n"
+                                         "bootstrap.servers=file-host:9092\n",
+                                         path, sizeof(path)),
+                              0);
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_STRING_EQUAL(kd_conf_brokers(conf), "127.0.0.1:9092");
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", path, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        GET_IS(conf, "kafka_config", path);
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "client.id"),
+                               "from-file");
+        /* The file's bootstrap.servers while brokers is not set. */
+        CU_ASSERT_STRING_EQUAL(kd_conf_brokers(conf), "file-host:9092");
+        /* -X wins over the file, set before or after it. */
+        CU_ASSERT_EQUAL(kdelay_conf_set_pair(conf, "client.id=from-x", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", path, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "client.id"),
+                               "from-x");
+        rd_kafka_conf_t *rkc =
+            kd_conf_rk_conf(conf, NULL, NULL, NULL, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        size_t size = sizeof(buf);
+        CU_ASSERT_EQUAL(rd_kafka_conf_get(rkc, "client.id", buf, &size),
+                        RD_KAFKA_CONF_OK);
+        CU_ASSERT_STRING_EQUAL(buf, "from-x");
+        size = sizeof(buf);
+        CU_ASSERT_EQUAL(rd_kafka_conf_get(rkc, "linger.ms", buf, &size),
+                        RD_KAFKA_CONF_OK);
+        CU_ASSERT_STRING_EQUAL(buf, "42");
+        size = sizeof(buf);
+        CU_ASSERT_EQUAL(rd_kafka_conf_get(rkc, "bootstrap.servers", buf, &size),
+                        RD_KAFKA_CONF_OK);
+        CU_ASSERT_STRING_EQUAL(buf, "file-host:9092");
+        rd_kafka_conf_destroy(rkc);
+        /* A copy keeps the file's properties. */
+        kdelay_conf_t *copy = kdelay_conf_dup(conf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(copy, "linger.ms"), "42");
+        CU_ASSERT_STRING_EQUAL(kd_conf_brokers(copy), "file-host:9092");
+        kdelay_conf_destroy(copy);
+        /* brokers, once set, wins over the file's bootstrap.servers. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "brokers", "b:1", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(kd_conf_brokers(conf), "b:1");
+        /* "" drops the file's properties. */
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", "", errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_PTR_NULL(kd_conf_kafka_value(conf, "linger.ms"));
+        unlink(path);
+
+        /* A bad value: the file and line named; a secret's not shown. */
+        CU_ASSERT_EQUAL_FATAL(
+            write_temp("client.id=x\n\nlinger.ms=soon\n", path, sizeof(path)),
+            0);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", path, errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        char want[128];
+        snprintf(want, sizeof(want), "kafka_config: \"%s\" line 3: ", path);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, want));
+        unlink(path);
+        CU_ASSERT_EQUAL_FATAL(
+            write_temp("sasl.password=ok\nsasl.mechanisms=PLAIN\n"
+                       "ssl.key.pem=not-a-key\nno.such.property=1\n",
+                       path, sizeof(path)),
+            0);
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", path, errstr, sizeof(errstr)),
+            KDELAY_ERR_UNKNOWN_PROPERTY);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "line 4: unknown librdkafka "
+                                              "property no.such.property"));
+        unlink(path);
+        /* An unreadable file: its path. */
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "kafka_config",
+                                        "/nonexistent/client.properties",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_STRING_EQUAL(errstr,
+                               "kafka_config: "
+                               "\"/nonexistent/client.properties\": No such "
+                               "file or directory");
+        /* A failed load keeps the properties read before. */
+        CU_ASSERT_PTR_NULL(kd_conf_kafka_value(conf, "no.such.property"));
+        kdelay_conf_destroy(conf);
+}
+
+/* The config file names the properties file; file: references in it. */
+static void test_kafka_config_from_file(void)
+{
+        char props[64], secret[64], path[64], errstr[512], text[256];
+        CU_ASSERT_EQUAL_FATAL(write_temp("topsecret\n", secret, sizeof(secret)),
+                              0);
+        chmod(secret, 0600);
+        snprintf(text, sizeof(text), "sasl.password=file:%s\n", secret);
+        CU_ASSERT_EQUAL_FATAL(write_temp(text, props, sizeof(props)), 0);
+        snprintf(text, sizeof(text), "kafka_config = \"%s\";\n", props);
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(
+            load_text(conf, text, path, sizeof(path), errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "sasl.password"),
+                               "topsecret");
+        kdelay_conf_destroy(conf);
+        unlink(props);
+        unlink(secret);
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_defaults),
     KD_TEST(test_set_good),
@@ -1397,6 +1603,9 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_secret_refs),
     KD_TEST(test_secret_not_regular),
     KD_TEST(test_allowed_targets),
+    KD_TEST(test_kprops_parse),
+    KD_TEST(test_kafka_config),
+    KD_TEST(test_kafka_config_from_file),
     KD_TEST_END,
 };
 

@@ -15,6 +15,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "kd_kprops.h"
 #include "kd_listen.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
@@ -30,6 +31,7 @@ typedef enum kd_prop_type {
         KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
         KD_PROP_TARGETS,  /* char *, a kd_targets_t list */
         KD_PROP_LISTEN,   /* char *, a kd_listen_t host:port */
+        KD_PROP_KFILE,    /* char *, a Kafka client properties file, read */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
@@ -64,6 +66,13 @@ static const kd_prop_t kd_props[] = {
     {"brokers", KD_PROP_STRING, KD_OFF(brokers), "127.0.0.1:9092", 0,
      "Kafka bootstrap servers, `HOST:PORT[,...]` (librdkafka "
      "`bootstrap.servers`)"},
+    {"kafka_config", KD_PROP_KFILE, KD_OFF(kafka_config), NULL, 0,
+     "a Kafka client properties file (`name=value` lines, as Kafka tools' "
+     "`--command-config` and `kcat -F` take) whose librdkafka properties "
+     "apply to every Kafka client; `-X` and `kafka` win over them; its "
+     "`bootstrap.servers` is the broker list when `brokers` is not set; "
+     "read when set, an error names its line",
+     "— (none)"},
     {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0,
      "topics are `<prefix>.tier.<tier>` and `<prefix>.dead`"},
     {"tiers", KD_PROP_TIERS, KD_OFF(tiers),
@@ -239,6 +248,9 @@ static const char *const kd_delivery_names[] = {"at_least_once",
 
 static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
                            const char *value);
+static kdelay_err_t kfile_load(kdelay_conf_t *conf, const char *path,
+                               char *errstr, size_t errstr_size);
+static void kv_free(char **kv, size_t cnt);
 static kdelay_err_t set_kafka(kdelay_conf_t *conf, const char *name,
                               const char *value, char *why, size_t why_size);
 
@@ -295,6 +307,14 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                                     "%s: \"%s\" is not DISABLED, PREFERRED, "
                                     "REQUIRED, VERIFY_CA or VERIFY_IDENTITY",
                                     p->name, value);
+                }
+                /* fallthrough */
+        case KD_PROP_KFILE:
+                if (p->type == KD_PROP_KFILE) {
+                        kdelay_err_t err =
+                            kfile_load(conf, value, errstr, errstr_size);
+                        if (err)
+                                return err;
                 }
                 /* fallthrough */
         case KD_PROP_MYSQLURL:
@@ -394,6 +414,7 @@ kdelay_conf_t *kdelay_conf_new(void)
                     prop_set(conf, &kd_props[i], kd_props[i].def, NULL, 0))
                         goto fail;
         }
+        conf->brokers_set = 0; /* the default is not a setting */
         return conf;
 fail:
         kdelay_conf_destroy(conf);
@@ -409,6 +430,9 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
         conf->rk_conf = NULL;
         conf->kafka_kv = NULL;
         conf->kafka_kv_cnt = 0;
+        conf->kafka_file_kv = NULL;
+        conf->kafka_file_kv_cnt = 0;
+        conf->kafka_file_brokers = NULL;
         for (size_t i = 0; i < KD_ARRAY_LEN(kd_props); i++) {
                 const kd_prop_t *p = &kd_props[i];
                 if (p->type > KD_PROP_MYSQLURL)
@@ -430,6 +454,19 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
         for (size_t i = 0; i < src->kafka_kv_cnt; i += 2)
                 if (kv_put(conf, src->kafka_kv[i], src->kafka_kv[i + 1]))
                         goto fail;
+        if (src->kafka_file_kv_cnt &&
+            !(conf->kafka_file_kv =
+                  calloc(src->kafka_file_kv_cnt, sizeof(char *))))
+                goto fail;
+        for (; conf->kafka_file_kv_cnt < src->kafka_file_kv_cnt;
+             conf->kafka_file_kv_cnt++) {
+                size_t i = conf->kafka_file_kv_cnt;
+                if (!(conf->kafka_file_kv[i] = strdup(src->kafka_file_kv[i])))
+                        goto fail;
+        }
+        if (src->kafka_file_brokers &&
+            !(conf->kafka_file_brokers = strdup(src->kafka_file_brokers)))
+                goto fail;
         return conf;
 fail:
         kdelay_conf_destroy(conf);
@@ -447,9 +484,9 @@ void kdelay_conf_destroy(kdelay_conf_t *conf)
         }
         if (conf->rk_conf)
                 rd_kafka_conf_destroy(conf->rk_conf);
-        for (size_t i = 0; i < conf->kafka_kv_cnt; i++)
-                free(conf->kafka_kv[i]);
-        free(conf->kafka_kv);
+        kv_free(conf->kafka_kv, conf->kafka_kv_cnt);
+        kv_free(conf->kafka_file_kv, conf->kafka_file_kv_cnt);
+        free(conf->kafka_file_brokers);
         free(conf);
 }
 
@@ -464,15 +501,18 @@ kdelay_err_t kdelay_conf_set(kdelay_conf_t *conf, const char *name,
         if (!p)
                 return kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr, errstr_size,
                                "unknown kdelay property \"%s\"", name);
-        if (!kd_secret_is_ref(value))
-                return prop_set(conf, p, value, errstr, errstr_size);
-        char *resolved; /* owned; wiped when freed */
-        kdelay_err_t err =
-            kd_secret_resolve(name, value, &resolved, errstr, errstr_size);
-        if (err)
-                return err;
-        err = prop_set(conf, p, resolved, errstr, errstr_size);
+        char *resolved = NULL; /* owned; wiped when freed */
+        if (kd_secret_is_ref(value)) {
+                kdelay_err_t err = kd_secret_resolve(name, value, &resolved,
+                                                     errstr, errstr_size);
+                if (err)
+                        return err;
+                value = resolved;
+        }
+        kdelay_err_t err = prop_set(conf, p, value, errstr, errstr_size);
         kd_secret_free(resolved);
+        if (!err && !strcmp(p->name, "brokers"))
+                conf->brokers_set = 1;
         return err;
 }
 
@@ -504,6 +544,144 @@ static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
         kv[conf->kafka_kv_cnt++] = v;
         conf->kafka_kv = kv;
         return KDELAY_OK;
+}
+
+static void kv_free(char **kv, size_t cnt)
+{
+        for (size_t i = 0; i < cnt; i++)
+                free(kv[i]);
+        free(kv);
+}
+
+/* What kfile_load gathers from a Kafka client properties file. */
+typedef struct kfile {
+        rd_kafka_conf_t *check; /* validates the properties */
+        char **kv;              /* name,value,... (last value of a name) */
+        size_t cnt;
+        char *brokers; /* its bootstrap.servers */
+} kfile_t;
+
+static kdelay_err_t kfile_put(kfile_t *kf, const char *name, const char *value)
+{
+        char *v = strdup(value);
+        if (!v)
+                return KDELAY_ERR_NO_MEMORY;
+        for (size_t i = 0; i < kf->cnt; i += 2) {
+                if (!strcmp(kf->kv[i], name)) {
+                        free(kf->kv[i + 1]);
+                        kf->kv[i + 1] = v;
+                        return KDELAY_OK;
+                }
+        }
+        char *n = strdup(name);
+        char **kv = n ? realloc(kf->kv, (kf->cnt + 2) * sizeof(*kv)) : NULL;
+        if (!kv) {
+                free(n);
+                free(v);
+                return KDELAY_ERR_NO_MEMORY;
+        }
+        kv[kf->cnt++] = n;
+        kv[kf->cnt++] = v;
+        kf->kv = kv;
+        return KDELAY_OK;
+}
+
+/* kd_kprops_fn: one property of the file, checked against librdkafka. */
+static kdelay_err_t kfile_prop(const char *name, const char *value, int line,
+                               void *opaque, char *errstr, size_t errstr_size)
+{
+        kfile_t *kf = opaque;
+        char why[512] = "";
+        char *resolved = NULL; /* an env: or file: value's */
+        (void)line;
+        if (kd_secret_is_ref(value)) {
+                kdelay_err_t err =
+                    kd_secret_resolve(name, value, &resolved, why, sizeof(why));
+                if (err)
+                        return kd_fail(err, errstr, errstr_size, "%s", why);
+                value = resolved;
+        }
+        kdelay_err_t err = KDELAY_OK;
+        if (!strcmp(name, "bootstrap.servers")) {
+                char *b = *value ? strdup(value) : NULL;
+                if (*value && !b)
+                        err = KDELAY_ERR_NO_MEMORY;
+                else {
+                        free(kf->brokers);
+                        kf->brokers = b;
+                }
+        } else {
+                rd_kafka_conf_res_t res =
+                    rd_kafka_conf_set(kf->check, name, value, why, sizeof(why));
+                if (res == RD_KAFKA_CONF_OK)
+                        err = kfile_put(kf, name, value);
+                else if (res == RD_KAFKA_CONF_UNKNOWN)
+                        err = kd_fail(KDELAY_ERR_UNKNOWN_PROPERTY, errstr,
+                                      errstr_size,
+                                      "unknown librdkafka property %s", name);
+                else if (resolved || kd_conf_name_is_secret(name))
+                        /* librdkafka's reason quotes the value */
+                        err = kd_fail(
+                            KDELAY_ERR_CONFIG, errstr, errstr_size,
+                            "invalid value for %s (not shown: %s)", name,
+                            resolved ? "given by reference" : "a secret");
+                else
+                        err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                      "%s", why);
+        }
+        if (err == KDELAY_ERR_NO_MEMORY)
+                kd_fail(err, errstr, errstr_size, "out of memory");
+        kd_secret_free(resolved);
+        return err;
+}
+
+/* Reads the Kafka client properties file at path (none when "") in place
+ * of the one read before. */
+static kdelay_err_t kfile_load(kdelay_conf_t *conf, const char *path,
+                               char *errstr, size_t errstr_size)
+{
+        kfile_t kf = {NULL, NULL, 0, NULL};
+        kdelay_err_t err = KDELAY_OK;
+        if (*path) {
+                char why[700] = "";
+                kf.check = rd_kafka_conf_new();
+                err = kf.check ? kd_kprops_load(path, kfile_prop, &kf, why,
+                                                sizeof(why))
+                               : KDELAY_ERR_NO_MEMORY;
+                if (kf.check)
+                        rd_kafka_conf_destroy(kf.check);
+                if (err) {
+                        kv_free(kf.kv, kf.cnt);
+                        free(kf.brokers);
+                        return kd_fail(err, errstr, errstr_size,
+                                       "kafka_config: %s",
+                                       kf.check ? why : "out of memory");
+                }
+        }
+        kv_free(conf->kafka_file_kv, conf->kafka_file_kv_cnt);
+        free(conf->kafka_file_brokers);
+        conf->kafka_file_kv = kf.kv;
+        conf->kafka_file_kv_cnt = kf.cnt;
+        conf->kafka_file_brokers = kf.brokers;
+        return KDELAY_OK;
+}
+
+const char *kd_conf_brokers(const kdelay_conf_t *conf)
+{
+        return conf->brokers_set || !conf->kafka_file_brokers
+                   ? conf->brokers
+                   : conf->kafka_file_brokers;
+}
+
+const char *kd_conf_kafka_value(const kdelay_conf_t *conf, const char *name)
+{
+        for (size_t i = 0; i + 1 < conf->kafka_kv_cnt; i += 2)
+                if (!strcmp(conf->kafka_kv[i], name))
+                        return conf->kafka_kv[i + 1];
+        for (size_t i = 0; i + 1 < conf->kafka_file_kv_cnt; i += 2)
+                if (!strcmp(conf->kafka_file_kv[i], name))
+                        return conf->kafka_file_kv[i + 1];
+        return NULL;
 }
 
 int kd_conf_name_is_secret(const char *name)
@@ -624,6 +802,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         case KD_PROP_SSLMODE:
         case KD_PROP_TARGETS:
         case KD_PROP_LISTEN:
+        case KD_PROP_KFILE:
         case KD_PROP_TOPICPFX: {
                 const char *s = *(char *const *)field;
                 text = s ? s : "";
@@ -694,6 +873,11 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
         case KD_PROP_LISTEN:
                 snprintf(buf, size,
                          "`host:port`, `[v6]:port`; port 0 .. 65535");
+                break;
+        case KD_PROP_KFILE:
+                snprintf(buf, size,
+                         "a path; `name=value` lines, values may be "
+                         "`env:`/`file:` references");
                 break;
         case KD_PROP_INT:
                 snprintf(buf, size, "integer, %d .. %d", p->min,
@@ -1246,7 +1430,8 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                                  size_t errstr_size)
 {
         rd_kafka_conf_t *rkc = rd_kafka_conf_new();
-        const char *brokers[] = {"bootstrap.servers", conf->brokers, NULL};
+        const char *brokers[] = {"bootstrap.servers", kd_conf_brokers(conf),
+                                 NULL};
         if (!rkc) {
                 kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                         "out of memory");
@@ -1262,12 +1447,25 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
         }
         for (size_t i = 0; i < conf->kafka_kv_cnt; i++)
                 user[i] = conf->kafka_kv[i];
+        char **file = calloc(conf->kafka_file_kv_cnt + 1, sizeof(*file));
+        for (size_t i = 0; file && i < conf->kafka_file_kv_cnt; i++)
+                file[i] = conf->kafka_file_kv[i];
+        if (!file) {
+                free(user);
+                rd_kafka_conf_destroy(rkc);
+                kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                        "out of memory");
+                return NULL;
+        }
         int bad = rk_apply(rkc, defaults, "default", errstr, errstr_size) ||
                   rk_apply(rkc, brokers, "brokers", errstr, errstr_size) ||
+                  rk_apply(rkc, (const char *const *)file, "kafka_config",
+                           errstr, errstr_size) ||
                   rk_apply(rkc, (const char *const *)user, "kafka", errstr,
                            errstr_size) ||
                   rk_apply(rkc, forced, "required", errstr, errstr_size);
         free(user);
+        free(file);
         if (bad) {
                 rd_kafka_conf_destroy(rkc);
                 return NULL;

@@ -65,6 +65,14 @@ struct kdelay_conf_s {
         rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
         char **kafka_kv;     /* owned; name,value,name,value... as set */
         size_t kafka_kv_cnt; /* number of strings (2 per property) */
+        /* kafka_config: the path, and its file's properties (applied
+         * before kafka_kv, which wins) and bootstrap.servers (used while
+         * brokers_set is 0). */
+        char *kafka_config;       /* owned; NULL = none */
+        char **kafka_file_kv;     /* owned; as kafka_kv */
+        size_t kafka_file_kv_cnt; /* number of strings */
+        char *kafka_file_brokers; /* owned; NULL = none */
+        int brokers_set;          /* brokers was set (not the default) */
         kdelay_log_cb_t *log_cb;
         kdelay_log_level_t log_level;
         void *log_opaque;
@@ -98,7 +106,8 @@ typedef struct kd_rk_owner {
 } kd_rk_owner_t;
 
 /* A librdkafka conf for one client: `defaults` (NULL-terminated name,
- * value pairs, may be NULL), then brokers, then the user's pass-through
+ * value pairs, may be NULL), then brokers (kd_conf_brokers), then the
+ * kafka_config file's properties, then the user's pass-through
  * properties, then `forced` pairs that kdelay's guarantees depend on. Logs
  * go to owner->conf's log callback (owner NULL: logs are dropped). The caller
  * owns the result (rd_kafka_new() takes it on success). NULL on failure, with
@@ -124,6 +133,15 @@ extern const char *const kd_producer_forced[];
 
 /* Retention for tier topic idx: tier delay * 2 + retention margin. */
 int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx);
+
+/* The broker list: brokers when set, else the kafka_config file's
+ * bootstrap.servers, else brokers' default. */
+const char *kd_conf_brokers(const kdelay_conf_t *conf);
+
+/* The value of pass-through librdkafka property name for kdelay's clients:
+ * kafka_kv's (-X, kafka = [...]), else the kafka_config file's; NULL when
+ * neither sets it. */
+const char *kd_conf_kafka_value(const kdelay_conf_t *conf, const char *name);
 
 /* Non-zero when librdkafka property `name` may hold a secret (a password,
  * a key, a client secret): its value is never echoed. */
