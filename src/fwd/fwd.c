@@ -18,6 +18,7 @@
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_partgauges.h"
+#include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -42,9 +43,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         (void)rk;
         kd_fwd_t *f = opaque;
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
-                kd_intake_assign(f, parts);
+                kd_rebalance_assign(f, parts);
         else
-                kd_intake_revoke(f, parts);
+                kd_rebalance_revoke(f, parts);
 }
 
 static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -425,7 +426,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         for (int i = 0; i < 2; i++)
                 f->kafka.io_fds[i][0] = f->kafka.io_fds[i][1] = -1;
         f->hooks.room = kd_intake_room;
-        f->hooks.rewind = kd_intake_rewind;
+        f->hooks.rewind = kd_rebalance_rewind;
         f->hooks.reclaim = kd_claim_enqueue;
         f->hooks.solo_producer = solo_producer;
         kd_timer_init(&f->intake.room, NULL, f);
@@ -476,7 +477,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
         kd_fwd_kafka_t *k = &f->kafka;
         /* Partitions still assigned (kd_fwd_run not called, or it failed)
          * resume while their consumer lives. */
-        kd_intake_clear(f);
+        kd_rebalance_clear(f);
         if (k->consumer_q)
                 rd_kafka_queue_destroy(k->consumer_q);
         if (k->producer_q)

@@ -170,7 +170,8 @@ typedef struct kd_fwd_clock {
         char marker;              /* its opaque: &marker */
 } kd_fwd_clock_t;
 
-/* Assigned partitions (intake.c). */
+/* Assigned partitions: the record path (intake.c); the list and the
+ * flags below are kept by the rebalance stage (rebalance.c). */
 typedef struct kd_fwd_intake {
         kd_part_t *parts;
         size_t full;     /* partitions in KD_PART_FULL */

@@ -1,21 +1,24 @@
-/* Intake stage: the assigned tier partitions — assignment and revoke,
- * records read into each partition's backlog, pause until the backlog
- * head is due (or room appears), resume. The top of the pipeline: it
- * hands backlog heads to the schedule stage. */
+/* Intake stage: the record path of the assigned tier partitions — records
+ * read into each partition's backlog, pause until the backlog head is due
+ * (or room appears), resume. It hands backlog heads to the schedule
+ * stage. Which partitions are assigned is the rebalance stage's
+ * (kd_rebalance.h), which opens them here. */
 #ifndef KD_INTAKE_H
 #define KD_INTAKE_H
 
 #include "kd_fwd_state.h"
 
-/* Rebalance: partitions assigned / revoked (fwd.c's rebalance callback). */
-void kd_intake_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
-void kd_intake_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
 /* A consumed message (not destroyed here). */
 void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m);
-/* Hooks (kd_fwd_hooks_t). */
+/* Hook (kd_fwd_hooks_t): room appeared for paused partitions. */
 void kd_intake_room(kd_fwd_t *f);
-void kd_intake_rewind(kd_fwd_t *f);
-/* Drops every partition and its tasks without committing (destroy). */
-void kd_intake_clear(kd_fwd_t *f);
+/* A partition of topic (a tier of delay tier_ms), flowing, with its mode
+ * block zeroed, linked into f->intake.parts; NULL when out of memory
+ * (the forwarder stops). The rebalance stage fills and drops it. */
+kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
+                               int32_t partition, int64_t tier_ms);
+/* p flows again (resumed if paused: the pause flag outlives the
+ * assignment). */
+void kd_intake_part_flowing(kd_fwd_t *f, kd_part_t *p);
 
 #endif

@@ -1,6 +1,7 @@
 /* An assigned tier partition: the data the pipeline's stages share about
- * it. intake.c creates, pauses and drops partitions; the settle stage
- * moves their offset trackers and commit points. */
+ * it. rebalance.c opens (through intake.c) and drops partitions, intake.c
+ * pauses and resumes them; the settle stage moves their offset trackers,
+ * the mode keeps its own state of each (p->mode). */
 #ifndef KD_PART_H
 #define KD_PART_H
 

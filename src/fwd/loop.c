@@ -16,6 +16,7 @@
 #include "kd_mode.h"
 #include "kd_notify.h"
 #include "kd_probe.h"
+#include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -288,7 +289,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 if (f->fatal)
                         break;
                 if (f->intake.rewind_due) /* asked for inside the pump */
-                        kd_intake_rewind(f);
+                        kd_rebalance_rewind(f);
                 if (f->http)
                         kd_http_alive(f->http, kd_mono_ms());
                 more |=

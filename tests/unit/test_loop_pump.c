@@ -6,8 +6,8 @@
 
 #include "kd_fate_mem.h"
 #include "kd_fwd.h"
-#include "kd_intake.h"
 #include "kd_loop_pump.h"
+#include "kd_rebalance.h"
 #include "kd_test.h"
 #include "kd_util.h"
 
@@ -56,7 +56,7 @@ static int nests(kd_fwd_t *f)
 
 static int asks_rewind(kd_fwd_t *f)
 {
-        kd_intake_rewind(f);
+        kd_rebalance_rewind(f);
         return 1;
 }
 

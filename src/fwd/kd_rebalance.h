@@ -1,0 +1,20 @@
+/* Rebalance stage: which tier partitions this forwarder holds —
+ * assignment, revoke (last fires, hand-over, commit), rewind after an
+ * aborted transaction, and the drop at destroy. Called from librdkafka's
+ * rebalance callback (fwd.c), the rewind hook and the loop. */
+#ifndef KD_REBALANCE_H
+#define KD_REBALANCE_H
+
+#include "kd_fwd_state.h"
+
+/* Partitions assigned / revoked (fwd.c's rebalance callback). */
+void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
+void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
+/* Hook (kd_fwd_hooks_t): a transaction aborted, every partition is read
+ * again from its committed offsets. Inside the nested pump it only marks
+ * f->intake.rewind_due, done on the loop's next turn. */
+void kd_rebalance_rewind(kd_fwd_t *f);
+/* Drops every partition and its tasks without committing (destroy). */
+void kd_rebalance_clear(kd_fwd_t *f);
+
+#endif
