@@ -16,6 +16,7 @@
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_util.h"
+#include "kd_verdict.h"
 
 static void renew_cb(kd_timer_t *tm, void *arg);
 
@@ -154,112 +155,65 @@ static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
                 kd_fwd_oom(f, "claim_wait_timer");
 }
 
-/* 1 when owner is a token of this instance from another boot, and this
- * forwarder is a static member (without one, two processes may share an
- * instance name). */
-static int own_previous_boot(const kd_fwd_t *f, const char *owner)
+/* 1 when owner is this instance's earlier process (a static member) or
+ * a generation of this process with no task left (kd_verdict.h). */
+static int own_earlier(const kd_fwd_t *f, const char *owner)
 {
-        const kd_fwd_claim_t *c = &f->claim;
-        size_t n = strlen(c->own_tag);
-        return f->conf->fwd_static_membership &&
-               !strncmp(owner, c->own_tag, n) &&
-               strncmp(owner + n, c->boot_tag, strlen(c->boot_tag)) != 0;
+        return kd_verdict_own_earlier(&f->claim, f->conf->fwd_static_membership,
+                                      owner);
 }
 
-/* 1 when owner is a token of this process from a generation whose tasks
- * are all gone (kd_claim_generations_gone). */
-static int own_gone_generation(const kd_fwd_t *f, const char *owner)
-{
-        const kd_fwd_claim_t *c = &f->claim;
-        size_t n = strlen(c->own_tag), b = strlen(c->boot_tag);
-        if (!c->gone_upto || strncmp(owner, c->own_tag, n) ||
-            strncmp(owner + n, c->boot_tag, b))
-                return 0;
-        char *end;
-        unsigned long g = strtoul(owner + n + b, &end, 10);
-        return *end == ':' && g <= c->gone_upto;
-}
-
+/* Acts on what the store's answer c means for t (kd_verdict). */
 static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                             int after_takeover)
 {
-        const char *owner = c->row_owner;
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        switch (c->fate) {
-        case KDELAY_FATE_CANCELLED:
+        const kd_verdict_in_t in = {.answer = c,
+                                    .token = t->token,
+                                    .assignment = f->claim.prefix,
+                                    .own_earlier = own_earlier(f, c->row_owner),
+                                    .after_takeover = after_takeover,
+                                    .takeover_at_once =
+                                        f->mode->takeover_at_once,
+                                    .waited_foreign = t->waited_foreign};
+        switch (kd_verdict(&in)) {
+        case KD_VERDICT_CANCELLED:
                 kd_metric_inc(&f->metrics, KD_M_CANCELLED);
                 kd_log(f->conf, KDELAY_LOG_INFO, "event=task_cancelled id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
                 kd_settle_note_cancelled(f, t->rec.id, t->rec.fire_at_ms);
                 f->mode->done(f, t);
                 return KD_SETTLED;
-        case KDELAY_FATE_FIRED:
-        case KDELAY_FATE_DEAD: /* dead-lettered already: re-read */
+        case KD_VERDICT_DONE:
                 kd_metric_inc(&f->metrics, KD_M_ALREADY_FIRED);
                 f->mode->done(f, t);
                 return KD_SETTLED;
-        case KDELAY_FATE_FIRING:
-                break;
-        default:
-                /* No row after our insert (removed meanwhile): again,
-                 * a little later. */
+        case KD_VERDICT_UNDECIDED:
                 kd_task_set_state(f, t, KD_TASK_HELD);
                 if (kd_task_arm(f, t, KD_CLOCK_MONO,
                                 kd_mono_ms() + KD_UNDECIDED_WAIT_MS,
                                 kd_claim_due_cb))
                         kd_fwd_oom(f, "claim_wait_timer");
                 return KD_SETTLED;
-        }
-        if (!strcmp(owner, t->token)) {
+        case KD_VERDICT_MINE:
                 kd_metric_inc(&f->metrics, KD_M_CLAIMED);
                 kd_pace_claimed(f, t);
                 return KD_SETTLED;
-        }
-        if (!strncmp(owner, f->claim.prefix, strlen(f->claim.prefix))) {
-                /* Another copy of this task (a hop repeated after a
-                 * rebalance or crash) holds the claim in this assignment:
-                 * it fires, not this one. */
+        case KD_VERDICT_OTHER_COPY:
                 kd_metric_inc(&f->metrics, KD_M_DUP_COPIES);
                 f->mode->done(f, t);
                 return KD_SETTLED;
-        }
-        /* Claimed by this instance's previous process: a static member
-         * restarted under its stable instance (the broker lets one member
-         * of an instance in, and exactly_once's transactional id fences the
-         * old producer), so that process is gone: at once, no lease wait. */
-        if ((own_previous_boot(f, owner) || own_gone_generation(f, owner)) &&
-            !after_takeover) {
+        case KD_VERDICT_TAKEOVER_OWN:
                 kd_metric_inc(&f->metrics, KD_M_OWN_TAKEOVERS);
                 return KD_NEEDS_TAKEOVER;
-        }
-        /* Claimed by another process. Its lease, by MySQL's clock, says how
-         * long that claim surely holds: a live claimer renews it, so it is
-         * never taken over; one that died is taken over once it passed. */
-        if (c->lease_left_ms > 0) {
+        case KD_VERDICT_WAIT_LEASE:
                 wait_lease(f, t, c->lease_left_ms);
                 return KD_SETTLED;
-        }
-        /* A lease that passed: the claimer is dead or stalled — or it
-         * delivered the task and its FIRED mark is late (after a MySQL
-         * outage every lease has passed and marks wait for the store's
-         * backoff), as leases are not renewed past delivery. At least
-         * once, give the mark the foreign-claim wait first. */
-        if (c->lease_left_ms == 0 && !after_takeover &&
-            (f->mode->takeover_at_once || t->waited_foreign))
-                return KD_NEEDS_TAKEOVER;
-        if (c->lease_left_ms == 0 && !after_takeover) {
+        case KD_VERDICT_WAIT_FOREIGN:
                 wait_foreign(f, t);
                 return KD_SETTLED;
-        }
-        /* A claim without a lease (from before schema 3, or with
-         * forwarder.claim_lease=0): its claimer is alive and about to mark
-         * it FIRED, or died: look again a little later, then take it over.
-         * Exactly-once takes it over at once: a committed transaction would
-         * have marked this record done in its offsets. */
-        if ((!f->mode->takeover_at_once && !t->waited_foreign) ||
-            after_takeover) {
-                wait_foreign(f, t);
-                return KD_SETTLED;
+        case KD_VERDICT_TAKEOVER:
+                break;
         }
         return KD_NEEDS_TAKEOVER;
 }
@@ -343,8 +297,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                                        fw->items[i].row_owner,
                                        sizeof(fw->items[m].row_owner));
                         fw->items[m].own_previous =
-                            own_previous_boot(f, fw->items[m].row_owner) ||
-                            own_gone_generation(f, fw->items[m].row_owner);
+                            own_earlier(f, fw->items[m].row_owner);
                         m++;
                 }
         }

@@ -17,8 +17,6 @@
 #include "kd_util.h"
 #include "kd_wire.h"
 
-#define KD_FIRE_PERMANENT_RETRIES 5
-
 /* How long a produce the mode holds back (a solo transaction is open)
  * waits before it asks again, at most. */
 #define KD_FIRE_WAIT_MAX_MS 1000
@@ -113,44 +111,30 @@ static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
         f->mode->done(f, t);
 }
 
-/* A produce of t as `as` failed with err: retry it later, or, when it
- * cannot succeed, send it elsewhere. */
-static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
-                           rd_kafka_resp_err_t err, const char *event)
+/* Does what the failure policy (kd_perr_then) says after a produce of t
+ * as `as` failed with err. */
+static void after_failure(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                          rd_kafka_resp_err_t err, const char *event,
+                          kd_perr_then_t then)
 {
-        if (kd_perr_too_large(err)) {
-                if (as == KD_TASK_DEAD)
-                        dead_letter_too_large(f, t);
-                else
-                        fire_failed(f, t, err); /* a hop or a fire */
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
+        switch (then) {
+        case KD_THEN_RETRY:
+                retry_later(f, t, as, event, err);
                 return;
-        }
-        /* The target may be created any moment: give it a few retries
-         * (about 6 s) before the task goes to the dead-letter topic. */
-        if (as == KD_TASK_FIRING && kd_perr_permanent(err) &&
-            t->retries >= KD_FIRE_PERMANENT_RETRIES) {
+        case KD_THEN_FIRE_FAILED:
                 fire_failed(f, t, err);
                 return;
-        }
-        retry_later(f, t, as, event, err);
-}
-
-/* Producing t as `as` failed for good often enough (the mode counted):
- * handles it as a local failure would, without producing. */
-static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
-                     rd_kafka_resp_err_t err)
-{
-        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        if (as == KD_TASK_HOPPING && !kd_perr_too_large(err)) {
-                /* A tier topic refuses it: stop failing everything. */
+        case KD_THEN_DEAD_SMALLER:
+                dead_letter_too_large(f, t);
+                return;
+        case KD_THEN_HOP_FAILED:
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=hop_failed id=%s err=\"%s\" action=dead_letter",
                        id_of(t, q, sizeof(q)), rd_kafka_err2str(err));
                 kd_fire_dead(f, t, "tier-unavailable");
                 return;
-        }
-        if (as == KD_TASK_DEAD && !kd_perr_too_large(err)) {
-                char qt[300];
+        case KD_THEN_DEAD_DROPPED:
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=dead_letter_dropped reason=%s topic=%s "
                        "partition=%d offset=%lld err=\"%s\"",
@@ -163,12 +147,23 @@ static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 f->mode->done(f, t);
                 return;
         }
-        if (as == KD_TASK_FIRING) { /* whatever the error: no loop */
-                fire_failed(f, t, err);
-                return;
-        }
-        t->retries = KD_FIRE_PERMANENT_RETRIES;
-        produce_failed(f, t, as, err, "produce_failed");
+}
+
+/* A produce of t as `as` failed with err. */
+static void produce_failed(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                           rd_kafka_resp_err_t err, const char *event)
+{
+        after_failure(f, t, as, err, event,
+                      kd_perr_then(as, err, t->retries, 0));
+}
+
+/* Producing t as `as` failed for good often enough (the mode counted):
+ * handled as the policy says for a poisoned record, without producing. */
+static void poisoned(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
+                     rd_kafka_resp_err_t err)
+{
+        after_failure(f, t, as, err, "produce_failed",
+                      kd_perr_then(as, err, t->retries, 1));
 }
 
 /* The mode holds t's produce back for wait_ms (a solo transaction is

@@ -6,6 +6,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "kd_task.h"
+
 typedef enum kd_perr_class {
         /* Neither named below nor known: retrying may succeed, but a
          * record whose transactions keep aborting this way is suspect. */
@@ -45,5 +47,31 @@ int kd_perr_too_large(rd_kafka_resp_err_t err);
 /* The dead-letter reason of a claimed task whose fire failed with err
  * (static): too-large, target-refused or target-unavailable. */
 const char *kd_perr_dead_reason(rd_kafka_resp_err_t err);
+
+/* A fire whose target answers a permanent error (missing, not allowed)
+ * is tried this many times (about 6 s of backoff: the target may be
+ * created any moment) before it is dead-lettered. */
+#define KD_PERR_PERMANENT_RETRIES 5
+
+/* What the fire stage does after a produce of a task as `as` failed. */
+typedef enum kd_perr_then {
+        KD_THEN_RETRY,        /* produce it again after the backoff */
+        KD_THEN_FIRE_FAILED,  /* a fire (or a hop over a size limit) that
+                                 cannot succeed: dead-lettered, its reason
+                                 from the error (kd_perr_dead_reason) */
+        KD_THEN_DEAD_SMALLER, /* a dead letter over a size limit: sent
+                                 again without its key and value */
+        KD_THEN_HOP_FAILED,   /* a hop its tier keeps refusing: dead-lettered
+                                 tier-unavailable */
+        KD_THEN_DEAD_DROPPED  /* a dead letter that cannot be written:
+                                 dropped (logged, counted) */
+} kd_perr_then_t;
+
+/* The fire stage's failure policy: a produce as `as` failed with err after
+ * retries earlier tries; poisoned: the delivery mode found it failed for
+ * good often enough (kd_mode.h poisoned), so it is not produced again as
+ * it is. */
+kd_perr_then_t kd_perr_then(kd_task_state_t as, rd_kafka_resp_err_t err,
+                            int retries, int poisoned);
 
 #endif

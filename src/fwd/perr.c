@@ -72,3 +72,23 @@ const char *kd_perr_dead_reason(rd_kafka_resp_err_t err)
         return kd_perr_class(err) == KD_PERR_RECORD ? "target-refused"
                                                     : "target-unavailable";
 }
+
+kd_perr_then_t kd_perr_then(kd_task_state_t as, rd_kafka_resp_err_t err,
+                            int retries, int poisoned)
+{
+        int large = kd_perr_too_large(err);
+        if (poisoned && !large) {
+                if (as == KD_TASK_HOPPING) /* stop failing everything */
+                        return KD_THEN_HOP_FAILED;
+                if (as == KD_TASK_DEAD)
+                        return KD_THEN_DEAD_DROPPED;
+        }
+        if (large)
+                return as == KD_TASK_DEAD ? KD_THEN_DEAD_SMALLER
+                                          : KD_THEN_FIRE_FAILED;
+        if (as == KD_TASK_FIRING &&
+            (poisoned ||
+             (kd_perr_permanent(err) && retries >= KD_PERR_PERMANENT_RETRIES)))
+                return KD_THEN_FIRE_FAILED; /* poisoned: whatever the error */
+        return KD_THEN_RETRY;
+}

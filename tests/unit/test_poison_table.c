@@ -49,6 +49,49 @@ static void test_error_classes_and_reasons(void)
                                "target-unavailable");
 }
 
+/* The fire stage's failure policy (kd_perr_then), every branch. */
+static void test_fire_failure_policy(void)
+{
+        const rd_kafka_resp_err_t big = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,
+                                  missing = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC,
+                                  timeout = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT;
+        const int last = KD_PERR_PERMANENT_RETRIES;
+        /* A fire: a missing target a few tries, then the dead letters; a
+         * timeout for ever; too large at once. */
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, missing, 0, 0),
+                        KD_THEN_RETRY);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, missing, last - 1, 0),
+                        KD_THEN_RETRY);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, missing, last, 0),
+                        KD_THEN_FIRE_FAILED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, timeout, 100, 0),
+                        KD_THEN_RETRY);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, big, 0, 0),
+                        KD_THEN_FIRE_FAILED);
+        /* A hop: retried, unless too large (dead-lettered); a dead letter
+         * too large goes again without key and value. */
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_HOPPING, missing, last, 0),
+                        KD_THEN_RETRY);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_HOPPING, big, 0, 0),
+                        KD_THEN_FIRE_FAILED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_DEAD, timeout, 9, 0),
+                        KD_THEN_RETRY);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_DEAD, big, 0, 0),
+                        KD_THEN_DEAD_SMALLER);
+        /* Poisoned (the mode counted enough failures): never again as it
+         * is. */
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_FIRING, timeout, 0, 1),
+                        KD_THEN_FIRE_FAILED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_HOPPING, timeout, 0, 1),
+                        KD_THEN_HOP_FAILED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_HOPPING, big, 0, 1),
+                        KD_THEN_FIRE_FAILED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_DEAD, missing, 0, 1),
+                        KD_THEN_DEAD_DROPPED);
+        CU_ASSERT_EQUAL(kd_perr_then(KD_TASK_DEAD, big, 0, 1),
+                        KD_THEN_DEAD_SMALLER);
+}
+
 static void test_keys_tell_records_and_kinds_apart(void)
 {
         kd_part_t p;
@@ -230,6 +273,7 @@ int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_error_classes_and_reasons),
+            KD_TEST(test_fire_failure_policy),
             KD_TEST(test_keys_tell_records_and_kinds_apart),
             KD_TEST(test_aborts_count_commits_forget),
             KD_TEST(test_blamed_members_alone_count),
