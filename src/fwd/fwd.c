@@ -517,8 +517,8 @@ static void refresh_gauges(kd_fwd_t *f)
         int64_t parts = 0, waiting = 0, full = 0;
         for (const kd_part_t *p = f->intake.parts; p; p = p->next) {
                 parts++;
-                waiting += p->state == KD_PART_WAITING;
-                full += p->state == KD_PART_FULL;
+                waiting += p->flow == KD_PART_WAITING;
+                full += p->flow == KD_PART_FULL;
         }
         kd_metrics_t *m = &f->metrics;
         kd_metric_set(m, KD_M_HELD_NOW, (int64_t)f->held.cnt);

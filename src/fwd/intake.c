@@ -47,8 +47,8 @@ static void pause_resume(kd_fwd_t *f, kd_part_t *p, int pause)
 
 static void set_state(kd_fwd_t *f, kd_part_t *p, kd_part_state_t to)
 {
-        f->intake.full += (to == KD_PART_FULL) - (p->state == KD_PART_FULL);
-        p->state = to;
+        f->intake.full += (to == KD_PART_FULL) - (p->flow == KD_PART_FULL);
+        p->flow = to;
 }
 
 static void wake_cb(kd_timer_t *tm, void *arg);
@@ -57,9 +57,9 @@ static void wake_cb(kd_timer_t *tm, void *arg);
 static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
                        int64_t wake_at)
 {
-        if (p->state == KD_PART_FLOWING)
+        if (p->flow == KD_PART_FLOWING)
                 pause_resume(f, p, 1);
-        if (why == KD_PART_FULL && p->state != KD_PART_FULL) {
+        if (why == KD_PART_FULL && p->flow != KD_PART_FULL) {
                 char qt[KD_LOG_QUOTED_MAX(255)];
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=partition_backpressure topic=%s partition=%d "
@@ -77,7 +77,7 @@ static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
 
 static void resume(kd_fwd_t *f, kd_part_t *p)
 {
-        if (p->state != KD_PART_FLOWING)
+        if (p->flow != KD_PART_FLOWING)
                 pause_resume(f, p, 0);
         set_state(f, p, KD_PART_FLOWING);
         kd_timer_disarm(&f->timers, &p->wake);
@@ -102,7 +102,7 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                 t->where = KD_WHERE_NONE;
                 kd_sched_take(f, t, what);
         }
-        if (p->state != KD_PART_FLOWING)
+        if (p->flow != KD_PART_FLOWING)
                 resume(f, p);
 }
 
@@ -117,7 +117,7 @@ static void room_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         for (kd_part_t *p = f->intake.parts; p && f->intake.full; p = p->next)
-                if (p->state == KD_PART_FULL)
+                if (p->flow == KD_PART_FULL)
                         process(f, p);
 }
 
@@ -262,7 +262,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
         kd_task_set_state(f, t, KD_TASK_QUEUED);
         kd_taskq_push(&p->backlog, t);
         t->where = KD_WHERE_BACKLOG;
-        if (p->state == KD_PART_FLOWING)
+        if (p->flow == KD_PART_FLOWING)
                 process(f, p);
 }
 
@@ -282,7 +282,7 @@ kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
         kd_strlcpy(p->topic, topic, sizeof(p->topic));
         p->partition = partition;
         p->tier_ms = tier_ms;
-        p->state = KD_PART_FLOWING;
+        p->flow = KD_PART_FLOWING;
         kd_timer_init(&p->wake, wake_cb, f);
         kd_offtrack_init(&p->track);
         p->next = f->intake.parts;
@@ -292,6 +292,6 @@ kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
 
 void kd_intake_part_flowing(kd_fwd_t *f, kd_part_t *p)
 {
-        if (p->state != KD_PART_FLOWING)
+        if (p->flow != KD_PART_FLOWING)
                 resume(f, p);
 }

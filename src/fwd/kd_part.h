@@ -21,11 +21,11 @@ typedef enum kd_part_state {
 struct kd_part {
         char topic[256];
         int32_t partition;
-        int64_t tier_ms; /* the tier's delay, from the topic's name */
-        kd_part_state_t state;
-        kd_timer_t wake;    /* KD_PART_WAITING: wall clock, head due */
-        kd_taskq_t backlog; /* read, not yet processed */
-        kd_task_t *tasks;   /* every live task from here */
+        int64_t tier_ms;      /* the tier's delay, from the topic's name */
+        kd_part_state_t flow; /* flowing or paused, and why */
+        kd_timer_t wake;      /* KD_PART_WAITING: wall clock, head due */
+        kd_taskq_t backlog;   /* read, not yet processed */
+        kd_task_t *tasks;     /* every live task from here */
         kd_offtrack_t track;
         int create_time; /* a record without LogAppendTime was logged */
         int revoking;    /* in the revoke being handled */

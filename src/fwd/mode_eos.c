@@ -87,10 +87,10 @@ typedef struct eos_part {
 } eos_part_t;
 
 typedef struct eos_state {
-        eos_part_t *parts; /* the open partitions */
-        kd_txn_state_t state;
-        int has_fire; /* the open transaction holds a fire */
-        int dirty;    /* offsets moved since the last commit */
+        eos_part_t *parts;  /* the open partitions */
+        kd_txn_state_t txn; /* changed only by txn_set_state */
+        int has_fire;       /* the open transaction holds a fire */
+        int dirty;          /* offsets moved since the last commit */
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
         kd_idq_t fired; /* fired in the open transaction: id, lateness */
         kd_idq_t dead;  /* claimed and dead-lettered in it: id, reason
@@ -151,7 +151,7 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
             [KD_TXN_ABORTING] = 1u << KD_TXN_READY | end,
             [KD_TXN_RENEW] = 1u << KD_TXN_READY | 1u << KD_TXN_FATAL,
             [KD_TXN_FATAL] = 0};
-        kd_txn_state_t from = s->state;
+        kd_txn_state_t from = s->txn;
         if (from == to)
                 return;
         if (!(allowed[from] & (1u << to))) {
@@ -162,7 +162,7 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
         }
         kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
                txn_state_names[from], txn_state_names[to]);
-        s->state = to;
+        s->txn = to;
         if (to == KD_TXN_RENEW) {
                 f->kafka.renew = 1; /* the loop's next turn */
                 /* One record's doing (it is dead-lettered next): not a
@@ -184,15 +184,15 @@ static void arm(kd_fwd_t *f)
 {
         eos_state_t *s = state_of(f);
         int64_t at = INT64_MAX, interval = f->conf->fwd_txn_interval_ms;
-        if (s->state == KD_TXN_ABORTABLE)
+        if (s->txn == KD_TXN_ABORTABLE)
                 at = 0;
-        else if (s->state == KD_TXN_OPEN && s->solo_wait && s->solo_wait_txn)
+        else if (s->txn == KD_TXN_OPEN && s->solo_wait && s->solo_wait_txn)
                 at = 0; /* a record waits for a transaction of its own */
-        else if (s->state == KD_TXN_OPEN && (s->has_fire || s->solo))
+        else if (s->txn == KD_TXN_OPEN && (s->has_fire || s->solo))
                 at = s->last_mono + KD_TXN_SETTLE_MS;
-        else if (s->state == KD_TXN_OPEN)
+        else if (s->txn == KD_TXN_OPEN)
                 at = s->opened_mono + interval;
-        else if (s->state == KD_TXN_READY && s->dirty)
+        else if (s->txn == KD_TXN_READY && s->dirty)
                 at = s->last_mono + interval;
         if (at == INT64_MAX)
                 kd_timer_disarm(&f->timers, &s->commit);
@@ -211,7 +211,7 @@ typedef enum kd_txn_next {
 /* 1 when no transactional call can be made (until a new producer). */
 static int dead(const eos_state_t *s)
 {
-        return s->state == KD_TXN_RENEW || s->state == KD_TXN_FATAL;
+        return s->txn == KD_TXN_RENEW || s->txn == KD_TXN_FATAL;
 }
 
 /* Logs error (taken) and classifies it. A fatal error asks for a new
@@ -249,9 +249,9 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
 static int txn_begin(kd_fwd_t *f)
 {
         eos_state_t *s = state_of(f);
-        if (s->state == KD_TXN_OPEN)
+        if (s->txn == KD_TXN_OPEN)
                 return 0;
-        if (s->state != KD_TXN_READY)
+        if (s->txn != KD_TXN_READY)
                 return -1; /* failed or fatal: deferred until the abort */
         rd_kafka_error_t *error = rd_kafka_begin_transaction(f->kafka.producer);
         if (error) {
@@ -341,8 +341,8 @@ static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
         int64_t now = kd_mono_ms();
         if (now < e->not_before_mono)
                 return (int)(e->not_before_mono - now);
-        int alone = s->state == KD_TXN_READY ||
-                    (s->state == KD_TXN_OPEN && s->poison.members_len == 0);
+        int alone = s->txn == KD_TXN_READY ||
+                    (s->txn == KD_TXN_OPEN && s->poison.members_len == 0);
         if (!alone)
                 return wait_turn(f, e->key, 1);
         if (txn_begin(f))
@@ -528,7 +528,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
         eos_state_t *s = state_of(f);
         if (dead(s))
                 return KD_TXN_EXIT;
-        if (s->state != KD_TXN_READY) {
+        if (s->txn != KD_TXN_READY) {
                 int64_t local = 0;
                 txn_set_state(f, KD_TXN_ABORTING);
                 for (;;) {
@@ -619,9 +619,9 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
         eos_state_t *s = state_of(f);
         if (dead(s))
                 return KD_TXN_EXIT;
-        if (s->state == KD_TXN_ABORTABLE)
+        if (s->txn == KD_TXN_ABORTABLE)
                 return txn_abort(f, "delivery_failed", deadline);
-        if (s->state == KD_TXN_READY && !s->dirty)
+        if (s->txn == KD_TXN_READY && !s->dirty)
                 return KD_TXN_COMMITTED;
         if (txn_begin(f))
                 return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin", deadline);
@@ -650,7 +650,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
                 if (past(retry_deadline(f, deadline, &local)))
                         return give_up(f, "commit_transaction");
         }
-        if (s->state == KD_TXN_ABORTABLE) /* a report failed meanwhile */
+        if (s->txn == KD_TXN_ABORTABLE) /* a report failed meanwhile */
                 return txn_abort(f, "delivery_failed", deadline);
         txn_set_state(f, KD_TXN_READY);
         kd_log(f->conf, KDELAY_LOG_DEBUG,
@@ -925,8 +925,7 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_blame "
                        "action=count_every_record");
-        if (t->part &&
-            (s->state == KD_TXN_OPEN || s->state == KD_TXN_COMMITTING)) {
+        if (t->part && (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_COMMITTING)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 txn_set_state(f, KD_TXN_ABORTABLE);
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -1065,7 +1064,7 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         eos_state_t *s = state_of(f);
         /* No transaction open (a reset after an abort): nothing to redo. */
-        int idle = s->state == KD_TXN_READY && s->poison.members_len == 0;
+        int idle = s->txn == KD_TXN_READY && s->poison.members_len == 0;
         kdelay_err_t err = eos_start(f, errstr, errstr_size);
         if (err)
                 return err;
