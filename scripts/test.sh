@@ -216,10 +216,15 @@ if [ -n "$secured" ]; then
     use_stack "$s"
     log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" security="$KDELAY_KAFKA_SECURITY" \
       brokers="$KDELAY_BROKERS"
-    run_ctest build/test -R '^test_kafka_acl$'
+    # test_plain_client: a plain confluent-kafka-python client with the
+    # properties file `stack.sh env` names, as it is.
+    run_ctest build/test -R '^(test_kafka_acl|test_plain_client)$'
     # ctest counts an exit 77 (no secured stack seen) as skipped: not here
     grep -q "^test_kafka_acl: $KDELAY_KAFKA_SECURITY, " build/test/Testing/Temporary/LastTest.log ||
       { log event=failed what=test_kafka_acl stack="$s" why=skipped; exit 1; }
+    grep -q "^test_plain_client: \(SASL_SSL\|SSL\), .*the properties file" \
+      build/test/Testing/Temporary/LastTest.log ||
+      { log event=failed what=test_plain_client stack="$s" why=no_properties_file; exit 1; }
     deploy/local/stack.sh down --purge >&2
   done
 fi
