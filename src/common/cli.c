@@ -11,6 +11,15 @@
 
 #include "kd_log.h"
 
+/* --no-headers, for the whole process: listings print through functions
+ * that do not all see the kd_cli_t. */
+static int kd_cli_no_headers;
+
+int kd_cli_headers(void)
+{
+        return !kd_cli_no_headers;
+}
+
 void kd_cli_init(kd_cli_t *cli, const char *prog)
 {
         memset(cli, 0, sizeof(*cli));
@@ -78,6 +87,16 @@ int kd_cli_option(kd_cli_t *cli, int opt, const char *arg)
         case 'v':
                 cli->verbose = 1;
                 return 1;
+        case 'q':
+                cli->quiet = 1;
+                return 1;
+        case KD_CLI_OPT_NO_HEADERS:
+                if (cli->info) { /* a daemon prints no tables */
+                        kd_cli_usage_error(cli, "unknown option --no-headers");
+                        return -1;
+                }
+                kd_cli_no_headers = 1;
+                return 1;
         default:
                 return 0;
         }
@@ -116,6 +135,7 @@ int kd_cli_conf(kd_cli_t *cli)
         }
         kdelay_conf_set_log_cb(cli->conf, kd_cli_log_cb,
                                cli->verbose ? KDELAY_LOG_DEBUG
+                               : cli->quiet ? KDELAY_LOG_WARNING
                                : cli->info  ? KDELAY_LOG_INFO
                                             : KDELAY_LOG_NOTICE,
                                cli);
@@ -197,6 +217,9 @@ void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
                 ...)
 {
         if (level == KDELAY_LOG_DEBUG && !cli->verbose)
+                return;
+        /* -q: informational lines (progress, notes) go; problems stay. */
+        if (cli->quiet && !cli->verbose && level > KDELAY_LOG_WARNING)
                 return;
         char line[1024];
         va_list ap;

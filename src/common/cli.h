@@ -27,9 +27,10 @@ enum {
 
 /* Long options of the common set, to append to a verb's own options;
  * KD_CLI_SHORTOPTS goes into its getopt short-option string. */
-#define KD_CLI_SHORTOPTS        "b:c:X:vh"
+#define KD_CLI_SHORTOPTS        "b:c:X:vqh"
 #define KD_CLI_OPT_MYSQL        0x101
 #define KD_CLI_OPT_KAFKA_CONFIG 0x102
+#define KD_CLI_OPT_NO_HEADERS   0x103
 #define KD_CLI_LONGOPTS                                                        \
         {"config", required_argument, NULL, 'c'},                              \
             {"brokers", required_argument, NULL, 'b'},                         \
@@ -39,6 +40,8 @@ enum {
             {"command-config", required_argument, NULL,                        \
              KD_CLI_OPT_KAFKA_CONFIG},                                         \
             {"verbose", no_argument, NULL, 'v'},                               \
+            {"quiet", no_argument, NULL, 'q'},                                 \
+            {"no-headers", no_argument, NULL, KD_CLI_OPT_NO_HEADERS},          \
         {                                                                      \
                 "help", no_argument, NULL, 'h'                                 \
         }
@@ -65,6 +68,9 @@ enum {
         "$KDELAY_KAFKA_CONFIG)\n"                                              \
         "  -X NAME=VALUE        kdelay property, else librdkafka property\n"   \
         "  -v, --verbose        log debug lines to stderr\n"                   \
+        "  -q, --quiet          no informational lines on stderr (progress,\n" \
+        "                       notes); warnings and errors still\n"           \
+        "      --no-headers     kdelayctl: tables without their header row\n"  \
         "  -h, --help           this help\n"                                   \
         "A setting comes from the command line, else the environment, else "   \
         "the\n"                                                                \
@@ -80,7 +86,8 @@ typedef struct kd_cli {
         char *owned[KD_CLI_OVERRIDES_MAX];           /* what we built */
         int override_cnt;
         int verbose;
-        int info; /* log info lines without -v (daemons) */
+        int quiet; /* -q: warnings and errors only on stderr */
+        int info;  /* log info lines without -v (daemons) */
         /* "name=value" applied before the config file (may be NULL). */
         const char *const *defaults;
         kdelay_conf_t *conf; /* owned after kd_cli_conf() */
@@ -148,6 +155,10 @@ void kd_cli_log_cb(kdelay_log_level_t level, const char *line, void *opaque);
 /* A client on cli->conf, which it takes (cli->conf is NULL then). On
  * failure prints why and returns the exit code; *clientp stays NULL. */
 int kd_cli_client(kd_cli_t *cli, kdelay_client_t **clientp);
+
+/* 0 after --no-headers: a listing prints its rows without the header row
+ * (kd_cli_option records it for the process). */
+int kd_cli_headers(void);
 
 /* Maps a library error to an exit code. */
 int kd_cli_exit_code(kdelay_err_t err);

@@ -52,6 +52,11 @@ static const char kd_audit_help[] =
     "           than --overdue ago: no forwarder runs, or one is stuck.\n"
     "  dead     records in the dead-letter topic of the last --dead-window.\n"
     "\n"
+    "Output: a table of the firing rows found (FIRING_ID VERDICT ACTION\n"
+    "OWNER UPDATED SOURCE), a table of the overdue partitions\n"
+    "(OVERDUE_PARTITION OFFSET DUE OVERDUE_MS), then the dead letters and\n"
+    "a summary as key=value lines (`summary ... findings=N`).\n"
+    "\n"
     "  --older-than D       FIRING rows last changed more than D ago\n"
     "                       (default 1m), or stamped more than D ahead of\n"
     "                       this clock (a claimer's clock ran ahead);\n"
@@ -59,7 +64,8 @@ static const char kd_audit_help[] =
     "  --fix                mark delivered rows FIRED, dead-lettered DEAD\n"
     "  --overdue D          overdue bound (default 1m)\n"
     "  --dead-window D      dead-letter window (default 24h)\n"
-    "  --json               one JSON object on stdout\n"
+    "  --json               one JSON document on stdout: {\"firing\": [...],\n"
+    "                       \"overdue\": [...], \"summary\": {...}}\n"
     "\n"
     "Exit codes: 0 nothing found (rows fixed by --fix do not count), 1\n"
     "findings, or an error (said on stderr).\n"
@@ -100,6 +106,7 @@ typedef struct audit {
         size_t overdue;
         int64_t dead;
         char dead_topic[256];
+        int firing_shown, overdue_shown; /* text: rows printed so far */
 } audit_t;
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -213,8 +220,10 @@ static void report_row(audit_t *au, size_t i)
                 return;
         }
         char qo[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
-        printf("firing id=%s verdict=%s action=%s owner=%s updated=%s "
-               "source=%s/%d/%lld\n",
+        if (!au->firing_shown++ && kd_cli_headers())
+                printf("%-36s %-13s %-8s %-24s %-24s %s\n", "FIRING_ID",
+                       "VERDICT", "ACTION", "OWNER", "UPDATED", "SOURCE");
+        printf("%-36s %-13s %-8s %-24s %-24s %s/%d/%lld\n",
                kd_log_quote(r->id, q, sizeof(q)), v, done,
                r->owner[0] ? kd_log_quote(r->owner, qo, sizeof(qo)) : "-",
                kd_ctl_time_format(r->updated_at_ms, t, sizeof(t)),
@@ -352,6 +361,16 @@ static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
 
 /* Reads the head (next record to handle) of every partition with one,
  * and reports those due more than the bound ago. */
+/* The overdue table's header, a blank line after the firing table. */
+static void overdue_header(const audit_t *au)
+{
+        if (au->firing_shown)
+                printf("\n");
+        if (kd_cli_headers())
+                printf("%-40s %12s %-24s %12s\n", "OVERDUE_PARTITION", "OFFSET",
+                       "DUE", "OVERDUE_MS");
+}
+
 static kdelay_err_t audit_heads(audit_t *au, char *errstr, size_t errstr_size)
 {
         rd_kafka_topic_partition_list_t *l =
@@ -420,9 +439,12 @@ static kdelay_err_t audit_heads(audit_t *au, char *errstr, size_t errstr_size)
                                     cJSON_GetObjectItem(au->json, "overdue"),
                                     o);
                         } else {
-                                printf("overdue partition=%s/%d offset=%lld "
-                                       "due=%s overdue_ms=%lld\n",
-                                       p->topic, (int)p->partition,
+                                char where[300];
+                                if (!au->overdue_shown++)
+                                        overdue_header(au);
+                                snprintf(where, sizeof(where), "%s/%d",
+                                         p->topic, (int)p->partition);
+                                printf("%-40s %12lld %-24s %12lld\n", where,
                                        (long long)m->offset,
                                        kd_ctl_time_format(t.fire_at_ms, ts,
                                                           sizeof(ts)),

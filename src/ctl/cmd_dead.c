@@ -30,15 +30,16 @@ static const char kd_dead_help[] =
     "in the last D, oldest first per partition: when each was\n"
     "dead-lettered, its reason (the kdelay-dead-reason header), the task's\n"
     "id, target and due time when its headers hold them (\"-\" when not:\n"
-    "a malformed record), and where it is in the dead-letter topic. Then\n"
-    "a summary line: the count by reason.\n"
+    "a malformed record), and where it is in the dead-letter topic: a\n"
+    "table DEAD_AT REASON ID TARGET FIRE_AT WHERE. Then a summary line:\n"
+    "the count by reason.\n"
     "\n"
     "  --reason R           only dead letters with reason R (e.g.\n"
     "                       target-unavailable, target-forbidden, bad-id)\n"
     "  --since D            the window (default 24h)\n"
     "  --limit N            at most N lines (default 100; 0 = all); the\n"
     "                       summary counts every record of the window\n"
-    "  --json               one JSON object per dead letter and line, then\n"
+    "  --json               JSON lines: one object per dead letter, then\n"
     "                       {\"summary\": {...}}\n"
     "  --budget D           stop reading after D (default 60s); an\n"
     "                       incomplete read is said on stderr, exit 1\n"
@@ -231,7 +232,10 @@ static int on_record(const kd_scan_rec_t *r, void *opaque)
          * control characters): shown as they are. */
         char at[40], due[40];
         int ok = r->defect == KD_WIRE_OK;
-        printf("%s %s %s %s %s %s/%d/%lld\n",
+        if (a->shown == 1 && kd_cli_headers())
+                printf("%-24s %-20s %-36s %-24s %-24s %s\n", "DEAD_AT",
+                       "REASON", "ID", "TARGET", "FIRE_AT", "WHERE");
+        printf("%-24s %-20s %-36s %-24s %-24s %s/%d/%lld\n",
                kd_ctl_time_format(ts, at, sizeof(at)), reason, ok ? t.id : "-",
                ok ? t.target : "-",
                ok ? kd_ctl_time_format(r->task.fire_at_ms, due, sizeof(due))

@@ -19,7 +19,7 @@ static const char kd_status_help[] =
     "(claimed, then dead-lettered: its target refused it; with the\n"
     "reason), with the times recorded.\n"
     "\n"
-    "  --json               one JSON object on stdout\n"
+    "  --json               one JSON document on stdout\n"
     "  --scan               when UNDECIDED, look for the task in the tier\n"
     "                       topics (as `tasks find`, bounded by 60s): found,\n"
     "                       it is PENDING, shown with its tier topic,\n"

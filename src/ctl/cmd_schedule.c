@@ -52,8 +52,8 @@ static const char kd_schedule_help[] =
     "                       id and schedules it all the same.\n"
     "  --header NAME=VALUE  user header, repeatable; names kdelay-* are "
     "reserved\n"
-    "  --json               {\"id\", \"target\", \"fire_at_ms\" or "
-    "\"delay_ms\"}\n"
+    "  --json               one JSON document: {\"id\", \"target\",\n"
+    "                       \"fire_at_ms\" or \"delay_ms\"}\n"
     "\n";
 
 enum {

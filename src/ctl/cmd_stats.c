@@ -28,7 +28,7 @@ static const char kd_stats_help[] =
     "Exit codes: 0, 1 when the group has no member (nothing forwards) or\n"
     "Kafka or MySQL failed, 2 usage error.\n"
     "\n"
-    "  --json               one JSON object on stdout\n"
+    "  --json               one JSON document on stdout\n"
     "  --dead-window D      the dead letters' window (default 24h)\n"
     "\n";
 
@@ -141,8 +141,10 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                s->members, s->members == 1 ? "" : "s");
         for (int m = 0; m < s->members && m < 16; m++)
                 printf("%s%s", m ? ", " : ": ", s->member[m]);
-        printf("\n\n%-8s %-36s %10s %12s %12s %12s\n", "TIER", "TOPIC",
-               "PARTITIONS", "PENDING", "HEAD_AGE_MS", "OVERDUE_MS");
+        printf("\n\n");
+        if (kd_cli_headers())
+                printf("%-8s %-36s %10s %12s %12s %12s\n", "TIER", "TOPIC",
+                       "PARTITIONS", "PENDING", "HEAD_AGE_MS", "OVERDUE_MS");
         for (size_t i = 0; i < s->tier_cnt; i++) {
                 const kd_tier_stats_t *t = &s->tiers[i];
                 char age[24] = "-", over[24] = "-";

@@ -34,15 +34,15 @@ static const char kd_tasks_help[] =
     "  find ID              the task's tier topic, partition, offset, due\n"
     "                       time and target. Exit 4 when no pending task\n"
     "                       has that id (fired, cancelled or unknown)\n"
-    "  list                 pending tasks by due time, one per line:\n"
-    "                       id state fire-at target tier-topic partition\n"
-    "                       offset\n"
+    "  list                 pending tasks by due time, a table: ID STATE\n"
+    "                       FIRE_AT TARGET TIER_TOPIC PARTITION OFFSET\n"
     "  --target T           only tasks for topic T\n"
     "  --due-after TIME     only tasks due at or after TIME\n"
     "  --due-before TIME    only tasks due before TIME (epoch ms or RFC "
     "3339)\n"
     "  --limit N            at most N tasks (default 100; 0 = all)\n"
-    "  --json               one JSON object per task and line\n"
+    "  --json               find: one JSON document; list: JSON lines,\n"
+    "                       one object per task\n"
     "  --budget D           stop scanning after D (default 60s); an\n"
     "                       incomplete scan is said on stderr, exit 1\n"
     "\n";
@@ -118,7 +118,8 @@ static int incomplete(const kd_cli_t *cli, const kd_tasks_found_t *f,
 static void print_row(const kdelay_pending_t *p)
 {
         char t[40];
-        printf("%s %s %s %s %s %d %lld\n", p->id, kd_ctl_pending_state(p),
+        printf("%-36s %-7s %-24s %-24s %-28s %9d %lld\n", p->id,
+               kd_ctl_pending_state(p),
                kd_ctl_time_format(p->fire_at_ms, t, sizeof(t)), p->target,
                p->tier_topic, (int)p->partition, (long long)p->offset);
 }
@@ -135,6 +136,10 @@ static int run(tasks_args_t *a, kdelay_client_t *client, int find)
                 return kd_cli_exit_code(err);
         }
         int rc = KD_EXIT_OK;
+        if (!a->json && !find && f.cnt && kd_cli_headers())
+                printf("%-36s %-7s %-24s %-24s %-28s %9s %s\n", "ID", "STATE",
+                       "FIRE_AT", "TARGET", "TIER_TOPIC", "PARTITION",
+                       "OFFSET");
         for (size_t i = 0; i < f.cnt; i++) {
                 if (a->json)
                         kd_ctl_pending_json(&f.items[i].p);

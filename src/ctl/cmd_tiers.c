@@ -28,7 +28,7 @@ static const char kd_tiers_help[] =
     "  --samples N    delays drawn from a random distribution (default\n"
     "                 100000; a file is taken whole)\n"
     "  --seed S       the draw's seed (default 1: the same plan each run)\n"
-    "  --json         one JSON object on stdout\n"
+    "  --json         one JSON document on stdout\n"
     "\n";
 
 enum { OPT_DIST = 0x200, OPT_SAMPLES, OPT_SEED, OPT_JSON };
@@ -91,8 +91,9 @@ static void print_text(const kdelay_conf_t *c, const char *dist,
         printf("writes/task   mean %.2f  p50 %u  p99 %u  max %u\n",
                r->mean_writes, r->p50_writes, r->p99_writes, r->max_writes);
         printf("hops/task     mean %.2f\n\n", r->mean_hops);
-        printf("%-10s %14s %14s %12s\n", "TIER", "WRITES", "HOPS_INTO",
-               "PER_TASK");
+        if (kd_cli_headers())
+                printf("%-10s %14s %14s %12s\n", "TIER", "WRITES", "HOPS_INTO",
+                       "PER_TASK");
         for (size_t i = 0; i < c->tiers.cnt; i++)
                 printf("%-10s %14llu %14llu %12.3f\n", c->tiers.v[i].name,
                        (unsigned long long)r->writes_by_tier[i],

@@ -29,9 +29,8 @@ static const char kd_topics_help[] =
     "                          topics.partitions, 6)\n"
     "  --replication-factor R  replicas of new topics (default\n"
     "                          topics.replication_factor; -1 = broker's)\n"
-    "  --json                  one JSON object per topic and line: "
-    "{\"topic\",\n"
-    "                          \"state\", \"partitions\", \"ok\", \"note\"}\n"
+    "  --json                  one JSON document: {\"topics\": [{\"topic\",\n"
+    "                          \"state\", \"partitions\", \"ok\", \"note\"}]}\n"
     "\n";
 
 enum { OPT_PARTITIONS = 0x200, OPT_RF, OPT_JSON };
@@ -137,7 +136,10 @@ int kd_ctl_topics(int argc, char **argv)
         /* Without metadata the reports say nothing: print no table. */
         int known = !err || err == KDELAY_ERR_CONFIG ||
                     (create && err == KDELAY_ERR_KAFKA);
-        for (size_t i = 0; a.json && known && i < n; i++) {
+        /* One answer: one document, {"topics": [...]}. */
+        cJSON *doc = a.json && known ? cJSON_CreateObject() : NULL;
+        cJSON *arr = doc ? cJSON_AddArrayToObject(doc, "topics") : NULL;
+        for (size_t i = 0; arr && i < n; i++) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "topic", reports[i].name);
                 cJSON_AddStringToObject(o, "state",
@@ -149,11 +151,14 @@ int kd_ctl_topics(int argc, char **argv)
                         cJSON_AddNullToObject(o, "partitions");
                 cJSON_AddBoolToObject(o, "ok", reports[i].ok);
                 cJSON_AddStringToObject(o, "note", reports[i].problem);
-                kd_ctl_json_print(o);
+                cJSON_AddItemToArray(arr, o);
         }
+        if (doc)
+                kd_ctl_json_print(doc);
         if (n > 0 && known && !a.json) {
-                printf("%-32s %-8s %-10s %s\n", "TOPIC", "STATE", "PARTITIONS",
-                       create ? "NOTE" : "CHECK");
+                if (kd_cli_headers())
+                        printf("%-32s %-8s %-10s %s\n", "TOPIC", "STATE",
+                               "PARTITIONS", create ? "NOTE" : "CHECK");
                 for (size_t i = 0; i < n; i++) {
                         char parts[16] = "-";
                         if (reports[i].partitions >= 0)

@@ -1,4 +1,7 @@
-/* kdelayctl's --json output: one JSON object per line on stdout. */
+/* kdelayctl's --json output on stdout, one object a line: a verb with one
+ * answer prints one JSON document (one line); a verb that streams (tasks
+ * list, dead list, cancel -, dead replay) prints JSON lines, one object
+ * per item. Each verb's --help says which. */
 #ifndef KD_CTL_JSON_H
 #define KD_CTL_JSON_H
 

@@ -395,12 +395,13 @@ static long audit_fix(void)
                 1)
                 fixed = -1;
         printf("\n  audit --fix: exit %d, %s", rc, sum ? sum : "no summary\n");
-        /* The rows it did not fix (a dead-lettered task's claim, ...). */
+        /* The rows it did not fix (a dead-lettered task's claim, ...):
+         * the tables' rows but those of action fixed. */
         for (char *l = out; l && *l;) {
                 char *nl = strchr(l, '\n');
                 if (nl)
                         *nl = '\0';
-                if (!strncmp(l, "firing ", 7) && !strstr(l, "action=fixed"))
+                if (*l && strncmp(l, "summary ", 8) && !strstr(l, " fixed "))
                         printf("  audit: %s\n", l);
                 l = nl ? nl + 1 : NULL;
         }

@@ -261,7 +261,8 @@ static int json_lines(const char *s)
         return n;
 }
 
-/* --json on every verb: each prints JSON objects only, one per line. */
+/* --json on every verb: JSON objects only, one per line: one document
+ * for one answer, JSON lines for a stream. */
 static void test_json_on_every_verb(void)
 {
         char id[96];
@@ -304,6 +305,15 @@ static void test_json_on_every_verb(void)
         CU_ASSERT_EQUAL(ctl("tasks", "list", "--json", "--limit", "0"), 0);
         CU_ASSERT(json_lines(out) >= 1);
         CU_ASSERT_PTR_NOT_NULL(out && strstr(out, id));
+        /* The text form: a table with a header row; --no-headers: rows
+         * only; -q: no informational line on stderr. */
+        CU_ASSERT_EQUAL(ctl("tasks", "list", "--limit", "0"), 0);
+        CU_ASSERT(out && !strncmp(out, "ID ", 3) && strstr(out, id));
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "event=tasks_listed"));
+        CU_ASSERT_EQUAL(
+            ctl("tasks", "list", "--limit", "0", "-q", "--no-headers"), 0);
+        CU_ASSERT(out && strncmp(out, "ID ", 3) && strstr(out, id));
+        CU_ASSERT(err && !strstr(err, "level=info"));
         CU_ASSERT_EQUAL(ctl("reschedule", id, "--delay", "2h", "--json"), 0);
         CU_ASSERT_EQUAL(json_lines(out), 1);
         o = cJSON_Parse(out);
@@ -315,7 +325,11 @@ static void test_json_on_every_verb(void)
         CU_ASSERT_EQUAL(json_lines(out), 1);
         CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\"CANCELLED\""));
         CU_ASSERT_EQUAL(ctl("audit", "--json"), 0);
-        CU_ASSERT(json_lines(out) >= 1);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        /* One answer, one document: topics check. */
+        CU_ASSERT_EQUAL(ctl("topics", "check", "--json"), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "{\"topics\":[{"));
 }
 
 static void test_topics_create_then_check(void)

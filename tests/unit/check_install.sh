@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The install tree as a package would lay it out (DESTDIR): the binaries,
 # and the configuration file with mode 0640 (it may hold secrets). And
-# `cmake --install --prefix P` into an empty directory writes only under P.
+# `cmake --install --prefix P` into an empty directory writes only under P,
+# the man pages and shell completions among them.
 # Usage: check_install.sh BUILD_DIR SYSCONFDIR
 set -euo pipefail
 build=${1:?usage: check_install.sh BUILD_DIR SYSCONFDIR}
@@ -24,4 +25,9 @@ outside=$(printf '%s\n' "$out" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' 
 [ -z "$outside" ] || { printf 'check_install: --prefix %s wrote outside it:\n%s\n' "$prefix/p" "$outside" >&2; exit 1; }
 n=$(printf '%s\n' "$out" | grep -c '^-- Installing: ' || true)
 [ -f "$prefix/p/lib/systemd/system/kdelay-forwarder@.service" ] || { echo "check_install: the systemd unit is not under the prefix" >&2; exit 1; }
-echo "check_install: kdelay.conf installed with mode $mode, binaries present; --prefix: $n files, all under it"
+for f in share/man/man1/kdelayctl.1 share/man/man5/kdelay.conf.5 \
+  share/man/man8/kdelay-forwarder.8 share/bash-completion/completions/kdelayctl \
+  share/zsh/site-functions/_kdelayctl; do
+  [ -s "$prefix/p/$f" ] || { echo "check_install: $f is not installed under the prefix" >&2; exit 1; }
+done
+echo "check_install: kdelay.conf installed with mode $mode, binaries present; --prefix: $n files, all under it, man pages and completions among them"

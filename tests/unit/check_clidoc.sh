@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The generated man pages and completions (tools/kd_clidoc.sh, kd_confdoc
+# --man): each page renders without a warning (groff -ww, man --warnings),
+# every verb and option of --help is in kdelayctl(1), every property in
+# kdelay.conf(5); the bash completion parses and completes verbs,
+# sub-verbs and options; the zsh one parses when zsh is installed. And the
+# output conventions that need no broker: tables with a header row
+# (--no-headers: none), --json one document, -q accepted before or after
+# the verb, --no-headers refused by the forwarder.
+# Usage: check_clidoc.sh DOC_DIR KDELAYCTL KDELAY_FORWARDER CONFIGURATION_MD
+set -euo pipefail
+doc=${1:?usage: check_clidoc.sh DOC_DIR KDELAYCTL KDELAY_FORWARDER CONFIGURATION_MD}
+ctl=${2:?} fwd=${3:?} confmd=${4:?}
+fail() { echo "check_clidoc: $*" >&2; exit 1; }
+
+for p in kdelayctl.1 kdelay-forwarder.8 kdelay.conf.5; do
+  f=$doc/$p
+  [ -s "$f" ] || fail "$f missing"
+  if command -v groff >/dev/null; then
+    w=$(groff -man -ww -z "$f" 2>&1) || fail "$p: groff failed: $w"
+    [ -z "$w" ] || fail "$p: groff warnings: $w"
+  fi
+  if command -v man >/dev/null; then
+    w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$f" 2>&1 >/dev/null) || fail "$p: man failed: $w"
+    [ -z "$w" ] || fail "$p: man warnings: $w"
+  fi
+done
+
+verbs=$("$ctl" --help | awk '/^Verbs:/ { f = 1; next } f && /^$/ { exit } f { print $1 }')
+[ -n "$verbs" ] || fail "no verbs in kdelayctl --help"
+for v in $verbs; do
+  V=$(echo "$v" | tr a-z A-Z)
+  grep -q "^\.SH \"KDELAYCTL $V\"" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks verb $v"
+  for o in $("$ctl" "$v" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
+    grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks $v $o"
+  done
+done
+for o in --quiet --no-headers; do
+  grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks $o"
+done
+for prop in $(sed -n 's/^| `\([^`]*\)`.*/\1/p' "$confmd"); do
+  grep -qxF -- "\\fB$(printf '%s' "$prop" | sed 's/-/\\-/g')\\fR" "$doc/kdelay.conf.5" || fail "kdelay.conf.5 lacks $prop"
+done
+
+# bash completion: parses; completes what --help lists.
+bc=$doc/kdelayctl.bash-completion
+bash -n "$bc" || fail "bash -n $bc"
+complete_words() { # words of the command line, the last one being completed
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _kdelayctl; printf "%s\n" "${COMPREPLY[@]}"' _ "$bc" "$@" | sort | tr '\n' ' '
+}
+want=$(printf '%s\n' $verbs | sort | tr '\n' ' ')
+got=$(complete_words kdelayctl "")
+[ "$got" = "$want" ] || fail "completion of verbs: got '$got', want '$want'"
+got=$(complete_words kdelayctl -b 127.0.0.1:9092 -q "")
+[ "$got" = "$want" ] || fail "completion of verbs after common options: got '$got'"
+got=$(complete_words kdelayctl tasks "")
+[ "$got" = "find list " ] || fail "completion of tasks' sub-verbs: got '$got'"
+got=$(complete_words kdelayctl tasks list --l)
+[ "$got" = "--limit " ] || fail "completion of tasks list --l: got '$got'"
+got=$(complete_words kdelayctl audit --)
+for o in --fix --json --quiet --no-headers --brokers; do
+  case " $got " in *" $o "*) ;; *) fail "completion of audit --: no $o in '$got'" ;; esac
+done
+if command -v zsh >/dev/null; then
+  zsh -n "$doc/_kdelayctl" || fail "zsh -n _kdelayctl"
+  zmsg="zsh parses _kdelayctl"
+else
+  zmsg="zsh not installed: _kdelayctl not parsed"
+fi
+
+# Output conventions without a broker (tiers plan computes offline).
+"$ctl" tiers plan --samples 1000 | grep -q '^TIER  *WRITES' || fail "tiers plan: no header row"
+! "$ctl" tiers plan --samples 1000 --no-headers | grep -q '^TIER ' || fail "tiers plan --no-headers: header row"
+n=$("$ctl" -q tiers plan --samples 1000 --json | wc -l)
+[ "$n" = 1 ] || fail "tiers plan --json: $n lines, want one document"
+"$ctl" tiers plan --samples 1000 --quiet --json >/dev/null || fail "--quiet after the verb"
+rc=0; "$fwd" --no-headers >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "kdelay-forwarder --no-headers: exit $rc, want 2"
+echo "check_clidoc: 3 man pages render without warnings; $(echo $verbs | wc -w) verbs, their options and every property documented; bash completion completes verbs, sub-verbs, options; $zmsg; tables, --no-headers, --json, -q ok"
