@@ -15,6 +15,8 @@
 #include "kd_util.h"
 
 static char prefix[64], db[64], url[256];
+/* A target topic that exists: schedule refuses one that does not. */
+static char ctl_target[96];
 static char *out, *err;
 
 static int suite_init(void)
@@ -23,6 +25,9 @@ static int suite_init(void)
                 return -1;
         it_unique(prefix, sizeof(prefix), "itctl");
         it_unique(db, sizeof(db), "kdit_ctl");
+        snprintf(ctl_target, sizeof(ctl_target), "%s.target", prefix);
+        if (it_create_topic(ctl_target, 1))
+                return -1;
         return it_db_create(db, 0, url, sizeof(url));
 }
 
@@ -290,7 +295,7 @@ static void test_json_on_every_verb(void)
                 CU_ASSERT(lines >= 1);
         }
         /* A task's life in JSON: schedule, status, reschedule, cancel. */
-        CU_ASSERT_EQUAL_FATAL(ctl("schedule", "--topic", "t.json", "--value",
+        CU_ASSERT_EQUAL_FATAL(ctl("schedule", "--topic", ctl_target, "--value",
                                   "v", "--delay", "1h", "--json"),
                               0);
         CU_ASSERT_EQUAL(json_lines(out), 1);
@@ -390,7 +395,7 @@ static void test_topics_check_finds_bad_config(void)
 
 static void test_schedule_prints_id_and_writes_record(void)
 {
-        int rc = ctl("schedule", "--topic", "ctl.target", "--key", "k1",
+        int rc = ctl("schedule", "--topic", ctl_target, "--key", "k1",
                      "--value", "hello", "--delay", "90s", "--header",
                      "trace=t-1", "--header", "tenant=acme");
         CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -400,7 +405,7 @@ static void test_schedule_prints_id_and_writes_record(void)
         CU_ASSERT_EQUAL(strlen(out), KDELAY_ID_GEN_LEN + 1); /* id + \n */
 
         /* And one at an RFC 3339 time with a given id. */
-        rc = ctl("schedule", "--topic", "ctl.target", "--value", "at", "--at",
+        rc = ctl("schedule", "--topic", ctl_target, "--value", "at", "--at",
                  "2031-01-02T03:04:05.678+01:00", "--id", "ctl-at-1");
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         CU_ASSERT_STRING_EQUAL(out, "ctl-at-1\n");
@@ -439,6 +444,46 @@ static void test_schedule_prints_id_and_writes_record(void)
                 free(tr);
                 it_msg_free(&msgs[i]);
         }
+}
+
+/* A topic that does not exist is refused at once, named, exit 1: the
+ * target (unless --no-target-check) and the tier topic (a wrong
+ * topic_prefix), never a "Message timed out" 30 s later. */
+static void test_schedule_refuses_missing_topics(void)
+{
+        char missing[128], want[192], other[96];
+        snprintf(missing, sizeof(missing), "%s.no.such.topic", prefix);
+        int64_t t0 = kd_now_ms();
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h"),
+                        1);
+        snprintf(want, sizeof(want), "target topic '%s' does not exist",
+                 missing);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "--no-target-check"));
+        CU_ASSERT_STRING_EQUAL(out, "");
+        /* -X producer.check_target=0 and --no-target-check: accepted. */
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h", "--no-target-check"),
+                        0);
+        CU_ASSERT_EQUAL(strlen(out), KDELAY_ID_GEN_LEN + 1);
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h", "-X", "producer.check_target=0"),
+                        0);
+        /* A prefix without tier topics: the tier topic is named, with the
+         * command that creates it. */
+        snprintf(other, sizeof(other), "%s.none", prefix);
+        CU_ASSERT_EQUAL(it_ctl(KDELAY_CTL, other, url, &out, &err, "schedule",
+                               "--topic", ctl_target, "--value", "v", "--delay",
+                               "1h", "--no-target-check", NULL),
+                        1);
+        snprintf(want, sizeof(want), "tier topic '%s.tier.", other);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "' does not exist"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "kdelayctl topics create"));
+        CU_ASSERT_PTR_NULL(strstr(err, "timed out"));
+        /* At once: nowhere near message.timeout.ms (30 s here). */
+        CU_ASSERT(kd_now_ms() - t0 < 15000);
 }
 
 /* Appends a dead letter of task id (to target, reason, Kafka error err
@@ -677,7 +722,7 @@ static void test_cancel_and_status(void)
         CU_ASSERT_EQUAL(ctl("cancel", id), 0);
         /* An id is the task's identity: scheduling one that has a fate
          * goes ahead, with a warning that the task will be dropped. */
-        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t1", "--value", "v",
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", ctl_target, "--value", "v",
                             "--delay", "1h", "--id", id),
                         0);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "already has a fate (CANCELLED)"));
@@ -881,6 +926,7 @@ int main(void)
             KD_TEST(test_topics_create_then_check),
             KD_TEST(test_topics_check_finds_bad_config),
             KD_TEST(test_schedule_prints_id_and_writes_record),
+            KD_TEST(test_schedule_refuses_missing_topics),
             KD_TEST(test_cancel_and_status),
             KD_TEST(test_password_from_environment),
             KD_TEST(test_json_on_every_verb),
