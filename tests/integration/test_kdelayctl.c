@@ -656,9 +656,9 @@ static void test_dead_replay_checks_target(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "target_refused=3"));
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "replayed=1"));
 
-        /* Once more in JSON: the others refused again; (c) written again
-         * under the same new id (no forwarder here gave it a fate, so it
-         * is not "replayed before"; the fate table lets one copy fire). */
+        /* Once more in JSON: the others refused again; (c) SKIPPED, as
+         * the help promises, though no forwarder here gave its copy a
+         * fate: the copy is still pending in a tier topic. */
         CU_ASSERT_EQUAL(ctl("dead", "replay", "--json", "--id", id[0], "--id",
                             id[1], "--id", id[2], "--id", id[3]),
                         1);
@@ -666,15 +666,28 @@ static void test_dead_replay_checks_target(void)
                 o = answer_of(out, id[i]);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(o);
                 CU_ASSERT_STRING_EQUAL(str_of(o, "result"),
-                                       i == 2 ? "REPLAYED" : "REFUSED");
-                if (i == 2)
+                                       i == 2 ? "SKIPPED" : "REFUSED");
+                if (i == 2) {
                         CU_ASSERT_PTR_NOT_NULL(
                             strstr(str_of(o, "new_id"), "~replay-"));
-                CU_ASSERT_STRING_EQUAL(str_of(o, "failure"), failure[i]);
+                        CU_ASSERT_PTR_NOT_NULL(strstr(
+                            str_of(o, "why"), "replayed before: pending in "));
+                } else {
+                        CU_ASSERT_STRING_EQUAL(str_of(o, "failure"),
+                                               failure[i]);
+                }
                 cJSON_Delete(o);
         }
+        /* (c) alone: nothing to do, exit 0, SKIPPED in text too. */
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--id", id[2]), 0);
+        line_of(out, id[2], line, sizeof(line));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, " SKIPPED "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "replayed before: pending in"));
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--dry-run", "--id", id[2]), 0);
+        line_of(out, id[2], line, sizeof(line));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, " SKIPPED "));
 
-        /* Only (c) reached a tier topic: twice, under one id. */
+        /* Only (c) reached a tier topic: once. */
         char t1s[128];
         snprintf(t1s, sizeof(t1s), "%s.tier.1s", prefix);
         const char *tl[] = {t1s, NULL};
@@ -698,8 +711,8 @@ static void test_dead_replay_checks_target(void)
                replays[1], replays[2], replays[3]);
         CU_ASSERT_EQUAL(replays[0], 0);
         CU_ASSERT_EQUAL(replays[1], 0);
-        CU_ASSERT_EQUAL(replays[2], 2);
-        CU_ASSERT_EQUAL(same_id, 2);
+        CU_ASSERT_EQUAL(replays[2], 1);
+        CU_ASSERT_EQUAL(same_id, 1);
         CU_ASSERT_EQUAL(replays[3], 0);
 }
 
