@@ -100,8 +100,7 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
         return 0;
 }
 
-/* The replay's id of item: fixed by its dead letter's place. */
-static void replay_id(const kd_replay_item_t *it, char *buf, size_t size)
+void kd_replay_id(const kd_replay_item_t *it, char *buf, size_t size)
 {
         char tail[64];
         snprintf(tail, sizeof(tail), "~replay-%d-%lld", (int)it->partition,
@@ -337,23 +336,9 @@ static int targets_describe(const kdelay_conf_t *conf,
         return 0;
 }
 
-/* The replayed copies still pending in the tier topics: the ids of the
- * records with kdelay-replay-of, and where each waits. */
-typedef struct pending_replay {
-        char id[KDELAY_ID_MAX + 32];
-        char tier_topic[256];
-} pending_replay_t;
-
-typedef struct pending_replays {
-        pending_replay_t *v; /* owned */
-        size_t cnt, cap;
-        int complete; /* every tier partition read */
-        int oom;
-} pending_replays_t;
-
 static int pending_cb(const kd_scan_rec_t *rec, void *opaque)
 {
-        pending_replays_t *p = opaque;
+        kd_replay_pendings_t *p = opaque;
         const void *v;
         size_t n;
         if (rec->defect != KD_WIRE_OK || !rec->hdrs ||
@@ -361,7 +346,7 @@ static int pending_cb(const kd_scan_rec_t *rec, void *opaque)
                 return 0;
         if (p->cnt == p->cap) {
                 size_t cap = p->cap ? 2 * p->cap : 16;
-                pending_replay_t *g = realloc(p->v, cap * sizeof(*g));
+                kd_replay_pending_t *g = realloc(p->v, cap * sizeof(*g));
                 if (!g) {
                         p->oom = 1;
                         return -1;
@@ -369,15 +354,15 @@ static int pending_cb(const kd_scan_rec_t *rec, void *opaque)
                 p->v = g;
                 p->cap = cap;
         }
-        pending_replay_t *e = &p->v[p->cnt++];
+        kd_replay_pending_t *e = &p->v[p->cnt++];
         snprintf(e->id, sizeof(e->id), "%.*s", (int)rec->task.id_len,
                  rec->task.id);
         kd_strlcpy(e->tier_topic, rec->part->topic, sizeof(e->tier_topic));
         return 0;
 }
 
-static const pending_replay_t *pending_find(const pending_replays_t *p,
-                                            const char *id)
+const kd_replay_pending_t *kd_replay_pending_find(const kd_replay_pendings_t *p,
+                                                  const char *id)
 {
         for (size_t i = 0; i < p->cnt; i++)
                 if (!strcmp(p->v[i].id, id))
@@ -392,7 +377,7 @@ static const pending_replay_t *pending_find(const pending_replays_t *p,
  * second replay of a dead letter whose copy has no fate yet (not fired:
  * no forwarder, or due later) says SKIPPED too. A scan cut short or
  * failed is said on stderr; the fate table still lets one copy fire. */
-static void pending_read(const kdelay_conf_t *conf, pending_replays_t *p)
+void kd_replay_pending_read(const kdelay_conf_t *conf, kd_replay_pendings_t *p)
 {
         char errstr[512];
         kd_scan_progress_t prog;
@@ -421,8 +406,8 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                   kd_replay_counts_t *counts)
 {
         memset(counts, 0, sizeof(*counts));
-        pending_replays_t pending;
-        pending_read(kd_client_conf(c), &pending);
+        kd_replay_pendings_t pending;
+        kd_replay_pending_read(kd_client_conf(c), &pending);
         replay_targets_t targets;
         if (targets_describe(kd_client_conf(c), r, &targets)) {
                 fprintf(stderr, "kdelayctl dead replay: out of memory\n");
@@ -441,7 +426,7 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                         counts->refused++;
                         continue;
                 }
-                replay_id(it, new_id, sizeof(new_id));
+                kd_replay_id(it, new_id, sizeof(new_id));
                 const char *ids[2] = {it->id, new_id};
                 size_t lens[2] = {strlen(it->id), strlen(new_id)};
                 kdelay_fate_t fates[2];
@@ -470,7 +455,8 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                         continue;
                 }
                 /* Replayed before, its copy not due or not fired yet. */
-                const pending_replay_t *pr = pending_find(&pending, new_id);
+                const kd_replay_pending_t *pr =
+                    kd_replay_pending_find(&pending, new_id);
                 if (pr) {
                         snprintf(why, sizeof(why),
                                  "replayed before: pending in %s",
