@@ -85,6 +85,9 @@ typedef enum kd_metric_type {
         X(TIER_TOPICS_MISSING, "tier_topics_missing", GAUGE, "",               \
           "Tier topics of the ladder that do not exist (kdelayctl topics "     \
           "create)")                                                           \
+        X(INSTANCE_IN_USE, "instance_in_use", GAUGE, "",                       \
+          "Other members of the group with this forwarder's instance name "    \
+          "(client.id)")                                                       \
         X(CLAIMED, "claimed", COUNTER, "", "Claims won")                       \
         X(CLAIM_STATEMENTS, "claim_statements", COUNTER, "",                   \
           "Fate-table statements for claims and takeovers")                    \

@@ -1,4 +1,11 @@
-/* Tier topics that do not exist: the forwarder asks the broker's metadata
+/* Checks of the deployment, at start and every KD_TIERCHECK_MS.
+ *
+ * Another member of the group with this forwarder's instance name
+ * (client.id): event=instance_in_use and gauge instance_in_use (warned
+ * and counted: a dynamic member's stale session looks the same; a
+ * static member is fenced by the broker instead, intake.c).
+ *
+ * Tier topics that do not exist: the forwarder asks the broker's metadata
  * at start and every KD_TIERCHECK_MS whether each tier topic of its ladder
  * exists. While some do not, it logs one line naming them and the command
  * that creates them (event=tier_topics_missing), /readyz answers 503 with

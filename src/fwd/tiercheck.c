@@ -89,10 +89,65 @@ static void check(kd_fwd_t *f)
                matching, KD_TIERCHECK_MS / 1000);
 }
 
+/* Other members of the group whose client.id is this instance's name
+ * (the forwarder sets client.id = forwarder.instance): a second live
+ * forwarder with the same instance, or this instance's previous process
+ * until its session times out (the broker cannot tell them apart for a
+ * dynamic member, so this warns and counts, never refuses). */
+static void instance_check(kd_fwd_t *f)
+{
+        const struct rd_kafka_group_list *gl = NULL;
+        rd_kafka_resp_err_t err =
+            rd_kafka_list_groups(f->kafka.consumer, f->conf->fwd_group_id, &gl,
+                                 KD_TIERCHECK_TIMEOUT_MS);
+        if (err || !gl)
+                return; /* unknown: the last figure stays */
+        char *me = rd_kafka_memberid(f->kafka.consumer);
+        char hosts[256] = "";
+        size_t hl = 0;
+        int others = 0;
+        for (int g = 0; g < gl->group_cnt; g++)
+                for (int i = 0; i < gl->groups[g].member_cnt; i++) {
+                        const struct rd_kafka_group_member_info *mi =
+                            &gl->groups[g].members[i];
+                        if (!mi->client_id ||
+                            strcmp(mi->client_id, f->claim.instance) ||
+                            (me && mi->member_id && !strcmp(mi->member_id, me)))
+                                continue;
+                        others++;
+                        if (hl < sizeof(hosts)) {
+                                int w = snprintf(
+                                    hosts + hl, sizeof(hosts) - hl, "%s%s",
+                                    hl ? "," : "",
+                                    mi->client_host ? mi->client_host : "?");
+                                hl += w > 0 ? (size_t)w : 0;
+                        }
+                }
+        if (me)
+                rd_kafka_mem_free(f->kafka.consumer, me);
+        rd_kafka_group_list_destroy(gl);
+        f->metrics.v[KD_M_INSTANCE_IN_USE] = others;
+        if (!others)
+                return;
+        char qi[KD_LOG_QUOTED_MAX(64)], qg[KD_LOG_QUOTED_MAX(255)];
+        char qh[KD_LOG_QUOTED_MAX(sizeof(hosts))];
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=instance_in_use instance=%s group=%s others=%d "
+               "hosts=%s why=\"another member of the group has this "
+               "forwarder.instance as its client.id: a second forwarder "
+               "with the same instance (give each its own: claims and "
+               "exactly_once's transactional id depend on it), or this "
+               "instance's previous process until its session times out\"",
+               kd_log_quote(f->claim.instance, qi, sizeof(qi)),
+               kd_log_quote(f->conf->fwd_group_id, qg, sizeof(qg)), others,
+               kd_log_quote(hosts, qh, sizeof(qh)));
+}
+
 static void tiercheck_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         check(f);
+        instance_check(f);
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
                          kd_mono_ms() + KD_TIERCHECK_MS, tiercheck_cb, f))
                 kd_fwd_oom(f, "tiercheck_timer");
