@@ -40,7 +40,11 @@ typedef enum kdelay_err {
         KDELAY_ERR_MALFORMED, /* a task record that cannot be decoded */
         KDELAY_ERR_NOT_FOUND, /* no pending task has that id */
         KDELAY_ERR_DEAD,      /* cancel: the task was dead-lettered (DEAD) */
-        KDELAY_ERR__COUNT     /* number of codes, not an error */
+        /* Environment error, added after the outcomes: a topic the task
+         * needs (its tier topic; its target topic with
+         * producer.check_target=1) does not exist. */
+        KDELAY_ERR_NO_SUCH_TOPIC,
+        KDELAY_ERR__COUNT /* number of codes, not an error */
 } kdelay_err_t;
 
 /* Short English description of err; a static string, never NULL. */

@@ -118,7 +118,11 @@ void kdelay_client_destroy(kdelay_client_t *client);
  * KDELAY_ERR_INVALID_ARG before sending (KDELAY_ID_MAX + 1 bytes always
  * suffice). Input errors are returned before anything is sent. While it
  * waits it serves delivery callbacks, so callbacks of asynchronous tasks
- * may run inside this call, on this thread. */
+ * may run inside this call, on this thread.
+ * Topic checks: the first task to a tier topic (and, with property
+ * producer.check_target=1, to a target topic) asks the broker's metadata
+ * once per client (at most 5 s) whether the topic exists:
+ * KDELAY_ERR_NO_SUCH_TOPIC names the missing topic at once. */
 kdelay_err_t kdelay_schedule(kdelay_client_t *client, const kdelay_task_t *task,
                              char *id_out, size_t id_out_size, char *errstr,
                              size_t errstr_size);
@@ -130,8 +134,10 @@ kdelay_err_t kdelay_schedule(kdelay_client_t *client, const kdelay_task_t *task,
 typedef void(kdelay_delivery_cb_t)(kdelay_err_t err, const char *task_id,
                                    const char *errstr, void *opaque);
 
-/* Enqueues task and returns at once. On KDELAY_OK, cb (may be NULL) is
- * called later exactly once; on any other return it is never called. */
+/* Enqueues task and returns at once (but for the first task to a topic:
+ * see the topic checks of kdelay_schedule). On KDELAY_OK, cb (may be
+ * NULL) is called later exactly once; on any other return it is never
+ * called. */
 kdelay_err_t kdelay_schedule_async(kdelay_client_t *client,
                                    const kdelay_task_t *task,
                                    kdelay_delivery_cb_t *cb, void *opaque,

@@ -11,7 +11,9 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_scan.h"
 #include "ctl_time.h"
+#include "dead_replay.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
 #include "kd_grouppos.h"
@@ -50,7 +52,10 @@ static const char kd_audit_help[] =
     "           letter's reason.\n"
     "  overdue  tier partitions whose next record to handle was due more\n"
     "           than --overdue ago: no forwarder runs, or one is stuck.\n"
-    "  dead     records in the dead-letter topic of the last --dead-window.\n"
+    "  dead     records in the dead-letter topic of the last --dead-window\n"
+    "           not replayed yet (a finding); those `dead replay` replayed\n"
+    "           (their copy has a fate, or is pending in a tier topic) are\n"
+    "           history: counted as dead_replayed, not a finding.\n"
     "\n"
     "Output: a table of the firing rows found (FIRING_ID VERDICT ACTION\n"
     "OWNER UPDATED SOURCE), a table of the overdue partitions\n"
@@ -67,8 +72,9 @@ static const char kd_audit_help[] =
     "  --json               one JSON document on stdout: {\"firing\": [...],\n"
     "                       \"overdue\": [...], \"summary\": {...}}\n"
     "\n"
-    "Exit codes: 0 nothing found (rows fixed by --fix do not count), 1\n"
-    "findings, or an error (said on stderr).\n"
+    "Exit codes: 0 nothing needs action (history does not count: rows\n"
+    "fixed by --fix, dead letters replayed), 1 findings, or an error (said\n"
+    "on stderr).\n"
     "\n";
 
 enum { OPT_OLDER = 0x200, OPT_FIX, OPT_OVERDUE, OPT_WINDOW, OPT_JSON };
@@ -105,6 +111,7 @@ typedef struct audit {
         cJSON *json;   /* owned: the report when --json */
         size_t overdue;
         int64_t dead;
+        int64_t dead_replayed; /* of dead: history, replayed before */
         char dead_topic[256];
         int firing_shown, overdue_shown; /* text: rows printed so far */
 } audit_t;
@@ -513,12 +520,85 @@ static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
         return KDELAY_OK;
 }
 
+static int dead_item_cb(const kd_scan_rec_t *r, void *opaque)
+{
+        char reason[40];
+        kd_ctl_dead_reason(r, reason, sizeof(reason));
+        return kd_replay_items_add(opaque, r, reason) ? -1 : 0;
+}
+
+/* Which dead letters of the window were replayed (history): their copy's
+ * id (kd_replay_id) has a fate, or is pending in a tier topic. What
+ * cannot be read leaves them all findings, said on stderr. */
+static void audit_dead_replayed(audit_t *au)
+{
+        const kdelay_conf_t *conf = au->a->cli->conf;
+        kd_replay_items_t items = {0};
+        kd_replay_pendings_t pending = {0};
+        kd_fate_store_t *store = NULL;
+        kd_scan_progress_t prog;
+        kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS};
+        char errstr[512] = "";
+        const char **ids = NULL;
+        size_t *lens = NULL;
+        kdelay_fate_t *fates = NULL;
+        char(*rid)[KDELAY_ID_MAX + 32] = NULL;
+        if (au->dead <= 0)
+                return;
+        kdelay_err_t err =
+            kd_scan_dead(conf, kd_now_ms() - au->a->window_ms, &opts,
+                         dead_item_cb, &items, &prog, errstr, sizeof(errstr));
+        if (!err && !prog.complete)
+                err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, sizeof(errstr),
+                              "not all read within %d s",
+                              KD_AUDIT_DEAD_BUDGET_MS / 1000);
+        size_t n = items.cnt;
+        if (!err && n) {
+                ids = calloc(n, sizeof(*ids));
+                lens = calloc(n, sizeof(*lens));
+                fates = calloc(n, sizeof(*fates));
+                rid = calloc(n, sizeof(*rid));
+                if (!ids || !lens || !fates || !rid)
+                        err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr,
+                                      sizeof(errstr), "out of memory");
+        }
+        for (size_t i = 0; !err && i < n; i++) {
+                kd_replay_id(&items.v[i], rid[i], sizeof(rid[i]));
+                ids[i] = rid[i];
+                lens[i] = strlen(rid[i]);
+        }
+        if (!err && n && !(err = kd_fate_store_new(&store, conf)))
+                err = kd_fate_lookup(store, ids, lens, n, fates, errstr,
+                                     sizeof(errstr));
+        if (!err && n)
+                kd_replay_pending_read(conf, &pending);
+        int64_t replayed = 0;
+        for (size_t i = 0; !err && i < n; i++)
+                replayed += items.v[i].valid &&
+                            (fates[i] != KDELAY_FATE_UNDECIDED ||
+                             kd_replay_pending_find(&pending, rid[i]));
+        if (err)
+                fprintf(stderr,
+                        "%s: warning: dead letters not read for replays "
+                        "(%s): each counts as a finding\n",
+                        au->a->cli->prog, errstr);
+        else
+                au->dead_replayed = replayed < au->dead ? replayed : au->dead;
+        kd_fate_store_destroy(store);
+        free(pending.v);
+        free(ids);
+        free(lens);
+        free(fates);
+        free(rid);
+        kd_replay_items_clear(&items);
+}
+
 static int summary(audit_t *au)
 {
         size_t findings = au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
                           au->counts[ROW_DELIVERED] +
                           au->counts[ROW_DEAD_LETTERED] - au->fixed +
-                          au->overdue + (au->dead > 0);
+                          au->overdue + (au->dead - au->dead_replayed > 0);
         char w[32];
         kdelay_duration_format(au->a->window_ms, w, sizeof(w));
         if (au->json) {
@@ -532,6 +612,8 @@ static int summary(audit_t *au)
                 cJSON_AddNumberToObject(s, "overdue_partitions",
                                         (double)au->overdue);
                 cJSON_AddNumberToObject(s, "dead_letters", (double)au->dead);
+                cJSON_AddNumberToObject(s, "dead_replayed",
+                                        (double)au->dead_replayed);
                 cJSON_AddStringToObject(s, "dead_window", w);
                 cJSON_AddNumberToObject(s, "findings", (double)findings);
                 char *text = cJSON_PrintUnformatted(au->json);
@@ -540,16 +622,19 @@ static int summary(audit_t *au)
                 cJSON_free(text);
         } else {
                 if (au->dead > 0)
-                        printf("dead topic=%s records=%lld window=%s\n",
-                               au->dead_topic, (long long)au->dead, w);
+                        printf("dead topic=%s records=%lld replayed=%lld "
+                               "window=%s\n",
+                               au->dead_topic, (long long)au->dead,
+                               (long long)au->dead_replayed, w);
                 printf("summary firing=%zu delivered=%zu fixed=%zu "
                        "pending=%zu unknown=%zu dead_lettered=%zu "
                        "more_firing=%d overdue_partitions=%zu "
-                       "dead_letters=%lld findings=%zu\n",
+                       "dead_letters=%lld dead_replayed=%lld findings=%zu\n",
                        au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
                        au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
                        au->counts[ROW_DEAD_LETTERED], au->more_rows,
-                       au->overdue, (long long)au->dead, findings);
+                       au->overdue, (long long)au->dead,
+                       (long long)au->dead_replayed, findings);
         }
         return findings ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
@@ -583,6 +668,8 @@ static int run(audit_args_t *a)
                 err = audit_heads(&au, errstr, sizeof(errstr));
         if (!err)
                 err = audit_dead(&au, errstr, sizeof(errstr));
+        if (!err)
+                audit_dead_replayed(&au);
         int rc;
         if (err) {
                 fprintf(stderr, "%s: %s: %s\n", a->cli->prog,

@@ -24,18 +24,24 @@ typedef struct sched_args {
         char *header_names[KD_SCHED_HEADERS_MAX]; /* owned */
         int has_value;
         int json;
+        int no_target_check;
 } sched_args_t;
 
 static const char kd_schedule_help[] =
     "Usage: kdelayctl schedule --topic T --value V (--delay D | --at TIME)\n"
     "                          [--key K] [--id ID] [--header NAME=VALUE]...\n"
-    "                          [--json]\n"
+    "                          [--no-target-check] [--json]\n"
     "\n"
     "Schedules a task: deliver key/value to topic T when it is due. Prints "
     "the\n"
     "task id on stdout once Kafka has acknowledged the task (acks=all).\n"
+    "A target topic or tier topic that does not exist is refused at once\n"
+    "(exit 1, naming it).\n"
     "\n"
     "  --topic T            target topic (must be a valid Kafka topic name)\n"
+    "  --no-target-check    do not check that T exists (a topic created "
+    "later);\n"
+    "                       same as -X producer.check_target=0\n"
     "  --value V            record value ('' for empty)\n"
     "  --key K              record key (default: no key)\n"
     "  --delay D            due after D: 250ms, 30s, 5m, 2h, 7d, 1h30m\n"
@@ -64,7 +70,8 @@ enum {
         OPT_AT,
         OPT_ID,
         OPT_HEADER,
-        OPT_JSON
+        OPT_JSON,
+        OPT_NO_TARGET_CHECK
 };
 
 static const struct option kd_schedule_opts[] = {
@@ -76,6 +83,7 @@ static const struct option kd_schedule_opts[] = {
     {"id", required_argument, NULL, OPT_ID},
     {"header", required_argument, NULL, OPT_HEADER},
     {"json", no_argument, NULL, OPT_JSON},
+    {"no-target-check", no_argument, NULL, OPT_NO_TARGET_CHECK},
     {NULL, 0, NULL, 0}};
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -105,6 +113,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
                 return KD_EXIT_OK;
         case OPT_JSON:
                 a->json = 1;
+                return KD_EXIT_OK;
+        case OPT_NO_TARGET_CHECK:
+                a->no_target_check = 1;
                 return KD_EXIT_OK;
         case OPT_HEADER: {
                 const char *eq = strchr(arg, '=');
@@ -185,9 +196,11 @@ int kd_ctl_schedule(int argc, char **argv)
         int argi, rc;
         kdelay_task_init(&a.task);
         /* An interactive command should not wait librdkafka's default
-         * 300 s for an unreachable broker; -X message.timeout.ms wins. */
+         * 300 s for an unreachable broker; -X message.timeout.ms wins. A
+         * target topic that does not exist is a typo until told otherwise
+         * (--no-target-check). */
         static const char *const defaults[] = {"message.timeout.ms=30000",
-                                               NULL};
+                                               "producer.check_target=1", NULL};
         kd_cli_init(&cli, "kdelayctl schedule");
         cli.defaults = defaults;
         rc = kd_cli_parse(&cli, argc, argv, "", kd_schedule_opts, on_opt, &a,
@@ -201,6 +214,8 @@ int kd_ctl_schedule(int argc, char **argv)
                 rc = kd_cli_usage_error(&cli, "--value is required");
         if (rc == KD_EXIT_OK)
                 rc = resolve_time(&a);
+        if (rc == KD_EXIT_OK && a.no_target_check)
+                cli.conf->producer_check_target = 0;
         if (rc == KD_EXIT_OK) {
                 char errstr[512];
                 char id[KDELAY_ID_MAX + 1];

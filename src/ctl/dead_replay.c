@@ -14,6 +14,7 @@
 
 #include "ctl_json.h"
 #include "kd_client.h"
+#include "kd_scan.h"
 #include "kd_topics.h"
 #include "kd_util.h"
 #include "kd_wire.h"
@@ -99,8 +100,7 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
         return 0;
 }
 
-/* The replay's id of item: fixed by its dead letter's place. */
-static void replay_id(const kd_replay_item_t *it, char *buf, size_t size)
+void kd_replay_id(const kd_replay_item_t *it, char *buf, size_t size)
 {
         char tail[64];
         snprintf(tail, sizeof(tail), "~replay-%d-%lld", (int)it->partition,
@@ -336,14 +336,82 @@ static int targets_describe(const kdelay_conf_t *conf,
         return 0;
 }
 
+static int pending_cb(const kd_scan_rec_t *rec, void *opaque)
+{
+        kd_replay_pendings_t *p = opaque;
+        const void *v;
+        size_t n;
+        if (rec->defect != KD_WIRE_OK || !rec->hdrs ||
+            rd_kafka_header_get_last(rec->hdrs, KDELAY_HDR_REPLAY_OF, &v, &n))
+                return 0;
+        if (p->cnt == p->cap) {
+                size_t cap = p->cap ? 2 * p->cap : 16;
+                kd_replay_pending_t *g = realloc(p->v, cap * sizeof(*g));
+                if (!g) {
+                        p->oom = 1;
+                        return -1;
+                }
+                p->v = g;
+                p->cap = cap;
+        }
+        kd_replay_pending_t *e = &p->v[p->cnt++];
+        snprintf(e->id, sizeof(e->id), "%.*s", (int)rec->task.id_len,
+                 rec->task.id);
+        kd_strlcpy(e->tier_topic, rec->part->topic, sizeof(e->tier_topic));
+        return 0;
+}
+
+const kd_replay_pending_t *kd_replay_pending_find(const kd_replay_pendings_t *p,
+                                                  const char *id)
+{
+        for (size_t i = 0; i < p->cnt; i++)
+                if (!strcmp(p->v[i].id, id))
+                        return &p->v[i];
+        return NULL;
+}
+
+/* How long the look for replayed copies still pending may take. */
+#define KD_REPLAY_SCAN_BUDGET_MS 30000
+
+/* Reads the tier topics' pending records once for replayed copies, so a
+ * second replay of a dead letter whose copy has no fate yet (not fired:
+ * no forwarder, or due later) says SKIPPED too. A scan cut short or
+ * failed is said on stderr; the fate table still lets one copy fire. */
+void kd_replay_pending_read(const kdelay_conf_t *conf, kd_replay_pendings_t *p)
+{
+        char errstr[512];
+        kd_scan_progress_t prog;
+        kd_scan_opts_t opts = {.budget_ms = KD_REPLAY_SCAN_BUDGET_MS};
+        memset(p, 0, sizeof(*p));
+        kdelay_err_t err = kd_scan_run(conf, &opts, pending_cb, p, &prog,
+                                       errstr, sizeof(errstr));
+        p->complete = !err && prog.complete;
+        if (err)
+                fprintf(stderr,
+                        "kdelayctl dead replay: warning: could not read the "
+                        "tier topics for copies replayed before: %s; a copy "
+                        "still pending is written again (it fires once)\n",
+                        p->oom ? "out of memory" : errstr);
+        else if (!prog.complete)
+                fprintf(stderr,
+                        "kdelayctl dead replay: warning: the tier topics "
+                        "were not all read within %d s; a copy replayed "
+                        "before and still pending may be written again (it "
+                        "fires once)\n",
+                        KD_REPLAY_SCAN_BUDGET_MS / 1000);
+}
+
 int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                   int64_t fire_at_ms, int dry_run, int json,
                   kd_replay_counts_t *counts)
 {
         memset(counts, 0, sizeof(*counts));
+        kd_replay_pendings_t pending;
+        kd_replay_pending_read(kd_client_conf(c), &pending);
         replay_targets_t targets;
         if (targets_describe(kd_client_conf(c), r, &targets)) {
                 fprintf(stderr, "kdelayctl dead replay: out of memory\n");
+                free(pending.v);
                 return -1;
         }
         for (size_t i = 0; i < r->cnt; i++) {
@@ -358,7 +426,7 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                         counts->refused++;
                         continue;
                 }
-                replay_id(it, new_id, sizeof(new_id));
+                kd_replay_id(it, new_id, sizeof(new_id));
                 const char *ids[2] = {it->id, new_id};
                 size_t lens[2] = {strlen(it->id), strlen(new_id)};
                 kdelay_fate_t fates[2];
@@ -382,6 +450,17 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                 if (fates[1] != KDELAY_FATE_UNDECIDED) {
                         snprintf(why, sizeof(why), "replayed before: %s",
                                  kdelay_fate_str(fates[1]));
+                        answer(json, it, "SKIPPED", new_id, why, NULL);
+                        counts->skipped++;
+                        continue;
+                }
+                /* Replayed before, its copy not due or not fired yet. */
+                const kd_replay_pending_t *pr =
+                    kd_replay_pending_find(&pending, new_id);
+                if (pr) {
+                        snprintf(why, sizeof(why),
+                                 "replayed before: pending in %s",
+                                 pr->tier_topic);
                         answer(json, it, "SKIPPED", new_id, why, NULL);
                         counts->skipped++;
                         continue;
@@ -419,5 +498,6 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                 counts->replayed++;
         }
         free(targets.v);
+        free(pending.v);
         return 0;
 }

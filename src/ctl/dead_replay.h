@@ -35,6 +35,32 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
                         const char *reason);
 void kd_replay_items_clear(kd_replay_items_t *r);
 
+/* The replay's id of item: fixed by its dead letter's place
+ * (<id>~replay-<partition>-<offset>, or a hash when that is too long). */
+void kd_replay_id(const kd_replay_item_t *it, char *buf, size_t size);
+
+/* The replayed copies still pending in the tier topics: the ids of the
+ * records with kdelay-replay-of, and where each waits. */
+typedef struct kd_replay_pending {
+        char id[KDELAY_ID_MAX + 32];
+        char tier_topic[256];
+} kd_replay_pending_t;
+
+typedef struct kd_replay_pendings {
+        kd_replay_pending_t *v; /* owned: free() it */
+        size_t cnt, cap;
+        int complete; /* every tier partition read */
+        int oom;
+} kd_replay_pendings_t;
+
+/* Reads conf's tier topics' pending records once (at most 30 s) for
+ * replayed copies into *p; a scan cut short or failed is said on stderr
+ * (p->complete 0). */
+void kd_replay_pending_read(const kdelay_conf_t *conf, kd_replay_pendings_t *p);
+/* The pending copy with this id, or NULL. */
+const kd_replay_pending_t *kd_replay_pending_find(const kd_replay_pendings_t *p,
+                                                  const char *id);
+
 typedef struct kd_replay_counts {
         size_t replayed;       /* or would be, in a dry run */
         size_t skipped;        /* decided otherwise, or replayed before */

@@ -435,6 +435,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_timer_init(&f->pace.timer, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);
+        kd_timer_init(&f->tiercheck_timer, NULL, f);
         kd_timer_init(&f->http_timer, NULL, f);
         kd_timer_init(&f->watchdog, NULL, f);
         kd_skew_init(&f->clock.skew);
@@ -599,8 +600,9 @@ void kd_fwd_publish(kd_fwd_t *f)
         if (buf != stack)
                 free(buf);
         const char *why =
-            !f->intake.settled ? "not in a settled group"
-            : f->store.down    ? "MySQL does not answer"
+            f->tiers_why[0]      ? f->tiers_why /* the cause, first */
+            : !f->intake.settled ? "not in a settled group"
+            : f->store.down      ? "MySQL does not answer"
             : f->metrics.v[KD_M_TXN_ABORT_STREAK] >= KD_ABORT_STREAK_NOT_READY
                 ? "transactions keep aborting"
             : *f->stop ? "stopping"

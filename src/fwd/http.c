@@ -26,7 +26,7 @@ struct kd_http {
         char *metrics;                 /* owned; NULL until published */
         size_t metrics_len;
         int ready;
-        const char *why; /* static: why not ready */
+        char why[KD_HTTP_WHY_MAX]; /* why not ready */
 };
 
 #define KD_PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -78,7 +78,7 @@ static enum MHD_Result healthz(kd_http_t *h, struct MHD_Connection *c)
 
 static enum MHD_Result readyz(kd_http_t *h, struct MHD_Connection *c)
 {
-        char body[128];
+        char body[KD_HTTP_WHY_MAX + 2];
         pthread_mutex_lock(&h->lock);
         int ready = h->ready;
         snprintf(body, sizeof(body), "%s\n", ready ? "ready" : h->why);
@@ -216,7 +216,7 @@ kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
                                "out of memory");
         pthread_mutex_init(&h->lock, NULL);
         atomic_store(&h->alive_mono, kd_mono_ms());
-        h->why = "starting";
+        kd_strlcpy(h->why, "starting", sizeof(h->why));
         errno = 0;
         h->daemon = daemon_start(h, &ss);
         if (!h->daemon) {
@@ -267,7 +267,7 @@ void kd_http_ready(kd_http_t *h, int ready, const char *why)
 {
         pthread_mutex_lock(&h->lock);
         h->ready = ready;
-        h->why = why ? why : "not ready";
+        kd_strlcpy(h->why, why ? why : "not ready", sizeof(h->why));
         pthread_mutex_unlock(&h->lock);
 }
 

@@ -217,8 +217,39 @@ static int handled_before(kd_fwd_t *f, kd_part_t *p, int64_t offset)
         return 1;
 }
 
+/* The consumer failed for good: with static membership, another member
+ * joined with this group.instance.id (the broker fences the older one:
+ * FENCED_INSTANCE_ID). Said, and the forwarder stops (exit 1). */
+static void consumer_fatal(kd_fwd_t *f)
+{
+        char why[512], q[600], qi[KD_LOG_QUOTED_MAX(64)];
+        rd_kafka_resp_err_t err =
+            rd_kafka_fatal_error(f->kafka.consumer, why, sizeof(why));
+        kd_log_quote(f->claim.instance, qi, sizeof(qi));
+        if (err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=instance_fenced instance=%s err=%s "
+                       "why=\"another forwarder joined the group with the "
+                       "same forwarder.instance (group.instance.id); give "
+                       "each forwarder its own\" action=exit",
+                       qi, kd_log_quote(why, q, sizeof(q)));
+        else
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=consumer_fatal instance=%s err=%s code=%s "
+                       "action=exit",
+                       qi, kd_log_quote(why, q, sizeof(q)),
+                       rd_kafka_err2name(err));
+        kd_fwd_fatal(f, err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID
+                            ? "instance_fenced"
+                            : "consumer_fatal");
+}
+
 void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
 {
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+                consumer_fatal(f);
+                return;
+        }
         if (m->err) {
                 /* The error text may come from the broker: quoted too. */
                 char qt[KD_LOG_QUOTED_MAX(255)], qe[600];

@@ -40,6 +40,9 @@ typedef struct kd_mode_ops kd_mode_ops_t;
 /* The Kafka clients (fwd.c creates them; loop.c polls them). */
 #define KD_WARM_TARGETS_MAX 64
 
+/* The longest /readyz reason for missing tier topics (tiercheck.c). */
+#define KD_TIERS_WHY_MAX 480
+
 typedef struct kd_fwd_kafka {
         rd_kafka_t *consumer;         /* owned */
         rd_kafka_t *producer;         /* owned */
@@ -216,6 +219,11 @@ struct kd_fwd {
         kd_targets_t allowed;   /* forwarder.allowed_targets, parsed */
         kd_refusals_t refusals; /* what targets were seen to refuse */
         kd_timer_t stats_timer;
+        /* The ladder's tier topics that do not exist (tiercheck.c): their
+         * names, comma-separated ("" = none), and the 503 reason. */
+        kd_timer_t tiercheck_timer;
+        char tiers_missing[384];
+        char tiers_why[KD_TIERS_WHY_MAX];
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
         kd_timer_t http_timer;     /* publishes metrics and readiness */
         kd_timer_t watchdog;       /* systemd's WATCHDOG=1 (notify.c) */

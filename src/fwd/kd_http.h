@@ -29,6 +29,9 @@
 #define KD_HTTP_LOCAL_RESERVE   KD_HTTP_MAX_PER_CLIENT
 #define KD_HTTP_IDLE_TIMEOUT_S  3
 
+/* The longest readiness reason kept (a longer one is cut). */
+#define KD_HTTP_WHY_MAX 512
+
 typedef struct kd_http kd_http_t;
 
 /* Listens on listen ("host:port", "[v6]:port", kd_listen_parse; port 0 =
@@ -46,7 +49,7 @@ uint64_t kd_http_refused(kd_http_t *h);
 int kd_http_publish(kd_http_t *h, const char *text, size_t len);
 /* The loop turned at mono_ms (kd_mono_ms). */
 void kd_http_alive(kd_http_t *h, int64_t mono_ms);
-/* Ready or not, and why not (a static string, for the 503 body). */
+/* Ready or not, and why not (copied, for the 503 body). */
 void kd_http_ready(kd_http_t *h, int ready, const char *why);
 /* Stops serving and frees h (NULL is fine). */
 void kd_http_stop(kd_http_t *h);

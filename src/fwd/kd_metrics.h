@@ -82,6 +82,12 @@ typedef enum kd_metric_type {
           "Fires delayed by forwarder.max_fire_rate")                          \
         X(PAUSED_FULL, "paused_full", GAUGE, "",                               \
           "Partitions paused for back-pressure")                               \
+        X(TIER_TOPICS_MISSING, "tier_topics_missing", GAUGE, "",               \
+          "Tier topics of the ladder that do not exist (kdelayctl topics "     \
+          "create)")                                                           \
+        X(INSTANCE_IN_USE, "instance_in_use", GAUGE, "",                       \
+          "Other members of the group with this forwarder's instance name "    \
+          "(client.id)")                                                       \
         X(CLAIMED, "claimed", COUNTER, "", "Claims won")                       \
         X(CLAIM_STATEMENTS, "claim_statements", COUNTER, "",                   \
           "Fate-table statements for claims and takeovers")                    \

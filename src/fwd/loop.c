@@ -19,6 +19,7 @@
 #include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
+#include "kd_tiercheck.h"
 #include "kd_util.h"
 
 /* Messages handled, and timers run, per wake-up before the other gets its
@@ -226,6 +227,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
                          kd_mono_ms() + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
+        kd_tiercheck_start(f);
         kdelay_err_t sub = subscribe(f);
         if (!sub)
                 kd_notify_ready(f);

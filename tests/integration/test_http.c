@@ -540,6 +540,122 @@ static void read_notes(int fd, notes_t *n, const char *instance,
         }
 }
 
+/* A tier of the ladder without its topic: said at start (one line naming
+ * it and kdelayctl topics create), /readyz 503 with that reason, gauge
+ * tier_topics_missing; the other tier's topic exists. */
+static void test_missing_tier_topic_named(void)
+{
+        char prefix[40], group[64], db[64], url[256], t1m[96], t5s[96];
+        it_unique(prefix, sizeof(prefix), "ithttpmiss");
+        it_unique(db, sizeof(db), "kdit_httpm");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(t1m, sizeof(t1m), "%s.tier.1m", prefix);
+        snprintf(t5s, sizeof(t5s), "%s.tier.5s", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic(t1m, 1), 0);
+
+        it_fwd_t f = {.instance = "fwMISS", .pid = -1};
+        const char *props[] = {"forwarder.http_listen=127.0.0.1:0",
+                               "tiers=5s,1m", NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL_FATAL(it_wait_log(f.log, "event=http_listening", 10000),
+                              0);
+        CU_ASSERT_EQUAL(it_wait_log(f.log,
+                                    "event=tier_topics_missing missing=1 of=2",
+                                    10000),
+                        0);
+        CU_ASSERT_EQUAL(it_log_count(f.log, t5s), 1);
+        CU_ASSERT_EQUAL(it_log_count(f.log, "fix=\"kdelayctl topics create\""),
+                        1);
+        unsigned port =
+            (unsigned)it_log_sum(f.log, "event=http_listening", "port");
+        CU_ASSERT_FATAL(port > 0);
+        /* Published every second: the reason is there at the latest then. */
+        it_sleep_until(kd_now_ms() + 1500);
+        char *body = NULL;
+        CU_ASSERT_EQUAL(get(port, "GET", "/readyz", &body), 503);
+        char want[160];
+        snprintf(want, sizeof(want),
+                 "tier topics missing: %s (create them: "
+                 "kdelayctl topics create)",
+                 t5s);
+        CU_ASSERT(body && strstr(body, want));
+        if (!body || !strstr(body, want))
+                printf("\n  /readyz: %s", body ? body : "(none)");
+        free(body);
+        body = NULL;
+        CU_ASSERT_EQUAL(get(port, "GET", "/metrics", &body), 200);
+        CU_ASSERT_EQUAL(sample(body, "kdelay_forwarder_tier_topics_missing"),
+                        1);
+        free(body);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        it_db_drop(db);
+}
+
+/* Two live forwarders with one forwarder.instance: a dynamic member that
+ * finds another member with its name (client.id) says so at start and
+ * counts it (instance_in_use); of static members (group.instance.id) the
+ * broker fences the older one, which says why and exits 1. */
+static void test_instance_in_use(void)
+{
+        char prefix[40], group[64], sgroup[64], db[64], url[256];
+        it_unique(prefix, sizeof(prefix), "ithttpdup");
+        it_unique(db, sizeof(db), "kdit_httpd");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(sgroup, sizeof(sgroup), "%s-static", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+
+        /* The log files by it_fwd_t's instance; the name by the -X after. */
+        const char *props[] = {"forwarder.instance=fwDUP",
+                               "forwarder.http_listen=127.0.0.1:0", NULL};
+        it_fwd_t a = {.instance = "fwDupA", .pid = -1};
+        it_fwd_t b = {.instance = "fwDupB", .pid = -1};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&a, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL(it_wait_log(a.log, "event=partitions_assigned", 30000),
+                        0);
+        CU_ASSERT_EQUAL(it_log_count(a.log, "event=instance_in_use"), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&b, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL(
+            it_wait_log(b.log,
+                        "event=instance_in_use instance=fwDUP group=", 15000),
+            0);
+        CU_ASSERT_EQUAL(it_log_count(b.log, "others=1 "), 1);
+        unsigned port =
+            (unsigned)it_log_sum(b.log, "event=http_listening", "port");
+        CU_ASSERT(port > 0);
+        it_sleep_until(kd_now_ms() + 1500); /* published every second */
+        char *body = NULL;
+        CU_ASSERT_EQUAL(get(port, "GET", "/metrics", &body), 200);
+        CU_ASSERT_EQUAL(sample(body, "kdelay_forwarder_instance_in_use"), 1);
+        free(body);
+        CU_ASSERT_EQUAL(it_fwd_stop(&b, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGTERM), 0);
+
+        /* Static members: the older one is fenced, says so, exits 1. */
+        const char *sprops[] = {"forwarder.instance=fwSTATIC",
+                                "forwarder.static_membership=1", NULL};
+        it_fwd_t c = {.instance = "fwStatC", .pid = -1};
+        it_fwd_t d = {.instance = "fwStatD", .pid = -1};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&c, KDELAY_FORWARDER, prefix, sgroup, url, sprops), 0);
+        CU_ASSERT_EQUAL(it_wait_log(c.log, "event=partitions_assigned", 30000),
+                        0);
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&d, KDELAY_FORWARDER, prefix, sgroup, url, sprops), 0);
+        CU_ASSERT_EQUAL(it_wait_log(c.log, "event=instance_fenced", 30000), 0);
+        CU_ASSERT_EQUAL(it_wait_pid(c.pid, 30000), 1);
+        c.pid = -1;
+        CU_ASSERT_EQUAL(
+            it_log_count(c.log, "same forwarder.instance (group.instance.id)"),
+            1);
+        CU_ASSERT_EQUAL(it_fwd_stop(&d, SIGTERM), 0);
+        it_db_drop(db);
+}
+
 static void test_systemd_notifications(void)
 {
         char prefix[40], group[64], db[64], url[256], sock[108], env_sock[128];
@@ -587,6 +703,8 @@ int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_metrics_health_and_readiness),
-            KD_TEST(test_systemd_notifications), KD_TEST_END};
+            KD_TEST(test_systemd_notifications),
+            KD_TEST(test_missing_tier_topic_named),
+            KD_TEST(test_instance_in_use), KD_TEST_END};
         return kd_test_run("http", cases, it_env_init, NULL);
 }

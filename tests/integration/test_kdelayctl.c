@@ -15,6 +15,8 @@
 #include "kd_util.h"
 
 static char prefix[64], db[64], url[256];
+/* A target topic that exists: schedule refuses one that does not. */
+static char ctl_target[96];
 static char *out, *err;
 
 static int suite_init(void)
@@ -23,6 +25,9 @@ static int suite_init(void)
                 return -1;
         it_unique(prefix, sizeof(prefix), "itctl");
         it_unique(db, sizeof(db), "kdit_ctl");
+        snprintf(ctl_target, sizeof(ctl_target), "%s.target", prefix);
+        if (it_create_topic(ctl_target, 1))
+                return -1;
         return it_db_create(db, 0, url, sizeof(url));
 }
 
@@ -291,7 +296,7 @@ static void test_json_on_every_verb(void)
                 CU_ASSERT(lines >= 1);
         }
         /* A task's life in JSON: schedule, status, reschedule, cancel. */
-        CU_ASSERT_EQUAL_FATAL(ctl("schedule", "--topic", "t.json", "--value",
+        CU_ASSERT_EQUAL_FATAL(ctl("schedule", "--topic", ctl_target, "--value",
                                   "v", "--delay", "1h", "--json"),
                               0);
         CU_ASSERT_EQUAL(json_lines(out), 1);
@@ -404,7 +409,7 @@ static void test_topics_check_finds_bad_config(void)
 
 static void test_schedule_prints_id_and_writes_record(void)
 {
-        int rc = ctl("schedule", "--topic", "ctl.target", "--key", "k1",
+        int rc = ctl("schedule", "--topic", ctl_target, "--key", "k1",
                      "--value", "hello", "--delay", "90s", "--header",
                      "trace=t-1", "--header", "tenant=acme");
         CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -414,7 +419,7 @@ static void test_schedule_prints_id_and_writes_record(void)
         CU_ASSERT_EQUAL(strlen(out), KDELAY_ID_GEN_LEN + 1); /* id + \n */
 
         /* And one at an RFC 3339 time with a given id. */
-        rc = ctl("schedule", "--topic", "ctl.target", "--value", "at", "--at",
+        rc = ctl("schedule", "--topic", ctl_target, "--value", "at", "--at",
                  "2031-01-02T03:04:05.678+01:00", "--id", "ctl-at-1");
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         CU_ASSERT_STRING_EQUAL(out, "ctl-at-1\n");
@@ -453,6 +458,46 @@ static void test_schedule_prints_id_and_writes_record(void)
                 free(tr);
                 it_msg_free(&msgs[i]);
         }
+}
+
+/* A topic that does not exist is refused at once, named, exit 1: the
+ * target (unless --no-target-check) and the tier topic (a wrong
+ * topic_prefix), never a "Message timed out" 30 s later. */
+static void test_schedule_refuses_missing_topics(void)
+{
+        char missing[128], want[192], other[96];
+        snprintf(missing, sizeof(missing), "%s.no.such.topic", prefix);
+        int64_t t0 = kd_now_ms();
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h"),
+                        1);
+        snprintf(want, sizeof(want), "target topic '%s' does not exist",
+                 missing);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "--no-target-check"));
+        CU_ASSERT_STRING_EQUAL(out, "");
+        /* -X producer.check_target=0 and --no-target-check: accepted. */
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h", "--no-target-check"),
+                        0);
+        CU_ASSERT_EQUAL(strlen(out), KDELAY_ID_GEN_LEN + 1);
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", missing, "--value", "v",
+                            "--delay", "1h", "-X", "producer.check_target=0"),
+                        0);
+        /* A prefix without tier topics: the tier topic is named, with the
+         * command that creates it. */
+        snprintf(other, sizeof(other), "%s.none", prefix);
+        CU_ASSERT_EQUAL(it_ctl(KDELAY_CTL, other, url, &out, &err, "schedule",
+                               "--topic", ctl_target, "--value", "v", "--delay",
+                               "1h", "--no-target-check", NULL),
+                        1);
+        snprintf(want, sizeof(want), "tier topic '%s.tier.", other);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "' does not exist"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "kdelayctl topics create"));
+        CU_ASSERT_PTR_NULL(strstr(err, "timed out"));
+        /* At once: nowhere near message.timeout.ms (30 s here). */
+        CU_ASSERT(kd_now_ms() - t0 < 15000);
 }
 
 /* Appends a dead letter of task id (to target, reason, Kafka error err
@@ -625,9 +670,9 @@ static void test_dead_replay_checks_target(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "target_refused=3"));
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "replayed=1"));
 
-        /* Once more in JSON: the others refused again; (c) written again
-         * under the same new id (no forwarder here gave it a fate, so it
-         * is not "replayed before"; the fate table lets one copy fire). */
+        /* Once more in JSON: the others refused again; (c) SKIPPED, as
+         * the help promises, though no forwarder here gave its copy a
+         * fate: the copy is still pending in a tier topic. */
         CU_ASSERT_EQUAL(ctl("dead", "replay", "--json", "--id", id[0], "--id",
                             id[1], "--id", id[2], "--id", id[3]),
                         1);
@@ -635,15 +680,28 @@ static void test_dead_replay_checks_target(void)
                 o = answer_of(out, id[i]);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(o);
                 CU_ASSERT_STRING_EQUAL(str_of(o, "result"),
-                                       i == 2 ? "REPLAYED" : "REFUSED");
-                if (i == 2)
+                                       i == 2 ? "SKIPPED" : "REFUSED");
+                if (i == 2) {
                         CU_ASSERT_PTR_NOT_NULL(
                             strstr(str_of(o, "new_id"), "~replay-"));
-                CU_ASSERT_STRING_EQUAL(str_of(o, "failure"), failure[i]);
+                        CU_ASSERT_PTR_NOT_NULL(strstr(
+                            str_of(o, "why"), "replayed before: pending in "));
+                } else {
+                        CU_ASSERT_STRING_EQUAL(str_of(o, "failure"),
+                                               failure[i]);
+                }
                 cJSON_Delete(o);
         }
+        /* (c) alone: nothing to do, exit 0, SKIPPED in text too. */
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--id", id[2]), 0);
+        line_of(out, id[2], line, sizeof(line));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, " SKIPPED "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "replayed before: pending in"));
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--dry-run", "--id", id[2]), 0);
+        line_of(out, id[2], line, sizeof(line));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, " SKIPPED "));
 
-        /* Only (c) reached a tier topic: twice, under one id. */
+        /* Only (c) reached a tier topic: once. */
         char t1s[128];
         snprintf(t1s, sizeof(t1s), "%s.tier.1s", prefix);
         const char *tl[] = {t1s, NULL};
@@ -667,8 +725,8 @@ static void test_dead_replay_checks_target(void)
                replays[1], replays[2], replays[3]);
         CU_ASSERT_EQUAL(replays[0], 0);
         CU_ASSERT_EQUAL(replays[1], 0);
-        CU_ASSERT_EQUAL(replays[2], 2);
-        CU_ASSERT_EQUAL(same_id, 2);
+        CU_ASSERT_EQUAL(replays[2], 1);
+        CU_ASSERT_EQUAL(same_id, 1);
         CU_ASSERT_EQUAL(replays[3], 0);
 }
 
@@ -678,6 +736,50 @@ static kd_fate_store_t *forwarder_store(kdelay_conf_t **confp)
         *confp = it_conf_new(NULL, url);
         CU_ASSERT_EQUAL(kd_fate_store_new(&st, *confp), KDELAY_OK);
         return st;
+}
+
+/* The audit summary's number `name` in JSON output out; -1 when absent. */
+static double audit_num(const char *json, const char *name)
+{
+        cJSON *o = cJSON_Parse(json ? json : "");
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "summary");
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(s, name);
+        double v = cJSON_IsNumber(j) ? j->valuedouble : -1;
+        cJSON_Delete(o);
+        return v;
+}
+
+/* A dead letter still needs action (audit exits 1); once replayed it is
+ * history (exit 0, counted as dead_replayed), though its copy has not
+ * fired (no forwarder here): the copy is pending in a tier topic. */
+static void test_audit_replayed_dead_letters_are_history(void)
+{
+        char saved[sizeof(prefix)], eid[128];
+        memcpy(saved, prefix, sizeof(prefix));
+        it_unique(prefix, sizeof(prefix), "itaudit");
+        snprintf(eid, sizeof(eid), "%s-dead-e", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        CU_ASSERT_EQUAL(dead_letter(rk, eid, ctl_target, "k", "v", 1,
+                                    "target-unavailable", NULL),
+                        0);
+        CU_ASSERT_EQUAL(rd_kafka_flush(rk, 30000), 0);
+        rd_kafka_destroy(rk);
+
+        CU_ASSERT_EQUAL(ctl("audit", "--json"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_replayed"), 0);
+        CU_ASSERT_EQUAL(audit_num(out, "findings"), 1);
+        CU_ASSERT_EQUAL(ctl("dead", "replay", "--id", eid), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " REPLAYED "));
+        CU_ASSERT_EQUAL(ctl("audit", "--json"), 0);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_replayed"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "findings"), 0);
+        CU_ASSERT_EQUAL(ctl("audit"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "dead_replayed=1 findings=0"));
+        memcpy(prefix, saved, sizeof(prefix));
 }
 
 static void test_cancel_and_status(void)
@@ -691,7 +793,7 @@ static void test_cancel_and_status(void)
         CU_ASSERT_EQUAL(ctl("cancel", id), 0);
         /* An id is the task's identity: scheduling one that has a fate
          * goes ahead, with a warning that the task will be dropped. */
-        CU_ASSERT_EQUAL(ctl("schedule", "--topic", "t1", "--value", "v",
+        CU_ASSERT_EQUAL(ctl("schedule", "--topic", ctl_target, "--value", "v",
                             "--delay", "1h", "--id", id),
                         0);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "already has a fate (CANCELLED)"));
@@ -895,11 +997,13 @@ int main(void)
             KD_TEST(test_topics_create_then_check),
             KD_TEST(test_topics_check_finds_bad_config),
             KD_TEST(test_schedule_prints_id_and_writes_record),
+            KD_TEST(test_schedule_refuses_missing_topics),
             KD_TEST(test_cancel_and_status),
             KD_TEST(test_password_from_environment),
             KD_TEST(test_json_on_every_verb),
             /* Last: audit finds its dead letters. */
-            KD_TEST(test_dead_replay_checks_target), KD_TEST_END};
+            KD_TEST(test_dead_replay_checks_target),
+            KD_TEST(test_audit_replayed_dead_letters_are_history), KD_TEST_END};
         int rc = kd_test_run("kdelayctl", cases, suite_init, suite_cleanup);
         free(out);
         free(err);

@@ -375,6 +375,52 @@ static void test_bad_input_is_rejected_before_sending(void)
         CU_ASSERT_EQUAL(kdelay_outq_len(client), 0);
 }
 
+/* A topic the task needs that does not exist fails at once, naming it:
+ * the tier topic always, the target with producer.check_target=1. */
+static void test_missing_topics_fail_at_once(void)
+{
+        char errstr[512], id[KDELAY_ID_MAX + 1], other[96], want[160];
+        kdelay_client_t *c = NULL;
+        kdelay_task_t t;
+        kdelay_conf_t *conf = it_conf_new(prefix, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_conf_set(conf, "producer.check_target", "1", NULL, 0), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        base_task(&t);
+        t.topic = "no.such.topic";
+        int64_t t0 = kd_now_ms();
+        CU_ASSERT_EQUAL(
+            kdelay_schedule(c, &t, id, sizeof(id), errstr, sizeof(errstr)),
+            KDELAY_ERR_NO_SUCH_TOPIC);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(errstr, "target topic 'no.such.topic' does not exist"));
+        CU_ASSERT_EQUAL(kdelay_schedule_async(c, &t, NULL, NULL, id, sizeof(id),
+                                              errstr, sizeof(errstr)),
+                        KDELAY_ERR_NO_SUCH_TOPIC);
+        CU_ASSERT_EQUAL(kdelay_outq_len(c), 0);
+        kdelay_client_destroy(c);
+
+        /* A prefix without tier topics: the tier topic is named. */
+        snprintf(other, sizeof(other), "%s_none", prefix);
+        conf = it_conf_new(other, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        base_task(&t);
+        CU_ASSERT_EQUAL(
+            kdelay_schedule(c, &t, id, sizeof(id), errstr, sizeof(errstr)),
+            KDELAY_ERR_NO_SUCH_TOPIC);
+        snprintf(want, sizeof(want), "tier topic '%s.tier.1s' does not exist",
+                 other);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "kdelayctl topics create"));
+        kdelay_client_destroy(c);
+        CU_ASSERT(kd_now_ms() - t0 < 10000);
+        CU_ASSERT_EQUAL(kdelay_err_is_retriable(KDELAY_ERR_NO_SUCH_TOPIC), 0);
+}
+
 static atomic_int purged;
 
 static void on_purge(kdelay_err_t err, const char *id, const char *errstr,
@@ -420,6 +466,7 @@ int main(void)
             KD_TEST(test_absolute_time_and_given_id),
             KD_TEST(test_async_schedule_and_flush),
             KD_TEST(test_bad_input_is_rejected_before_sending),
+            KD_TEST(test_missing_topics_fail_at_once),
             KD_TEST(test_destroy_reports_undelivered_tasks),
             KD_TEST_END};
         return kd_test_run("schedule", cases, suite_init, suite_cleanup);

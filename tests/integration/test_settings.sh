@@ -56,7 +56,7 @@ kdelayctl topics create
 kdelayctl db migrate
 kdelay-forwarder --kafka-config "$tmp/fwd.properties" >"$tmp/fwd.log" 2>&1 &
 echo \$! >"$tmp/fwd.pid"
-id=\$(kdelayctl schedule --topic $prefix.target --value v --delay 1h)
+id=\$(kdelayctl schedule --topic $prefix.target --value v --delay 1h --no-target-check)
 echo "\$id" >"$tmp/id"
 kdelayctl status "\$id"
 kdelayctl tasks list

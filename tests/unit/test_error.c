@@ -59,7 +59,9 @@ static void test_names_match_enum(void)
                                "KDELAY_ERR_NOT_FOUND");
         CU_ASSERT_STRING_EQUAL(
             kdelay_err_name((kdelay_err_t)(KDELAY_ERR__COUNT - 1)),
-            "KDELAY_ERR_DEAD");
+            "KDELAY_ERR_NO_SUCH_TOPIC");
+        CU_ASSERT_STRING_EQUAL(kdelay_err_name(KDELAY_ERR_DEAD),
+                               "KDELAY_ERR_DEAD");
 }
 
 static void test_out_of_range(void)

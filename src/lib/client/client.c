@@ -24,6 +24,12 @@ struct kdelay_client_s {
         pthread_mutex_t fate_lock;
         kd_fate_store_t *fate; /* owned; guarded by fate_lock */
         atomic_int pending;    /* tasks enqueued and not yet reported */
+        /* Topics the producer's metadata showed to exist (kd_topic_check):
+         * asked once per client. A missing one is asked again next time,
+         * so a topic created meanwhile is found. */
+        pthread_mutex_t topics_lock;
+        char **topics_ok; /* owned, topics_ok_cnt of them */
+        size_t topics_ok_cnt;
 };
 
 /* Per-task delivery state, the message opaque. Sync calls keep it on their
@@ -46,7 +52,13 @@ typedef struct kd_pending {
 /* The client's producer defaults, which the user may override with -X /
  * kafka = [...]; what no one overrides is kd_producer_forced (kd_conf.h). */
 static const char *const kd_client_producer_defaults[] = {
-    "linger.ms", "5", "partitioner", "murmur2_random", NULL};
+    "linger.ms",
+    "5",
+    "partitioner",
+    "murmur2_random",
+    "allow.auto.create.topics",
+    "false",
+    NULL};
 
 const char *kdelay_fate_str(kdelay_fate_t fate)
 {
@@ -89,18 +101,32 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         } else if (m->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT) {
                 err = KDELAY_ERR_TIMED_OUT;
                 why = rd_kafka_err2str(m->err);
+        } else if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                   m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                err = KDELAY_ERR_NO_SUCH_TOPIC;
+                why = rd_kafka_err2str(m->err);
         } else if (m->err) {
                 err = KDELAY_ERR_KAFKA;
                 why = rd_kafka_err2str(m->err);
         }
+        /* The tier topic is named: "Message timed out" alone does not say
+         * where it was going. */
+        char detail[sizeof(p->errstr)] = "";
+        if (err)
+                snprintf(detail, sizeof(detail), "tier topic '%s': %s%s",
+                         rd_kafka_topic_name(m->rkt), why,
+                         err == KDELAY_ERR_NO_SUCH_TOPIC
+                             ? " (create the tier topics: kdelayctl topics "
+                               "create)"
+                             : "");
         if (p->is_async) {
                 if (p->cb)
-                        p->cb(err, p->id, why, p->opaque);
+                        p->cb(err, p->id, detail, p->opaque);
                 free(p);
                 return;
         }
         p->err = err;
-        kd_strlcpy(p->errstr, why, sizeof(p->errstr));
+        kd_strlcpy(p->errstr, detail, sizeof(p->errstr));
         atomic_store(&p->done, 1);
 }
 
@@ -167,6 +193,7 @@ kdelay_err_t kdelay_client_new(kdelay_client_t **clientp, kdelay_conf_t *conf,
         atomic_init(&c->pending, 0);
         pthread_mutex_init(&c->rk_lock, NULL);
         pthread_mutex_init(&c->fate_lock, NULL);
+        pthread_mutex_init(&c->topics_lock, NULL);
         c->conf = conf;
         c->owner.conf = conf;
         *clientp = c;
@@ -191,8 +218,95 @@ void kdelay_client_destroy(kdelay_client_t *c)
         kd_fate_store_destroy(c->fate);
         pthread_mutex_destroy(&c->fate_lock);
         pthread_mutex_destroy(&c->rk_lock);
+        for (size_t i = 0; i < c->topics_ok_cnt; i++)
+                free(c->topics_ok[i]);
+        free(c->topics_ok);
+        pthread_mutex_destroy(&c->topics_lock);
         kdelay_conf_destroy(c->conf);
         free(c);
+}
+
+static int topic_known(kdelay_client_t *c, const char *topic)
+{
+        int found = 0;
+        pthread_mutex_lock(&c->topics_lock);
+        for (size_t i = 0; i < c->topics_ok_cnt && !found; i++)
+                found = !strcmp(c->topics_ok[i], topic);
+        pthread_mutex_unlock(&c->topics_lock);
+        return found;
+}
+
+static void topic_remember(kdelay_client_t *c, const char *topic)
+{
+        pthread_mutex_lock(&c->topics_lock);
+        char *dup = strdup(topic);
+        char **grown = dup ? realloc(c->topics_ok, (c->topics_ok_cnt + 1) *
+                                                       sizeof(*c->topics_ok))
+                           : NULL;
+        if (grown) {
+                grown[c->topics_ok_cnt++] = dup;
+                c->topics_ok = grown;
+        } else {
+                free(dup); /* not cached: asked again next time */
+        }
+        pthread_mutex_unlock(&c->topics_lock);
+}
+
+/* How long the metadata request of a topic check may take. */
+#define KD_TOPIC_CHECK_TIMEOUT_MS 5000
+
+/* Asks the producer's metadata whether topic exists, once per client for
+ * a topic found. KDELAY_ERR_NO_SUCH_TOPIC when the broker says it does
+ * not (asked again next time: it may be created meanwhile); an answer
+ * that says nothing (time-out, broker down) lets the task go on, to
+ * succeed or fail as it would have without the check. */
+static kdelay_err_t topic_check(kdelay_client_t *c, const char *topic,
+                                int is_tier, char *errstr, size_t errstr_size)
+{
+        if (topic_known(c, topic))
+                return KDELAY_OK;
+        rd_kafka_t *rk = producer_get(c);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err =
+            rkt ? rd_kafka_metadata(rk, 0, rkt, &md, KD_TOPIC_CHECK_TIMEOUT_MS)
+                : rd_kafka_last_error();
+        rd_kafka_resp_err_t terr =
+            !err && md && md->topic_cnt == 1 ? md->topics[0].err : err;
+        int missing = terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        if (rkt)
+                rd_kafka_topic_destroy(rkt);
+        char q[300];
+        kd_log_quote(topic, q, sizeof(q));
+        if (missing) {
+                kd_log(c->conf, KDELAY_LOG_INFO,
+                       "event=topic_missing topic=%s role=%s", q,
+                       is_tier ? "tier" : "target");
+                if (is_tier)
+                        return kd_fail(KDELAY_ERR_NO_SUCH_TOPIC, errstr,
+                                       errstr_size,
+                                       "tier topic '%s' does not exist "
+                                       "(create the tier topics: kdelayctl "
+                                       "topics create)",
+                                       topic);
+                return kd_fail(KDELAY_ERR_NO_SUCH_TOPIC, errstr, errstr_size,
+                               "target topic '%s' does not exist (create it "
+                               "first, or skip this check: "
+                               "producer.check_target=0, kdelayctl schedule "
+                               "--no-target-check)",
+                               topic);
+        }
+        /* Found, or no answer: either way not asked again by this client,
+         * so an unreachable broker costs one wait, not one per task. */
+        if (terr != RD_KAFKA_RESP_ERR_NO_ERROR &&
+            terr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
+                kd_log(c->conf, KDELAY_LOG_INFO,
+                       "event=topic_check_skipped topic=%s err=%s", q,
+                       rd_kafka_err2name(terr));
+        topic_remember(c, topic);
+        return KDELAY_OK;
 }
 
 /* Validates and enqueues (the record path shared with kdelay_produce:
@@ -213,7 +327,10 @@ static kdelay_err_t produce(kdelay_client_t *c, const kdelay_task_t *t,
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         }
-        if ((err = producer_start(c, errstr, errstr_size))) {
+        if ((err = producer_start(c, errstr, errstr_size)) ||
+            (err = topic_check(c, rec.topic, 1, errstr, errstr_size)) ||
+            (c->conf->producer_check_target &&
+             (err = topic_check(c, t->topic, 0, errstr, errstr_size)))) {
                 kd_record_clear(&rec);
                 return err;
         }

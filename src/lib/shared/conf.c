@@ -130,6 +130,12 @@ static const kd_prop_t kd_props[] = {
      "requires at least tier delay + margin"},
     {"topics.dead_retention", KD_PROP_DURATION, KD_OFF(dead_retention_ms),
      "14d", 0, "retention of the dead-letter topic"},
+    {"producer.check_target", KD_PROP_INT, KD_OFF(producer_check_target), "0",
+     0,
+     "1: schedule refuses a target topic that does not exist (`target topic "
+     "'T' does not exist`), from one metadata request per topic and client; "
+     "`kdelayctl schedule` sets 1 (`--no-target-check`: 0, for topics created "
+     "later); a missing tier topic always fails at once, naming it"},
     {"forwarder.group_id", KD_PROP_STRING, KD_OFF(fwd_group_id),
      "kdelay-forwarder", 0, "consumer group of the forwarders"},
     {"forwarder.instance", KD_PROP_STRING, KD_OFF(fwd_instance), NULL, 0,

@@ -46,6 +46,8 @@ static const struct {
                               "no pending task has that id", 0},
     [KDELAY_ERR_DEAD] = {"KDELAY_ERR_DEAD",
                          "the task was dead-lettered: never delivered", 0},
+    [KDELAY_ERR_NO_SUCH_TOPIC] = {"KDELAY_ERR_NO_SUCH_TOPIC",
+                                  "topic does not exist", 0},
 };
 
 static int known(kdelay_err_t err)

@@ -36,6 +36,7 @@ struct kdelay_conf_s {
         int topics_replication_factor; /* -1 = broker default */
         int64_t topics_retention_margin_ms;
         int64_t dead_retention_ms;
+        int producer_check_target; /* 1: schedule checks the target exists */
         /* kdelay-forwarder (docs/forwarder.md) */
         char *fwd_group_id;              /* owned */
         char *fwd_instance;              /* owned; NULL = <hostname>-<pid> */

@@ -1,0 +1,34 @@
+/* Checks of the deployment, at start and every KD_TIERCHECK_MS.
+ *
+ * Another member of the group with this forwarder's instance name
+ * (client.id): event=instance_in_use and gauge instance_in_use (warned
+ * and counted: a dynamic member's stale session looks the same; a
+ * static member is fenced by the broker instead, intake.c).
+ *
+ * Tier topics that do not exist: the forwarder asks the broker's metadata
+ * at start and every KD_TIERCHECK_MS whether each tier topic of its ladder
+ * exists. While some do not, it logs one line naming them and the command
+ * that creates them (event=tier_topics_missing), /readyz answers 503 with
+ * that reason and gauge tier_topics_missing counts them; once they all
+ * exist, event=tier_topics_found. A metadata request without answer
+ * changes nothing (the broker's unreachability shows elsewhere). */
+#ifndef KD_TIERCHECK_H
+#define KD_TIERCHECK_H
+
+#include "kd_fwd_state.h"
+
+#define KD_TIERCHECK_MS         30000
+#define KD_TIERCHECK_TIMEOUT_MS 2000
+
+/* Checks at once and arms the timer (from the loop's start). */
+void kd_tiercheck_start(kd_fwd_t *f);
+
+/* The ladder's tier topics missing from md's topics into missing
+ * (comma-separated, cut at missing_size), their count as the result;
+ * *matching gets how many of md's topics are tier topics of the prefix
+ * (the subscription's pattern). Pure, for tests. */
+int kd_tiercheck_missing(const kdelay_conf_t *conf,
+                         const struct rd_kafka_metadata *md, char *missing,
+                         size_t missing_size, int *matching);
+
+#endif
