@@ -21,6 +21,7 @@
 #include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
+#include "kd_tiercheck.h"
 #include "kd_util.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
@@ -42,9 +43,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
         (void)rk;
         kd_fwd_t *f = opaque;
-        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 kd_rebalance_assign(f, parts);
-        else
+                kd_tiercheck_soon(f); /* a member may have joined */
+        } else
                 kd_rebalance_revoke(f, parts);
 }
 

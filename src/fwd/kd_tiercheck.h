@@ -1,4 +1,8 @@
-/* Checks of the deployment, at start and every KD_TIERCHECK_MS.
+/* Checks of the deployment, at start and after each assignment, then
+ * every KD_TIERCHECK_MS while something is wrong, every
+ * KD_TIERCHECK_IDLE_MS while all is well: each check is a blocking
+ * metadata request and a group listing (at most KD_TIERCHECK_TIMEOUT_MS
+ * each) on the loop, which a healthy forwarder should pay rarely.
  *
  * Another member of the group with this forwarder's instance name
  * (client.id): event=instance_in_use and gauge instance_in_use (warned
@@ -18,10 +22,15 @@
 #include "kd_fwd_state.h"
 
 #define KD_TIERCHECK_MS         30000
+#define KD_TIERCHECK_IDLE_MS    600000
+#define KD_TIERCHECK_SOON_MS    1000
 #define KD_TIERCHECK_TIMEOUT_MS 2000
 
 /* Checks at once and arms the timer (from the loop's start). */
 void kd_tiercheck_start(kd_fwd_t *f);
+/* Checks again KD_TIERCHECK_SOON_MS from now (an assignment: a member
+ * may have joined). */
+void kd_tiercheck_soon(kd_fwd_t *f);
 
 /* The ladder's tier topics missing from md's topics into missing
  * (comma-separated, cut at missing_size), their count as the result;
