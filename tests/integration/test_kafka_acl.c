@@ -140,26 +140,23 @@ static void grant_forwarder(const char *delivery, const char *group,
                     0);
 }
 
-/* Starts f as User:forwarder (its properties `forwarder`) in `delivery`
- * mode for prefix and group, allowed to fire to `allowed` (a
- * forwarder.allowed_targets list), and waits for its assignment. */
+/* Starts f as User:forwarder in `delivery` mode for prefix and group,
+ * allowed to fire to `allowed` (a forwarder.allowed_targets list), and
+ * waits for its assignment. Its Kafka identity comes from its client
+ * properties file as it is (kafka_config, the property behind
+ * --kafka-config; the file gives the password as a file: reference). */
 static void fwd_start_as_forwarder(it_fwd_t *f, const char *delivery,
-                                   const char *allowed, char **forwarder,
-                                   const char *prefix, const char *group,
-                                   const char *url)
+                                   const char *allowed, const char *prefix,
+                                   const char *group, const char *url)
 {
-        char mode[64], targets[450];
+        char mode[64], targets[450], kprops[700];
         snprintf(mode, sizeof(mode), "forwarder.delivery=%s", delivery);
         snprintf(targets, sizeof(targets), "forwarder.allowed_targets=%s",
                  allowed);
-        const char *props[24];
-        int np = 0;
-        props[np++] = "forwarder.hold_horizon=2s";
-        props[np++] = mode;
-        props[np++] = targets;
-        for (int i = 0; forwarder[i] && np < 20; i++)
-                props[np++] = forwarder[i];
-        props[np] = NULL;
+        snprintf(kprops, sizeof(kprops),
+                 "kafka_config=%s/client-forwarder.properties", tls_dir);
+        const char *props[] = {"forwarder.hold_horizon=2s", mode, targets,
+                               kprops, NULL};
         CU_ASSERT_EQUAL_FATAL(
             it_fwd_start(f, KDELAY_FORWARDER, prefix, group, url, props), 0);
         CU_ASSERT_EQUAL_FATAL(
@@ -224,8 +221,7 @@ static void run_flow(const char *delivery)
 
         /* The forwarder as User:forwarder. */
         it_fwd_t f = {.instance = "fwAcl", .pid = -1};
-        fwd_start_as_forwarder(&f, delivery, target, forwarder, prefix, group,
-                               url);
+        fwd_start_as_forwarder(&f, delivery, target, prefix, group, url);
 
         /* Schedule two as User:producer, cancel one (MySQL only). */
         char id_fire[80], id_cancel[80];
@@ -320,8 +316,7 @@ static void run_forbidden(const char *delivery, int describe)
         char allowed[400];
         snprintf(allowed, sizeof(allowed), "%s,%s", target, forb[0]);
         it_fwd_t f = {.instance = "fwForb", .pid = -1};
-        fwd_start_as_forwarder(&f, delivery, allowed, forwarder, prefix, group,
-                               url);
+        fwd_start_as_forwarder(&f, delivery, allowed, prefix, group, url);
 
         /* Scheduled by the admin through the library (who schedules does
          * not matter here), all due at `due`. */
