@@ -16,6 +16,8 @@ PACKAGES=(
     # tests and tooling (promtool: the prometheus package; systemd-analyze)
     libcunit1-dev clang-format valgrind prometheus systemd
     python3-yaml
+    # the generated man pages and shell completions (check_clidoc)
+    groff-base man-db zsh
     # the producer examples run by test_producers (python; java is built with maven)
     python3-confluent-kafka openjdk-17-jdk-headless
     # local stack (stack.sh)
