@@ -444,6 +444,14 @@ static int solo_weight(const kd_fwd_t *f, const kd_poison_entry_t *e,
                 return f->conf->fwd_abort_limit;
         if (c == KD_PERR_TARGET || fatal)
                 return 1;
+        /* A transactional call failing on the producer's state (_STATE
+         * from send_offsets_to_transaction: the partition was refused
+         * while it ran) after the record's target refused it: the same
+         * refusal, seen through the state it left. */
+        kd_perr_class_t was = kd_perr_class(e->err);
+        if (c == KD_PERR_PRODUCER &&
+            (was == KD_PERR_TARGET || was == KD_PERR_RECORD))
+                return 1;
         return (c == KD_PERR_TRANSIENT || c == KD_PERR_CLUSTER) &&
                s->commits != e->commits_seen;
 }

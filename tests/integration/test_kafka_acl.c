@@ -189,7 +189,10 @@ static void run_flow(const char *delivery)
                             target, "--value", "v", "--delay", "3s", "--id",
                             "refused"),
                         1);
-        CU_ASSERT(has(err, "Topic authorization failed"));
+        /* Refused at once: its idempotent producer gets no id (no Write
+         * on any topic), or its topic is refused. */
+        CU_ASSERT(has(err, "Topic authorization failed") ||
+                  has(err, "Cluster authorization failed"));
         printf("  producer without ACLs: %s", err ? err : "(nothing)\n");
 
         /* So is a forwarder: its idempotent producer gets no producer id
@@ -580,8 +583,11 @@ static void test_admin(void)
         CU_ASSERT_EQUAL(
             CTL(p, url, prefix, "topics", "create", "--partitions", "1"), 0);
         CU_ASSERT_EQUAL(CTL(p, url, prefix, "topics", "check"), 0);
+        /* The target is never created here (the task is only listed and
+         * rescheduled): the check that it exists is skipped. */
         CU_ASSERT_EQUAL(CTL(p, url, prefix, "schedule", "--topic", target,
-                            "--value", "v", "--delay", "1h", "--id", id),
+                            "--value", "v", "--delay", "1h", "--id", id,
+                            "--no-target-check"),
                         0);
         /* Without Describe on the group, tasks list fails after 10 s with
          * "committed offsets of the tier topics: Local: Timed out"
