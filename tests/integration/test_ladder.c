@@ -222,7 +222,10 @@ static void assert_drained(const char *group, const char *topic)
                                 0);
                 printf("  %s [%d]: committed %lld of %lld\n", topic, p,
                        (long long)l->elems[p].offset, (long long)hi);
-                CU_ASSERT_EQUAL(l->elems[p].offset, hi);
+                /* A partition no record reached has nothing to commit
+                 * (keyless hops stick to one partition for a while). */
+                CU_ASSERT(l->elems[p].offset == hi ||
+                          (hi == 0 && l->elems[p].offset < 0));
                 records += hi;
         }
         CU_ASSERT(records > 0); /* the retired tier was used */
