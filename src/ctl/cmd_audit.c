@@ -20,6 +20,7 @@
 #include "kd_log.h"
 #include "kd_scan.h"
 #include "kd_util.h"
+#include "kd_watermarks.h"
 #include "kd_wire.h"
 
 /* FIRING rows read per audit run. */
@@ -506,8 +507,8 @@ static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
                    : RD_KAFKA_RESP_ERR_NO_ERROR;
         for (int p = 0; !kerr && p < parts; p++) {
                 int64_t lo, hi;
-                kerr = rd_kafka_query_watermark_offsets(
-                    au->rk, au->dead_topic, p, &lo, &hi, KD_AUDIT_TIMEOUT_MS);
+                kerr = kd_watermarks(au->rk, au->dead_topic, p, &lo, &hi,
+                                     KD_AUDIT_TIMEOUT_MS);
                 int64_t from = l->elems[p].offset;
                 if (!kerr && from >= 0 && from < hi)
                         au->dead += hi - from; /* -1: none since */

@@ -379,6 +379,11 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 {
         eos_state_t *s = state_of(f);
         *rk = f->kafka.producer;
+        /* A new producer is due (after an abort for a refused record): no
+         * transaction opens on the old one meanwhile, so that the loop
+         * replaces it with nothing open. */
+        if (f->kafka.reset && s->txn == KD_TXN_READY)
+                return KD_SOLO_WAIT_MS;
         if (s->solo || s->alone)
                 return KD_SOLO_WAIT_MS;
         kd_poison_entry_t *e =
@@ -1078,6 +1083,11 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
                 return err;
         if (idle)
                 return KDELAY_OK;
+        /* A transaction open on the old producer was aborted by the new
+         * one's init_transactions. */
+        if (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_ABORTABLE ||
+            s->txn == KD_TXN_COMMITTING)
+                txn_set_state(f, KD_TXN_ABORTING);
         txn_set_state(f, KD_TXN_READY);
         /* Fenced, the open transaction aborted: nothing in it fired or
          * was dead-lettered (its dead marks too: the dead letters are

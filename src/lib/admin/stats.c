@@ -1,5 +1,6 @@
 /* kdelayctl stats's figures (kd_stats.h). */
 #include "kd_stats.h"
+#include "kd_watermarks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +75,8 @@ static kdelay_err_t tier_stats(rd_kafka_t *rk, const kdelay_conf_t *conf,
                   : RD_KAFKA_RESP_ERR__FAIL;
         for (int p = 0; !err && p < t->partitions; p++) {
                 int64_t lo, hi;
-                err = rd_kafka_query_watermark_offsets(
-                    rk, t->topic, p, &lo, &hi, KD_STATS_TIMEOUT_MS);
+                err = kd_watermarks(rk, t->topic, p, &lo, &hi,
+                                    KD_STATS_TIMEOUT_MS);
                 int64_t c = l->elems[p].offset;
                 if (c < lo) /* none committed, or below the retention */
                         c = lo;

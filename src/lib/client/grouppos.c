@@ -1,5 +1,6 @@
 /* The forwarder group's position in the tier topics (kd_grouppos.h). */
 #include "kd_grouppos.h"
+#include "kd_watermarks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,9 +76,8 @@ static kdelay_err_t read_offsets(rd_kafka_t *rk, kd_grouppos_t *pos,
                         p->done = NULL;
                         p->done_cnt = 0;
                 }
-                err = rd_kafka_query_watermark_offsets(
-                    rk, p->topic, p->partition, &p->low, &p->high,
-                    KD_GROUPPOS_TIMEOUT_MS);
+                err = kd_watermarks(rk, p->topic, p->partition, &p->low,
+                                    &p->high, KD_GROUPPOS_TIMEOUT_MS);
                 what = "watermarks";
         }
         rd_kafka_topic_partition_list_destroy(l);

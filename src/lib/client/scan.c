@@ -1,5 +1,6 @@
 /* Scanning the tier topics for pending tasks (kd_scan.h). */
 #include "kd_scan.h"
+#include "kd_watermarks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -193,8 +194,8 @@ static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
                 kd_grouppos_part_t *gp = &pos->parts[pos->cnt++];
                 kd_strlcpy(gp->topic, topic, sizeof(gp->topic));
                 gp->partition = p;
-                kerr = rd_kafka_query_watermark_offsets(
-                    rk, topic, p, &gp->low, &gp->high, KD_SCAN_TIMEOUT_MS);
+                kerr = kd_watermarks(rk, topic, p, &gp->low, &gp->high,
+                                     KD_SCAN_TIMEOUT_MS);
                 /* -1: nothing appended since: start at the end */
                 int64_t from = l->elems[p].offset;
                 gp->committed = from >= 0 ? from : gp->high;
