@@ -6,7 +6,9 @@
 # builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
 # every test on both broker lines, each build once), the torture tool's
 # fast profile in both delivery modes (plain build; at_least_once on 4.x,
-# exactly_once on 3.9.x), checks formatting, and stops the stacks. A third
+# exactly_once on 3.9.x), checks every SQL statement the plain ctest sent
+# against a MySQL 8 grammar (tools/sqlcheck: the MariaDB runs with MySQL
+# 8's strict sql_mode), checks formatting, and stops the stacks. A third
 # stack, three Kafka 4.x nodes, starts after the plain build's ctest for
 # test_broker_failover alone (a node killed under a forwarder) and stops
 # right after it. Then two small secured stacks (stack.sh --security:
@@ -90,7 +92,12 @@ mkdir -p build
 for s in new old; do
   [ "$s" = old ] && [ -n "${KDELAY_TEST_SKIP_ASAN:-}" ] && [ -n "${KDELAY_TEST_SKIP_TORTURE:-}" ] && continue
   log event=stack_up stack="$s" dir="${stack_dir[$s]}" log="build/stack-up-$s.log"
-  (use_stack "$s"; exec deploy/local/stack.sh up) >"build/stack-up-$s.log" 2>&1 &
+  # Stack "new"'s MariaDB logs every statement: the plain build's ctest
+  # sends all of kdelay's SQL, checked against a MySQL 8 grammar after it.
+  glog=""
+  [ "$s" = new ] && glog=$root/build/mysql-general-new.log && rm -f "$glog"
+  (use_stack "$s"; KDELAY_MYSQL_GENERAL_LOG=$glog exec deploy/local/stack.sh up) \
+    >"build/stack-up-$s.log" 2>&1 &
   stack_pid[$s]=$!
 done
 
@@ -139,6 +146,10 @@ run_ctest() { # DIR [ctest args...]
 }
 use_stack new
 run_ctest build/test
+# Every statement the plain ctest sent (claims, takeovers, marks, cancel,
+# status, audit, gc, migrations) parses as MySQL 8 SQL (tools/sqlcheck).
+log event=sql_mysql8 log=build/mysql-general-new.log
+tools/sqlcheck/run.sh --general-log build/mysql-general-new.log
 
 # The 3-node stack starts now, in the background while the at_least_once
 # torture runs, at a lower CPU priority (nice) so that its three JVMs'

@@ -115,7 +115,13 @@ overridden. 'down' stops every Kafka node it finds in the stack dir.
 
 Other environment: KDELAY_KAFKA_READY_TIMEOUT (90), KDELAY_MYSQL_READY_TIMEOUT
 (60), KDELAY_STOP_TIMEOUT (60) in seconds; KDELAY_KAFKA_JAVA_OPTS (extra JVM
-options for the broker); JAVA_HOME.
+options for the broker); KDELAY_MYSQL_GENERAL_LOG=FILE (the private MariaDB
+logs every statement to FILE, for tools/sqlcheck); JAVA_HOME.
+
+The private MariaDB runs with MySQL 8.0's default sql_mode plus
+STRICT_ALL_TABLES (ONLY_FULL_GROUP_BY, STRICT_TRANS_TABLES, NO_ZERO_DATE,
+...), so that what passes here passes on MySQL 8 (docs/fate-protocol.md,
+"Servers").
 
 Logs: <stack-dir>/kafka/server.log (broker, log4j), <stack-dir>/kafka/stdout.log
 (JVM output), <stack-dir>/mysql/error.log (MariaDB). With --nodes 3 each node
@@ -239,6 +245,8 @@ else
     MYSQL_URL_EXTERNAL=$SAVED_MYSQL_URL_EXTERNAL
 fi
 
+# MySQL 8.0's default sql_mode, plus STRICT_ALL_TABLES.
+MYSQL_SQL_MODE=ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION
 MYSQL_TLS=${cli_mysql_tls:-${KDELAY_MYSQL_TLS:-${SAVED_MYSQL_TLS:-off}}}
 [[ $MYSQL_TLS == on || $MYSQL_TLS == off ]] || die "--mysql-tls must be on or off (got '$MYSQL_TLS')"
 
@@ -1039,7 +1047,11 @@ mysql_start_private() {
             "--log-error=$MYSQL_ERRLOG" --skip-name-resolve
             --innodb-buffer-pool-size=64M --innodb-log-file-size=16M
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
-            "--tmpdir=$MYSQL_DIR")
+            "--sql-mode=$MYSQL_SQL_MODE" "--tmpdir=$MYSQL_DIR")
+        if [[ -n ${KDELAY_MYSQL_GENERAL_LOG:-} ]]; then
+            args+=(--general-log=1 "--general-log-file=$KDELAY_MYSQL_GENERAL_LOG")
+            log "MariaDB logs every statement to $KDELAY_MYSQL_GENERAL_LOG"
+        fi
         if [[ $MYSQL_TLS == on ]]; then
             tls_make
             # TLS only over TCP; the unix socket (stack.sh's own admin SQL)

@@ -3,4 +3,5 @@
 -- the claimer renews it while it holds or fires the task, and another
 -- forwarder takes the claim over only after it has passed. NULL: no lease
 -- (rows claimed before version 3).
-ALTER TABLE kdelay_fate ADD COLUMN IF NOT EXISTS lease_until DATETIME(3) NULL;
+-- kdelay: unless column kdelay_fate.lease_until
+ALTER TABLE kdelay_fate ADD COLUMN lease_until DATETIME(3) NULL;

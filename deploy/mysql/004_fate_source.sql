@@ -5,8 +5,11 @@
 -- its offset below the forwarder group's committed position means it was.
 -- NULL: not recorded (rows claimed before version 4).
 -- The index lets audit list FIRING rows without reading the whole table.
-ALTER TABLE kdelay_fate
-  ADD COLUMN IF NOT EXISTS src_topic VARCHAR(255) NULL,
-  ADD COLUMN IF NOT EXISTS src_partition INT NULL,
-  ADD COLUMN IF NOT EXISTS src_offset BIGINT NULL,
-  ADD INDEX IF NOT EXISTS kdelay_fate_state (state, updated_at_ms);
+-- kdelay: unless column kdelay_fate.src_topic
+ALTER TABLE kdelay_fate ADD COLUMN src_topic VARCHAR(255) NULL;
+-- kdelay: unless column kdelay_fate.src_partition
+ALTER TABLE kdelay_fate ADD COLUMN src_partition INT NULL;
+-- kdelay: unless column kdelay_fate.src_offset
+ALTER TABLE kdelay_fate ADD COLUMN src_offset BIGINT NULL;
+-- kdelay: unless index kdelay_fate.kdelay_fate_state
+ALTER TABLE kdelay_fate ADD INDEX kdelay_fate_state (state, updated_at_ms);

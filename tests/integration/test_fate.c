@@ -191,6 +191,39 @@ static void test_migrate_is_idempotent(void)
         kdelay_conf_destroy(conf);
 }
 
+/* A migration whose statements ran but whose version was never recorded
+ * (a crash between the two) runs again to the end: its guards
+ * (-- kdelay: unless column|index) skip what exists, on MySQL as on
+ * MariaDB. Simulated by forgetting every version above 1. */
+static void test_migrate_reruns_unrecorded(void)
+{
+        char dbname[64], dburl[256], errstr[256];
+        MYSQL *conn = NULL;
+        int from = -1, to = -1;
+        it_unique(dbname, sizeof(dbname), "kdit_rerun");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(dbname, 1, dburl, sizeof(dburl)), 0);
+        kdelay_conf_t *conf = it_conf_new(NULL, dburl);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_mysql_exec(conn,
+                                      "DELETE FROM kdelay_schema WHERE "
+                                      "version > 1",
+                                      errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to, errstr,
+                                          sizeof(errstr)),
+                        KDELAY_OK);
+        if (to != kd_schema_latest())
+                printf("\nmigrate: %s\n", errstr);
+        CU_ASSERT_EQUAL(from, 1);
+        CU_ASSERT_EQUAL(to, kd_schema_latest());
+        CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        mysql_close(conn);
+        kdelay_conf_destroy(conf);
+        it_db_drop(dbname);
+}
+
 static void test_missing_schema_is_reported(void)
 {
         char empty_db[64], empty_url[256], errstr[256];
@@ -544,6 +577,7 @@ int main(void)
             KD_TEST(test_ids_with_sql_metacharacters),
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),
+            KD_TEST(test_migrate_reruns_unrecorded),
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),
             KD_TEST(test_takeover_race_on_two_connections),

@@ -526,14 +526,16 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
         for (size_t i = 0; i < n; i++) {
                 sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
-                /* BINARY: owners are bytes, not text under the column's
-                 * case-folding collation. */
-                sql_add(&sql, " AND BINARY owner <=> ");
-                if (items[i].row_owner[0])
+                /* CAST AS BINARY: owners are bytes, not text under the
+                 * column's case-folding collation (the BINARY operator is
+                 * deprecated in MySQL 8.0.27). */
+                if (items[i].row_owner[0]) {
+                        sql_add(&sql, " AND CAST(owner AS BINARY) = ");
                         sql_add_hex(&sql, items[i].row_owner,
                                     strlen(items[i].row_owner));
-                else
-                        sql_add(&sql, "NULL");
+                } else {
+                        sql_add(&sql, " AND owner IS NULL");
+                }
                 if (!items[i].own_previous)
                         sql_add(&sql, " AND (lease_until IS NULL OR "
                                       "lease_until <= NOW(3))");
@@ -550,9 +552,8 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
 
 /* After a claim's INSERT: when every item is fresh and the statement
  * added exactly n rows, fills each item as its own FIRING row and
- * returns 1. An existing row adds none (a fresh item's token owns no
- * row, so the lease-renewing update leaves it alone): n rows added means
- * n inserted. Otherwise 0: read them back. */
+ * returns 1. An existing row adds none: n rows added means n inserted.
+ * Otherwise 0: renew and read them back. */
 static int all_inserted(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                         size_t n, const char *owner)
 {
@@ -571,6 +572,59 @@ static int all_inserted(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                     items[i].lease_ms > 0 ? items[i].lease_ms : -1;
         }
         return 1;
+}
+
+/* After a claim's INSERT IGNORE that did not add every row: an item
+ * whose row is FIRING under its own token claims it again, and its lease
+ * is renewed (compare-and-set on state and owner). One statement, only
+ * when some item asks for a lease under a token; owners compare as bytes
+ * (CAST AS BINARY: the column's collation folds case). A fresh item's
+ * token owns no row, so it is left out. Portable SQL: no ON DUPLICATE KEY
+ * UPDATE ... VALUES(), deprecated in MySQL 8.0.20. */
+static int renewable(const kd_fate_claim_t *it, const char *owner,
+                     const char **tokp, size_t *tlenp)
+{
+        *tokp = kd_fate_claim_owner(it, owner, tlenp);
+        return it->lease_ms > 0 && !it->fresh && *tokp && *tlenp;
+}
+
+static kdelay_err_t renew_own(kd_fate_mysql_t *store,
+                              const kd_fate_claim_t *items, size_t n,
+                              const char *owner, char *errstr,
+                              size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        size_t asked = 0;
+        sql_add(&sql, "UPDATE kdelay_fate SET lease_until = CASE task_id");
+        for (size_t i = 0; i < n; i++) {
+                const char *tok;
+                size_t tlen;
+                if (!renewable(&items[i], owner, &tok, &tlen))
+                        continue;
+                sql_add(&sql, " WHEN ");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " THEN ");
+                sql_add_lease(&sql, items[i].lease_ms);
+                asked++;
+        }
+        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND (");
+        for (size_t i = 0, k = 0; i < n; i++) {
+                const char *tok;
+                size_t tlen;
+                if (!renewable(&items[i], owner, &tok, &tlen))
+                        continue;
+                sql_add(&sql, "%s(task_id = ", k++ ? " OR " : "");
+                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                sql_add(&sql, " AND CAST(owner AS BINARY) = ");
+                sql_add_hex(&sql, tok, tlen);
+                sql_add(&sql, ")");
+        }
+        sql_add(&sql, ")");
+        kdelay_err_t err =
+            asked ? stmt(store, &sql, "claim renew", NULL, errstr, errstr_size)
+                  : KDELAY_OK;
+        free(sql.buf);
+        return err;
 }
 
 static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
@@ -601,11 +655,6 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                 sql_add_source(&sql, &items[i]);
                 sql_add(&sql, ")");
         }
-        /* Claiming its own FIRING row again renews the claimer's lease. */
-        sql_add(&sql, " ON DUPLICATE KEY UPDATE lease_until = IF(state = "
-                      "'FIRING' AND BINARY owner <=> VALUES(owner) AND "
-                      "VALUES(lease_until) IS NOT NULL, VALUES(lease_until), "
-                      "lease_until)");
         kdelay_err_t err =
             stmt(store, &sql, "claim", NULL, errstr, errstr_size);
         free(sql.buf);
@@ -613,6 +662,8 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                 return err;
         if (all_inserted(store, items, n, owner))
                 return KDELAY_OK;
+        if ((err = renew_own(store, items, n, owner, errstr, errstr_size)))
+                return err;
         return read_back(store, items, n, errstr, errstr_size);
 }
 

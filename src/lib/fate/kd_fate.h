@@ -78,13 +78,13 @@ typedef struct kd_fate_claim {
         int64_t src_offset;
 } kd_fate_claim_t;
 
-/* Claims n tasks in two statements: INSERT IGNORE ... 'FIRING' for all
- * (a FIRING row of the same owner gets its lease renewed instead), then
- * reads back every row — in one when every item is fresh and the insert
- * added a row for each (then each is FIRING under its own token, with
- * the lease it asked for). A claim "won" when row_owner equals its token;
- * FIRING with another owner means another claim came first, whose lease
- * holds for lease_left_ms more. */
+/* Claims n tasks: INSERT IGNORE ... 'FIRING' for all; unless every item
+ * is fresh and the insert added a row for each (then each is FIRING under
+ * its own token, with the lease it asked for: one statement), a FIRING
+ * row of an item's own token gets its lease renewed (a second statement,
+ * when some item is not fresh) and every row is read back. A claim "won" when
+ * row_owner equals its token; FIRING with another owner means another claim
+ * came first, whose lease holds for lease_left_ms more. */
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
                            size_t n, const char *owner, char *errstr,
                            size_t errstr_size);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kd_mysql.h"
+#include "kd_schema_steps.h"
 #include "kd_util.h"
 
 #define KD_SCHEMA_LOCK "kdelay_schema_migrate"
@@ -36,24 +37,68 @@ kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
         return KDELAY_OK;
 }
 
-/* Runs a multi-statement script, draining every result. */
-static kdelay_err_t run_script(MYSQL *conn, const char *sql, const char *what,
-                               char *errstr, size_t errstr_size)
+/* *metp = 1 when the step's guard names a column or index that exists
+ * already (information_schema, as MySQL and MariaDB both answer it), 0
+ * when not or when it has no guard. */
+static kdelay_err_t guard_met(MYSQL *conn, const kd_schema_step_t *st,
+                              int *metp, char *errstr, size_t errstr_size)
 {
-        if (mysql_set_server_option(conn, MYSQL_OPTION_MULTI_STATEMENTS_ON))
-                return kd_mysql_fail(conn, what, errstr, errstr_size);
-        kdelay_err_t err = KDELAY_OK;
-        int status = mysql_query(conn, sql);
-        while (status == 0) {
+        *metp = 0;
+        if (st->guard == KD_SCHEMA_GUARD_NONE)
+                return KDELAY_OK;
+        char sql[512];
+        /* Names are [A-Za-z0-9_] (kd_schema_step_next checked). */
+        snprintf(sql, sizeof(sql),
+                 "SELECT COUNT(*) FROM information_schema.%s WHERE "
+                 "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s' AND %s = "
+                 "'%s'",
+                 st->guard == KD_SCHEMA_GUARD_COLUMN ? "COLUMNS" : "STATISTICS",
+                 st->table,
+                 st->guard == KD_SCHEMA_GUARD_COLUMN ? "COLUMN_NAME"
+                                                     : "INDEX_NAME",
+                 st->name);
+        MYSQL_RES *res = NULL;
+        if (mysql_query(conn, sql) || !(res = mysql_store_result(conn)))
+                return kd_mysql_fail(conn, "migration guard", errstr,
+                                     errstr_size);
+        MYSQL_ROW row = mysql_fetch_row(res);
+        *metp = row && row[0] && atoi(row[0]) > 0;
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+/* Runs a migration's statements one by one (kd_schema_steps.h), skipping
+ * each whose guard says it was applied already: a migration interrupted
+ * before its version was recorded runs again to the end. */
+static kdelay_err_t run_steps(MYSQL *conn, const kd_migration_t *m,
+                              char *errstr, size_t errstr_size)
+{
+        const char *pos = m->sql;
+        kd_schema_step_t st;
+        int rc;
+        char what[128];
+        snprintf(what, sizeof(what), "migration %s", m->name);
+        while ((rc = kd_schema_step_next(&pos, &st, errstr, errstr_size)) > 0) {
+                int met;
+                kdelay_err_t err =
+                    guard_met(conn, &st, &met, errstr, errstr_size);
+                if (err)
+                        return err;
+                if (met)
+                        continue;
+                if (mysql_real_query(conn, st.sql, st.sql_len))
+                        return kd_mysql_fail(conn, what, errstr, errstr_size);
                 MYSQL_RES *res = mysql_store_result(conn);
                 if (res)
                         mysql_free_result(res);
-                status = mysql_next_result(conn); /* -1: no more results */
         }
-        if (status > 0)
-                err = kd_mysql_fail(conn, what, errstr, errstr_size);
-        mysql_set_server_option(conn, MYSQL_OPTION_MULTI_STATEMENTS_OFF);
-        return err;
+        if (rc < 0) {
+                char why[256];
+                kd_strlcpy(why, errstr, sizeof(why));
+                return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size, "%s: %s",
+                               what, why);
+        }
+        return KDELAY_OK;
 }
 
 static kdelay_err_t lock_take(MYSQL *conn, char *errstr, size_t errstr_size)
@@ -88,12 +133,12 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
         int version = 0;
         if ((err = lock_take(conn, errstr, errstr_size)))
                 return err;
-        err = run_script(conn,
-                         "CREATE TABLE IF NOT EXISTS kdelay_schema ("
-                         " version INT NOT NULL PRIMARY KEY,"
-                         " name VARCHAR(200) NOT NULL,"
-                         " applied_at_ms BIGINT NOT NULL) ENGINE = InnoDB",
-                         "create kdelay_schema", errstr, errstr_size);
+        err = kd_mysql_exec(conn,
+                            "CREATE TABLE IF NOT EXISTS kdelay_schema ("
+                            " version INT NOT NULL PRIMARY KEY,"
+                            " name VARCHAR(200) NOT NULL,"
+                            " applied_at_ms BIGINT NOT NULL) ENGINE = InnoDB",
+                            errstr, errstr_size);
         if (!err)
                 err = kd_schema_version(conn, &version, errstr, errstr_size);
         if (!err && version > kd_schema_latest())
@@ -109,9 +154,7 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                         continue;
                 if (cb)
                         cb(m, opaque);
-                char what[128];
-                snprintf(what, sizeof(what), "migration %s", m->name);
-                if ((err = run_script(conn, m->sql, what, errstr, errstr_size)))
+                if ((err = run_steps(conn, m, errstr, errstr_size)))
                         break;
                 char sql[256];
                 snprintf(sql, sizeof(sql),

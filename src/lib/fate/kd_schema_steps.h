@@ -1,0 +1,41 @@
+/* A migration script's statements, one at a time, each with the guard its
+ * comment names. MySQL has no ADD COLUMN/ADD INDEX IF NOT EXISTS (MariaDB
+ * only), so a re-runnable step says what it adds in a directive comment
+ * on the line(s) before it, and the migrator asks information_schema:
+ *
+ *   -- kdelay: unless column kdelay_fate.lease_until
+ *   ALTER TABLE kdelay_fate ADD COLUMN lease_until DATETIME(3) NULL;
+ *   -- kdelay: unless index kdelay_fate.kdelay_fate_state
+ *   ALTER TABLE kdelay_fate ADD INDEX kdelay_fate_state (state, updated_at_ms);
+ *
+ * A statement ends at a ';' that ends its line (or the script); quotes
+ * are not looked into, so no statement may end a line inside a string. */
+#ifndef KD_SCHEMA_STEPS_H
+#define KD_SCHEMA_STEPS_H
+
+#include <stddef.h>
+
+#define KD_SCHEMA_NAME_MAX 64 /* MySQL identifier length */
+
+typedef enum kd_schema_guard {
+        KD_SCHEMA_GUARD_NONE,   /* always run */
+        KD_SCHEMA_GUARD_COLUMN, /* skipped when table.name is a column */
+        KD_SCHEMA_GUARD_INDEX,  /* skipped when table.name is an index */
+} kd_schema_guard_t;
+
+typedef struct kd_schema_step {
+        const char *sql; /* into the script, not NUL-terminated */
+        size_t sql_len;  /* without the ';' */
+        kd_schema_guard_t guard;
+        char table[KD_SCHEMA_NAME_MAX + 1];
+        char name[KD_SCHEMA_NAME_MAX + 1];
+} kd_schema_step_t;
+
+/* The next statement of the script at *posp into *step, advancing *posp:
+ * 1 with a statement, 0 at the end (only comments and blanks left), -1
+ * on a malformed directive, a directive with no statement after it, or
+ * a second directive for one statement (reason in errstr). */
+int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
+                        size_t errstr_size);
+
+#endif

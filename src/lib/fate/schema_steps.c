@@ -1,0 +1,121 @@
+/* A migration script split into statements with their guards
+ * (kd_schema_steps.h). */
+#include "kd_schema_steps.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KD_DIRECTIVE "-- kdelay:"
+
+static const char *skip_blank(const char *p)
+{
+        while (*p == ' ' || *p == '\t')
+                p++;
+        return p;
+}
+
+static const char *line_end(const char *p)
+{
+        const char *nl = strchr(p, '\n');
+        return nl ? nl : p + strlen(p);
+}
+
+/* An identifier [A-Za-z0-9_]{1,64} at *pp into out; advances *pp. */
+static int ident(const char **pp, char *out)
+{
+        size_t n = 0;
+        const char *p = *pp;
+        while (isalnum((unsigned char)p[n]) || p[n] == '_') {
+                if (n == KD_SCHEMA_NAME_MAX)
+                        return -1;
+                out[n] = p[n];
+                n++;
+        }
+        out[n] = '\0';
+        *pp = p + n;
+        return n ? 0 : -1;
+}
+
+/* "unless column|index table.name" between p and end into step. */
+static int directive(const char *p, const char *end, kd_schema_step_t *step)
+{
+        static const char *const kinds[] = {"unless column ", "unless index "};
+        static const kd_schema_guard_t guards[] = {KD_SCHEMA_GUARD_COLUMN,
+                                                   KD_SCHEMA_GUARD_INDEX};
+        p = skip_blank(p);
+        for (size_t i = 0; i < 2; i++) {
+                size_t len = strlen(kinds[i]);
+                if (strncmp(p, kinds[i], len))
+                        continue;
+                p = skip_blank(p + len);
+                if (ident(&p, step->table) || *p++ != '.' ||
+                    ident(&p, step->name))
+                        return -1;
+                while (p < end && isspace((unsigned char)*p))
+                        p++;
+                if (p != end)
+                        return -1;
+                step->guard = guards[i];
+                return 0;
+        }
+        return -1;
+}
+
+/* Where the statement starting at p ends: its ';' at a line's end, or
+ * the script's end. */
+static const char *stmt_end(const char *p)
+{
+        for (; *p; p++) {
+                if (*p != ';')
+                        continue;
+                const char *q = skip_blank(p + 1);
+                if (*q == '\r')
+                        q++;
+                if (*q == '\n' || !*q)
+                        return p;
+        }
+        return p;
+}
+
+int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
+                        size_t errstr_size)
+{
+        const char *p = *posp;
+        memset(step, 0, sizeof(*step));
+        for (;;) { /* blank and comment lines before the statement */
+                while (isspace((unsigned char)*p))
+                        p++;
+                if (!*p) {
+                        *posp = p;
+                        if (step->guard == KD_SCHEMA_GUARD_NONE)
+                                return 0;
+                        snprintf(errstr, errstr_size,
+                                 "directive for %s.%s has no statement after "
+                                 "it",
+                                 step->table, step->name);
+                        return -1;
+                }
+                if (strncmp(p, "--", 2))
+                        break;
+                const char *end = line_end(p);
+                size_t dlen = strlen(KD_DIRECTIVE);
+                if (!strncmp(p, KD_DIRECTIVE, dlen)) {
+                        if (step->guard != KD_SCHEMA_GUARD_NONE ||
+                            directive(p + dlen, end, step)) {
+                                snprintf(errstr, errstr_size,
+                                         "bad directive \"%.*s\" (one per "
+                                         "statement: -- kdelay: unless "
+                                         "column|index table.name)",
+                                         (int)(end - p), p);
+                                return -1;
+                        }
+                }
+                p = end;
+        }
+        const char *end = stmt_end(p);
+        step->sql = p;
+        step->sql_len = (size_t)(end - p);
+        *posp = *end ? end + 1 : end;
+        return 1;
+}

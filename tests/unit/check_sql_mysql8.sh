@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# MySQL 8 as well as MariaDB (docs/fate-protocol.md, "Servers"): the
+# checker's own planted statements (ADD COLUMN IF NOT EXISTS, VALUES() in
+# ON DUPLICATE KEY UPDATE, the BINARY operator, ...) are rejected, and every
+# migration statement and every GRANT of `kdelayctl db grants` parses
+# against a MySQL 8 grammar (tools/sqlcheck). The statements a run sends are
+# checked by scripts/test.sh from the MariaDB general log.
+# Usage: check_sql_mysql8.sh SOURCE_DIR KDELAYCTL
+set -euo pipefail
+src=${1:?usage: check_sql_mysql8.sh SOURCE_DIR KDELAYCTL}
+ctl=${2:?usage: check_sql_mysql8.sh SOURCE_DIR KDELAYCTL}
+run=$src/tools/sqlcheck/run.sh
+"$run" --self-test
+"$run" --migrations "$src/deploy/mysql"
+grants=$(mktemp)
+trap 'rm -f "$grants"' EXIT
+for role in forwarder admin migrate gc; do
+  "$ctl" db grants --role "$role" >>"$grants"
+done
+"$run" --file "$grants"

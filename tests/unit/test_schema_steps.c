@@ -1,0 +1,128 @@
+/* A migration script split into statements and their guards
+ * (kd_schema_steps.h), and every migration this build embeds: each parses,
+ * and no statement adds a column or an index without a guard (MySQL has
+ * no ADD COLUMN/ADD INDEX IF NOT EXISTS). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kd_schema.h"
+#include "kd_schema_steps.h"
+#include "kd_test.h"
+
+static int next(const char **pos, kd_schema_step_t *st)
+{
+        char errstr[256] = "";
+        return kd_schema_step_next(pos, st, errstr, sizeof(errstr));
+}
+
+static int sql_is(const kd_schema_step_t *st, const char *want)
+{
+        return st->sql_len == strlen(want) &&
+               !memcmp(st->sql, want, st->sql_len);
+}
+
+static void test_split_and_guards(void)
+{
+        const char *script = "-- header; with a semicolon;\n"
+                             "CREATE TABLE t (a INT,\n  b INT);\n"
+                             "\n-- kdelay: unless column t.c\n"
+                             "-- a plain comment between\n"
+                             "ALTER TABLE t ADD COLUMN c INT NULL;  \n"
+                             "--   kdelay: unless index t.t_c\n"
+                             "ALTER TABLE t ADD INDEX t_c (c)";
+        const char *pos = script;
+        kd_schema_step_t st;
+        CU_ASSERT_EQUAL(next(&pos, &st), 1);
+        CU_ASSERT(sql_is(&st, "CREATE TABLE t (a INT,\n  b INT)"));
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_NONE);
+        CU_ASSERT_EQUAL(next(&pos, &st), 1);
+        CU_ASSERT(sql_is(&st, "ALTER TABLE t ADD COLUMN c INT NULL"));
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_COLUMN);
+        CU_ASSERT_STRING_EQUAL(st.table, "t");
+        CU_ASSERT_STRING_EQUAL(st.name, "c");
+        /* "--   kdelay:" is a plain comment: a directive starts exactly
+         * "-- kdelay:". */
+        CU_ASSERT_EQUAL(next(&pos, &st), 1);
+        CU_ASSERT(sql_is(&st, "ALTER TABLE t ADD INDEX t_c (c)"));
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_NONE);
+        CU_ASSERT_EQUAL(next(&pos, &st), 0);
+        CU_ASSERT_EQUAL(next(&pos, &st), 0);
+}
+
+static void test_bad_directives(void)
+{
+        static const char *const bad[] = {
+            "-- kdelay: unless column t\nALTER TABLE t ADD COLUMN c INT;",
+            "-- kdelay: unless table t.c\nCREATE TABLE c (a INT);",
+            "-- kdelay: unless column t.c x\nALTER TABLE t ADD COLUMN c INT;",
+            "-- kdelay: unless column t.c-d\nALTER TABLE t ADD COLUMN c INT;",
+            "-- kdelay: unless column t.c\n-- kdelay: unless index t.i\n"
+            "ALTER TABLE t ADD COLUMN c INT;",
+            "-- kdelay: unless column t.c\n\n-- nothing after it\n",
+            "-- kdelay: unless column "
+            "t.c12345678901234567890123456789012345678901234567890123456789012"
+            "345\nALTER TABLE t ADD COLUMN c INT;",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *pos = bad[i];
+                kd_schema_step_t st;
+                char errstr[256] = "";
+                CU_ASSERT_EQUAL(
+                    kd_schema_step_next(&pos, &st, errstr, sizeof(errstr)), -1);
+                CU_ASSERT(strlen(errstr) > 0);
+        }
+}
+
+/* The statement's text folded to upper case, blanks to one space. */
+static void fold(const kd_schema_step_t *st, char *out, size_t size)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < st->sql_len && n + 1 < size; i++) {
+                char c = (char)toupper((unsigned char)st->sql[i]);
+                if (isspace((unsigned char)c)) {
+                        if (n && out[n - 1] == ' ')
+                                continue;
+                        c = ' ';
+                }
+                out[n++] = c;
+        }
+        out[n] = '\0';
+}
+
+static void test_embedded_migrations(void)
+{
+        CU_ASSERT(kd_migrations_cnt >= 5);
+        for (size_t i = 0; i < kd_migrations_cnt; i++) {
+                const char *pos = kd_migrations[i].sql;
+                kd_schema_step_t st;
+                char errstr[256] = "", text[4096];
+                int rc, steps = 0;
+                while ((rc = kd_schema_step_next(&pos, &st, errstr,
+                                                 sizeof(errstr))) > 0) {
+                        steps++;
+                        fold(&st, text, sizeof(text));
+                        CU_ASSERT_PTR_NULL(strstr(text, "IF NOT EXISTS") &&
+                                                   !strstr(text, "CREATE TABLE")
+                                               ? text
+                                               : NULL);
+                        int adds = strstr(text, " ADD COLUMN ") ||
+                                   strstr(text, " ADD INDEX ") ||
+                                   strstr(text, " ADD KEY ");
+                        if (adds && st.guard == KD_SCHEMA_GUARD_NONE)
+                                printf("\n%s: unguarded: %s\n",
+                                       kd_migrations[i].name, text);
+                        CU_ASSERT(!adds || st.guard != KD_SCHEMA_GUARD_NONE);
+                }
+                CU_ASSERT_EQUAL(rc, 0);
+                CU_ASSERT(steps > 0);
+        }
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_split_and_guards), KD_TEST(test_bad_directives),
+            KD_TEST(test_embedded_migrations), KD_TEST_END};
+        return kd_test_run("schema_steps", cases, NULL, NULL);
+}
