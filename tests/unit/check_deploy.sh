@@ -59,6 +59,11 @@ for f in files:
             objs[f.rsplit("/", 1)[1]] = d
 d = json.load(open(src + "/deploy/observability/kdelay-dashboard.json"))
 assert d["panels"] and all(p["targets"] for p in d["panels"]), "dashboard: a panel without a query"
+var = {v["name"] for v in d["templating"]["list"]}
+assert {"job", "instance"} <= var, "dashboard: no job/instance variables"
+for p in d["panels"]:
+    for t in p["targets"]:
+        assert 'job=~"$job"' in t["expr"] and 'instance=~"$instance"' in t["expr"], "dashboard query without $job/$instance: " + t["expr"]
 print("check_deploy: %d YAML files and the dashboard (%d panels) parse" % (len(files), len(d["panels"])))
 
 def secs(v):  # compose / Go durations: 30s, 1m30s
