@@ -18,6 +18,7 @@
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_partgauges.h"
+#include "kd_ready.h"
 #include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -563,9 +564,6 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                line);
 }
 
-/* Not ready after this many transactions aborted in a row. */
-#define KD_ABORT_STREAK_NOT_READY 5
-
 void kd_fwd_publish(kd_fwd_t *f)
 {
         if (!f->http)
@@ -575,6 +573,7 @@ void kd_fwd_publish(kd_fwd_t *f)
         for (size_t i = 0; i < tiers->cnt; i++)
                 names[i] = tiers->v[i].name;
         refresh_gauges(f);
+        const char *why = kd_ready_why(f, kd_mono_ms());
         char stack[16384], *buf = stack;
         size_t cap = sizeof(stack), len = 0;
         int n = kd_metrics_format_prometheus(&f->metrics, names, tiers->cnt,
@@ -582,6 +581,7 @@ void kd_fwd_publish(kd_fwd_t *f)
         if (n >= 0) {
                 len = (size_t)n;
                 kd_partgauges_format(f, buf, cap, &len);
+                kd_ready_format(!why, buf, cap, &len);
         }
         if (n >= 0 && len >= cap) { /* more partitions: once more */
                 cap = len + 1;
@@ -591,8 +591,10 @@ void kd_fwd_publish(kd_fwd_t *f)
                               KDELAY_VERSION_STR, buf, cap)
                         : -1;
                 len = n >= 0 ? (size_t)n : 0;
-                if (n >= 0)
+                if (n >= 0) {
                         kd_partgauges_format(f, buf, cap, &len);
+                        kd_ready_format(!why, buf, cap, &len);
+                }
                 if (len >= cap)
                         n = -1; /* grew meanwhile: next time */
         }
@@ -601,13 +603,5 @@ void kd_fwd_publish(kd_fwd_t *f)
                        "event=metrics_not_published why=out_of_memory");
         if (buf != stack)
                 free(buf);
-        const char *why =
-            f->tiers_why[0]      ? f->tiers_why /* the cause, first */
-            : !f->intake.settled ? "not in a settled group"
-            : f->store.down      ? "MySQL does not answer"
-            : f->metrics.v[KD_M_TXN_ABORT_STREAK] >= KD_ABORT_STREAK_NOT_READY
-                ? "transactions keep aborting"
-            : *f->stop ? "stopping"
-                       : NULL;
         kd_http_ready(f->http, !why, why);
 }

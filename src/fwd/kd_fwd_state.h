@@ -180,7 +180,10 @@ typedef struct kd_fwd_intake {
         size_t full;     /* partitions in KD_PART_FULL */
         kd_timer_t room; /* monotonic, now: room appeared for FULL ones */
         int settled;     /* an assignment (maybe empty) and no revoke since */
-        int rewind_due;  /* a rewind asked for inside the pump: next turn */
+        /* Monotonic: the revoke that ended the last settled assignment
+         * (0 = never settled); readiness (kd_ready.h) bounds a rebalance. */
+        int64_t revoked_at;
+        int rewind_due; /* a rewind asked for inside the pump: next turn */
 } kd_fwd_intake_t;
 
 /* How a downstream stage reaches upstream, set by fwd.c: the narrow

@@ -260,6 +260,8 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         int coop = cooperative(f);
+        if (f->intake.settled) /* a rebalance starts: readiness bounds it */
+                f->intake.revoked_at = kd_mono_ms();
         f->intake.settled = 0;
         mark_revoking(f, coop ? parts : NULL);
         int64_t deadline =

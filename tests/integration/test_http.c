@@ -238,12 +238,13 @@ static double num(const cJSON *o, const char *path1, const char *path2)
         return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-/* How many kdelay_forwarder_* names the file at path uses that scrape
- * lacks (histograms by their base name); each one printed. -1 when the
- * file cannot be read. */
+/* How many kdelay_* names (kdelay_forwarder_*, kdelay_build_info) the
+ * file at path uses that scrape lacks (histograms by their base name);
+ * each one printed. -1 when the file cannot be read. Other names (up, and
+ * the recording rule kdelay:forwarder_up) are Prometheus's. */
 static int names_missing(const char *path, const char *scrape)
 {
-        static const char stem[] = "kdelay_forwarder_";
+        static const char stem[] = "kdelay_";
         FILE *fp = fopen(path, "r");
         if (!fp)
                 return -1;
@@ -255,8 +256,8 @@ static int names_missing(const char *path, const char *scrape)
         for (const char *p = strstr(text, stem); p; p = strstr(p + 1, stem)) {
                 char name[128];
                 size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
-                if (len >= sizeof(name))
-                        continue;
+                if (len >= sizeof(name) || len < sizeof(stem))
+                        continue; /* "kdelay_*" in a comment: no name */
                 memcpy(name, p, len);
                 name[len] = '\0';
                 static const char *const sfx[] = {"_bucket", "_sum", "_count"};

@@ -44,21 +44,102 @@ export KDELAY_CONFIG=$dest/kdelay.conf
 "$bin/kdelay-entrypoint" forwarder --help | grep -q "kdelay-forwarder" || fail "forwarder --help through the entrypoint"
 "$bin/kdelay-entrypoint" kdelayctl tiers plan >/dev/null || fail "kdelayctl tiers plan through the entrypoint"
 
-# The files parse.
+# The files parse, and the deploy traps stay away.
 python3 - "$src" <<'PY'
-import glob, json, sys, yaml
+import glob, json, re, sys, yaml
 src = sys.argv[1]
 files = [src + "/deploy/docker/compose.yaml"] + sorted(glob.glob(src + "/deploy/kubernetes/*.yaml"))
+objs = {}
 for f in files:
     docs = [d for d in yaml.safe_load_all(open(f)) if d is not None]
     assert docs, f + ": empty"
     for d in docs:
         if "deploy/kubernetes" in f:
             assert "kind" in d and "apiVersion" in d, f + ": no kind/apiVersion"
+            objs[f.rsplit("/", 1)[1]] = d
 d = json.load(open(src + "/deploy/observability/kdelay-dashboard.json"))
 assert d["panels"] and all(p["targets"] for p in d["panels"]), "dashboard: a panel without a query"
+var = {v["name"] for v in d["templating"]["list"]}
+assert {"job", "instance"} <= var, "dashboard: no job/instance variables"
+for p in d["panels"]:
+    for t in p["targets"]:
+        assert 'job=~"$job"' in t["expr"] and 'instance=~"$instance"' in t["expr"], "dashboard query without $job/$instance: " + t["expr"]
 print("check_deploy: %d YAML files and the dashboard (%d panels) parse" % (len(files), len(d["panels"])))
+
+def secs(v):  # compose / Go durations: 30s, 1m30s
+    return sum(int(n) * {"s": 1, "m": 60, "h": 3600}[u] for n, u in re.findall(r"(\d+)([smh])", str(v)))
+shutdown = 10  # forwarder.shutdown_timeout's default (docs/configuration.md)
+assert "| `forwarder.shutdown_timeout` | `10s` |" in open(src + "/docs/configuration.md").read()
+
+# Kubernetes: the example Secret and no Job in the kustomization; the
+# forwarders migrate in an init container; readiness tolerant; spread.
+k = objs["kustomization.yaml"]
+assert "secret.example.yaml" not in k["resources"], "kustomization applies the example Secret"
+for r in k["resources"]:
+    assert objs[r]["kind"] not in ("Secret", "Job"), r + ": a Secret or a one-off Job in the kustomization"
+sts = objs["statefulset.yaml"]
+pod = sts["spec"]["template"]
+labels = pod["metadata"]["labels"]
+for o in ("statefulset.yaml", "pdb.yaml"):
+    sel = objs[o]["spec"]["selector"]["matchLabels"]
+    assert sel.items() <= labels.items(), o + ": selector does not match the pods"
+assert objs["service.yaml"]["spec"]["selector"].items() <= labels.items(), "service selector"
+assert sts["spec"]["serviceName"] == objs["service.yaml"]["metadata"]["name"], "serviceName"
+spec = pod["spec"]
+init = [c for c in spec.get("initContainers", []) if c.get("args") == ["init"]]
+assert init, "no init container running `init` (topics create + db migrate)"
+env = {e["name"]: e for e in init[0]["env"]}
+assert env["KDELAY_MYSQL_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "mysql-migrate-password"
+secret = objs["secret.example.yaml"]
+assert set(secret["stringData"]) >= {"mysql-password", "mysql-migrate-password", "mysql-ca.pem"}
+fwd = [c for c in spec["containers"] if c["name"] == "forwarder"][0]
+rp = fwd["readinessProbe"]
+assert rp["periodSeconds"] * rp["failureThreshold"] >= 30, "readiness drops a pod within 30 s"
+assert spec["terminationGracePeriodSeconds"] > shutdown, "grace period not above shutdown_timeout"
+keys = {c["topologyKey"] for c in spec.get("topologySpreadConstraints", [])}
+assert "kubernetes.io/hostname" in keys, "no topology spread over nodes"
+assert spec["affinity"]["podAntiAffinity"], "no pod anti-affinity"
+for c in spec["containers"] + spec["initContainers"]:
+    assert c["securityContext"]["readOnlyRootFilesystem"] and c["resources"]["limits"], c["name"]
+
+# Compose: forwarders restart, get more than shutdown_timeout to stop,
+# and the example's target is created before them.
+c = yaml.safe_load(open(src + "/deploy/docker/compose.yaml"))["services"]
+fwds = [n for n in c if n.startswith("forwarder")]
+assert len(fwds) == 2
+for n in fwds:
+    s = c[n]
+    assert s["restart"] == "unless-stopped", n + ": restart policy"
+    assert secs(s["stop_grace_period"]) > shutdown, n + ": stop_grace_period"
+    assert s["depends_on"]["demo-topic"]["condition"] == "service_completed_successfully", n
+    assert "KDELAY_HTTP_LISTEN" in " ".join(s["healthcheck"]["test"]), n + ": health check port fixed"
+assert "demo.out" in c["demo-topic"]["command"] and "--if-not-exists" in c["demo-topic"]["command"]
+for n in ("kafka", "mariadb"):
+    assert c[n]["restart"] == "unless-stopped", n
+print("check_deploy: kustomization without the example Secret, init container migrates, "
+      "readiness probe %ds, spread over %s; compose forwarders restart, stop grace %s > %ds, demo.out created"
+      % (rp["periodSeconds"] * rp["failureThreshold"], ",".join(sorted(keys)),
+         c[fwds[0]]["stop_grace_period"], shutdown))
 PY
+# The kustomization builds, where kubectl is installed (not by deps.sh:
+# no cluster is needed for it).
+if command -v kubectl >/dev/null; then
+    kubectl kustomize "$src/deploy/kubernetes" >"$dest/k8s.yaml" || fail "kubectl kustomize failed"
+    ! grep -q '^kind: Secret' "$dest/k8s.yaml" || fail "kustomize build has a Secret"
+    echo "check_deploy: kubectl kustomize builds $(grep -c '^kind:' "$dest/k8s.yaml") objects"
+else
+    echo "check_deploy: kubectl missing, kustomize build not checked"
+fi
+# Docker: a .dockerignore that keeps build trees and .git out, OCI labels,
+# the health check's port from the environment.
+for p in .git build '.stack*/' .cache; do
+    grep -qxF "$p" "$src/.dockerignore" || grep -qxF "$p/" "$src/.dockerignore" || fail ".dockerignore lacks $p"
+done
+for l in title description source version revision created; do
+    grep -q "org.opencontainers.image.$l=" "$src/deploy/docker/Dockerfile" || fail "Dockerfile: no OCI label $l"
+done
+grep -q 'HEALTHCHECK' "$src/deploy/docker/Dockerfile" && grep -q '127.0.0.1:${KDELAY_HTTP_LISTEN##\*:}/healthz' "$src/deploy/docker/Dockerfile" ||
+    fail "Dockerfile: health check port not from KDELAY_HTTP_LISTEN"
 grep -q '^FROM debian:bookworm-slim' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: runtime not bookworm-slim"
 grep -q 'deploy/docker/build.sh' "$src/deploy/docker/Dockerfile" || fail "Dockerfile does not build with build.sh"
 grep -q '^USER 10001' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: not a non-root user"

@@ -209,8 +209,9 @@ static const kd_prop_t kd_props[] = {
      "— (every topic; a warning at startup)"},
     {"forwarder.http_listen", KD_PROP_LISTEN, KD_OFF(fwd_http_listen), NULL, 0,
      "`host:port` of the forwarder's HTTP endpoint: `/metrics` (Prometheus "
-     "text format), `/healthz` (the loop turns), `/readyz` (in a settled "
-     "group, MySQL answering); unset or empty = off; port 0 = any free port "
+     "text format), `/healthz` (the loop turns), `/readyz` (joined its "
+     "group, MySQL answering; a rebalance is not unreadiness for 60 s); unset "
+     "or empty = off; port 0 = any free port "
      "(logged as `event=http_listening`); no host (`:9464`), no port or a "
      "port past 65535 stop the binary at startup; 8 connections per client "
      "address, 64 in all of which 8 only for 127.0.0.1 and ::1 (probes), "

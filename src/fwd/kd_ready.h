@@ -1,0 +1,30 @@
+/* Readiness: what /readyz answers and gauge kdelay_forwarder_ready says.
+ * Not ready before the first assignment, while tier topics are missing,
+ * while the fate store does not answer, while transactions keep aborting
+ * and once stopping. A rebalance is not unreadiness: every member of an
+ * eager group is revoked at once, so a forwarder that was settled stays
+ * ready through a revoke and the assignment that follows, unless that
+ * takes over KD_READY_REBALANCE_MS (then "rebalance running for over 60 s"):
+ * a rolling restart or a scale-up does not take every pod out at once. */
+#ifndef KD_READY_H
+#define KD_READY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kd_fwd_state.h"
+
+#define KD_READY_REBALANCE_MS 60000
+/* Not ready after this many transactions aborted in a row. */
+#define KD_READY_ABORT_STREAK 5
+
+/* Why f is not ready at monotonic time now_ms (static text, or
+ * f->tiers_why); NULL when it is ready. */
+const char *kd_ready_why(const kd_fwd_t *f, int64_t now_ms);
+
+/* Appends the gauge kdelay_forwarder_ready (1 ready, 0 not) to buf (size
+ * bytes, text at *len) in the Prometheus text format; *len grows by what
+ * it needs, also past size (then nothing is written). */
+void kd_ready_format(int ready, char *buf, size_t size, size_t *len);
+
+#endif

@@ -1,0 +1,89 @@
+/* Readiness (kd_ready_why): not ready before the first assignment; a
+ * rebalance of a settled forwarder is not unreadiness until it lasts over
+ * KD_READY_REBALANCE_MS; the other reasons in their order; the gauge. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_ready.h"
+#include "kd_test.h"
+
+/* A forwarder's state as readiness reads it: zeroed, not stopping. */
+static kd_fwd_t *fwd_new(void)
+{
+        kd_fwd_t *f = calloc(1, sizeof(*f));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        f->stop = &f->no_stop;
+        return f;
+}
+
+static void test_a_rebalance_is_not_unreadiness(void)
+{
+        kd_fwd_t *f = fwd_new();
+        const int64_t t0 = 1000000;
+        /* Joining: never assigned. */
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, t0), "not in a settled group");
+        f->intake.settled = 1;
+        CU_ASSERT_PTR_NULL(kd_ready_why(f, t0));
+        /* Revoked (as rebalance.c does): ready through the bound. */
+        f->intake.revoked_at = t0;
+        f->intake.settled = 0;
+        CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + 1));
+        CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + KD_READY_REBALANCE_MS));
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, t0 + KD_READY_REBALANCE_MS + 1),
+                               "rebalance running for over 60 s");
+        /* Assigned again: ready. */
+        f->intake.settled = 1;
+        CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + 2 * KD_READY_REBALANCE_MS));
+        free(f);
+}
+
+static void test_other_reasons_in_order(void)
+{
+        kd_fwd_t *f = fwd_new();
+        f->intake.settled = 1;
+        f->no_stop = 1;
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1), "stopping");
+        f->metrics.v[KD_M_TXN_ABORT_STREAK] = KD_READY_ABORT_STREAK - 1;
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1), "stopping");
+        f->metrics.v[KD_M_TXN_ABORT_STREAK] = KD_READY_ABORT_STREAK;
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1),
+                               "transactions keep aborting");
+        f->store.down = 1;
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1), "MySQL does not answer");
+        /* During a short rebalance the store's state still counts. */
+        f->intake.revoked_at = 1;
+        f->intake.settled = 0;
+        CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 2), "MySQL does not answer");
+        strcpy(f->tiers_why, "tier topics missing: p.tier.1s");
+        CU_ASSERT_PTR_EQUAL(kd_ready_why(f, 2), f->tiers_why);
+        free(f);
+}
+
+static void test_gauge(void)
+{
+        char buf[256];
+        size_t len = 0;
+        kd_ready_format(1, buf, sizeof(buf), &len);
+        CU_ASSERT_EQUAL(len, strlen(buf));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf,
+                                      "# TYPE kdelay_forwarder_ready gauge\n"
+                                      "kdelay_forwarder_ready 1\n"));
+        size_t one = len;
+        kd_ready_format(0, buf, sizeof(buf), &len);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf + one, "kdelay_forwarder_ready 0\n"));
+        /* No room: nothing written, the length still counted. */
+        char small[8] = "x";
+        len = 1;
+        kd_ready_format(0, small, 1, &len);
+        CU_ASSERT_EQUAL(len, one + 1);
+        CU_ASSERT_STRING_EQUAL(small, "x");
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_a_rebalance_is_not_unreadiness),
+            KD_TEST(test_other_reasons_in_order), KD_TEST(test_gauge),
+            KD_TEST_END};
+        return kd_test_run("ready", cases, NULL, NULL);
+}
