@@ -29,7 +29,9 @@
 extern "C" {
 #endif
 
-#define KDELAY_VERSION_STR "0.1.0"
+/* The release (semantic versioning; CHANGELOG.md). CMakeLists.txt reads
+ * it from here: the one place it is written. */
+#define KDELAY_VERSION_STR "0.2.0"
 
 /* Wire format v1 header names. */
 #define KDELAY_HDR_ID          "kdelay-id"

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <kdelay/kdelay.h>
+
 #include "it_env.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
@@ -219,6 +221,56 @@ static void test_migrate_reruns_unrecorded(void)
         CU_ASSERT_EQUAL(to, kd_schema_latest());
         CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
                         KDELAY_OK);
+        mysql_close(conn);
+        kdelay_conf_destroy(conf);
+        it_db_drop(dbname);
+}
+
+/* A schema newer than this build (a later release migrated while this
+ * one runs): usable when every newer version's release floor is at or
+ * below this release — check and migrate both answer OK — and refused
+ * with the floor named otherwise (docs/upgrading.md). */
+static void test_newer_schema_floor(void)
+{
+        char dbname[64], dburl[256], errstr[256], sql[256];
+        MYSQL *conn = NULL;
+        int from = -1, to = -1, next = kd_schema_latest() + 1;
+        it_unique(dbname, sizeof(dbname), "kdit_floor");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(dbname, 1, dburl, sizeof(dburl)), 0);
+        kdelay_conf_t *conf = it_conf_new(NULL, dburl);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)), KDELAY_OK);
+        static const struct {
+                const char *floor; /* NULL: none recorded */
+                kdelay_err_t want;
+                const char *says;
+        } cases[] = {
+            {"0.1.0", KDELAY_OK, NULL},
+            {KDELAY_VERSION_STR, KDELAY_OK, NULL},
+            {"99.0.0", KDELAY_ERR_SCHEMA, "needs kdelay 99.0.0 or newer"},
+            {NULL, KDELAY_ERR_SCHEMA, "records no release floor"},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                snprintf(sql, sizeof(sql),
+                         "REPLACE INTO kdelay_schema (version, name, "
+                         "applied_at_ms, compat_floor) VALUES (%d, "
+                         "'later', 0, %s%s%s)",
+                         next, cases[i].floor ? "'" : "",
+                         cases[i].floor ? cases[i].floor : "NULL",
+                         cases[i].floor ? "'" : "");
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_mysql_exec(conn, sql, errstr, sizeof(errstr)),
+                    KDELAY_OK);
+                errstr[0] = '\0';
+                CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
+                                cases[i].want);
+                CU_ASSERT(!cases[i].says || strstr(errstr, cases[i].says));
+                CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to,
+                                                  errstr, sizeof(errstr)),
+                                cases[i].want);
+                CU_ASSERT_EQUAL(from, next);
+                CU_ASSERT_EQUAL(to, next);
+        }
         mysql_close(conn);
         kdelay_conf_destroy(conf);
         it_db_drop(dbname);
@@ -578,6 +630,7 @@ int main(void)
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),
             KD_TEST(test_migrate_reruns_unrecorded),
+            KD_TEST(test_newer_schema_floor),
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),
             KD_TEST(test_takeover_race_on_two_connections),

@@ -143,4 +143,8 @@ grep -q 'HEALTHCHECK' "$src/deploy/docker/Dockerfile" && grep -q '127.0.0.1:${KD
 grep -q '^FROM debian:bookworm-slim' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: runtime not bookworm-slim"
 grep -q 'deploy/docker/build.sh' "$src/deploy/docker/Dockerfile" || fail "Dockerfile does not build with build.sh"
 grep -q '^USER 10001' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: not a non-root user"
+# The image's default version label is the release (include/kdelay/kdelay.h).
+release=$(sed -n 's/^#define KDELAY_VERSION_STR "\(.*\)"$/\1/p' "$src/include/kdelay/kdelay.h")
+grep -qx "ARG VERSION=$release" "$src/deploy/docker/Dockerfile" || fail "Dockerfile: ARG VERSION is not $release"
+grep -q "^## $release " "$src/CHANGELOG.md" || fail "CHANGELOG.md has no entry for $release"
 echo "check_deploy: build.sh installed, entrypoint commands as expected"

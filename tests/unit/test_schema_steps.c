@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <kdelay/kdelay.h>
+
 #include "kd_schema.h"
 #include "kd_schema_steps.h"
 #include "kd_test.h"
@@ -119,10 +121,64 @@ static void test_embedded_migrations(void)
         }
 }
 
+static void test_releases(void)
+{
+        int a[3], b[3];
+        CU_ASSERT_EQUAL(kd_release_parse("0.2.0", a), 0);
+        CU_ASSERT_EQUAL(kd_release_parse("0.10.1", b), 0);
+        CU_ASSERT(kd_release_cmp(a, b) < 0);
+        CU_ASSERT(kd_release_cmp(b, a) > 0);
+        CU_ASSERT_EQUAL(kd_release_cmp(a, a), 0);
+        static const char *const bad[] = {"",          "1",       "1.2",
+                                          "1.2.",      "1.2.3.4", "v1.2.3",
+                                          "1.2.3-rc1", "1..3",    "100000.0.0"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                CU_ASSERT_EQUAL(kd_release_parse(bad[i], a), -1);
+        CU_ASSERT_EQUAL(kd_schema_floor_of("-- x\n-- kdelay: floor 1.2.3 \n"
+                                           "-- kdelay: unless column t.c\n"
+                                           "ALTER TABLE t ADD COLUMN c INT;",
+                                           a),
+                        1);
+        CU_ASSERT(a[0] == 1 && a[1] == 2 && a[2] == 3);
+        CU_ASSERT_EQUAL(kd_schema_floor_of("CREATE TABLE t (a INT);", a), 0);
+        CU_ASSERT_EQUAL(kd_schema_floor_of("-- kdelay: floor 1.2\n", a), -1);
+        CU_ASSERT_EQUAL(kd_schema_floor_of("-- kdelay: floor 1.2.3\n"
+                                           "-- kdelay: floor 1.2.4\n",
+                                           a),
+                        -1);
+        /* A floor line is not a statement's guard. */
+        const char *pos = "-- kdelay: floor 1.2.3\nCREATE TABLE t (a INT);";
+        kd_schema_step_t st;
+        CU_ASSERT_EQUAL(next(&pos, &st), 1);
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_NONE);
+}
+
+/* Every migration from KD_SCHEMA_FLOOR_SINCE on declares the oldest
+ * release that can use it, and no floor is above this release: a release
+ * can use the schema it ships (docs/upgrading.md). */
+static void test_embedded_floors(void)
+{
+        int me[3], v[3];
+        CU_ASSERT_EQUAL_FATAL(kd_release_parse(KDELAY_VERSION_STR, me), 0);
+        for (size_t i = 0; i < kd_migrations_cnt; i++) {
+                const kd_migration_t *m = &kd_migrations[i];
+                int rc = kd_schema_floor_of(m->sql, v);
+                if (m->version < KD_SCHEMA_FLOOR_SINCE) {
+                        CU_ASSERT_EQUAL(rc, 0);
+                        continue;
+                }
+                if (rc != 1)
+                        printf("\n%s: no floor\n", m->name);
+                CU_ASSERT_EQUAL(rc, 1);
+                CU_ASSERT(rc != 1 || kd_release_cmp(v, me) <= 0);
+        }
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_split_and_guards), KD_TEST(test_bad_directives),
-            KD_TEST(test_embedded_migrations), KD_TEST_END};
+            KD_TEST(test_split_and_guards),    KD_TEST(test_bad_directives),
+            KD_TEST(test_embedded_migrations), KD_TEST(test_releases),
+            KD_TEST(test_embedded_floors),     KD_TEST_END};
         return kd_test_run("schema_steps", cases, NULL, NULL);
 }

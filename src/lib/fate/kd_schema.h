@@ -22,6 +22,10 @@ extern const size_t kd_migrations_cnt;
 /* Highest version this build knows. */
 int kd_schema_latest(void);
 
+/* The first version whose migration declares a release floor and whose
+ * kdelay_schema row records it (compat_floor). */
+#define KD_SCHEMA_FLOOR_SINCE 6
+
 /* Applied version (0 = none) into *versionp. */
 kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
                                size_t errstr_size);
@@ -31,14 +35,17 @@ typedef void(kd_schema_progress_cb_t)(const kd_migration_t *m, void *opaque);
 
 /* Applies every migration above the current version, holding a named lock
  * so concurrent runs wait for each other. *fromp / *top get the versions
- * before and after. KDELAY_ERR_SCHEMA when the database is newer than this
- * build. */
+ * before and after. A database newer than this build is left as it is
+ * when this release may use it (each newer version's floor at or below
+ * KDELAY_VERSION_STR: a previous release's `db migrate` beside a newer
+ * one's); KDELAY_ERR_SCHEMA when not. */
 kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                void *opaque, int *fromp, int *top, char *errstr,
                                size_t errstr_size);
 
-/* KDELAY_OK when the database has exactly this build's latest version;
- * KDELAY_ERR_SCHEMA with advice otherwise. */
+/* KDELAY_OK when the database has this build's latest version, or a
+ * newer one this release may use (every newer version's floor at or below
+ * KDELAY_VERSION_STR); KDELAY_ERR_SCHEMA with advice otherwise. */
 kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size);
 
 #endif

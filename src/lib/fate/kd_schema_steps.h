@@ -9,7 +9,13 @@
  *   ALTER TABLE kdelay_fate ADD INDEX kdelay_fate_state (state, updated_at_ms);
  *
  * A statement ends at a ';' that ends its line (or the script); quotes
- * are not looked into, so no statement may end a line inside a string. */
+ * are not looked into, so no statement may end a line inside a string.
+ *
+ * A script from version 6 on also names the oldest kdelay release that
+ * can use the schema once it is applied (docs/upgrading.md):
+ *
+ *   -- kdelay: floor 0.2.0
+ */
 #ifndef KD_SCHEMA_STEPS_H
 #define KD_SCHEMA_STEPS_H
 
@@ -37,5 +43,15 @@ typedef struct kd_schema_step {
  * a second directive for one statement (reason in errstr). */
 int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
                         size_t errstr_size);
+
+/* The release floor script declares ("-- kdelay: floor X.Y.Z" on a line
+ * of its own) into v: 1 found, 0 none, -1 malformed or declared twice. */
+int kd_schema_floor_of(const char *script, int v[3]);
+
+/* "X.Y.Z" (digits only, each below 100000) into v: 0, or -1. */
+int kd_release_parse(const char *s, int v[3]);
+
+/* <0, 0, >0 as release a is older than, equal to, newer than b. */
+int kd_release_cmp(const int a[3], const int b[3]);
 
 #endif

@@ -4,6 +4,9 @@
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <kdelay/kdelay.h>
 
 #include "kd_mysql.h"
 #include "kd_schema_steps.h"
@@ -125,6 +128,83 @@ static void lock_release(MYSQL *conn)
         }
 }
 
+/* A database at version newer than this build knows: KDELAY_OK when this
+ * release may use it (every newer version's compat_floor at or below
+ * KDELAY_VERSION_STR), KDELAY_ERR_SCHEMA naming the floor otherwise. */
+static kdelay_err_t newer_usable(MYSQL *conn, int version, char *errstr,
+                                 size_t errstr_size)
+{
+        int me[3], floor[3] = {0, 0, 0}, v[3];
+        char sql[160], top[32] = "";
+        if (kd_release_parse(KDELAY_VERSION_STR, me))
+                return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                               "this kdelay's version \"%s\" is not X.Y.Z",
+                               KDELAY_VERSION_STR);
+        snprintf(sql, sizeof(sql),
+                 "SELECT version, compat_floor FROM kdelay_schema WHERE "
+                 "version > %d",
+                 kd_schema_latest());
+        MYSQL_RES *res = NULL;
+        if (mysql_query(conn, sql) || !(res = mysql_store_result(conn)))
+                return kd_mysql_fail(conn, "read schema floors", errstr,
+                                     errstr_size);
+        MYSQL_ROW row;
+        int unknown = 0;
+        while ((row = mysql_fetch_row(res))) {
+                if (!row[1] || kd_release_parse(row[1], v)) {
+                        unknown = 1; /* no floor: assume none may */
+                        continue;
+                }
+                if (kd_release_cmp(v, floor) > 0) {
+                        memcpy(floor, v, sizeof(floor));
+                        kd_strlcpy(top, row[1], sizeof(top));
+                }
+        }
+        mysql_free_result(res);
+        if (!unknown && kd_release_cmp(floor, me) <= 0)
+                return KDELAY_OK;
+        if (unknown)
+                return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                               "database schema is version %d, newer than "
+                               "this kdelay %s knows (%d) and records no "
+                               "release floor: upgrade kdelay",
+                               version, KDELAY_VERSION_STR, kd_schema_latest());
+        return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                       "database schema is version %d, which needs kdelay "
+                       "%s or newer; this is kdelay %s: upgrade kdelay",
+                       version, top, KDELAY_VERSION_STR);
+}
+
+/* Records migration m as applied, with its release floor from version
+ * KD_SCHEMA_FLOOR_SINCE on (the column exists from then). */
+static kdelay_err_t record(MYSQL *conn, const kd_migration_t *m, char *errstr,
+                           size_t errstr_size)
+{
+        int v[3];
+        char sql[320], floor[40] = "NULL";
+        int found = kd_schema_floor_of(m->sql, v);
+        if (m->version >= KD_SCHEMA_FLOOR_SINCE) {
+                if (found != 1)
+                        return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                                       "migration %s declares no release "
+                                       "floor (-- kdelay: floor X.Y.Z)",
+                                       m->name);
+                snprintf(floor, sizeof(floor), "'%d.%d.%d'", v[0], v[1], v[2]);
+        }
+        if (m->version >= KD_SCHEMA_FLOOR_SINCE)
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO kdelay_schema (version, name, "
+                         "applied_at_ms, compat_floor) VALUES (%d, '%s', "
+                         "%lld, %s)",
+                         m->version, m->name, (long long)kd_now_ms(), floor);
+        else
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO kdelay_schema (version, name, "
+                         "applied_at_ms) VALUES (%d, '%s', %lld)",
+                         m->version, m->name, (long long)kd_now_ms());
+        return kd_mysql_exec(conn, sql, errstr, errstr_size);
+}
+
 kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                void *opaque, int *fromp, int *top, char *errstr,
                                size_t errstr_size)
@@ -142,10 +222,7 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
         if (!err)
                 err = kd_schema_version(conn, &version, errstr, errstr_size);
         if (!err && version > kd_schema_latest())
-                err = kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
-                              "database schema is version %d, newer than this "
-                              "kdelay (%d): upgrade kdelay",
-                              version, kd_schema_latest());
+                err = newer_usable(conn, version, errstr, errstr_size);
         if (fromp)
                 *fromp = version;
         for (size_t i = 0; !err && i < kd_migrations_cnt; i++) {
@@ -154,14 +231,8 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                         continue;
                 if (cb)
                         cb(m, opaque);
-                if ((err = run_steps(conn, m, errstr, errstr_size)))
-                        break;
-                char sql[256];
-                snprintf(sql, sizeof(sql),
-                         "INSERT INTO kdelay_schema (version, name, "
-                         "applied_at_ms) VALUES (%d, '%s', %lld)",
-                         m->version, m->name, (long long)kd_now_ms());
-                if ((err = kd_mysql_exec(conn, sql, errstr, errstr_size)))
+                if ((err = run_steps(conn, m, errstr, errstr_size)) ||
+                    (err = record(conn, m, errstr, errstr_size)))
                         break;
                 version = m->version;
         }
@@ -184,9 +255,6 @@ kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size)
                                "needs %d: run `kdelayctl db migrate`",
                                version, kd_schema_latest());
         if (version > kd_schema_latest())
-                return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
-                               "database schema is version %d, newer than "
-                               "this kdelay (%d): upgrade kdelay",
-                               version, kd_schema_latest());
+                return newer_usable(conn, version, errstr, errstr_size);
         return KDELAY_OK;
 }

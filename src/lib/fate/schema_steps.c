@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define KD_DIRECTIVE "-- kdelay:"
+#define KD_FLOOR     "floor "
 
 static const char *skip_blank(const char *p)
 {
@@ -100,7 +101,8 @@ int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
                         break;
                 const char *end = line_end(p);
                 size_t dlen = strlen(KD_DIRECTIVE);
-                if (!strncmp(p, KD_DIRECTIVE, dlen)) {
+                if (!strncmp(p, KD_DIRECTIVE, dlen) &&
+                    strncmp(skip_blank(p + dlen), KD_FLOOR, strlen(KD_FLOOR))) {
                         if (step->guard != KD_SCHEMA_GUARD_NONE ||
                             directive(p + dlen, end, step)) {
                                 snprintf(errstr, errstr_size,
@@ -118,4 +120,54 @@ int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
         step->sql_len = (size_t)(end - p);
         *posp = *end ? end + 1 : end;
         return 1;
+}
+
+int kd_release_parse(const char *s, int v[3])
+{
+        for (int i = 0; i < 3; i++) {
+                long n = 0;
+                const char *start = s;
+                while (isdigit((unsigned char)*s) && n < 100000)
+                        n = n * 10 + (*s++ - '0');
+                if (s == start || n >= 100000 || (i < 2 && *s++ != '.'))
+                        return -1;
+                v[i] = (int)n;
+        }
+        return *s ? -1 : 0;
+}
+
+int kd_release_cmp(const int a[3], const int b[3])
+{
+        for (int i = 0; i < 3; i++)
+                if (a[i] != b[i])
+                        return a[i] < b[i] ? -1 : 1;
+        return 0;
+}
+
+int kd_schema_floor_of(const char *script, int v[3])
+{
+        int found = 0;
+        for (const char *p = script; *p;) {
+                const char *end = line_end(p);
+                size_t dlen = strlen(KD_DIRECTIVE), flen = strlen(KD_FLOOR);
+                const char *d = !strncmp(p, KD_DIRECTIVE, dlen)
+                                    ? skip_blank(p + dlen)
+                                    : NULL;
+                if (d && !strncmp(d, KD_FLOOR, flen)) {
+                        char text[32];
+                        const char *q = skip_blank(d + flen);
+                        size_t n = (size_t)(end - q);
+                        while (n && isspace((unsigned char)q[n - 1]))
+                                n--;
+                        if (found || n >= sizeof(text))
+                                return -1;
+                        memcpy(text, q, n);
+                        text[n] = '\0';
+                        if (kd_release_parse(text, v))
+                                return -1;
+                        found = 1;
+                }
+                p = *end ? end + 1 : end;
+        }
+        return found;
 }
