@@ -9,7 +9,7 @@
 #   scripts/bench.sh                       # 200,000 tasks, pending 100k and 1M
 #   scripts/bench.sh --tasks 20000 --pending 10000,100000
 #
-# The figures go to stdout and to build/bench/bench-limit.txt.
+# The figures go to stdout and to build-bench/bench-limit.txt.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +21,7 @@ export KDELAY_STACK_DIR="$root/.stack-bench"
 export KDELAY_KAFKA_PORT="${KDELAY_BENCH_KAFKA_PORT:-39092}"
 export KDELAY_MYSQL_PORT="${KDELAY_BENCH_MYSQL_PORT:-33306}"
 unset KDELAY_MYSQL_URL_EXTERNAL
-mkdir -p build/bench
+mkdir -p build-bench
 stack_pid=""
 cleanup() {
   local rc=$?
@@ -33,19 +33,19 @@ cleanup() {
 trap cleanup EXIT
 
 log event=stack_up dir="$KDELAY_STACK_DIR"
-deploy/local/stack.sh up >build/bench/stack-up.log 2>&1 &
+deploy/local/stack.sh up >build-bench/stack-up.log 2>&1 &
 stack_pid=$!
-log event=build dir=build/bench
-cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/bench -j "$(nproc 2>/dev/null || echo 2)" --target bench_limit >/dev/null
+log event=build dir=build-bench
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-bench -j "$(nproc 2>/dev/null || echo 2)" --target bench_limit >/dev/null
 if ! wait "$stack_pid"; then
   stack_pid=""
-  cat build/bench/stack-up.log >&2
+  cat build-bench/stack-up.log >&2
   exit 1
 fi
 stack_pid=""
 eval "$(deploy/local/stack.sh env)"
 export KDELAY_BROKERS KDELAY_MYSQL_URL
 log event=run args="$*"
-# The forwarders' logs (fwd-*.log) go to build/bench/.
-(cd build/bench && bench/bench_limit "$@") | tee build/bench/bench-limit.txt
+# The forwarders' logs (fwd-*.log) go to build-bench/.
+(cd build-bench && bench/bench_limit "$@") | tee build-bench/bench-limit.txt
