@@ -13,6 +13,7 @@
 #include "kd_fate.h"
 #include "kd_log.h"
 #include "kd_record.h"
+#include "kd_topicset.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -28,8 +29,7 @@ struct kdelay_client_s {
          * asked once per client. A missing one is asked again next time,
          * so a topic created meanwhile is found. */
         pthread_mutex_t topics_lock;
-        char **topics_ok; /* owned, topics_ok_cnt of them */
-        size_t topics_ok_cnt;
+        kd_topicset_t topics_ok; /* guarded by topics_lock */
 };
 
 /* Per-task delivery state, the message opaque. Sync calls keep it on their
@@ -218,9 +218,7 @@ void kdelay_client_destroy(kdelay_client_t *c)
         kd_fate_store_destroy(c->fate);
         pthread_mutex_destroy(&c->fate_lock);
         pthread_mutex_destroy(&c->rk_lock);
-        for (size_t i = 0; i < c->topics_ok_cnt; i++)
-                free(c->topics_ok[i]);
-        free(c->topics_ok);
+        kd_topicset_clear(&c->topics_ok);
         pthread_mutex_destroy(&c->topics_lock);
         kdelay_conf_destroy(c->conf);
         free(c);
@@ -228,10 +226,8 @@ void kdelay_client_destroy(kdelay_client_t *c)
 
 static int topic_known(kdelay_client_t *c, const char *topic)
 {
-        int found = 0;
         pthread_mutex_lock(&c->topics_lock);
-        for (size_t i = 0; i < c->topics_ok_cnt && !found; i++)
-                found = !strcmp(c->topics_ok[i], topic);
+        int found = kd_topicset_has(&c->topics_ok, topic);
         pthread_mutex_unlock(&c->topics_lock);
         return found;
 }
@@ -239,16 +235,8 @@ static int topic_known(kdelay_client_t *c, const char *topic)
 static void topic_remember(kdelay_client_t *c, const char *topic)
 {
         pthread_mutex_lock(&c->topics_lock);
-        char *dup = strdup(topic);
-        char **grown = dup ? realloc(c->topics_ok, (c->topics_ok_cnt + 1) *
-                                                       sizeof(*c->topics_ok))
-                           : NULL;
-        if (grown) {
-                grown[c->topics_ok_cnt++] = dup;
-                c->topics_ok = grown;
-        } else {
-                free(dup); /* not cached: asked again next time */
-        }
+        /* Out of memory: not remembered, asked again next time. */
+        (void)kd_topicset_add(&c->topics_ok, topic);
         pthread_mutex_unlock(&c->topics_lock);
 }
 
