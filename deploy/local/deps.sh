@@ -38,6 +38,8 @@ TEST_PACKAGES=(
     groff-base man-db zsh
     # the producer examples run by test_producers (python; java is built with maven)
     python3-confluent-kafka openjdk-17-jdk-headless
+    # check_deb: a fresh bookworm root to install the .deb into
+    mmdebstrap
 )
 
 log() { printf 'ts=%s level=info prog=%s %s\n' "$(date -u +%FT%TZ)" "$PROG" "$*" >&2; }
@@ -62,7 +64,7 @@ packages of the groups asked for, skipping those already installed (runs
             mariadb-client, kcat, curl, openssl
   --test    everything scripts/test.sh uses: --run --build --stack and the
             test tools (CUnit, clang-format, valgrind, promtool, systemd-analyze,
-            man, zsh, the examples' Python and JDK)
+            man, zsh, the examples' Python and JDK, mmdebstrap)
   (none)    the same as --test
 
 No service is started by the install (a temporary /usr/sbin/policy-rc.d
