@@ -53,8 +53,8 @@ contents=$(dpkg-deb -c "$deb")
 want=(./usr/bin/kdelay-forwarder ./usr/bin/kdelayctl
   ./usr/lib/x86_64-linux-gnu/libkdelay.so.$version ./usr/lib/x86_64-linux-gnu/libkdelay.so.0
   ./usr/include/kdelay/kdelay.h ./usr/lib/x86_64-linux-gnu/pkgconfig/kdelay.pc
-  ./usr/lib/systemd/system/kdelay-forwarder@.service ./usr/share/man/man1/kdelayctl.1
-  ./usr/share/man/man5/kdelay.conf.5 ./usr/share/man/man8/kdelay-forwarder.8
+  ./usr/lib/systemd/system/kdelay-forwarder@.service ./usr/share/man/man1/kdelayctl.1.gz
+  ./usr/share/man/man5/kdelay.conf.5.gz ./usr/share/man/man8/kdelay-forwarder.8.gz
   ./usr/share/doc/kdelay/copyright ./usr/share/doc/kdelay/README.md)
 for f in "${want[@]}"; do
   grep -qE " $f( -> .*)?$" <<<"$contents" || fail event=missing_in_deb file="$f"
