@@ -11,7 +11,7 @@
 #
 # The root is cached as a tarball outside the clone,
 # ${XDG_CACHE_HOME:-~/.cache}/kdelay/deb-root/, keyed by deps.sh's
-# content: made again (about 3 minutes, from deb.debian.org) when deps.sh
+# content: made again (30 s to 2.5 minutes, from deb.debian.org) when deps.sh
 # changes or the file is missing. Needs root (chroot) and mmdebstrap
 # (deploy/local/deps.sh --test).
 # Usage: check_deb.sh SOURCE_DIR BUILD_DIR
