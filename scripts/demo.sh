@@ -10,8 +10,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 step() { printf "\n== %s  (%s)\n" "$*" "$(date +%T)"; }
 
-step "Installing dependencies (apt-get, only what is missing)"
-deploy/local/deps.sh
+step "Installing dependencies (apt-get --build --run --stack, only what is missing)"
+deploy/local/deps.sh --build --run --stack
 
 step "Building kdelay"
 cmake -S . -B build/demo -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null

@@ -28,7 +28,7 @@ start=$(date +%s)
 log() { printf 'ts=%s level=info prog=test.sh %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
 
 log event=deps
-deploy/local/deps.sh
+deploy/local/deps.sh --test
 
 # Stacks of their own, on their own ports, so a developer's `stack.sh up`
 # (default ports, .stack/) is never touched by the tests. Stack "new" runs

@@ -344,7 +344,7 @@ find_cmd() { # prints the first of the given commands found (also in sbin)
 need_cmd() { # var-name description candidates...
     local var=$1 what=$2 path
     shift 2
-    path=$(find_cmd "$@") || die "$what not found (tried: $*); run deploy/local/deps.sh"
+    path=$(find_cmd "$@") || die "$what not found (tried: $*); run deploy/local/deps.sh --stack"
     printf -v "$var" '%s' "$path"
 }
 
@@ -1003,7 +1003,7 @@ CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\` CHARACTER SET utf8mb4 COLLATE utf8mb
 MARIADBD=""
 mysql_install() {
     local install_db
-    need_cmd install_db "mariadb-install-db (package mariadb-server)" mariadb-install-db mysql_install_db
+    need_cmd install_db "mariadb-install-db (package mariadb-server-core)" mariadb-install-db mysql_install_db
     log "initialising MariaDB data directory $MYSQL_DATA"
     # --user: as root the server must run as root (no chown to mysql needed,
     # the state dir stays owned by the caller); as a normal user it is ignored.
@@ -1035,7 +1035,7 @@ mysql_start_private() {
     if pid=$(mysql_pid); then
         log "MariaDB already running (pid $pid)"
     else
-        need_cmd MARIADBD "mariadbd (package mariadb-server)" mariadbd mysqld
+        need_cmd MARIADBD "mariadbd (package mariadb-server-core)" mariadbd mysqld
         find_mysql_clients
         # unix socket paths are limited to 107 bytes
         ((${#MYSQL_SOCK} <= 100)) || die "state dir path too long for the MariaDB socket ($MYSQL_SOCK); use a shorter KDELAY_STACK_DIR"

@@ -25,8 +25,8 @@ outside=$(printf '%s\n' "$out" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' 
 [ -z "$outside" ] || { printf 'check_install: --prefix %s wrote outside it:\n%s\n' "$prefix/p" "$outside" >&2; exit 1; }
 n=$(printf '%s\n' "$out" | grep -c '^-- Installing: ' || true)
 [ -f "$prefix/p/lib/systemd/system/kdelay-forwarder@.service" ] || { echo "check_install: the systemd unit is not under the prefix" >&2; exit 1; }
-for f in share/man/man1/kdelayctl.1 share/man/man5/kdelay.conf.5 \
-  share/man/man8/kdelay-forwarder.8 share/bash-completion/completions/kdelayctl \
+for f in share/man/man1/kdelayctl.1.gz share/man/man5/kdelay.conf.5.gz \
+  share/man/man8/kdelay-forwarder.8.gz share/bash-completion/completions/kdelayctl \
   share/zsh/site-functions/_kdelayctl; do
   [ -s "$prefix/p/$f" ] || { echo "check_install: $f is not installed under the prefix" >&2; exit 1; }
 done

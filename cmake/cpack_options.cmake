@@ -1,0 +1,15 @@
+# CPACK_PROJECT_CONFIG_FILE: read by cpack for each generator it runs.
+# A .deb puts its files under /usr and its configuration in /etc, and the
+# binaries, the systemd unit and the man pages name the paths the tree was
+# configured with: a tree configured otherwise (the default /usr/local)
+# would make a package that looks for /usr/local/etc/kdelay/kdelay.conf.
+if(CPACK_GENERATOR STREQUAL "DEB")
+  if(NOT CPACK_PACKAGING_INSTALL_PREFIX STREQUAL "/usr" OR
+     NOT CPACK_KDELAY_SYSCONFDIR STREQUAL "/etc")
+    message(FATAL_ERROR
+      "cpack -G DEB: this tree installs to ${CPACK_PACKAGING_INSTALL_PREFIX} "
+      "with its configuration in ${CPACK_KDELAY_SYSCONFDIR}; configure one "
+      "for Debian's paths: cmake -S . -B build/deb -DCMAKE_INSTALL_PREFIX=/usr "
+      "-DCMAKE_INSTALL_SYSCONFDIR=/etc -DBUILD_TESTING=OFF")
+  endif()
+endif()
