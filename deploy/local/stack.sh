@@ -116,7 +116,8 @@ overridden. 'down' stops every Kafka node it finds in the stack dir.
 Other environment: KDELAY_KAFKA_READY_TIMEOUT (90), KDELAY_MYSQL_READY_TIMEOUT
 (60), KDELAY_STOP_TIMEOUT (60) in seconds; KDELAY_KAFKA_JAVA_OPTS (extra JVM
 options for the broker); KDELAY_MYSQL_GENERAL_LOG=FILE (the private MariaDB
-logs every statement to FILE, for tools/sqlcheck); JAVA_HOME.
+logs every statement to FILE, for tools/sqlcheck; remembered like the
+ports, set but empty to stop); JAVA_HOME.
 
 The private MariaDB runs with MySQL 8.0's default sql_mode plus
 STRICT_ALL_TABLES (ONLY_FULL_GROUP_BY, STRICT_TRANS_TABLES, NO_ZERO_DATE,
@@ -222,6 +223,7 @@ SAVED_KAFKA_NODES=""
 SAVED_MYSQL_PORT=""
 SAVED_MYSQL_URL_EXTERNAL=""
 SAVED_MYSQL_TLS=""
+SAVED_MYSQL_GENERAL_LOG=""
 SAVED_KAFKA_SECURITY=""
 if [[ -f $CONF ]]; then
     # shellcheck source=/dev/null
@@ -248,6 +250,9 @@ fi
 # MySQL 8.0's default sql_mode, plus STRICT_ALL_TABLES.
 MYSQL_SQL_MODE=ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION
 MYSQL_TLS=${cli_mysql_tls:-${KDELAY_MYSQL_TLS:-${SAVED_MYSQL_TLS:-off}}}
+# The general log, kept across restarts (a test that stops MariaDB); set
+# but empty: off.
+MYSQL_GENERAL_LOG=${KDELAY_MYSQL_GENERAL_LOG-$SAVED_MYSQL_GENERAL_LOG}
 [[ $MYSQL_TLS == on || $MYSQL_TLS == off ]] || die "--mysql-tls must be on or off (got '$MYSQL_TLS')"
 
 KAFKA_SECURITY=${cli_security:-${KDELAY_KAFKA_SECURITY:-${SAVED_KAFKA_SECURITY:-none}}}
@@ -493,6 +498,7 @@ save_conf() {
         printf 'SAVED_MYSQL_PORT=%q\n' "$MYSQL_PORT"
         printf 'SAVED_MYSQL_URL_EXTERNAL=%q\n' "$MYSQL_URL_EXTERNAL"
         printf 'SAVED_MYSQL_TLS=%q\n' "$MYSQL_TLS"
+        printf 'SAVED_MYSQL_GENERAL_LOG=%q\n' "$MYSQL_GENERAL_LOG"
         printf 'SAVED_KAFKA_SECURITY=%q\n' "$KAFKA_SECURITY"
     } >"$tmp"
     umask "$old_umask"
@@ -1048,9 +1054,9 @@ mysql_start_private() {
             --innodb-buffer-pool-size=64M --innodb-log-file-size=16M
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
             "--sql-mode=$MYSQL_SQL_MODE" "--tmpdir=$MYSQL_DIR")
-        if [[ -n ${KDELAY_MYSQL_GENERAL_LOG:-} ]]; then
-            args+=(--general-log=1 "--general-log-file=$KDELAY_MYSQL_GENERAL_LOG")
-            log "MariaDB logs every statement to $KDELAY_MYSQL_GENERAL_LOG"
+        if [[ -n $MYSQL_GENERAL_LOG ]]; then
+            args+=(--general-log=1 "--general-log-file=$MYSQL_GENERAL_LOG")
+            log "MariaDB logs every statement to $MYSQL_GENERAL_LOG"
         fi
         if [[ $MYSQL_TLS == on ]]; then
             tls_make
