@@ -1,0 +1,386 @@
+#!/usr/bin/env bash
+# test_upgrade: the rolling upgrade of docs/upgrading.md, in both delivery
+# modes side by side. The previous release's forwarders (two per mode) and
+# kdelayctl run against one fresh database at the previous schema; the next
+# release's `kdelayctl db migrate` runs under them; the previous kdelayctl
+# cancels and asks status after it; the forwarders are replaced one by one
+# by the next release's; the next kdelayctl schedules and cancels. Then the
+# target topics hold every task not cancelled (lost 0), none before its
+# fire-at (early 0), no cancelled one, and in exactly_once none twice.
+#
+# PREVIOUS: the release tag of this tree's version (v$KDELAY_VERSION_STR),
+# else HEAD standing for it (a clone without the tag); or the ref
+# $KDELAY_UPGRADE_PREVIOUS. Built from `git archive` (kdelay-forwarder and
+# kdelayctl only) into ${XDG_CACHE_HOME:-~/.cache}/kdelay/release-<commit>/,
+# reused while present.
+# NEXT: BUILD_DIR's binaries when this tree's schema is newer than
+# PREVIOUS's (a real migration follows it). Otherwise a copy of this tree
+# (its tracked files, uncommitted changes included) with the stand-in
+# migration tests/upgrade/next-migration.sql planted as the next schema
+# version and the release bumped to the next patch, built into
+# .../kdelay/next-<hash of tree and planted file>/, reused likewise.
+# A cold cache costs two builds of the two binaries; a warm one none.
+#
+# Skipped (exit 77) when KDELAY_UPGRADE_SKIP is set: the sanitizer build
+# sets it (ctest ENVIRONMENT), as the binaries under test are the cached
+# plain builds either way.
+# Usage: test_upgrade.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$(cd "${1:?usage: test_upgrade.sh SOURCE_DIR BUILD_DIR}" && pwd)
+build=$(cd "${2:?usage: test_upgrade.sh SOURCE_DIR BUILD_DIR}" && pwd)
+check=(/usr/bin/python3 -B "$src/tests/integration/test_upgrade_check.py")
+start_s=$(date +%s)
+
+log() { # LEVEL EVENT [key=value...]
+    local level=$1 event=$2
+    shift 2
+    printf 'ts=%s level=%s prog=test_upgrade event=%s%s\n' "$(date -u +%FT%T.%3NZ)" \
+        "$level" "$event" "$(printf ' %s' "$@")" >&2
+}
+fail() { log error failed "why=\"$*\""; exit 1; }
+now_ms() { date +%s%3N; }
+
+if [ -n "${KDELAY_UPGRADE_SKIP:-}" ]; then
+    log info skipped "why=\"$KDELAY_UPGRADE_SKIP\""
+    echo "test_upgrade: skipped: $KDELAY_UPGRADE_SKIP"
+    exit 77
+fi
+: "${KDELAY_BROKERS:?integration tests need KDELAY_BROKERS (stack.sh env)}"
+: "${KDELAY_MYSQL_URL:?integration tests need KDELAY_MYSQL_URL (stack.sh env)}"
+git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || fail "$src is not a git clone: the previous release is built from its tags"
+
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/kdelay
+mkdir -p "$cache"
+tmp=$(mktemp -d)
+declare -A fwd_pid=()
+db="" topics=()
+cleanup() {
+    local rc=$? k
+    for k in "${!fwd_pid[@]}"; do kill -TERM "${fwd_pid[$k]}" 2>/dev/null || true; done
+    for k in "${!fwd_pid[@]}"; do wait "${fwd_pid[$k]}" 2>/dev/null || true; done
+    [ -z "$db" ] || "${check[@]}" sql "DROP DATABASE IF EXISTS \`$db\`" || true
+    [ ${#topics[@]} -eq 0 ] || "${check[@]}" delete-topics "${topics[@]}" || true
+    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+        for k in "$tmp"/*.log; do
+            [ -f "$k" ] || continue
+            echo "--- last lines of $(basename "$k")" >&2
+            tail -n 15 "$k" >&2
+        done
+    fi
+    rm -rf "$tmp"
+    log info done rc=$rc seconds=$(( $(date +%s) - start_s ))
+    exit $rc
+}
+trap cleanup EXIT
+
+# ------------------------------------------------------------ the builds
+version_of() { # HEADER: its KDELAY_VERSION_STR
+    sed -n 's/^#define KDELAY_VERSION_STR "\([0-9.]*\)"$/\1/p' "$1"
+}
+newest_schema() { # NAMES...: the highest NNN of NNN_name.sql
+    local n max=0
+    for n in "$@"; do
+        n=$(basename "$n")
+        [[ $n =~ ^([0-9]{3})_[A-Za-z0-9_]+\.sql$ ]] || continue
+        (( 10#${BASH_REMATCH[1]} > max )) && max=$(( 10#${BASH_REMATCH[1]} ))
+    done
+    echo "$max"
+}
+# build_cached DIR PREPARE: unless DIR/done, PREPARE DIR/src fills the
+# source tree, then kdelay-forwarder and kdelayctl are built in DIR/build.
+# One build at a time per DIR (flock); a failed one is started over.
+build_cached() {
+    local dir=$1 prepare=$2
+    mkdir -p "$dir"
+    exec 9>"$dir.lock"
+    flock 9
+    if [ ! -f "$dir/done" ]; then
+        log info build dir="$dir" log="$dir/build.log"
+        local t0
+        t0=$(date +%s)
+        rm -rf "$dir/src" "$dir/build"
+        mkdir -p "$dir/src"
+        "$prepare" "$dir/src"
+        if ! { cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+               cmake --build "$dir/build" -j "${KDELAY_UPGRADE_JOBS:-2}" \
+                   --target kdelay-forwarder kdelayctl; } >"$dir/build.log" 2>&1; then
+            tail -n 30 "$dir/build.log" >&2
+            exec 9>&-
+            fail "build of $dir failed (log: $dir/build.log)"
+        fi
+        touch "$dir/done"
+        log info built dir="$dir" seconds=$(( $(date +%s) - t0 ))
+    fi
+    exec 9>&-
+}
+
+# PREVIOUS
+cur_version=$(version_of "$src/include/kdelay/kdelay.h")
+[ -n "$cur_version" ] || fail "no KDELAY_VERSION_STR in $src/include/kdelay/kdelay.h"
+prev_ref=${KDELAY_UPGRADE_PREVIOUS:-v$cur_version}
+if ! prev_sha=$(git -C "$src" rev-parse -q --verify "$prev_ref^{commit}"); then
+    [ -z "${KDELAY_UPGRADE_PREVIOUS:-}" ] || fail "no commit $prev_ref"
+    log info previous_tag_missing tag="$prev_ref" using=HEAD \
+        "note=\"HEAD stands for release $cur_version\""
+    prev_ref=HEAD
+    prev_sha=$(git -C "$src" rev-parse HEAD)
+fi
+prepare_previous() { git -C "$src" archive "$prev_sha" | tar -x -C "$1"; }
+prev_dir=$cache/release-$prev_sha
+build_cached "$prev_dir" prepare_previous
+prev_bin=$prev_dir/build
+prev_schema=$(newest_schema $(git -C "$src" ls-tree --name-only "$prev_sha" deploy/mysql/))
+
+# NEXT
+cur_schema=$(newest_schema "$src"/deploy/mysql/*.sql)
+if (( cur_schema > prev_schema )); then
+    next_bin=$build
+    planted=""
+else
+    planted=$(printf '%03d_upgrade_probe.sql' $(( cur_schema + 1 )))
+    IFS=. read -r ma mi pa <<<"$cur_version"
+    next_version=$ma.$mi.$(( pa + 1 ))
+    # The tracked files as they are, uncommitted changes included.
+    tree_ref=$(git -C "$src" stash create) || fail "git stash create (a copy of the tree)"
+    tree_ref=${tree_ref:-HEAD}
+    key=$( { git -C "$src" rev-parse "$tree_ref^{tree}"; echo "$planted $next_version"
+             cat "$src/tests/upgrade/next-migration.sql"; } | sha256sum | cut -c1-16)
+    prepare_next() {
+        git -C "$src" archive "$tree_ref" | tar -x -C "$1"
+        cp "$src/tests/upgrade/next-migration.sql" "$1/deploy/mysql/$planted"
+        sed -i "s/^#define KDELAY_VERSION_STR \"$cur_version\"$/#define KDELAY_VERSION_STR \"$next_version\"/" \
+            "$1/include/kdelay/kdelay.h"
+        [ "$(version_of "$1/include/kdelay/kdelay.h")" = "$next_version" ] ||
+            fail "could not bump the copy's release to $next_version"
+    }
+    next_dir=$cache/next-$key
+    build_cached "$next_dir" prepare_next
+    next_bin=$next_dir/build
+fi
+next_schema=$(( cur_schema + (${#planted} > 0 ? 1 : 0) ))
+prev_v=$("$prev_bin/kdelayctl" --version | awk '{print $2}')
+next_v=$("$next_bin/kdelayctl" --version | awk '{print $2}')
+for b in "$prev_bin/kdelay-forwarder" "$next_bin/kdelay-forwarder"; do
+    "$b" --version >/dev/null || fail "$b --version"
+done
+[ "$prev_v" != "$next_v" ] || fail "previous and next are both release $prev_v"
+prev_name="$prev_v (schema $prev_schema, $prev_ref ${prev_sha:0:12})"
+next_name="$next_v (schema $next_schema, ${planted:+planted $planted}"
+[ -n "$planted" ] || next_name+="$build"
+next_name+=")"
+log info releases previous="\"$prev_name\"" next="\"$next_name\"" \
+    previous_bin="$prev_bin" next_bin="$next_bin"
+
+# ------------------------------------------------------------ the stack
+run_id=$$_$RANDOM
+db=kdup_$run_id
+"${check[@]}" sql "CREATE DATABASE \`$db\`" || fail "CREATE DATABASE $db"
+KDELAY_MYSQL_URL=$("${check[@]}" mysql-url "$db")
+export KDELAY_MYSQL_URL
+unset KDELAY_CONFIG
+modes=(at_least_once exactly_once)
+declare -A prefix=() target=()
+for m in "${modes[@]}"; do
+    prefix[$m]=kdup${run_id}_${m%%_*}
+    target[$m]=${prefix[$m]}.target
+    cat >"$tmp/$m.conf" <<EOF
+topic_prefix = "${prefix[$m]}";
+tiers = [ "1s", "5s", "20s" ];
+topics = { partitions = 3; };
+forwarder = { group_id = "${prefix[$m]}-group"; delivery = "$m";
+              static_membership = 1; stats_interval = "0s"; };
+EOF
+    topics+=("${target[$m]}" "${prefix[$m]}.tier.1s" "${prefix[$m]}.tier.5s"
+             "${prefix[$m]}.tier.20s" "${prefix[$m]}.dead")
+    : >"$tmp/$m.tasks"
+    : >"$tmp/$m.cancelled"
+done
+ctl() { # RELEASE MODE ARGS...: that release's kdelayctl with the mode's settings
+    local rel=$1 m=$2 bin
+    shift 2
+    [ "$rel" = previous ] && bin=$prev_bin || bin=$next_bin
+    "$bin/kdelayctl" -c "$tmp/$m.conf" -q "$@"
+}
+
+out=$("$prev_bin/kdelayctl" -q db migrate) || fail "previous db migrate"
+v=$("$prev_bin/kdelayctl" db version --json) || fail "previous db version"
+log info migrated by=previous database="$db" version="$v" said="\"$out\""
+for m in "${modes[@]}"; do
+    ctl previous "$m" topics create >/dev/null || fail "$m: previous topics create"
+    "${check[@]}" create-topic "${target[$m]}" 3 || fail "$m: create ${target[$m]}"
+done
+
+# ------------------------------------------------------------ forwarders
+fwd_start() { # RELEASE MODE INSTANCE
+    local rel=$1 m=$2 inst=$3 bin
+    [ "$rel" = previous ] && bin=$prev_bin || bin=$next_bin
+    "$bin/kdelay-forwarder" -c "$tmp/$m.conf" -X "forwarder.instance=$inst" \
+        >>"$tmp/$m-$inst-$rel.log" 2>&1 &
+    fwd_pid[$m-$inst]=$!
+    log info forwarder_started mode="$m" instance="$inst" release="$rel" pid=$!
+}
+fwd_stop() { # MODE INSTANCE: SIGTERM, waits for its exit, which must be clean
+    local m=$1 inst=$2 rc=0 pid=${fwd_pid[$1-$2]}
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    unset "fwd_pid[$m-$inst]"
+    log info forwarder_stopped mode="$m" instance="$inst" pid="$pid" rc=$rc
+    [ $rc -eq 0 ] || fail "$m: forwarder $inst (pid $pid) exited $rc"
+}
+wait_log() { # FILE PATTERN SECONDS WHAT
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "$4: no '$2' in $(basename "$1") within $3 s"
+}
+for m in "${modes[@]}"; do
+    fwd_start previous "$m" fw-a
+    fwd_start previous "$m" fw-b
+done
+for m in "${modes[@]}"; do
+    for inst in fw-a fw-b; do
+        wait_log "$tmp/$m-$inst-previous.log" event=partitions_assigned 60 "$m: previous $inst"
+    done
+done
+
+# ------------------------------------------------------------ the tasks
+# schedule_batch RELEASE MODE FROM TO FIRST_MS STEP_MS TAG: tasks with
+# ids TAG-FROM..TAG-(TO-1), task i due at FIRST_MS + i*STEP_MS, by that
+# release's kdelayctl.
+schedule_batch() {
+    local rel=$1 m=$2 from=$3 n=$4 first=$5 step=$6 tag=$7 i id at out
+    for ((i = from; i < n; i++)); do
+        id=${prefix[$m]}-$tag-$i
+        at=$(( first + i * step ))
+        out=$(ctl "$rel" "$m" schedule --topic "${target[$m]}" --value "v$i" --key "k$i" \
+            --id "$id" --at "$at") || { log error schedule_failed mode="$m" id="$id"; return 1; }
+        [ "$out" = "$id" ] || { log error schedule_failed mode="$m" id="$id" out="$out"; return 1; }
+        echo "$id $at $rel" >>"$tmp/$m.tasks"
+    done
+    log info scheduled mode="$m" by="$rel" tasks=$(( n - from )) ids="$tag-$from..$tag-$(( n - 1 ))" \
+        first_fire_ms=$(( first + from * step )) step_ms="$step"
+}
+# cancel_some RELEASE MODE IDS...: each must answer CANCELLED (exit 0)
+cancel_some() {
+    local rel=$1 m=$2 id out rc
+    shift 2
+    for id in "$@"; do
+        rc=0
+        out=$(ctl "$rel" "$m" cancel "$id" 2>&1) || rc=$?
+        [ $rc -eq 0 ] && [[ $out == *CANCELLED* ]] ||
+            fail "$m: $rel kdelayctl cancel $id: exit $rc: $out"
+        echo "$id $rel" >>"$tmp/$m.cancelled"
+    done
+    log info cancelled mode="$m" by="$rel" tasks=$#
+}
+# status_some RELEASE MODE FATE IDS...: status answers (exit 0); with
+# FATE other than -, that fate
+status_some() {
+    local rel=$1 m=$2 want=$3 id out
+    shift 3
+    for id in "$@"; do
+        out=$(ctl "$rel" "$m" status "$id" --json) || fail "$m: $rel kdelayctl status $id failed"
+        [[ $out == *'"id":"'"$id"'"'* ]] || fail "$m: $rel kdelayctl status $id: $out"
+        [ "$want" = - ] || [[ $out == *'"fate":"'"$want"'"'* ]] ||
+            fail "$m: $rel kdelayctl status $id: want $want: $out"
+    done
+    log info status_ok mode="$m" by="$rel" tasks=$# fate="$want"
+}
+parallel_modes() { # FUNCTION ARGS-AFTER-MODE...: one job per mode, all must succeed
+    local fn=$1 m pids=() rc=0 p
+    shift
+    for m in "${modes[@]}"; do
+        "$fn" "$m" "$@" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    return $rc
+}
+
+# Step 1: 50 tasks per mode by the previous release, due 25..49.5 s from
+# now; the first are due after the migration, before fw-a's replacement.
+t0=$(now_ms)
+sched_prev() { schedule_batch previous "$1" "$2" "$3" $(( t0 + 25000 )) 500 p; }
+parallel_modes sched_prev 0 50 || fail "previous kdelayctl schedule"
+status_some previous at_least_once - "${prefix[at_least_once]}-p-0" "${prefix[at_least_once]}-p-49"
+
+# Step 2: the next release's db migrate under the previous forwarders.
+out=$("$next_bin/kdelayctl" -q db migrate) || fail "next db migrate"
+migrated_ms=$(now_ms)
+v=$("$next_bin/kdelayctl" db version --json) || fail "next db version"
+[[ $v == *'"database":'"$next_schema"* ]] || fail "schema after next db migrate: $v, want $next_schema"
+log info migrated by=next version="$v" said="\"$out\""
+out=$("$prev_bin/kdelayctl" -q db migrate) || fail "previous db migrate on the newer schema"
+v=$("$prev_bin/kdelayctl" db version --json) || fail "previous db version on the newer schema"
+log info previous_migrate_again version="$v" said="\"$out\""
+[[ $v == *'"database":'"$next_schema"* ]] || fail "schema after previous db migrate again: $v, want $next_schema"
+
+# Step 3: the previous kdelayctl, after the migration, schedules 10 more
+# per mode (due 50..54.5 s), cancels 8 (due 45..52 s) and asks status.
+parallel_modes sched_prev 50 60 || fail "previous kdelayctl schedule after the migration"
+for m in "${modes[@]}"; do
+    ids=()
+    for i in 40 42 44 46 48 50 52 54; do ids+=("${prefix[$m]}-p-$i"); done
+    cancel_some previous "$m" "${ids[@]}"
+    status_some previous "$m" CANCELLED "${ids[@]:0:3}"
+    status_some previous "$m" - "${prefix[$m]}-p-1" "${prefix[$m]}-p-59"
+done
+
+# Step 4: at 36 s (tasks due 25..36 s fired by the previous forwarders on
+# the migrated schema), fw-a of each mode replaced by the next release's.
+sleep_until() { local d=$(( $1 - $(now_ms) )); [ $d -le 0 ] || sleep "$(( d / 1000 )).$(printf '%03d' $(( d % 1000 )))"; }
+sleep_until $(( t0 + 36000 ))
+replaced_ms=$(now_ms)
+replace() { # MODE INSTANCE
+    fwd_stop "$1" "$2"
+    fwd_start next "$1" "$2"
+    wait_log "$tmp/$1-$2-next.log" event=partitions_assigned 60 "$1: next $2"
+}
+for m in "${modes[@]}"; do replace "$m" fw-a; done
+status_some previous at_least_once FIRED "${prefix[at_least_once]}-p-0"
+status_some previous exactly_once FIRED "${prefix[exactly_once]}-p-0"
+
+# Step 5: 30 tasks per mode by the next release, due 10..27.4 s from now;
+# the next kdelayctl cancels 4 of them (due 22..27 s).
+t1=$(now_ms)
+sched_next() { schedule_batch next "$1" 0 30 $(( t1 + 10000 )) 600 n; }
+parallel_modes sched_next || fail "next kdelayctl schedule"
+for m in "${modes[@]}"; do
+    cancel_some next "$m" "${prefix[$m]}-n-20" "${prefix[$m]}-n-23" "${prefix[$m]}-n-26" "${prefix[$m]}-n-29"
+done
+
+# Step 6: fw-b replaced; the previous kdelayctl's status still answers.
+for m in "${modes[@]}"; do replace "$m" fw-b; done
+for m in "${modes[@]}"; do
+    status_some previous "$m" CANCELLED "${prefix[$m]}-n-20" "${prefix[$m]}-p-40"
+    status_some previous "$m" - "${prefix[$m]}-n-0" "${prefix[$m]}-p-59"
+done
+
+# Step 7: all due, plus 15 s; then the forwarders stop and the targets
+# are read.
+last=$(awk '{print $2}' "$tmp"/*.tasks | sort -n | tail -n 1)
+log info waiting until_ms=$(( last + 15000 ))
+sleep_until $(( last + 15000 ))
+for m in "${modes[@]}"; do
+    fwd_stop "$m" fw-a
+    fwd_stop "$m" fw-b
+done
+# The previous forwarders worked on the newer schema: no refusal, a clean
+# exit each.
+for f in "$tmp"/*-previous.log; do
+    if grep -iE 'schema|upgrade kdelay' "$f" >"$tmp/schema.grep"; then
+        fail "$(basename "$f") mentions the schema: $(head -n 3 "$tmp/schema.grep")"
+    fi
+    grep -q 'event=forwarder_exit err=KDELAY_OK' "$f" || fail "$(basename "$f"): no clean exit"
+done
+failed=0
+for m in "${modes[@]}"; do
+    "${check[@]}" verify --mode "$m" --target "${target[$m]}" \
+        --tasks "$tmp/$m.tasks" --cancelled "$tmp/$m.cancelled" \
+        --previous "$prev_name" --next "$next_name" \
+        --migrated-ms "$migrated_ms" --replaced-ms "$replaced_ms" || failed=1
+done
+[ $failed -eq 0 ] || fail "the upgrade's figures (above)"
+log info passed previous="$prev_v" next="$next_v"
