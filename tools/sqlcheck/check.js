@@ -169,6 +169,14 @@ function generalLogQueries(text) {
   const out = [];
   let cur = null;
   for (const line of text.split('\n')) {
+    // A restart of the server writes its header again: it ends the last
+    // query, and connection ids start over.
+    if (/, Version: .* started with:$/.test(line) || /^Tcp port: /.test(line) || /^Time\s+Id\s+Command/.test(line)) {
+      if (cur) out.push(cur);
+      cur = null;
+      tcp.clear();
+      continue;
+    }
     const m = head.exec(line);
     if (m && /^(Query|Connect|Quit|Init DB|Prepare|Execute|Close stmt|Field List|Statistics|Ping|Change user|Refresh|Shutdown|Kill|Set option|Reset stmt)$/.test(m[2])) {
       if (cur) out.push(cur);
