@@ -36,11 +36,12 @@ TEST_PACKAGES=(
     libcunit1-dev clang-format valgrind prometheus systemd python3-yaml
     # the generated man pages and shell completions (check_clidoc)
     groff-base man-db zsh
-    # the producer examples run by test_producers (python; java is built with maven)
-    python3-confluent-kafka openjdk-17-jdk-headless
+    # the client examples run by test_producers and test_clients (python:
+    # Kafka and MySQL drivers; java is built with maven; node below)
+    python3-confluent-kafka python3-pymysql openjdk-17-jdk-headless
     # check_deb: a fresh bookworm root to install the .deb into
     mmdebstrap
-    # tools/sqlcheck (node-sql-parser from npm): node and npm, added below
+    # tools/sqlcheck and examples/node (packages from npm): node and npm, added below
     # only when missing, since a NodeSource nodejs holds npm itself and
     # conflicts with Debian's npm package
 )

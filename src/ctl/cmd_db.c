@@ -40,8 +40,10 @@ static const char kd_db_help[] =
     "(default\n"
     "         kdelay_ROLE; HOST default %). ROLE is forwarder (the\n"
     "         forwarders), admin (schedule, cancel, status, tasks,\n"
-    "         reschedule, audit, stats), migrate (db migrate, db version) or\n"
-    "         gc (db gc). Needs no connection; run the output as a user\n"
+    "         reschedule, audit, stats), client (an application's cancel\n"
+    "         and status, docs/fate-protocol.md \"Clients\"), migrate (db\n"
+    "         migrate, db version) or gc (db gc). Needs no connection; run\n"
+    "         the output as a user\n"
     "         that may grant, after db migrate for all but migrate.\n"
     "\n"
     "--json   one JSON object on stdout: migrate {\"from\", \"to\"}, version\n"
@@ -189,13 +191,13 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
         char account[300], user[128], q[300];
         if (!a->role)
                 return kd_cli_usage_error(cli, "--role is required (forwarder, "
-                                               "admin, migrate or gc)");
+                                               "admin, client, migrate or gc)");
         int known = 0;
         for (size_t i = 0; kd_db_grant_roles[i]; i++)
                 known |= !strcmp(kd_db_grant_roles[i], a->role);
         if (!known)
                 return kd_cli_usage_error(
-                    cli, "--role %s is not forwarder, admin, migrate or gc",
+                    cli, "--role %s is not forwarder, admin, client, migrate or gc",
                     kd_log_quote(a->role, q, sizeof(q)));
         snprintf(user, sizeof(user), "kdelay_%s", a->role);
         if (kd_db_grants_account(a->user ? a->user : user, account,

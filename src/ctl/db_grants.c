@@ -22,6 +22,10 @@ static const kd_db_role_t kd_db_roles[] = {
      "kdelayctl schedule, cancel, status, tasks, reschedule, audit, stats",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
       NULL}},
+    {"client",
+     "an application's cancel and status (docs/fate-protocol.md, Clients): "
+     "inserts CANCELLED rows, never updates",
+     {"SELECT, INSERT ON kdelay_fate", "SELECT ON kdelay_schema", NULL}},
     {"migrate",
      "kdelayctl db migrate and db version: creates and alters the tables",
      {"SELECT, INSERT, CREATE, ALTER, INDEX ON *", NULL}},
@@ -30,8 +34,8 @@ static const kd_db_role_t kd_db_roles[] = {
      {"SELECT, DELETE ON kdelay_fate", "SELECT ON kdelay_schema", NULL}},
 };
 
-const char *const kd_db_grant_roles[] = {"forwarder", "admin", "migrate", "gc",
-                                         NULL};
+const char *const kd_db_grant_roles[] = {"forwarder", "admin", "client",
+                                         "migrate",   "gc",    NULL};
 
 int kd_db_grants_write(FILE *out, const char *role, const char *db,
                        const char *account)

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-/* Names of the roles, NULL-ended: forwarder, admin, migrate, gc. */
+/* Names of the roles, NULL-ended: forwarder, admin, client, migrate, gc. */
 extern const char *const kd_db_grant_roles[];
 
 /* Writes the GRANT statements of role (one of kd_db_grant_roles) on

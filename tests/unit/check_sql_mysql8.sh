@@ -14,7 +14,7 @@ run=$src/tools/sqlcheck/run.sh
 "$run" --migrations "$src/deploy/mysql"
 grants=$(mktemp)
 trap 'rm -f "$grants"' EXIT
-for role in forwarder admin migrate gc; do
+for role in forwarder admin client migrate gc; do
   "$ctl" db grants --role "$role" >>"$grants"
 done
 "$run" --file "$grants"

@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+"""Integration: the client examples of other languages (examples/python,
+examples/java, examples/node) schedule, cancel and ask status against a
+real forwarder, by the wire format and the client side of the fate
+protocol (docs/fate-protocol.md, "Clients") alone.
+
+One forwarder (tiers 1s,4s) serves every language at once; each language's
+fate program runs as a MySQL user holding exactly `kdelayctl db grants
+--role client`, with its password in KDELAY_MYSQL_PASSWORD. Per language:
+
+- task A, scheduled by the language's schedule program, arrives once, never
+  early, within 2 s of its fire-at, with key, value and header intact; a
+  cancel after it fired answers too_late (exit 3);
+- task B, scheduled and cancelled at once, answers cancelled (exit 0), and
+  a second cancel cancelled again; B never arrives; an id no forwarder has
+  seen is cancelled too;
+- the race: 20 tasks due 30 ms apart, cancelled one after another from
+  100 ms before the first is due, between the forwarder's claims of the
+  first and the second batch of them (claims run up to
+  forwarder.claim_ahead, 500 ms, before the fire: the claim is what a
+  cancel races): every "cancelled" never arrives, every "too_late"
+  arrives, none is "unknown", and both answers occur;
+- status of A, B, the unseen id and two race tasks equals `kdelayctl
+  status --json`.
+
+Environment (CMake sets it): KDELAY_CTL, KDELAY_FORWARDER, KDELAY_SOURCE_DIR,
+KDELAY_EXAMPLE_PYTHON, KDELAY_JAVA and KDELAY_EXAMPLE_JAVA_DIR; the stack's
+KDELAY_BROKERS, KDELAY_MYSQL_URL and KDELAY_KAFKA_CONFIG. A language that
+cannot run here fails the test and says why."""
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+SRC = os.environ.get("KDELAY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "examples", "python"))
+import fate as pyfate  # noqa: E402  (the example under test, as a module)
+import schedule as pysched  # noqa: E402
+
+TIERS = "1s,4s"
+RACE_N = 20
+RACE_STEP_MS = 30
+# The decisive instant of a cancel is the claim. A task joins the claim
+# queue forwarder.claim_ahead (500 ms) before its fire, and a batch goes to
+# MySQL at most half of that later: the first 9 race tasks are claimed
+# together about 250 ms before the first is due, the next 9 about 270 ms
+# later. The cancels start between the two, 100 ms before the first due.
+CLAIM_AHEAD_MS = 500
+RACE_CANCEL_BEFORE_MS = 100
+ON_TIME_MS = 2000
+
+
+def now_ms():
+    return time.time_ns() // 1_000_000
+
+
+def fail(msg):
+    print(f"test_clients: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def log(msg):
+    print(f"test_clients: {msg}", file=sys.stderr, flush=True)
+
+
+def kafka_conf():
+    brokers = os.environ.get("KDELAY_BROKERS")
+    if not brokers:
+        fail('KDELAY_BROKERS is not set (eval "$(deploy/local/stack.sh env)")')
+    conf = {}
+    path = os.environ.get("KDELAY_KAFKA_CONFIG", "")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                s = line.strip()
+                if s and s[0] not in "#!" and "=" in s:
+                    name, _, value = s.partition("=")
+                    conf[name.strip()] = value.strip()
+    conf.setdefault("bootstrap.servers", brokers)
+    return conf
+
+
+def url_with(url, user=None, db=None):
+    """url with its user (and no password) or its database replaced."""
+    u = urllib.parse.urlsplit(url)
+    netloc = u.netloc
+    if user is not None:
+        host = netloc.rpartition("@")[2]
+        netloc = f"{urllib.parse.quote(user, safe='')}@{host}"
+    path = f"/{db}" if db is not None else u.path
+    return urllib.parse.urlunsplit((u.scheme, netloc, path, u.query, ""))
+
+
+def languages():
+    """name -> (schedule argv prefix, fate argv prefix), or a reason."""
+    py = os.environ.get("KDELAY_EXAMPLE_PYTHON", "/usr/bin/python3")
+    langs, missing = {}, []
+    langs["python"] = ([py, os.path.join(SRC, "examples/python/schedule.py")],
+                       [py, os.path.join(SRC, "examples/python/fate.py")])
+    java = os.environ.get("KDELAY_JAVA", "")
+    jdir = os.environ.get("KDELAY_EXAMPLE_JAVA_DIR", "")
+    cpfile = os.path.join(jdir, "classpath.txt")
+    if java and os.path.isfile(cpfile):
+        with open(cpfile, encoding="utf-8") as f:
+            cp = os.path.join(jdir, "classes") + ":" + f.read().strip()
+        langs["java"] = ([java, "-cp", cp, "Schedule"], [java, "-cp", cp, "Fate"])
+    else:
+        missing.append(f"java: no built example in {jdir!r} (Maven missing at configure time?)")
+    node = os.path.join(SRC, "examples/node/run.sh")
+    langs["node"] = ([node, "schedule"], [node, "fate"])
+    return langs, missing
+
+
+class Stack:
+    """A database, a client user, topics and one forwarder of this test."""
+
+    def __init__(self):
+        self.tag = secrets.token_hex(4)
+        self.prefix = f"itcli{self.tag}"
+        self.db = f"kdit_cli_{self.tag}"
+        self.user = f"kdcli_{self.tag}"
+        self.password = secrets.token_urlsafe(18)
+        self.root_url = os.environ.get("KDELAY_MYSQL_URL")
+        if not self.root_url:
+            fail("KDELAY_MYSQL_URL is not set")
+        self.url = url_with(self.root_url, db=self.db)
+        self.client_url = url_with(self.url, user=self.user)
+        self.ctl = os.environ["KDELAY_CTL"]
+        self.fwd = None
+        self.tmp = tempfile.mkdtemp(prefix="test_clients.")
+        self.kconf = kafka_conf()
+        self.target = f"{self.prefix}.target"
+
+    def root_sql(self, *statements):
+        import pymysql
+
+        kw = pyfate.parse_url(self.root_url)
+        kw.pop("database")
+        if "password" not in kw and os.environ.get("MYSQL_PWD"):
+            kw["password"] = os.environ["MYSQL_PWD"]
+        conn = pymysql.connect(autocommit=True, **kw)
+        try:
+            with conn.cursor() as cur:
+                for s in statements:
+                    cur.execute(s)
+        finally:
+            conn.close()
+
+    def kdelayctl(self, *args, url=None, check=True):
+        argv = [self.ctl, "--brokers", self.kconf["bootstrap.servers"],
+                "--mysql", url or self.url, "-X", f"topic_prefix={self.prefix}",
+                "-X", f"tiers={TIERS}"]
+        if os.environ.get("KDELAY_KAFKA_CONFIG"):
+            argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+        r = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=120)
+        if check and r.returncode != 0:
+            fail(f"kdelayctl {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+        return r
+
+    def up(self):
+        self.root_sql(f"CREATE DATABASE `{self.db}`")
+        self.kdelayctl("db", "migrate")
+        grants = self.kdelayctl("db", "grants", "--role", "client", "--user", f"{self.user}@%").stdout
+        self.root_sql(f"CREATE USER '{self.user}'@'%' IDENTIFIED BY '{self.password}'",
+                      *[l.rstrip(";") for l in grants.splitlines() if l.startswith("GRANT ")])
+        self.kdelayctl("topics", "create", "--partitions", "2")
+        admin = AdminClient(self.kconf)
+        admin.create_topics([NewTopic(self.target, 2, 1)])[self.target].result(30)
+        argv = [os.environ["KDELAY_FORWARDER"], "--brokers", self.kconf["bootstrap.servers"],
+                "--mysql", self.url, "-X", f"topic_prefix={self.prefix}",
+                "-X", f"forwarder.group_id={self.prefix}-group",
+                "-X", "forwarder.instance=fwClients", "-X", f"tiers={TIERS}",
+                "-X", "forwarder.hold_horizon=2s",
+                "-X", f"forwarder.claim_ahead={CLAIM_AHEAD_MS}ms"]
+        if os.environ.get("KDELAY_KAFKA_CONFIG"):
+            argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+        self.fwd_log = os.path.join(self.tmp, "forwarder.log")
+        self.fwd = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                    stderr=open(self.fwd_log, "w"))
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with open(self.fwd_log, encoding="utf-8", errors="replace") as f:
+                if "event=partitions_assigned" in f.read():
+                    return
+            if self.fwd.poll() is not None:
+                break
+            time.sleep(0.1)
+        fail(f"the forwarder did not get its partitions in 30 s: {self.fwd_log}")
+
+    def down(self):
+        if self.fwd and self.fwd.poll() is None:
+            self.fwd.send_signal(signal.SIGTERM)
+            try:
+                self.fwd.wait(30)
+            except subprocess.TimeoutExpired:
+                self.fwd.kill()
+        try:
+            self.root_sql(f"DROP USER IF EXISTS '{self.user}'@'%'", f"DROP DATABASE IF EXISTS `{self.db}`")
+        except Exception as e:  # the run's verdict stands; say what was left
+            log(f"cleanup: {e}")
+        AdminClient(self.kconf).delete_topics(
+            [self.target] + [f"{self.prefix}.tier.{t}" for t in TIERS.split(",")])
+
+
+class Lang:
+    """One language's run: its commands, answers and failures."""
+
+    def __init__(self, name, sched, fate, stack):
+        self.name, self.sched, self.fate, self.stack = name, sched, fate, stack
+        self.errors = []
+        self.ids = {}  # role -> id
+        self.fire_at = {}  # id -> due ms
+        self.race = []  # (id, due ms)
+        self.race_answers = {}  # id -> outcome
+        self.expect_arrive, self.expect_never = set(), set()
+        self.statuses = {}  # id -> the example's status object
+        self.env = dict(os.environ, KDELAY_MYSQL_URL=stack.client_url,
+                        KDELAY_MYSQL_PASSWORD=stack.password)
+
+    def err(self, msg):
+        self.errors.append(msg)
+
+    def run(self, argv, timeout=60):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env)
+        if stack_password_in(r, self.stack.password):
+            self.err(f"{argv[-2:]}: the password appears in the output")
+        return r
+
+    def schedule(self, role, due, key, value, header):
+        argv = self.sched + ["--brokers", self.stack.kconf["bootstrap.servers"],
+                             "--prefix", self.stack.prefix, "--tiers", TIERS,
+                             "--topic", self.stack.target, "--key", key, "--value", value,
+                             "--at", str(due), "--header", header]
+        r = self.run(argv)
+        if r.returncode != 0 or not r.stdout.strip():
+            self.err(f"schedule {role}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
+            return None
+        tid = r.stdout.strip().splitlines()[-1]
+        self.ids[role], self.fire_at[tid] = tid, due
+        return tid
+
+    def fate_cmd(self, verb, ids, not_before=None, want_rc=None):
+        argv = list(self.fate)
+        if not_before is not None:
+            argv += ["--not-before", str(not_before)]
+        r = self.run(argv + [verb] + list(ids))
+        try:
+            out = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+        except ValueError:
+            self.err(f"{verb}: stdout is not JSON lines: {r.stdout[:300]!r}")
+            return None
+        if len(out) != len(ids) or [o.get("id") for o in out] != list(ids):
+            self.err(f"{verb} {ids[:2]}...: {len(out)} answers for {len(ids)} ids: "
+                     f"{r.stdout[:300]!r} {r.stderr.strip()[-300:]}")
+            return None
+        if want_rc is not None and r.returncode != want_rc:
+            self.err(f"{verb} {list(ids)[:2]}: exit {r.returncode}, want {want_rc}: {r.stderr.strip()[-300:]}")
+        return out, r.returncode
+
+    def check_status(self, ids):
+        got = self.fate_cmd("status", ids, want_rc=0)
+        if not got:
+            return
+        for o in got[0]:
+            ref = self.stack.kdelayctl("status", "--json", o["id"]).stdout
+            if json.loads(ref) != o:
+                self.err(f"status {o['id']!r}: {json.dumps(o)} but kdelayctl says {ref.strip()}")
+            self.statuses[o["id"]] = o
+
+
+def stack_password_in(r, password):
+    return password in (r.stdout or "") or password in (r.stderr or "")
+
+
+def race_tasks(stack, lang, t_race):
+    """Produces RACE_N tasks due RACE_STEP_MS apart (the python example's
+    schedule() as a module, on one producer)."""
+    producer = Producer({**stack.kconf, "enable.idempotence": True, "acks": "all",
+                         "partitioner": "murmur2_random"})
+    errors = []
+    tiers = pysched.parse_tiers(TIERS)
+    for i in range(RACE_N):
+        due = t_race + i * RACE_STEP_MS
+        tid = pysched.schedule(producer, stack.prefix, tiers, stack.target,
+                               f"race-{lang.name}", f"race {i}", due,
+                               task_id=f"race-{stack.tag}-{lang.name}-{i:02d}",
+                               on_delivery=lambda err, _m: err and errors.append(err))
+        lang.race.append((tid, due))
+        lang.fire_at[tid] = due
+    if producer.flush(30) or errors:
+        lang.err(f"race tasks not produced: {errors}")
+
+
+def lang_main(lang, t0, t_race):
+    s = lang.stack
+    try:
+        # A: due in 6 s, arrives intact and on time.
+        a = lang.schedule("A", t0 + 6000, f"key-{lang.name}", f"value of {lang.name} ✓",
+                          f"trace={lang.name}-7")
+        # B: due in 7 s, cancelled at once: cancelled twice, never arrives.
+        b = lang.schedule("B", t0 + 7000, f"key-{lang.name}-b", "never", "trace=b")
+        unseen = f"unseen-{s.tag}-{lang.name}"
+        if b:
+            got = lang.fate_cmd("cancel", [b, b, unseen], want_rc=0)
+            if got and [o["outcome"] for o in got[0]] != ["cancelled"] * 3:
+                lang.err(f"cancel B twice and an unseen id: {got[0]}")
+            lang.expect_never |= {b, unseen}
+        if a:
+            lang.expect_arrive.add(a)
+        race_tasks(s, lang, t_race)
+        # The race: one process, connected ahead, cancels every race task in
+        # order from 100 ms before the first is due.
+        got = lang.fate_cmd("cancel", [t for t, _ in lang.race],
+                            not_before=t_race - RACE_CANCEL_BEFORE_MS)
+        if got:
+            out, rc = got
+            for o in out:
+                lang.race_answers[o["id"]] = o["outcome"]
+            kinds = {o["outcome"] for o in out}
+            if "unknown" in kinds:
+                lang.err(f"race: unknown outcomes: {[o for o in out if o['outcome'] == 'unknown'][:3]}")
+            if kinds != {"cancelled", "too_late"}:
+                lang.err(f"race: want both cancelled and too_late, got {sorted(kinds)}")
+            want = 3 if "too_late" in kinds and "unknown" not in kinds else 0 if kinds == {"cancelled"} else rc
+            if rc != want:
+                lang.err(f"race: exit {rc}, want {want}")
+            for tid, _ in lang.race:
+                if lang.race_answers.get(tid) == "cancelled":
+                    lang.expect_never.add(tid)
+                elif lang.race_answers.get(tid) == "too_late":
+                    lang.expect_arrive.add(tid)
+        # After A fired: too late.
+        if a:
+            time.sleep(max(0, t0 + 6000 + 3000 - now_ms()) / 1000)
+            got = lang.fate_cmd("cancel", [a], want_rc=3)
+            if got and got[0][0]["outcome"] != "too_late":
+                lang.err(f"cancel of fired A: {got[0][0]}")
+        time.sleep(max(0, t_race + RACE_N * RACE_STEP_MS + 3000 - now_ms()) / 1000)
+        ids = [i for i in (a, b, unseen) if i] + [lang.race[0][0], lang.race[-1][0]]
+        lang.check_status(ids)
+    except Exception as e:  # a crash of the harness is a failure too
+        lang.err(f"{type(e).__name__}: {e}")
+
+
+def consume(stack, deadline, arrived):
+    c = Consumer({**stack.kconf, "group.id": f"{stack.prefix}-check",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    c.subscribe([stack.target])
+    while now_ms() < deadline:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        hdrs = {k: v for k, v in (m.headers() or [])}
+        tid = (hdrs.get("kdelay-id") or b"").decode("utf-8", "replace")
+        arrived.setdefault(tid, []).append({
+            "ts": m.timestamp()[1], "key": m.key(), "value": m.value(), "headers": hdrs})
+    c.close()
+
+
+def check_arrivals(lang, arrived):
+    for tid in sorted(lang.expect_never):
+        if tid in arrived:
+            what = "cancelled" if tid in lang.race_answers else "cancelled (B or unseen)"
+            lang.err(f"{tid!r} was {what} yet arrived")
+    for tid in sorted(lang.expect_arrive):
+        recs = arrived.get(tid, [])
+        if not recs:
+            lang.err(f"{tid!r} never arrived")
+            continue
+        if len(recs) != 1:
+            lang.err(f"{tid!r} arrived {len(recs)} times")
+        r, due = recs[0], lang.fire_at[tid]
+        if r["ts"] < due:
+            lang.err(f"{tid!r} early by {due - r['ts']} ms")
+        elif tid == lang.ids.get("A") and r["ts"] > due + ON_TIME_MS:
+            lang.err(f"{tid!r} late by {r['ts'] - due} ms")
+        if tid == lang.ids.get("A"):
+            want = (f"key-{lang.name}".encode(), f"value of {lang.name} ✓".encode(),
+                    f"{lang.name}-7".encode())
+            got = (r["key"], r["value"], r["headers"].get("trace"))
+            if got != want:
+                lang.err(f"A arrived as {got}, want {want}")
+            lang.a_late = r["ts"] - due
+
+
+def main():
+    langs, missing = languages()
+    for m in missing:
+        log(f"cannot run {m}")
+    if missing:
+        fail("a client example cannot run here")
+    stack = Stack()
+    try:
+        stack.up()
+        t0 = now_ms()
+        t_race = t0 + 9000
+        runs = [Lang(n, sched, fate, stack) for n, (sched, fate) in langs.items()]
+        arrived = {}
+        end = t_race + RACE_N * RACE_STEP_MS + 6000
+        consumer = threading.Thread(target=consume, args=(stack, end, arrived))
+        consumer.start()
+        threads = [threading.Thread(target=lang_main, args=(l, t0, t_race)) for l in runs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        consumer.join()
+        failed = False
+        for l in runs:
+            check_arrivals(l, arrived)
+            answers = list(l.race_answers.values())
+            log(f"{l.name}: A late {getattr(l, 'a_late', None)} ms; race cancelled "
+                f"{answers.count('cancelled')}, too_late {answers.count('too_late')}, "
+                f"unknown {answers.count('unknown')}; cancelled delivered "
+                f"{sum(1 for t in l.expect_never if t in arrived)}; status checked "
+                f"{len(l.statuses)}")
+            for e in l.errors:
+                failed = True
+                print(f"test_clients: FAIL: {l.name}: {e}", file=sys.stderr)
+        if failed:
+            with open(stack.fwd_log, encoding="utf-8", errors="replace") as f:
+                sys.stderr.write("forwarder log (tail):\n" + "".join(f.readlines()[-30:]))
+            return 1
+        log("PASS")
+        return 0
+    finally:
+        stack.down()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
