@@ -197,7 +197,8 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
                 known |= !strcmp(kd_db_grant_roles[i], a->role);
         if (!known)
                 return kd_cli_usage_error(
-                    cli, "--role %s is not forwarder, admin, client, migrate or gc",
+                    cli,
+                    "--role %s is not forwarder, admin, client, migrate or gc",
                     kd_log_quote(a->role, q, sizeof(q)));
         snprintf(user, sizeof(user), "kdelay_%s", a->role);
         if (kd_db_grants_account(a->user ? a->user : user, account,
