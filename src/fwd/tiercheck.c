@@ -93,9 +93,16 @@ static void check(kd_fwd_t *f)
  * (the forwarder sets client.id = forwarder.instance): a second live
  * forwarder with the same instance, or this instance's previous process
  * until its session times out (the broker cannot tell them apart for a
- * dynamic member, so this warns and counts, never refuses). */
+ * dynamic member, so this warns and counts, never refuses). A static
+ * member needs no check: the broker fences the older of two with one
+ * group.instance.id, and a restarted one replaces its predecessor, which
+ * a listing can still show for a moment (a false error on every restart). */
 static void instance_check(kd_fwd_t *f)
 {
+        if (f->conf->fwd_static_membership) {
+                f->metrics.v[KD_M_INSTANCE_IN_USE] = 0;
+                return;
+        }
         const struct rd_kafka_group_list *gl = NULL;
         rd_kafka_resp_err_t err =
             rd_kafka_list_groups(f->kafka.consumer, f->conf->fwd_group_id, &gl,
