@@ -593,7 +593,9 @@ static kdelay_err_t renew_own(kd_fate_mysql_t *store,
                               const char *owner, char *errstr,
                               size_t errstr_size)
 {
-        kd_sql_t sql = {0};
+        /* One pass: the CASE goes into sql, the owners' conditions into
+         * cond, appended after it. */
+        kd_sql_t sql = {0}, cond = {0};
         size_t asked = 0;
         sql_add(&sql, "UPDATE kdelay_fate SET lease_until = CASE task_id");
         for (size_t i = 0; i < n; i++) {
@@ -605,25 +607,26 @@ static kdelay_err_t renew_own(kd_fate_mysql_t *store,
                 sql_add_hex(&sql, items[i].id, items[i].id_len);
                 sql_add(&sql, " THEN ");
                 sql_add_lease(&sql, items[i].lease_ms);
-                asked++;
+                sql_add(&cond, "%s(task_id = ", asked++ ? " OR " : "");
+                sql_add_hex(&cond, items[i].id, items[i].id_len);
+                sql_add(&cond, " AND CAST(owner AS BINARY) = ");
+                sql_add_hex(&cond, tok, tlen);
+                sql_add(&cond, ")");
         }
-        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND (");
-        for (size_t i = 0, k = 0; i < n; i++) {
-                const char *tok;
-                size_t tlen;
-                if (!renewable(&items[i], owner, &tok, &tlen))
-                        continue;
-                sql_add(&sql, "%s(task_id = ", k++ ? " OR " : "");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " AND CAST(owner AS BINARY) = ");
-                sql_add_hex(&sql, tok, tlen);
-                sql_add(&sql, ")");
+        kdelay_err_t err = KDELAY_OK;
+        if (asked) {
+                if (cond.oom)
+                        sql.oom = 1; /* stmt() reports it */
+                else
+                        sql_add(&sql,
+                                " ELSE lease_until END WHERE state = "
+                                "'FIRING' AND (%.*s)",
+                                (int)cond.len, cond.buf);
+                err =
+                    stmt(store, &sql, "claim renew", NULL, errstr, errstr_size);
         }
-        sql_add(&sql, ")");
-        kdelay_err_t err =
-            asked ? stmt(store, &sql, "claim renew", NULL, errstr, errstr_size)
-                  : KDELAY_OK;
         free(sql.buf);
+        free(cond.buf);
         return err;
 }
 

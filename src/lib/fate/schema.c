@@ -181,27 +181,24 @@ static kdelay_err_t record(MYSQL *conn, const kd_migration_t *m, char *errstr,
                            size_t errstr_size)
 {
         int v[3];
-        char sql[320], floor[40] = "NULL";
-        int found = kd_schema_floor_of(m->sql, v);
-        if (m->version >= KD_SCHEMA_FLOOR_SINCE) {
-                if (found != 1)
-                        return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
-                                       "migration %s declares no release "
-                                       "floor (-- kdelay: floor X.Y.Z)",
-                                       m->name);
-                snprintf(floor, sizeof(floor), "'%d.%d.%d'", v[0], v[1], v[2]);
-        }
-        if (m->version >= KD_SCHEMA_FLOOR_SINCE)
-                snprintf(sql, sizeof(sql),
-                         "INSERT INTO kdelay_schema (version, name, "
-                         "applied_at_ms, compat_floor) VALUES (%d, '%s', "
-                         "%lld, %s)",
-                         m->version, m->name, (long long)kd_now_ms(), floor);
-        else
+        char sql[320];
+        if (m->version < KD_SCHEMA_FLOOR_SINCE)
                 snprintf(sql, sizeof(sql),
                          "INSERT INTO kdelay_schema (version, name, "
                          "applied_at_ms) VALUES (%d, '%s', %lld)",
                          m->version, m->name, (long long)kd_now_ms());
+        else if (kd_schema_floor_of(m->sql, v) == 1)
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO kdelay_schema (version, name, "
+                         "applied_at_ms, compat_floor) VALUES (%d, '%s', "
+                         "%lld, '%d.%d.%d')",
+                         m->version, m->name, (long long)kd_now_ms(), v[0],
+                         v[1], v[2]);
+        else
+                return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
+                               "migration %s declares no release floor "
+                               "(-- kdelay: floor X.Y.Z)",
+                               m->name);
         return kd_mysql_exec(conn, sql, errstr, errstr_size);
 }
 
