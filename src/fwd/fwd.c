@@ -533,6 +533,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metric_set(m, KD_M_PARTITIONS, parts);
         kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
         kd_metric_set(m, KD_M_PAUSED_FULL, full);
+        kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_mono_ms()));
 }
 
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
@@ -581,7 +582,6 @@ void kd_fwd_publish(kd_fwd_t *f)
         if (n >= 0) {
                 len = (size_t)n;
                 kd_partgauges_format(f, buf, cap, &len);
-                kd_ready_format(!why, buf, cap, &len);
         }
         if (n >= 0 && len >= cap) { /* more partitions: once more */
                 cap = len + 1;
@@ -591,10 +591,8 @@ void kd_fwd_publish(kd_fwd_t *f)
                               KDELAY_VERSION_STR, buf, cap)
                         : -1;
                 len = n >= 0 ? (size_t)n : 0;
-                if (n >= 0) {
+                if (n >= 0)
                         kd_partgauges_format(f, buf, cap, &len);
-                        kd_ready_format(!why, buf, cap, &len);
-                }
                 if (len >= cap)
                         n = -1; /* grew meanwhile: next time */
         }

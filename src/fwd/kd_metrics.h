@@ -1,7 +1,9 @@
 /* The forwarder's metric table: one row per metric (name, type, unit,
  * labels, help), in the manner of nng's nni_stat_info. The same rows make
  * the `event=stats` log line now and the Prometheus exporter later; a new
- * metric is one line in KD_METRICS. Counters only ever go up. */
+ * metric is one line in KD_METRICS. Counters only ever go up. The one
+ * family outside it is per partition (labelled by topic and partition,
+ * their number unknown until assignment): kd_partgauges.h. */
 #ifndef KD_METRICS_H
 #define KD_METRICS_H
 
@@ -88,6 +90,7 @@ typedef enum kd_metric_type {
         X(INSTANCE_IN_USE, "instance_in_use", GAUGE, "",                       \
           "Other members of the group with this forwarder's instance name "    \
           "(client.id)")                                                       \
+        X(READY, "ready", GAUGE, "", "1 when /readyz answers 200")             \
         X(CLAIMED, "claimed", COUNTER, "", "Claims won")                       \
         X(CLAIM_STATEMENTS, "claim_statements", COUNTER, "",                   \
           "Fate-table statements for claims and takeovers")                    \

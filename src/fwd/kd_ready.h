@@ -22,9 +22,4 @@
  * f->tiers_why); NULL when it is ready. */
 const char *kd_ready_why(const kd_fwd_t *f, int64_t now_ms);
 
-/* Appends the gauge kdelay_forwarder_ready (1 ready, 0 not) to buf (size
- * bytes, text at *len) in the Prometheus text format; *len grows by what
- * it needs, also past size (then nothing is written). */
-void kd_ready_format(int ready, char *buf, size_t size, size_t *len);
-
 #endif

@@ -1,8 +1,6 @@
 /* Readiness (kd_ready.h). */
 #include "kd_ready.h"
 
-#include <stdio.h>
-
 const char *kd_ready_why(const kd_fwd_t *f, int64_t now_ms)
 {
         const kd_fwd_intake_t *in = &f->intake;
@@ -21,17 +19,4 @@ const char *kd_ready_why(const kd_fwd_t *f, int64_t now_ms)
         if (*f->stop)
                 return "stopping";
         return NULL;
-}
-
-void kd_ready_format(int ready, char *buf, size_t size, size_t *len)
-{
-        int n = snprintf(*len < size ? buf + *len : NULL,
-                         *len < size ? size - *len : 0,
-                         "# HELP kdelay_forwarder_ready 1 when /readyz "
-                         "answers 200\n"
-                         "# TYPE kdelay_forwarder_ready gauge\n"
-                         "kdelay_forwarder_ready %d\n",
-                         ready ? 1 : 0);
-        if (n > 0)
-                *len += (size_t)n;
 }
