@@ -38,6 +38,7 @@ for r in alerts:
     assert not re.search(r"\bjob\s*=|\bup\b", r["expr"]), a + ": names a job or reads up (use kdelay:forwarder_up)"
 rec = [r for r in rules if "record" in r]
 assert [r["record"] for r in rec] == ["kdelay:forwarder_up"], "recording rules"
-print("check_alert_rules: %d alerts, each critical|warning with its runbook in docs/operations.md; without a firing test: %s"
-      % (len(alerts), " ".join(untested) or "none"))
+assert not untested, "alerts without a firing test in kdelay-alerts.test.yml: " + " ".join(untested)
+print("check_alert_rules: %d alerts, each critical|warning with its runbook in docs/operations.md and a promtool test that fires it"
+      % len(alerts))
 PY
