@@ -2,8 +2,8 @@
 # The Prometheus alert rules: they load (promtool check rules), fire as
 # their unit tests say (promtool test rules), and each alert has severity
 # critical or warning, a runbook_url whose anchor is a heading of
-# docs/operations.md (one section per alert) (alerts without a unit test
-# that fires them are listed); no rule but the recording rule kdelay:forwarder_up
+# docs/operations.md (one section per alert) and a unit test that fires
+# it; no rule but the recording rule kdelay:forwarder_up
 # names a scrape job or reads `up`.
 # Usage: check_alert_rules.sh SOURCE_DIR
 set -euo pipefail
