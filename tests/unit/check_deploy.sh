@@ -3,7 +3,8 @@
 # runtime, no cluster): deploy/docker/build.sh (the Dockerfile's build
 # steps) installs into a DESTDIR; the installed entrypoint runs the
 # forwarder and kdelayctl with the options the environment gives; compose,
-# the Kubernetes manifests and the Grafana dashboard parse. (The metric
+# the Kubernetes manifests and the Grafana dashboard parse, and the
+# manifests validate against the Kubernetes API schemas (tools/k8scheck). (The metric
 # names the dashboard and the alert rules use are checked against a real
 # scrape by test_http.)
 # Usage: check_deploy.sh SOURCE_DIR BUILD_DIR
@@ -130,6 +131,11 @@ if command -v kubectl >/dev/null; then
 else
     echo "check_deploy: kubectl missing, kustomize build not checked"
 fi
+# Every Kubernetes manifest against the Kubernetes API schemas
+# (tools/k8scheck: kubernetes-models from npm; types, enums, required
+# fields), after its self-test finds a planted error.
+"$src/tools/k8scheck/run.sh" --self-test
+"$src/tools/k8scheck/run.sh" "$src/deploy/kubernetes" | tail -n 1
 # Docker: a .dockerignore that keeps build trees and .git out, OCI labels,
 # the health check's port from the environment.
 for p in .git build '.stack*/' .cache; do
