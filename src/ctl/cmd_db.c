@@ -14,10 +14,11 @@
 #include "kd_log.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_schema_steps.h"
 #include "kd_util.h"
 
 static const char kd_db_help[] =
-    "Usage: kdelayctl db migrate [--json]\n"
+    "Usage: kdelayctl db migrate [--json] [--print]\n"
     "       kdelayctl db version [--json]\n"
     "       kdelayctl db gc [--older-than DURATION] [--batch N] [--json]\n"
     "       kdelayctl db grants --role ROLE [--user USER[@HOST]] [--json]\n"
@@ -25,6 +26,8 @@ static const char kd_db_help[] =
     "migrate  applies every schema migration the database lacks, in order\n"
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
     "         in table kdelay_schema. Safe to run again and concurrently.\n"
+    "         --print: prints every statement of every migration built in,\n"
+    "         each after its guard, as it would send them; no connection.\n"
     "version  prints the database's schema version and this build's.\n"
     "gc       deletes fate rows decided more than DURATION ago of tasks\n"
     "         due more than DURATION ago (default mysql.fate_retention,\n"
@@ -53,7 +56,7 @@ static const char kd_db_help[] =
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
 
-enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER, OPT_JSON };
+enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER, OPT_JSON, OPT_PRINT };
 
 /* Indexes of the sub-verbs in kd_ctl_db's list. */
 enum { DB_MIGRATE, DB_VERSION, DB_GC, DB_GRANTS };
@@ -65,6 +68,7 @@ typedef struct gc_args {
         const char *role; /* grants */
         const char *user; /* grants; NULL = kdelay_<role> */
         int json;
+        int print; /* migrate --print */
 } gc_args_t;
 
 static int gc_on_opt(int opt, const char *arg, void *ctx)
@@ -72,6 +76,10 @@ static int gc_on_opt(int opt, const char *arg, void *ctx)
         gc_args_t *a = ctx;
         if (opt == OPT_JSON) {
                 a->json = 1;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_PRINT) {
+                a->print = 1;
                 return KD_EXIT_OK;
         }
         if (opt == OPT_ROLE) {
@@ -227,6 +235,35 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
         return rc;
 }
 
+/* migrate --print: every statement of every migration built in, as the
+ * migrator sends them (its own split), each after its guard; no
+ * connection. tools/sqlcheck parses this output. */
+static int print_migrations(kd_cli_t *cli)
+{
+        static const char *const kinds[] = {"", "column", "index"};
+        for (size_t i = 0; i < kd_migrations_cnt; i++) {
+                const kd_migration_t *m = &kd_migrations[i];
+                const char *pos = m->sql;
+                kd_schema_step_t st;
+                char errstr[256];
+                int r;
+                printf("-- %s (version %d)\n", m->name, m->version);
+                while ((r = kd_schema_step_next(&pos, &st, errstr,
+                                                sizeof(errstr))) > 0) {
+                        if (st.guard != KD_SCHEMA_GUARD_NONE)
+                                printf("-- kdelay: unless %s %s.%s\n",
+                                       kinds[st.guard], st.table, st.name);
+                        printf("%.*s;\n", (int)st.sql_len, st.sql);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "%s: migration %s: %s\n", cli->prog,
+                                m->name, errstr);
+                        return KD_EXIT_ERROR;
+                }
+        }
+        return fflush(stdout) ? KD_EXIT_ERROR : KD_EXIT_OK;
+}
+
 static void on_migration(const kd_migration_t *m, void *opaque)
 {
         kd_cli_log(opaque, KDELAY_LOG_INFO,
@@ -261,11 +298,16 @@ int kd_ctl_db(int argc, char **argv)
             {NULL, 0, NULL, 0}};
         static const struct option json_opts[] = {
             {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+        static const struct option migrate_opts[] = {
+            {"json", no_argument, NULL, OPT_JSON},
+            {"print", no_argument, NULL, OPT_PRINT},
+            {NULL, 0, NULL, 0}};
         gc_args_t ga = {.cli = &cli, .batch = 1000};
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
-                          gc       ? gc_opts
-                          : grants ? grants_opts
-                                   : json_opts,
+                          gc        ? gc_opts
+                          : grants  ? grants_opts
+                          : migrate ? migrate_opts
+                                    : json_opts,
                           gc_on_opt, &ga, kd_db_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
@@ -274,8 +316,10 @@ int kd_ctl_db(int argc, char **argv)
                 kd_cli_clear(&cli);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
         }
-        if (gc || grants) {
-                rc = gc ? run_gc(&cli, &ga) : run_grants(&cli, &ga);
+        if (gc || grants || ga.print) {
+                rc = gc       ? run_gc(&cli, &ga)
+                     : grants ? run_grants(&cli, &ga)
+                              : print_migrations(&cli);
                 kd_cli_clear(&cli);
                 return rc;
         }

@@ -4,9 +4,8 @@
 // kdelay runs on MySQL 8.0/8.4 as well as MariaDB without a MySQL server
 // here (tools/sqlcheck/README.md).
 //
-//   node check.js --migrations DIR     every deploy/mysql/NNN_*.sql statement
-//   node check.js --file FILE          statements split the same way (e.g.
-//                                      `kdelayctl db grants` output)
+//   node check.js --file FILE          statements as kdelayctl prints them
+//                                      (`db migrate --print`, `db grants`)
 //   node check.js --general-log FILE   every query a MariaDB general log holds
 //                                      (TCP clients: kdelay's, not stack.sh's)
 //   node check.js --self-test          planted statements must fail, good pass
@@ -80,10 +79,11 @@ function check(sql) {
   return found;
 }
 
-// A migration file's statements, split as kdelay's migrator splits them
-// (src/lib/fate/kd_schema_steps.h): comment lines before a statement are
-// skipped, a statement ends at a ';' that ends its line.
-function splitMigration(text) {
+// The statements of a file kdelayctl printed (`db migrate --print`,
+// `db grants`): each ends at a ';' that ends its line, after its comment
+// lines. The migrations are split by the migrator itself (kdelayctl
+// prints what it would send), not here.
+function splitStatements(text) {
   const out = [];
   let cur = [];
   for (const line of text.split('\n')) {
@@ -256,24 +256,14 @@ function selfTest() {
 }
 
 function main(argv) {
-  const usage = 'usage: check.js --migrations DIR | --file FILE | --general-log FILE | --self-test';
+  const usage = 'usage: check.js --file FILE | --general-log FILE | --self-test';
   if (argv.length === 1 && argv[0] === '--self-test') return selfTest() ? 1 : 0;
   if (argv.length !== 2) {
     console.error(usage);
     return 2;
   }
   const [opt, arg] = argv;
-  if (opt === '--migrations') {
-    const files = fs.readdirSync(arg).filter((f) => /^\d{3}_\w+\.sql$/.test(f)).sort();
-    if (!files.length) {
-      console.error(`check.js: no NNN_name.sql files in "${arg}"`);
-      return 2;
-    }
-    let bad = 0;
-    for (const f of files) bad += report(f, splitMigration(fs.readFileSync(path.join(arg, f), 'utf8')));
-    return bad ? 1 : 0;
-  }
-  if (opt === '--file') return report(path.basename(arg), splitMigration(fs.readFileSync(arg, 'utf8'))) ? 1 : 0;
+  if (opt === '--file') return report(path.basename(arg), splitStatements(fs.readFileSync(arg, 'utf8'))) ? 1 : 0;
   if (opt === '--general-log') {
     const queries = generalLogQueries(fs.readFileSync(arg, 'utf8'));
     if (!queries.length) {
