@@ -23,7 +23,19 @@ fate program runs as a MySQL user holding exactly `kdelayctl db grants
 - status of A, B, the unseen id and two race tasks equals `kdelayctl
   status --json`.
 
+Beside them, retries (kdelay_retry, examples/c/retrying_consumer.c, in one
+Kafka transaction per batch with the consumed offsets; the forwarder runs
+exactly_once): of 1,000 records 100 fail 1 to 4 times (the policy retries
+3); the consumer is killed (SIGKILL) once mid-way and started again. Every
+record that fails at most 3 times is processed exactly once, at the
+attempt it asked for, each retry due no sooner than its backoff (200 ms
+doubling, less 20 % jitter) after its failure and delivered no sooner than
+due; every record failing 4 times is in the dead-letter topic once, with
+its 4 failures, its original topic, partition and offset, key, value and
+header; none of them is processed.
+
 Environment (CMake sets it): KDELAY_CTL, KDELAY_FORWARDER, KDELAY_SOURCE_DIR,
+KDELAY_RETRYING_CONSUMER,
 KDELAY_EXAMPLE_PYTHON, KDELAY_JAVA and KDELAY_EXAMPLE_JAVA_DIR; the stack's
 KDELAY_BROKERS, KDELAY_MYSQL_URL and KDELAY_KAFKA_CONFIG. A language that
 cannot run here fails the test and says why."""
@@ -180,7 +192,8 @@ class Stack:
                 "-X", f"forwarder.group_id={self.prefix}-group",
                 "-X", "forwarder.instance=fwClients", "-X", f"tiers={TIERS}",
                 "-X", "forwarder.hold_horizon=2s",
-                "-X", f"forwarder.claim_ahead={CLAIM_AHEAD_MS}ms"]
+                "-X", f"forwarder.claim_ahead={CLAIM_AHEAD_MS}ms",
+                "-X", "forwarder.delivery=exactly_once"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
         self.fwd_log = os.path.join(self.tmp, "forwarder.log")
@@ -208,7 +221,8 @@ class Stack:
         except Exception as e:  # the run's verdict stands; say what was left
             log(f"cleanup: {e}")
         AdminClient(self.kconf).delete_topics(
-            [self.target] + [f"{self.prefix}.tier.{t}" for t in TIERS.split(",")])
+            [self.target, f"{self.prefix}.dead"] + [f"{self.prefix}.tier.{t}" for t in TIERS.split(",")]
+            + [f"{self.prefix}.retry-{k}" for k in ("in", "out", "dead")])
 
 
 class Lang:
@@ -393,6 +407,190 @@ def check_arrivals(lang, arrived):
             lang.a_late = r["ts"] - due
 
 
+RETRY_N = 1000
+RETRY_MAX = 3  # the example's policy.max_attempts
+RETRY_BACKOFF_MS = 200  # its backoff_initial_ms, doubling
+RETRY_JITTER = 0.2
+
+
+def retry_failures(i):
+    """How often record i fails: 1..4 for every tenth, else never."""
+    return 1 + (i // 10) % 4 if i % 10 == 0 else 0
+
+
+class Retry:
+    """The retrying consumer's run, checked like a language's."""
+
+    def __init__(self, stack):
+        self.stack, self.errors, self.name = stack, [], "retry"
+        self.topics = {k: f"{stack.prefix}.retry-{k}" for k in ("in", "out", "dead")}
+        self.coords = {}  # i -> (partition, offset) of the input record
+        self.kills = 0
+        self.figures = ""
+
+    def err(self, msg):
+        self.errors.append(msg)
+
+    def consumer(self, log):
+        argv = [os.environ["KDELAY_RETRYING_CONSUMER"], self.stack.kconf["bootstrap.servers"],
+                f"{self.stack.prefix}-retrying", self.topics["in"], self.topics["out"],
+                self.topics["dead"], self.stack.prefix, TIERS]
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+
+    def produce(self):
+        p = Producer({**self.stack.kconf, "enable.idempotence": True, "acks": "all"})
+        def report(err, m):
+            if err:
+                self.err(f"input not produced: {err}")
+            else:
+                self.coords[int(m.key())] = (m.partition(), m.offset())
+        for i in range(RETRY_N):
+            n = retry_failures(i)
+            p.produce(self.topics["in"], key=str(i).encode(),
+                      value=f"record {i}" .encode() + (f"#fail={n}".encode() if n else b""),
+                      headers=[("trace", f"t{i}".encode())], on_delivery=report)
+        if p.flush(30):
+            self.err("input not flushed in 30 s")
+
+    def read(self, topic, want, deadline_ms):
+        c = Consumer({**self.stack.kconf, "group.id": f"{self.stack.prefix}-check-{topic}",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                      "isolation.level": "read_committed"})
+        c.subscribe([topic])
+        recs = []
+        quiet_until = None
+        while now_ms() < deadline_ms:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                recs.append(m)
+                continue
+            # Once all are in, read 2 s more for duplicates.
+            if len(recs) >= want:
+                quiet_until = quiet_until or now_ms() + 2000
+                if now_ms() >= quiet_until:
+                    break
+        c.close()
+        return recs
+
+
+def header_map(m):
+    return {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
+
+
+def failures_of(h):
+    out = []
+    for line in h.get("kdelay-failures", "").split("\n"):
+        f = dict(kv.split("=", 1) for kv in line.split(" ")[:2]) if line else {}
+        if f:
+            out.append((int(f["attempt"]), int(f["failed_at"])))
+    return out
+
+
+def retry_main(r):
+    try:
+        admin = AdminClient(r.stack.kconf)
+        fs = admin.create_topics([NewTopic(t, 2, 1) for t in r.topics.values()])
+        for f in fs.values():
+            f.result(30)
+        r.produce()
+        log = open(os.path.join(r.stack.tmp, "retrying_consumer.log"), "w+")
+        proc = r.consumer(log)
+        # Killed once some retries are committed (its second committed
+        # batch), then started again.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            log.flush()
+            with open(log.name, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if text.count("committed records=") >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            r.err(f"the consumer exited {proc.returncode} before the kill: {text[-500:]}")
+            return
+        proc.kill()
+        proc.wait()
+        r.kills += 1
+        r.first_run = text.count("committed records=")
+        proc = r.consumer(log)
+        want = sum(1 for i in range(RETRY_N) if retry_failures(i) <= RETRY_MAX)
+        dead_want = RETRY_N - want
+        out = r.read(r.topics["out"], want, now_ms() + 60000)
+        dead = r.read(r.topics["dead"], dead_want, now_ms() + 10000)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            if proc.wait(30) != 0:
+                r.err(f"the restarted consumer exited {proc.returncode}")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            r.err("the restarted consumer did not stop on SIGTERM")
+        seen = {}
+        margin_min = None
+        for m in out:
+            i = int(m.key())
+            seen[i] = seen.get(i, 0) + 1
+            h = header_map(m)
+            n = retry_failures(i)
+            if n > RETRY_MAX:
+                r.err(f"record {i} (fails {n} times) was processed")
+                continue
+            attempt = int(h.get("kdelay-attempt", "0"))
+            if attempt != n:
+                r.err(f"record {i} processed at attempt {attempt}, want {n}")
+                continue
+            if h.get("trace") != f"t{i}":
+                r.err(f"record {i}: header trace {h.get('trace')!r}")
+            if n:
+                fails = failures_of(h)
+                if [a for a, _ in fails] != list(range(1, n + 1)):
+                    r.err(f"record {i}: failures {fails}")
+                    continue
+                fire_at = int(h["kdelay-fire-at"])
+                lower = (1 - RETRY_JITTER) * RETRY_BACKOFF_MS * 2 ** (n - 1)
+                early = fire_at - fails[-1][1] - lower
+                margin_min = early if margin_min is None else min(margin_min, early)
+                if early < 0:
+                    r.err(f"record {i}: retry {n} due {fire_at - fails[-1][1]} ms after "
+                          f"its failure, the backoff allows no less than {lower:.0f}")
+                if m.timestamp()[1] < fire_at:
+                    r.err(f"record {i}: processed at {m.timestamp()[1]}, before its retry was due {fire_at}")
+                if h.get("kdelay-original-topic") != r.topics["in"] or \
+                        (int(h.get("kdelay-original-partition", -1)),
+                         int(h.get("kdelay-original-offset", -1))) != r.coords.get(i):
+                    r.err(f"record {i}: original {h.get('kdelay-original-topic')}/"
+                          f"{h.get('kdelay-original-partition')}/{h.get('kdelay-original-offset')}")
+        lost = [i for i in range(RETRY_N) if retry_failures(i) <= RETRY_MAX and i not in seen]
+        dups = [i for i, c in seen.items() if c > 1]
+        if lost:
+            r.err(f"{len(lost)} records never processed, e.g. {lost[:5]}")
+        if dups:
+            r.err(f"{len(dups)} records processed more than once, e.g. {dups[:5]}")
+        dead_seen = {}
+        for m in dead:
+            i = int(m.key())
+            dead_seen[i] = dead_seen.get(i, 0) + 1
+            h = header_map(m)
+            fails = failures_of(h)
+            if retry_failures(i) <= RETRY_MAX:
+                r.err(f"record {i} (fails {retry_failures(i)} times) was dead-lettered")
+            elif [a for a, _ in fails] != [1, 2, 3, 4] or h.get("kdelay-attempt") != "4" \
+                    or h.get("kdelay-dead-reason") != "retries-exhausted" \
+                    or h.get("trace") != f"t{i}" or m.value() != f"record {i}#fail=4".encode() \
+                    or (int(h.get("kdelay-original-partition", -1)),
+                        int(h.get("kdelay-original-offset", -1))) != r.coords.get(i):
+                r.err(f"dead letter {i}: {h} value {m.value()!r}")
+        if sorted(dead_seen) != [i for i in range(RETRY_N) if retry_failures(i) > RETRY_MAX] \
+                or any(c != 1 for c in dead_seen.values()):
+            r.err(f"dead letters: {len(dead_seen)} records, counts {sorted(set(dead_seen.values()))}")
+        retried = sum(1 for i in seen if retry_failures(i))
+        r.figures = (f"records {RETRY_N}, processed {len(seen)} (of them after retries {retried}), "
+                     f"dead-lettered {len(dead_seen)}, lost {len(lost)}, duplicates {len(dups)}, "
+                     f"consumer killed {r.kills}x after {r.first_run} committed batches; "
+                     f"smallest margin over the backoff {margin_min} ms")
+    except Exception as e:  # a crash of the harness is a failure too
+        r.err(f"{type(e).__name__}: {e}")
+
+
 def main():
     langs, missing = languages()
     for m in missing:
@@ -409,7 +607,9 @@ def main():
         end = t_race + RACE_N * RACE_STEP_MS + 6000
         consumer = threading.Thread(target=consume, args=(stack, end, arrived))
         consumer.start()
+        retry = Retry(stack)
         threads = [threading.Thread(target=lang_main, args=(l, t0, t_race)) for l in runs]
+        threads.append(threading.Thread(target=retry_main, args=(retry,)))
         for t in threads:
             t.start()
         for t in threads:
@@ -427,6 +627,10 @@ def main():
             for e in l.errors:
                 failed = True
                 print(f"test_clients: FAIL: {l.name}: {e}", file=sys.stderr)
+        log(f"retries: {retry.figures}")
+        for e in retry.errors:
+            failed = True
+            print(f"test_clients: FAIL: retry: {e}", file=sys.stderr)
         if failed:
             with open(stack.fwd_log, encoding="utf-8", errors="replace") as f:
                 sys.stderr.write("forwarder log (tail):\n" + "".join(f.readlines()[-30:]))
