@@ -112,9 +112,12 @@ async function schemaCheck(conn) {
   for (const r of rows) {
     if (Number(r.version) <= SCHEMA_KNOWN) continue;
     const floor = release(r.compat_floor);
-    if (!floor || cmp(floor, me) > 0)
+    if (!floor)
+      throw new SchemaError(`database schema is version ${top}, newer than this client knows ` +
+        `(${SCHEMA_KNOWN}), and version ${r.version} records no release floor: upgrade the client`);
+    if (cmp(floor, me) > 0)
       throw new SchemaError(`database schema is version ${top}, which needs a client for kdelay ` +
-        `${floor ? r.compat_floor : '(no release floor recorded)'} or newer; this one follows ${RELEASE}: upgrade the client`);
+        `${r.compat_floor} or newer; this one follows ${RELEASE}: upgrade the client`);
   }
 }
 

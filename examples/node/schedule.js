@@ -155,7 +155,7 @@ async function schedule(producer, prefix, tiers, target, key, value, fireAtMs, {
 function makeProducer(brokers) {
   const { Kafka, Partitioners, logLevel } = require('kafkajs');
   const toStderr = () => ({ namespace, label, log }) =>
-    process.stderr.write(`${PROG}: kafkajs ${label} [${namespace}] ${log.message}\n`);
+    process.stderr.write(`${PROG}: kafkajs ${label} [${namespace}] ${log.message}${log.error ? ': ' + log.error : ''}\n`);
   const kafka = new Kafka({
     clientId: 'kdelay-example-node',
     brokers: brokers.split(',').map((b) => b.trim()).filter(Boolean),
