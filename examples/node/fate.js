@@ -21,6 +21,7 @@
 'use strict';
 
 const fs = require('fs');
+const tls = require('tls');
 
 const PROG = 'fate.js';
 // The kdelay release whose docs this client follows, and the schema
@@ -133,10 +134,11 @@ async function connect(url, password) {
     connectTimeout: 10000,
   };
   if (p.sslMode !== 'DISABLED') {
-    const ssl = { rejectUnauthorized: p.sslMode.startsWith('VERIFY') };
-    if (p.sslCa) ssl.ca = fs.readFileSync(p.sslCa);
-    if (p.sslMode === 'VERIFY_CA') ssl.checkServerIdentity = () => undefined; // the chain, not the name
-    options.ssl = ssl;
+    // As kdelay's C library (and MySQL's clients): a CA given is checked
+    // against the server's chain in every mode; VERIFY_IDENTITY adds the
+    // host name. PREFERRED and REQUIRED without a CA encrypt only.
+    options.ssl = { rejectUnauthorized: Boolean(p.sslCa), verifyIdentity: p.sslMode === 'VERIFY_IDENTITY' };
+    if (p.sslCa) options.ssl.ca = fs.readFileSync(p.sslCa);
   }
   let conn;
   try {
@@ -146,6 +148,17 @@ async function connect(url, password) {
     if (p.sslMode !== 'PREFERRED' || e.code !== 'HANDSHAKE_NO_SSL_SUPPORT') throw e;
     delete options.ssl;
     conn = await mysql.createConnection(options);
+  }
+  // mysql2 checks no name for a host given as an IP address (and checks
+  // 'localhost' instead when the certificate names that): check the
+  // host as given, IP or name, against the server's certificate.
+  const tlsSocket = conn.connection.stream;
+  const wrongName = p.sslMode === 'VERIFY_IDENTITY' &&
+    (tlsSocket.getPeerCertificate ? tls.checkServerIdentity(p.host, tlsSocket.getPeerCertificate())
+      : new Error('no TLS'));
+  if (wrongName) {
+    conn.destroy();
+    throw wrongName;
   }
   // A connection that breaks while idle reports it here; the next
   // statement then fails as "closed state" and is retried.
