@@ -89,8 +89,7 @@ function retryable(err) {
   return [2006, 2013, 1053, 1290, 1836, 1205, 1213].includes(err.errno) ||
     ['PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE'].includes(err.code) ||
     // mysql2's "server has gone away": a statement on a connection that broke while idle
-    (err.fatal === true && /closed state/.test(err.message)) ||
-    err.retry === true; // 1062, then no row (see cancelDetail)
+    (err.fatal === true && /closed state/.test(err.message));
 }
 
 /** Refuses a schema these statements do not hold for (SchemaError). */
@@ -219,9 +218,7 @@ async function cancelDetail(conn, id) {
   const { fate } = await status(conn, id);
   const outcome = { CANCELLED: 'cancelled', FIRING: 'too_late', FIRED: 'too_late', DEAD: 'dead' }[fate];
   if (outcome) return { outcome, fate };
-  const err = new Error(`the row of ${JSON.stringify(id)} existed, then was gone (db gc?): retry`);
-  err.retry = true;
-  throw err;
+  throw new Error(`the row of ${JSON.stringify(id)} existed, then was gone (db gc?): ask again`);
 }
 
 /** 'cancelled' | 'too_late' | 'dead'; a rejection means unknown. */
@@ -290,7 +287,6 @@ async function main(argv) {
   if (a.notBefore !== undefined) await sleep(Math.max(0, a.notBefore - Date.now()));
 
   const seen = new Set();
-  let fatal = null;
   for (const id of a.ids) {
     let answer, last;
     for (let attempt = 1; attempt <= ATTEMPTS && !answer; attempt++) {
@@ -298,11 +294,7 @@ async function main(argv) {
         if (!conn) conn = await connect(a.url, env);
         answer = a.command === 'cancel' ? await cancelDetail(conn, id) : await status(conn, id);
       } catch (e) {
-        last = e;
-        if (e instanceof SchemaError || (!conn && !retryable(e))) {
-          fatal = e; // the reconnect itself failed for good
-          break;
-        }
+        last = e; // a failed reconnect too: unknown, and the next id tries again
         if (!retryable(e)) break;
         if (conn) conn.destroy(); // read-only or broken: only a new connection helps
         conn = null;
@@ -315,19 +307,15 @@ async function main(argv) {
     } else if (answer) {
       console.log(JSON.stringify(answer));
     } else {
-      const msg = clean(last.message);
+      const msg = clean(last.message) + (retryable(last) ? ` (after ${ATTEMPTS} attempts)` : '');
       error(`${a.command} ${JSON.stringify(id)}: ${msg}`);
       console.log(JSON.stringify(a.command === 'cancel'
-        ? { id, outcome: 'unknown', fate: null, error: msg } : { id, fate: null, error: msg }));
+        ? { id, outcome: 'unknown', fate: null, error: msg } : { id, error: msg }));
       seen.add('unknown');
-    }
-    if (fatal) {
-      error(fatal instanceof SchemaError ? fatal.message : `cannot reconnect to MySQL at ${where}: ${fatal.message}`);
-      break;
     }
   }
   if (conn) await conn.end().catch(() => {});
-  if (fatal || seen.has('unknown')) return 1;
+  if (seen.has('unknown')) return 1;
   return seen.has('too_late') ? 3 : seen.has('dead') ? 5 : 0;
 }
 
