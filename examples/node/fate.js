@@ -1,0 +1,329 @@
+#!/usr/bin/env node
+// Cancel kdelay tasks and ask their fate from Node.js: the client side of
+// the fate protocol, docs/fate-protocol.md "Clients: cancel and status
+// from any language", on mysql2 (package.json; `npm ci` here, or run.sh).
+//
+//   node fate.js [--mysql URL] [--not-before EPOCH_MS] cancel ID...
+//   node fate.js [--mysql URL] [--not-before EPOCH_MS] status ID...
+//
+// One JSON line per id on stdout. cancel: {"id", "outcome": "cancelled" |
+// "too_late" | "dead" | "unknown", "fate", "error" (unknown only)};
+// status: `kdelayctl status --json ID`'s object. Exit 0 all cancelled /
+// answered, 1 any unknown or a connection or schema error, else 3 any
+// too_late, else 5 any dead; 2 usage error. URL default $KDELAY_MYSQL_URL,
+// mysql://user[:password]@host[:port]/db[?ssl-mode=M&ssl-ca=FILE]; the
+// password, when the URL has none, from $KDELAY_MYSQL_PASSWORD.
+//
+// As a module: `conn = await connect(url, password)` (with the schema
+// check), `await cancel(conn, id)` -> 'cancelled' | 'too_late' | 'dead' or
+// a rejection meaning unknown (retryable(err) says whether a retry on a
+// new connection may help), `await status(conn, id)` -> the object above.
+'use strict';
+
+const fs = require('fs');
+const tls = require('tls');
+
+const PROG = 'fate.js';
+// The kdelay release whose docs this client follows, and the schema
+// versions it knows: the statements hold from 5 (DEAD, dead_reason) on.
+const RELEASE = '0.2.0';
+const SCHEMA_MIN = 5;
+const SCHEMA_KNOWN = 6;
+const SSL_MODES = ['DISABLED', 'PREFERRED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'];
+const ATTEMPTS = 3;
+const RETRY_PAUSE_MS = 250;
+
+class UsageError extends Error {}
+class SchemaError extends Error {}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** mysql://user[:password]@host[:port]/db[?ssl-mode=M&ssl-ca=FILE] ->
+ * {user, password (undefined: none), host, port, database, sslMode,
+ * sslCa}; throws UsageError naming what is wrong (never the password). */
+function parseUrl(url) {
+  const bad = (why) => new UsageError(`bad MySQL URL: ${why} (mysql://user[:password]@host[:port]/db)`);
+  if (!url.startsWith('mysql://')) throw bad('must start with mysql://');
+  // The userinfo ends at the last '@' (a password may hold '@', '/', '?').
+  const m = /^mysql:\/\/(.*)@(\[[^\]]*\]|[^@/?:[\]]*)(?::([^@/?]*))?(?:\/([^@/?]*))?(?:\?(.*))?$/s.exec(url);
+  if (!m) throw bad('needs user@host');
+  const decode = (s, what) => {
+    try { return decodeURIComponent(s); } catch { throw bad(`bad percent-encoding in ${what}`); }
+  };
+  const colon = m[1].indexOf(':');
+  const user = decode(colon < 0 ? m[1] : m[1].slice(0, colon), 'the user');
+  const password = colon < 0 ? undefined : decode(m[1].slice(colon + 1), 'the password');
+  if (!user) throw bad('the user name is empty');
+  let host = m[2];
+  if (host.startsWith('[')) host = host.slice(1, -1); // [IPv6]
+  if (!host) throw bad('the host is empty');
+  let port = 3306;
+  if (m[3] !== undefined) {
+    port = /^\d{1,5}$/.test(m[3]) ? Number(m[3]) : 0;
+    if (port < 1 || port > 65535) throw bad('the port must be 1..65535');
+  }
+  const p = { user, password, host, port, database: m[4] || 'kdelay', sslMode: 'PREFERRED', sslCa: undefined };
+  for (const kv of m[5] === undefined ? [] : m[5].split('&')) {
+    const eq = kv.indexOf('=');
+    const name = eq < 0 ? kv : kv.slice(0, eq);
+    const value = eq < 0 ? '' : decode(kv.slice(eq + 1), 'a URL parameter');
+    if (name === 'ssl-mode' && SSL_MODES.includes(value.toUpperCase())) p.sslMode = value.toUpperCase();
+    else if (name === 'ssl-mode') throw bad(`ssl-mode must be one of ${SSL_MODES.join(', ')}`);
+    else if (name === 'ssl-ca' && value) p.sslCa = value;
+    else throw bad(`unknown URL parameter ${JSON.stringify(name)} (known: ssl-mode, ssl-ca=FILE)`);
+  }
+  if (p.sslMode.startsWith('VERIFY') && !p.sslCa) throw bad(`ssl-mode=${p.sslMode} needs ssl-ca=FILE`);
+  return p;
+}
+
+/** The URL as it may be shown: its password replaced by ***. */
+function redact(url) {
+  return url.replace(/^(mysql:\/\/[^:@]*:)(.*)(@[^@]*)$/s, '$1***$3');
+}
+
+/** Errors worth a retry on a new connection: the connection was lost
+ * (client 2006, 2013 and mysql2's names for it), the server is shutting
+ * down (1053) or read-only (1290, 1836: a failover is under way), a lock
+ * wait timed out or a deadlock (1205, 1213). */
+function retryable(err) {
+  return [2006, 2013, 1053, 1290, 1836, 1205, 1213].includes(err.errno) ||
+    ['PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE'].includes(err.code) ||
+    // mysql2's "server has gone away": a statement on a connection that broke while idle
+    (err.fatal === true && /closed state/.test(err.message));
+}
+
+/** Refuses a schema these statements do not hold for (SchemaError). */
+async function schemaCheck(conn) {
+  let rows;
+  try {
+    [rows] = await conn.query('SELECT version, compat_floor FROM kdelay_schema');
+  } catch (e) {
+    if (e.errno === 1146) throw new SchemaError('the kdelay tables are missing: run `kdelayctl db migrate`');
+    if (e.errno !== 1054) throw e;
+    [rows] = await conn.query('SELECT version FROM kdelay_schema'); // before version 6: no floors yet
+  }
+  // X.Y.Z -> [X, Y, Z] compared numerically; null when not X.Y.Z.
+  const release = (s) => (/^\d+\.\d+\.\d+$/.test(s || '') ? s.split('.').map(Number) : null);
+  const cmp = (a, b) => a.map((x, i) => x - b[i]).find((d) => d !== 0) || 0;
+  const me = release(RELEASE);
+  const top = Math.max(0, ...rows.map((r) => Number(r.version)));
+  if (top < SCHEMA_MIN)
+    throw new SchemaError(`database schema is version ${top}, older than ${SCHEMA_MIN}: run \`kdelayctl db migrate\``);
+  for (const r of rows) {
+    if (Number(r.version) <= SCHEMA_KNOWN) continue;
+    const floor = release(r.compat_floor);
+    if (!floor)
+      throw new SchemaError(`database schema is version ${top}, newer than this client knows ` +
+        `(${SCHEMA_KNOWN}), and version ${r.version} records no release floor: upgrade the client`);
+    if (cmp(floor, me) > 0)
+      throw new SchemaError(`database schema is version ${top}, which needs a client for kdelay ` +
+        `${r.compat_floor} or newer; this one follows ${RELEASE}: upgrade the client`);
+  }
+}
+
+/** A connection to the fate table's primary, schema checked. url as
+ * above; password used when the URL has none (undefined: none). */
+async function connect(url, password) {
+  const mysql = require('mysql2/promise');
+  const p = parseUrl(url);
+  const options = {
+    host: p.host, port: p.port, user: p.user, database: p.database,
+    password: p.password !== undefined ? p.password : password,
+    charset: 'utf8mb4',
+    connectTimeout: 10000,
+  };
+  if (p.sslMode !== 'DISABLED') {
+    // As kdelay's C library (and MySQL's clients): a CA given is checked
+    // against the server's chain in every mode; VERIFY_IDENTITY adds the
+    // host name. PREFERRED and REQUIRED without a CA encrypt only.
+    options.ssl = { rejectUnauthorized: Boolean(p.sslCa), verifyIdentity: p.sslMode === 'VERIFY_IDENTITY' };
+    if (p.sslCa) options.ssl.ca = fs.readFileSync(p.sslCa);
+  }
+  let conn;
+  try {
+    conn = await mysql.createConnection(options);
+  } catch (e) {
+    // PREFERRED: TLS when the server offers it, else plain.
+    if (p.sslMode !== 'PREFERRED' || e.code !== 'HANDSHAKE_NO_SSL_SUPPORT') throw e;
+    delete options.ssl;
+    conn = await mysql.createConnection(options);
+  }
+  // mysql2 checks no name for a host given as an IP address (and checks
+  // 'localhost' instead when the certificate names that): check the
+  // host as given, IP or name, against the server's certificate.
+  const tlsSocket = conn.connection.stream;
+  const wrongName = p.sslMode === 'VERIFY_IDENTITY' &&
+    (tlsSocket.getPeerCertificate ? tls.checkServerIdentity(p.host, tlsSocket.getPeerCertificate())
+      : new Error('no TLS'));
+  if (wrongName) {
+    conn.destroy();
+    throw wrongName;
+  }
+  // A connection that breaks while idle reports it here; the next
+  // statement then fails as "closed state" and is retried.
+  conn.on('error', () => {});
+  try {
+    // Each statement its own transaction, whatever the server's default.
+    await conn.query('SET autocommit = 1');
+    await schemaCheck(conn);
+  } catch (e) {
+    conn.destroy();
+    throw e;
+  }
+  return conn;
+}
+
+/** Throws UsageError unless id is 1..128 bytes of UTF-8 without control characters. */
+function checkId(id) {
+  const raw = Buffer.from(id, 'utf8');
+  if (raw.length < 1 || raw.length > 128 || raw.some((c) => c < 0x20 || c === 0x7f) || raw.toString('utf8') !== id)
+    throw new UsageError(`task id ${JSON.stringify(id)} must be 1..128 bytes of UTF-8 without control characters`);
+}
+
+/** The fate row of id as `kdelayctl status --json` prints it. */
+async function status(conn, id) {
+  // The id is bound as bytes (a Buffer: sent as binary, never re-encoded).
+  const [rows] = await conn.execute(
+    'SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, dead_reason ' +
+    'FROM kdelay_fate WHERE task_id = ?', [Buffer.from(id, 'utf8')]);
+  const r = rows[0];
+  const num = (v) => (v === null || v === undefined ? null : Number(v));
+  const out = {
+    id,
+    fate: r ? r.state : 'UNDECIDED',
+    fire_at_ms: num(r && r.fire_at_ms),
+    decided_at_ms: num(r && r.decided_at_ms),
+    updated_at_ms: num(r && r.updated_at_ms),
+    owner: (r && r.owner) || null,
+  };
+  if (r && r.dead_reason) out.dead_reason = r.dead_reason;
+  return out;
+}
+
+/** Cancels id: {outcome: 'cancelled' | 'too_late' | 'dead', fate: the
+ * state read back, or null when the insert itself succeeded}. */
+async function cancelDetail(conn, id) {
+  const now = Date.now();
+  try {
+    // A plain INSERT, never INSERT IGNORE: only "row exists" (1062) may
+    // pass; every other problem stays an error.
+    await conn.execute(
+      "INSERT INTO kdelay_fate (task_id, state, decided_at_ms, updated_at_ms) VALUES (?, 'CANCELLED', ?, ?)",
+      [Buffer.from(id, 'utf8'), now, now]);
+    return { outcome: 'cancelled', fate: null };
+  } catch (e) {
+    if (e.errno !== 1062) throw e;
+  }
+  // A row exists: whoever wrote it first decided.
+  const { fate } = await status(conn, id);
+  const outcome = { CANCELLED: 'cancelled', FIRING: 'too_late', FIRED: 'too_late', DEAD: 'dead' }[fate];
+  if (outcome) return { outcome, fate };
+  throw new Error(`the row of ${JSON.stringify(id)} existed, then was gone (db gc?): ask again`);
+}
+
+/** 'cancelled' | 'too_late' | 'dead'; a rejection means unknown. */
+async function cancel(conn, id) {
+  return (await cancelDetail(conn, id)).outcome;
+}
+
+const USAGE = `usage: ${PROG} [--mysql URL] [--not-before EPOCH_MS] cancel|status ID...`;
+
+function parseArgs(argv) {
+  const a = { url: process.env.KDELAY_MYSQL_URL, notBefore: undefined };
+  let i = 0;
+  for (; i < argv.length && argv[i].startsWith('-'); i++) {
+    const [opt, inline] = argv[i].startsWith('--') && argv[i].includes('=')
+      ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
+    if (opt === '-h' || opt === '--help') return { help: true };
+    if (opt !== '--mysql' && opt !== '--not-before') throw new UsageError(`unknown option ${JSON.stringify(argv[i])}`);
+    const val = inline !== undefined ? inline : argv[++i];
+    if (val === undefined) throw new UsageError(`${opt} needs a value`);
+    if (opt === '--mysql') a.url = val;
+    else if (/^\d{1,16}$/.test(val)) a.notBefore = Number(val);
+    else throw new UsageError(`--not-before ${JSON.stringify(val)}: want epoch milliseconds`);
+  }
+  a.command = argv[i];
+  a.ids = argv.slice(i + 1);
+  if (a.command !== 'cancel' && a.command !== 'status')
+    throw new UsageError(a.command === undefined ? 'a command is required: cancel or status'
+      : `unknown command ${JSON.stringify(a.command)} (cancel or status)`);
+  if (!a.ids.length) throw new UsageError('at least one task ID is required');
+  a.ids.forEach(checkId);
+  if (!a.url) throw new UsageError('no --mysql URL and KDELAY_MYSQL_URL is not set');
+  parseUrl(a.url);
+  return a;
+}
+
+async function main(argv) {
+  let a;
+  const env = process.env.KDELAY_MYSQL_PASSWORD;
+  // Never print the password, not even inside a driver's message.
+  const clean = (msg) => {
+    const pw = a && a.url ? parseUrl(a.url).password : undefined;
+    for (const secret of [pw, env]) if (secret) msg = msg.split(secret).join('***');
+    return msg;
+  };
+  const error = (msg) => process.stderr.write(`${PROG}: error: ${clean(msg)}\n`);
+  try {
+    a = parseArgs(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    error(e.message);
+    process.stderr.write(USAGE + '\n');
+    return 2;
+  }
+  if (a.help) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const where = redact(a.url);
+  let conn;
+  try {
+    conn = await connect(a.url, env);
+  } catch (e) {
+    error(e instanceof SchemaError ? e.message : `cannot connect to MySQL at ${where}: ${e.message}`);
+    return 1;
+  }
+  if (a.notBefore !== undefined) await sleep(Math.max(0, a.notBefore - Date.now()));
+
+  const seen = new Set();
+  for (const id of a.ids) {
+    let answer, last;
+    for (let attempt = 1; attempt <= ATTEMPTS && !answer; attempt++) {
+      try {
+        if (!conn) conn = await connect(a.url, env);
+        answer = a.command === 'cancel' ? await cancelDetail(conn, id) : await status(conn, id);
+      } catch (e) {
+        last = e; // a failed reconnect too: unknown, and the next id tries again
+        if (!retryable(e)) break;
+        if (conn) conn.destroy(); // read-only or broken: only a new connection helps
+        conn = null;
+        if (attempt < ATTEMPTS) await sleep(RETRY_PAUSE_MS);
+      }
+    }
+    if (answer && a.command === 'cancel') {
+      console.log(JSON.stringify({ id, outcome: answer.outcome, fate: answer.fate }));
+      seen.add(answer.outcome);
+    } else if (answer) {
+      console.log(JSON.stringify(answer));
+    } else {
+      const msg = clean(last.message) + (retryable(last) ? ` (after ${ATTEMPTS} attempts)` : '');
+      error(`${a.command} ${JSON.stringify(id)}: ${msg}`);
+      console.log(JSON.stringify(a.command === 'cancel'
+        ? { id, outcome: 'unknown', fate: null, error: msg } : { id, error: msg }));
+      seen.add('unknown');
+    }
+  }
+  if (conn) await conn.end().catch(() => {});
+  if (seen.has('unknown')) return 1;
+  return seen.has('too_late') ? 3 : seen.has('dead') ? 5 : 0;
+}
+
+module.exports = { connect, cancel, cancelDetail, status, retryable, parseUrl, redact, checkId, SchemaError, UsageError };
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((rc) => process.exit(rc), (e) => {
+    process.stderr.write(`${PROG}: error: ${e.message}\n`);
+    process.exit(1);
+  });
+}
