@@ -117,7 +117,13 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *brokers,
                       rd_kafka_conf_set(c, "isolation.level", "read_committed",
                                         errstr, sizeof(errstr)) ||
                       rd_kafka_conf_set(c, "auto.offset.reset", "earliest",
-                                        errstr, sizeof(errstr));
+                                        errstr, sizeof(errstr)) ||
+                      /* Static membership: a restarted consumer gets its
+                       * partitions back at once, not after the dead one's
+                       * session times out. */
+                      rd_kafka_conf_set(c, "group.instance.id",
+                                        "retrying-consumer-1", errstr,
+                                        sizeof(errstr));
         else {
                 /* One transactional id per group member would be needed
                  * with several; this example runs one. */

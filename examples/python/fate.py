@@ -90,16 +90,19 @@ def parse_url(url):
             ca = value
         else:
             raise ValueError(f"unknown parameter {name!r} (ssl-mode, ssl-ca)")
+    if mode in ("VERIFY_CA", "VERIFY_IDENTITY") and not ca:
+        raise ValueError(f"ssl-mode {mode} needs ssl-ca=FILE")
     if mode in ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"):
-        # TLS as MySQL's ssl-mode says: REQUIRED encrypts without checking
-        # the certificate; VERIFY_CA checks it against ssl-ca (or the
-        # system's CAs); VERIFY_IDENTITY checks the host name as well.
-        # PyMySQL does no opportunistic TLS: PREFERRED connects in plain.
+        # TLS as MySQL's ssl-mode and kdelay's C library take it: REQUIRED
+        # encrypts, and checks the certificate only when ssl-ca is given;
+        # VERIFY_CA checks it against ssl-ca; VERIFY_IDENTITY checks the
+        # host name as well. PyMySQL does no opportunistic TLS: PREFERRED
+        # connects in plain.
         import ssl
 
-        ctx = ssl.create_default_context(cafile=ca)
+        ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
         ctx.check_hostname = mode == "VERIFY_IDENTITY"
-        if mode == "REQUIRED":
+        if not ca:
             ctx.verify_mode = ssl.CERT_NONE
         kw["ssl"] = ctx
     return kw
@@ -119,19 +122,21 @@ def check_schema(conn):
 
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT version, compat_floor FROM kdelay_schema")
-            rows = cur.fetchall()
+            cur.execute("SELECT COALESCE(MAX(version), 0) FROM kdelay_schema")
+            top = cur.fetchone()[0]
+            rows = []
+            if top > SCHEMA_FLOORS_FROM:  # compat_floor exists from version 6
+                cur.execute("SELECT version, compat_floor FROM kdelay_schema "
+                            "WHERE version > %s", (SCHEMA_FLOORS_FROM,))
+                rows = cur.fetchall()
     except pymysql.err.ProgrammingError as e:
         if e.args and e.args[0] == NO_SUCH_TABLE:
             raise SchemaError("no kdelay schema here: run `kdelayctl db migrate`") from None
         raise
-    top = max((r[0] for r in rows), default=0)
     if top < SCHEMA_MIN:
         raise SchemaError(f"database schema is version {top}, this client "
                           f"needs {SCHEMA_MIN}: run `kdelayctl db migrate`")
     for version, floor in rows:
-        if version <= SCHEMA_FLOORS_FROM:
-            continue
         f = _release(floor)
         if f is None or f > PROTOCOL_RELEASE:
             raise SchemaError(f"database schema version {version} needs kdelay "
