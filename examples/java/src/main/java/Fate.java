@@ -28,10 +28,14 @@
  * before the first id. It prints one JSON line per id, in order:
  * {"id","outcome","fate"[,"error"]} for cancel (outcome cancelled, too_late,
  * dead or unknown; fate the state read back, null when the insert itself
- * succeeded), `kdelayctl status --json`'s object for status. Exit 0: every
- * id cancelled / answered; 1: an outcome is unknown, or no connection
- * (retry: a cancel is idempotent); otherwise 3: a task was too late; 5: a
- * task was dead-lettered; 2: bad arguments.
+ * succeeded), `kdelayctl status --json`'s object for status (byte for
+ * byte; {"id","error"} when it failed). Exit 0: every id cancelled /
+ * answered; 1: an outcome is unknown, or no connection (retry: a cancel is
+ * idempotent); otherwise 3: a task was too late; 5: a task was
+ * dead-lettered; 2: bad arguments. Errors go to stderr, one line each,
+ * never with the password. The JVM decodes arguments by the locale's
+ * charset: run it under a UTF-8 locale (C.UTF-8 will do), else a non-ASCII
+ * id is refused rather than altered.
  *
  * As a library: Connection c = Fate.connect(url, password) (autocommit,
  * schema checked); Fate.cancel(c, id).outcome() -> "cancelled" |
@@ -65,7 +69,7 @@ public final class Fate {
     /** The kdelay release whose protocol this file follows: a schema
      *  version above 6 is usable only while its compat_floor is at or below
      *  it (compared as numbers, X.Y.Z). */
-    public static final int[] PROTOCOL_RELEASE = {0, 2, 0};
+    static final int[] PROTOCOL_RELEASE = {0, 2, 0};
     static final int SCHEMA_MIN = 5; // the DEAD state and dead_reason
     static final int SCHEMA_FLOORS_FROM = 6; // versions above it carry a floor
 
@@ -86,6 +90,8 @@ public final class Fate {
 
     /** The outcome is unknown: the cancel may or may not have landed. */
     public static final class Unknown extends Exception {
+        private static final long serialVersionUID = 1L;
+
         public Unknown(String message) {
             super(message);
         }
@@ -93,6 +99,8 @@ public final class Fate {
 
     /** The database's schema is not one this client can use. */
     public static final class SchemaException extends Exception {
+        private static final long serialVersionUID = 1L;
+
         public SchemaException(String message) {
             super(message);
         }
@@ -450,10 +458,16 @@ public final class Fate {
                     sleepMs(RETRY_PAUSE_MS);
                 boolean connected = conn != null;
                 try {
-                    if (conn == null) {
-                        conn = open(url, password);
+                    if (conn == null) { // kept only once its schema is checked
+                        Connection c = open(url, password);
                         connected = true;
-                        checkSchema(conn);
+                        try {
+                            checkSchema(c);
+                        } catch (SQLException | SchemaException e) {
+                            closeQuietly(c);
+                            throw e;
+                        }
+                        conn = c;
                     }
                     return fn.apply(conn, taskId);
                 } catch (SQLException e) {
@@ -461,9 +475,6 @@ public final class Fate {
                     if (!retryable(e, connected))
                         throw new Unknown(last);
                     close(); // reconnect (and check the schema) first
-                } catch (SchemaException e) {
-                    close();
-                    throw e;
                 }
             }
             throw new Unknown(last + " (after " + ATTEMPTS + " attempts)");
@@ -568,7 +579,7 @@ public final class Fate {
 
     private static int usage(String why) {
         err.println(PROG + ": error: " + why);
-        err.println(USAGE);
+        err.println(USAGE.lines().findFirst().orElse("") + " (--help: more)");
         return 2;
     }
 
