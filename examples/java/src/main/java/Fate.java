@@ -193,11 +193,15 @@ public final class Fate {
                     }
                 }
             }
+            if ((mode.equals("VERIFY_CA") || mode.equals("VERIFY_IDENTITY")) && ca == null)
+                throw new IllegalArgumentException(
+                    "ssl-mode " + mode + " needs a CA: add ssl-ca=FILE to the URL");
             return new MysqlUrl(user, password, host, port, db, mode, ca);
         }
 
-        /** Connector/J's options for this URL (password: the one to use). */
-        Properties driverProperties(String pass) {
+        /** Connector/J's options for this URL (pass: the password to use;
+         *  tls: false for a plain connection). */
+        Properties driverProperties(String pass, boolean tls) {
             Properties p = new Properties();
             p.setProperty("user", user);
             if (pass != null)
@@ -210,19 +214,17 @@ public final class Fate {
             p.setProperty("autocommit", "true");
             p.setProperty("connectTimeout", "10000"); // ms
             p.setProperty("socketTimeout", "30000"); // ms: a statement's answer
-            // ssl-mode as MySQL's clients mean it: REQUIRED encrypts without
-            // checking the certificate; VERIFY_CA checks it against ssl-ca (or
-            // Java's default trust store); VERIFY_IDENTITY checks the host name
-            // as well. Connector/J has no opportunistic TLS, so PREFERRED
-            // connects in plain (as PyMySQL does).
-            p.setProperty("sslMode", switch (sslMode) {
-                case "REQUIRED" -> "trust";
-                case "VERIFY_CA" -> "verify-ca";
-                case "VERIFY_IDENTITY" -> "verify-full";
-                default -> "disable";
-            });
-            if (sslCa != null && !sslMode.equals("DISABLED") && !sslMode.equals("PREFERRED"))
-                p.setProperty("serverSslCert", sslCa); // a PEM file's path
+            // ssl-mode as kdelay's C library means it: REQUIRED encrypts;
+            // a CA given (ssl-ca, a PEM file) is checked against the
+            // server's chain in every mode; VERIFY_IDENTITY checks the host
+            // as given, name or IP address, too. PREFERRED: see open().
+            String mode = !tls ? "disable"
+                : sslMode.equals("VERIFY_IDENTITY") ? "verify-full"
+                : sslCa != null ? "verify-ca"
+                : "trust";
+            p.setProperty("sslMode", mode);
+            if (tls && sslCa != null)
+                p.setProperty("serverSslCert", sslCa);
             return p;
         }
 
@@ -248,8 +250,22 @@ public final class Fate {
         String pass = password != null ? password : u.password();
         // The database is selected after connecting (COM_INIT_DB), so its
         // name needs no quoting inside the JDBC URL.
-        Connection c = DriverManager.getConnection(
-            "jdbc:mariadb://" + u.host() + ":" + u.port() + "/", u.driverProperties(pass));
+        String jdbc = "jdbc:mariadb://" + u.host() + ":" + u.port() + "/";
+        Connection c;
+        try {
+            c = DriverManager.getConnection(jdbc, u.driverProperties(pass, !u.sslMode().equals("DISABLED")));
+        } catch (SQLException e) {
+            // PREFERRED is TLS when the server offers it, else plain.
+            // Connector/J has no such mode: asked for TLS, it refuses a
+            // server without it with this message (3.5), and then we
+            // connect in plain. A TLS failure (a CA given that does not
+            // match) is not a reason to fall back: it stays an error.
+            String m = e.getMessage();
+            if (!u.sslMode().equals("PREFERRED") || m == null
+                || !m.contains("ssl not enabled in the server"))
+                throw e;
+            c = DriverManager.getConnection(jdbc, u.driverProperties(pass, false));
+        }
         try {
             c.setAutoCommit(true);
             c.setCatalog(u.db());
