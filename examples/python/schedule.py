@@ -133,6 +133,7 @@ def schedule(
     task_id=None,
     headers=None,
     on_delivery=None,
+    kdelay_headers=None,
 ):
     """Produces the task record on `producer` (a confluent_kafka.Producer
     with enable.idempotence=true, acks=all) and returns the task id. It does
@@ -140,10 +141,15 @@ def schedule(
 
     prefix: the topic prefix ("kdelay"); tiers: parse_tiers() output;
     key, value: str, bytes or None; fire_at_ms: epoch milliseconds;
-    headers: [(name, value)] user headers, names not starting "kdelay-"."""
+    headers: [(name, value)] user headers, names not starting "kdelay-";
+    kdelay_headers: kdelay's own optional headers added after them (the
+    retry headers of retry.py), names starting "kdelay-"."""
     task_id = task_id if task_id is not None else new_ulid()
     check_task(prefix, target, fire_at_ms, task_id, headers)
-    headers = list(headers or [])
+    for name, _ in kdelay_headers or []:
+        if not name.startswith("kdelay-"):
+            raise ValueError(f"kdelay header {name!r} does not start kdelay-")
+    headers = list(headers or []) + list(kdelay_headers or [])
     tier = choose_tier(tiers, fire_at_ms - time.time_ns() // 1_000_000)
     producer.produce(
         f"{prefix}.tier.{tier}",

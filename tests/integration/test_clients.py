@@ -32,7 +32,13 @@ attempt it asked for, each retry due no sooner than its backoff (200 ms
 doubling, less 20 % jitter) after its failure and delivered no sooner than
 due; every record failing 4 times is in the dead-letter topic once, with
 its 4 failures, its original topic, partition and offset, key, value and
-header; none of them is processed.
+header; none of them is processed. And the header protocol across
+languages: one record fails three times, retried in turn by
+examples/python/retry.py, Java's Retry and retry.py again (max_attempts
+2): attempts 1 and 2 are scheduled under the ids the protocol derives,
+each read back from the topic the forwarder fired it to, and the third
+failure is dead-lettered once with the three failures and their reasons,
+the original coordinates, key, value and header, and no kdelay-id.
 
 Environment (CMake sets it): KDELAY_CTL, KDELAY_FORWARDER, KDELAY_SOURCE_DIR,
 KDELAY_RETRYING_CONSUMER,
@@ -69,6 +75,11 @@ RACE_STEP_MS = 30
 CLAIM_AHEAD_MS = 500
 RACE_CANCEL_BEFORE_MS = 100
 ON_TIME_MS = 2000
+# The retry header protocol's programs (examples/python/retry.py, Java's
+# Retry), by language: a chain of three failures is retried by them in
+# turn, python -> java -> python, each on the record the last one's retry
+# fired.
+RETRY_PROGRAMS = {}
 
 
 def now_ms():
@@ -118,6 +129,7 @@ def languages():
     langs, missing = {}, []
     langs["python"] = ([py, os.path.join(SRC, "examples/python/schedule.py")],
                        [py, os.path.join(SRC, "examples/python/fate.py")])
+    RETRY_PROGRAMS["python"] = [py, os.path.join(SRC, "examples/python/retry.py")]
     java = os.environ.get("KDELAY_JAVA", "")
     jdir = os.environ.get("KDELAY_EXAMPLE_JAVA_DIR", "")
     cpfile = os.path.join(jdir, "classpath.txt")
@@ -125,6 +137,7 @@ def languages():
         with open(cpfile, encoding="utf-8") as f:
             cp = os.path.join(jdir, "classes") + ":" + f.read().strip()
         langs["java"] = ([java, "-cp", cp, "Schedule"], [java, "-cp", cp, "Fate"])
+        RETRY_PROGRAMS["java"] = [java, "-cp", cp, "Retry"]
     else:
         missing.append(f"java: no built example in {jdir!r} (Maven missing at configure time?)")
     node = os.path.join(SRC, "examples/node/run.sh")
@@ -222,7 +235,8 @@ class Stack:
             log(f"cleanup: {e}")
         AdminClient(self.kconf).delete_topics(
             [self.target, f"{self.prefix}.dead"] + [f"{self.prefix}.tier.{t}" for t in TIERS.split(",")]
-            + [f"{self.prefix}.retry-{k}" for k in ("in", "out", "dead")])
+            + [f"{self.prefix}.retry-{k}" for k in ("in", "out", "dead")]
+            + [f"{self.prefix}.chain-{k}" for k in ("in", "dead")])
 
 
 class Lang:
@@ -552,6 +566,9 @@ def retry_main(r):
                 if early < 0:
                     r.err(f"record {i}: retry {n} due {fire_at - fails[-1][1]} ms after "
                           f"its failure, the backoff allows no less than {lower:.0f}")
+                want_id = "retry:%s:%d:%d:%d" % ((r.topics["in"],) + r.coords.get(i, (-1, -1)) + (n,))
+                if h.get("kdelay-id") != want_id:
+                    r.err(f"record {i}: retried as {h.get('kdelay-id')!r}, want {want_id!r}")
                 if m.timestamp()[1] < fire_at:
                     r.err(f"record {i}: processed at {m.timestamp()[1]}, before its retry was due {fire_at}")
                 if h.get("kdelay-original-topic") != r.topics["in"] or \
@@ -591,6 +608,79 @@ def retry_main(r):
         r.err(f"{type(e).__name__}: {e}")
 
 
+
+def chain_main(c):
+    """One record fails three times, each failure retried by another
+    language's program (max_attempts 2): attempts 1 and 2 are scheduled
+    under the ids the protocol derives, the third failure is
+    dead-lettered with the whole history."""
+    s = c.stack
+    try:
+        order = [l for l in ("python", "java", "python") if l in RETRY_PROGRAMS]
+        if len(order) < 3:
+            c.err(f"retry programs missing: have {sorted(RETRY_PROGRAMS)}")
+            return
+        tin, tdead = f"{s.prefix}.chain-in", f"{s.prefix}.chain-dead"
+        admin = AdminClient(s.kconf)
+        for f in admin.create_topics([NewTopic(tin, 1, 1), NewTopic(tdead, 1, 1)]).values():
+            f.result(30)
+        p = Producer({**s.kconf, "enable.idempotence": True, "acks": "all"})
+        p.produce(tin, key=b"chain-key", value=b"chain value \xe2\x9c\x93", headers=[("trace", b"chain-7")])
+        if p.flush(30):
+            c.err("the chain's record was not produced")
+            return
+        outs = []
+        for n, lang in enumerate(order, 1):
+            argv = RETRY_PROGRAMS[lang] + [
+                "--brokers", s.kconf["bootstrap.servers"], "--group", f"{s.prefix}-chain",
+                "--topic", tin, "--dead-topic", tdead, "--prefix", s.prefix, "--tiers", TIERS,
+                "--backoff", "200ms", "--max-attempts", "2", "--count", "1", "--timeout", "20s",
+                "--reason", f"failure {n} in {lang}"]
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 or not r.stdout.strip():
+                c.err(f"{lang} retry {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                return
+            o = json.loads(r.stdout.strip().splitlines()[-1])
+            outs.append((lang, o))
+            # Each run reads the record the last one's retry fired: a later
+            # offset (an exactly_once forwarder's commit markers take
+            # offsets too), the first at 0.
+            last = outs[-2][1]["offset"] if n > 1 else -1
+            if (o.get("offset") == 0) != (n == 1) or o.get("offset", -1) <= last \
+                    or o.get("attempt") != n:
+                c.err(f"{lang} retry {n}: handled {o}, want attempt {n} past offset {last}")
+            want = ("scheduled", f"retry:{tin}:0:0:{n}") if n <= 2 else ("dead", None)
+            if (o.get("outcome"), o.get("task_id")) != want:
+                c.err(f"{lang} retry {n}: {o}, want {want}")
+        dead = Consumer({**s.kconf, "group.id": f"{s.prefix}-chain-check",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        dead.subscribe([tdead])
+        got, end = None, time.time() + 15
+        while got is None and time.time() < end:
+            m = dead.poll(0.2)
+            if m is not None and not m.error():
+                got = m
+        dead.close()
+        if got is None:
+            c.err("the chain's dead letter never arrived")
+            return
+        h = header_map(got)
+        fails = failures_of(h)
+        reasons = [l.split(" reason=", 1)[1] for l in h.get("kdelay-failures", "").split("\n")]
+        want_reasons = [f"failure {n} in {lang}" for n, lang in enumerate(order, 1)]
+        if (got.key(), got.value(), h.get("trace")) != (b"chain-key", "chain value ✓".encode(), "chain-7") \
+                or h.get("kdelay-attempt") != "3" or [a for a, _ in fails] != [1, 2, 3] \
+                or reasons != want_reasons or h.get("kdelay-dead-reason") != "retries-exhausted" \
+                or (h.get("kdelay-original-topic"), h.get("kdelay-original-partition"),
+                    h.get("kdelay-original-offset")) != (tin, "0", "0") \
+                or "kdelay-id" in h or "kdelay-fire-at" in h:
+            c.err(f"the chain's dead letter: key {got.key()!r} value {got.value()!r} headers {h}")
+        c.figures = (" -> ".join(f"{l} {o['outcome']} attempt {o['attempt']}" for l, o in outs)
+                     + f"; dead letter with {len(fails)} failures")
+    except Exception as e:  # a crash of the harness is a failure too
+        c.err(f"{type(e).__name__}: {e}")
+
+
 def main():
     langs, missing = languages()
     for m in missing:
@@ -602,14 +692,25 @@ def main():
         stack.up()
         t0 = now_ms()
         t_race = t0 + 9000
+        # A first fire to the target, 1 s before any checked one: an
+        # exactly_once forwarder's first transaction to a new target
+        # waits for its metadata (about 1 s), which is not what the
+        # languages' timing checks measure.
+        warm = Producer({**stack.kconf, "enable.idempotence": True, "acks": "all"})
+        pysched.schedule(warm, stack.prefix, pysched.parse_tiers(TIERS), stack.target,
+                         "warm-up", "warm-up", t0 + 1000, task_id=f"warm-{stack.tag}")
+        if warm.flush(30):
+            fail("the warm-up task was not produced")
         runs = [Lang(n, sched, fate, stack) for n, (sched, fate) in langs.items()]
         arrived = {}
         end = t_race + RACE_N * RACE_STEP_MS + 6000
         consumer = threading.Thread(target=consume, args=(stack, end, arrived))
         consumer.start()
         retry = Retry(stack)
+        chain = Retry(stack)
         threads = [threading.Thread(target=lang_main, args=(l, t0, t_race)) for l in runs]
         threads.append(threading.Thread(target=retry_main, args=(retry,)))
+        threads.append(threading.Thread(target=chain_main, args=(chain,)))
         for t in threads:
             t.start()
         for t in threads:
@@ -628,9 +729,11 @@ def main():
                 failed = True
                 print(f"test_clients: FAIL: {l.name}: {e}", file=sys.stderr)
         log(f"retries: {retry.figures}")
-        for e in retry.errors:
-            failed = True
-            print(f"test_clients: FAIL: retry: {e}", file=sys.stderr)
+        log(f"retry chain: {chain.figures}")
+        for what, r in (("retry", retry), ("chain", chain)):
+            for e in r.errors:
+                failed = True
+                print(f"test_clients: FAIL: {what}: {e}", file=sys.stderr)
         if failed:
             with open(stack.fwd_log, encoding="utf-8", errors="replace") as f:
                 sys.stderr.write("forwarder log (tail):\n" + "".join(f.readlines()[-30:]))
