@@ -334,8 +334,9 @@ def lang_main(lang, t0, t_race):
         # A: due in 6 s, arrives intact and on time.
         a = lang.schedule("A", t0 + 6000, f"key-{lang.name}", f"value of {lang.name} ✓",
                           f"trace={lang.name}-7")
-        # B: due in 7 s, cancelled at once: cancelled twice, never arrives.
-        b = lang.schedule("B", t0 + 7000, f"key-{lang.name}-b", "never", "trace=b")
+        # B: due 8 s after it is scheduled (a JVM's start is slow under
+        # load), cancelled at once: cancelled twice, never arrives.
+        b = lang.schedule("B", now_ms() + 8000, f"key-{lang.name}-b", "never", "trace=b")
         unseen = f"unseen-{s.tag}-{lang.name}"
         if b:
             got = lang.fate_cmd("cancel", [b, b, unseen], want_rc=0)
