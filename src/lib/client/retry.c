@@ -229,14 +229,18 @@ static int64_t backoff(const kdelay_retry_policy_t *p, int attempt,
 static void retry_id(const retry_state_t *st, int attempt, const char *target,
                      char *id, size_t size)
 {
+        /* Two topic names, three numbers and the separators: always fits. */
+        char full[2 * 256 + 64];
         int same = !strcmp(target, st->topic);
-        int n = snprintf(id, size, "retry:%s:%ld:%lld:%d%s%s", st->topic,
-                         (long)st->partition, (long long)st->offset, attempt,
-                         same ? "" : ":", same ? "" : target);
-        if (n > 0 && (size_t)n <= KDELAY_ID_MAX)
+        int n = snprintf(full, sizeof(full), "retry:%s:%ld:%lld:%d%s%s",
+                         st->topic, (long)st->partition, (long long)st->offset,
+                         attempt, same ? "" : ":", same ? "" : target);
+        if (n > 0 && (size_t)n <= KDELAY_ID_MAX) {
+                kd_strlcpy(id, full, size);
                 return;
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a of the long form */
-        for (const char *s = id; *s; s++)
+        }
+        uint64_t h = 14695981039346656037ULL; /* FNV-1a 64 of the long form */
+        for (const char *s = full; *s; s++)
                 h = (h ^ (unsigned char)*s) * 1099511628211ULL;
         snprintf(id, size, "retry:%.64s:%016llx:%d", st->topic,
                  (unsigned long long)h, attempt);
