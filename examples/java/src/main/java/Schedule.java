@@ -19,7 +19,8 @@
  * acknowledged the record, 1 when it did not, 2 on bad arguments. In an
  * application: Schedule.schedule(producer, prefix, tiers, target, key,
  * value, fireAtMs, taskId, headers, onDelivery) on your own idempotent
- * producer.
+ * producer; Schedule.taskRecord(...) builds the record without sending it
+ * (Retry.java adds its headers to it).
  */
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
@@ -38,6 +39,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -163,7 +165,26 @@ public final class Schedule {
                                   byte[] value, long fireAtMs, String taskId,
                                   List<String[]> headers, Callback onDelivery) {
         String id = taskId != null ? taskId : newUlid();
-        checkTask(prefix, target, fireAtMs, id, headers);
+        List<Header> raw = new ArrayList<>();
+        for (String[] h : headers)
+            raw.add(new RecordHeader(h[0], utf8(h[1])));
+        producer.send(taskRecord(prefix, tiers, target, key, value, fireAtMs, id, raw),
+                      onDelivery);
+        return id;
+    }
+
+    /** The task record itself, not sent: in the tier topic for fireAtMs,
+     *  the wire headers, then headers (the user's, bytes as they are, in
+     *  order). Retry.java adds its own headers to it before sending. */
+    public static ProducerRecord<byte[], byte[]> taskRecord(String prefix,
+                                                            TreeMap<Long, String> tiers,
+                                                            String target, byte[] key,
+                                                            byte[] value, long fireAtMs,
+                                                            String id, List<Header> headers) {
+        List<String[]> names = new ArrayList<>();
+        for (Header h : headers)
+            names.add(new String[] {h.key(), null});
+        checkTask(prefix, target, fireAtMs, id, names);
         String tier = chooseTier(tiers, fireAtMs - System.currentTimeMillis());
         ProducerRecord<byte[], byte[]> r =
             new ProducerRecord<>(prefix + ".tier." + tier, key, value);
@@ -171,10 +192,9 @@ public final class Schedule {
         r.headers().add(new RecordHeader("kdelay-id", utf8(id)));
         r.headers().add(new RecordHeader("kdelay-target", utf8(target)));
         r.headers().add(new RecordHeader("kdelay-fire-at", utf8(Long.toString(fireAtMs))));
-        for (String[] h : headers)
-            r.headers().add(new RecordHeader(h[0], utf8(h[1])));
-        producer.send(r, onDelivery);
-        return id;
+        for (Header h : headers)
+            r.headers().add(h);
+        return r;
     }
 
     private static byte[] utf8(String s) {
