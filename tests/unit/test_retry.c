@@ -282,8 +282,34 @@ static void test_long_topic_id(void)
         CU_ASSERT(strlen(r1.task_id) <= KDELAY_ID_MAX);
         CU_ASSERT_STRING_EQUAL(r1.task_id, r2.task_id);
         CU_ASSERT(!strncmp(r1.task_id, "retry:" LONG_TOPIC, 6 + 64));
-        CU_ASSERT(!strcmp(r1.task_id + strlen(r1.task_id) - 2, ":1"));
+        /* FNV-1a 64 of "retry:<topic>:0:0:1", as retry.py and Retry.java
+         * compute it (docs/retries.md). */
+        CU_ASSERT_STRING_EQUAL(r1.task_id + 6 + 64, ":47fc38042ad2d869:1");
         printf("\n  hashed id: %s\n", r1.task_id);
+        CU_ASSERT_EQUAL(rd_kafka_flush(producer, 10000), 0);
+}
+
+/* A topic name long enough that the long form passes 191 bytes: two
+ * records still get two ids (the whole long form is hashed). */
+static void test_longest_topic_ids_differ(void)
+{
+        char topic[250];
+        memset(topic, 'x', 200);
+        topic[200] = '\0';
+        CU_ASSERT_EQUAL_FATAL(rd_kafka_mock_topic_create(mock, topic, 1, 1), 0);
+        produce(topic, "k5", "v5", NULL);
+        produce(topic, "k6", "v6", NULL);
+        kdelay_retry_policy_t p = policy_of(5);
+        kdelay_retry_result_t r[2];
+        for (int i = 0; i < 2; i++) {
+                rd_kafka_t *c;
+                rd_kafka_message_t *m = read_at(topic, i, &c);
+                CU_ASSERT_EQUAL(kdelay_retry(producer, conf, m, &p, NULL, NULL,
+                                             &r[i], errstr, sizeof(errstr)),
+                                KDELAY_OK);
+                done(m, c);
+        }
+        CU_ASSERT_STRING_NOT_EQUAL(r[0].task_id, r[1].task_id);
         CU_ASSERT_EQUAL(rd_kafka_flush(producer, 10000), 0);
 }
 
@@ -322,7 +348,10 @@ int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_counts_on_then_dead),
-            KD_TEST(test_bad_header_dead_letters), KD_TEST(test_long_topic_id),
-            KD_TEST(test_bad_policy), KD_TEST_END};
+            KD_TEST(test_bad_header_dead_letters),
+            KD_TEST(test_long_topic_id),
+            KD_TEST(test_longest_topic_ids_differ),
+            KD_TEST(test_bad_policy),
+            KD_TEST_END};
         return kd_test_run("retry", cases, setup, teardown);
 }

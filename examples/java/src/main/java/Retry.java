@@ -76,10 +76,9 @@ public final class Retry {
     static final long MAX_DELAY_MS = 10L * 365 * 24 * 3600 * 1000; // 10 years
     static final int REASON_MAX = 200; // bytes of reason kept per failure
     static final int ID_MAX = 128;     // bytes of a task id
-    /** FNV-1a 64's offset basis as libkdelay has it (retry.c and the rest
-     *  of kdelay: 1469598103934665603, not the textbook 14695981039346656037),
-     *  so that a hashed retry id is the C library's. */
-    static final long FNV_BASIS = 1469598103934665603L, FNV_PRIME = 1099511628211L;
+    /** FNV-1a 64 (offset basis 14695981039346656037, prime 1099511628211),
+     *  as retry.c and retry.py hash a long retry id. */
+    static final long FNV_BASIS = 0xcbf29ce484222325L, FNV_PRIME = 0x100000001b3L;
 
     /** Exponential backoff with jitter: the n-th retry is due
      *  d(n) = min(backoffMaxMs, backoffInitialMs * multiplier^(n-1)) after
