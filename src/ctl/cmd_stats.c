@@ -9,7 +9,9 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_scan.h"
+#include "kd_ratelimits.h"
 #include "kd_stats.h"
+#include "kd_targetlate.h"
 #include "kd_util.h"
 
 static const char kd_stats_help[] =
@@ -24,20 +26,25 @@ static const char kd_stats_help[] =
     "there), the group's state and members, and\n"
     "the fate table's rows by state (mysql.url; skipped without it), and\n"
     "the dead letters of the last --dead-window by reason (read from the\n"
-    "dead-letter topic, for at most 10 s; \"complete\": false when cut).\n"
+    "dead-letter topic, for at most 10 s; \"complete\": false when cut),\n"
+    "and with forwarder.target_rate_limits, for each topic a limit\n"
+    "matches, how late its fires of the last --targets-window came (record\n"
+    "timestamp minus kdelay-fire-at, read from the topic for at most 5 s).\n"
     "Exit codes: 0, 1 when the group has no member (nothing forwards) or\n"
     "Kafka or MySQL failed, 2 usage error.\n"
     "\n"
     "  --json               one JSON document on stdout\n"
     "  --dead-window D      the dead letters' window (default 24h)\n"
+    "  --targets-window D   the rate-limited targets' window (default 10m)\n"
     "\n";
 
-enum { OPT_JSON = 0x200, OPT_DEAD_WINDOW };
+enum { OPT_JSON = 0x200, OPT_DEAD_WINDOW, OPT_TARGETS_WINDOW };
 
 typedef struct stats_args {
         kd_cli_t *cli;
         int json;
         int64_t window_ms;
+        int64_t targets_window_ms;
 } stats_args_t;
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -55,8 +62,24 @@ static int on_opt(int opt, const char *arg, void *ctx)
                             arg);
                 return KD_EXIT_OK;
         }
+        if (opt == OPT_TARGETS_WINDOW) {
+                if (kdelay_duration_parse(arg, &a->targets_window_ms) ||
+                    a->targets_window_ms <= 0)
+                        return kd_cli_usage_error(
+                            a->cli, "bad --targets-window \"%s\": a duration",
+                            arg);
+                return KD_EXIT_OK;
+        }
         return KD_EXIT_USAGE;
 }
+
+/* The rate-limited targets' recent lateness (kd_targetlate.h). */
+typedef struct stats_targets {
+        kd_ratelimits_t rules;
+        kd_target_late_t v[64];
+        size_t cnt;
+        int64_t window_ms;
+} stats_targets_t;
 
 /* The dead letters of the window, by reason. */
 typedef struct stats_dead {
@@ -79,7 +102,7 @@ static const char *tier_name(const kdelay_conf_t *conf, size_t i)
 }
 
 static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
-                       const stats_dead_t *d)
+                       const stats_dead_t *d, const stats_targets_t *tg)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON *g = cJSON_AddObjectToObject(o, "group");
@@ -127,6 +150,37 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
         cJSON_AddNumberToObject(dl, "total", (double)d->counts.total);
         cJSON_AddBoolToObject(dl, "complete", d->complete);
         kd_ctl_reasons_json(&d->counts, dl, "by_reason");
+        if (tg->rules.cnt) {
+                cJSON *ta = cJSON_AddArrayToObject(o, "rate_limited_targets");
+                for (size_t i = 0; i < tg->cnt; i++) {
+                        const kd_target_late_t *t = &tg->v[i];
+                        const kd_ratelimit_t *r = &tg->rules.v[t->rule];
+                        cJSON *j = cJSON_CreateObject();
+                        cJSON_AddStringToObject(j, "limit", r->as);
+                        cJSON_AddNumberToObject(j, "rate", r->rate);
+                        cJSON_AddNumberToObject(j, "burst", r->burst);
+                        cJSON_AddStringToObject(j, "topic", t->topic);
+                        cJSON_AddStringToObject(
+                            j, "window",
+                            kdelay_duration_format(tg->window_ms, w,
+                                                   sizeof(w)));
+                        cJSON_AddNumberToObject(j, "fires", (double)t->fires);
+                        const struct {
+                                const char *name;
+                                int64_t v;
+                        } late[] = {{"late_p50_ms", t->p50_ms},
+                                    {"late_p99_ms", t->p99_ms},
+                                    {"late_max_ms", t->max_ms}};
+                        for (size_t k = 0; k < 3; k++)
+                                if (late[k].v < 0 && !t->fires)
+                                        cJSON_AddNullToObject(j, late[k].name);
+                                else
+                                        cJSON_AddNumberToObject(
+                                            j, late[k].name, (double)late[k].v);
+                        cJSON_AddBoolToObject(j, "complete", t->complete);
+                        cJSON_AddItemToArray(ta, j);
+                }
+        }
         char *text = cJSON_PrintUnformatted(o);
         if (text)
                 printf("%s\n", text);
@@ -135,7 +189,7 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
 }
 
 static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
-                       const stats_dead_t *d)
+                       const stats_dead_t *d, const stats_targets_t *tg)
 {
         printf("group %s: %s, %d member%s", conf->fwd_group_id, s->group_state,
                s->members, s->members == 1 ? "" : "s");
@@ -175,6 +229,23 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                d->counts.total);
         kd_ctl_reasons_print(&d->counts);
         printf("%s\n", d->complete ? "" : " (incomplete)");
+        if (!tg->rules.cnt)
+                return;
+        printf("\nrate-limited targets, fires of the last %s:\n",
+               kdelay_duration_format(tg->window_ms, w, sizeof(w)));
+        if (kd_cli_headers())
+                printf("%-20s %10s %-36s %8s %12s %12s %12s\n", "LIMIT",
+                       "PER_SECOND", "TOPIC", "FIRES", "LATE_P50_MS",
+                       "LATE_P99_MS", "LATE_MAX_MS");
+        for (size_t i = 0; i < tg->cnt; i++) {
+                const kd_target_late_t *t = &tg->v[i];
+                const kd_ratelimit_t *r = &tg->rules.v[t->rule];
+                printf("%-20s %10g %-36s %8llu %12lld %12lld %12lld%s\n", r->as,
+                       r->rate, t->topic, (unsigned long long)t->fires,
+                       (long long)t->p50_ms, (long long)t->p99_ms,
+                       (long long)t->max_ms,
+                       t->complete ? "" : " (incomplete)");
+        }
 }
 
 int kd_ctl_stats(int argc, char **argv)
@@ -182,12 +253,15 @@ int kd_ctl_stats(int argc, char **argv)
         static const struct option opts[] = {
             {"json", no_argument, NULL, OPT_JSON},
             {"dead-window", required_argument, NULL, OPT_DEAD_WINDOW},
+            {"targets-window", required_argument, NULL, OPT_TARGETS_WINDOW},
             {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         int argi;
         char errstr[512];
         kd_cli_init(&cli, "kdelayctl stats");
-        stats_args_t a = {.cli = &cli, .window_ms = 86400000LL};
+        stats_args_t a = {.cli = &cli,
+                          .window_ms = 86400000LL,
+                          .targets_window_ms = 600000LL};
         int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &a,
                               kd_stats_help, &argi);
         if (rc == KD_EXIT_OK && argi < argc)
@@ -223,15 +297,25 @@ int kd_ctl_stats(int argc, char **argv)
                                 why);
                 d.complete = !derr && prog.complete;
         }
+        static stats_targets_t tg; /* large */
+        tg.window_ms = a.targets_window_ms;
+        if (!err)
+                err = kd_ratelimits_parse(&tg.rules,
+                                          cli.conf->fwd_target_rate_limits,
+                                          errstr, sizeof(errstr));
+        if (!err)
+                err = kd_target_late_read(cli.conf, &tg.rules, tg.window_ms,
+                                          5000, tg.v, 64, &tg.cnt, errstr,
+                                          sizeof(errstr));
         if (err) {
                 fprintf(stderr, "%s: %s: %s\n", cli.prog, kdelay_err_str(err),
                         errstr);
                 rc = KD_EXIT_ERROR;
         } else {
                 if (a.json)
-                        print_json(cli.conf, &s, fate, &d);
+                        print_json(cli.conf, &s, fate, &d, &tg);
                 else
-                        print_text(cli.conf, &s, fate, &d);
+                        print_text(cli.conf, &s, fate, &d, &tg);
                 if (s.members == 0) {
                         fprintf(
                             stderr,
@@ -240,6 +324,7 @@ int kd_ctl_stats(int argc, char **argv)
                         rc = KD_EXIT_ERROR;
                 }
         }
+        kd_ratelimits_clear(&tg.rules);
         kd_cli_clear(&cli);
         return rc;
 }

@@ -17,6 +17,7 @@
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
+#include "kd_pace.h"
 #include "kd_partgauges.h"
 #include "kd_ready.h"
 #include "kd_rebalance.h"
@@ -435,7 +436,6 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_timer_init(&f->intake.room, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
         kd_timer_init(&f->claim.renew, NULL, f);
-        kd_timer_init(&f->pace.timer, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);
         kd_timer_init(&f->stats_timer, NULL, f);
         kd_timer_init(&f->tiercheck_timer, NULL, f);
@@ -453,6 +453,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                        "event=allowed_targets_unset reason=\"a task may "
                        "name any topic this forwarder may write as its "
                        "target; set forwarder.allowed_targets\"");
+        if (!err)
+                err = kd_pace_init(f, errstr, errstr_size);
         if (!err)
                 err = f->mode->init(f, &defaults, &forced, errstr, errstr_size);
         if (!err && store)
@@ -511,6 +513,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
                                 close(k->io_fds[i][j]);
         kd_fate_store_destroy(f->store.fate);
         kd_targets_clear(&f->allowed);
+        kd_pace_clear(f);
         kdelay_conf_destroy(f->conf);
         free(f);
 }
@@ -563,6 +566,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
                 line[0] = '\0';
         kd_log(f->conf, KDELAY_LOG_INFO, "event=tier_hops at=%s%s", event,
                line);
+        kd_pace_log(f);
 }
 
 void kd_fwd_publish(kd_fwd_t *f)
@@ -582,6 +586,7 @@ void kd_fwd_publish(kd_fwd_t *f)
         if (n >= 0) {
                 len = (size_t)n;
                 kd_partgauges_format(f, buf, cap, &len);
+                kd_pace_format(f, buf, cap, &len);
         }
         if (n >= 0 && len >= cap) { /* more partitions: once more */
                 cap = len + 1;
@@ -591,8 +596,10 @@ void kd_fwd_publish(kd_fwd_t *f)
                               KDELAY_VERSION_STR, buf, cap)
                         : -1;
                 len = n >= 0 ? (size_t)n : 0;
-                if (n >= 0)
+                if (n >= 0) {
                         kd_partgauges_format(f, buf, cap, &len);
+                        kd_pace_format(f, buf, cap, &len);
+                }
                 if (len >= cap)
                         n = -1; /* grew meanwhile: next time */
         }

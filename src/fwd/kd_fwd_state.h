@@ -28,6 +28,7 @@
 #include "kd_log.h"
 #include "kd_metrics.h"
 #include "kd_part.h"
+#include "kd_ratelimits.h"
 #include "kd_refusals.h"
 #include "kd_skew.h"
 #include "kd_targets.h"
@@ -135,13 +136,30 @@ typedef struct kd_fwd_held {
         int64_t out_bytes;
 } kd_fwd_held_t;
 
+/* One forwarder.target_rate_limits rule: its bucket and the due tasks
+ * to its targets waiting for it, in due order (pace.c). */
+typedef struct kd_fwd_rlim {
+        kd_fwd_t *f; /* its forwarder: the timer's argument */
+        double tokens;
+        int64_t tokens_mono; /* last refill; 0 = never */
+        kd_taskq_t q;
+        kd_timer_t timer;  /* monotonic: the next token for q's head */
+        uint64_t waited;   /* tasks that waited for it (counter) */
+        int64_t waited_ms; /* how long they waited, summed (counter) */
+} kd_fwd_rlim_t;
+
 /* forwarder.max_fire_rate: a token bucket and the due tasks waiting for
- * it in due order (pace.c). */
+ * it in due order; and one per target rate limit in front of it
+ * (pace.c). */
 typedef struct kd_fwd_pace {
         double tokens;
         int64_t tokens_mono; /* last refill; 0 = never */
         kd_taskq_t q;
-        kd_timer_t timer; /* monotonic: the next token for q's head */
+        kd_timer_t timer;      /* monotonic: the next token for q's head */
+        kd_ratelimits_t rules; /* forwarder.target_rate_limits, parsed */
+        kd_fwd_rlim_t *lim;    /* owned: one per rule */
+        double share;          /* this forwarder's part of each limit */
+        int64_t share_mono;    /* when share was worked out; 0 = never */
 } kd_fwd_pace_t;
 
 /* Settled fates waiting for the fate store (settle.c). */
@@ -225,6 +243,9 @@ struct kd_fwd {
         /* The ladder's tier topics that do not exist (tiercheck.c): their
          * names, comma-separated ("" = none), and the 503 reason. */
         kd_timer_t tiercheck_timer;
+        /* Partitions of the tier topics the group reads, from the last
+         * metadata tiercheck.c read; 0 = unknown. */
+        int tier_partitions;
         char tiers_missing[384];
         char tiers_why[KD_TIERS_WHY_MAX];
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */

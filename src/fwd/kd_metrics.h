@@ -81,7 +81,7 @@ typedef enum kd_metric_type {
         X(SKIPPED_DONE, "skipped_done", COUNTER, "",                           \
           "Records skipped as handled by an earlier owner (done set)")         \
         X(RATE_LIMITED, "rate_limited", COUNTER, "",                           \
-          "Fires delayed by forwarder.max_fire_rate")                          \
+          "Fires delayed by forwarder.max_fire_rate or a target rate limit")   \
         X(PAUSED_FULL, "paused_full", GAUGE, "",                               \
           "Partitions paused for back-pressure")                               \
         X(TIER_TOPICS_MISSING, "tier_topics_missing", GAUGE, "",               \

@@ -44,7 +44,7 @@ typedef enum kd_task_state {
         KD_TASK_HELD,     /* timer at fire_at - claim_ahead */
         KD_TASK_CLAIMING, /* in the claim queue */
         KD_TASK_CLAIMED,  /* FIRING in the fate store, timer at fire_at */
-        KD_TASK_PACED,    /* due, claimed, waiting for max_fire_rate */
+        KD_TASK_PACED,    /* due, claimed, waiting for a rate limit */
         KD_TASK_FIRING,   /* produced to its target, awaiting the report */
         KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
@@ -66,6 +66,8 @@ typedef enum kd_task_where {
         KD_WHERE_CLAIM_REQ, /* a claim or takeover request out on the
                                fate store, t->req (CLAIMING) */
         KD_WHERE_PACE_Q,    /* the pacing queue (PACED) */
+        KD_WHERE_TARGET_Q,  /* a target rate limit's queue, t->rlim
+                               (PACED) */
         KD_WHERE_FLIGHT     /* produced, its delivery report to come
                                (FIRING, HOPPING, DEAD): not detachable */
 } kd_task_where_t;
@@ -78,7 +80,13 @@ typedef struct kd_task {
         kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
         kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
         int retries;
-        unsigned hop_tier;  /* KD_TASK_HOPPING: the ladder index produced to */
+        unsigned hop_tier; /* KD_TASK_HOPPING: the ladder index produced to */
+        unsigned rlim;   /* KD_WHERE_TARGET_Q: its forwarder.target_rate_limits
+                            rule */
+        int rate_passed; /* its target's rate limit let it through once:
+                            a claim taken again (lease) comes back to the
+                            head of its queue */
+        int64_t rate_since; /* KD_WHERE_TARGET_Q: wall time it joined */
         int64_t late_ms;    /* produce time of the last fire - fire_at */
         int64_t sent_ms;    /* wall time of the last produce */
         int64_t lease_mono; /* our claim's lease surely holds until then
@@ -130,6 +138,7 @@ typedef struct kd_taskq {
 } kd_taskq_t;
 
 void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
+void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t);
 kd_task_t *kd_taskq_pop(kd_taskq_t *q); /* NULL when empty */
 /* Removes t if queued; 1 when it was. */
 int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);

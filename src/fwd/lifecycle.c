@@ -36,7 +36,8 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  claiming  claimed   claim: won (pace.c kd_pace_claimed: fire timer)
  *  claiming  hopping   intake: handed over on a revoke (claim forgotten)
  *  claiming  retry     intake: handed over, no memory for the headers
- *  claimed   paced     pace: due, waiting for max_fire_rate
+ *  claimed   paced     pace: due, waiting for a target rate limit or
+ *                      max_fire_rate
  *  claimed   firing    fire: produced to its target (or refused_known)
  *  claimed   claiming  fire: its lease may end before the report:
  *                      claimed again (hooks.reclaim)
@@ -128,6 +129,12 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
                 if (kd_taskq_remove(&f->pace.q, t) && !f->pace.q.head)
                         kd_timer_disarm(&f->timers, &f->pace.timer);
                 break;
+        case KD_WHERE_TARGET_Q: {
+                kd_fwd_rlim_t *l = &f->pace.lim[t->rlim];
+                if (kd_taskq_remove(&l->q, t) && !l->q.head)
+                        kd_timer_disarm(&f->timers, &l->timer);
+                break;
+        }
         case KD_WHERE_FLIGHT:
                 return -1;
         }

@@ -1,88 +1,210 @@
-/* Fire stage, pacing half (kd_pace.h): owns f->pace, the token bucket, its
- * queue and timer. Calls the produce half of the fire stage. */
+/* Fire stage, pacing half (kd_pace.h): owns f->pace — a token bucket, its
+ * queue and timer per target rate limit, then the one of max_fire_rate.
+ * Calls the produce half of the fire stage. */
 #include "kd_pace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kd_fire.h"
 #include "kd_lifecycle.h"
+#include "kd_log.h"
 #include "kd_util.h"
 
-/* The bucket holds a tenth of a second of fires (at least one). */
-static double bucket_size(const kd_fwd_t *f)
-{
-        double b = f->conf->fwd_max_fire_rate / 10.0;
-        return b < 1.0 ? 1.0 : b;
-}
+/* A bucket: tokens refilled at rate per second, at most burst. */
+typedef struct bucket {
+        double *tokens;
+        int64_t *tokens_mono;
+        double rate, burst;
+} bucket_t;
 
-static void refill(kd_fwd_t *f, int64_t mono)
+static void refill(bucket_t b, int64_t mono)
 {
-        kd_fwd_pace_t *p = &f->pace;
-        if (p->tokens_mono == 0) {
-                p->tokens = bucket_size(f);
-        } else if (mono > p->tokens_mono) {
-                p->tokens += (double)(mono - p->tokens_mono) *
-                             f->conf->fwd_max_fire_rate / 1000.0;
-                if (p->tokens > bucket_size(f))
-                        p->tokens = bucket_size(f);
+        if (*b.tokens_mono == 0) {
+                *b.tokens = b.burst;
+        } else if (mono > *b.tokens_mono) {
+                *b.tokens += (double)(mono - *b.tokens_mono) * b.rate / 1000.0;
+                if (*b.tokens > b.burst)
+                        *b.tokens = b.burst;
         }
-        p->tokens_mono = mono;
+        *b.tokens_mono = mono;
 }
 
-static void run_cb(kd_timer_t *tm, void *arg);
+/* When the next token comes (monotonic). */
+static int64_t next_token(bucket_t b)
+{
+        double missing = 1.0 - *b.tokens;
+        return *b.tokens_mono +
+               (missing > 0 ? (int64_t)(missing * 1000.0 / b.rate) + 1 : 0);
+}
 
-/* When the queue's head gets its token. */
-static void arm(kd_fwd_t *f)
+/* --- forwarder.max_fire_rate ------------------------------------------- */
+
+/* The bucket holds a tenth of a second of fires (at least one). */
+static bucket_t global_bucket(kd_fwd_t *f)
+{
+        double rate = f->conf->fwd_max_fire_rate;
+        return (bucket_t){&f->pace.tokens, &f->pace.tokens_mono, rate,
+                          rate / 10.0 < 1.0 ? 1.0 : rate / 10.0};
+}
+
+static void global_run_cb(kd_timer_t *tm, void *arg);
+
+static void global_arm(kd_fwd_t *f)
 {
         kd_fwd_pace_t *p = &f->pace;
-        if (!p->q.head)
-                return;
-        double missing = 1.0 - p->tokens;
-        int64_t at = p->tokens_mono;
-        if (missing > 0)
-                at += (int64_t)(missing * 1000.0 / f->conf->fwd_max_fire_rate) +
-                      1;
-        if (kd_timer_arm(&f->timers, &p->timer, KD_CLOCK_MONO, at, run_cb, f))
+        if (p->q.head &&
+            kd_timer_arm(&f->timers, &p->timer, KD_CLOCK_MONO,
+                         next_token(global_bucket(f)), global_run_cb, f))
                 kd_fwd_oom(f, "pace_timer");
 }
 
 /* Fires queued tasks as the rate allows. */
-static void run_cb(kd_timer_t *tm, void *arg)
+static void global_run_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_pace_t *p = &f->pace;
-        refill(f, kd_mono_ms());
+        refill(global_bucket(f), kd_mono_ms());
         while (p->q.head && p->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&p->q);
                 t->where = KD_WHERE_NONE;
                 p->tokens -= 1.0;
                 kd_fire_now(f, t, kd_fwd_now(f));
         }
-        arm(f);
+        global_arm(f);
 }
 
-/* t is due: fire it now if the rate allows and nothing waits before it,
- * else queue it (due order is kept). */
-static void due_cb(kd_timer_t *tm, void *arg)
+/* t (due) fires now if max_fire_rate allows and nothing waits before it,
+ * else queues (due order is kept). */
+static void global_admit(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_fwd_t *f = arg;
         kd_fwd_pace_t *p = &f->pace;
-        kd_task_t *t = kd_task_of_timer(tm);
         if (f->conf->fwd_max_fire_rate <= 0) {
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
-        refill(f, kd_mono_ms());
+        refill(global_bucket(f), kd_mono_ms());
         if (!p->q.head && p->tokens >= 1.0) {
                 p->tokens -= 1.0;
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
-        kd_task_set_state(f, t, KD_TASK_PACED);
+        if (t->state != KD_TASK_PACED)
+                kd_task_set_state(f, t, KD_TASK_PACED);
         kd_taskq_push(&p->q, t);
         t->where = KD_WHERE_PACE_Q;
         if (p->q.len == 1)
-                arm(f);
+                global_arm(f);
+}
+
+/* --- forwarder.target_rate_limits --------------------------------------- */
+
+/* This forwarder's part of each group-wide limit: the share of the tier
+ * partitions it holds (tasks spread over them by key), worked out at most
+ * every second; the whole limit while the total is unknown. */
+static double share(kd_fwd_t *f, int64_t mono)
+{
+        kd_fwd_pace_t *p = &f->pace;
+        if (p->share_mono && mono - p->share_mono < 1000)
+                return p->share;
+        int held = 0;
+        for (const kd_part_t *pt = f->intake.parts; pt; pt = pt->next)
+                held++;
+        p->share =
+            f->tier_partitions > 0 && held > 0 && held < f->tier_partitions
+                ? (double)held / f->tier_partitions
+                : 1.0;
+        p->share_mono = mono;
+        return p->share;
+}
+
+static bucket_t rule_bucket(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+{
+        const kd_ratelimit_t *r = &f->pace.rules.v[l - f->pace.lim];
+        double s = share(f, mono), burst = r->burst * s;
+        return (bucket_t){&l->tokens, &l->tokens_mono, r->rate * s,
+                          burst < 1.0 ? 1.0 : burst};
+}
+
+static void rule_run_cb(kd_timer_t *tm, void *arg);
+
+static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
+{
+        if (l->q.head &&
+            kd_timer_arm(&f->timers, &l->timer, KD_CLOCK_MONO,
+                         next_token(rule_bucket(f, l, kd_mono_ms())),
+                         rule_run_cb, l))
+                kd_fwd_oom(f, "target_rate_timer");
+}
+
+/* Lets queued tasks through to max_fire_rate as the rule allows. */
+static void rule_run_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_rlim_t *l = arg;
+        kd_fwd_t *f = l->f;
+        refill(rule_bucket(f, l, kd_mono_ms()), kd_mono_ms());
+        int64_t now = kd_fwd_now(f);
+        while (l->q.head && l->tokens >= 1.0) {
+                kd_task_t *t = kd_taskq_pop(&l->q);
+                t->where = KD_WHERE_NONE;
+                l->tokens -= 1.0;
+                if (now > t->rate_since)
+                        l->waited_ms += now - t->rate_since;
+                t->rate_passed = 1;
+                global_admit(f, t);
+        }
+        rule_arm(f, l);
+}
+
+/* t (due) goes on if its target's rule allows and nothing waits before
+ * it, else queues behind the rule's earlier tasks. A task the rule let
+ * through before whose claim had to be taken again (its lease) comes back
+ * here, to the head: it is due before any waiting, and it takes a token
+ * again, so the target never gets more than the limit. */
+static void rule_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
+{
+        int64_t mono = kd_mono_ms();
+        refill(rule_bucket(f, l, mono), mono);
+        if (!l->q.head && l->tokens >= 1.0) {
+                l->tokens -= 1.0;
+                t->rate_passed = 1;
+                global_admit(f, t);
+                return;
+        }
+        if (!t->rate_passed) {
+                kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
+                l->waited++;
+        }
+        kd_task_set_state(f, t, KD_TASK_PACED);
+        t->rlim = (unsigned)(l - f->pace.lim);
+        t->rate_since = kd_fwd_now(f);
+        if (t->rate_passed)
+                kd_taskq_push_front(&l->q, t);
+        else
+                kd_taskq_push(&l->q, t);
+        t->where = KD_WHERE_TARGET_Q;
+        if (l->q.len == 1)
+                rule_arm(f, l);
+}
+
+/* t is due: its target's rule first, if one limits it, then
+ * max_fire_rate. */
+static void due_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_task_t *t = kd_task_of_timer(tm);
+        int r = f->pace.rules.cnt
+                    ? kd_ratelimits_match(&f->pace.rules, t->rec.target,
+                                          strlen(t->rec.target))
+                    : -1;
+        if (r >= 0)
+                rule_admit(f, &f->pace.lim[r], t);
+        else
+                global_admit(f, t);
 }
 
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
@@ -90,4 +212,93 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
         kd_task_set_state(f, t, KD_TASK_CLAIMED);
         if (kd_task_arm(f, t, KD_CLOCK_WALL, t->rec.fire_at_ms, due_cb))
                 kd_fwd_oom(f, "fire_timer");
+}
+
+kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
+{
+        kd_fwd_pace_t *p = &f->pace;
+        kd_timer_init(&p->timer, NULL, f);
+        kdelay_err_t err = kd_ratelimits_parse(
+            &p->rules, f->conf->fwd_target_rate_limits, errstr, errstr_size);
+        if (err || !p->rules.cnt)
+                return err;
+        if (!(p->lim = calloc(p->rules.cnt, sizeof(*p->lim)))) {
+                kd_ratelimits_clear(&p->rules);
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
+        }
+        for (size_t i = 0; i < p->rules.cnt; i++) {
+                p->lim[i].f = f;
+                kd_timer_init(&p->lim[i].timer, NULL, &p->lim[i]);
+        }
+        return KDELAY_OK;
+}
+
+void kd_pace_clear(kd_fwd_t *f)
+{
+        free(f->pace.lim);
+        f->pace.lim = NULL;
+        kd_ratelimits_clear(&f->pace.rules);
+}
+
+void kd_pace_log(kd_fwd_t *f)
+{
+        kd_fwd_pace_t *p = &f->pace;
+        for (size_t i = 0; i < p->rules.cnt; i++) {
+                const kd_ratelimit_t *r = &p->rules.v[i];
+                char q[KD_LOG_QUOTED_MAX(256)];
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=target_rate_limit target=%s limit=%g share=%.3f "
+                       "waiting=%zu waited=%llu waited_s=%.3f",
+                       kd_log_quote(r->as, q, sizeof(q)), r->rate,
+                       share(f, kd_mono_ms()), p->lim[i].q.len,
+                       (unsigned long long)p->lim[i].waited,
+                       (double)p->lim[i].waited_ms / 1000.0);
+        }
+}
+
+/* Appends one metric family, a sample per rule. */
+static void family(const kd_fwd_t *f, const char *name, const char *type,
+                   const char *help, int which, char *buf, size_t size,
+                   size_t *len)
+{
+        const kd_fwd_pace_t *p = &f->pace;
+        int n = snprintf(
+            *len < size ? buf + *len : NULL, *len < size ? size - *len : 0,
+            "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+        *len += n > 0 ? (size_t)n : 0;
+        for (size_t i = 0; i < p->rules.cnt; i++) {
+                const kd_fwd_rlim_t *l = &p->lim[i];
+                double v = which == 0   ? (double)l->waited_ms / 1000.0
+                           : which == 1 ? (double)l->waited
+                           : which == 2 ? (double)l->q.len
+                                        : p->rules.v[i].rate *
+                                              (p->share_mono ? p->share : 1.0);
+                /* Label values: topic characters and '*' only. */
+                n = snprintf(*len < size ? buf + *len : NULL,
+                             *len < size ? size - *len : 0,
+                             "%s{target=\"%s\"} %.17g\n", name,
+                             p->rules.v[i].as, v);
+                *len += n > 0 ? (size_t)n : 0;
+        }
+}
+
+void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
+{
+        if (!f->pace.rules.cnt)
+                return;
+        family(f, "kdelay_forwarder_rate_limited_seconds_total", "counter",
+               "Time fires to a rate-limited target waited for its limit, "
+               "summed (forwarder.target_rate_limits)",
+               0, buf, size, len);
+        family(f, "kdelay_forwarder_rate_limited_fires_total", "counter",
+               "Fires that waited for their target's rate limit", 1, buf, size,
+               len);
+        family(f, "kdelay_forwarder_rate_limit_waiting", "gauge",
+               "Due tasks waiting for their target's rate limit now", 2, buf,
+               size, len);
+        family(f, "kdelay_forwarder_rate_limit_fires_per_second", "gauge",
+               "This forwarder's part of the target's limit (its share of "
+               "the tier partitions)",
+               3, buf, size, len);
 }

@@ -80,6 +80,15 @@ void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
         q->len++;
 }
 
+void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t)
+{
+        t->qnext = q->head;
+        q->head = t;
+        if (!q->tail)
+                q->tail = t;
+        q->len++;
+}
+
 kd_task_t *kd_taskq_pop(kd_taskq_t *q)
 {
         kd_task_t *t = q->head;

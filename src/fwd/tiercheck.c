@@ -64,6 +64,16 @@ static void check(kd_fwd_t *f)
         int matching = 0;
         int n = kd_tiercheck_missing(f->conf, md, missing, sizeof(missing),
                                      &matching);
+        /* The partitions the group reads: target rate limits share by
+         * them (kd_pace.h). */
+        int parts = 0;
+        int64_t ms;
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!md->topics[i].err &&
+                    !kd_tiers_topic_delay(f->conf->topic_prefix,
+                                          md->topics[i].topic, &ms))
+                        parts += md->topics[i].partition_cnt;
+        f->tier_partitions = parts;
         rd_kafka_metadata_destroy(md);
         int was = f->metrics.v[KD_M_TIER_TOPICS_MISSING] > 0;
         f->metrics.v[KD_M_TIER_TOPICS_MISSING] = n;

@@ -40,6 +40,12 @@ each read back from the topic the forwarder fired it to, and the third
 failure is dead-lettered once with the three failures and their reasons,
 the original coordinates, key, value and header, and no kdelay-id.
 
+And a target rate limit (forwarder.target_rate_limits <prefix>.limited=500):
+2,000 tasks due at one millisecond all arrive once, none early, in due
+order, over no less than the limit needs and with no second holding more
+than 500 plus the burst (50); the forwarder's /metrics counts the wait and
+`kdelayctl stats` shows the target's lateness.
+
 Environment (CMake sets it): KDELAY_CTL, KDELAY_FORWARDER, KDELAY_SOURCE_DIR,
 KDELAY_RETRYING_CONSUMER,
 KDELAY_EXAMPLE_PYTHON, KDELAY_JAVA and KDELAY_EXAMPLE_JAVA_DIR; the stack's
@@ -47,6 +53,8 @@ KDELAY_BROKERS, KDELAY_MYSQL_URL and KDELAY_KAFKA_CONFIG. A language that
 cannot run here fails the test and says why."""
 import json
 import os
+import re
+import urllib.request
 import secrets
 import signal
 import subprocess
@@ -75,6 +83,11 @@ RACE_STEP_MS = 30
 CLAIM_AHEAD_MS = 500
 RACE_CANCEL_BEFORE_MS = 100
 ON_TIME_MS = 2000
+# The rate limit: 2,000 tasks due at one millisecond to a target limited to
+# 500 fires a second (burst a tenth of that) spread over about 4 s.
+LIMIT_N = 2000
+LIMIT_RATE = 500
+LIMIT_BURST = LIMIT_RATE // 10
 # The retry header protocol's programs (examples/python/retry.py, Java's
 # Retry), by language: a chain of three failures is retried by them in
 # turn, python -> java -> python, each on the record the last one's retry
@@ -164,6 +177,7 @@ class Stack:
         self.tmp = tempfile.mkdtemp(prefix="test_clients.")
         self.kconf = kafka_conf()
         self.target = f"{self.prefix}.target"
+        self.http_port = None
 
     def root_sql(self, *statements):
         import pymysql
@@ -183,7 +197,8 @@ class Stack:
     def kdelayctl(self, *args, url=None, check=True):
         argv = [self.ctl, "--brokers", self.kconf["bootstrap.servers"],
                 "--mysql", url or self.url, "-X", f"topic_prefix={self.prefix}",
-                "-X", f"tiers={TIERS}"]
+                "-X", f"tiers={TIERS}", "-X", f"forwarder.group_id={self.prefix}-group",
+                "-X", f"forwarder.target_rate_limits={self.prefix}.limited={LIMIT_RATE}"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
         r = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=120)
@@ -206,7 +221,9 @@ class Stack:
                 "-X", "forwarder.instance=fwClients", "-X", f"tiers={TIERS}",
                 "-X", "forwarder.hold_horizon=2s",
                 "-X", f"forwarder.claim_ahead={CLAIM_AHEAD_MS}ms",
-                "-X", "forwarder.delivery=exactly_once"]
+                "-X", "forwarder.delivery=exactly_once",
+                "-X", f"forwarder.target_rate_limits={self.prefix}.limited={LIMIT_RATE}",
+                "-X", "forwarder.http_listen=127.0.0.1:0"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
         self.fwd_log = os.path.join(self.tmp, "forwarder.log")
@@ -215,8 +232,11 @@ class Stack:
         deadline = time.time() + 30
         while time.time() < deadline:
             with open(self.fwd_log, encoding="utf-8", errors="replace") as f:
-                if "event=partitions_assigned" in f.read():
-                    return
+                text = f.read()
+            if "event=partitions_assigned" in text:
+                m = re.search(r"event=http_listening .*?port=(\d+)", text)
+                self.http_port = int(m.group(1)) if m else None
+                return
             if self.fwd.poll() is not None:
                 break
             time.sleep(0.1)
@@ -236,7 +256,7 @@ class Stack:
         AdminClient(self.kconf).delete_topics(
             [self.target, f"{self.prefix}.dead"] + [f"{self.prefix}.tier.{t}" for t in TIERS.split(",")]
             + [f"{self.prefix}.retry-{k}" for k in ("in", "out", "dead")]
-            + [f"{self.prefix}.chain-{k}" for k in ("in", "dead")])
+            + [f"{self.prefix}.chain-{k}" for k in ("in", "dead")] + [f"{self.prefix}.limited"])
 
 
 class Lang:
@@ -682,6 +702,104 @@ def chain_main(c):
         c.err(f"{type(e).__name__}: {e}")
 
 
+
+def limit_main(c, t_due):
+    """LIMIT_N tasks due at t_due to a target limited to LIMIT_RATE/s: all
+    arrive once, none early, in due order, no second holding more than the
+    rate and its burst; /metrics and kdelayctl stats show the wait."""
+    s = c.stack
+    try:
+        topic = f"{s.prefix}.limited"
+        admin = AdminClient(s.kconf)
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        p = Producer({**s.kconf, "enable.idempotence": True, "acks": "all",
+                      "partitioner": "murmur2_random", "linger.ms": 20})
+        tiers = pysched.parse_tiers(TIERS)
+        for i in range(LIMIT_N):
+            pysched.schedule(p, s.prefix, tiers, topic, f"k{i}", f"limited {i}", t_due,
+                             task_id=f"limited-{s.tag}-{i:04d}")
+            p.poll(0)
+        if p.flush(30):
+            c.err("the limited tasks were not produced")
+            return
+        cons = Consumer({**s.kconf, "group.id": f"{s.prefix}-limited-check",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        cons.subscribe([topic])
+        recs = []
+        deadline = t_due + 30000
+        while now_ms() < deadline and len(recs) < LIMIT_N:
+            m = cons.poll(0.2)
+            if m is not None and not m.error():
+                recs.append((m.timestamp()[1], header_map(m)))
+        end = now_ms() + 2000  # duplicates after the last
+        while now_ms() < end:
+            m = cons.poll(0.2)
+            if m is not None and not m.error():
+                recs.append((m.timestamp()[1], header_map(m)))
+        cons.close()
+        ids = [h.get("kdelay-id") for _, h in recs]
+        if len(set(ids)) != LIMIT_N or len(ids) != LIMIT_N:
+            c.err(f"limited: {len(set(ids))} of {LIMIT_N} arrived, {len(ids) - len(set(ids))} twice")
+        ts = [t for t, _ in recs]
+        if not ts:
+            return
+        early = [t for t in ts if t < t_due]
+        if early:
+            c.err(f"limited: {len(early)} fires before they were due")
+        fire_ats = [int(h.get("kdelay-fire-at", 0)) for _, h in recs]
+        if fire_ats != sorted(fire_ats) or set(fire_ats) != {t_due}:
+            c.err("limited: not in due order, or not the due time given")
+        # No second holds more than the rate and its burst (the bucket's
+        # bound), give or take 5 fires: the bucket runs on the monotonic
+        # clock, the record timestamps on the wall clock, in whole ms.
+        worst, j = 0, 0
+        ts_sorted = sorted(ts)
+        for i, t in enumerate(ts_sorted):
+            while ts_sorted[j] < t - 998:
+                j += 1
+            worst = max(worst, i - j + 1)
+        if worst > LIMIT_RATE + LIMIT_BURST + 5:
+            c.err(f"limited: {worst} fires within one second, the limit allows "
+                  f"{LIMIT_RATE} + a burst of {LIMIT_BURST}")
+        span = ts_sorted[-1] - ts_sorted[0]
+        least = (LIMIT_N - LIMIT_BURST) * 1000 / LIMIT_RATE
+        if span < least * 0.95:
+            c.err(f"limited: arrived over {span} ms, the limit needs {least:.0f}")
+        curve = [0] * (int((ts_sorted[-1] - t_due) // 500) + 1)
+        for t in ts_sorted:
+            curve[int((t - t_due) // 500)] += 1
+        # What the forwarder says of it.
+        waited_s = waited = None
+        if s.http_port:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{s.http_port}/metrics",
+                                          timeout=10).read().decode()
+            label = f'{{target="{topic}"}}'
+            for line in body.splitlines():
+                if line.startswith("kdelay_forwarder_rate_limited_seconds_total" + label):
+                    waited_s = float(line.split()[-1])
+                if line.startswith("kdelay_forwarder_rate_limited_fires_total" + label):
+                    waited = float(line.split()[-1])
+        if not waited_s or not waited or waited < LIMIT_N - LIMIT_BURST - 10:
+            c.err(f"limited: /metrics says {waited} fires waited {waited_s} s")
+        st = s.kdelayctl("stats", "--json", "--targets-window", "5m", check=False)
+        try:
+            rows = [r for r in json.loads(st.stdout).get("rate_limited_targets", [])
+                    if r["topic"] == topic]
+        except ValueError:
+            rows = []
+        if len(rows) != 1 or rows[0]["fires"] != LIMIT_N or rows[0]["late_max_ms"] < least * 0.9 \
+                or rows[0]["limit"] != topic or rows[0]["rate"] != LIMIT_RATE:
+            c.err(f"limited: kdelayctl stats says {rows or st.stdout[-300:]} {st.stderr[-300:]}")
+        late = rows[0] if rows else {}
+        c.figures = (f"{len(set(ids))} of {LIMIT_N} due at one ms arrived over {span} ms "
+                     f"(the limit needs {least:.0f}), early {len(early)}, most in one second "
+                     f"{worst}; per 500 ms: {curve}; /metrics waited {waited:.0f} fires "
+                     f"{waited_s:.1f} s; stats late p50 {late.get('late_p50_ms')} "
+                     f"p99 {late.get('late_p99_ms')} max {late.get('late_max_ms')} ms")
+    except Exception as e:  # a crash of the harness is a failure too
+        c.err(f"{type(e).__name__}: {e}")
+
+
 def main():
     langs, missing = languages()
     for m in missing:
@@ -709,9 +827,12 @@ def main():
         consumer.start()
         retry = Retry(stack)
         chain = Retry(stack)
+        limit = Retry(stack)
         threads = [threading.Thread(target=lang_main, args=(l, t0, t_race)) for l in runs]
         threads.append(threading.Thread(target=retry_main, args=(retry,)))
         threads.append(threading.Thread(target=chain_main, args=(chain,)))
+        # Due after the race's claims: 2,000 claims would hold them up.
+        threads.append(threading.Thread(target=limit_main, args=(limit, t_race + 3000)))
         for t in threads:
             t.start()
         for t in threads:
@@ -731,7 +852,8 @@ def main():
                 print(f"test_clients: FAIL: {l.name}: {e}", file=sys.stderr)
         log(f"retries: {retry.figures}")
         log(f"retry chain: {chain.figures}")
-        for what, r in (("retry", retry), ("chain", chain)):
+        log(f"rate limit: {limit.figures}")
+        for what, r in (("retry", retry), ("chain", chain), ("limit", limit)):
             for e in r.errors:
                 failed = True
                 print(f"test_clients: FAIL: {what}: {e}", file=sys.stderr)

@@ -339,7 +339,13 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 2), 0);
 
         it_fwd_t f = {.instance = "fwHTTP", .pid = -1};
-        const char *props[] = {"forwarder.http_listen=127.0.0.1:0", NULL};
+        /* A target rate limit no fire here reaches: its families are in
+         * the scrape (promtool, the alert rules' names). */
+        char limits[160];
+        snprintf(limits, sizeof(limits),
+                 "forwarder.target_rate_limits=%s=100000", target);
+        const char *props[] = {"forwarder.http_listen=127.0.0.1:0", limits,
+                               NULL};
         CU_ASSERT_EQUAL_FATAL(
             it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, url, props), 0);
         CU_ASSERT_EQUAL_FATAL(

@@ -59,4 +59,13 @@ kdelay_err_t kd_scan_dead(const kdelay_conf_t *conf, int64_t since_ms,
                           void *opaque, kd_scan_progress_t *progp, char *errstr,
                           size_t errstr_size);
 
+/* The same over any topic: every record appended at or after since_ms, up
+ * to the end each partition had when the scan began (kdelayctl stats reads
+ * rate-limited targets with it). */
+kdelay_err_t kd_scan_since(const kdelay_conf_t *conf, const char *topic,
+                           int64_t since_ms, const kd_scan_opts_t *opts,
+                           kd_scan_cb_t *cb, void *opaque,
+                           kd_scan_progress_t *progp, char *errstr,
+                           size_t errstr_size);
+
 #endif

@@ -147,15 +147,13 @@ static kdelay_err_t consume(kd_scan_t *s, const kd_scan_opts_t *o,
         return KDELAY_OK;
 }
 
-/* The dead-letter topic's partitions as positions: from the first record
- * appended at or after since_ms (none: the end) to the end; no done sets. */
-static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
-                             int64_t since_ms, kd_grouppos_t *pos, char *errstr,
-                             size_t errstr_size)
+/* topic's partitions as positions: from the first record appended at or
+ * after since_ms (none: the end) to the end; no done sets. */
+static kdelay_err_t since_pos(rd_kafka_t *rk, const char *topic,
+                              int64_t since_ms, kd_grouppos_t *pos,
+                              char *errstr, size_t errstr_size)
 {
-        char topic[256];
         const struct rd_kafka_metadata *md = NULL;
-        kd_conf_dead_topic(conf, topic, sizeof(topic));
         memset(pos, 0, sizeof(*pos));
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         if (!rkt)
@@ -172,8 +170,8 @@ static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
         rd_kafka_metadata_destroy(md);
         if (parts < 0)
                 return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                               "dead-letter topic %s not found (kdelayctl "
-                               "topics create)",
+                               "topic %s not found (kdelay's own topics: "
+                               "kdelayctl topics create)",
                                topic);
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(parts ? parts : 1);
@@ -210,9 +208,9 @@ static kdelay_err_t dead_pos(rd_kafka_t *rk, const kdelay_conf_t *conf,
         return KDELAY_OK;
 }
 
-/* Reads the positions of where (0 the tier topics, else the dead topic
- * since since_ms) and hands every record to cb. */
-static kdelay_err_t scan_run(const kdelay_conf_t *conf, int dead,
+/* Reads the positions of topic since since_ms (NULL: the tier topics'
+ * pending records) and hands every record to cb. */
+static kdelay_err_t scan_run(const kdelay_conf_t *conf, const char *topic,
                              int64_t since_ms, const kd_scan_opts_t *opts,
                              kd_scan_cb_t *cb, void *opaque,
                              kd_scan_progress_t *progp, char *errstr,
@@ -224,8 +222,9 @@ static kdelay_err_t scan_run(const kdelay_conf_t *conf, int dead,
         if (!s.rk)
                 return KDELAY_ERR_KAFKA;
         kdelay_err_t err =
-            dead ? dead_pos(s.rk, conf, since_ms, &s.pos, errstr, errstr_size)
-                 : kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
+            topic
+                ? since_pos(s.rk, topic, since_ms, &s.pos, errstr, errstr_size)
+                : kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
         if (!err && !(s.done = calloc(s.pos.cnt ? s.pos.cnt : 1, 1)))
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "out of memory");
@@ -247,7 +246,7 @@ kdelay_err_t kd_scan_run(const kdelay_conf_t *conf, const kd_scan_opts_t *opts,
                          kd_scan_progress_t *progp, char *errstr,
                          size_t errstr_size)
 {
-        return scan_run(conf, 0, 0, opts, cb, opaque, progp, errstr,
+        return scan_run(conf, NULL, 0, opts, cb, opaque, progp, errstr,
                         errstr_size);
 }
 
@@ -256,6 +255,18 @@ kdelay_err_t kd_scan_dead(const kdelay_conf_t *conf, int64_t since_ms,
                           void *opaque, kd_scan_progress_t *progp, char *errstr,
                           size_t errstr_size)
 {
-        return scan_run(conf, 1, since_ms, opts, cb, opaque, progp, errstr,
+        char topic[256];
+        kd_conf_dead_topic(conf, topic, sizeof(topic));
+        return scan_run(conf, topic, since_ms, opts, cb, opaque, progp, errstr,
+                        errstr_size);
+}
+
+kdelay_err_t kd_scan_since(const kdelay_conf_t *conf, const char *topic,
+                           int64_t since_ms, const kd_scan_opts_t *opts,
+                           kd_scan_cb_t *cb, void *opaque,
+                           kd_scan_progress_t *progp, char *errstr,
+                           size_t errstr_size)
+{
+        return scan_run(conf, topic, since_ms, opts, cb, opaque, progp, errstr,
                         errstr_size);
 }

@@ -19,6 +19,7 @@
 #include "kd_listen.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_ratelimits.h"
 #include "kd_secret.h"
 #include "kd_targets.h"
 #include "kd_util.h"
@@ -30,6 +31,7 @@ typedef enum kd_prop_type {
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
         KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
         KD_PROP_TARGETS,  /* char *, a kd_targets_t list */
+        KD_PROP_RATES,    /* char *, a kd_ratelimits_t list */
         KD_PROP_LISTEN,   /* char *, a kd_listen_t host:port */
         KD_PROP_KFILE,    /* char *, a Kafka client properties file, read */
         KD_PROP_MYSQLURL, /* char *, parsed when set */
@@ -245,6 +247,14 @@ static const kd_prop_t kd_props[] = {
     {"forwarder.max_fire_rate", KD_PROP_INT, KD_OFF(fwd_max_fire_rate), "0", 0,
      "most fires per second per forwarder (0 = no limit); smooths the "
      "catch-up after an outage, in due order"},
+    {"forwarder.target_rate_limits", KD_PROP_RATES,
+     KD_OFF(fwd_target_rate_limits), NULL, 0,
+     "most fires per second to a target topic or to the topics of a "
+     "`prefix*`, for the whole group: `TARGET=RATE[/BURST]`, "
+     "comma-separated (in the file also a list); each forwarder takes its "
+     "share by the tier partitions it holds; fires to a limited target "
+     "wait, in due order, never early",
+     "— (no target limited)"},
 };
 
 const char *const kd_producer_forced[] = {"enable.idempotence", "true", "acks",
@@ -294,6 +304,16 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                         if (err)
                                 return err;
                         kd_targets_clear(&t);
+                }
+                /* fallthrough */
+        case KD_PROP_RATES:
+                if (p->type == KD_PROP_RATES && *value) {
+                        kd_ratelimits_t l;
+                        kdelay_err_t err =
+                            kd_ratelimits_parse(&l, value, errstr, errstr_size);
+                        if (err)
+                                return err;
+                        kd_ratelimits_clear(&l);
                 }
                 /* fallthrough */
         case KD_PROP_LISTEN:
@@ -808,6 +828,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
         case KD_PROP_STRING:
         case KD_PROP_SSLMODE:
         case KD_PROP_TARGETS:
+        case KD_PROP_RATES:
         case KD_PROP_LISTEN:
         case KD_PROP_KFILE:
         case KD_PROP_TOPICPFX: {
@@ -876,6 +897,12 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                 break;
         case KD_PROP_TARGETS:
                 snprintf(buf, size, "topic names and `prefix*` patterns");
+                break;
+        case KD_PROP_RATES:
+                snprintf(buf, size,
+                         "`TARGET=RATE[/BURST]` entries: a topic or "
+                         "`prefix*`, fires per second 1 .. 1000000, burst "
+                         "(default a tenth of the rate, at least 1)");
                 break;
         case KD_PROP_LISTEN:
                 snprintf(buf, size,
@@ -1027,7 +1054,8 @@ static kdelay_err_t load_setting(kdelay_conf_t *conf, config_setting_t *s,
         }
 
         if ((!strcmp(path, "tiers") ||
-             !strcmp(path, "forwarder.allowed_targets")) &&
+             !strcmp(path, "forwarder.allowed_targets") ||
+             !strcmp(path, "forwarder.target_rate_limits")) &&
             config_setting_is_aggregate(s)) {
                 /* [ "1s", "1m", ... ] */
                 kdelay_err_t list_err = strcmp(path, "tiers")

@@ -57,13 +57,14 @@ struct kdelay_conf_s {
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
         kd_delivery_t fwd_delivery;
-        char *fwd_txn_id;            /* owned; NULL = <group_id>-<instance> */
-        int64_t fwd_txn_interval_ms; /* longest open transaction */
-        int fwd_abort_limit;         /* solo aborts before dead letter */
-        int fwd_max_fire_rate;       /* fires per second; 0 = no limit */
-        char *fwd_allowed_targets;   /* owned; NULL = every topic */
-        char *fwd_http_listen;       /* owned; NULL or "" = no HTTP */
-        rd_kafka_conf_t *rk_conf;    /* owned; validates pass-through props */
+        char *fwd_txn_id;             /* owned; NULL = <group_id>-<instance> */
+        int64_t fwd_txn_interval_ms;  /* longest open transaction */
+        int fwd_abort_limit;          /* solo aborts before dead letter */
+        int fwd_max_fire_rate;        /* fires per second; 0 = no limit */
+        char *fwd_allowed_targets;    /* owned; NULL = every topic */
+        char *fwd_target_rate_limits; /* owned; NULL = none limited */
+        char *fwd_http_listen;        /* owned; NULL or "" = no HTTP */
+        rd_kafka_conf_t *rk_conf;     /* owned; validates pass-through props */
         char **kafka_kv;     /* owned; name,value,name,value... as set */
         size_t kafka_kv_cnt; /* number of strings (2 per property) */
         /* kafka_config: the path, and its file's properties (applied
