@@ -64,6 +64,7 @@ import threading
 import time
 import urllib.parse
 
+import it_kafka  # noqa: E402  (beside this file)
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -109,20 +110,10 @@ def log(msg):
 
 
 def kafka_conf():
-    brokers = os.environ.get("KDELAY_BROKERS")
-    if not brokers:
-        fail('KDELAY_BROKERS is not set (eval "$(deploy/local/stack.sh env)")')
-    conf = {}
-    path = os.environ.get("KDELAY_KAFKA_CONFIG", "")
-    if path:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                s = line.strip()
-                if s and s[0] not in "#!" and "=" in s:
-                    name, _, value = s.partition("=")
-                    conf[name.strip()] = value.strip()
-    conf.setdefault("bootstrap.servers", brokers)
-    return conf
+    try:
+        return it_kafka.kafka_conf()
+    except RuntimeError as e:
+        fail(str(e))
 
 
 def url_with(url, user=None, db=None):
@@ -348,14 +339,17 @@ def race_tasks(stack, lang, t_race):
         lang.err(f"race tasks not produced: {errors}")
 
 
-def lang_main(lang, t0, t_race):
+def lang_main(lang):
+    """Every due time counts from when its step runs, not from the run's
+    start: a JVM starts in seconds on a loaded machine."""
     s = lang.stack
     try:
         # A: due in 6 s, arrives intact and on time.
-        a = lang.schedule("A", t0 + 6000, f"key-{lang.name}", f"value of {lang.name} ✓",
+        a_due = now_ms() + 6000
+        a = lang.schedule("A", a_due, f"key-{lang.name}", f"value of {lang.name} ✓",
                           f"trace={lang.name}-7")
-        # B: due 8 s after it is scheduled (a JVM's start is slow under
-        # load), cancelled at once: cancelled twice, never arrives.
+        # B: due 8 s after it is scheduled, cancelled at once: cancelled
+        # twice, never arrives.
         b = lang.schedule("B", now_ms() + 8000, f"key-{lang.name}-b", "never", "trace=b")
         unseen = f"unseen-{s.tag}-{lang.name}"
         if b:
@@ -365,6 +359,9 @@ def lang_main(lang, t0, t_race):
             lang.expect_never |= {b, unseen}
         if a:
             lang.expect_arrive.add(a)
+        # The race's tasks are due 6 s on: time for the fate program to
+        # start and connect before its --not-before.
+        t_race = now_ms() + 6000
         race_tasks(s, lang, t_race)
         # The race: one process, connected ahead, cancels every race task in
         # order from 100 ms before the first is due.
@@ -389,7 +386,7 @@ def lang_main(lang, t0, t_race):
                     lang.expect_arrive.add(tid)
         # After A fired: too late.
         if a:
-            time.sleep(max(0, t0 + 6000 + 3000 - now_ms()) / 1000)
+            time.sleep(max(0, a_due + 3000 - now_ms()) / 1000)
             got = lang.fate_cmd("cancel", [a], want_rc=3)
             if got and got[0][0]["outcome"] != "too_late":
                 lang.err(f"cancel of fired A: {got[0][0]}")
@@ -400,12 +397,14 @@ def lang_main(lang, t0, t_race):
         lang.err(f"{type(e).__name__}: {e}")
 
 
-def consume(stack, deadline, arrived):
+def consume(stack, until, arrived):
+    """Reads the target until until["ms"] (set once the languages are
+    done) has passed."""
     c = Consumer({**stack.kconf, "group.id": f"{stack.prefix}-check",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                   "isolation.level": "read_committed"})
     c.subscribe([stack.target])
-    while now_ms() < deadline:
+    while now_ms() < until["ms"]:
         m = c.poll(0.2)
         if m is None or m.error():
             continue
@@ -810,7 +809,6 @@ def main():
     try:
         stack.up()
         t0 = now_ms()
-        t_race = t0 + 9000
         # A first fire to the target, 1 s before any checked one: an
         # exactly_once forwarder's first transaction to a new target
         # waits for its metadata (about 1 s), which is not what the
@@ -821,20 +819,23 @@ def main():
         if warm.flush(30):
             fail("the warm-up task was not produced")
         runs = [Lang(n, sched, fate, stack) for n, (sched, fate) in langs.items()]
-        arrived = {}
-        end = t_race + RACE_N * RACE_STEP_MS + 6000
-        consumer = threading.Thread(target=consume, args=(stack, end, arrived))
+        arrived, until = {}, {"ms": 2**62}
+        consumer = threading.Thread(target=consume, args=(stack, until, arrived))
         consumer.start()
         retry = Retry(stack)
         chain = Retry(stack)
         limit = Retry(stack)
-        threads = [threading.Thread(target=lang_main, args=(l, t0, t_race)) for l in runs]
-        threads.append(threading.Thread(target=retry_main, args=(retry,)))
-        threads.append(threading.Thread(target=chain_main, args=(chain,)))
-        # Due after the race's claims: 2,000 claims would hold them up.
-        threads.append(threading.Thread(target=limit_main, args=(limit, t_race + 3000)))
-        for t in threads:
+        langs_threads = [threading.Thread(target=lang_main, args=(l,)) for l in runs]
+        threads = [threading.Thread(target=retry_main, args=(retry,)),
+                   threading.Thread(target=chain_main, args=(chain,)),
+                   # Claimed (all 2,000) before any race task is: claims
+                   # that many at once would hold the races' claims up.
+                   threading.Thread(target=limit_main, args=(limit, t0 + 4000))]
+        for t in langs_threads + threads:
             t.start()
+        for t in langs_threads:
+            t.join()
+        until["ms"] = now_ms() + 3000  # a cancelled task would come by now
         for t in threads:
             t.join()
         consumer.join()

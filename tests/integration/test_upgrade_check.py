@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.parse
 
+import it_kafka  # noqa: E402  (beside this file)
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -31,20 +32,10 @@ def fail(msg):
 
 
 def kafka_conf():
-    brokers = os.environ.get("KDELAY_BROKERS")
-    if not brokers:
-        fail("KDELAY_BROKERS is not set")
-    conf = {}
-    path = os.environ.get("KDELAY_KAFKA_CONFIG", "")
-    if path:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                s = line.strip()
-                if s and s[0] not in "#!" and "=" in s:
-                    name, _, value = s.partition("=")
-                    conf[name.strip()] = value.strip()
-    conf.setdefault("bootstrap.servers", brokers)
-    return conf
+    try:
+        return it_kafka.kafka_conf()
+    except RuntimeError as e:
+        fail(str(e))
 
 
 def parse_url():

@@ -12,21 +12,8 @@
 #   run.sh --self-test   a planted error (a port as text) must fail
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-log() { printf 'ts=%s level=info prog=k8scheck/run.sh %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
-for c in node npm; do
-  command -v "$c" >/dev/null || { echo "k8scheck: $c not found (deploy/local/deps.sh --test installs it)" >&2; exit 1; }
-done
-hash=$(sha256sum "$here/package-lock.json" | cut -c1-12)
-dir=${KDELAY_K8SCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kdelay/k8scheck-$hash}
-if [ ! -f "$dir/.installed" ]; then
-  log event=npm_ci dir="$dir"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  cp "$here/package.json" "$here/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  touch "$dir/.installed"
-fi
-export NODE_PATH="$dir/node_modules"
+. "$here/../npm_pinned.sh"
+npm_pinned "$here" k8scheck "${KDELAY_K8SCHECK_CACHE:-}"
 if [ "${1:-}" = --self-test ]; then
   bad=$(mktemp -d)
   trap 'rm -rf "$bad"' EXIT
