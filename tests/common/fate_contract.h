@@ -41,6 +41,10 @@ void test_gc_deletes_only_expired_rows(void);
 void test_firing_rows_carry_their_source(void);
 void test_lookup_reads_a_batch_of_fates(void);
 
+/* The cases of fate_contract_unclaimed.c. */
+void test_apply_unclaimed_fires_and_records(void);
+void test_apply_unclaimed_again_changes_nothing(void);
+
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
             KD_TEST(test_lease_holds_off_takeover_until_it_passes),            \
@@ -51,6 +55,8 @@ void test_lookup_reads_a_batch_of_fates(void);
             KD_TEST(test_note_cancelled_sets_due_time_once),                   \
             KD_TEST(test_gc_deletes_only_expired_rows),                        \
             KD_TEST(test_firing_rows_carry_their_source),                      \
-            KD_TEST(test_lookup_reads_a_batch_of_fates)
+            KD_TEST(test_lookup_reads_a_batch_of_fates),                       \
+            KD_TEST(test_apply_unclaimed_fires_and_records),                   \
+            KD_TEST(test_apply_unclaimed_again_changes_nothing)
 
 #endif

@@ -18,8 +18,12 @@
 
 typedef struct kd_fate_mem {
         pthread_mutex_t lock;
-        pthread_cond_t wake;    /* delay changed, or interrupted */
-        kd_memtab_t rows;       /* owned; guarded by lock */
+        pthread_cond_t wake; /* delay changed, or interrupted */
+        kd_memtab_t rows;    /* owned; guarded by lock */
+        /* kdelay_unclaimed: fate holds the prior (a kd_unclaimed_prior_t),
+         * decided_at_ms the fire, updated_at_ms the apply, owner the
+         * forwarder. Owned; guarded by lock. */
+        kd_memtab_t unclaimed;
         unsigned fail_left;     /* guarded by lock */
         kdelay_err_t fail_err;  /* guarded by lock */
         int delay_ms;           /* guarded by lock */
@@ -494,6 +498,198 @@ static kdelay_err_t mem_lookup(void *impl, const char *const *ids,
         return leave(m, 1, KDELAY_OK);
 }
 
+/* kd_fate_apply_unclaimed as fate_unclaimed.c's statements do it. */
+static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
+                                        size_t n, char *errstr,
+                                        size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        int64_t now = kd_now_ms();
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        unsigned stmts = 2;
+        int record = 0, conflicts = 0;
+        for (size_t i = 0; i < n; i++) { /* 1: a FIRED row where none */
+                kd_fate_unclaimed_t *it = &items[i];
+                if (kd_memtab_find(&m->rows, it->id, it->id_len))
+                        continue;
+                kd_memrow_t *r = kd_memtab_row_new(it->id, it->id_len);
+                if (!r)
+                        return leave(m, 0, KDELAY_ERR_NO_MEMORY);
+                r->fate = KDELAY_FATE_FIRED;
+                r->has_fire_at = 1;
+                r->fire_at_ms = it->fire_at_ms;
+                if (it->forwarder && it->forwarder[0])
+                        set_owner(r, it->forwarder,
+                                  strnlen(it->forwarder, KD_FATE_OWNER_MAX));
+                r->decided_at_ms = it->fired_at_ms;
+                r->updated_at_ms = now;
+                kd_memtab_link(&m->rows, r);
+        }
+        for (size_t i = 0; i < n; i++) { /* 2: what the rows say */
+                kd_fate_unclaimed_t *it = &items[i];
+                const kd_memrow_t *u =
+                    kd_memtab_find(&m->unclaimed, it->id, it->id_len);
+                const kd_memrow_t *r =
+                    kd_memtab_find(&m->rows, it->id, it->id_len);
+                it->recorded = !u;
+                it->prior = u ? u->fate
+                            : r->fate == KDELAY_FATE_CANCELLED
+                                ? KD_PRIOR_CANCELLED
+                            : r->fate == KDELAY_FATE_FIRING ? KD_PRIOR_FIRING
+                            : r->fate == KDELAY_FATE_DEAD   ? KD_PRIOR_DEAD
+                                                            : KD_PRIOR_FIRED;
+                record |= it->recorded;
+                conflicts |= it->prior == KD_PRIOR_CANCELLED ||
+                             it->prior == KD_PRIOR_FIRING;
+        }
+        for (size_t i = 0; i < n; i++) { /* 3: on record */
+                kd_fate_unclaimed_t *it = &items[i];
+                if (!it->recorded ||
+                    kd_memtab_find(&m->unclaimed, it->id, it->id_len))
+                        continue;
+                kd_memrow_t *u = kd_memtab_row_new(it->id, it->id_len);
+                if (!u)
+                        return leave(m, stmts, KDELAY_ERR_NO_MEMORY);
+                u->fate = (kdelay_fate_t)it->prior;
+                u->fire_at_ms = it->fire_at_ms;
+                u->decided_at_ms = it->fired_at_ms;
+                u->updated_at_ms = now;
+                if (it->forwarder && it->forwarder[0])
+                        set_owner(u, it->forwarder,
+                                  strnlen(it->forwarder, KD_FATE_OWNER_MAX));
+                if (it->src_topic) {
+                        kd_strlcpy(u->src_topic, it->src_topic,
+                                   sizeof(u->src_topic));
+                        u->src_partition = it->src_partition;
+                        u->src_offset = it->src_offset;
+                }
+                kd_memtab_link(&m->unclaimed, u);
+        }
+        stmts += record;
+        for (size_t i = 0; conflicts && i < n; i++) { /* 4: FIRED */
+                kd_memrow_t *r =
+                    kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
+                if (r->fate == KDELAY_FATE_CANCELLED ||
+                    r->fate == KDELAY_FATE_FIRING) {
+                        r->fate = KDELAY_FATE_FIRED;
+                        r->has_lease = 0;
+                        r->updated_at_ms = now;
+                }
+        }
+        return leave(m, stmts + (unsigned)conflicts, KDELAY_OK);
+}
+
+typedef struct kd_unclaimed_sel {
+        int prior;
+        int64_t after;
+        kd_fate_unclaimed_row_t *rows;
+        size_t max, n;
+} kd_unclaimed_sel_t;
+
+static void unclaimed_row(const kd_memrow_t *u, kd_fate_unclaimed_row_t *r)
+{
+        memset(r, 0, sizeof(*r));
+        memcpy(r->id, u->id, u->id_len);
+        r->id_len = u->id_len;
+        r->prior = (kd_unclaimed_prior_t)u->fate;
+        r->fire_at_ms = u->fire_at_ms;
+        r->fired_at_ms = u->decided_at_ms;
+        r->applied_at_ms = u->updated_at_ms;
+        kd_strlcpy(r->forwarder, u->owner, sizeof(r->forwarder));
+        kd_strlcpy(r->src_topic, u->src_topic, sizeof(r->src_topic));
+        r->src_partition = u->src_partition;
+        r->src_offset = u->src_offset;
+}
+
+/* Keeps the oldest max matching rows, ordered by apply time. */
+static void unclaimed_pick(const kd_memrow_t *u, void *arg)
+{
+        kd_unclaimed_sel_t *s = arg;
+        if (u->updated_at_ms < s->after ||
+            (s->prior >= 0 && (int)u->fate != s->prior))
+                return;
+        size_t i = s->n < s->max ? s->n++ : s->max;
+        if (i == s->max) {
+                if (s->rows[s->max - 1].applied_at_ms <= u->updated_at_ms)
+                        return;
+                i = s->max - 1;
+        }
+        unclaimed_row(u, &s->rows[i]);
+        while (i > 0 &&
+               s->rows[i - 1].applied_at_ms > s->rows[i].applied_at_ms) {
+                kd_fate_unclaimed_row_t t = s->rows[i - 1];
+                s->rows[i - 1] = s->rows[i];
+                s->rows[i] = t;
+                i--;
+        }
+}
+
+static kdelay_err_t
+mem_unclaimed_list(void *impl, const char *id, size_t id_len, int prior,
+                   int64_t applied_after_ms, kd_fate_unclaimed_row_t *rows,
+                   size_t max, size_t *np, char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        if (id) {
+                const kd_memrow_t *u =
+                    kd_memtab_find(&m->unclaimed, id, id_len);
+                if (u)
+                        unclaimed_row(u, &rows[0]);
+                *np = u ? 1 : 0;
+                return leave(m, 1, KDELAY_OK);
+        }
+        kd_unclaimed_sel_t s = {prior, applied_after_ms, rows, max, 0};
+        kd_memtab_each(&m->unclaimed, unclaimed_pick, &s);
+        *np = s.n;
+        return leave(m, 1, KDELAY_OK);
+}
+
+typedef struct kd_unclaimed_gc {
+        int64_t before;
+        char (*ids)[KDELAY_ID_MAX];
+        size_t *lens;
+        size_t max, n;
+} kd_unclaimed_gc_t;
+
+static void unclaimed_old(const kd_memrow_t *u, void *arg)
+{
+        kd_unclaimed_gc_t *g = arg;
+        if (u->updated_at_ms >= g->before || g->n == g->max)
+                return;
+        memcpy(g->ids[g->n], u->id, u->id_len);
+        g->lens[g->n++] = u->id_len;
+}
+
+static kdelay_err_t mem_gc_unclaimed(void *impl, int64_t applied_before_ms,
+                                     int batch, uint64_t *deletedp,
+                                     char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_unclaimed_gc_t g = {
+            applied_before_ms, malloc((size_t)batch * KDELAY_ID_MAX),
+            malloc((size_t)batch * sizeof(size_t)), (size_t)batch, 0};
+        if (!g.ids || !g.lens) {
+                free(g.ids);
+                free(g.lens);
+                return leave(m, 0, KDELAY_ERR_NO_MEMORY);
+        }
+        kd_memtab_each(&m->unclaimed, unclaimed_old, &g);
+        for (size_t i = 0; i < g.n; i++)
+                kd_memtab_delete(&m->unclaimed, g.ids[i], g.lens[i]);
+        *deletedp = g.n;
+        free(g.ids);
+        free(g.lens);
+        return leave(m, 1, KDELAY_OK);
+}
+
 static uint64_t mem_statements(const void *impl)
 {
         const kd_fate_mem_t *m = impl;
@@ -513,6 +709,7 @@ static void mem_destroy(void *impl)
 {
         kd_fate_mem_t *m = impl;
         kd_memtab_clear(&m->rows);
+        kd_memtab_clear(&m->unclaimed);
         pthread_cond_destroy(&m->wake);
         pthread_mutex_destroy(&m->lock);
         free(m);
@@ -530,6 +727,9 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .gc = mem_gc,
     .firing = mem_firing,
     .lookup = mem_lookup,
+    .apply_unclaimed = mem_apply_unclaimed,
+    .unclaimed_list = mem_unclaimed_list,
+    .gc_unclaimed = mem_gc_unclaimed,
     .statements = mem_statements,
     .interrupt = mem_interrupt,
     .destroy = mem_destroy,
@@ -544,6 +744,11 @@ kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep)
                 free(m);
                 return KDELAY_ERR_NO_MEMORY;
         }
+        if (kd_memtab_init(&m->unclaimed)) {
+                kd_memtab_clear(&m->rows);
+                free(m);
+                return KDELAY_ERR_NO_MEMORY;
+        }
         pthread_condattr_t ca;
         int rc = pthread_condattr_init(&ca);
         int cond = !rc && !pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) &&
@@ -554,6 +759,7 @@ kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep)
                 if (cond)
                         pthread_cond_destroy(&m->wake);
                 kd_memtab_clear(&m->rows);
+                kd_memtab_clear(&m->unclaimed);
                 free(m);
                 return KDELAY_ERR_SYSTEM;
         }

@@ -527,7 +527,8 @@ static int contract_cleanup(void)
 
 static int mysql_open(kd_fate_store_t **storep)
 {
-        if (mysql_query(cconn, "DELETE FROM kdelay_fate"))
+        if (mysql_query(cconn, "DELETE FROM kdelay_fate") ||
+            mysql_query(cconn, "DELETE FROM kdelay_unclaimed"))
                 return -1;
         return kd_fate_store_new(storep, cconf) ? -1 : 0;
 }

@@ -103,6 +103,8 @@ static const char *const defaults[][2] = {
     {"topics.retention_margin", "7d"},
     {"topics.dead_retention", "14d"},
     {"forwarder.delivery", "at_least_once"},
+    {"forwarder.fate_outage_policy", "hold"},
+    {"forwarder.fate_outage_after", "30s"},
     {"forwarder.transactional_id", ""},
     {"forwarder.transaction_interval", "100ms"},
     {"forwarder.max_fire_rate", "0"},
@@ -177,6 +179,8 @@ static void test_set_good(void)
             {"topics.retention_margin", "36h", "1d12h"},
             {"topics.dead_retention", "720h", "30d"},
             {"forwarder.delivery", "exactly_once", "exactly_once"},
+            {"forwarder.fate_outage_policy", "fire", "fire"},
+            {"forwarder.fate_outage_after", "90s", "1m30s"},
             {"forwarder.transactional_id", "fw-7", "fw-7"},
             {"forwarder.transaction_interval", "50ms", "50ms"},
             {"forwarder.max_fire_rate", "500", "500"},
@@ -265,6 +269,8 @@ static void test_set_bad_values(void)
             {"topics.dead_retention", "-1d", KDELAY_ERR_INVALID_DURATION},
             {"forwarder.delivery", "exactly-once", KDELAY_ERR_CONFIG},
             {"forwarder.delivery", "", KDELAY_ERR_CONFIG},
+            {"forwarder.fate_outage_policy", "Fire", KDELAY_ERR_CONFIG},
+            {"forwarder.fate_outage_after", "5", KDELAY_ERR_INVALID_DURATION},
             {"forwarder.max_fire_rate", "-1", KDELAY_ERR_CONFIG},
         };
         kdelay_conf_t *conf = kdelay_conf_new();

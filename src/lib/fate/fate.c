@@ -289,3 +289,70 @@ kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
         return store->ops->lookup(store->impl, ids, id_lens, n, fates, errstr,
                                   errstr_size);
 }
+
+static const char *const prior_names[KD_PRIORS] = {
+    [KD_PRIOR_FIRED] = "fired",
+    [KD_PRIOR_CANCELLED] = "cancelled",
+    [KD_PRIOR_FIRING] = "firing",
+    [KD_PRIOR_DEAD] = "dead",
+};
+
+const char *kd_unclaimed_prior_str(kd_unclaimed_prior_t prior)
+{
+        return (unsigned)prior < KD_PRIORS ? prior_names[prior] : "fired";
+}
+
+kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
+                                     kd_fate_unclaimed_t *items, size_t n,
+                                     char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t i = 0; i < n && !err; i++) {
+                err =
+                    check_id(items[i].id, items[i].id_len, errstr, errstr_size);
+                items[i].prior = KD_PRIOR_FIRED;
+                items[i].recorded = 0;
+        }
+        if (err || n == 0)
+                return err;
+        return store->ops->apply_unclaimed(store->impl, items, n, errstr,
+                                           errstr_size);
+}
+
+kdelay_err_t kd_fate_unclaimed_list(kd_fate_store_t *store, const char *id,
+                                    size_t id_len, int prior,
+                                    int64_t applied_after_ms,
+                                    kd_fate_unclaimed_row_t *rows, size_t max,
+                                    size_t *np, char *errstr,
+                                    size_t errstr_size)
+{
+        *np = 0;
+        if (id) {
+                kdelay_err_t err = check_id(id, id_len, errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        if (prior < -1 || prior >= KD_PRIORS || (!rows && max))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "bad prior or no room for the rows");
+        if (max == 0)
+                return KDELAY_OK;
+        return store->ops->unclaimed_list(store->impl, id, id_len, prior,
+                                          applied_after_ms, rows, max, np,
+                                          errstr, errstr_size);
+}
+
+kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
+                                  int64_t applied_before_ms, int batch,
+                                  uint64_t *deletedp, char *errstr,
+                                  size_t errstr_size)
+{
+        *deletedp = 0;
+        if (batch < 0)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "negative gc batch");
+        if (batch == 0)
+                return KDELAY_OK;
+        return store->ops->gc_unclaimed(store->impl, applied_before_ms, batch,
+                                        deletedp, errstr, errstr_size);
+}

@@ -6,6 +6,7 @@
  * that finds CANCELLED drops the task. Ids are sent as hex literals, so
  * no byte of an id can be mistaken for SQL. */
 #include "kd_fate_mysql.h"
+#include "kd_fate_mysql_int.h"
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -22,91 +23,6 @@
 #include "kd_mysql.h"
 #include "kd_schema.h"
 #include "kd_util.h"
-
-typedef struct kd_fate_mysql {
-        const kdelay_conf_t *conf; /* borrowed */
-        MYSQL *conn;               /* owned; NULL = not connected */
-        uint64_t statements;
-        /* conn's changes and the interrupt flag, so that another thread
-         * can shut down the socket of a blocked call (my_interrupt). */
-        pthread_mutex_t conn_lock;
-        int interrupted; /* guarded by conn_lock */
-} kd_fate_mysql_t;
-
-/* A growable SQL text buffer. */
-typedef struct kd_sql {
-        char *buf;
-        size_t len, cap;
-        int oom;
-} kd_sql_t;
-
-static void sql_add(kd_sql_t *s, const char *fmt, ...) KD_PRINTF(2, 3);
-
-static void sql_reserve(kd_sql_t *s, size_t more)
-{
-        if (s->oom || s->len + more + 1 <= s->cap)
-                return;
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->len + more + 1)
-                cap *= 2;
-        char *nb = realloc(s->buf, cap);
-        if (!nb) {
-                s->oom = 1;
-                return;
-        }
-        s->buf = nb;
-        s->cap = cap;
-}
-
-static void sql_add(kd_sql_t *s, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-                s->oom = 1;
-                return;
-        }
-        sql_reserve(s, (size_t)n);
-        if (s->oom)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
-        va_end(ap);
-        s->len += (size_t)n;
-}
-
-/* Appends X'hex' for the id bytes. */
-static void sql_add_hex(kd_sql_t *s, const char *id, size_t len)
-{
-        static const char hx[] = "0123456789abcdef";
-        sql_reserve(s, len * 2 + 3);
-        if (s->oom)
-                return;
-        char *p = s->buf + s->len;
-        *p++ = 'X';
-        *p++ = '\'';
-        for (size_t i = 0; i < len; i++) {
-                *p++ = hx[(unsigned char)id[i] >> 4];
-                *p++ = hx[(unsigned char)id[i] & 15];
-        }
-        *p++ = '\'';
-        *p = '\0';
-        s->len = (size_t)(p - s->buf);
-}
-
-/* Appends "X'..',X'..')" for ids: the rest of a "task_id IN (" list. */
-static void sql_add_id_list(kd_sql_t *s, const char *const *ids,
-                            const size_t *lens, size_t n)
-{
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        sql_add(s, ",");
-                sql_add_hex(s, ids[i], lens[i]);
-        }
-        sql_add(s, ")");
-}
 
 /* Sets my->conn (NULL closes it) where my_interrupt cannot race. 0, or
  * -1 when interrupted (conn is closed then). */
@@ -242,9 +158,9 @@ static kdelay_err_t stmt_dup(kd_fate_mysql_t *store, kd_sql_t *sql,
         return KDELAY_OK;
 }
 
-static kdelay_err_t stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
-                         const char *what, MYSQL_RES **resp, char *errstr,
-                         size_t errstr_size)
+kdelay_err_t kd_fate_mysql_stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
+                                const char *what, MYSQL_RES **resp,
+                                char *errstr, size_t errstr_size)
 {
         return stmt_dup(store, sql, what, resp, NULL, errstr, errstr_size);
 }
@@ -261,11 +177,11 @@ static kdelay_err_t cancel_once(kd_fate_mysql_t *store, const char *id,
         int dup = 0;
         /* A plain INSERT (not IGNORE): only "row exists" may pass, every
          * other problem stays an error. */
-        sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
-                      "decided_at_ms, updated_at_ms) VALUES (");
-        sql_add_hex(&sql, id, id_len);
-        sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
-                (long long)now);
+        kd_sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
+                         "decided_at_ms, updated_at_ms) VALUES (");
+        kd_sql_add_hex(&sql, id, id_len);
+        kd_sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
+                   (long long)now);
         kdelay_err_t err =
             stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
         free(sql.buf);
@@ -299,11 +215,6 @@ static kdelay_err_t my_cancel(void *impl, const char *id, size_t id_len,
         return err;
 }
 
-static int64_t col_i64(const char *s)
-{
-        return s ? strtoll(s, NULL, 10) : -1;
-}
-
 static kdelay_err_t my_status(void *impl, const char *id, size_t id_len,
                               kdelay_status_t *status, char *errstr,
                               size_t errstr_size)
@@ -321,12 +232,12 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
 {
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
-        sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
-                      "updated_at_ms, dead_reason FROM kdelay_fate WHERE "
-                      "task_id = ");
-        sql_add_hex(&sql, id, id_len);
-        kdelay_err_t err =
-            stmt(store, &sql, "status", &res, errstr, errstr_size);
+        kd_sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
+                         "updated_at_ms, dead_reason FROM kdelay_fate WHERE "
+                         "task_id = ");
+        kd_sql_add_hex(&sql, id, id_len);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "status", &res,
+                                              errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -334,11 +245,11 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
         MYSQL_ROW row = mysql_fetch_row(res);
         if (row) {
                 status->fate = kd_fate_parse(row[0]);
-                status->fire_at_ms = col_i64(row[1]);
+                status->fire_at_ms = kd_sql_col_i64(row[1]);
                 kd_strlcpy(status->owner, row[2] ? row[2] : "",
                            sizeof(status->owner));
-                status->decided_at_ms = col_i64(row[3]);
-                status->updated_at_ms = col_i64(row[4]);
+                status->decided_at_ms = kd_sql_col_i64(row[3]);
+                status->updated_at_ms = kd_sql_col_i64(row[4]);
                 kd_strlcpy(status->dead_reason, row[5] ? row[5] : "",
                            sizeof(status->dead_reason));
         }
@@ -351,10 +262,10 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
 static void sql_add_lease(kd_sql_t *s, int64_t lease_ms)
 {
         if (lease_ms > 0)
-                sql_add(s, "NOW(3) + INTERVAL %lld MICROSECOND",
-                        (long long)lease_ms * 1000);
+                kd_sql_add(s, "NOW(3) + INTERVAL %lld MICROSECOND",
+                           (long long)lease_ms * 1000);
         else
-                sql_add(s, "NULL");
+                kd_sql_add(s, "NULL");
 }
 
 /* Appends an item's source as three values: topic, partition, offset
@@ -362,12 +273,12 @@ static void sql_add_lease(kd_sql_t *s, int64_t lease_ms)
 static void sql_add_source(kd_sql_t *s, const kd_fate_claim_t *it)
 {
         if (!it->src_topic) {
-                sql_add(s, "NULL,NULL,NULL");
+                kd_sql_add(s, "NULL,NULL,NULL");
                 return;
         }
-        sql_add_hex(s, it->src_topic, strlen(it->src_topic));
-        sql_add(s, ",%d,%lld", (int)it->src_partition,
-                (long long)it->src_offset);
+        kd_sql_add_hex(s, it->src_topic, strlen(it->src_topic));
+        kd_sql_add(s, ",%d,%lld", (int)it->src_partition,
+                   (long long)it->src_offset);
 }
 
 /* Appends " WHEN id THEN v" for column col (0 topic, 1 partition,
@@ -376,15 +287,15 @@ static void sql_add_source_case(kd_sql_t *s, const kd_fate_claim_t *it, int col)
 {
         if (!it->src_topic)
                 return;
-        sql_add(s, " WHEN ");
-        sql_add_hex(s, it->id, it->id_len);
-        sql_add(s, " THEN ");
+        kd_sql_add(s, " WHEN ");
+        kd_sql_add_hex(s, it->id, it->id_len);
+        kd_sql_add(s, " THEN ");
         if (col == 0)
-                sql_add_hex(s, it->src_topic, strlen(it->src_topic));
+                kd_sql_add_hex(s, it->src_topic, strlen(it->src_topic));
         else if (col == 1)
-                sql_add(s, "%d", (int)it->src_partition);
+                kd_sql_add(s, "%d", (int)it->src_partition);
         else
-                sql_add(s, "%lld", (long long)it->src_offset);
+                kd_sql_add(s, "%lld", (long long)it->src_offset);
 }
 
 static int any_source(const kd_fate_claim_t *items, size_t n)
@@ -438,19 +349,20 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                               size_t n, char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        sql_add(&sql, "SELECT task_id, state, owner, IF(lease_until IS NULL, "
-                      "-1, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), "
-                      "lease_until)) DIV 1000) FROM kdelay_fate WHERE "
-                      "task_id IN (");
+        kd_sql_add(&sql,
+                   "SELECT task_id, state, owner, IF(lease_until IS NULL, "
+                   "-1, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), "
+                   "lease_until)) DIV 1000) FROM kdelay_fate WHERE "
+                   "task_id IN (");
         for (size_t i = 0; i < n; i++) {
                 if (i)
-                        sql_add(&sql, ",");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                        kd_sql_add(&sql, ",");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
                 items[i].fate = KDELAY_FATE_UNDECIDED;
                 items[i].row_owner[0] = '\0';
                 items[i].lease_left_ms = -1;
         }
-        sql_add(&sql, ")");
+        kd_sql_add(&sql, ")");
         kd_fate_claim_t **sorted = malloc(n * sizeof(*sorted)); /* owned */
         if (!sorted) {
                 free(sql.buf);
@@ -461,8 +373,8 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                 sorted[i] = &items[i];
         qsort(sorted, n, sizeof(*sorted), item_cmp);
         MYSQL_RES *res = NULL;
-        kdelay_err_t err =
-            stmt(store, &sql, "claim read-back", &res, errstr, errstr_size);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "claim read-back",
+                                              &res, errstr, errstr_size);
         free(sql.buf);
         if (err) {
                 free(sorted);
@@ -479,7 +391,7 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                         it->fate = f;
                         kd_strlcpy(it->row_owner, row[2] ? row[2] : "",
                                    sizeof(it->row_owner));
-                        it->lease_left_ms = col_i64(row[3]);
+                        it->lease_left_ms = kd_sql_col_i64(row[3]);
                 }
         }
         mysql_free_result(res);
@@ -492,58 +404,58 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
 {
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
-        sql_add(&sql,
-                "UPDATE kdelay_fate SET updated_at_ms = %lld, owner = "
-                "CASE task_id",
-                (long long)kd_now_ms());
+        kd_sql_add(&sql,
+                   "UPDATE kdelay_fate SET updated_at_ms = %lld, owner = "
+                   "CASE task_id",
+                   (long long)kd_now_ms());
         for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " THEN ");
-                sql_add_hex(&sql, items[i].token, strlen(items[i].token));
+                kd_sql_add(&sql, " WHEN ");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, " THEN ");
+                kd_sql_add_hex(&sql, items[i].token, strlen(items[i].token));
         }
-        sql_add(&sql, " ELSE owner END");
+        kd_sql_add(&sql, " ELSE owner END");
         /* A CASE needs a WHEN: the source columns only when some item
          * has one. */
         static const char *const src_cols[] = {"src_topic", "src_partition",
                                                "src_offset"};
         for (int col = 0; col < 3 && any_source(items, n); col++) {
-                sql_add(&sql, ", %s = CASE task_id", src_cols[col]);
+                kd_sql_add(&sql, ", %s = CASE task_id", src_cols[col]);
                 for (size_t i = 0; i < n; i++)
                         sql_add_source_case(&sql, &items[i], col);
-                sql_add(&sql, " ELSE %s END", src_cols[col]);
+                kd_sql_add(&sql, " ELSE %s END", src_cols[col]);
         }
-        sql_add(&sql, ", lease_until = CASE task_id");
+        kd_sql_add(&sql, ", lease_until = CASE task_id");
         for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " THEN ");
+                kd_sql_add(&sql, " WHEN ");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, " THEN ");
                 sql_add_lease(&sql, items[i].lease_ms);
         }
         /* A claim whose lease still holds is not taken over, unless it is
          * this instance's previous process's. */
-        sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND (");
+        kd_sql_add(&sql, " ELSE lease_until END WHERE state = 'FIRING' AND (");
         for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, "%s(task_id = ", i ? " OR " : "");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
                 /* CAST AS BINARY: owners are bytes, not text under the
                  * column's case-folding collation (the BINARY operator is
                  * deprecated in MySQL 8.0.27). */
                 if (items[i].row_owner[0]) {
-                        sql_add(&sql, " AND CAST(owner AS BINARY) = ");
-                        sql_add_hex(&sql, items[i].row_owner,
-                                    strlen(items[i].row_owner));
+                        kd_sql_add(&sql, " AND CAST(owner AS BINARY) = ");
+                        kd_sql_add_hex(&sql, items[i].row_owner,
+                                       strlen(items[i].row_owner));
                 } else {
-                        sql_add(&sql, " AND owner IS NULL");
+                        kd_sql_add(&sql, " AND owner IS NULL");
                 }
                 if (!items[i].own_previous)
-                        sql_add(&sql, " AND (lease_until IS NULL OR "
-                                      "lease_until <= NOW(3))");
-                sql_add(&sql, ")");
+                        kd_sql_add(&sql, " AND (lease_until IS NULL OR "
+                                         "lease_until <= NOW(3))");
+                kd_sql_add(&sql, ")");
         }
-        sql_add(&sql, ")");
-        kdelay_err_t err =
-            stmt(store, &sql, "takeover", NULL, errstr, errstr_size);
+        kd_sql_add(&sql, ")");
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "takeover", NULL,
+                                              errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -597,33 +509,33 @@ static kdelay_err_t renew_own(kd_fate_mysql_t *store,
          * cond, appended after it. */
         kd_sql_t sql = {0}, cond = {0};
         size_t asked = 0;
-        sql_add(&sql, "UPDATE kdelay_fate SET lease_until = CASE task_id");
+        kd_sql_add(&sql, "UPDATE kdelay_fate SET lease_until = CASE task_id");
         for (size_t i = 0; i < n; i++) {
                 const char *tok;
                 size_t tlen;
                 if (!renewable(&items[i], owner, &tok, &tlen))
                         continue;
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, " THEN ");
+                kd_sql_add(&sql, " WHEN ");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, " THEN ");
                 sql_add_lease(&sql, items[i].lease_ms);
-                sql_add(&cond, "%s(task_id = ", asked++ ? " OR " : "");
-                sql_add_hex(&cond, items[i].id, items[i].id_len);
-                sql_add(&cond, " AND CAST(owner AS BINARY) = ");
-                sql_add_hex(&cond, tok, tlen);
-                sql_add(&cond, ")");
+                kd_sql_add(&cond, "%s(task_id = ", asked++ ? " OR " : "");
+                kd_sql_add_hex(&cond, items[i].id, items[i].id_len);
+                kd_sql_add(&cond, " AND CAST(owner AS BINARY) = ");
+                kd_sql_add_hex(&cond, tok, tlen);
+                kd_sql_add(&cond, ")");
         }
         kdelay_err_t err = KDELAY_OK;
         if (asked) {
                 if (cond.oom)
                         sql.oom = 1; /* stmt() reports it */
                 else
-                        sql_add(&sql,
-                                " ELSE lease_until END WHERE state = "
-                                "'FIRING' AND (%.*s)",
-                                (int)cond.len, cond.buf);
-                err =
-                    stmt(store, &sql, "claim renew", NULL, errstr, errstr_size);
+                        kd_sql_add(&sql,
+                                   " ELSE lease_until END WHERE state = "
+                                   "'FIRING' AND (%.*s)",
+                                   (int)cond.len, cond.buf);
+                err = kd_fate_mysql_stmt(store, &sql, "claim renew", NULL,
+                                         errstr, errstr_size);
         }
         free(sql.buf);
         free(cond.buf);
@@ -637,29 +549,29 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         int64_t now = kd_now_ms();
-        sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
-                      "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
-                      "lease_until, src_topic, src_partition, src_offset) "
-                      "VALUES ");
+        kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
+                         "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
+                         "lease_until, src_topic, src_partition, src_offset) "
+                         "VALUES ");
         for (size_t i = 0; i < n; i++) {
                 size_t tlen;
                 const char *tok = kd_fate_claim_owner(&items[i], owner, &tlen);
-                sql_add(&sql, "%s(", i ? "," : "");
-                sql_add_hex(&sql, items[i].id, items[i].id_len);
-                sql_add(&sql, ",'FIRING',%lld,",
-                        (long long)items[i].fire_at_ms);
+                kd_sql_add(&sql, "%s(", i ? "," : "");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, ",'FIRING',%lld,",
+                           (long long)items[i].fire_at_ms);
                 if (tlen)
-                        sql_add_hex(&sql, tok, tlen);
+                        kd_sql_add_hex(&sql, tok, tlen);
                 else
-                        sql_add(&sql, "NULL");
-                sql_add(&sql, ",%lld,%lld,", (long long)now, (long long)now);
+                        kd_sql_add(&sql, "NULL");
+                kd_sql_add(&sql, ",%lld,%lld,", (long long)now, (long long)now);
                 sql_add_lease(&sql, items[i].lease_ms);
-                sql_add(&sql, ",");
+                kd_sql_add(&sql, ",");
                 sql_add_source(&sql, &items[i]);
-                sql_add(&sql, ")");
+                kd_sql_add(&sql, ")");
         }
         kdelay_err_t err =
-            stmt(store, &sql, "claim", NULL, errstr, errstr_size);
+            kd_fate_mysql_stmt(store, &sql, "claim", NULL, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -676,13 +588,13 @@ static kdelay_err_t my_mark_fired(void *impl, const char *const *ids,
 {
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
-        sql_add(&sql,
-                "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
-                "%lld WHERE state = 'FIRING' AND task_id IN (",
-                (long long)kd_now_ms());
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "mark fired", NULL, errstr, errstr_size);
+        kd_sql_add(&sql,
+                   "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
+                   "%lld WHERE state = 'FIRING' AND task_id IN (",
+                   (long long)kd_now_ms());
+        kd_sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "mark fired", NULL,
+                                              errstr, errstr_size);
         free(sql.buf);
         return err;
 }
@@ -695,13 +607,14 @@ static kdelay_err_t my_mark_dead(void *impl, const char *const *ids,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         /* reason: [a-z0-9-] only (kd_fate_mark_dead checked). */
-        sql_add(&sql,
-                "UPDATE kdelay_fate SET state = 'DEAD', dead_reason = '%s', "
-                "updated_at_ms = %lld WHERE state = 'FIRING' AND task_id IN (",
-                reason, (long long)kd_now_ms());
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "mark dead", NULL, errstr, errstr_size);
+        kd_sql_add(
+            &sql,
+            "UPDATE kdelay_fate SET state = 'DEAD', dead_reason = '%s', "
+            "updated_at_ms = %lld WHERE state = 'FIRING' AND task_id IN (",
+            reason, (long long)kd_now_ms());
+        kd_sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "mark dead", NULL,
+                                              errstr, errstr_size);
         free(sql.buf);
         return err;
 }
@@ -713,17 +626,18 @@ static kdelay_err_t my_note_cancelled(void *impl, const char *const *ids,
 {
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
-        sql_add(&sql, "UPDATE kdelay_fate SET fire_at_ms = CASE task_id");
+        kd_sql_add(&sql, "UPDATE kdelay_fate SET fire_at_ms = CASE task_id");
         for (size_t i = 0; i < n; i++) {
-                sql_add(&sql, " WHEN ");
-                sql_add_hex(&sql, ids[i], id_lens[i]);
-                sql_add(&sql, " THEN %lld", (long long)fire_ats[i]);
+                kd_sql_add(&sql, " WHEN ");
+                kd_sql_add_hex(&sql, ids[i], id_lens[i]);
+                kd_sql_add(&sql, " THEN %lld", (long long)fire_ats[i]);
         }
-        sql_add(&sql, " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
-                      "AND task_id IN (");
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "note cancelled", NULL, errstr, errstr_size);
+        kd_sql_add(&sql,
+                   " END WHERE state = 'CANCELLED' AND fire_at_ms IS NULL "
+                   "AND task_id IN (");
+        kd_sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "note cancelled",
+                                              NULL, errstr, errstr_size);
         free(sql.buf);
         return err;
 }
@@ -735,13 +649,14 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         /* Small batches keep each statement's locks short. */
-        sql_add(&sql,
-                "DELETE FROM kdelay_fate WHERE decided_at_ms < %lld AND "
-                "(fire_at_ms < %lld OR (fire_at_ms IS NULL AND "
-                "decided_at_ms < %lld)) LIMIT %d",
-                (long long)due_before_ms, (long long)due_before_ms,
-                (long long)decided_before_ms, batch);
-        kdelay_err_t err = stmt(store, &sql, "gc", NULL, errstr, errstr_size);
+        kd_sql_add(&sql,
+                   "DELETE FROM kdelay_fate WHERE decided_at_ms < %lld AND "
+                   "(fire_at_ms < %lld OR (fire_at_ms IS NULL AND "
+                   "decided_at_ms < %lld)) LIMIT %d",
+                   (long long)due_before_ms, (long long)due_before_ms,
+                   (long long)decided_before_ms, batch);
+        kdelay_err_t err =
+            kd_fate_mysql_stmt(store, &sql, "gc", NULL, errstr, errstr_size);
         free(sql.buf);
         if (!err)
                 *deletedp = (uint64_t)mysql_affected_rows(store->conn);
@@ -756,14 +671,15 @@ static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
-        sql_add(&sql,
-                "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
-                "src_partition, src_offset FROM kdelay_fate WHERE state = "
-                "'FIRING' AND (updated_at_ms < %lld OR updated_at_ms > %lld) "
-                "ORDER BY updated_at_ms LIMIT %zu",
-                (long long)updated_before_ms, (long long)updated_after_ms, max);
-        kdelay_err_t err =
-            stmt(store, &sql, "list firing", &res, errstr, errstr_size);
+        kd_sql_add(
+            &sql,
+            "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
+            "src_partition, src_offset FROM kdelay_fate WHERE state = "
+            "'FIRING' AND (updated_at_ms < %lld OR updated_at_ms > %lld) "
+            "ORDER BY updated_at_ms LIMIT %zu",
+            (long long)updated_before_ms, (long long)updated_after_ms, max);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "list firing", &res,
+                                              errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -778,12 +694,12 @@ static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
                 memcpy(r->id, row[0], lens[0]);
                 r->id_len = lens[0];
                 kd_strlcpy(r->owner, row[1] ? row[1] : "", sizeof(r->owner));
-                r->fire_at_ms = col_i64(row[2]);
-                r->updated_at_ms = col_i64(row[3]);
+                r->fire_at_ms = kd_sql_col_i64(row[2]);
+                r->updated_at_ms = kd_sql_col_i64(row[3]);
                 kd_strlcpy(r->src_topic, row[4] ? row[4] : "",
                            sizeof(r->src_topic));
-                r->src_partition = (int32_t)col_i64(row[5]);
-                r->src_offset = col_i64(row[6]);
+                r->src_partition = (int32_t)kd_sql_col_i64(row[5]);
+                r->src_offset = kd_sql_col_i64(row[6]);
                 n++;
         }
         mysql_free_result(res);
@@ -799,11 +715,11 @@ static kdelay_err_t my_lookup(void *impl, const char *const *ids,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
-        sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
-                      "IN (");
-        sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err =
-            stmt(store, &sql, "look up fates", &res, errstr, errstr_size);
+        kd_sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
+                         "IN (");
+        kd_sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "look up fates",
+                                              &res, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -832,6 +748,9 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .gc = my_gc,
     .firing = my_firing,
     .lookup = my_lookup,
+    .apply_unclaimed = kd_fate_mysql_apply_unclaimed,
+    .unclaimed_list = kd_fate_mysql_unclaimed_list,
+    .gc_unclaimed = kd_fate_mysql_gc_unclaimed,
     .statements = my_statements,
     .interrupt = my_interrupt,
     .destroy = my_destroy,

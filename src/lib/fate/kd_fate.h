@@ -160,6 +160,77 @@ kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
                             kdelay_fate_t *fates, char *errstr,
                             size_t errstr_size);
 
+/* What a fate row said when the journal of fires made without a claim
+ * was applied to it (kdelay_unclaimed.prior, deploy/mysql/007). */
+typedef enum kd_unclaimed_prior {
+        KD_PRIOR_FIRED,     /* no row, or FIRED already */
+        KD_PRIOR_CANCELLED, /* cancelled first, then delivered anyway */
+        KD_PRIOR_FIRING,    /* a claim was out */
+        KD_PRIOR_DEAD       /* DEAD (another copy dead-lettered); stays */
+} kd_unclaimed_prior_t;
+#define KD_PRIORS (KD_PRIOR_DEAD + 1)
+
+/* "fired", "cancelled", "firing", "dead"; static. */
+const char *kd_unclaimed_prior_str(kd_unclaimed_prior_t prior);
+
+/* One fire made without a claim (forwarder.fate_outage_policy=fire), as
+ * its journal record tells it. */
+typedef struct kd_fate_unclaimed {
+        const char *id; /* borrowed */
+        size_t id_len;
+        int64_t fire_at_ms;
+        int64_t fired_at_ms;   /* when it was produced */
+        const char *forwarder; /* borrowed; <= KD_FATE_OWNER_MAX bytes
+                                  written; NULL = not known */
+        const char *src_topic; /* borrowed; NULL = not known */
+        int32_t src_partition;
+        int64_t src_offset;
+        kd_unclaimed_prior_t prior; /* out: what the fate row said */
+        int recorded;               /* out: 1 = this call recorded it (it was
+                                       not applied before) */
+} kd_fate_unclaimed_t;
+
+/* Applies n journal entries: each task's row becomes FIRED (inserted, or
+ * updated from CANCELLED or FIRING; FIRED and DEAD stay), and a
+ * kdelay_unclaimed row records the fire with what the row said before,
+ * unless one exists (the first application's answer stays). Idempotent
+ * and safe beside claims, cancels and another applier: a cancel that
+ * comes after the first statement finds the FIRED row (too late). Four
+ * statements (three when no row was CANCELLED or FIRING). */
+kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
+                                     kd_fate_unclaimed_t *items, size_t n,
+                                     char *errstr, size_t errstr_size);
+
+/* One kdelay_unclaimed row as kd_fate_unclaimed_list reads it. */
+typedef struct kd_fate_unclaimed_row {
+        char id[KDELAY_ID_MAX + 1]; /* NUL-terminated */
+        size_t id_len;
+        kd_unclaimed_prior_t prior;
+        int64_t fire_at_ms, fired_at_ms, applied_at_ms;
+        char forwarder[KD_FATE_OWNER_MAX + 1]; /* "" = not known */
+        char src_topic[256];                   /* "" = not known */
+        int32_t src_partition;
+        int64_t src_offset;
+} kd_fate_unclaimed_row_t;
+
+/* Lists kdelay_unclaimed rows into rows (the caller's array, max of
+ * them; *np gets how many): the row of id when id is not NULL, else at
+ * most max rows with prior `prior` (-1 = any) applied at or after
+ * applied_after_ms, oldest first. One statement. */
+kdelay_err_t kd_fate_unclaimed_list(kd_fate_store_t *store, const char *id,
+                                    size_t id_len, int prior,
+                                    int64_t applied_after_ms,
+                                    kd_fate_unclaimed_row_t *rows, size_t max,
+                                    size_t *np, char *errstr,
+                                    size_t errstr_size);
+
+/* Deletes at most batch kdelay_unclaimed rows applied before
+ * applied_before_ms; *deletedp gets the count. One statement. */
+kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
+                                  int64_t applied_before_ms, int batch,
+                                  uint64_t *deletedp, char *errstr,
+                                  size_t errstr_size);
+
 /* Makes a call blocked in the store (on another thread) fail soon, and
  * every later call fail at once: for stopping a thread that uses the
  * store. Thread-safe; the store is good only for kd_fate_store_destroy

@@ -46,6 +46,18 @@ typedef struct kd_fate_ops {
                                const size_t *id_lens, size_t n,
                                kdelay_fate_t *fates, char *errstr,
                                size_t errstr_size);
+        kdelay_err_t (*apply_unclaimed)(void *impl, kd_fate_unclaimed_t *items,
+                                        size_t n, char *errstr,
+                                        size_t errstr_size);
+        kdelay_err_t (*unclaimed_list)(void *impl, const char *id,
+                                       size_t id_len, int prior,
+                                       int64_t applied_after_ms,
+                                       kd_fate_unclaimed_row_t *rows,
+                                       size_t max, size_t *np, char *errstr,
+                                       size_t errstr_size);
+        kdelay_err_t (*gc_unclaimed)(void *impl, int64_t applied_before_ms,
+                                     int batch, uint64_t *deletedp,
+                                     char *errstr, size_t errstr_size);
         uint64_t (*statements)(const void *impl);
         /* Called from another thread while a call may be blocked in the
          * store: that call, and every later one, fails soon. */

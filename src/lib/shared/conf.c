@@ -39,7 +39,8 @@ typedef enum kd_prop_type {
         KD_PROP_BYTES,    /* int64_t, >= min */
         KD_PROP_DURATION, /* int64_t ms */
         KD_PROP_TIERS,    /* kd_tiers_t */
-        KD_PROP_DELIVERY  /* kd_delivery_t */
+        KD_PROP_DELIVERY, /* kd_delivery_t */
+        KD_PROP_OUTAGE    /* kd_outage_policy_t */
 } kd_prop_type_t;
 
 typedef struct kd_prop {
@@ -181,6 +182,20 @@ static const kd_prop_t kd_props[] = {
      "append times of its own hops) is logged and counted; the forwarder "
      "always runs on the broker's time as far as it can tell, so no fire is "
      "early by the broker's clock"},
+    {"forwarder.fate_outage_policy", KD_PROP_OUTAGE, KD_OFF(fwd_outage_policy),
+     "hold", 0,
+     "what due tasks do while MySQL is unreachable or failing: `hold` "
+     "(wait: no task fires without its claim, so a cancel that answered OK "
+     "is never delivered) or `fire` (after `forwarder.fate_outage_after`, "
+     "fire without a claim and write each such fire to the journal topic "
+     "`<topic_prefix>.journal`, applied to the fate table when MySQL "
+     "answers again; a cancel from before the outage may then be "
+     "delivered: docs/reliability.md)"},
+    {"forwarder.fate_outage_after", KD_PROP_DURATION,
+     KD_OFF(fwd_outage_after_ms), "30s", 0,
+     "`fire`: how long MySQL must be unreachable or failing (no request "
+     "answered; a slow answer is not an outage) before due tasks fire "
+     "without a claim"},
     {"forwarder.claim_batch", KD_PROP_INT, KD_OFF(fwd_claim_batch), "500", 1,
      "ids per claim / mark-fired statement"},
     {"forwarder.fault.kill_after_commit", KD_PROP_INT,
@@ -262,6 +277,14 @@ const char *const kd_producer_forced[] = {"enable.idempotence", "true", "acks",
 
 static const char *const kd_delivery_names[] = {"at_least_once",
                                                 "exactly_once"};
+static const char *const kd_outage_names[] = {"hold", "fire"};
+
+/* The names a KD_PROP_DELIVERY or KD_PROP_OUTAGE property takes, in its
+ * enum's order (two each). */
+static const char *const *choice_names(kd_prop_type_t type)
+{
+        return type == KD_PROP_DELIVERY ? kd_delivery_names : kd_outage_names;
+}
 
 static kdelay_err_t kv_put(kdelay_conf_t *conf, const char *name,
                            const char *value);
@@ -404,16 +427,18 @@ static kdelay_err_t prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 return KDELAY_OK;
         }
         case KD_PROP_DELIVERY:
-                for (size_t i = 0; i < KD_ARRAY_LEN(kd_delivery_names); i++) {
-                        if (!strcmp(value, kd_delivery_names[i])) {
-                                *(kd_delivery_t *)field = (kd_delivery_t)i;
+        case KD_PROP_OUTAGE: {
+                const char *const *names = choice_names(p->type);
+                for (int i = 0; i < 2; i++) {
+                        if (!strcmp(value, names[i])) {
+                                *(int *)field = i;
                                 return KDELAY_OK;
                         }
                 }
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                               "%s: \"%s\" is not at_least_once or "
-                               "exactly_once",
-                               p->name, value);
+                               "%s: \"%s\" is not %s or %s", p->name, value,
+                               names[0], names[1]);
+        }
         case KD_PROP_TIERS: {
                 char why[200];
                 kd_tiers_t t;
@@ -851,8 +876,8 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 kd_tiers_format((const kd_tiers_t *)field, tmp, sizeof(tmp));
                 break;
         case KD_PROP_DELIVERY:
-                kd_strlcpy(tmp,
-                           kd_delivery_names[*(const kd_delivery_t *)field],
+        case KD_PROP_OUTAGE:
+                kd_strlcpy(tmp, choice_names(p->type)[*(const int *)field],
                            sizeof(tmp));
                 break;
         }
@@ -930,8 +955,9 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                          KD_TIERS_MAX);
                 break;
         case KD_PROP_DELIVERY:
-                snprintf(buf, size, "`%s` or `%s`", kd_delivery_names[0],
-                         kd_delivery_names[1]);
+        case KD_PROP_OUTAGE:
+                snprintf(buf, size, "`%s` or `%s`", choice_names(p->type)[0],
+                         choice_names(p->type)[1]);
                 break;
         }
         /* Text without a default: "" unsets it (prop_set). */

@@ -18,6 +18,12 @@ typedef enum kd_delivery {
         KD_DELIVERY_EXACTLY_ONCE
 } kd_delivery_t;
 
+/* forwarder.fate_outage_policy (docs/reliability.md). */
+typedef enum kd_outage_policy {
+        KD_OUTAGE_HOLD, /* no fire without a claim */
+        KD_OUTAGE_FIRE  /* fire through an outage, journaled */
+} kd_outage_policy_t;
+
 struct kdelay_conf_s {
         char *brokers;      /* owned; bootstrap.servers */
         char *topic_prefix; /* owned */
@@ -48,6 +54,8 @@ struct kdelay_conf_s {
         int64_t fwd_max_clock_skew_ms;   /* warn past this skew */
         int64_t fwd_claim_lease_ms;      /* claim lease; 0 = none */
         int fwd_claim_batch;             /* ids per claim statement */
+        int fwd_outage_policy;           /* a kd_outage_policy_t */
+        int64_t fwd_outage_after_ms;     /* fire: outage this long first */
         int fwd_fault_kill_after_commit; /* tests: SIGKILL after the Nth
                                             commit with fires; 0 = never */
         int fwd_max_held;                /* held tasks, count */
@@ -56,7 +64,7 @@ struct kdelay_conf_s {
         int64_t fwd_stats_interval_ms;
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
-        kd_delivery_t fwd_delivery;
+        int fwd_delivery;             /* a kd_delivery_t */
         char *fwd_txn_id;             /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms;  /* longest open transaction */
         int fwd_abort_limit;          /* solo aborts before dead letter */

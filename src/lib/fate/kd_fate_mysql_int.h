@@ -1,0 +1,45 @@
+/* Inside the MySQL fate store: its state and statement runner, shared by
+ * fate_mysql.c (the fate table) and fate_unclaimed.c (fires made without a
+ * claim, kdelay_unclaimed). */
+#ifndef KD_FATE_MYSQL_INT_H
+#define KD_FATE_MYSQL_INT_H
+
+#include <mysql.h>
+#include <pthread.h>
+
+#include "kd_fate.h"
+#include "kd_sql.h"
+
+typedef struct kd_fate_mysql {
+        const kdelay_conf_t *conf; /* borrowed */
+        MYSQL *conn;               /* owned; NULL = not connected */
+        uint64_t statements;
+        /* conn's changes and the interrupt flag, so that another thread
+         * can shut down the socket of a blocked call (my_interrupt). */
+        pthread_mutex_t conn_lock;
+        int interrupted; /* guarded by conn_lock */
+} kd_fate_mysql_t;
+
+/* Sends one statement (connecting first if need be); for reads, *resp
+ * gets the stored result (the caller frees it). A connection error closes
+ * the connection (the next call reconnects). */
+kdelay_err_t kd_fate_mysql_stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
+                                const char *what, MYSQL_RES **resp,
+                                char *errstr, size_t errstr_size);
+
+/* The kd_fate_ops_t entries of fate_unclaimed.c (kd_fate.h says what each
+ * does). */
+kdelay_err_t kd_fate_mysql_apply_unclaimed(void *impl,
+                                           kd_fate_unclaimed_t *items, size_t n,
+                                           char *errstr, size_t errstr_size);
+kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
+                                          size_t id_len, int prior,
+                                          int64_t applied_after_ms,
+                                          kd_fate_unclaimed_row_t *rows,
+                                          size_t max, size_t *np, char *errstr,
+                                          size_t errstr_size);
+kdelay_err_t kd_fate_mysql_gc_unclaimed(void *impl, int64_t applied_before_ms,
+                                        int batch, uint64_t *deletedp,
+                                        char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,132 @@
+/* The fate store contract (kd_fate_contract.h): the journal of fires made
+ * without a claim applied to the fate table (kd_fate_apply_unclaimed),
+ * listed and collected. */
+#include <string.h>
+
+#include "fate_contract.h"
+#include "kd_util.h"
+
+#define N_ITEMS 6
+
+/* Rows before: "n" none, "c" CANCELLED, "f" FIRING (a claim), "d" DEAD,
+ * "x" FIRED; "n" twice in the batch (a journal may repeat). */
+static void items_init(kd_fate_unclaimed_t *it)
+{
+        static const char *const ids[N_ITEMS] = {"n", "c", "f", "d", "x", "n"};
+        memset(it, 0, N_ITEMS * sizeof(*it));
+        for (int i = 0; i < N_ITEMS; i++) {
+                it[i].id = ids[i];
+                it[i].id_len = 1;
+                it[i].fire_at_ms = 1000 + i;
+                it[i].fired_at_ms = 2000 + i;
+                it[i].forwarder = "fw-1";
+                it[i].src_topic = "kdelay.tier.1s";
+                it[i].src_partition = 2;
+                it[i].src_offset = 40 + i;
+        }
+}
+
+static void rows_init(void)
+{
+        CU_ASSERT_EQUAL(kd_fc_cancel1("c"), KDELAY_OK);
+        kd_fc_claim1("f", 5, "fw-2");
+        CU_ASSERT_EQUAL(kd_fc_put("d", KDELAY_FATE_DEAD, 5, 5), 0);
+        kd_fc_claim1("x", 5, "fw-2");
+        kd_fc_fire1("x");
+}
+
+static kdelay_err_t apply(kd_fate_unclaimed_t *it)
+{
+        return kd_fate_apply_unclaimed(kd_fc_store, it, N_ITEMS, kd_fc_errstr,
+                                       sizeof(kd_fc_errstr));
+}
+
+/* Every task's row is FIRED but the DEAD one's; the fire is on record
+ * with what the row said; a cancel now is too late. Four statements. */
+void test_apply_unclaimed_fires_and_records(void)
+{
+        KD_FC_NEED_STORE();
+        rows_init();
+        kd_fate_unclaimed_t it[N_ITEMS];
+        items_init(it);
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(apply(it), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 4);
+        static const kd_unclaimed_prior_t want[N_ITEMS] = {
+            KD_PRIOR_FIRED, KD_PRIOR_CANCELLED, KD_PRIOR_FIRING,
+            KD_PRIOR_DEAD,  KD_PRIOR_FIRED,     KD_PRIOR_FIRED};
+        for (int i = 0; i < N_ITEMS; i++) {
+                CU_ASSERT_EQUAL(it[i].prior, want[i]);
+                CU_ASSERT_EQUAL(it[i].recorded, 1);
+        }
+        kdelay_status_t st = kd_fc_status1("n");
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_STRING_EQUAL(st.owner, "fw-1");
+        CU_ASSERT_EQUAL(st.fire_at_ms, 1000);
+        CU_ASSERT_EQUAL(st.decided_at_ms, 2000);
+        CU_ASSERT_EQUAL(kd_fc_status1("c").fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fc_status1("f").fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fc_status1("d").fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_EQUAL(kd_fc_status1("x").fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fc_cancel1("n"), KDELAY_ERR_TOO_LATE);
+        CU_ASSERT_EQUAL(kd_fc_cancel1("c"), KDELAY_ERR_TOO_LATE);
+
+        kd_fate_unclaimed_row_t rows[8];
+        size_t n = 99;
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(
+                            kd_fc_store, NULL, 0, KD_PRIOR_CANCELLED, 0, rows,
+                            8, &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_STRING_EQUAL(rows[0].id, "c");
+        CU_ASSERT_EQUAL(rows[0].fire_at_ms, 1001);
+        CU_ASSERT_EQUAL(rows[0].fired_at_ms, 2001);
+        CU_ASSERT_STRING_EQUAL(rows[0].forwarder, "fw-1");
+        CU_ASSERT_STRING_EQUAL(rows[0].src_topic, "kdelay.tier.1s");
+        CU_ASSERT_EQUAL(rows[0].src_partition, 2);
+        CU_ASSERT_EQUAL(rows[0].src_offset, 41);
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(kd_fc_store, NULL, 0, -1, 0,
+                                               rows, 8, &n, kd_fc_errstr,
+                                               sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(n, 5);
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(kd_fc_store, "d", 1, -1, 0, rows,
+                                               1, &n, kd_fc_errstr,
+                                               sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_EQUAL(rows[0].prior, KD_PRIOR_DEAD);
+}
+
+/* Applied again (a crash before the journal's offsets were committed):
+ * nothing new is recorded, the first answers stay (the cancelled task is
+ * still reported as such), the rows stay; then gc takes the records. */
+void test_apply_unclaimed_again_changes_nothing(void)
+{
+        KD_FC_NEED_STORE();
+        rows_init();
+        kd_fate_unclaimed_t it[N_ITEMS];
+        items_init(it);
+        CU_ASSERT_EQUAL_FATAL(apply(it), KDELAY_OK);
+        items_init(it);
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(apply(it), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 3);
+        CU_ASSERT_EQUAL(it[1].prior, KD_PRIOR_CANCELLED);
+        CU_ASSERT_EQUAL(it[2].prior, KD_PRIOR_FIRING);
+        for (int i = 0; i < N_ITEMS; i++)
+                CU_ASSERT_EQUAL(it[i].recorded, 0);
+        CU_ASSERT_EQUAL(kd_fc_status1("c").fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fc_status1("d").fate, KDELAY_FATE_DEAD);
+        uint64_t deleted = 0;
+        CU_ASSERT_EQUAL(kd_fate_gc_unclaimed(kd_fc_store, 0, 100, &deleted,
+                                             kd_fc_errstr,
+                                             sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(deleted, 0);
+        CU_ASSERT_EQUAL(kd_fate_gc_unclaimed(kd_fc_store, kd_now_ms() + 1000,
+                                             100, &deleted, kd_fc_errstr,
+                                             sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(deleted, 5);
+}
