@@ -9,6 +9,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "audit_unclaimed.h"
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_scan.h"
@@ -53,6 +54,12 @@ static const char kd_audit_help[] =
     "           letter's reason.\n"
     "  overdue  tier partitions whose next record to handle was due more\n"
     "           than --overdue ago: no forwarder runs, or one is stuck.\n"
+    "  fired_after_cancel\n"
+    "           tasks cancelled before a fate-store outage and fired\n"
+    "           through it without a claim (forwarder.fate_outage_policy\n"
+    "           =fire), recorded when the journal was applied in the last\n"
+    "           --dead-window: the cancel had answered OK, the task was\n"
+    "           delivered all the same (nothing to fix; tell its owner).\n"
     "  dead     records in the dead-letter topic of the last --dead-window\n"
     "           not replayed yet (a finding); those `dead replay` replayed\n"
     "           (their copy has a fate, or is pending in a tier topic) are\n"
@@ -60,8 +67,10 @@ static const char kd_audit_help[] =
     "\n"
     "Output: a table of the firing rows found (FIRING_ID VERDICT ACTION\n"
     "OWNER UPDATED SOURCE), a table of the overdue partitions\n"
-    "(OVERDUE_PARTITION OFFSET DUE OVERDUE_MS), then the dead letters and\n"
-    "a summary as key=value lines (`summary ... findings=N`).\n"
+    "(OVERDUE_PARTITION OFFSET DUE OVERDUE_MS), the dead letters, a table\n"
+    "of fires after a cancel (FIRED_AFTER_CANCEL_ID FIRE_AT FIRED_AT\n"
+    "FORWARDER SOURCE) and a summary as key=value lines (`summary ...\n"
+    "findings=N`).\n"
     "\n"
     "  --older-than D       FIRING rows last changed more than D ago\n"
     "                       (default 1m), or stamped more than D ahead of\n"
@@ -69,7 +78,8 @@ static const char kd_audit_help[] =
     "                       0s: every FIRING row\n"
     "  --fix                mark delivered rows FIRED, dead-lettered DEAD\n"
     "  --overdue D          overdue bound (default 1m)\n"
-    "  --dead-window D      dead-letter window (default 24h)\n"
+    "  --dead-window D      dead-letter and fired-after-cancel window\n"
+    "                       (default 24h)\n"
     "  --json               one JSON document on stdout: {\"firing\": [...],\n"
     "                       \"overdue\": [...], \"summary\": {...}}\n"
     "\n"
@@ -113,6 +123,8 @@ typedef struct audit {
         size_t overdue;
         int64_t dead;
         int64_t dead_replayed; /* of dead: history, replayed before */
+        size_t after_cancel;   /* fired after a cancel (an outage) */
+        int more_after_cancel;
         char dead_topic[256];
         int firing_shown, overdue_shown; /* text: rows printed so far */
 } audit_t;
@@ -599,7 +611,8 @@ static int summary(audit_t *au)
         size_t findings = au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
                           au->counts[ROW_DELIVERED] +
                           au->counts[ROW_DEAD_LETTERED] - au->fixed +
-                          au->overdue + (au->dead - au->dead_replayed > 0);
+                          au->overdue + (au->dead - au->dead_replayed > 0) +
+                          au->after_cancel;
         char w[32];
         kdelay_duration_format(au->a->window_ms, w, sizeof(w));
         if (au->json) {
@@ -616,6 +629,8 @@ static int summary(audit_t *au)
                 cJSON_AddNumberToObject(s, "dead_replayed",
                                         (double)au->dead_replayed);
                 cJSON_AddStringToObject(s, "dead_window", w);
+                cJSON_AddNumberToObject(s, "fired_after_cancel",
+                                        (double)au->after_cancel);
                 cJSON_AddNumberToObject(s, "findings", (double)findings);
                 char *text = cJSON_PrintUnformatted(au->json);
                 if (text)
@@ -630,12 +645,14 @@ static int summary(audit_t *au)
                 printf("summary firing=%zu delivered=%zu fixed=%zu "
                        "pending=%zu unknown=%zu dead_lettered=%zu "
                        "more_firing=%d overdue_partitions=%zu "
-                       "dead_letters=%lld dead_replayed=%lld findings=%zu\n",
+                       "dead_letters=%lld dead_replayed=%lld "
+                       "fired_after_cancel=%zu findings=%zu\n",
                        au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
                        au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
                        au->counts[ROW_DEAD_LETTERED], au->more_rows,
                        au->overdue, (long long)au->dead,
-                       (long long)au->dead_replayed, findings);
+                       (long long)au->dead_replayed, au->after_cancel,
+                       findings);
         }
         return findings ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
@@ -671,6 +688,12 @@ static int run(audit_args_t *a)
                 err = audit_dead(&au, errstr, sizeof(errstr));
         if (!err)
                 audit_dead_replayed(&au);
+        if (!err)
+                err = kd_audit_unclaimed(
+                    a->cli->conf, kd_now_ms() - a->window_ms, au.json,
+                    au.firing_shown || au.overdue_shown || au.dead > 0,
+                    &au.after_cancel, &au.more_after_cancel, errstr,
+                    sizeof(errstr));
         int rc;
         if (err) {
                 fprintf(stderr, "%s: %s: %s\n", a->cli->prog,

@@ -149,6 +149,23 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                            "event=gc_batch deleted=%llu total=%llu",
                            (unsigned long long)n, (unsigned long long)total);
         } while (n == (uint64_t)a->batch);
+        /* The records of fires without a claim (kdelay_unclaimed) go with
+         * the same retention, counted from when they were applied. */
+        uint64_t unclaimed = 0;
+        while (!err) {
+                err = kd_fate_gc_unclaimed(st, now - keep, a->batch, &n,
+                                           errstr, sizeof(errstr));
+                if (err || n == 0)
+                        break;
+                unclaimed += n;
+                kd_cli_log(cli, KDELAY_LOG_INFO,
+                           "event=gc_batch table=kdelay_unclaimed deleted=%llu "
+                           "total=%llu",
+                           (unsigned long long)n,
+                           (unsigned long long)unclaimed);
+                if (n < (uint64_t)a->batch)
+                        break;
+        }
         kd_fate_store_destroy(st);
         if (err) {
                 fprintf(stderr, "%s: %s (deleted %llu rows before)\n",
@@ -159,10 +176,16 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddNumberToObject(o, "deleted", (double)total);
                 cJSON_AddNumberToObject(o, "batches", batches);
+                cJSON_AddNumberToObject(o, "unclaimed_deleted",
+                                        (double)unclaimed);
                 kd_ctl_json_print(o);
         } else {
                 printf("deleted %llu rows in %d batches\n",
                        (unsigned long long)total, batches);
+                if (unclaimed)
+                        printf("deleted %llu records of fires without a "
+                               "claim\n",
+                               (unsigned long long)unclaimed);
         }
         return KD_EXIT_OK;
 }

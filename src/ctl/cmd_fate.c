@@ -10,6 +10,9 @@
 #include "ctl.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
+#include "kd_client.h"
+#include "kd_fate.h"
+#include "kd_util.h"
 
 static const char kd_status_help[] =
     "Usage: kdelayctl status [--json] [--scan] [OPTIONS] ID\n"
@@ -64,7 +67,16 @@ static int status_on_opt(int opt, const char *arg, void *ctx)
         return KD_EXIT_OK;
 }
 
-static void print_json(const char *id, const kdelay_status_t *st)
+/* What kdelay_unclaimed says of a FIRED task: "" (fired under a claim),
+ * else the fate its row had when the journal of a fate-store outage was
+ * applied ("fired": none; "cancelled": a cancel came first). */
+typedef struct unclaimed_note {
+        char prior[16];
+        int64_t fired_at_ms;
+} unclaimed_note_t;
+
+static void print_json(const char *id, const kdelay_status_t *st,
+                       const unclaimed_note_t *un)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", id);
@@ -88,6 +100,11 @@ static void print_json(const char *id, const kdelay_status_t *st)
                 cJSON_AddNullToObject(o, "owner");
         if (st->dead_reason[0])
                 cJSON_AddStringToObject(o, "dead_reason", st->dead_reason);
+        if (un->prior[0]) {
+                cJSON_AddStringToObject(o, "unclaimed", un->prior);
+                cJSON_AddNumberToObject(o, "unclaimed_fired_at_ms",
+                                        (double)un->fired_at_ms);
+        }
         char *text = cJSON_PrintUnformatted(o);
         if (text)
                 printf("%s\n", text);
@@ -95,7 +112,8 @@ static void print_json(const char *id, const kdelay_status_t *st)
         cJSON_Delete(o);
 }
 
-static void print_text(const char *id, const kdelay_status_t *st)
+static void print_text(const char *id, const kdelay_status_t *st,
+                       const unclaimed_note_t *un)
 {
         char t[40];
         printf("id       %s\n", id);
@@ -113,6 +131,38 @@ static void print_text(const char *id, const kdelay_status_t *st)
                 printf("owner    %s\n", st->owner);
         if (st->dead_reason[0])
                 printf("reason   %s\n", st->dead_reason);
+        if (un->prior[0])
+                printf("note     fired without a claim through a fate-store "
+                       "outage at %s%s\n",
+                       kd_ctl_time_format(un->fired_at_ms, t, sizeof(t)),
+                       strcmp(un->prior, "cancelled")
+                           ? ""
+                           : "; it had been cancelled before (kdelayctl "
+                             "audit)");
+}
+
+/* The note of a FIRED task (empty when none, or when it cannot be read:
+ * the fate above stands, and the reason is on stderr). */
+static void read_note(kd_cli_t *cli, kdelay_client_t *client, const char *id,
+                      unclaimed_note_t *un)
+{
+        kd_fate_unclaimed_row_t row;
+        size_t n = 0;
+        char errstr[256];
+        kdelay_err_t err =
+            kd_client_unclaimed(client, id, &row, &n, errstr, sizeof(errstr));
+        if (err) {
+                fprintf(stderr,
+                        "%s: warning: cannot tell whether it fired without a "
+                        "claim: %s\n",
+                        cli->prog, errstr);
+                return;
+        }
+        if (n == 1) {
+                kd_strlcpy(un->prior, kd_unclaimed_prior_str(row.prior),
+                           sizeof(un->prior));
+                un->fired_at_ms = row.fired_at_ms;
+        }
 }
 
 /* status --scan of an UNDECIDED task: PENDING where the scan finds it. */
@@ -124,7 +174,8 @@ static int scan_status(kd_cli_t *cli, kdelay_client_t *client, const char *id,
         kdelay_err_t err = kdelay_find(client, id, KD_CTL_SCAN_BUDGET_MS, &p,
                                        errstr, sizeof(errstr));
         if (err == KDELAY_ERR_NOT_FOUND) {
-                json ? print_json(id, st) : print_text(id, st);
+                unclaimed_note_t none = {"", 0};
+                json ? print_json(id, st, &none) : print_text(id, st, &none);
                 return KD_EXIT_OK;
         }
         if (err) {
@@ -163,10 +214,14 @@ int kd_ctl_status(int argc, char **argv)
                         rc = kd_cli_exit_code(err);
                 } else if (a.scan && st.fate == KDELAY_FATE_UNDECIDED) {
                         rc = scan_status(&cli, client, id, a.json, &st);
-                } else if (a.json) {
-                        print_json(id, &st);
                 } else {
-                        print_text(id, &st);
+                        unclaimed_note_t un = {"", 0};
+                        if (st.fate == KDELAY_FATE_FIRED)
+                                read_note(&cli, client, id, &un);
+                        if (a.json)
+                                print_json(id, &st, &un);
+                        else
+                                print_text(id, &st, &un);
                 }
         }
         kdelay_client_destroy(client);

@@ -9,19 +9,20 @@
 typedef struct kd_db_role {
         const char *name;
         const char *runs;     /* the comment line */
-        const char *privs[3]; /* "PRIVILEGES ON <table>", NULL-ended; the
+        const char *privs[4]; /* "PRIVILEGES ON <table>", NULL-ended; the
                                  table "*" is the whole database */
 } kd_db_role_t;
 
 static const kd_db_role_t kd_db_roles[] = {
     {"forwarder",
-     "kdelay-forwarder: claims, FIRED marks, takeovers, the schema check",
+     "kdelay-forwarder: claims, FIRED marks, takeovers, the schema check, "
+     "the journal of an outage (fate_outage_policy=fire)",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
-      NULL}},
+      "SELECT, INSERT ON kdelay_unclaimed", NULL}},
     {"admin",
      "kdelayctl schedule, cancel, status, tasks, reschedule, audit, stats",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
-      NULL}},
+      "SELECT ON kdelay_unclaimed", NULL}},
     {"client",
      "an application's cancel and status (docs/fate-protocol.md, Clients): "
      "inserts CANCELLED rows, never updates",
@@ -31,7 +32,8 @@ static const kd_db_role_t kd_db_roles[] = {
      {"SELECT, INSERT, CREATE, ALTER, INDEX ON *", NULL}},
     {"gc",
      "kdelayctl db gc: deletes expired fate rows",
-     {"SELECT, DELETE ON kdelay_fate", "SELECT ON kdelay_schema", NULL}},
+     {"SELECT, DELETE ON kdelay_fate", "SELECT ON kdelay_schema",
+      "SELECT, DELETE ON kdelay_unclaimed", NULL}},
 };
 
 const char *const kd_db_grant_roles[] = {"forwarder", "admin", "client",

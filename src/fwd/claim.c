@@ -12,6 +12,7 @@
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_outage.h"
 #include "kd_pace.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -92,14 +93,15 @@ static void flush_cb(kd_timer_t *tm, void *arg);
 static void arm(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
-        if (!c->q.head || c->inflight >= KD_CLAIM_PIPELINE) {
+        if (!c->q.head ||
+            (c->inflight >= KD_CLAIM_PIPELINE && !kd_outage_firing(f))) {
                 kd_timer_disarm(&f->timers, &c->flush);
                 return;
         }
         int64_t at = c->q_since_mono + f->conf->fwd_claim_ahead_ms / 2;
-        if (c->q.len >= (size_t)f->conf->fwd_claim_batch)
+        if (c->q.len >= (size_t)f->conf->fwd_claim_batch || kd_outage_firing(f))
                 at = kd_mono_ms();
-        if (at < kd_store_retry_mono(f))
+        else if (at < kd_store_retry_mono(f))
                 at = kd_store_retry_mono(f);
         if (kd_timer_arm(&f->timers, &c->flush, KD_CLOCK_MONO, at, flush_cb, f))
                 kd_fwd_oom(f, "claim_timer");
@@ -434,10 +436,36 @@ static void renew_cb(kd_timer_t *tm, void *arg)
                 kd_fwd_oom(f, "renew_timer");
 }
 
+/* Through a fate-store outage (kd_outage.h): every queued task goes to
+ * its fire without a claim. Its token stays: a claim of it that reached
+ * the store before the outage is found FIRING under it, and made FIRED by
+ * the journal. */
+static void fire_unclaimed(kd_fwd_t *f)
+{
+        kd_task_t *t;
+        while ((t = kd_taskq_pop(&f->claim.q))) {
+                t->where = KD_WHERE_NONE;
+                t->unclaimed = 1;
+                t->lease_mono = 0; /* nothing to renew */
+                kd_pace_claimed(f, t);
+        }
+}
+
+void kd_claim_resume(kd_fwd_t *f)
+{
+        arm(f);
+}
+
 static void flush_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
+        if (kd_outage_firing(f)) {
+                fire_unclaimed(f);
+                return;
+        }
+        if (kd_outage_claims_wait(f))
+                return; /* kd_claim_resume when the journal is applied */
         /* Due FIRED marks first: a claim after an outage must see the
          * deliveries made before it (the store runs requests in order). */
         kd_settle_flush_due(f);

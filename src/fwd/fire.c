@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "kd_held.h"
+#include "kd_journal.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_outage.h"
 #include "kd_perr.h"
 #include "kd_probe.h"
 #include "kd_settle.h"
@@ -42,12 +44,16 @@ static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
         kd_fire_dead(f, t, kd_perr_dead_reason(err));
 }
 
+static void fire_journal(kd_fwd_t *f, kd_task_t *t);
+
 static void retry_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
         if (t->retry_as == KD_TASK_FIRING)
                 kd_fire_now(f, t, kd_fwd_now(f));
+        else if (t->retry_as == KD_TASK_JOURNAL)
+                fire_journal(f, t);
         else if (t->retry_as == KD_TASK_HOPPING)
                 kd_fire_hop(f, t);
         else
@@ -72,6 +78,7 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                event,
                as == KD_TASK_DEAD      ? "dead_letter"
                : as == KD_TASK_HOPPING ? "hop"
+               : as == KD_TASK_JOURNAL ? "journal"
                                        : "fire",
                id_of(t, q, sizeof(q)),
                kd_log_quote(t->part ? t->part->topic : "-", qt, sizeof(qt)),
@@ -179,6 +186,36 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 kd_fwd_oom(f, "wait_timer");
 }
 
+/* A fire without a claim, just produced through rk in a transaction:
+ * its journal record goes in the same one. If it cannot, the transaction
+ * must not commit the fire. */
+static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
+{
+        rd_kafka_resp_err_t err =
+            kd_journal_write(f, t, rk, kd_journal_marker(f));
+        if (!err)
+                return;
+        kd_journal_broken(f, err);
+        if (f->mode->journal_failed)
+                f->mode->journal_failed(f, err);
+}
+
+/* A fire without a claim was delivered (at_least_once): its journal
+ * record now; the task is settled on the record's delivery, so that its
+ * offset is never committed with the fire unrecorded. */
+static void fire_journal(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_task_set_state(f, t, KD_TASK_JOURNAL);
+        rd_kafka_resp_err_t err = kd_journal_write(f, t, f->kafka.producer, t);
+        if (!err) {
+                f->kafka.inflight++;
+                t->where = KD_WHERE_FLIGHT;
+                return;
+        }
+        kd_journal_broken(f, err);
+        retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", err);
+}
+
 /* Sends t with headers hdrs (taken) to topic as `as`. */
 static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                     rd_kafka_headers_t *hdrs, kd_task_state_t as)
@@ -211,6 +248,9 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
         if (!err) {
                 f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;
+                if (as == KD_TASK_FIRING && t->unclaimed &&
+                    f->mode->journal_with_fire)
+                        journal_with_fire(f, t, rk);
                 if (f->mode->produced)
                         f->mode->produced(f, t);
                 return;
@@ -250,6 +290,14 @@ static int64_t due_ms(const kd_task_t *t)
 
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
+        if (t->unclaimed && !kd_outage_firing(f)) {
+                /* The outage ended (or the journal failed) before its
+                 * fire: claimed after all. */
+                t->unclaimed = 0;
+                kd_task_detach(f, t);
+                f->hooks.reclaim(f, t);
+                return;
+        }
         if (!lease_holds(f, t)) {
                 kd_task_detach(f, t);
                 f->hooks.reclaim(f, t); /* renews it, or finds it lost */
@@ -331,6 +379,13 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
 
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
+        if (t->state == KD_TASK_FIRING && t->unclaimed &&
+            !f->mode->journal_with_fire) {
+                fire_journal(f, t);
+                return;
+        }
+        if (t->state == KD_TASK_JOURNAL)
+                f->journal.delivered++;
         if (t->state == KD_TASK_HOPPING) {
                 kd_metric_hop(&f->metrics, t->hop_tier);
         } else if (t->state == KD_TASK_DEAD) {
@@ -357,6 +412,10 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 kd_probe_reported(f, m);
                 return;
         }
+        if (kd_journal_is(f, t)) {
+                kd_journal_reported(f, m);
+                return;
+        }
         f->kafka.inflight--;
         f->kafka.last_report_mono = kd_mono_ms();
         t->where = KD_WHERE_NONE; /* reported */
@@ -367,6 +426,18 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                     t->state != KD_TASK_FIRING)
                         kd_probe_sample(f, t->sent_ms, ts);
                 delivered(f, t);
+                return;
+        }
+        if (t->state == KD_TASK_JOURNAL) {
+                /* The fire was delivered: only its record is written
+                 * again, for as long as it takes (the task holds its
+                 * offset meanwhile). */
+                kd_journal_broken(f, m->err);
+                if (!t->part) {
+                        kd_settle_release(f, t);
+                        return;
+                }
+                retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", m->err);
                 return;
         }
         if (f->mode->failed &&

@@ -14,9 +14,11 @@
 #include "kd_guard.h"
 #include "kd_http.h"
 #include "kd_intake.h"
+#include "kd_journal.h"
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
+#include "kd_outage.h"
 #include "kd_pace.h"
 #include "kd_partgauges.h"
 #include "kd_ready.h"
@@ -433,6 +435,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->hooks.rewind = kd_rebalance_rewind;
         f->hooks.reclaim = kd_claim_enqueue;
         f->hooks.solo_producer = solo_producer;
+        f->hooks.store_changed = kd_outage_store_changed;
+        f->hooks.claims_resume = kd_claim_resume;
         kd_timer_init(&f->intake.room, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
         kd_timer_init(&f->claim.renew, NULL, f);
@@ -444,6 +448,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_skew_init(&f->clock.skew);
         kd_timer_init(&f->clock.probe, NULL, f);
         kd_claim_init(f);
+        kd_journal_init(f);
+        kd_outage_init(f);
         f->mode = kd_mode_select(conf);
         const char *const *defaults, *const *forced;
         kdelay_err_t err = kd_targets_parse(
@@ -484,6 +490,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
         /* Partitions still assigned (kd_fwd_run not called, or it failed)
          * resume while their consumer lives. */
         kd_rebalance_clear(f);
+        kd_outage_stop(f);
         if (k->consumer_q)
                 rd_kafka_queue_destroy(k->consumer_q);
         if (k->producer_q)
@@ -537,6 +544,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
         kd_metric_set(m, KD_M_PAUSED_FULL, full);
         kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_mono_ms()));
+        kd_outage_gauges(f);
 }
 
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
@@ -608,5 +616,11 @@ void kd_fwd_publish(kd_fwd_t *f)
                        "event=metrics_not_published why=out_of_memory");
         if (buf != stack)
                 free(buf);
-        kd_http_ready(f->http, !why, why);
+        char note[KD_HTTP_WHY_MAX],
+            body[2 * KD_HTTP_WHY_MAX +
+                 4]; /* cut to KD_HTTP_WHY_MAX by kd_http_ready */
+        kd_outage_why(f, note, sizeof(note));
+        snprintf(body, sizeof(body), "%s%s%s", why ? why : "",
+                 why && note[0] ? "; " : "", note);
+        kd_http_ready(f->http, !why, body);
 }

@@ -78,10 +78,14 @@ static enum MHD_Result healthz(kd_http_t *h, struct MHD_Connection *c)
 
 static enum MHD_Result readyz(kd_http_t *h, struct MHD_Connection *c)
 {
-        char body[KD_HTTP_WHY_MAX + 2];
+        char body[KD_HTTP_WHY_MAX + 8]; /* "ready; " + why + "\n" */
         pthread_mutex_lock(&h->lock);
         int ready = h->ready;
-        snprintf(body, sizeof(body), "%s\n", ready ? "ready" : h->why);
+        /* Ready with a note (firing without claims): "ready; <note>". */
+        if (ready && h->why[0])
+                snprintf(body, sizeof(body), "ready; %s\n", h->why);
+        else
+                snprintf(body, sizeof(body), "%s\n", ready ? "ready" : h->why);
         pthread_mutex_unlock(&h->lock);
         return text(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
                     body);
@@ -267,7 +271,11 @@ void kd_http_ready(kd_http_t *h, int ready, const char *why)
 {
         pthread_mutex_lock(&h->lock);
         h->ready = ready;
-        kd_strlcpy(h->why, why ? why : "not ready", sizeof(h->why));
+        kd_strlcpy(h->why,
+                   why     ? why
+                   : ready ? ""
+                           : "not ready",
+                   sizeof(h->why));
         pthread_mutex_unlock(&h->lock);
 }
 

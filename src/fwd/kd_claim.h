@@ -22,5 +22,8 @@ void kd_claim_due_cb(kd_timer_t *tm, void *arg);
 /* Queues t's claim (a batch goes out when full or claim_ahead/2 after
  * its first task was queued). */
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
+/* The hook f->hooks.claims_resume: claims may go out again, or tasks fire
+ * without them (kd_outage.h): the queue is looked at now. */
+void kd_claim_resume(kd_fwd_t *f);
 
 #endif

@@ -101,6 +101,38 @@ typedef struct kd_fwd_store {
         int64_t last_done_mono;     /* a request last came back */
 } kd_fwd_store_t;
 
+/* forwarder.fate_outage_policy=fire (outage.c): whether due tasks fire
+ * without a claim now, and the journal's application after an outage
+ * (reconcile.c) that claims wait for. */
+typedef struct kd_fwd_outage {
+        int firing;                /* due tasks fire without a claim */
+        int64_t firing_since_mono; /* when firing began */
+        uint64_t fired;            /* unclaimed fires in this outage */
+        kd_timer_t timer; /* monotonic: the outage reaches fate_outage_after;
+                             then, while applying, its bound */
+        int applying;     /* the journal is being applied: claims wait */
+        int64_t applying_since_mono;
+        struct kd_reconcile *reconcile; /* owned; NULL = none running */
+        int apply_again;           /* the last run failed: again when the store
+                                      answers (timer) */
+        uint64_t journal_at_start; /* f->journal.delivered when the run
+                                      began: records since need another */
+        kd_timer_t poll;           /* monotonic: is it done? */
+} kd_fwd_outage_t;
+
+/* The journal topic "<topic_prefix>.journal" (journal.c): one record per
+ * fire made without a claim. */
+typedef struct kd_fwd_journal {
+        char topic[256];
+        char marker;     /* the opaque of journal records produced in the fire's
+                            transaction: &marker */
+        size_t inflight; /* such records awaiting their report */
+        uint64_t delivered; /* journal records delivered (both modes) */
+        /* A journal write failed: no fire without a claim until then
+         * (monotonic; 0 = none). */
+        int64_t broken_until_mono;
+} kd_fwd_journal_t;
+
 /* Claim identity and queue (claim.c). Claim tokens
  * "<instance>:<boot>.<generation>:<seq>": a FIRING row whose owner starts
  * with prefix was claimed by another copy of the same task inside this
@@ -219,6 +251,11 @@ typedef struct kd_fwd_hooks {
         /* The solo producer (f->kafka.solo), made now if missing; NULL
          * when it cannot be made (logged). */
         rd_kafka_t *(*solo_producer)(kd_fwd_t *f);
+        /* The fate store went down or came back (f->store.down). */
+        void (*store_changed)(kd_fwd_t *f);
+        /* Claims may go out again, or fire without a claim: the claim
+         * queue is looked at now. */
+        void (*claims_resume)(kd_fwd_t *f);
 } kd_fwd_hooks_t;
 
 struct kd_fwd {
@@ -230,6 +267,8 @@ struct kd_fwd {
         kd_fwd_intake_t intake;
         kd_fwd_held_t held;
         kd_fwd_claim_t claim;
+        kd_fwd_outage_t outage;
+        kd_fwd_journal_t journal;
         kd_fwd_pace_t pace;
         kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;

@@ -49,7 +49,8 @@ uint64_t kd_http_refused(kd_http_t *h);
 int kd_http_publish(kd_http_t *h, const char *text, size_t len);
 /* The loop turned at mono_ms (kd_mono_ms). */
 void kd_http_alive(kd_http_t *h, int64_t mono_ms);
-/* Ready or not, and why not (copied, for the 503 body). */
+/* Ready or not, and why not (copied, for the 503 body); when ready, why
+ * may be a note for the 200 body ("ready; <note>"), NULL or "" = none. */
 void kd_http_ready(kd_http_t *h, int ready, const char *why);
 /* Stops serving and frees h (NULL is fine). */
 void kd_http_stop(kd_http_t *h);

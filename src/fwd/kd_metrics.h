@@ -85,7 +85,8 @@ typedef enum kd_metric_type {
         X(PAUSED_FULL, "paused_full", GAUGE, "",                               \
           "Partitions paused for back-pressure")                               \
         X(TIER_TOPICS_MISSING, "tier_topics_missing", GAUGE, "",               \
-          "Tier topics of the ladder that do not exist (kdelayctl topics "     \
+          "Tier topics of the ladder (and the journal under "                  \
+          "fate_outage_policy=fire) that do not exist (kdelayctl topics "      \
           "create)")                                                           \
         X(INSTANCE_IN_USE, "instance_in_use", GAUGE, "",                       \
           "Other members of the group with this forwarder's instance name "    \
@@ -106,6 +107,20 @@ typedef enum kd_metric_type {
           "as event=bug what=task_state)")                                     \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
         X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
+        X(FATE_OUTAGE, "fate_outage_ms", GAUGE, "ms",                          \
+          "How long the fate store has been unreachable or failing (0 = "      \
+          "it answers)")                                                       \
+        X(FIRING_UNCLAIMED, "firing_unclaimed", GAUGE, "",                     \
+          "1 while due tasks fire without a claim (fate_outage_policy=fire)")  \
+        X(FIRED_UNCLAIMED, "fired_unclaimed", COUNTER, "",                     \
+          "Tasks fired without a claim through a fate-store outage")           \
+        X(JOURNAL_FAILED, "journal_failed", COUNTER, "",                       \
+          "Journal records that failed (fires then wait for claims)")          \
+        X(JOURNAL_APPLIED, "journal_applied", COUNTER, "",                     \
+          "Journal records applied to the fate table after an outage")         \
+        X(FIRED_AFTER_CANCEL, "fired_after_cancel", COUNTER, "",               \
+          "Tasks fired without a claim whose fate was CANCELLED (kdelayctl "   \
+          "audit lists them)")                                                 \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \

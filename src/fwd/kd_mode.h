@@ -18,6 +18,10 @@ struct kd_mode_ops {
         /* A foreign FIRING claim is taken over at once rather than after
          * forwarder.foreign_claim_wait. */
         int takeover_at_once;
+        /* A fire without a claim writes its journal record with the fire
+         * (the transaction holds both); 0: after the fire's delivery, and
+         * the task is settled on the record's (kd_journal.h). */
+        int journal_with_fire;
 
         /* Checks the conf, allocates f->mode_state, and names the
          * producer's properties (NULL-terminated name, value pairs, valid
@@ -75,6 +79,9 @@ struct kd_mode_ops {
          * Optional (NULL: 0). */
         int (*failed)(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                       int permanent);
+        /* A journal record produced with a fire (journal_with_fire) failed
+         * with err: the fire must not count. Optional. */
+        void (*journal_failed)(kd_fwd_t *f, rd_kafka_resp_err_t err);
         /* t is handled without a produce (dropped, already fired); frees
          * t. */
         void (*done)(kd_fwd_t *f, kd_task_t *t);

@@ -18,8 +18,10 @@ void kd_settle_release(kd_fwd_t *f, kd_task_t *t);
 void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
 
 /* Task id was delivered (exactly_once: committed), late_ms after its fire
- * time: counted, and its FIRED mark queued (a copy of id is kept). */
-void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms);
+ * time: counted, and its FIRED mark queued (a copy of id is kept) unless
+ * it was fired without a claim (its journal record stands for it). */
+void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
+                     int unclaimed);
 /* The reasons kd_settle_dead marks (KD_SETTLE_DEAD_REASONS), and the
  * index of reason among them, or -1. */
 extern const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS];

@@ -48,9 +48,11 @@ typedef enum kd_task_state {
         KD_TASK_FIRING,   /* produced to its target, awaiting the report */
         KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
-        KD_TASK_RETRY     /* a produce failed; timer at the retry time */
+        KD_TASK_RETRY,    /* a produce failed; timer at the retry time */
+        KD_TASK_JOURNAL   /* fired without a claim, its journal record
+                             produced, awaiting the report (at_least_once) */
 } kd_task_state_t;
-#define KD_TASK_STATES (KD_TASK_RETRY + 1)
+#define KD_TASK_STATES (KD_TASK_JOURNAL + 1)
 
 /* The one place a task waits in, which kd_task_detach (kd_lifecycle.h)
  * takes it out of. Its partition's task list, the held set's accounting
@@ -69,7 +71,8 @@ typedef enum kd_task_where {
         KD_WHERE_TARGET_Q,  /* a target rate limit's queue, t->rlim
                                (PACED) */
         KD_WHERE_FLIGHT     /* produced, its delivery report to come
-                               (FIRING, HOPPING, DEAD): not detachable */
+                               (FIRING, HOPPING, DEAD, JOURNAL): not
+                               detachable */
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
 
@@ -100,8 +103,11 @@ typedef struct kd_task {
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */
-        int solo; /* produce it alone (at_least_once): the broker refused
-                     a batch it was in, maybe for a batch-mate */
+        int solo;      /* produce it alone (at_least_once): the broker refused
+                          a batch it was in, maybe for a batch-mate */
+        int unclaimed; /* fired without a claim through a fate-store
+                          outage (forwarder.fate_outage_policy=fire): its
+                          journal record stands for the FIRED mark */
         rd_kafka_resp_err_t dead_err; /* why its produce failed for good;
                                          0 = it did not */
         char token[65]; /* claim owner token, fixed at the first claim so a

@@ -32,7 +32,8 @@ void kd_tiercheck_start(kd_fwd_t *f);
  * may have joined). */
 void kd_tiercheck_soon(kd_fwd_t *f);
 
-/* The ladder's tier topics missing from md's topics into missing
+/* The ladder's tier topics (and under forwarder.fate_outage_policy=fire
+ * the journal) missing from md's topics into missing
  * (comma-separated, cut at missing_size), their count as the result;
  * *matching gets how many of md's topics are tier topics of the prefix
  * (the subscription's pattern). Pure, for tests. */

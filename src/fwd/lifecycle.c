@@ -8,8 +8,8 @@
 #include "kd_store.h"
 
 static const char *const state_names[KD_TASK_STATES] = {
-    "new",   "queued", "held",    "claiming", "claimed",
-    "paced", "firing", "hopping", "dead",     "retry"};
+    "new",    "queued",  "held", "claiming", "claimed", "paced",
+    "firing", "hopping", "dead", "retry",    "journal"};
 
 const char *kd_task_state_name(kd_task_state_t s)
 {
@@ -33,7 +33,8 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  claiming  claiming  claim: the request failed, queued again
  *  claiming  held      claim: FIRING under another owner (lease or
  *                      foreign wait), or no row yet (undecided)
- *  claiming  claimed   claim: won (pace.c kd_pace_claimed: fire timer)
+ *  claiming  claimed   claim: won (pace.c kd_pace_claimed: fire timer);
+ *                      or fired without a claim (an outage, policy fire)
  *  claiming  hopping   intake: handed over on a revoke (claim forgotten)
  *  claiming  retry     intake: handed over, no memory for the headers
  *  claimed   paced     pace: due, waiting for a target rate limit or
@@ -47,6 +48,8 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  paced     claiming  as from claimed
  *  paced     retry     as from claimed
  *  firing    dead      fire: failed for good, dead-lettered
+ *  firing    journal   fire: fired without a claim and delivered: its
+ *                      journal record (at_least_once)
  *  firing    retry     fire: produce failed or deferred (the mode holds
  *                      it back), the batch refused: produced again later
  *  hopping   dead      fire: too large, or the tier refuses it for good
@@ -59,6 +62,8 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  retry     hopping   fire: the retry of a hop; intake: handed over
  *  retry     dead      fire: the retry of a dead letter
  *  retry     claiming  fire: as claimed -> claiming
+ *  retry     journal   fire: the retry of a journal record
+ *  journal   retry     fire: the journal record failed: written again
  *
  * A task ends (freed by kd_settle_release) from any state. */
 static const unsigned moves[KD_TASK_STATES] = {
@@ -69,11 +74,12 @@ static const unsigned moves[KD_TASK_STATES] = {
         TO(CLAIMING) | TO(HELD) | TO(CLAIMED) | TO(HOPPING) | TO(RETRY),
     [KD_TASK_CLAIMED] = TO(PACED) | TO(FIRING) | TO(CLAIMING) | TO(RETRY),
     [KD_TASK_PACED] = TO(FIRING) | TO(CLAIMING) | TO(RETRY),
-    [KD_TASK_FIRING] = TO(DEAD) | TO(RETRY),
+    [KD_TASK_FIRING] = TO(DEAD) | TO(RETRY) | TO(JOURNAL),
     [KD_TASK_HOPPING] = TO(DEAD) | TO(RETRY),
     [KD_TASK_DEAD] = TO(DEAD) | TO(RETRY),
-    [KD_TASK_RETRY] =
-        TO(RETRY) | TO(FIRING) | TO(HOPPING) | TO(DEAD) | TO(CLAIMING)};
+    [KD_TASK_RETRY] = TO(RETRY) | TO(FIRING) | TO(HOPPING) | TO(DEAD) |
+                      TO(CLAIMING) | TO(JOURNAL),
+    [KD_TASK_JOURNAL] = TO(RETRY)};
 
 #undef TO
 

@@ -15,6 +15,7 @@
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_notify.h"
+#include "kd_outage.h"
 #include "kd_probe.h"
 #include "kd_rebalance.h"
 #include "kd_settle.h"
@@ -228,6 +229,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
                          stats_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
         kd_tiercheck_start(f);
+        kd_outage_start(f);
         kdelay_err_t sub = subscribe(f);
         if (!sub)
                 kd_notify_ready(f);

@@ -160,8 +160,8 @@ static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 
 static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
 {
-        if (t->state == KD_TASK_FIRING)
-                kd_settle_fired(f, t->rec.id, t->late_ms);
+        if (t->state == KD_TASK_FIRING || t->state == KD_TASK_JOURNAL)
+                kd_settle_fired(f, t->rec.id, t->late_ms, t->unclaimed);
         else if (t->state == KD_TASK_DEAD && t->fire_failed)
                 kd_settle_dead(f, t->rec.id, t->dead_reason);
         kd_settle_done(f, t);
@@ -205,6 +205,7 @@ static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
 const kd_mode_ops_t kd_mode_alo = {
     .name = "at_least_once",
     .takeover_at_once = 0,
+    .journal_with_fire = 0,
     .init = alo_init,
     .destroy = alo_destroy,
     .start = alo_start,

@@ -92,9 +92,13 @@ typedef struct eos_state {
         int has_fire;       /* the open transaction holds a fire */
         int dirty;          /* offsets moved since the last commit */
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
-        kd_idq_t fired; /* fired in the open transaction: id, lateness */
-        kd_idq_t dead;  /* claimed and dead-lettered in it: id, reason
-                           index (kd_settle_dead_reasons) */
+        kd_idq_t fired;     /* fired in the open transaction: id, lateness */
+        kd_idq_t unclaimed; /* fired without a claim in it (their journal
+                               records are in it too): id, lateness */
+        int journal_failed; /* a journal record of it failed: its abort
+                               is no record's fault */
+        kd_idq_t dead;      /* claimed and dead-lettered in it: id, reason
+                               index (kd_settle_dead_reasons) */
         kd_timer_t commit;
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
@@ -500,7 +504,11 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
         eos_state_t *s = state_of(f);
         if (committed) {
                 for (size_t i = 0; i < s->fired.len; i++)
-                        kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i]);
+                        kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i],
+                                        0);
+                for (size_t i = 0; i < s->unclaimed.len; i++)
+                        kd_settle_fired(f, s->unclaimed.ids[i],
+                                        s->unclaimed.vals[i], 1);
                 for (size_t i = 0; i < s->dead.len; i++)
                         kd_settle_dead(f, s->dead.ids[i],
                                        kd_settle_dead_reasons[s->dead.vals[i]]);
@@ -513,7 +521,9 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
                     s->cause ? s->cause : RD_KAFKA_RESP_ERR__FAIL;
                 kd_metric_add(&f->metrics, KD_M_RECORD_ABORTS,
                               s->poison.members_len);
-                if (s->solo) {
+                if (s->journal_failed) {
+                        kd_poison_members_clear(&s->poison);
+                } else if (s->solo) {
                         kd_poison_members_clear(&s->poison);
                         solo_aborted(f, s->solo, cause, fatal);
                 } else {
@@ -525,7 +535,9 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
         }
         kd_metric_set(&f->metrics, KD_M_TXN_ABORT_STREAK, s->abort_streak);
         kd_idq_clear(&s->fired);
+        kd_idq_clear(&s->unclaimed);
         kd_idq_clear(&s->dead);
+        s->journal_failed = 0;
         s->has_fire = 0;
         s->dirty = 0; /* committed, or the rewind starts from the commit */
         s->solo = 0;
@@ -885,7 +897,8 @@ static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
                 s->alone = 0; /* the others go on */
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
-            kd_idq_push(&s->fired, t->rec.id, t->late_ms)) {
+            kd_idq_push(t->unclaimed ? &s->unclaimed : &s->fired, t->rec.id,
+                        t->late_ms)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
@@ -950,6 +963,20 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
         }
         kd_settle_release(f, t);
         return 1;
+}
+
+/* A journal record of the open transaction failed: it must not commit
+ * (librdkafka fails the commit too), and its abort blames no record. */
+static void eos_journal_failed(kd_fwd_t *f, rd_kafka_resp_err_t err)
+{
+        eos_state_t *s = state_of(f);
+        s->journal_failed = 1;
+        if (!s->cause)
+                s->cause = err;
+        if (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_COMMITTING) {
+                txn_set_state(f, KD_TXN_ABORTABLE);
+                arm(f);
+        }
 }
 
 static void eos_done(kd_fwd_t *f, kd_task_t *t)
@@ -1040,6 +1067,7 @@ static void eos_destroy(kd_fwd_t *f)
                 return;
         kd_timer_disarm(&f->timers, &s->commit);
         kd_idq_clear(&s->fired);
+        kd_idq_clear(&s->unclaimed);
         kd_idq_clear(&s->dead);
         kd_poison_destroy(&s->poison);
         free(s->txn_id);
@@ -1104,6 +1132,7 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
 const kd_mode_ops_t kd_mode_eos = {
     .name = "exactly_once",
     .takeover_at_once = 1,
+    .journal_with_fire = 1,
     .init = eos_init,
     .destroy = eos_destroy,
     .start = eos_start,
@@ -1118,6 +1147,7 @@ const kd_mode_ops_t kd_mode_eos = {
     .produced = eos_produced,
     .delivered = eos_delivered,
     .failed = eos_failed,
+    .journal_failed = eos_journal_failed,
     .done = eos_done,
     .revoke = eos_revoke,
     .renewed = eos_renewed,

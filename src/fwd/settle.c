@@ -84,11 +84,16 @@ static void arm(kd_fwd_t *f)
                 kd_fwd_oom(f, "settle_timer");
 }
 
-void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms)
+void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
+                     int unclaimed)
 {
         kd_metric_inc(&f->metrics, KD_M_FIRED);
         kd_metric_max(&f->metrics, KD_M_LATE_MAX, late_ms);
         kd_metric_observe(&f->metrics, KD_M_LATE, late_ms);
+        if (unclaimed) { /* its journal record stands for the mark */
+                kd_metric_inc(&f->metrics, KD_M_FIRED_UNCLAIMED);
+                return;
+        }
         if (kd_idq_push(&f->settle.fired, id, 0)) {
                 /* The row stays FIRING: still correct (a cancel answers
                  * "too late"), only status shows FIRING. Counted. */

@@ -43,8 +43,11 @@ static void ping_cb(kd_timer_t *tm, void *arg)
         kd_fwd_store_t *s = &f->store;
         int64_t now = kd_mono_ms();
         check_stalled(f, now);
+        /* While down, a ping as soon as the backoff allows: nothing else
+         * may be sent (fires without a claim), and its answer ends the
+         * outage. */
         if (s->inflight == 0 && kd_store_ready(f) &&
-            now - s->last_done_mono >= KD_STORE_PING_MS) {
+            (s->down || now - s->last_done_mono >= KD_STORE_PING_MS)) {
                 kd_store_req_t *r = kd_store_req_new(KD_FW_PING, 0);
                 if (r)
                         kd_store_submit(f, r, ping_done);
@@ -220,6 +223,8 @@ static void store_down(kd_fwd_t *f, int64_t since_mono)
         f->store.down = 1;
         f->store.down_since_mono = since_mono;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
+        if (f->hooks.store_changed)
+                f->hooks.store_changed(f);
 }
 
 /* Logs the store down once its requests out have had no answer for
@@ -250,6 +255,8 @@ static void store_ok(kd_fwd_t *f)
                        "claim_queue=%zu",
                        (long long)(kd_mono_ms() - s->down_since_mono),
                        f->held.cnt, f->claim.q.len);
+                if (f->hooks.store_changed)
+                        f->hooks.store_changed(f);
         }
 }
 

@@ -44,6 +44,18 @@ int kd_tiercheck_missing(const kdelay_conf_t *conf,
                         len += w > 0 ? (size_t)w : 0;
                 }
         }
+        /* Under fate_outage_policy=fire the journal is needed too: without
+         * it an outage would hold tasks after all (kd_journal.h). */
+        char journal[256];
+        kd_conf_journal_topic(conf, journal, sizeof(journal));
+        if (conf->fwd_outage_policy == KD_OUTAGE_FIRE && !md_has(md, journal)) {
+                n++;
+                if (len < missing_size) {
+                        int w = snprintf(missing + len, missing_size - len,
+                                         "%s%s", len ? "," : "", journal);
+                        len += w > 0 ? (size_t)w : 0;
+                }
+        }
         if (len >= missing_size && missing_size > 4) /* cut: say so */
                 memcpy(missing + missing_size - 4, "...", 4);
         return n;

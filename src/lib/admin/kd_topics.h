@@ -12,7 +12,7 @@
 
 #include "kd_tiers.h"
 
-#define KD_TOPICS_MAX (KD_TIERS_MAX + 1)
+#define KD_TOPICS_MAX (KD_TIERS_MAX + 2) /* the tiers, dead, journal */
 
 typedef enum kd_topic_state {
         KD_TOPIC_MISSING,
@@ -23,16 +23,17 @@ typedef enum kd_topic_state {
 
 typedef struct kd_topic_report {
         char name[256];
-        int64_t min_retention_ms; /* what its tier needs; -1 dead topic */
+        int64_t min_retention_ms; /* what its tier needs; -1 dead topic or
+                                     journal */
         kd_topic_state_t state;
         int partitions;    /* -1 unknown */
         int ok;            /* after check: every config as required */
         char problem[512]; /* "; "-separated findings, "" when none */
 } kd_topic_report_t;
 
-/* Fills reports[] (KD_TOPICS_MAX entries) with the tier topics then the dead
- * topic, and *np with their number, stating whether each exists and its
- * partition count. */
+/* Fills reports[] (KD_TOPICS_MAX entries) with the tier topics, the dead
+ * topic and the journal, and *np with their number, stating whether each exists
+ * and its partition count. */
 kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
                             kd_topic_report_t *reports, size_t *np,
                             char *errstr, size_t errstr_size);
@@ -40,7 +41,8 @@ kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
 /* Creates every missing topic (partitions / replication_factor from conf
  * unless > 0 / != 0 overrides are given) with LogAppendTime, delete cleanup,
  * retention.bytes -1 and retention.ms = tier delay * 2 +
- * topics.retention_margin (the dead topic: topics.dead_retention); topics
+ * topics.retention_margin (the dead topic and the journal:
+ * topics.dead_retention); topics
  * that exist are left alone. Then waits until every created topic has a
  * leader for each partition. A topic the broker refused is KD_TOPIC_FAILED
  * with the broker's reason in problem, and the call returns

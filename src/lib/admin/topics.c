@@ -36,6 +36,13 @@ static void reports_init(const kdelay_conf_t *conf, kd_topic_report_t *r,
         memset(&r[n], 0, sizeof(r[n]));
         kd_conf_dead_topic(conf, r[n].name, sizeof(r[n].name));
         r[n].min_retention_ms = -1;
+        n++;
+        /* The journal of fires without a claim (fate_outage_policy=fire),
+         * kept as long as dead letters: past any outage and its
+         * reconciliation. */
+        memset(&r[n], 0, sizeof(r[n]));
+        kd_conf_journal_topic(conf, r[n].name, sizeof(r[n].name));
+        r[n].min_retention_ms = -1;
         *np = n + 1;
 }
 

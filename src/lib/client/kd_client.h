@@ -7,6 +7,8 @@
 
 #include <kdelay/kdelay.h>
 
+#include "kd_fate.h"
+
 /* The client's configuration. Borrowed from c. */
 const kdelay_conf_t *kd_client_conf(const kdelay_client_t *c);
 
@@ -30,5 +32,11 @@ kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
                                    const size_t *id_lens, size_t n,
                                    kdelay_fate_t *fates, char *errstr,
                                    size_t errstr_size);
+
+/* The kdelay_unclaimed row of id into *row (*np 1), if any (*np 0): a
+ * fire made without a claim through a fate-store outage. Thread-safe. */
+kdelay_err_t kd_client_unclaimed(kdelay_client_t *c, const char *id,
+                                 kd_fate_unclaimed_row_t *row, size_t *np,
+                                 char *errstr, size_t errstr_size);
 
 #endif

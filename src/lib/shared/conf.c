@@ -1432,10 +1432,18 @@ void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size)
         snprintf(buf, size, "%s.dead", conf->topic_prefix);
 }
 
+void kd_conf_journal_topic(const kdelay_conf_t *conf, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s.journal", conf->topic_prefix);
+}
+
 int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic)
 {
         char name[256];
         kd_conf_dead_topic(conf, name, sizeof(name));
+        if (strcmp(name, topic) == 0)
+                return 1;
+        kd_conf_journal_topic(conf, name, sizeof(name));
         if (strcmp(name, topic) == 0)
                 return 1;
         /* Any tier topic, in the ladder or not: the forwarders read them

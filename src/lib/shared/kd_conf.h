@@ -104,8 +104,13 @@ kdelay_err_t kd_conf_load_text(kdelay_conf_t *conf, const char *text,
 /* Name of the dead-letter topic: "<prefix>.dead". */
 void kd_conf_dead_topic(const kdelay_conf_t *conf, char *buf, size_t size);
 
-/* Non-zero when topic is one of kdelay's own: the dead topic or any tier
- * topic of the prefix ("<prefix>.tier.<duration>", in the ladder or not). */
+/* Name of the journal topic: "<prefix>.journal" (fires made without a
+ * claim, forwarder.fate_outage_policy=fire). */
+void kd_conf_journal_topic(const kdelay_conf_t *conf, char *buf, size_t size);
+
+/* Non-zero when topic is one of kdelay's own: the dead topic, the journal or
+ * any tier topic of the prefix ("<prefix>.tier.<duration>", in the ladder or
+ * not). */
 int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic);
 
 /* What librdkafka's opaque points to for kdelay's clients: the first

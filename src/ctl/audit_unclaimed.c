@@ -1,0 +1,88 @@
+/* kdelayctl audit: fires after a cancel (audit_unclaimed.h). */
+#include "audit_unclaimed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "ctl_time.h"
+#include "kd_fate.h"
+#include "kd_util.h"
+
+static void row_text(const kd_fate_unclaimed_row_t *r)
+{
+        char fa[40], fd[40], src[300];
+        snprintf(src, sizeof(src), "%s:%d:%lld",
+                 r->src_topic[0] ? r->src_topic : "-", (int)r->src_partition,
+                 (long long)r->src_offset);
+        printf("%-40s %-24s %-24s %-20s %s\n", r->id,
+               kd_ctl_time_format(r->fire_at_ms, fa, sizeof(fa)),
+               kd_ctl_time_format(r->fired_at_ms, fd, sizeof(fd)),
+               r->forwarder[0] ? r->forwarder : "-", src);
+}
+
+static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r)
+{
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                return -1;
+        }
+        cJSON_AddStringToObject(o, "id", r->id);
+        cJSON_AddNumberToObject(o, "fire_at_ms", (double)r->fire_at_ms);
+        cJSON_AddNumberToObject(o, "fired_at_ms", (double)r->fired_at_ms);
+        cJSON_AddNumberToObject(o, "applied_at_ms", (double)r->applied_at_ms);
+        cJSON_AddStringToObject(o, "forwarder", r->forwarder);
+        cJSON_AddStringToObject(o, "src_topic", r->src_topic);
+        cJSON_AddNumberToObject(o, "src_partition", r->src_partition);
+        cJSON_AddNumberToObject(o, "src_offset", (double)r->src_offset);
+        return 0;
+}
+
+kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
+                                cJSON *json, int shown_before, size_t *np,
+                                int *morep, char *errstr, size_t errstr_size)
+{
+        kd_fate_store_t *store = NULL;
+        *np = 0;
+        *morep = 0;
+        kdelay_err_t err = kd_fate_store_new(&store, conf);
+        if (err)
+                return kd_fail(err, errstr, errstr_size,
+                               "cannot create the fate store");
+        kd_fate_unclaimed_row_t *rows =
+            calloc(KD_AUDIT_UNCLAIMED_MAX, sizeof(*rows));
+        size_t n = 0;
+        if (!rows)
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "out of memory");
+        if (!err)
+                err = kd_fate_unclaimed_list(
+                    store, NULL, 0, KD_PRIOR_CANCELLED, since_ms, rows,
+                    KD_AUDIT_UNCLAIMED_MAX, &n, errstr, errstr_size);
+        cJSON *arr =
+            json ? cJSON_AddArrayToObject(json, "fired_after_cancel") : NULL;
+        if (!err && json && !arr)
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "out of memory");
+        if (!err && !json && n > 0) {
+                if (shown_before)
+                        printf("\n");
+                if (kd_cli_headers())
+                        printf("%-40s %-24s %-24s %-20s %s\n",
+                               "FIRED_AFTER_CANCEL_ID", "FIRE_AT", "FIRED_AT",
+                               "FORWARDER", "SOURCE");
+        }
+        for (size_t i = 0; !err && i < n; i++) {
+                if (!json)
+                        row_text(&rows[i]);
+                else if (row_json(arr, &rows[i]))
+                        err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                                      "out of memory");
+        }
+        *np = n;
+        *morep = n == KD_AUDIT_UNCLAIMED_MAX;
+        free(rows);
+        kd_fate_store_destroy(store);
+        return err;
+}

@@ -1,0 +1,87 @@
+/* The journal's write side (kd_journal.h): owns f->journal. */
+#include "kd_journal.h"
+
+#include <string.h>
+
+#include "kd_journal_rec.h"
+#include "kd_log.h"
+#include "kd_mode.h"
+#include "kd_util.h"
+
+/* After a failed journal record, fires wait for claims this long before a
+ * record is tried again: a journal that cannot be written holds tasks as
+ * the policy hold would, never fires them unrecorded. */
+#define KD_JOURNAL_BROKEN_MS 10000
+
+void kd_journal_init(kd_fwd_t *f)
+{
+        kd_conf_journal_topic(f->conf, f->journal.topic,
+                              sizeof(f->journal.topic));
+}
+
+rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
+                                     rd_kafka_t *rk, void *opaque)
+{
+        kd_journal_rec_t r = {.fire_at_ms = t->rec.fire_at_ms,
+                              .fired_at_ms = t->sent_ms,
+                              .src_partition = t->part ? t->part->partition : 0,
+                              .src_offset = t->rec.offset};
+        kd_strlcpy(r.src_topic, t->part ? t->part->topic : "-",
+                   sizeof(r.src_topic));
+        kd_strlcpy(r.forwarder, f->claim.token_name, sizeof(r.forwarder));
+        char value[KD_JOURNAL_VALUE_MAX];
+        int n = kd_journal_rec_format(&r, value, sizeof(value));
+        if (n < 0)
+                return RD_KAFKA_RESP_ERR__INVALID_ARG;
+        rd_kafka_resp_err_t err =
+            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(f->journal.topic),
+                              RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
+                              RD_KAFKA_V_VALUE(value, (size_t)n),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+        if (!err && opaque == kd_journal_marker(f))
+                f->journal.inflight++;
+        return err;
+}
+
+void *kd_journal_marker(kd_fwd_t *f)
+{
+        return &f->journal.marker;
+}
+
+int kd_journal_is(const kd_fwd_t *f, const void *opaque)
+{
+        return opaque == &f->journal.marker;
+}
+
+void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
+{
+        f->journal.inflight--;
+        if (!m->err) {
+                f->journal.delivered++;
+                return;
+        }
+        kd_journal_broken(f, m->err);
+        if (f->mode->journal_failed)
+                f->mode->journal_failed(f, m->err);
+}
+
+void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)
+{
+        int64_t now = kd_mono_ms();
+        kd_metric_inc(&f->metrics, KD_M_JOURNAL_FAILED);
+        if (now >= f->journal.broken_until_mono) {
+                char qt[300];
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=journal_failed topic=%s err=\"%s\" "
+                       "action=hold_for_claims retry_in_ms=%d",
+                       kd_log_quote(f->journal.topic, qt, sizeof(qt)),
+                       rd_kafka_err2str(err), KD_JOURNAL_BROKEN_MS);
+        }
+        f->journal.broken_until_mono = now + KD_JOURNAL_BROKEN_MS;
+}
+
+int kd_journal_usable(const kd_fwd_t *f)
+{
+        return kd_mono_ms() >= f->journal.broken_until_mono;
+}

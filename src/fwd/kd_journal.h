@@ -1,0 +1,31 @@
+/* The journal (forwarder.fate_outage_policy=fire): every fire made without
+ * a claim through a fate-store outage is also written to the topic
+ * "<topic_prefix>.journal" (kd_journal_rec.h has the record), so that
+ * when MySQL answers again each such fire becomes a FIRED row
+ * (reconcile.c). exactly_once writes the record in the fire's
+ * transaction; at_least_once after the fire's delivery, and settles the
+ * task on the record's (fire.c). Owns f->journal. */
+#ifndef KD_JOURNAL_H
+#define KD_JOURNAL_H
+
+#include "kd_fwd_state.h"
+
+/* Sets the journal's topic name. */
+void kd_journal_init(kd_fwd_t *f);
+/* Produces t's journal record through rk with the message opaque given;
+ * 0, or why librdkafka did not take it. */
+rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
+                                     rd_kafka_t *rk, void *opaque);
+/* The opaque of a record written with its fire (&f->journal.marker). */
+void *kd_journal_marker(kd_fwd_t *f);
+/* 1 when a delivery report's opaque is kd_journal_marker's. */
+int kd_journal_is(const kd_fwd_t *f, const void *opaque);
+/* The delivery report of such a record. */
+void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m);
+/* A journal record failed with err: logged and counted; no fire without
+ * a claim until writes are tried again (KD_JOURNAL_BROKEN_MS later). */
+void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err);
+/* 1 unless a journal record failed lately. */
+int kd_journal_usable(const kd_fwd_t *f);
+
+#endif

@@ -1,0 +1,35 @@
+/* forwarder.fate_outage_policy: what due tasks do while the fate store is
+ * unreachable or failing. hold: they wait for their claims. fire: once
+ * the store has been down for forwarder.fate_outage_after, they fire
+ * without a claim, each with a journal record (kd_journal.h); when the
+ * store answers again the journal is applied (kd_reconcile.h) before
+ * claims go out again (for at most KD_OUTAGE_APPLY_WAIT_MS). Owns
+ * f->outage; the claim stage asks it what to do with its queue. */
+#ifndef KD_OUTAGE_H
+#define KD_OUTAGE_H
+
+#include "kd_fwd_state.h"
+
+/* Claims wait at most this long for the journal to be applied. */
+#define KD_OUTAGE_APPLY_WAIT_MS 30000
+
+void kd_outage_init(kd_fwd_t *f);
+/* The loop starts: with the policy fire, the journal left by an earlier
+ * process is applied (a crash during reconciliation). */
+void kd_outage_start(kd_fwd_t *f);
+/* Shutdown: a reconciliation still running is stopped (its records are
+ * applied again by the next one). */
+void kd_outage_stop(kd_fwd_t *f);
+/* The hook f->hooks.store_changed: the store went down or came back. */
+void kd_outage_store_changed(kd_fwd_t *f);
+/* 1 when due tasks fire without a claim now. */
+int kd_outage_firing(const kd_fwd_t *f);
+/* 1 while claims wait for the journal to be applied. */
+int kd_outage_claims_wait(const kd_fwd_t *f);
+/* Sets the gauges fate_outage_ms and firing_unclaimed. */
+void kd_outage_gauges(kd_fwd_t *f);
+/* For /readyz's body: a line saying tasks fire without claims, or that
+ * the journal is being applied; "" when neither. */
+void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size);
+
+#endif

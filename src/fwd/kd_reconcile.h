@@ -1,0 +1,51 @@
+/* Reconciliation after a fate-store outage (forwarder.fate_outage_policy
+ * =fire): the journal topic is read from the journal group's committed
+ * offsets ("<group_id>.journal", a group no consumer joins) up to the
+ * ends it had when the run began, each record applied to the fate table
+ * (kd_fate_apply_unclaimed: a FIRED row, and a kdelay_unclaimed row saying
+ * what the row was before), and the offsets committed only after their
+ * records were applied: a crash re-applies, which changes nothing.
+ *
+ * It runs on a thread of its own, with its own consumer and its own MySQL
+ * connection, so that the loop never waits for it; the loop polls it.
+ * Every forwarder with the policy runs it at its start and after each
+ * outage it fired through; several at once apply the same records, which
+ * is idempotent. */
+#ifndef KD_RECONCILE_H
+#define KD_RECONCILE_H
+
+#include <stdint.h>
+
+#include <kdelay/kdelay.h>
+
+#include "kd_conf.h"
+
+typedef struct kd_reconcile kd_reconcile_t;
+
+/* What a run did. */
+typedef struct kd_reconcile_stats {
+        uint64_t records;      /* journal records read */
+        uint64_t applied;      /* applied (a FIRED row made sure) */
+        uint64_t recorded;     /* of them, put on record by this run */
+        uint64_t after_cancel; /* of those, CANCELLED before: delivered
+                                  after a cancel that answered OK */
+        uint64_t malformed;    /* records that are no journal record: skipped */
+        int64_t end_lag;       /* records still to read, as of the run's
+                                  start; 0 when done */
+} kd_reconcile_stats_t;
+
+/* Starts a run on a thread: conf is borrowed (must outlive the run).
+ * KDELAY_ERR_NO_MEMORY or KDELAY_ERR_SYSTEM when it cannot start. */
+kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf);
+/* The figures so far (safe while it runs). */
+void kd_reconcile_progress(kd_reconcile_t *r, kd_reconcile_stats_t *st);
+/* 1 when the run is over (kd_reconcile_end then returns at once). */
+int kd_reconcile_finished(kd_reconcile_t *r);
+/* Ends the run: stops it if still running (a MySQL call in progress is
+ * interrupted), joins its thread, frees it. Returns how it ended:
+ * KDELAY_OK when every record up to the ends was applied and committed,
+ * else the error, with errstr set. *st gets the figures (may be NULL). */
+kdelay_err_t kd_reconcile_end(kd_reconcile_t *r, kd_reconcile_stats_t *st,
+                              char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,265 @@
+/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Reaches the
+ * claim stage only through f->hooks.claims_resume. */
+#include "kd_outage.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kd_journal.h"
+#include "kd_log.h"
+#include "kd_reconcile.h"
+#include "kd_util.h"
+
+/* How often a reconciliation is looked at while it runs. */
+#define KD_OUTAGE_POLL_MS 100
+/* A reconciliation that failed (Kafka unreachable, the journal topic
+ * missing) is tried again after this. */
+#define KD_OUTAGE_RETRY_MS 30000
+
+static void outage_cb(kd_timer_t *tm, void *arg);
+static void poll_cb(kd_timer_t *tm, void *arg);
+static void reconcile_begin(kd_fwd_t *f, const char *why);
+
+static int policy_fire(const kd_fwd_t *f)
+{
+        return f->conf->fwd_outage_policy == KD_OUTAGE_FIRE;
+}
+
+void kd_outage_init(kd_fwd_t *f)
+{
+        kd_timer_init(&f->outage.timer, outage_cb, f);
+        kd_timer_init(&f->outage.poll, poll_cb, f);
+}
+
+void kd_outage_start(kd_fwd_t *f)
+{
+        if (policy_fire(f))
+                reconcile_begin(f, "start");
+}
+
+void kd_outage_stop(kd_fwd_t *f)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        kd_timer_disarm(&f->timers, &o->timer);
+        kd_timer_disarm(&f->timers, &o->poll);
+        if (!o->reconcile)
+                return;
+        char errstr[256];
+        kd_reconcile_stats_t st;
+        kdelay_err_t err =
+            kd_reconcile_end(o->reconcile, &st, errstr, sizeof(errstr));
+        o->reconcile = NULL;
+        o->applying = 0;
+        if (err)
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=journal_apply_stopped applied=%llu "
+                       "action=apply_at_next_start",
+                       (unsigned long long)st.applied);
+}
+
+static void arm(kd_fwd_t *f, int64_t at)
+{
+        if (kd_timer_arm(&f->timers, &f->outage.timer, KD_CLOCK_MONO, at,
+                         outage_cb, f))
+                kd_fwd_oom(f, "outage_timer");
+}
+
+/* The store has been down for fate_outage_after: fire without claims. */
+static void outage_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        kd_fwd_outage_t *o = &f->outage;
+        int64_t now = kd_mono_ms();
+        if (!f->store.down) {
+                if (o->apply_again) /* a failed run's retry */
+                        reconcile_begin(f, "retry");
+                return;
+        }
+        if (o->firing)
+                return;
+        if (!kd_journal_usable(f)) { /* looked at again when it may be */
+                arm(f, f->journal.broken_until_mono);
+                return;
+        }
+        o->firing = 1;
+        o->firing_since_mono = now;
+        o->fired = 0;
+        kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
+        char qt[300];
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=fate_outage down_ms=%lld after_ms=%lld journal=%s "
+               "held=%zu action=fire_without_claims",
+               (long long)(now - f->store.down_since_mono),
+               (long long)f->conf->fwd_outage_after_ms,
+               kd_log_quote(f->journal.topic, qt, sizeof(qt)), f->held.cnt);
+        f->hooks.claims_resume(f);
+}
+
+void kd_outage_store_changed(kd_fwd_t *f)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        if (!policy_fire(f))
+                return;
+        if (f->store.down) {
+                if (!o->firing)
+                        arm(f, f->store.down_since_mono +
+                                   f->conf->fwd_outage_after_ms);
+                return;
+        }
+        kd_timer_disarm(&f->timers, &o->timer);
+        if (!o->firing) {
+                if (o->apply_again)
+                        reconcile_begin(f, "retry");
+                return;
+        }
+        o->firing = 0;
+        kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 0);
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=fate_outage_over fired_ms=%lld action=apply_journal",
+               (long long)(kd_mono_ms() - o->firing_since_mono));
+        reconcile_begin(f, "outage_over");
+}
+
+static void claims_go(kd_fwd_t *f)
+{
+        f->outage.applying = 0;
+        f->hooks.claims_resume(f);
+}
+
+/* The journal could not be applied (all of it): claims go on, and it is
+ * tried again later. */
+static void apply_later(kd_fwd_t *f)
+{
+        f->outage.apply_again = 1;
+        if (!f->store.down)
+                arm(f, kd_mono_ms() + KD_OUTAGE_RETRY_MS);
+        claims_go(f);
+}
+
+/* Starts applying the journal; claims wait for it. */
+static void reconcile_begin(kd_fwd_t *f, const char *why)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        if (o->reconcile)
+                return; /* the run going on reads to the ends it saw: the
+                           records since are applied at the next outage's
+                           end or start */
+        kdelay_err_t err = kd_reconcile_start(&o->reconcile, f->conf);
+        if (err) {
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=journal_apply_failed why=%s err=%s "
+                       "retry_in_ms=%d",
+                       why, kdelay_err_name(err), KD_OUTAGE_RETRY_MS);
+                o->reconcile = NULL;
+                apply_later(f);
+                return;
+        }
+        o->apply_again = 0;
+        o->journal_at_start = f->journal.delivered;
+        if (!o->applying)
+                o->applying_since_mono = kd_mono_ms();
+        o->applying = 1;
+        kd_log(f->conf, KDELAY_LOG_INFO, "event=journal_apply_started why=%s",
+               why);
+        if (kd_timer_arm(&f->timers, &o->poll, KD_CLOCK_MONO,
+                         kd_mono_ms() + KD_OUTAGE_POLL_MS, poll_cb, f))
+                kd_fwd_oom(f, "outage_poll_timer");
+}
+
+static void poll_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_fwd_outage_t *o = &f->outage;
+        int64_t now = kd_mono_ms();
+        kd_reconcile_stats_t st;
+        if (!o->reconcile)
+                return;
+        if (!kd_reconcile_finished(o->reconcile)) {
+                if (o->applying &&
+                    now - o->applying_since_mono >= KD_OUTAGE_APPLY_WAIT_MS) {
+                        kd_reconcile_progress(o->reconcile, &st);
+                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                               "event=journal_apply_slow waited_ms=%lld "
+                               "applied=%llu to_read=%lld "
+                               "action=claims_resume",
+                               (long long)(now - o->applying_since_mono),
+                               (unsigned long long)st.applied,
+                               (long long)st.end_lag);
+                        claims_go(f);
+                }
+                if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
+                                 now + KD_OUTAGE_POLL_MS, poll_cb, f))
+                        kd_fwd_oom(f, "outage_poll_timer");
+                return;
+        }
+        char errstr[256] = "";
+        kdelay_err_t err =
+            kd_reconcile_end(o->reconcile, &st, errstr, sizeof(errstr));
+        o->reconcile = NULL;
+        kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
+        kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
+        char q[300];
+        kd_log(f->conf, err ? KDELAY_LOG_ERROR : KDELAY_LOG_NOTICE,
+               "event=journal_applied ok=%d records=%llu applied=%llu "
+               "recorded=%llu fired_after_cancel=%llu malformed=%llu "
+               "ms=%lld err=%s",
+               !err, (unsigned long long)st.records,
+               (unsigned long long)st.applied, (unsigned long long)st.recorded,
+               (unsigned long long)st.after_cancel,
+               (unsigned long long)st.malformed,
+               (long long)(now - o->applying_since_mono),
+               kd_log_quote(err ? errstr : "", q, sizeof(q)));
+        if (err) { /* the records stay: applied by the retry */
+                apply_later(f);
+                return;
+        }
+        claims_go(f);
+        /* Records delivered since it began may be past the ends it read
+         * to: once more (the run reads from where this one committed). */
+        if (f->journal.delivered != o->journal_at_start && !f->store.down)
+                reconcile_begin(f, "more_records");
+}
+
+int kd_outage_firing(const kd_fwd_t *f)
+{
+        return f->outage.firing && kd_journal_usable(f);
+}
+
+int kd_outage_claims_wait(const kd_fwd_t *f)
+{
+        const kd_fwd_outage_t *o = &f->outage;
+        return o->applying && o->reconcile &&
+               kd_mono_ms() - o->applying_since_mono < KD_OUTAGE_APPLY_WAIT_MS;
+}
+
+void kd_outage_gauges(kd_fwd_t *f)
+{
+        kd_metric_set(&f->metrics, KD_M_FATE_OUTAGE,
+                      f->store.down ? kd_mono_ms() - f->store.down_since_mono
+                                    : 0);
+        kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
+}
+
+void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)
+{
+        const kd_fwd_outage_t *o = &f->outage;
+        if (kd_outage_firing(f))
+                snprintf(buf, size,
+                         "firing without claims for %lld ms "
+                         "(forwarder.fate_outage_policy=fire): a cancel "
+                         "recorded before the outage may be delivered; "
+                         "journal %s",
+                         (long long)(kd_mono_ms() - o->firing_since_mono),
+                         f->journal.topic);
+        else if (o->firing)
+                snprintf(buf, size,
+                         "the journal %s failed: due tasks wait for claims",
+                         f->journal.topic);
+        else if (kd_outage_claims_wait(f))
+                snprintf(buf, size,
+                         "applying the journal %s: claims wait for it",
+                         f->journal.topic);
+        else
+                buf[0] = '\0';
+}

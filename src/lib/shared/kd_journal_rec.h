@@ -1,0 +1,36 @@
+/* A journal record (docs/wire-format.md, "The journal"): one fire made
+ * without a claim through a fate-store outage
+ * (forwarder.fate_outage_policy=fire). Its key is the task id; its value
+ * one line of text, space-separated name=value fields:
+ *
+ *   v=1 fire_at=<ms> fired_at=<ms> topic=<tier topic> partition=<n>
+ *   offset=<n> forwarder=<instance>
+ *
+ * Topic names and instance tokens hold no space or '='. */
+#ifndef KD_JOURNAL_REC_H
+#define KD_JOURNAL_REC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Room for a formatted value. */
+#define KD_JOURNAL_VALUE_MAX 512
+
+typedef struct kd_journal_rec {
+        int64_t fire_at_ms;
+        int64_t fired_at_ms; /* when the fire was produced */
+        char src_topic[256]; /* where the task's record was read */
+        int32_t src_partition;
+        int64_t src_offset;
+        char forwarder[65]; /* the firing forwarder's instance token */
+} kd_journal_rec_t;
+
+/* Writes r's value into buf; its length, or -1 when it does not fit or a
+ * name holds a space, '=' or a control character. */
+int kd_journal_rec_format(const kd_journal_rec_t *r, char *buf, size_t size);
+/* Reads a value of len bytes into *r: 0, or -1 when it is not a version 1
+ * journal value with every field (later fields of a newer writer are
+ * ignored). */
+int kd_journal_rec_parse(const char *value, size_t len, kd_journal_rec_t *r);
+
+#endif

@@ -1,0 +1,411 @@
+"""Integration: firing through a fate-store outage (issue 25). Four
+forwarders on the stack's broker and MariaDB, each with topics of its own
+and one database shared, one per delivery mode and
+forwarder.fate_outage_policy:
+
+    alo-fire  at_least_once, fire, fate_outage_after=5s
+    eos-fire  exactly_once,  fire, fate_outage_after=5s
+    alo-hold  at_least_once, hold
+    eos-hold  exactly_once,  hold
+
+Per forwarder, 40 tasks due 1..40 s after MySQL stops, 4 due 50..53 s (after
+it is back), and task X, due 20 s in, cancelled before the outage. MySQL is
+stopped (`stack.sh mysql-stop`) for 45 s; meanwhile `kdelayctl status` and
+`cancel` must fail and say MySQL cannot answer.
+
+Asserted, per forwarder: every task but X arrives exactly once
+(at_least_once: at least once), none before its fire-at; under fire, each
+within SLACK_MS of max(fire_at, stop + 5 s) (the outage is seen at the
+first failed claim, at most a second after the stop); under hold, X never
+arrives; under fire, X arrives (the promise the policy gives up), and
+after MySQL is back: every task has a FIRED row within RECONCILE_MS,
+`kdelayctl audit` reports X as cancelled then fired, `kdelayctl status X`
+says so, and the forwarder's metrics counted the unclaimed fires. One
+figures line per forwarder is printed."""
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SRC = os.environ.get("KDELAY_SOURCE_DIR",
+                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SRC, "examples", "python"))
+import it_kafka  # noqa: E402  (beside this file)
+import fate as pyfate  # noqa: E402  (examples/python: its URL parser)
+import schedule as pysched  # noqa: E402
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+TIERS = "1s,10s,1m"
+OUTAGE_MS = 45000
+AFTER_MS = 5000
+N_DURING = 40      # due 1..40 s after the stop
+N_AFTER = 4        # due 50..53 s after it
+X_DUE_MS = 20500   # the cancelled task
+SLACK_MS = 2500    # fire: lateness past max(fire_at, stop + AFTER_MS)
+RECONCILE_MS = 20000
+MODES = [("alo-fire", "at_least_once", "fire"), ("eos-fire", "exactly_once", "fire"),
+         ("alo-hold", "at_least_once", "hold"), ("eos-hold", "exactly_once", "hold")]
+
+
+def now_ms():
+    return time.time_ns() // 1_000_000
+
+
+def log(msg):
+    print(f"test_outage: {msg}", flush=True)
+
+
+class Failed(Exception):
+    pass
+
+
+def fail(msg):
+    raise Failed(msg)
+
+
+class Stack:
+    """The database, the stack script, the tools."""
+
+    def __init__(self):
+        self.tag = secrets.token_hex(4)
+        self.db = f"kdit_out_{self.tag}"
+        root = os.environ.get("KDELAY_MYSQL_URL") or fail("KDELAY_MYSQL_URL is not set")
+        self.root_url = root
+        base, _, _ = root.rpartition("/")
+        self.url = f"{base}/{self.db}"
+        self.ctl = os.environ["KDELAY_CTL"]
+        self.fwd_bin = os.environ["KDELAY_FORWARDER"]
+        self.stack_sh = os.path.join(SRC, "deploy", "local", "stack.sh")
+        self.kconf = it_kafka.kafka_conf()
+        self.tmp = tempfile.mkdtemp(prefix="test_outage.")
+
+    def sql(self, statement, db=True):
+        import pymysql
+
+        kw = pyfate.parse_url(self.root_url)
+        kw.pop("database")
+        if db:
+            kw["database"] = self.db
+        if "password" not in kw and os.environ.get("MYSQL_PWD"):
+            kw["password"] = os.environ["MYSQL_PWD"]
+        conn = pymysql.connect(autocommit=True, **kw)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+                return cur.fetchall()
+        finally:
+            conn.close()
+
+    def stack(self, *verb):
+        r = subprocess.run([self.stack_sh] + list(verb), capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode:
+            fail(f"stack.sh {' '.join(verb)}: {r.stderr.strip()[-400:]}")
+
+
+class Fwd:
+    """One forwarder with its topics."""
+
+    def __init__(self, st, name, delivery, policy):
+        self.st, self.name, self.delivery, self.policy = st, name, delivery, policy
+        self.prefix = f"itout{st.tag}{name.replace('-', '')}"
+        self.target = f"{self.prefix}.target"
+        self.group = f"{self.prefix}-group"
+        self.log_path = os.path.join(st.tmp, f"{name}.log")
+        self.proc = None
+        self.fire_at = {}      # id -> fire-at
+        self.arrived = {}      # id -> [append times]
+        self.x = None
+        self.http_port = None
+
+    def ctl(self, *args, check=True, timeout=60):
+        argv = [self.st.ctl, "--brokers", self.st.kconf["bootstrap.servers"],
+                "--mysql", self.st.url, "-X", f"topic_prefix={self.prefix}",
+                "-X", f"tiers={TIERS}", "-X", f"forwarder.group_id={self.group}"]
+        if os.environ.get("KDELAY_KAFKA_CONFIG"):
+            argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+        r = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode:
+            fail(f"{self.name}: kdelayctl {' '.join(args)}: exit {r.returncode}: "
+                 f"{r.stderr.strip()[-400:]}")
+        return r
+
+    def start(self):
+        self.ctl("topics", "create", "--partitions", "2")
+        admin = AdminClient(self.st.kconf)
+        admin.create_topics([NewTopic(self.target, 2, 1)])[self.target].result(30)
+        argv = [self.st.fwd_bin, "--brokers", self.st.kconf["bootstrap.servers"],
+                "--mysql", self.st.url, "-X", f"topic_prefix={self.prefix}",
+                "-X", f"forwarder.group_id={self.group}", "-X", f"tiers={TIERS}",
+                "-X", f"forwarder.instance={self.name}",
+                "-X", "forwarder.hold_horizon=2s", "-X", "forwarder.stats_interval=5s",
+                "-X", f"forwarder.delivery={self.delivery}",
+                "-X", f"forwarder.fate_outage_policy={self.policy}",
+                "-X", f"forwarder.fate_outage_after={AFTER_MS}ms",
+                "-X", "forwarder.retry_max=1s",
+                "-X", "forwarder.http_listen=127.0.0.1:0"]
+        if os.environ.get("KDELAY_KAFKA_CONFIG"):
+            argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log_path, "w"))
+
+    def wait_assigned(self, deadline):
+        while time.time() < deadline:
+            text = self.text()
+            if "event=partitions_assigned" in text:
+                m = re.search(r"event=http_listening .*?port=(\d+)", text)
+                self.http_port = int(m.group(1)) if m else None
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        fail(f"{self.name}: no partitions in time: {self.log_path}")
+
+    def text(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def schedule(self, producer, t0):
+        tiers = pysched.parse_tiers(TIERS)
+        dues = [t0 + 1000 * (i + 1) for i in range(N_DURING)]
+        dues += [t0 + 50000 + 1000 * i for i in range(N_AFTER)]
+        for due in dues:
+            tid = pysched.schedule(producer, self.prefix, tiers, self.target, None,
+                                   b"v", due)
+            self.fire_at[tid] = due
+        self.x = pysched.schedule(producer, self.prefix, tiers, self.target, None, b"x",
+                                  t0 + X_DUE_MS)
+
+    def metrics(self):
+        if not self.http_port:
+            return {}
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics",
+                                    timeout=5) as r:
+            out = {}
+            for line in r.read().decode().splitlines():
+                if line and not line.startswith("#"):
+                    name, _, value = line.rpartition(" ")
+                    out[name] = float(value)
+            return out
+
+    def readyz(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/readyz",
+                                        timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def consume(st, fwds, until_ms):
+    """Reads every forwarder's target (read_committed) until until_ms."""
+    by_topic = {f.target: f for f in fwds}
+    c = Consumer({**st.kconf, "group.id": f"itout{st.tag}-reader",
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    c.subscribe(list(by_topic))
+    try:
+        while now_ms() < until_ms:
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            f = by_topic[m.topic()]
+            hdrs = dict(m.headers() or [])
+            tid = hdrs.get("kdelay-id", b"").decode()
+            f.arrived.setdefault(tid, []).append(m.timestamp()[1])
+    finally:
+        c.close()
+
+
+def check(st, f, t0, t_back):
+    """Asserts what f's run must show; returns its figures line."""
+    late, lost, dups, early = [], 0, 0, 0
+    for tid, due in f.fire_at.items():
+        ts = f.arrived.get(tid, [])
+        if not ts:
+            lost += 1
+            continue
+        if len(ts) > 1:
+            dups += 1
+        first = min(ts)
+        if first < due:
+            early += 1
+        base = max(due, t0 + AFTER_MS) if f.policy == "fire" else due
+        late.append(first - base)
+    x_arrived = len(f.arrived.get(f.x, []))
+    late.sort()
+    p50 = late[len(late) // 2] if late else -1
+    mx = late[-1] if late else -1
+    if lost or early:
+        fail(f"{f.name}: lost {lost}, early {early}")
+    if f.delivery == "exactly_once" and dups:
+        fail(f"{f.name}: {dups} duplicates in exactly_once")
+    during = [t for t, d in f.fire_at.items() if d < t0 + OUTAGE_MS]
+    figures = (f"{f.name}: tasks {len(f.fire_at)}, lost 0, early 0, duplicates {dups}, "
+               f"cancelled X delivered {x_arrived}")
+    if f.policy == "fire":
+        if mx > SLACK_MS:
+            fail(f"{f.name}: a fire {mx} ms past max(fire_at, stop + {AFTER_MS} ms)")
+        if x_arrived != 1:
+            fail(f"{f.name}: X (cancelled before the outage) arrived {x_arrived} times, want 1")
+        figures += f"; lateness past max(fire_at, stop+5s) p50 {p50} ms max {mx} ms"
+    else:
+        if x_arrived:
+            fail(f"{f.name}: X, cancelled, arrived under hold")
+        held = sorted(min(f.arrived[t]) - f.fire_at[t] for t in during)
+        figures += (f"; lateness of the {len(during)} due in the outage p50 "
+                    f"{held[len(held) // 2]} ms max {held[-1]} ms (MySQL back after "
+                    f"{t_back - t0} ms)")
+    return figures
+
+
+def reconcile(st, f, t_back):
+    """Under fire: every task FIRED within RECONCILE_MS; audit and status
+    report X; the metrics counted. Returns the figures."""
+    ids = list(f.fire_at) + [f.x]
+    hexes = ",".join("X'%s'" % t.encode().hex() for t in ids)
+    deadline = t_back + RECONCILE_MS
+    while True:
+        rows = dict(st.sql(f"SELECT task_id, state FROM kdelay_fate WHERE task_id IN ({hexes})"))
+        fired = sum(1 for v in rows.values() if v == "FIRED")
+        if fired == len(ids):
+            break
+        if now_ms() > deadline:
+            bad = {k.decode(): v for k, v in rows.items() if v != "FIRED"}
+            fail(f"{f.name}: {fired} of {len(ids)} FIRED {RECONCILE_MS} ms after MySQL "
+                 f"came back; not: {list(bad.items())[:5]}, "
+                 f"no row: {len(ids) - len(rows)}")
+        time.sleep(0.2)
+    took = now_ms() - t_back
+    unclaimed = st.sql(f"SELECT prior, COUNT(*) FROM kdelay_unclaimed WHERE task_id IN ({hexes}) "
+                       "GROUP BY prior")
+    priors = {p: n for p, n in unclaimed}
+    if priors.get("cancelled") != 1:
+        fail(f"{f.name}: kdelay_unclaimed priors {priors}, want X as cancelled")
+    a = f.ctl("audit", check=False)
+    if a.returncode != 1 or f.x not in a.stdout or "fired_after_cancel=" not in a.stdout:
+        fail(f"{f.name}: audit exit {a.returncode}, want 1 and X reported: {a.stdout[-600:]}")
+    line = next(l for l in a.stdout.splitlines() if f.x in l)
+    s = f.ctl("status", "--json", f.x)
+    status = json.loads(s.stdout)
+    if status.get("fate") != "FIRED" or status.get("unclaimed") != "cancelled":
+        fail(f"{f.name}: status of X {status}")
+    m = f.metrics()
+    unc = m.get("kdelay_forwarder_fired_unclaimed_total", 0)
+    after = m.get("kdelay_forwarder_fired_after_cancel_total", 0)
+    if unc < 1 or after != 1:
+        fail(f"{f.name}: metrics fired_unclaimed {unc}, fired_after_cancel {after}")
+    return (f"{f.name}: every task FIRED {took} ms after MySQL came back; kdelay_unclaimed "
+            f"{sum(priors.values())} rows {priors}; fired_unclaimed {int(unc)}; audit: {line}")
+
+
+def main():
+    st = Stack()
+    fwds = [Fwd(st, *m) for m in MODES]
+    mysql_stopped = False
+    try:
+        st.sql(f"CREATE DATABASE `{st.db}`", db=False)
+        fwds[0].ctl("db", "migrate")
+        for f in fwds:
+            f.start()
+        deadline = time.time() + 60
+        for f in fwds:
+            f.wait_assigned(deadline)
+        producer = Producer({**st.kconf, "enable.idempotence": True, "acks": "all"})
+        t0 = now_ms() + 8000  # MySQL stops then
+        for f in fwds:
+            f.schedule(producer, t0)
+        if producer.flush(30):
+            fail("tasks not acknowledged in 30 s")
+        for f in fwds:  # cancelled before the outage: OK
+            f.ctl("cancel", f.x)
+        time.sleep(max(0, t0 - now_ms()) / 1000)
+        st.stack("mysql-stop")
+        mysql_stopped = True
+        t0 = now_ms()
+        log(f"MySQL stopped; back in {OUTAGE_MS} ms")
+        # The reader runs meanwhile, on a thread of its own.
+        import threading
+
+        reader = threading.Thread(target=consume, args=(st, fwds, t0 + 75000))
+        reader.start()
+        time.sleep(12)
+        r = fwds[0].ctl("status", fwds[0].x, check=False)
+        if r.returncode == 0 or "MySQL" not in r.stderr:
+            fail(f"status during the outage: exit {r.returncode} {r.stderr.strip()[-300:]}")
+        c = fwds[0].ctl("cancel", list(fwds[0].fire_at)[-1], check=False)
+        if c.returncode == 0:
+            fail("a cancel during the outage answered OK")
+        code, body = fwds[0].readyz()
+        if "firing without claims" not in body:
+            fail(f"/readyz during the outage: {code} {body!r}")
+        log(f"during the outage: status exit {r.returncode} ({r.stderr.strip()[-120:]!r}); "
+            f"cancel exit {c.returncode}; /readyz {code} {body.strip()!r}")
+        time.sleep(max(0, t0 + OUTAGE_MS - now_ms()) / 1000)
+        st.stack("mysql-start")
+        mysql_stopped = False
+        # Back when it answers (a restarted server recovers first).
+        while True:
+            try:
+                st.sql("SELECT 1")
+                break
+            except Exception:
+                if now_ms() > t0 + OUTAGE_MS + 60000:
+                    fail("MySQL does not answer 60 s after its start")
+                time.sleep(0.05)
+        t_back = now_ms()
+        lines = []
+        for f in fwds:
+            if f.policy == "fire":
+                lines.append(reconcile(st, f, t_back))
+        reader.join()
+        for f in fwds:
+            lines.append(check(st, f, t0, t_back))
+            text = f.text()
+            if f.policy == "fire":
+                for ev in ("event=fate_outage ", "event=fate_outage_over", "event=journal_applied ok=1"):
+                    if ev not in text:
+                        fail(f"{f.name}: no {ev.strip()} line")
+        for line in lines:
+            log(line)
+        log("PASS")
+        return 0
+    except Failed as e:
+        log(f"FAIL: {e}")
+        for f in fwds:
+            log(f"{f.name} log: {f.log_path}")
+        return 1
+    finally:
+        if mysql_stopped:
+            st.stack("mysql-start")
+        for f in fwds:
+            f.stop()
+        try:
+            st.sql(f"DROP DATABASE IF EXISTS `{st.db}`", db=False)
+        except Exception as e:  # the verdict stands
+            log(f"cleanup: {e}")
+        topics = []
+        for f in fwds:
+            topics += [f.target, f"{f.prefix}.dead", f"{f.prefix}.journal"]
+            topics += [f"{f.prefix}.tier.{t}" for t in TIERS.split(",")]
+        AdminClient(st.kconf).delete_topics(topics)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
