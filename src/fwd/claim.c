@@ -440,15 +440,32 @@ static void renew_cb(kd_timer_t *tm, void *arg)
  * its fire without a claim. Its token stays: a claim of it that reached
  * the store before the outage is found FIRING under it, and made FIRED by
  * the journal. */
+static void go_unclaimed(kd_fwd_t *f, kd_task_t *t)
+{
+        t->unclaimed = 1;
+        t->lease_mono = 0; /* nothing to renew */
+        kd_pace_claimed(f, t);
+}
+
 static void fire_unclaimed(kd_fwd_t *f)
 {
         kd_task_t *t;
         while ((t = kd_taskq_pop(&f->claim.q))) {
                 t->where = KD_WHERE_NONE;
-                t->unclaimed = 1;
-                t->lease_mono = 0; /* nothing to renew */
-                kd_pace_claimed(f, t);
+                go_unclaimed(f, t);
         }
+        /* Those whose claim is out on a store that does not answer (hung:
+         * its answer may take the client's read timeout) go too; the
+         * answer, when it comes, finds them gone. */
+        if (!f->claim.inflight)
+                return;
+        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+                for (kd_task_t *u = p->tasks; u; u = u->next)
+                        if (u->where == KD_WHERE_CLAIM_REQ &&
+                            u->state == KD_TASK_CLAIMING) {
+                                kd_task_detach(f, u);
+                                go_unclaimed(f, u);
+                        }
 }
 
 void kd_claim_resume(kd_fwd_t *f)

@@ -217,6 +217,17 @@ void tt_faults_print(const tt_faults_t *fs, FILE *out)
 
 /* Runs deploy/local/stack.sh verb; its output goes to the stack log. */
 /* Runs stack.sh VERB [ARG] ("verb arg": split at the space). */
+/* The MySQL fault that f ends (its ref) as a window of the counts. */
+static void mysql_window(tt_faults_t *fs, const tt_fault_t *f)
+{
+        tt_fault_counts_t *c = &fs->counts;
+        if (f->ref < 0 || c->mysql_wins >= TT_MYSQL_WINS_MAX)
+                return;
+        c->mysql_win[c->mysql_wins][0] = fs->t0 + fs->v[f->ref].began_rel;
+        c->mysql_win[c->mysql_wins][1] = kd_now_ms();
+        c->mysql_wins++;
+}
+
 static int stack(tt_faults_t *fs, const char *verb)
 {
         char *out = NULL, *err = NULL, word[64];
@@ -332,6 +343,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
         case TT_F_MYSQL_START:
                 f->rc = stack(fs, "mysql-start");
                 fs->mysql_down = f->rc != 0;
+                mysql_window(fs, f);
                 break;
         case TT_F_CLOCK_OFF:
         case TT_F_CLOCK_ON:
@@ -360,6 +372,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
         case TT_F_MYSQL_RW:
                 f->rc = stack(fs, "mysql-readonly off");
                 fs->mysql_ro = f->rc != 0;
+                mysql_window(fs, f);
                 break;
         case TT_F_MYSQL_PAUSE:
                 f->rc = stack(fs, "mysql-pause");
@@ -369,6 +382,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
         case TT_F_MYSQL_RESUME:
                 f->rc = stack(fs, "mysql-resume");
                 fs->mysql_paused = f->rc != 0;
+                mysql_window(fs, f);
                 break;
         case TT_F_KAFKA_STOP:
                 atomic_store(&fs->kafka_stop_ms, kd_now_ms());

@@ -47,6 +47,8 @@ typedef struct tt_fault {
         int rc;
 } tt_fault_t;
 
+#define TT_MYSQL_WINS_MAX 32
+
 /* Figures of the injector, read by main after tt_faults_join(). */
 typedef struct tt_fault_counts {
         int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
@@ -61,6 +63,10 @@ typedef struct tt_fault_counts {
          * forwarder.shutdown_timeout (documented; not a failure) */
         int terms_kafka_down;
         int64_t outage_begin, outage_end; /* epoch ms; 0 = none */
+        /* MySQL faults (stop, pause, read-only) as windows: when each
+         * began and when its end was done (epoch ms). */
+        int64_t mysql_win[TT_MYSQL_WINS_MAX][2];
+        int mysql_wins;
 } tt_fault_counts_t;
 
 struct tt_faults;

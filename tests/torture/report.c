@@ -48,6 +48,15 @@ typedef struct counts {
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
             heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
             mal_delivered, mal_bad_reason;
+        /* forwarder.fate_outage_policy=fire: acknowledged cancels of tasks
+         * delivered through a MySQL fault window, the cancel before the
+         * window began, or during it or its reconciliation (the policy's
+         * documented cost, not a failure). */
+        long long through_before, through_gap;
+        /* tasks fired without a claim (kdelay_unclaimed rows), of them
+         * recorded as cancelled before; delivered tasks counted as fired
+         * through an outage after a cancel without such a record */
+        long long unclaimed, unclaimed_cancelled, through_unrecorded;
         /* poison tasks by kind (tt_poison_t; 0 = all kinds) */
         long long p_n[TT_POISON_KINDS], p_dead[TT_POISON_KINDS],
             p_missing[TT_POISON_KINDS], p_delivered[TT_POISON_KINDS],
@@ -67,6 +76,44 @@ typedef struct counts {
  * poison task of kinds 1 and 2 (its shared transaction, its solo one, and
  * slack for a rewind after a kill): more is an abort loop. */
 #define TT_POISON_ABORTS_MAX 3
+
+/* A fire through a fate-store outage may follow a cancel: how long after
+ * a MySQL fault window a fire still counts as made through it (the
+ * outage is seen, then fate_outage_after passes, within the window), and
+ * how long after it a cancel is still before its reconciliation. */
+#define TT_THROUGH_FIRE_SLACK_MS 5000
+#define TT_THROUGH_CANCEL_GAP_MS 15000
+
+/* 1 when the forwarders run with forwarder.fate_outage_policy=fire. */
+static int policy_fire(const tt_opts_t *o)
+{
+        for (size_t i = 0; i < o->fwd_props_cnt; i++)
+                if (!strcmp(o->fwd_props[i],
+                            "forwarder.fate_outage_policy=fire"))
+                        return 1;
+        return 0;
+}
+
+/* For an acknowledged cancel of delivered task t: 1 when it was fired
+ * through a MySQL fault window under the policy fire and cancelled before
+ * the window, 2 when cancelled during it or before its reconciliation, 0
+ * otherwise (a failure). */
+static int through_outage(const tt_report_in_t *in, const tt_task_t *t)
+{
+        const tt_fault_counts_t *f = in->faults;
+        if (!policy_fire(in->opts))
+                return 0;
+        for (int w = 0; w < f->mysql_wins; w++) {
+                int64_t b = f->mysql_win[w][0], e = f->mysql_win[w][1];
+                if (t->first_ts < b || t->first_ts > e + TT_THROUGH_FIRE_SLACK_MS)
+                        continue;
+                if (t->cancel_sent_at < b)
+                        return 1;
+                if (t->cancel_sent_at < e + TT_THROUGH_CANCEL_GAP_MS)
+                        return 2;
+        }
+        return 0;
+}
 
 /* A poison task: dead-lettered with its reason (a refused record naming
  * the Kafka error), never on a target; kinds 1 and 2 were claimed, so
@@ -192,7 +239,15 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->too_late_missing += t->answer == TT_ANS_TOO_LATE && !copies;
                 c->early_ts += t->early_ts > 0;
                 c->early_rx += t->early_rx > 0;
-                if (t->answer == TT_ANS_OK && copies) {
+                int through = t->answer == TT_ANS_OK && copies
+                                   ? through_outage(in, t)
+                                   : 0;
+                c->through_before += through == 1;
+                c->through_gap += through == 2;
+                c->unclaimed += t->unclaimed > 0;
+                c->unclaimed_cancelled += t->unclaimed == 2;
+                c->through_unrecorded += through && t->unclaimed != 2;
+                if (t->answer == TT_ANS_OK && copies && !through) {
                         c->cancel_then_delivered++;
                         tt_log("event=cancel_acknowledged_then_delivered "
                                "idx=%zu id=%s fire_at_s=%.3f "
@@ -276,7 +331,7 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                    (o->exactly_once && c.dups) || c.p_missing[0] ||
                    c.p_delivered[0] || c.p_bad_reason[0] || c.p_fate_bad[0] ||
                    c.p_no_error[0] || (o->exactly_once && c.p_dups[0]) ||
-                   c.inn_lost || c.fate_dead_innocent;
+                   c.inn_lost || c.fate_dead_innocent || c.through_unrecorded;
         /* What the run itself must have done for the figures to count:
          * read every copy (else a late duplicate or delivery is missing),
          * injected every fault it planned, and seen no forwarder die on
@@ -361,7 +416,23 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         snprintf(note, sizeof(note), "(by receipt time: %lld)", c.early_rx);
         row(out, "EARLY (record timestamp < fire-at)", c.early_ts, note);
         row(out, "ACKNOWLEDGED-CANCEL-THEN-DELIVERED", c.cancel_then_delivered,
-            NULL);
+            policy_fire(o) ? "(outside the MySQL fault windows)" : NULL);
+        if (policy_fire(o)) {
+                snprintf(note, sizeof(note),
+                         "(fate_outage_policy=fire: %lld cancelled before a "
+                         "MySQL fault window, %lld during it or its "
+                         "reconciliation; %d windows)",
+                         c.through_before, c.through_gap,
+                         in->faults->mysql_wins);
+                row(out, "cancelled, then fired through an outage",
+                    c.through_before + c.through_gap, note);
+                snprintf(note, sizeof(note),
+                         "(kdelay_unclaimed rows; %lld recorded as cancelled "
+                         "before; fired through an outage after a cancel "
+                         "without that record: %lld, must be 0)",
+                         c.unclaimed_cancelled, c.through_unrecorded);
+                row(out, "fired without a claim", c.unclaimed, note);
+        }
         row(out, "DUPLICATES (extra copies by kdelay-id)", c.dups,
             o->exactly_once ? "(must be 0: exactly_once)" : "(allowed)");
         row(out, "corrupted copies (target/id/fire-at)", c.bad,

@@ -195,6 +195,10 @@ typedef struct tt_task {
         /* after every thread has been joined */
         uint8_t fate;
         uint8_t fate_reason_ok; /* DEAD with the expected dead_reason */
+        /* its kdelay_unclaimed row (fired without a claim through a MySQL
+         * outage, fate_outage_policy=fire): 0 none, else 1 + the prior
+         * fate it recorded (kd_unclaimed_prior_t: 2 = cancelled) */
+        uint8_t unclaimed;
 } tt_task_t;
 
 /* --- util.c ----------------------------------------------------------------

@@ -437,6 +437,27 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
         }
         if (res)
                 mysql_free_result(res);
+        res = NULL;
+        /* Fires without a claim (schema 7): which tasks, and what their row
+         * said before. A database without the table has none. */
+        if (mysql_query(conn, "SELECT task_id, prior FROM kdelay_unclaimed") ||
+            !(res = mysql_use_result(conn)))
+                goto out;
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *len = mysql_fetch_lengths(res);
+                char id[KDELAY_ID_MAX + 1];
+                if (!row[0] || !row[1] || len[0] > KDELAY_ID_MAX)
+                        continue;
+                memcpy(id, row[0], len[0]);
+                id[len[0]] = '\0';
+                tt_task_t *t = task_of(tasks, n, names->prefix, gen, ngen, id);
+                if (t)
+                        t->unclaimed = !strcmp(row[1], "cancelled") ? 2
+                                       : !strcmp(row[1], "firing")  ? 3
+                                       : !strcmp(row[1], "dead")    ? 4
+                                                                    : 1;
+        }
+        mysql_free_result(res);
 out:
         if (conn)
                 mysql_close(conn);
