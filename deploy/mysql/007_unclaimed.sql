@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS kdelay_unclaimed (
   src_topic     VARCHAR(255) NULL,
   src_partition INT NULL,
   src_offset    BIGINT NULL,
+  dead_reason   VARCHAR(32) NULL,
   applied_at_ms BIGINT NOT NULL,
   PRIMARY KEY (task_id),
   KEY kdelay_unclaimed_applied (applied_at_ms)

@@ -186,9 +186,9 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 kd_fwd_oom(f, "wait_timer");
 }
 
-/* A fire without a claim, just produced through rk in a transaction:
- * its journal record goes in the same one. If it cannot, the transaction
- * must not commit the fire. */
+/* A fire without a claim (or its dead letter), just produced through rk
+ * in a transaction: its journal record goes in the same one. If it
+ * cannot, the transaction must not commit the fire. */
 static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
 {
         rd_kafka_resp_err_t err =
@@ -200,9 +200,10 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
                 f->mode->journal_failed(f, err);
 }
 
-/* A fire without a claim was delivered (at_least_once): its journal
- * record now; the task is settled on the record's delivery, so that its
- * offset is never committed with the fire unrecorded. */
+/* A fire without a claim (or its dead letter) was delivered
+ * (at_least_once): its journal record now; the task is settled on the
+ * record's delivery, so that its offset is never committed with the fire
+ * unrecorded. */
 static void fire_journal(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_JOURNAL);
@@ -248,8 +249,9 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
         if (!err) {
                 f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;
-                if (as == KD_TASK_FIRING && t->unclaimed &&
-                    f->mode->journal_with_fire)
+                if (t->unclaimed && f->mode->journal_with_fire &&
+                    (as == KD_TASK_FIRING ||
+                     (as == KD_TASK_DEAD && t->fire_failed)))
                         journal_with_fire(f, t, rk);
                 if (f->mode->produced)
                         f->mode->produced(f, t);
@@ -377,15 +379,22 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         produce(f, t, topic, h, KD_TASK_DEAD);
 }
 
+/* 1 when t, just delivered, still owes its journal record (at_least_once
+ * writes it after the fire or dead letter of a task without a claim). */
+static int owes_journal(const kd_fwd_t *f, const kd_task_t *t)
+{
+        return t->unclaimed && !f->mode->journal_with_fire &&
+               (t->state == KD_TASK_FIRING ||
+                (t->state == KD_TASK_DEAD && t->fire_failed));
+}
+
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
-        if (t->state == KD_TASK_FIRING && t->unclaimed &&
-            !f->mode->journal_with_fire) {
-                fire_journal(f, t);
+        if (t->state == KD_TASK_JOURNAL) {
+                f->journal.delivered++;
+                f->mode->delivered(f, t);
                 return;
         }
-        if (t->state == KD_TASK_JOURNAL)
-                f->journal.delivered++;
         if (t->state == KD_TASK_HOPPING) {
                 kd_metric_hop(&f->metrics, t->hop_tier);
         } else if (t->state == KD_TASK_DEAD) {
@@ -399,6 +408,10 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
                                     sizeof(qt)),
                        t->part ? t->part->partition : -1,
                        (long long)t->rec.offset);
+        }
+        if (owes_journal(f, t)) {
+                fire_journal(f, t);
+                return;
         }
         f->mode->delivered(f, t);
 }

@@ -29,6 +29,9 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
         kd_strlcpy(r.src_topic, t->part ? t->part->topic : "-",
                    sizeof(r.src_topic));
         kd_strlcpy(r.forwarder, f->claim.token_name, sizeof(r.forwarder));
+        /* Its fire failed for good: the record says it was dead-lettered. */
+        if (t->fire_failed && t->dead_reason)
+                kd_strlcpy(r.dead, t->dead_reason, sizeof(r.dead));
         char value[KD_JOURNAL_VALUE_MAX];
         int n = kd_journal_rec_format(&r, value, sizeof(value));
         if (n < 0)

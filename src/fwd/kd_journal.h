@@ -12,8 +12,9 @@
 
 /* Sets the journal's topic name. */
 void kd_journal_init(kd_fwd_t *f);
-/* Produces t's journal record through rk with the message opaque given;
- * 0, or why librdkafka did not take it. */
+/* Produces t's journal record through rk with the message opaque given:
+ * its fire, or its dead letter when its fire failed for good
+ * (t->fire_failed); 0, or why librdkafka did not take it. */
 rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
                                      rd_kafka_t *rk, void *opaque);
 /* The opaque of a record written with its fire (&f->journal.marker). */

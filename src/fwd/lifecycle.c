@@ -50,6 +50,8 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  firing    dead      fire: failed for good, dead-lettered
  *  firing    journal   fire: fired without a claim and delivered: its
  *                      journal record (at_least_once)
+ *  dead      journal   fire: as firing -> journal, for the dead letter of
+ *                      a fire without a claim that failed for good
  *  firing    retry     fire: produce failed or deferred (the mode holds
  *                      it back), the batch refused: produced again later
  *  hopping   dead      fire: too large, or the tier refuses it for good
@@ -76,7 +78,7 @@ static const unsigned moves[KD_TASK_STATES] = {
     [KD_TASK_PACED] = TO(FIRING) | TO(CLAIMING) | TO(RETRY),
     [KD_TASK_FIRING] = TO(DEAD) | TO(RETRY) | TO(JOURNAL),
     [KD_TASK_HOPPING] = TO(DEAD) | TO(RETRY),
-    [KD_TASK_DEAD] = TO(DEAD) | TO(RETRY),
+    [KD_TASK_DEAD] = TO(DEAD) | TO(RETRY) | TO(JOURNAL),
     [KD_TASK_RETRY] = TO(RETRY) | TO(FIRING) | TO(HOPPING) | TO(DEAD) |
                       TO(CLAIMING) | TO(JOURNAL),
     [KD_TASK_JOURNAL] = TO(RETRY)};

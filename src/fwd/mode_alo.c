@@ -160,9 +160,12 @@ static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 
 static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
 {
-        if (t->state == KD_TASK_FIRING || t->state == KD_TASK_JOURNAL)
+        /* A task without a claim: its journal record (JOURNAL) stands for
+         * its FIRED or DEAD mark. */
+        if (t->state == KD_TASK_FIRING ||
+            (t->state == KD_TASK_JOURNAL && !t->fire_failed))
                 kd_settle_fired(f, t->rec.id, t->late_ms, t->unclaimed);
-        else if (t->state == KD_TASK_DEAD && t->fire_failed)
+        else if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed)
                 kd_settle_dead(f, t->rec.id, t->dead_reason);
         kd_settle_done(f, t);
 }

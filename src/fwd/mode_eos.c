@@ -906,8 +906,8 @@ static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
         int dead = kd_settle_dead_index(t->dead_reason);
-        if (t->state == KD_TASK_DEAD && t->fire_failed && dead >= 0 &&
-            kd_idq_push(&s->dead, t->rec.id, dead)) {
+        if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed &&
+            dead >= 0 && kd_idq_push(&s->dead, t->rec.id, dead)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 kd_log(f->conf, KDELAY_LOG_ERROR,

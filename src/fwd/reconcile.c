@@ -206,7 +206,7 @@ static kdelay_err_t flush(run_t *u, kd_reconcile_stats_t *d)
         for (size_t i = 0; i < u->n; i++) {
                 d->applied++;
                 d->recorded += (uint64_t)u->items[i].recorded;
-                if (u->items[i].recorded &&
+                if (u->items[i].recorded && !u->items[i].dead_reason &&
                     u->items[i].prior == KD_PRIOR_CANCELLED) {
                         d->after_cancel++;
                         log_after_cancel(r->conf, &u->items[i]);
@@ -270,6 +270,7 @@ static void take(run_t *u, rd_kafka_message_t *m, kd_reconcile_stats_t *d)
         it->src_topic = rec->src_topic;
         it->src_partition = rec->src_partition;
         it->src_offset = rec->src_offset;
+        it->dead_reason = rec->dead[0] ? rec->dead : NULL;
         u->msgs[u->n++] = m;
 }
 

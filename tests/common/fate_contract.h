@@ -44,6 +44,7 @@ void test_lookup_reads_a_batch_of_fates(void);
 /* The cases of fate_contract_unclaimed.c. */
 void test_apply_unclaimed_fires_and_records(void);
 void test_apply_unclaimed_again_changes_nothing(void);
+void test_apply_unclaimed_dead_letters(void);
 
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
@@ -57,6 +58,7 @@ void test_apply_unclaimed_again_changes_nothing(void);
             KD_TEST(test_firing_rows_carry_their_source),                      \
             KD_TEST(test_lookup_reads_a_batch_of_fates),                       \
             KD_TEST(test_apply_unclaimed_fires_and_records),                   \
-            KD_TEST(test_apply_unclaimed_again_changes_nothing)
+            KD_TEST(test_apply_unclaimed_again_changes_nothing),               \
+            KD_TEST(test_apply_unclaimed_dead_letters)
 
 #endif

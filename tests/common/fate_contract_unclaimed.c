@@ -130,3 +130,60 @@ void test_apply_unclaimed_again_changes_nothing(void)
                         KDELAY_OK);
         CU_ASSERT_EQUAL(deleted, 5);
 }
+
+/* Fires that failed for good were dead-lettered: the row becomes DEAD
+ * with the reason (inserted, or from FIRING), a CANCELLED one stays (it
+ * was not delivered); the record keeps the reason, and the cancelled one
+ * is no fire after a cancel. Four statements. */
+void test_apply_unclaimed_dead_letters(void)
+{
+        KD_FC_NEED_STORE();
+        CU_ASSERT_EQUAL(kd_fc_cancel1("dc"), KDELAY_OK);
+        kd_fc_claim1("df", 5, "fw-2");
+        kd_fate_unclaimed_t it[3];
+        static const char *const ids[3] = {"dn", "df", "dc"};
+        memset(it, 0, sizeof(it));
+        for (int i = 0; i < 3; i++) {
+                it[i].id = ids[i];
+                it[i].id_len = 2;
+                it[i].fire_at_ms = 1000;
+                it[i].fired_at_ms = 2000;
+                it[i].forwarder = "fw-1";
+                it[i].dead_reason = "too-large";
+        }
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_apply_unclaimed(kd_fc_store, it, 3,
+                                                      kd_fc_errstr,
+                                                      sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 4);
+        kdelay_status_t st = kd_fc_status1("dn");
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_STRING_EQUAL(st.dead_reason, "too-large");
+        st = kd_fc_status1("df");
+        CU_ASSERT_EQUAL(st.fate, KDELAY_FATE_DEAD);
+        CU_ASSERT_STRING_EQUAL(st.dead_reason, "too-large");
+        CU_ASSERT_EQUAL(kd_fc_status1("dc").fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(it[2].prior, KD_PRIOR_CANCELLED);
+        kd_fate_unclaimed_row_t rows[4];
+        size_t n = 99;
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(
+                            kd_fc_store, NULL, 0, KD_PRIOR_CANCELLED, 0, rows,
+                            4, &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(n, 0);
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(kd_fc_store, "dc", 2, -1, 0,
+                                               rows, 1, &n, kd_fc_errstr,
+                                               sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_STRING_EQUAL(rows[0].dead_reason, "too-large");
+        /* A reason the fate table cannot take is refused, nothing sent. */
+        it[0].dead_reason = "Too Large";
+        before = kd_fc_stmts();
+        CU_ASSERT_EQUAL(kd_fate_apply_unclaimed(kd_fc_store, it, 1,
+                                                kd_fc_errstr,
+                                                sizeof(kd_fc_errstr)),
+                        KDELAY_ERR_INVALID_ARG);
+        CU_ASSERT_EQUAL(kd_fc_stmts(), before);
+}

@@ -509,7 +509,7 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
         if (err)
                 return err;
         unsigned stmts = 2;
-        int record = 0, conflicts = 0;
+        int record = 0, delivered = 0, dead = 0;
         for (size_t i = 0; i < n; i++) { /* 1: a FIRED row where none */
                 kd_fate_unclaimed_t *it = &items[i];
                 if (kd_memtab_find(&m->rows, it->id, it->id_len))
@@ -517,7 +517,11 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                 kd_memrow_t *r = kd_memtab_row_new(it->id, it->id_len);
                 if (!r)
                         return leave(m, 0, KDELAY_ERR_NO_MEMORY);
-                r->fate = KDELAY_FATE_FIRED;
+                r->fate =
+                    it->dead_reason ? KDELAY_FATE_DEAD : KDELAY_FATE_FIRED;
+                if (it->dead_reason)
+                        kd_strlcpy(r->dead_reason, it->dead_reason,
+                                   sizeof(r->dead_reason));
                 r->has_fire_at = 1;
                 r->fire_at_ms = it->fire_at_ms;
                 if (it->forwarder && it->forwarder[0])
@@ -541,8 +545,10 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                             : r->fate == KDELAY_FATE_DEAD   ? KD_PRIOR_DEAD
                                                             : KD_PRIOR_FIRED;
                 record |= it->recorded;
-                conflicts |= it->prior == KD_PRIOR_CANCELLED ||
-                             it->prior == KD_PRIOR_FIRING;
+                delivered |=
+                    !it->dead_reason && (it->prior == KD_PRIOR_CANCELLED ||
+                                         it->prior == KD_PRIOR_FIRING);
+                dead |= it->dead_reason && it->prior == KD_PRIOR_FIRING;
         }
         for (size_t i = 0; i < n; i++) { /* 3: on record */
                 kd_fate_unclaimed_t *it = &items[i];
@@ -565,20 +571,34 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                         u->src_partition = it->src_partition;
                         u->src_offset = it->src_offset;
                 }
+                if (it->dead_reason)
+                        kd_strlcpy(u->dead_reason, it->dead_reason,
+                                   sizeof(u->dead_reason));
                 kd_memtab_link(&m->unclaimed, u);
         }
         stmts += record;
-        for (size_t i = 0; conflicts && i < n; i++) { /* 4: FIRED */
-                kd_memrow_t *r =
-                    kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
-                if (r->fate == KDELAY_FATE_CANCELLED ||
-                    r->fate == KDELAY_FATE_FIRING) {
-                        r->fate = KDELAY_FATE_FIRED;
+        for (size_t i = 0; i < n; i++) { /* 4, 5: FIRED, DEAD */
+                const kd_fate_unclaimed_t *it = &items[i];
+                kd_memrow_t *r = kd_memtab_find(&m->rows, it->id, it->id_len);
+                int to_fired = !it->dead_reason &&
+                               (it->prior == KD_PRIOR_CANCELLED ||
+                                it->prior == KD_PRIOR_FIRING) &&
+                               (r->fate == KDELAY_FATE_CANCELLED ||
+                                r->fate == KDELAY_FATE_FIRING);
+                int to_dead = it->dead_reason && it->prior == KD_PRIOR_FIRING &&
+                              r->fate == KDELAY_FATE_FIRING;
+                if (to_dead)
+                        kd_strlcpy(r->dead_reason, it->dead_reason,
+                                   sizeof(r->dead_reason));
+                if (to_fired || to_dead) {
+                        r->fate =
+                            to_dead ? KDELAY_FATE_DEAD : KDELAY_FATE_FIRED;
                         r->has_lease = 0;
                         r->updated_at_ms = now;
                 }
         }
-        return leave(m, stmts + (unsigned)conflicts, KDELAY_OK);
+        return leave(m, stmts + (unsigned)delivered + (unsigned)dead,
+                     KDELAY_OK);
 }
 
 typedef struct kd_unclaimed_sel {
@@ -601,6 +621,7 @@ static void unclaimed_row(const kd_memrow_t *u, kd_fate_unclaimed_row_t *r)
         kd_strlcpy(r->src_topic, u->src_topic, sizeof(r->src_topic));
         r->src_partition = u->src_partition;
         r->src_offset = u->src_offset;
+        kd_strlcpy(r->dead_reason, u->dead_reason, sizeof(r->dead_reason));
 }
 
 /* Keeps the oldest max matching rows, ordered by apply time. */
@@ -608,7 +629,8 @@ static void unclaimed_pick(const kd_memrow_t *u, void *arg)
 {
         kd_unclaimed_sel_t *s = arg;
         if (u->updated_at_ms < s->after ||
-            (s->prior >= 0 && (int)u->fate != s->prior))
+            (s->prior >= 0 && (int)u->fate != s->prior) ||
+            (s->prior == KD_PRIOR_CANCELLED && u->dead_reason[0]))
                 return;
         size_t i = s->n < s->max ? s->n++ : s->max;
         if (i == s->max) {

@@ -96,6 +96,13 @@ int tt_faults_plan(tt_faults_t *fs, const tt_opts_t *o)
         /* Longer than the MySQL client's read timeout (30 s) in full. */
         int64_t mysql_pause = o->full ? 40 * SEC : 10 * SEC;
         int64_t mysql_ro = o->full ? 20 * SEC : 6 * SEC;
+        /* The fire variant: windows long enough for the forwarders to
+         * fire through them (fate_outage_after, then a rebalance's
+         * worth of tasks due). */
+        if (tt_policy_fire(o) && !o->full) {
+                mysql_down = 15 * SEC;
+                mysql_ro = 12 * SEC;
+        }
         int64_t outage = o->full ? 20 * SEC : 12 * SEC;
         int rc = 0;
         for (int i = 0; i < n_kill && !rc; i++)

@@ -84,14 +84,9 @@ typedef struct counts {
 #define TT_THROUGH_FIRE_SLACK_MS 5000
 #define TT_THROUGH_CANCEL_GAP_MS 15000
 
-/* 1 when the forwarders run with forwarder.fate_outage_policy=fire. */
 static int policy_fire(const tt_opts_t *o)
 {
-        for (size_t i = 0; i < o->fwd_props_cnt; i++)
-                if (!strcmp(o->fwd_props[i],
-                            "forwarder.fate_outage_policy=fire"))
-                        return 1;
-        return 0;
+        return tt_policy_fire(o);
 }
 
 /* For an acknowledged cancel of delivered task t: 1 when it was fired
@@ -105,7 +100,8 @@ static int through_outage(const tt_report_in_t *in, const tt_task_t *t)
                 return 0;
         for (int w = 0; w < f->mysql_wins; w++) {
                 int64_t b = f->mysql_win[w][0], e = f->mysql_win[w][1];
-                if (t->first_ts < b || t->first_ts > e + TT_THROUGH_FIRE_SLACK_MS)
+                if (t->first_ts < b ||
+                    t->first_ts > e + TT_THROUGH_FIRE_SLACK_MS)
                         continue;
                 if (t->cancel_sent_at < b)
                         return 1;
@@ -240,8 +236,8 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->early_ts += t->early_ts > 0;
                 c->early_rx += t->early_rx > 0;
                 int through = t->answer == TT_ANS_OK && copies
-                                   ? through_outage(in, t)
-                                   : 0;
+                                  ? through_outage(in, t)
+                                  : 0;
                 c->through_before += through == 1;
                 c->through_gap += through == 2;
                 c->unclaimed += t->unclaimed > 0;

@@ -209,6 +209,11 @@ typedef struct tt_rng {
         uint64_t s;
 } tt_rng_t;
 
+/* 1 when the forwarders run with -X forwarder.fate_outage_policy=fire:
+ * the MySQL fault windows are longer (faults.c), and fires through them
+ * after a cancel are the policy's cost, not a failure (report.c). */
+int tt_policy_fire(const struct tt_opts *o);
+
 void tt_rng_seed(tt_rng_t *r, uint64_t seed, uint64_t stream);
 uint64_t tt_rng_next(tt_rng_t *r);
 /* Uniform in [lo, hi] (lo <= hi). */

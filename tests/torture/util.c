@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include <librdkafka/rdkafka.h>
@@ -111,4 +112,13 @@ void tt_rk_log_to(rd_kafka_conf_t *rkc, FILE *fp)
 {
         rd_kafka_conf_set_opaque(rkc, fp);
         rd_kafka_conf_set_log_cb(rkc, rk_log);
+}
+
+int tt_policy_fire(const tt_opts_t *o)
+{
+        for (size_t i = 0; i < o->fwd_props_cnt; i++)
+                if (!strcmp(o->fwd_props[i],
+                            "forwarder.fate_outage_policy=fire"))
+                        return 1;
+        return 0;
 }

@@ -36,6 +36,7 @@ static const struct {
     {KD_TASK_RETRY, KD_TASK_HOPPING},     {KD_TASK_RETRY, KD_TASK_DEAD},
     {KD_TASK_RETRY, KD_TASK_CLAIMING},    {KD_TASK_FIRING, KD_TASK_JOURNAL},
     {KD_TASK_RETRY, KD_TASK_JOURNAL},     {KD_TASK_JOURNAL, KD_TASK_RETRY},
+    {KD_TASK_DEAD, KD_TASK_JOURNAL},
 };
 
 static int expected(kd_task_state_t from, kd_task_state_t to)

@@ -216,16 +216,22 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                       errstr_size);
 }
 
+/* 1 when reason can stand in a DEAD row: 1..KD_FATE_REASON_MAX bytes of
+ * [a-z0-9-] (written into SQL as it is). */
+static int reason_ok(const char *reason)
+{
+        return reason && *reason && strlen(reason) <= KD_FATE_REASON_MAX &&
+               strspn(reason, "abcdefghijklmnopqrstuvwxyz0123456789-") ==
+                   strlen(reason);
+}
+
 kdelay_err_t kd_fate_mark_dead(kd_fate_store_t *store, const char *const *ids,
                                const size_t *id_lens, size_t n,
                                const char *reason, char *errstr,
                                size_t errstr_size)
 {
         kdelay_err_t err = check_ids(ids, id_lens, n, errstr, errstr_size);
-        if (!err &&
-            (!reason || !*reason || strlen(reason) > KD_FATE_REASON_MAX ||
-             strspn(reason, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
-                 strlen(reason)))
+        if (!err && !reason_ok(reason))
                 err = kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                               "a dead-letter reason of 1..%d bytes of "
                               "[a-z0-9-] is needed",
@@ -310,6 +316,10 @@ kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
         for (size_t i = 0; i < n && !err; i++) {
                 err =
                     check_id(items[i].id, items[i].id_len, errstr, errstr_size);
+                const char *r = items[i].dead_reason;
+                if (!err && r && !reason_ok(r))
+                        err = kd_fail(KDELAY_ERR_INVALID_ARG, errstr,
+                                      errstr_size, "bad dead-letter reason");
                 items[i].prior = KD_PRIOR_FIRED;
                 items[i].recorded = 0;
         }

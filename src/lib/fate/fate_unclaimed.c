@@ -2,15 +2,18 @@
  * of forwarder.fate_outage_policy=fire applied to kdelay_fate, and
  * recorded in kdelay_unclaimed (deploy/mysql/007_unclaimed.sql).
  *
- * The apply is four plain statements, no transaction, so that it is
+ * The apply is plain statements, no transaction, so that it is
  * idempotent and safe beside claims, cancels and another applier:
- *   1. INSERT IGNORE a FIRED fate row per task: from here on, a cancel
- *      finds a row (too late), so every CANCELLED row the next statement
- *      sees was there before the journal was applied;
+ *   1. INSERT IGNORE a FIRED fate row per delivered task, a DEAD one per
+ *      dead-lettered task: from here on, a cancel finds a row (too late,
+ *      or dead), so every CANCELLED row the next statement sees was there
+ *      before the journal was applied;
  *   2. read which rows are CANCELLED, FIRING or DEAD, and which tasks
  *      kdelay_unclaimed holds already (the first application's answer);
  *   3. INSERT IGNORE the kdelay_unclaimed rows with what 2 found;
- *   4. UPDATE the CANCELLED and FIRING rows to FIRED.
+ *   4. UPDATE the CANCELLED and FIRING rows of delivered tasks to FIRED;
+ *   5. UPDATE the FIRING rows of dead-lettered tasks to DEAD (a
+ *      CANCELLED one stays: it was not delivered).
  * A crash between any two repeats the steps after it; 3 comes before 4
  * so that a cancel overridden by 4 is always on record. */
 #include <errmsg.h>
@@ -97,6 +100,14 @@ static void add_source(kd_sql_t *s, const kd_fate_unclaimed_t *it)
                    (long long)it->src_offset);
 }
 
+static void add_reason(kd_sql_t *s, const kd_fate_unclaimed_t *it)
+{
+        if (it->dead_reason)
+                kd_sql_add(s, ",'%s'", it->dead_reason);
+        else
+                kd_sql_add(s, ",NULL");
+}
+
 static void add_forwarder(kd_sql_t *s, const kd_fate_unclaimed_t *it)
 {
         size_t len = it->forwarder ? strlen(it->forwarder) : 0;
@@ -108,13 +119,33 @@ static void add_forwarder(kd_sql_t *s, const kd_fate_unclaimed_t *it)
                 kd_sql_add(s, "NULL");
 }
 
+/* Which items add_ids lists. */
+typedef enum which {
+        ALL,
+        DELIVERED_CONFLICTS, /* delivered, its row CANCELLED or FIRING */
+        DEAD_CONFLICTS       /* dead-lettered, its row FIRING */
+} which_t;
+
+static int listed(const kd_fate_unclaimed_t *it, which_t which)
+{
+        switch (which) {
+        case ALL:
+                return 1;
+        case DELIVERED_CONFLICTS:
+                return !it->dead_reason && (it->prior == KD_PRIOR_CANCELLED ||
+                                            it->prior == KD_PRIOR_FIRING);
+        case DEAD_CONFLICTS:
+                return it->dead_reason && it->prior == KD_PRIOR_FIRING;
+        }
+        return 0;
+}
+
 static void add_ids(kd_sql_t *s, const kd_fate_unclaimed_t *items, size_t n,
-                    int only_conflicts)
+                    which_t which)
 {
         int first = 1;
         for (size_t i = 0; i < n; i++) {
-                if (only_conflicts && items[i].prior != KD_PRIOR_CANCELLED &&
-                    items[i].prior != KD_PRIOR_FIRING)
+                if (!listed(&items[i], which))
                         continue;
                 kd_sql_add(s, first ? "" : ",");
                 kd_sql_add_hex(s, items[i].id, items[i].id_len);
@@ -123,7 +154,7 @@ static void add_ids(kd_sql_t *s, const kd_fate_unclaimed_t *items, size_t n,
         kd_sql_add(s, ")");
 }
 
-/* 1: a FIRED row for every task that has none. */
+/* 1: a FIRED (or DEAD) row for every task that has none. */
 static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
                                  const kd_fate_unclaimed_t *items, size_t n,
                                  int64_t now, char *errstr, size_t errstr_size)
@@ -131,16 +162,21 @@ static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
         kd_sql_t sql = {0};
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
                          "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
-                         "src_topic, src_partition, src_offset) VALUES ");
+                         "src_topic, src_partition, src_offset, dead_reason) "
+                         "VALUES ");
         for (size_t i = 0; i < n; i++) {
                 const kd_fate_unclaimed_t *it = &items[i];
                 kd_sql_add(&sql, "%s(", i ? "," : "");
                 kd_sql_add_hex(&sql, it->id, it->id_len);
-                kd_sql_add(&sql, ",'FIRED',%lld,", (long long)it->fire_at_ms);
+                /* A reason is [a-z0-9-] (kd_fate_apply_unclaimed checked). */
+                kd_sql_add(&sql, ",'%s',%lld,",
+                           it->dead_reason ? "DEAD" : "FIRED",
+                           (long long)it->fire_at_ms);
                 add_forwarder(&sql, it);
                 kd_sql_add(&sql, ",%lld,%lld,", (long long)it->fired_at_ms,
                            (long long)now);
                 add_source(&sql, it);
+                add_reason(&sql, it);
                 kd_sql_add(&sql, ")");
         }
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "apply journal",
@@ -166,11 +202,11 @@ static kdelay_err_t read_priors(kd_fate_mysql_t *store,
         MYSQL_RES *res = NULL;
         kd_sql_add(&sql, "SELECT 'u', task_id, prior FROM kdelay_unclaimed "
                          "WHERE task_id IN (");
-        add_ids(&sql, items, n, 0);
+        add_ids(&sql, items, n, ALL);
         kd_sql_add(&sql, " UNION ALL SELECT 'f', task_id, state FROM "
                          "kdelay_fate WHERE state IN ('CANCELLED', 'FIRING', "
                          "'DEAD') AND task_id IN (");
-        add_ids(&sql, items, n, 0);
+        add_ids(&sql, items, n, ALL);
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "apply journal",
                                               &res, errstr, errstr_size);
         free(sql.buf);
@@ -205,7 +241,7 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
         size_t k = 0;
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_unclaimed (task_id, "
                          "prior, fire_at_ms, fired_at_ms, forwarder, "
-                         "src_topic, src_partition, src_offset, "
+                         "src_topic, src_partition, src_offset, dead_reason, "
                          "applied_at_ms) VALUES ");
         for (size_t i = 0; i < n; i++) {
                 const kd_fate_unclaimed_t *it = &items[i];
@@ -219,6 +255,7 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
                 add_forwarder(&sql, it);
                 kd_sql_add(&sql, ",");
                 add_source(&sql, it);
+                add_reason(&sql, it);
                 kd_sql_add(&sql, ",%lld)", (long long)now);
         }
         kdelay_err_t err = k ? kd_fate_mysql_stmt(store, &sql, "apply journal",
@@ -242,24 +279,46 @@ kdelay_err_t kd_fate_mysql_apply_unclaimed(void *impl,
                 err = record(store, items, n, now, errstr, errstr_size);
         if (err)
                 return err;
-        size_t conflicts = 0;
-        for (size_t i = 0; i < n; i++)
-                conflicts += items[i].prior == KD_PRIOR_CANCELLED ||
-                             items[i].prior == KD_PRIOR_FIRING;
-        if (!conflicts)
-                return KDELAY_OK;
-        /* 4. A task on record from an earlier application whose update
-         * did not happen is among them too (its prior is the record's). */
+        /* 4 and 5. A task on record from an earlier application whose
+         * update did not happen is among them too (its prior is the
+         * record's). */
+        size_t delivered = 0, dead = 0;
+        for (size_t i = 0; i < n; i++) {
+                delivered += listed(&items[i], DELIVERED_CONFLICTS);
+                dead += listed(&items[i], DEAD_CONFLICTS);
+        }
         kd_sql_t sql = {0};
-        kd_sql_add(&sql,
-                   "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
-                   "%lld WHERE state IN ('CANCELLED', 'FIRING') AND task_id "
-                   "IN (",
-                   (long long)now);
-        add_ids(&sql, items, n, 1);
-        err = kd_fate_mysql_stmt(store, &sql, "apply journal", NULL, errstr,
-                                 errstr_size);
-        free(sql.buf);
+        if (delivered) {
+                kd_sql_add(&sql,
+                           "UPDATE kdelay_fate SET state = 'FIRED', "
+                           "updated_at_ms = %lld WHERE state IN "
+                           "('CANCELLED', 'FIRING') AND task_id IN (",
+                           (long long)now);
+                add_ids(&sql, items, n, DELIVERED_CONFLICTS);
+                err = kd_fate_mysql_stmt(store, &sql, "apply journal", NULL,
+                                         errstr, errstr_size);
+                free(sql.buf);
+                memset(&sql, 0, sizeof(sql));
+        }
+        if (!err && dead) {
+                kd_sql_add(&sql, "UPDATE kdelay_fate SET state = 'DEAD', "
+                                 "dead_reason = CASE task_id");
+                for (size_t i = 0; i < n; i++) {
+                        if (!listed(&items[i], DEAD_CONFLICTS))
+                                continue;
+                        kd_sql_add(&sql, " WHEN ");
+                        kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                        kd_sql_add(&sql, " THEN '%s'", items[i].dead_reason);
+                }
+                kd_sql_add(&sql,
+                           " END, updated_at_ms = %lld WHERE state = 'FIRING' "
+                           "AND task_id IN (",
+                           (long long)now);
+                add_ids(&sql, items, n, DEAD_CONFLICTS);
+                err = kd_fate_mysql_stmt(store, &sql, "apply journal", NULL,
+                                         errstr, errstr_size);
+                free(sql.buf);
+        }
         return err;
 }
 
@@ -275,7 +334,8 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
         MYSQL_RES *res = NULL;
         kd_sql_add(&sql, "SELECT task_id, prior, fire_at_ms, fired_at_ms, "
                          "applied_at_ms, forwarder, src_topic, src_partition, "
-                         "src_offset FROM kdelay_unclaimed WHERE ");
+                         "src_offset, dead_reason FROM kdelay_unclaimed "
+                         "WHERE ");
         if (id) {
                 kd_sql_add(&sql, "task_id = ");
                 kd_sql_add_hex(&sql, id, id_len);
@@ -286,6 +346,9 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
                         kd_sql_add(&sql, " AND prior = '%s'",
                                    kd_unclaimed_prior_str(
                                        (kd_unclaimed_prior_t)prior));
+                /* A cancelled task dead-lettered was not delivered. */
+                if (prior == KD_PRIOR_CANCELLED)
+                        kd_sql_add(&sql, " AND dead_reason IS NULL");
                 kd_sql_add(&sql, " ORDER BY applied_at_ms LIMIT %zu", max);
         }
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "list unclaimed",
@@ -313,6 +376,8 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
                            sizeof(r->src_topic));
                 r->src_partition = (int32_t)kd_sql_col_i64(row[7]);
                 r->src_offset = kd_sql_col_i64(row[8]);
+                kd_strlcpy(r->dead_reason, row[9] ? row[9] : "",
+                           sizeof(r->dead_reason));
                 n++;
         }
         mysql_free_result(res);

@@ -185,18 +185,24 @@ typedef struct kd_fate_unclaimed {
         const char *src_topic; /* borrowed; NULL = not known */
         int32_t src_partition;
         int64_t src_offset;
+        const char *dead_reason;    /* borrowed: the fire failed for good and
+                                       the task was dead-lettered with this
+                                       reason ([a-z-], <= KD_FATE_REASON_MAX);
+                                       NULL = delivered */
         kd_unclaimed_prior_t prior; /* out: what the fate row said */
         int recorded;               /* out: 1 = this call recorded it (it was
                                        not applied before) */
 } kd_fate_unclaimed_t;
 
-/* Applies n journal entries: each task's row becomes FIRED (inserted, or
- * updated from CANCELLED or FIRING; FIRED and DEAD stay), and a
- * kdelay_unclaimed row records the fire with what the row said before,
- * unless one exists (the first application's answer stays). Idempotent
- * and safe beside claims, cancels and another applier: a cancel that
- * comes after the first statement finds the FIRED row (too late). Four
- * statements (three when no row was CANCELLED or FIRING). */
+/* Applies n journal entries: a delivered task's row becomes FIRED
+ * (inserted, or updated from CANCELLED or FIRING; FIRED and DEAD stay), a
+ * dead-lettered one's DEAD with its reason (inserted, or updated from
+ * FIRING; CANCELLED stays: it was not delivered), and a kdelay_unclaimed
+ * row records the fire with what the row said before, unless one exists
+ * (the first application's answer stays). Idempotent and safe beside
+ * claims, cancels and another applier: a cancel that comes after the
+ * first statement finds the row (too late, or dead). At most five
+ * statements (three when no row conflicts). */
 kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
                                      kd_fate_unclaimed_t *items, size_t n,
                                      char *errstr, size_t errstr_size);
@@ -211,12 +217,15 @@ typedef struct kd_fate_unclaimed_row {
         char src_topic[256];                   /* "" = not known */
         int32_t src_partition;
         int64_t src_offset;
+        char dead_reason[KD_FATE_REASON_MAX + 1]; /* "" = delivered */
 } kd_fate_unclaimed_row_t;
 
 /* Lists kdelay_unclaimed rows into rows (the caller's array, max of
  * them; *np gets how many): the row of id when id is not NULL, else at
  * most max rows with prior `prior` (-1 = any) applied at or after
- * applied_after_ms, oldest first. One statement. */
+ * applied_after_ms, oldest first; with prior KD_PRIOR_CANCELLED only the
+ * delivered ones (a cancelled task dead-lettered was not delivered). One
+ * statement. */
 kdelay_err_t kd_fate_unclaimed_list(kd_fate_store_t *store, const char *id,
                                     size_t id_len, int prior,
                                     int64_t applied_after_ms,

@@ -21,14 +21,16 @@ static int plain(const char *s)
 
 int kd_journal_rec_format(const kd_journal_rec_t *r, char *buf, size_t size)
 {
-        if (!plain(r->src_topic) || !plain(r->forwarder))
+        if (!plain(r->src_topic) || !plain(r->forwarder) ||
+            (r->dead[0] && !plain(r->dead)))
                 return -1;
         int n = snprintf(buf, size,
                          "v=1 fire_at=%" PRId64 " fired_at=%" PRId64
                          " topic=%s partition=%" PRId32 " offset=%" PRId64
-                         " forwarder=%s",
+                         " forwarder=%s%s%s",
                          r->fire_at_ms, r->fired_at_ms, r->src_topic,
-                         r->src_partition, r->src_offset, r->forwarder);
+                         r->src_partition, r->src_offset, r->forwarder,
+                         r->dead[0] ? " dead=" : "", r->dead);
         return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -90,6 +92,8 @@ int kd_journal_rec_parse(const char *value, size_t len, kd_journal_rec_t *r)
                 else if (FIELD("forwarder"))
                         rc = str(val, vl, r->forwarder, sizeof(r->forwarder)),
                         seen |= 64;
+                else if (FIELD("dead"))
+                        rc = str(val, vl, r->dead, sizeof(r->dead));
 #undef FIELD
                 if (rc)
                         return -1;
@@ -97,6 +101,10 @@ int kd_journal_rec_parse(const char *value, size_t len, kd_journal_rec_t *r)
                         p++;
         }
         if (seen != 127 || v != 1 || part < 0 || part > INT32_MAX)
+                return -1;
+        /* A dead-letter reason as the fate table takes one: [a-z0-9-]. */
+        if (strspn(r->dead, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+            strlen(r->dead))
                 return -1;
         r->src_partition = (int32_t)part;
         return 0;

@@ -4,8 +4,10 @@
  * one line of text, space-separated name=value fields:
  *
  *   v=1 fire_at=<ms> fired_at=<ms> topic=<tier topic> partition=<n>
- *   offset=<n> forwarder=<instance>
+ *   offset=<n> forwarder=<instance> [dead=<reason>]
  *
+ * dead: the fire failed for good and the task was dead-lettered with that
+ * kdelay-dead-reason instead of delivered (absent: delivered).
  * Topic names and instance tokens hold no space or '='. */
 #ifndef KD_JOURNAL_REC_H
 #define KD_JOURNAL_REC_H
@@ -23,6 +25,8 @@ typedef struct kd_journal_rec {
         int32_t src_partition;
         int64_t src_offset;
         char forwarder[65]; /* the firing forwarder's instance token */
+        char dead[32];      /* dead-lettered with this reason; "" =
+                               delivered */
 } kd_journal_rec_t;
 
 /* Writes r's value into buf; its length, or -1 when it does not fit or a
