@@ -778,7 +778,8 @@ static void test_audit_replayed_dead_letters_are_history(void)
         CU_ASSERT_EQUAL(audit_num(out, "dead_replayed"), 1);
         CU_ASSERT_EQUAL(audit_num(out, "findings"), 0);
         CU_ASSERT_EQUAL(ctl("audit"), 0);
-        CU_ASSERT_PTR_NOT_NULL(strstr(out, "dead_replayed=1 findings=0"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(out, "dead_replayed=1 fired_after_cancel=0 findings=0"));
         memcpy(prefix, saved, sizeof(prefix));
 }
 

