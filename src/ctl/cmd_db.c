@@ -153,8 +153,8 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
          * the same retention, counted from when they were applied. */
         uint64_t unclaimed = 0;
         while (!err) {
-                err = kd_fate_gc_unclaimed(st, now - keep, a->batch, &n,
-                                           errstr, sizeof(errstr));
+                err = kd_fate_gc_unclaimed(st, now - keep, a->batch, &n, errstr,
+                                           sizeof(errstr));
                 if (err || n == 0)
                         break;
                 unclaimed += n;

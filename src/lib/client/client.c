@@ -517,16 +517,15 @@ kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
 }
 
 kdelay_err_t kd_client_unclaimed(kdelay_client_t *c, const char *id,
-                                kd_fate_unclaimed_row_t *row, size_t *np,
-                                char *errstr, size_t errstr_size)
+                                 kd_fate_unclaimed_row_t *row, size_t *np,
+                                 char *errstr, size_t errstr_size)
 {
         errstr_clear(errstr, errstr_size);
         pthread_mutex_lock(&c->fate_lock);
         kdelay_err_t err = kd_fate_unclaimed_list(
             c->fate, id, strlen(id), -1, 0, row, 1, np, errstr, errstr_size);
         pthread_mutex_unlock(&c->fate_lock);
-        return errstr_ensure(err, "read kdelay_unclaimed", errstr,
-                             errstr_size);
+        return errstr_ensure(err, "read kdelay_unclaimed", errstr, errstr_size);
 }
 
 kdelay_err_t kd_client_headers_array(const rd_kafka_headers_t *h,
