@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "kd_fate.h"
+#include "kd_grouppos.h"
 #include "kd_journal_rec.h"
 #include "kd_log.h"
 #include "kd_util.h"
@@ -71,21 +72,7 @@ static kdelay_err_t open_consumer(run_t *u)
 {
         char group[300], err[256];
         snprintf(group, sizeof(group), "%s.journal", u->r->conf->fwd_group_id);
-        const char *forced[] = {"group.id",
-                                group,
-                                "enable.auto.commit",
-                                "false",
-                                "enable.auto.offset.store",
-                                "false",
-                                "enable.partition.eof",
-                                "true",
-                                "isolation.level",
-                                "read_committed",
-                                "auto.offset.reset",
-                                "earliest",
-                                NULL};
-        u->rk = kd_conf_rk_new(&u->r->owner, RD_KAFKA_CONSUMER, forced, err,
-                               sizeof(err));
+        u->rk = kd_group_reader(&u->r->owner, group, err, sizeof(err));
         return u->rk ? KDELAY_OK
                      : run_fail(u, KDELAY_ERR_KAFKA, "journal consumer", err);
 }

@@ -10,11 +10,11 @@
 
 #define KD_GROUPPOS_TIMEOUT_MS 10000
 
-rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
-                               size_t errstr_size)
+rd_kafka_t *kd_group_reader(kd_rk_owner_t *owner, const char *group,
+                            char *errstr, size_t errstr_size)
 {
         const char *forced[] = {"group.id",
-                                owner->conf->fwd_group_id,
+                                group,
                                 "enable.auto.commit",
                                 "false",
                                 "enable.auto.offset.store",
@@ -28,6 +28,13 @@ rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
                                 NULL};
         return kd_conf_rk_new(owner, RD_KAFKA_CONSUMER, forced, errstr,
                               errstr_size);
+}
+
+rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
+                               size_t errstr_size)
+{
+        return kd_group_reader(owner, owner->conf->fwd_group_id, errstr,
+                               errstr_size);
 }
 
 void kd_grouppos_clear(kd_grouppos_t *pos)

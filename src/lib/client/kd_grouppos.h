@@ -34,6 +34,13 @@ typedef struct kd_grouppos {
 /* A consumer of conf's forwarder group that never joins it (assign only,
  * no commits), reading committed records only, with partition EOF
  * events. owner must outlive it. NULL on failure, with errstr. */
+/* A consumer of group `group` (borrowed) that never joins it: it reads
+ * partitions it assigns itself, read_committed, from the earliest offset
+ * when none is committed, reports each partition's end, and commits only
+ * when told. NULL on failure, with errstr set; owner must outlive it. */
+rd_kafka_t *kd_group_reader(kd_rk_owner_t *owner, const char *group,
+                            char *errstr, size_t errstr_size);
+
 rd_kafka_t *kd_grouppos_client(kd_rk_owner_t *owner, char *errstr,
                                size_t errstr_size);
 

@@ -306,19 +306,11 @@ static int any_source(const kd_fate_claim_t *items, size_t n)
         return 0;
 }
 
-/* An id as read-back matching orders it: by length, then bytes. */
-static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-        if (alen != blen)
-                return alen < blen ? -1 : 1;
-        return memcmp(a, b, alen);
-}
-
 static int item_cmp(const void *x, const void *y)
 {
         const kd_fate_claim_t *a = *(kd_fate_claim_t *const *)x;
         const kd_fate_claim_t *b = *(kd_fate_claim_t *const *)y;
-        return id_cmp(a->id, a->id_len, b->id, b->id_len);
+        return kd_fate_id_cmp(a->id, a->id_len, b->id, b->id_len);
 }
 
 /* The items of sorted (n, by item_cmp) whose id is (id, len): the first
@@ -329,14 +321,15 @@ static size_t find_items(kd_fate_claim_t *const *sorted, size_t n,
         size_t lo = 0, hi = n;
         while (lo < hi) { /* the first item not below id */
                 size_t mid = lo + (hi - lo) / 2;
-                if (id_cmp(sorted[mid]->id, sorted[mid]->id_len, id, len) < 0)
+                if (kd_fate_id_cmp(sorted[mid]->id, sorted[mid]->id_len, id,
+                                   len) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
         size_t end = lo;
         while (end < n &&
-               !id_cmp(sorted[end]->id, sorted[end]->id_len, id, len))
+               !kd_fate_id_cmp(sorted[end]->id, sorted[end]->id_len, id, len))
                 end++;
         *firstp = lo;
         return end - lo;

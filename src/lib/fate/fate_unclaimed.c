@@ -23,19 +23,11 @@
 #include "kd_fate_mysql_int.h"
 #include "kd_fate_ops.h"
 
-/* The id order items are matched in: by length, then bytes. */
-static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-        if (alen != blen)
-                return alen < blen ? -1 : 1;
-        return memcmp(a, b, alen);
-}
-
 static int item_cmp(const void *x, const void *y)
 {
         const kd_fate_unclaimed_t *a = *(kd_fate_unclaimed_t *const *)x;
         const kd_fate_unclaimed_t *b = *(kd_fate_unclaimed_t *const *)y;
-        return id_cmp(a->id, a->id_len, b->id, b->id_len);
+        return kd_fate_id_cmp(a->id, a->id_len, b->id, b->id_len);
 }
 
 /* Calls fn on every item of sorted (n, by item_cmp) whose id is (id,
@@ -48,12 +40,14 @@ static void each_match(kd_fate_unclaimed_t *const *sorted, size_t n,
         size_t lo = 0, hi = n;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (id_cmp(sorted[mid]->id, sorted[mid]->id_len, id, len) < 0)
+                if (kd_fate_id_cmp(sorted[mid]->id, sorted[mid]->id_len, id,
+                                   len) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        for (; lo < n && !id_cmp(sorted[lo]->id, sorted[lo]->id_len, id, len);
+        for (; lo < n &&
+               !kd_fate_id_cmp(sorted[lo]->id, sorted[lo]->id_len, id, len);
              lo++)
                 fn(sorted[lo], v);
 }
@@ -154,6 +148,17 @@ static void add_ids(kd_sql_t *s, const kd_fate_unclaimed_t *items, size_t n,
         kd_sql_add(s, ")");
 }
 
+/* Sends one statement of the apply, and empties sql. */
+static kdelay_err_t apply_send(kd_fate_mysql_t *store, kd_sql_t *sql,
+                               char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = kd_fate_mysql_stmt(store, sql, "apply journal", NULL,
+                                              errstr, errstr_size);
+        free(sql->buf);
+        memset(sql, 0, sizeof(*sql));
+        return err;
+}
+
 /* 1: a FIRED (or DEAD) row for every task that has none. */
 static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
                                  const kd_fate_unclaimed_t *items, size_t n,
@@ -179,10 +184,7 @@ static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
                 add_reason(&sql, it);
                 kd_sql_add(&sql, ")");
         }
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "apply journal",
-                                              NULL, errstr, errstr_size);
-        free(sql.buf);
-        return err;
+        return apply_send(store, &sql, errstr, errstr_size);
 }
 
 /* 2: what each task's rows say. */
@@ -267,6 +269,44 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
         return err;
 }
 
+/* 4: delivered tasks' CANCELLED and FIRING rows to FIRED. */
+static kdelay_err_t update_fired(kd_fate_mysql_t *store,
+                                 const kd_fate_unclaimed_t *items, size_t n,
+                                 int64_t now, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        kd_sql_add(&sql,
+                   "UPDATE kdelay_fate SET state = 'FIRED', updated_at_ms = "
+                   "%lld WHERE state IN ('CANCELLED', 'FIRING') AND task_id "
+                   "IN (",
+                   (long long)now);
+        add_ids(&sql, items, n, DELIVERED_CONFLICTS);
+        return apply_send(store, &sql, errstr, errstr_size);
+}
+
+/* 5: dead-lettered tasks' FIRING rows to DEAD with their reasons. */
+static kdelay_err_t update_dead(kd_fate_mysql_t *store,
+                                const kd_fate_unclaimed_t *items, size_t n,
+                                int64_t now, char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        kd_sql_add(&sql, "UPDATE kdelay_fate SET state = 'DEAD', "
+                         "dead_reason = CASE task_id");
+        for (size_t i = 0; i < n; i++) {
+                if (!listed(&items[i], DEAD_CONFLICTS))
+                        continue;
+                kd_sql_add(&sql, " WHEN ");
+                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+                kd_sql_add(&sql, " THEN '%s'", items[i].dead_reason);
+        }
+        kd_sql_add(&sql,
+                   " END, updated_at_ms = %lld WHERE state = 'FIRING' AND "
+                   "task_id IN (",
+                   (long long)now);
+        add_ids(&sql, items, n, DEAD_CONFLICTS);
+        return apply_send(store, &sql, errstr, errstr_size);
+}
+
 kdelay_err_t kd_fate_mysql_apply_unclaimed(void *impl,
                                            kd_fate_unclaimed_t *items, size_t n,
                                            char *errstr, size_t errstr_size)
@@ -289,38 +329,10 @@ kdelay_err_t kd_fate_mysql_apply_unclaimed(void *impl,
                 delivered += listed(&items[i], DELIVERED_CONFLICTS);
                 dead += listed(&items[i], DEAD_CONFLICTS);
         }
-        kd_sql_t sql = {0};
-        if (delivered) {
-                kd_sql_add(&sql,
-                           "UPDATE kdelay_fate SET state = 'FIRED', "
-                           "updated_at_ms = %lld WHERE state IN "
-                           "('CANCELLED', 'FIRING') AND task_id IN (",
-                           (long long)now);
-                add_ids(&sql, items, n, DELIVERED_CONFLICTS);
-                err = kd_fate_mysql_stmt(store, &sql, "apply journal", NULL,
-                                         errstr, errstr_size);
-                free(sql.buf);
-                memset(&sql, 0, sizeof(sql));
-        }
-        if (!err && dead) {
-                kd_sql_add(&sql, "UPDATE kdelay_fate SET state = 'DEAD', "
-                                 "dead_reason = CASE task_id");
-                for (size_t i = 0; i < n; i++) {
-                        if (!listed(&items[i], DEAD_CONFLICTS))
-                                continue;
-                        kd_sql_add(&sql, " WHEN ");
-                        kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
-                        kd_sql_add(&sql, " THEN '%s'", items[i].dead_reason);
-                }
-                kd_sql_add(&sql,
-                           " END, updated_at_ms = %lld WHERE state = 'FIRING' "
-                           "AND task_id IN (",
-                           (long long)now);
-                add_ids(&sql, items, n, DEAD_CONFLICTS);
-                err = kd_fate_mysql_stmt(store, &sql, "apply journal", NULL,
-                                         errstr, errstr_size);
-                free(sql.buf);
-        }
+        if (delivered)
+                err = update_fired(store, items, n, now, errstr, errstr_size);
+        if (!err && dead)
+                err = update_dead(store, items, n, now, errstr, errstr_size);
         return err;
 }
 

@@ -6,6 +6,7 @@
 
 #include <mysql.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "kd_fate.h"
 #include "kd_sql.h"
@@ -19,6 +20,16 @@ typedef struct kd_fate_mysql {
         pthread_mutex_t conn_lock;
         int interrupted; /* guarded by conn_lock */
 } kd_fate_mysql_t;
+
+/* The order ids are matched to read-back rows in (a sorted index, n log
+ * n): by length, then bytes. */
+static inline int kd_fate_id_cmp(const char *a, size_t alen, const char *b,
+                                 size_t blen)
+{
+        if (alen != blen)
+                return alen < blen ? -1 : 1;
+        return memcmp(a, b, alen);
+}
 
 /* Sends one statement (connecting first if need be); for reads, *resp
  * gets the stored result (the caller frees it). A connection error closes
