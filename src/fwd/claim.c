@@ -99,9 +99,10 @@ static void arm(kd_fwd_t *f)
                 return;
         }
         int64_t at = c->q_since_mono + f->conf->fwd_claim_ahead_ms / 2;
-        if (c->q.len >= (size_t)f->conf->fwd_claim_batch || kd_outage_firing(f))
+        int firing = kd_outage_firing(f); /* no claims: fire them now */
+        if (c->q.len >= (size_t)f->conf->fwd_claim_batch || firing)
                 at = kd_mono_ms();
-        else if (at < kd_store_retry_mono(f))
+        if (!firing && at < kd_store_retry_mono(f))
                 at = kd_store_retry_mono(f);
         if (kd_timer_arm(&f->timers, &c->flush, KD_CLOCK_MONO, at, flush_cb, f))
                 kd_fwd_oom(f, "claim_timer");

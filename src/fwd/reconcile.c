@@ -17,8 +17,9 @@
 
 /* Records applied per batch (four statements). */
 #define KD_RECONCILE_BATCH 500
-/* Kafka calls of the thread: metadata, committed offsets, watermarks. */
-#define KD_RECONCILE_KAFKA_MS 10000
+/* Kafka calls of the thread: metadata, committed offsets, watermarks
+ * (each; a stop waits for at most one of them). */
+#define KD_RECONCILE_KAFKA_MS 5000
 /* A failed apply is tried again after a backoff up to this. */
 #define KD_RECONCILE_BACKOFF_MAX_MS 5000
 
@@ -105,6 +106,8 @@ static kdelay_err_t find_ends(run_t *u, int64_t *lag)
                 return run_fail(u, KDELAY_ERR_NO_MEMORY, "journal", "offsets");
         for (int p = 0; p < parts; p++)
                 rd_kafka_topic_partition_list_add(u->pos, u->topic, p);
+        if (stopping(u->r))
+                return run_fail(u, KDELAY_ERR_KAFKA, "journal", "stopped");
         e = rd_kafka_committed(u->rk, u->pos, KD_RECONCILE_KAFKA_MS);
         if (e)
                 return run_fail(u, KDELAY_ERR_KAFKA,
@@ -113,6 +116,9 @@ static kdelay_err_t find_ends(run_t *u, int64_t *lag)
         *lag = 0;
         for (int p = 0; p < parts; p++) {
                 int64_t lo = 0, hi = 0;
+                if (stopping(u->r))
+                        return run_fail(u, KDELAY_ERR_KAFKA, "journal",
+                                        "stopped");
                 rd_kafka_topic_partition_t *tp = &u->pos->elems[p];
                 e = rd_kafka_query_watermark_offsets(
                     u->rk, u->topic, p, &lo, &hi, KD_RECONCILE_KAFKA_MS);

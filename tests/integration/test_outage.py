@@ -13,6 +13,10 @@ it is back), and task X, due 20 s in, cancelled before the outage. MySQL is
 stopped (`stack.sh mysql-stop`) for 45 s; meanwhile `kdelayctl status` and
 `cancel` must fail and say MySQL cannot answer.
 
+Last, the at_least_once fire forwarder is restarted with two journal
+records it did not apply (a new task, and X's again): its start applies
+them, and X stays on record as cancelled, counted once.
+
 Asserted, per forwarder: every task but X arrives exactly once
 (at_least_once: at least once), none before its fire-at; under fire, each
 within SLACK_MS of max(fire_at, stop + 5 s) (the outage is seen at the
@@ -142,6 +146,9 @@ class Fwd:
         self.ctl("topics", "create", "--partitions", "2")
         admin = AdminClient(self.st.kconf)
         admin.create_topics([NewTopic(self.target, 2, 1)])[self.target].result(30)
+        self.start_process()
+
+    def start_process(self):
         argv = [self.st.fwd_bin, "--brokers", self.st.kconf["bootstrap.servers"],
                 "--mysql", self.st.url, "-X", f"topic_prefix={self.prefix}",
                 "-X", f"forwarder.group_id={self.group}", "-X", f"tiers={TIERS}",
@@ -155,7 +162,7 @@ class Fwd:
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                     stderr=open(self.log_path, "w"))
+                                     stderr=open(self.log_path, "a"))
 
     def wait_assigned(self, deadline):
         while time.time() < deadline:
@@ -330,6 +337,47 @@ def reconcile(st, f, t_back):
             f"{sum(priors.values())} rows {priors}; fired_unclaimed {int(unc)}; audit: {line}")
 
 
+def restart_applies(st, f, producer):
+    """A journal its forwarder did not apply (a crash between the fire and
+    the application) is applied at the next start, and applying one again
+    changes nothing: a record of a new task Y, and X's once more."""
+    y = pysched.new_ulid()
+    now = now_ms()
+    for tid in (y, f.x):
+        value = (f"v=1 fire_at={now} fired_at={now} topic={f.prefix}.tier.1s "
+                 f"partition=0 offset=999999 forwarder={f.name}")
+        producer.produce(f"{f.prefix}.journal", key=tid.encode(), value=value.encode())
+    if producer.flush(30):
+        fail("journal records not acknowledged in 30 s")
+    rc = f.stop()
+    if rc != 0:
+        fail(f"{f.name}: exit status {rc} after SIGTERM (want 0)")
+    size = os.path.getsize(f.log_path)
+    f.start_process()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with open(f.log_path, encoding="utf-8", errors="replace") as fp:
+            fp.seek(size)
+            m = re.search(r"event=journal_applied ok=1 records=(\d+) applied=\d+ "
+                          r"recorded=(\d+) fired_after_cancel=(\d+)", fp.read())
+        if m:
+            break
+        time.sleep(0.2)
+    else:
+        fail(f"{f.name}: no journal applied after the restart")
+    hexes = ",".join("X'%s'" % t.encode().hex() for t in (y, f.x))
+    rows = dict(st.sql(f"SELECT task_id, state FROM kdelay_fate WHERE task_id IN ({hexes})"))
+    priors = dict(st.sql(f"SELECT task_id, prior FROM kdelay_unclaimed WHERE task_id IN ({hexes})"))
+    want = {y.encode(): "FIRED", f.x.encode(): "FIRED"}
+    if rows != want or priors.get(f.x.encode()) != "cancelled" or priors.get(y.encode()) != "fired":
+        fail(f"{f.name}: after the restart rows {rows}, records {priors}")
+    if m.group(1) != "2" or m.group(2) != "1" or m.group(3) != "0":
+        fail(f"{f.name}: the restart's application: {m.group(0)} (want records=2 "
+             "recorded=1 fired_after_cancel=0)")
+    return (f"{f.name}: restarted with 2 journal records unapplied (a new task, and the "
+            f"cancelled X again): {m.group(0)}; both FIRED, X still on record as cancelled")
+
+
 def main():
     st = Stack()
     fwds = [Fwd(st, *m) for m in MODES]
@@ -397,6 +445,7 @@ def main():
                 for ev in ("event=fate_outage ", "event=fate_outage_over", "event=journal_applied ok=1"):
                     if ev not in text:
                         fail(f"{f.name}: no {ev.strip()} line")
+        lines.append(restart_applies(st, fwds[0], producer))
         for f in fwds:
             if f.policy == "fire":  # every task, those due after it too
                 hexes = ",".join("X'%s'" % t.encode().hex() for t in f.fire_at)
