@@ -221,7 +221,7 @@ void kd_cli_log(const kd_cli_t *cli, kdelay_log_level_t level, const char *fmt,
         /* -q: informational lines (progress, notes) go; problems stay. */
         if (cli->quiet && !cli->verbose && level > KDELAY_LOG_WARNING)
                 return;
-        char line[1024];
+        char line[KD_LOG_LINE_MAX];
         va_list ap;
         va_start(ap, fmt);
         kd_log_vformat(line, sizeof(line), fmt, ap);

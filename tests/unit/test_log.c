@@ -188,7 +188,7 @@ static void test_long_line_keeps_fields_whole(void)
 {
         captured_t cap;
         kdelay_conf_t *conf = capturing_conf(&cap);
-        char big[1500], qbig[4096];
+        char big[KD_LOG_LINE_MAX], qbig[KD_LOG_QUOTED_MAX(KD_LOG_LINE_MAX)];
         for (size_t i = 0; i + 1 < sizeof(big); i++)
                 big[i] = "a\"b\\ \n"[i % 6];
         big[sizeof(big) - 1] = '\0';
@@ -208,7 +208,7 @@ static void test_long_line_keeps_fields_whole(void)
                 kd_logfields_free(f, n);
         }
         /* A bare value cut short is dropped with its key. */
-        char bare[1200];
+        char bare[KD_LOG_LINE_MAX + 200];
         memset(bare, 'z', sizeof(bare) - 1);
         bare[sizeof(bare) - 1] = '\0';
         kd_log(conf, KDELAY_LOG_INFO, "event=long n=%s", bare);

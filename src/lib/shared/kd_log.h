@@ -8,6 +8,11 @@
 
 #include "kd_util.h"
 
+/* The longest log line, in bytes with its NUL: one cut beyond it ends
+ * "truncated=true". The forwarder's stats line, every row of its metric
+ * table, is the longest (about 1.1 KB). */
+#define KD_LOG_LINE_MAX 2048
+
 /* Formats an event line ("event=x k=v ...") and passes it to the conf's log
  * callback when level <= the conf's level. Every value that comes from
  * input (ids, topics, header names, error text) must go through

@@ -15,7 +15,7 @@ void kd_log(const kdelay_conf_t *conf, kdelay_log_level_t level,
 {
         if (!conf || !conf->log_cb || level > conf->log_level)
                 return;
-        char line[1024];
+        char line[KD_LOG_LINE_MAX];
         va_list ap;
         va_start(ap, fmt);
         kd_log_vformat(line, sizeof(line), fmt, ap);
