@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -83,8 +84,9 @@ class Stack:
         self.db = f"kdit_out_{self.tag}"
         root = os.environ.get("KDELAY_MYSQL_URL") or fail("KDELAY_MYSQL_URL is not set")
         self.root_url = root
-        base, _, _ = root.rpartition("/")
-        self.url = f"{base}/{self.db}"
+        # The database replaced, the query (TLS settings) kept.
+        u = urllib.parse.urlsplit(root)
+        self.url = urllib.parse.urlunsplit((u.scheme, u.netloc, f"/{self.db}", u.query, ""))
         self.ctl = os.environ["KDELAY_CTL"]
         self.fwd_bin = os.environ["KDELAY_FORWARDER"]
         self.stack_sh = os.path.join(SRC, "deploy", "local", "stack.sh")
