@@ -107,7 +107,6 @@ typedef struct kd_fwd_store {
 typedef struct kd_fwd_outage {
         int firing;                /* due tasks fire without a claim */
         int64_t firing_since_mono; /* when firing began */
-        uint64_t fired;            /* unclaimed fires in this outage */
         kd_timer_t timer; /* monotonic: the outage reaches fate_outage_after;
                              then, while applying, its bound */
         int applying;     /* the journal is being applied: claims wait */

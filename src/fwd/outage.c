@@ -84,7 +84,6 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         }
         o->firing = 1;
         o->firing_since_mono = now;
-        o->fired = 0;
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
         char qt[300];
         kd_log(f->conf, KDELAY_LOG_WARNING,
