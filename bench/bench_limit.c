@@ -4,10 +4,10 @@
  * broker's and MariaDB's CPU time):
  *
  *   copy     (after one more, not counted, that warms the broker up)
- *            a plain consume->produce copy of N records of the same size
+ *            a plain consume->produce copy of D records of the same size
  *            and headers with librdkafka (idempotent, acks=all): records/s
  *            and CPU per record (a child process, its rusage). The limit.
- *   drain    N already-due tasks in a tier when one forwarder starts, per
+ *   drain    D already-due tasks in a tier when one forwarder starts, per
  *            delivery mode: fires/s (first to last delivery), its ratio to
  *            the copy, forwarder CPU per fire and its ratio to the copy's
  *            per record, MySQL statements per fire, Kafka writes per task;
@@ -28,10 +28,13 @@
  * (exit 1 otherwise): targets are ratios to the copy of the same run
  * (docs/performance.md), never timed assertions.
  *
- * Usage: bench_limit [--tasks N] [--pending P1,P2] [--spread S] [--lead L]
+ * Usage: bench_limit [--tasks N] [--drain-tasks D] [--pending P1,P2]
+ *                    [--spread S] [--lead L]
  *                    [--crash-tasks N] [--crash-loop S] [--crash-static 0|1]
  *                    [--only LIST] [-X name=value ...]
- *   defaults 200000 tasks, pending 100000,1000000, spread 10 s, lead 45 s
+ *   defaults 200000 tasks (burst, spread), 1000000 for the copy and the
+ *   drains (a copy of fewer finishes in under a second and its rate
+ *   swings), pending 100000,1000000, spread 10 s, lead 45 s
  *   (the spread's tasks are due LEAD..LEAD+SPREAD s after scheduling),
  *   crash 20000 tasks and a 60 s loop, static members (0: dynamic, for
  *   comparison); --only runs the named sections
@@ -50,6 +53,7 @@
 
 typedef struct opts {
         int tasks;
+        int drain_tasks; /* the copy's and the drains' */
         int pending[2];
         int spread_s, lead_s;
         int crash_tasks, crash_loop_s, crash_static;
@@ -219,14 +223,15 @@ static void run_drain(const opts_t *o, const char *mode, double copy_rate,
                 return;
         snprintf(tier, sizeof(tier), "%s.tier.1s", bl_prefix);
         int64_t due = kd_now_ms() - SEC;
-        bl_check(bl_produce(tier, o->tasks, 0, bl_at_fixed, &due, "d") == 0,
+        bl_check(bl_produce(tier, o->drain_tasks, 0, bl_at_fixed, &due, "d") ==
+                     0,
                  "drain produce");
         bl_fwd_t r;
         bl_seen_t s;
         stack_cpu_t sc;
         stack_cpu_start(&sc);
         bl_check(bl_fwd_start(&r, "blA", mode, grp, NULL, 1) == 0, "start");
-        bl_check(bl_read_target(rgrp, o->tasks, 600000, 0, &s) == 0,
+        bl_check(bl_read_target(rgrp, o->drain_tasks, 600000, 0, &s) == 0,
                  "drain delivered");
         bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
         double stack[2];
@@ -245,7 +250,7 @@ static void run_drain(const opts_t *o, const char *mode, double copy_rate,
         printf("%s_drain_statements_per_fire %.4f\n", mode,
                r.fired > 0 ? (double)r.statements / (double)r.fired : 0);
         printf("%s_drain_kafka_writes_per_task %.3f\n", mode,
-               (double)(o->tasks + r.hopped + r.fired) / o->tasks);
+               (double)(o->drain_tasks + r.hopped + r.fired) / o->drain_tasks);
         bl_check(s.early == 0, "drain early");
         it_db_drop(bl_db);
 }
@@ -323,7 +328,8 @@ static void run_rss(int pending)
 
 int main(int argc, char **argv)
 {
-        opts_t o = {200000, {100000, 1000000}, 10, 45, 20000, 60, 1, NULL};
+        opts_t o = {200000, 1000000, {100000, 1000000}, 10, 45, 20000, 60,
+                    1,      NULL};
         size_t nprops = 0;
         for (int i = 1; i + 1 < argc; i += 2) {
                 const char *a = argv[i], *v = argv[i + 1];
@@ -331,6 +337,8 @@ int main(int argc, char **argv)
                         bl_fwd_props[nprops++] = v;
                 else if (!strcmp(a, "--tasks"))
                         o.tasks = atoi(v);
+                else if (!strcmp(a, "--drain-tasks"))
+                        o.drain_tasks = atoi(v);
                 else if (!strcmp(a, "--pending"))
                         sscanf(v, "%d,%d", &o.pending[0], &o.pending[1]);
                 else if (!strcmp(a, "--spread"))
@@ -348,12 +356,13 @@ int main(int argc, char **argv)
                 else
                         return 2;
         }
-        if (argc % 2 == 0 || o.tasks < 1 || o.spread_s < 1 || o.lead_s < 1 ||
-            o.crash_tasks < 1 || o.crash_loop_s < 1 || it_env_init())
+        if (argc % 2 == 0 || o.tasks < 1 || o.drain_tasks < 1 ||
+            o.spread_s < 1 || o.lead_s < 1 || o.crash_tasks < 1 ||
+            o.crash_loop_s < 1 || it_env_init())
                 return 2;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        printf("tasks %d value_bytes %d partitions %d\n", o.tasks, BL_VALUE_LEN,
-               BL_PARTITIONS);
+        printf("tasks %d drain_tasks %d value_bytes %d partitions %d\n",
+               o.tasks, o.drain_tasks, BL_VALUE_LEN, BL_PARTITIONS);
 
         /* A fresh broker spends its first minute compiling (its CPU per
          * record falls about fourfold): a first copy, not counted, so that
@@ -363,9 +372,9 @@ int main(int argc, char **argv)
              k < 1 + wanted(&o, "copy"); k++) {
                 const char *what = k ? "copy" : "warmup_copy";
                 it_unique(bl_prefix, sizeof(bl_prefix), "bl");
-                bl_check(
-                    run_copy(o.tasks, &copy_rate, &copy_cpu, &copy_kafka) == 0,
-                    what);
+                bl_check(run_copy(o.drain_tasks, &copy_rate, &copy_cpu,
+                                  &copy_kafka) == 0,
+                         what);
                 printf("%s_records_per_s %.0f\n%s_cpu_us_per_record %.2f\n"
                        "%s_kafka_cpu_us_per_record %.2f\n",
                        what, copy_rate, what, copy_cpu, what, copy_kafka);

@@ -6,7 +6,7 @@
 # drain in both delivery modes, a burst, a spread and RSS with tasks
 # pending, each as figures and ratios to the copy of the same run.
 #
-#   scripts/bench.sh                       # 200,000 tasks, pending 100k and 1M
+#   scripts/bench.sh                       # copy and drains of 1M, burst and spread of 200,000, pending 100k and 1M
 #   scripts/bench.sh --tasks 20000 --pending 10000,100000
 #
 # The figures go to stdout and to build-bench/bench-limit.txt.

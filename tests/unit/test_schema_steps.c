@@ -32,7 +32,9 @@ static void test_split_and_guards(void)
                              "-- a plain comment between\n"
                              "ALTER TABLE t ADD COLUMN c INT NULL;  \n"
                              "--   kdelay: unless index t.t_c\n"
-                             "ALTER TABLE t ADD INDEX t_c (c)";
+                             "ALTER TABLE t ADD INDEX t_c (c);\n"
+                             "-- kdelay: if index t.t_d\n"
+                             "ALTER TABLE t DROP INDEX t_d";
         const char *pos = script;
         kd_schema_step_t st;
         CU_ASSERT_EQUAL(next(&pos, &st), 1);
@@ -48,6 +50,10 @@ static void test_split_and_guards(void)
         CU_ASSERT_EQUAL(next(&pos, &st), 1);
         CU_ASSERT(sql_is(&st, "ALTER TABLE t ADD INDEX t_c (c)"));
         CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_NONE);
+        CU_ASSERT_EQUAL(next(&pos, &st), 1);
+        CU_ASSERT(sql_is(&st, "ALTER TABLE t DROP INDEX t_d"));
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_IF_INDEX);
+        CU_ASSERT_STRING_EQUAL(st.name, "t_d");
         CU_ASSERT_EQUAL(next(&pos, &st), 0);
         CU_ASSERT_EQUAL(next(&pos, &st), 0);
 }
@@ -110,7 +116,8 @@ static void test_embedded_migrations(void)
                                                : NULL);
                         int adds = strstr(text, " ADD COLUMN ") ||
                                    strstr(text, " ADD INDEX ") ||
-                                   strstr(text, " ADD KEY ");
+                                   strstr(text, " ADD KEY ") ||
+                                   strstr(text, " DROP INDEX ");
                         if (adds && st.guard == KD_SCHEMA_GUARD_NONE)
                                 printf("\n%s: unguarded: %s\n",
                                        kd_migrations[i].name, text);

@@ -224,6 +224,7 @@ function report(label, statements) {
 const SELF_BAD = [
   'ALTER TABLE kdelay_fate ADD COLUMN IF NOT EXISTS lease_until DATETIME(3) NULL',
   'ALTER TABLE kdelay_fate ADD INDEX IF NOT EXISTS kdelay_fate_state (state, updated_at_ms)',
+  'ALTER TABLE kdelay_fate DROP INDEX IF EXISTS kdelay_fate_state',
   "INSERT INTO kdelay_fate (task_id, owner) VALUES (x'01', 'a') ON DUPLICATE KEY UPDATE owner = VALUES(owner)",
   "UPDATE kdelay_fate SET owner = 'a' WHERE BINARY owner = 'b'",
   "UPDATE kdelay_fate SET owner = 'a' WHERE owner <=> NULL AND BINARY(owner) = 'b'",
@@ -232,6 +233,7 @@ const SELF_BAD = [
 ];
 const SELF_GOOD = [
   'ALTER TABLE kdelay_fate ADD COLUMN lease_until DATETIME(3) NULL',
+  'ALTER TABLE kdelay_fate DROP INDEX kdelay_fate_state',
   "UPDATE kdelay_fate SET lease_until = CASE task_id WHEN x'01' THEN NOW(3) + INTERVAL 30000 MICROSECOND ELSE lease_until END WHERE state = 'FIRING' AND ((task_id = x'01' AND CAST(owner AS BINARY) = x'6162'))",
   "INSERT IGNORE INTO kdelay_fate (task_id, state) VALUES (x'01', 'FIRING'), (x'02', 'FIRING')",
 ];

@@ -8,6 +8,11 @@
  *   -- kdelay: unless index kdelay_fate.kdelay_fate_state
  *   ALTER TABLE kdelay_fate ADD INDEX kdelay_fate_state (state, updated_at_ms);
  *
+ * and a step that drops an index names it the other way round:
+ *
+ *   -- kdelay: if index kdelay_fate.kdelay_fate_state
+ *   ALTER TABLE kdelay_fate DROP INDEX kdelay_fate_state;
+ *
  * A statement ends at a ';' that ends its line (or the script); quotes
  * are not looked into, so no statement may end a line inside a string.
  *
@@ -24,9 +29,10 @@
 #define KD_SCHEMA_NAME_MAX 64 /* MySQL identifier length */
 
 typedef enum kd_schema_guard {
-        KD_SCHEMA_GUARD_NONE,   /* always run */
-        KD_SCHEMA_GUARD_COLUMN, /* skipped when table.name is a column */
-        KD_SCHEMA_GUARD_INDEX,  /* skipped when table.name is an index */
+        KD_SCHEMA_GUARD_NONE,     /* always run */
+        KD_SCHEMA_GUARD_COLUMN,   /* skipped when table.name is a column */
+        KD_SCHEMA_GUARD_INDEX,    /* skipped when table.name is an index */
+        KD_SCHEMA_GUARD_IF_INDEX, /* run only when table.name is an index */
 } kd_schema_guard_t;
 
 typedef struct kd_schema_step {

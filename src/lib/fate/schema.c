@@ -40,9 +40,10 @@ kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
         return KDELAY_OK;
 }
 
-/* *metp = 1 when the step's guard names a column or index that exists
- * already (information_schema, as MySQL and MariaDB both answer it), 0
- * when not or when it has no guard. */
+/* *metp = 1 when the step is done already: its "unless" guard names a
+ * column or index that exists, or its "if index" guard one that does not
+ * (information_schema, as MySQL and MariaDB both answer it); 0 otherwise
+ * and when it has no guard. */
 static kdelay_err_t guard_met(MYSQL *conn, const kd_schema_step_t *st,
                               int *metp, char *errstr, size_t errstr_size)
 {
@@ -65,7 +66,8 @@ static kdelay_err_t guard_met(MYSQL *conn, const kd_schema_step_t *st,
                 return kd_mysql_fail(conn, "migration guard", errstr,
                                      errstr_size);
         MYSQL_ROW row = mysql_fetch_row(res);
-        *metp = row && row[0] && atoi(row[0]) > 0;
+        int exists = row && row[0] && atoi(row[0]) > 0;
+        *metp = st->guard == KD_SCHEMA_GUARD_IF_INDEX ? !exists : exists;
         mysql_free_result(res);
         return KDELAY_OK;
 }

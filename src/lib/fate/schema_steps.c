@@ -38,14 +38,17 @@ static int ident(const char **pp, char *out)
         return n ? 0 : -1;
 }
 
-/* "unless column|index table.name" between p and end into step. */
+/* "unless column|index table.name" or "if index table.name" between p
+ * and end into step. */
 static int directive(const char *p, const char *end, kd_schema_step_t *step)
 {
-        static const char *const kinds[] = {"unless column ", "unless index "};
+        static const char *const kinds[] = {"unless column ", "unless index ",
+                                            "if index "};
         static const kd_schema_guard_t guards[] = {KD_SCHEMA_GUARD_COLUMN,
-                                                   KD_SCHEMA_GUARD_INDEX};
+                                                   KD_SCHEMA_GUARD_INDEX,
+                                                   KD_SCHEMA_GUARD_IF_INDEX};
         p = skip_blank(p);
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
                 size_t len = strlen(kinds[i]);
                 if (strncmp(p, kinds[i], len))
                         continue;
@@ -108,7 +111,8 @@ int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
                                 snprintf(errstr, errstr_size,
                                          "bad directive \"%.*s\" (one per "
                                          "statement: -- kdelay: unless "
-                                         "column|index table.name)",
+                                         "column|index table.name, or if "
+                                         "index table.name)",
                                          (int)(end - p), p);
                                 return -1;
                         }
