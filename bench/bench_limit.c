@@ -248,8 +248,10 @@ static int64_t mysql_purged(void)
         return waited;
 }
 
+/* copy_sys: the copy's system CPU per record (copy program + broker),
+ * 0 when unknown. */
 static void run_drain(const opts_t *o, const char *mode, double copy_rate,
-                      double copy_cpu, double *rate)
+                      double copy_cpu, double copy_sys, double *rate)
 {
         char grp[96], rgrp[96], tier[128];
         if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
@@ -283,6 +285,12 @@ static void run_drain(const opts_t *o, const char *mode, double copy_rate,
         printf("%s_kafka_cpu_us_per_fire %.2f\n", mode, stack[0]);
         printf("%s_mysql_cpu_us_per_fire %.2f\n", mode, stack[1]);
         printf("%s_mysql_purge_after_ms %lld\n", mode, (long long)purge_ms);
+        /* The machine's CPU per fire: forwarder + broker + MariaDB. */
+        double sys =
+            stack[0] >= 0 && stack[1] >= 0 ? cpu + stack[0] + stack[1] : -1;
+        printf("%s_system_cpu_us_per_fire %.2f\n", mode, sys);
+        printf("%s_system_cpu_ratio_to_copy %.2f\n", mode,
+               sys > 0 && copy_sys > 0 ? sys / copy_sys : 0);
         printf("%s_drain_statements_per_fire %.4f\n", mode,
                r.fired > 0 ? (double)r.statements / (double)r.fired : 0);
         printf("%s_drain_kafka_writes_per_task %.3f\n", mode,
@@ -417,10 +425,15 @@ int main(int argc, char **argv)
         }
         if (!wanted(&o, "copy"))
                 copy_rate = copy_cpu = 0; /* no ratios to a warm-up */
+        double copy_sys =
+            copy_kafka >= 0 && copy_cpu > 0 ? copy_cpu + copy_kafka : 0;
+        if (copy_sys > 0)
+                printf("copy_system_cpu_us_per_record %.2f\n", copy_sys);
         static const char *const modes[] = {"at_least_once", "exactly_once"};
         double drain_rate[2] = {0, 0};
         for (int m = 0; m < 2 && wanted(&o, "drain"); m++)
-                run_drain(&o, modes[m], copy_rate, copy_cpu, &drain_rate[m]);
+                run_drain(&o, modes[m], copy_rate, copy_cpu, copy_sys,
+                          &drain_rate[m]);
         if (wanted(&o, "burst"))
                 run_due(&o, 1, drain_rate[0]);
         if (wanted(&o, "spread"))
