@@ -263,7 +263,6 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
  * connection. tools/sqlcheck parses this output. */
 static int print_migrations(kd_cli_t *cli)
 {
-        static const char *const kinds[] = {"", "column", "index"};
         for (size_t i = 0; i < kd_migrations_cnt; i++) {
                 const kd_migration_t *m = &kd_migrations[i];
                 const char *pos = m->sql;
@@ -274,8 +273,9 @@ static int print_migrations(kd_cli_t *cli)
                 while ((r = kd_schema_step_next(&pos, &st, errstr,
                                                 sizeof(errstr))) > 0) {
                         if (st.guard != KD_SCHEMA_GUARD_NONE)
-                                printf("-- kdelay: unless %s %s.%s\n",
-                                       kinds[st.guard], st.table, st.name);
+                                printf("-- kdelay: %s %s.%s\n",
+                                       kd_schema_guard_name(st.guard), st.table,
+                                       st.name);
                         printf("%.*s;\n", (int)st.sql_len, st.sql);
                 }
                 if (r < 0) {

@@ -16,6 +16,12 @@ migrations=$(mktemp)
 trap 'rm -f "$grants" "$migrations"' EXIT
 # The migrations as the migrator splits them (no connection needed).
 "$ctl" db migrate --print >"$migrations"
+# Each guard printed as the migrator reads it back.
+if grep '^-- kdelay:' "$migrations" |
+    grep -vE '^-- kdelay: (unless column|unless index|if index) [a-z_]+\.[a-z_]+$'; then
+  echo "check_sql_mysql8: a guard above is printed in no form the migrator reads" >&2
+  exit 1
+fi
 "$run" --file "$migrations"
 for role in forwarder admin client migrate gc; do
   "$ctl" db grants --role "$role" >>"$grants"

@@ -58,6 +58,27 @@ static void test_split_and_guards(void)
         CU_ASSERT_EQUAL(next(&pos, &st), 0);
 }
 
+/* What `kdelayctl db migrate --print` writes before a guarded statement
+ * parses back to the same guard, for every guard there is. */
+static void test_guard_names(void)
+{
+        static const kd_schema_guard_t guards[] = {KD_SCHEMA_GUARD_COLUMN,
+                                                   KD_SCHEMA_GUARD_INDEX,
+                                                   KD_SCHEMA_GUARD_IF_INDEX};
+        CU_ASSERT_STRING_EQUAL(kd_schema_guard_name(KD_SCHEMA_GUARD_NONE), "");
+        for (size_t i = 0; i < sizeof(guards) / sizeof(guards[0]); i++) {
+                char script[128];
+                const char *pos = script;
+                kd_schema_step_t st;
+                snprintf(script, sizeof(script),
+                         "-- kdelay: %s t.n\nALTER TABLE t ADD COLUMN n INT;",
+                         kd_schema_guard_name(guards[i]));
+                CU_ASSERT_EQUAL(next(&pos, &st), 1);
+                CU_ASSERT_EQUAL(st.guard, guards[i]);
+                CU_ASSERT_STRING_EQUAL(st.name, "n");
+        }
+}
+
 static void test_bad_directives(void)
 {
         static const char *const bad[] = {
@@ -184,8 +205,12 @@ static void test_embedded_floors(void)
 int main(void)
 {
         static const kd_test_case_t cases[] = {
-            KD_TEST(test_split_and_guards),    KD_TEST(test_bad_directives),
-            KD_TEST(test_embedded_migrations), KD_TEST(test_releases),
-            KD_TEST(test_embedded_floors),     KD_TEST_END};
+            KD_TEST(test_split_and_guards),
+            KD_TEST(test_guard_names),
+            KD_TEST(test_bad_directives),
+            KD_TEST(test_embedded_migrations),
+            KD_TEST(test_releases),
+            KD_TEST(test_embedded_floors),
+            KD_TEST_END};
         return kd_test_run("schema_steps", cases, NULL, NULL);
 }

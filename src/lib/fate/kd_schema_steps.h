@@ -43,6 +43,10 @@ typedef struct kd_schema_step {
         char name[KD_SCHEMA_NAME_MAX + 1];
 } kd_schema_step_t;
 
+/* The directive's words for guard ("unless column", "unless index", "if
+ * index"; "" for none): a static string. */
+const char *kd_schema_guard_name(kd_schema_guard_t guard);
+
 /* The next statement of the script at *posp into *step, advancing *posp:
  * 1 with a statement, 0 at the end (only comments and blanks left), -1
  * on a malformed directive, a directive with no statement after it, or

@@ -38,19 +38,33 @@ static int ident(const char **pp, char *out)
         return n ? 0 : -1;
 }
 
+const char *kd_schema_guard_name(kd_schema_guard_t guard)
+{
+        switch (guard) {
+        case KD_SCHEMA_GUARD_COLUMN:
+                return "unless column";
+        case KD_SCHEMA_GUARD_INDEX:
+                return "unless index";
+        case KD_SCHEMA_GUARD_IF_INDEX:
+                return "if index";
+        case KD_SCHEMA_GUARD_NONE:
+                break;
+        }
+        return "";
+}
+
 /* "unless column|index table.name" or "if index table.name" between p
  * and end into step. */
 static int directive(const char *p, const char *end, kd_schema_step_t *step)
 {
-        static const char *const kinds[] = {"unless column ", "unless index ",
-                                            "if index "};
         static const kd_schema_guard_t guards[] = {KD_SCHEMA_GUARD_COLUMN,
                                                    KD_SCHEMA_GUARD_INDEX,
                                                    KD_SCHEMA_GUARD_IF_INDEX};
         p = skip_blank(p);
-        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-                size_t len = strlen(kinds[i]);
-                if (strncmp(p, kinds[i], len))
+        for (size_t i = 0; i < sizeof(guards) / sizeof(guards[0]); i++) {
+                const char *kind = kd_schema_guard_name(guards[i]);
+                size_t len = strlen(kind);
+                if (strncmp(p, kind, len) || (p[len] != ' ' && p[len] != '\t'))
                         continue;
                 p = skip_blank(p + len);
                 if (ident(&p, step->table) || *p++ != '.' ||
