@@ -346,7 +346,10 @@ static void test_unreachable_mysql_is_retriable_error(void)
  * (per row, then the whole round in one statement), and for fresh ids with
  * claims (INSERT IGNORE); exactly one wins each row, and the row says so. */
 
-enum { RACE_ROUNDS = 60, RACE_ROWS = 16 };
+/* RACE_ROWS at or above the prepared claim's least row count
+ * (fate_claim_prep.c): every claim round after the first races prepared
+ * statements. */
+enum { RACE_ROUNDS = 60, RACE_ROWS = 40 };
 
 typedef struct racer {
         kd_fate_store_t *store; /* owned: its own connection */
@@ -635,6 +638,136 @@ static void test_read_only_server_fails_then_recovers(void)
         mysql_close(conn);
 }
 
+/* Claims of one row count in a row go as a prepared statement
+ * (fate_claim_prep.c): the rows it writes are the text claim's (owner,
+ * fire-at, lease, source); a batch of rows already its own is renewed and
+ * read back; a connection lost under it fails the claim with a retriable
+ * error, and the next claim connects and prepares again. */
+enum { PREP_ROWS = 40 };
+static char prep_ids[PREP_ROWS][64], prep_tokens[PREP_ROWS][32];
+
+static void prep_items(kd_fate_claim_t *items, const char *stem, int fresh)
+{
+        char u[40];
+        it_unique(u, sizeof(u), stem); /* one per batch: its ids' prefix */
+        for (int i = 0; i < PREP_ROWS; i++) {
+                if (fresh) {
+                        snprintf(prep_ids[i], sizeof(prep_ids[i]), "%s-%d", u,
+                                 i);
+                        snprintf(prep_tokens[i], sizeof(prep_tokens[i]),
+                                 "fw-prep:%d", i);
+                }
+                kd_fate_claim_t c = {prep_ids[i], strlen(prep_ids[i]), 5000 + i,
+                                     KDELAY_FATE_UNDECIDED, prep_tokens[i]};
+                c.lease_ms = 60000;
+                c.fresh = fresh;
+                c.src_topic = "kd.tier.1s";
+                c.src_partition = 3;
+                c.src_offset = 100 + i;
+                items[i] = c;
+        }
+}
+
+static void prep_check_won(const kd_fate_claim_t *items)
+{
+        for (int i = 0; i < PREP_ROWS; i++) {
+                CU_ASSERT_EQUAL(items[i].fate, KDELAY_FATE_FIRING);
+                CU_ASSERT_STRING_EQUAL(items[i].row_owner, prep_tokens[i]);
+        }
+}
+
+/* Rows of this batch (prep_ids) written as the claim asked. */
+static long long prep_rows_as_asked(MYSQL *conn)
+{
+        char sql[512];
+        long long n = -1;
+        snprintf(sql, sizeof(sql),
+                 "SELECT COUNT(*) FROM kdelay_fate WHERE task_id LIKE "
+                 "'%.*s%%' AND state = 'FIRING' AND fire_at_ms >= 5000 AND "
+                 "owner LIKE 'fw-prep:%%' AND src_topic = 'kd.tier.1s' AND "
+                 "src_partition = 3 AND src_offset >= 100 AND lease_until > "
+                 "NOW(3) + INTERVAL 50 SECOND",
+                 (int)(strrchr(prep_ids[0], '-') - prep_ids[0]), prep_ids[0]);
+        MYSQL_RES *res = NULL;
+        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                n = row && row[0] ? atoll(row[0]) : -1;
+        }
+        mysql_free_result(res);
+        return n;
+}
+
+static void test_claim_batches_prepared(void)
+{
+        char pdb[64], purl[256], errstr[256], sql[256];
+        kd_fate_claim_t items[PREP_ROWS];
+        kd_fate_store_t *st = NULL;
+        it_unique(pdb, sizeof(pdb), "kdit_prep");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(pdb, 1, purl, sizeof(purl)), 0);
+        kdelay_conf_t *c = it_conf_new(NULL, purl);
+        MYSQL *conn = it_mysql_connect();
+        snprintf(sql, sizeof(sql), "USE `%s`", pdb);
+        CU_ASSERT_FATAL(c && conn && !mysql_query(conn, sql));
+        CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&st, c), KDELAY_OK);
+        /* The first of its count goes as text; the second is prepared:
+         * a prepare and an execute, and no read-back (all fresh). */
+        prep_items(items, "prep1-", 1);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
+        prep_items(items, "prep2-", 1);
+        uint64_t stmts = kd_fate_statements(st);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, 2);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
+        /* The same rows again, not fresh: the prepared insert adds none;
+         * renewed and read back, each still its token's. */
+        prep_items(items, "", 0);
+        stmts = kd_fate_statements(st);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, 3);
+        prep_check_won(items);
+        /* Its connection killed: the claim fails, retriable; the next one
+         * reconnects and prepares again. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = "
+                 "'%s' AND ID <> CONNECTION_ID()",
+                 pdb);
+        MYSQL_RES *res = NULL;
+        CU_ASSERT_FATAL(!mysql_query(conn, sql) &&
+                        (res = mysql_store_result(conn)));
+        MYSQL_ROW row;
+        int killed = 0;
+        while ((row = mysql_fetch_row(res))) {
+                snprintf(sql, sizeof(sql), "KILL %s", row[0]);
+                killed += !mysql_query(conn, sql);
+        }
+        mysql_free_result(res);
+        CU_ASSERT_EQUAL(killed, 1);
+        prep_items(items, "prep3-", 1);
+        kdelay_err_t err =
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
+        CU_ASSERT_EQUAL(err, KDELAY_ERR_MYSQL);
+        CU_ASSERT(kdelay_err_is_retriable(err));
+        printf("\n  prepared claim on a killed connection: %s\n", errstr);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
+        kd_fate_store_destroy(st);
+        kdelay_conf_destroy(c);
+        mysql_close(conn);
+        it_db_drop(pdb);
+}
+
 static const kd_fate_contract_t mysql_contract = {
     contract_init, contract_cleanup, mysql_open, mysql_put};
 
@@ -653,6 +786,7 @@ int main(void)
             KD_TEST(test_unreachable_mysql_is_retriable_error),
             KD_TEST(test_takeover_race_on_two_connections),
             KD_TEST(test_read_only_server_fails_then_recovers),
+            KD_TEST(test_claim_batches_prepared),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {
             {"fate", cases, suite_init, suite_cleanup, NULL, NULL},

@@ -33,8 +33,10 @@ static int conn_set(kd_fate_mysql_t *my, MYSQL *conn)
         int interrupted = my->interrupted;
         my->conn = interrupted ? NULL : conn;
         pthread_mutex_unlock(&my->conn_lock);
-        if (old && old != conn)
+        if (old && old != conn) {
+                kd_fate_mysql_prep_close(my); /* prepared on old */
                 mysql_close(old);
+        }
         if (interrupted && conn)
                 mysql_close(conn);
         return interrupted ? -1 : 0;
@@ -59,6 +61,7 @@ static void my_interrupt(void *impl)
 static void my_destroy(void *impl)
 {
         kd_fate_mysql_t *my = impl;
+        kd_fate_mysql_prep_free(my);
         if (my->conn)
                 mysql_close(my->conn);
         pthread_mutex_destroy(&my->conn_lock);
@@ -102,19 +105,26 @@ static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
 #define KD_ER_OPTION_PREVENTS_STATEMENT 1290
 #define KD_ER_READ_ONLY_MODE            1836
 
-/* After a failed statement: forget a broken connection so the next call
- * reconnects; map the error. */
-static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
-                              char *errstr, size_t errstr_size)
+kdelay_err_t kd_fate_mysql_connect(kd_fate_mysql_t *store, char *errstr,
+                                   size_t errstr_size)
 {
-        unsigned no = mysql_errno(store->conn);
+        return my_connect(store, errstr, errstr_size);
+}
+
+kdelay_err_t kd_fate_mysql_fail_no(kd_fate_mysql_t *store, const char *what,
+                                   unsigned no, const char *msg, char *errstr,
+                                   size_t errstr_size)
+{
+        /* The message first: msg may live in what a lost connection's
+         * close frees. */
         kdelay_err_t err =
             no == ER_NO_SUCH_TABLE
                 ? kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
                           "%s: fate table missing: run `kdelayctl db "
                           "migrate`",
                           what)
-                : kd_mysql_fail(store->conn, what, errstr, errstr_size);
+                : kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                          "%s: MySQL error %u: %s", what, no, msg);
         /* A read-only server (1290, 1836) is a demoted primary: after a
          * failover by a virtual IP or DNS name, only a new connection
          * reaches the new primary. */
@@ -127,6 +137,16 @@ static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
                 conn_set(store, NULL);
         }
         return err;
+}
+
+/* After a failed statement: forget a broken connection so the next call
+ * reconnects; map the error. */
+static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
+                              char *errstr, size_t errstr_size)
+{
+        return kd_fate_mysql_fail_no(store, what, mysql_errno(store->conn),
+                                     mysql_error(store->conn), errstr,
+                                     errstr_size);
 }
 
 /* Sends one statement; for reads, *resp gets the stored result. When
@@ -459,13 +479,13 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
  * added exactly n rows, fills each item as its own FIRING row and
  * returns 1. An existing row adds none: n rows added means n inserted.
  * Otherwise 0: renew and read them back. */
-static int all_inserted(kd_fate_mysql_t *store, kd_fate_claim_t *items,
-                        size_t n, const char *owner)
+static int all_inserted(uint64_t affected, kd_fate_claim_t *items, size_t n,
+                        const char *owner)
 {
         for (size_t i = 0; i < n; i++)
                 if (!items[i].fresh || !items[i].token)
                         return 0;
-        if (mysql_affected_rows(store->conn) != (my_ulonglong)n)
+        if (affected != (uint64_t)n)
                 return 0;
         for (size_t i = 0; i < n; i++) {
                 size_t tlen;
@@ -535,6 +555,21 @@ static kdelay_err_t renew_own(kd_fate_mysql_t *store,
         return err;
 }
 
+/* After the claim's INSERT, which added `affected` rows: done when it
+ * added every fresh item's; else renew own rows and read them back. */
+static kdelay_err_t claim_rest(kd_fate_mysql_t *store, kd_fate_claim_t *items,
+                               size_t n, const char *owner, uint64_t affected,
+                               char *errstr, size_t errstr_size)
+{
+        if (all_inserted(affected, items, n, owner))
+                return KDELAY_OK;
+        kdelay_err_t err =
+            renew_own(store, items, n, owner, errstr, errstr_size);
+        if (err)
+                return err;
+        return read_back(store, items, n, errstr, errstr_size);
+}
+
 static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                              const char *owner, char *errstr,
                              size_t errstr_size)
@@ -542,6 +577,13 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         int64_t now = kd_now_ms();
+        uint64_t affected = 0;
+        kdelay_err_t err;
+        if (kd_fate_mysql_prep_claim(store, items, n, owner, now, &affected,
+                                     &err, errstr, errstr_size))
+                return err ? err
+                           : claim_rest(store, items, n, owner, affected,
+                                        errstr, errstr_size);
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
                          "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
                          "lease_until, src_topic, src_partition, src_offset) "
@@ -563,16 +605,14 @@ static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
                 sql_add_source(&sql, &items[i]);
                 kd_sql_add(&sql, ")");
         }
-        kdelay_err_t err =
+        err =
             kd_fate_mysql_stmt(store, &sql, "claim", NULL, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
-        if (all_inserted(store, items, n, owner))
-                return KDELAY_OK;
-        if ((err = renew_own(store, items, n, owner, errstr, errstr_size)))
-                return err;
-        return read_back(store, items, n, errstr, errstr_size);
+        return claim_rest(store, items, n, owner,
+                          (uint64_t)mysql_affected_rows(store->conn), errstr,
+                          errstr_size);
 }
 
 static kdelay_err_t my_mark_fired(void *impl, const char *const *ids,

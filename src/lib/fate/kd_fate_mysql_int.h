@@ -19,6 +19,13 @@ typedef struct kd_fate_mysql {
          * can shut down the socket of a blocked call (my_interrupt). */
         pthread_mutex_t conn_lock;
         int interrupted; /* guarded by conn_lock */
+        /* The claim prepared on conn (fate_claim_prep.c): */
+        MYSQL_STMT *claim_stmt;  /* owned; NULL = none */
+        size_t claim_rows;       /* its row count (0 = none) */
+        size_t claim_last;       /* the previous claim's row count */
+        MYSQL_BIND *claim_binds; /* owned: claim_cap rows' binds */
+        int64_t *claim_lease_us; /* owned: claim_cap rows' leases */
+        size_t claim_cap;
 } kd_fate_mysql_t;
 
 /* The order ids are matched to read-back rows in (a sorted index, n log
@@ -37,6 +44,31 @@ static inline int kd_fate_id_cmp(const char *a, size_t alen, const char *b,
 kdelay_err_t kd_fate_mysql_stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
                                 const char *what, MYSQL_RES **resp,
                                 char *errstr, size_t errstr_size);
+
+/* Connects when not connected (checking the schema). */
+kdelay_err_t kd_fate_mysql_connect(kd_fate_mysql_t *store, char *errstr,
+                                   size_t errstr_size);
+
+/* The error of a failed statement (errno no, message msg): a broken
+ * connection (or a read-only server) is closed, so the next call
+ * reconnects; a missing table is KDELAY_ERR_SCHEMA. */
+kdelay_err_t kd_fate_mysql_fail_no(kd_fate_mysql_t *store, const char *what,
+                                   unsigned no, const char *msg, char *errstr,
+                                   size_t errstr_size);
+
+/* The claim's INSERT of n items as a prepared statement
+ * (fate_claim_prep.c): 0 when not used for this n (the caller sends it
+ * as text); 1 when tried: *errp its result, *affectedp the rows it
+ * added. */
+int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
+                             const kd_fate_claim_t *items, size_t n,
+                             const char *owner, int64_t now,
+                             uint64_t *affectedp, kdelay_err_t *errp,
+                             char *errstr, size_t errstr_size);
+/* Closes the prepared claim (before its connection closes). */
+void kd_fate_mysql_prep_close(kd_fate_mysql_t *store);
+/* Closes it and frees its buffers (the store's destroy). */
+void kd_fate_mysql_prep_free(kd_fate_mysql_t *store);
 
 /* The kd_fate_ops_t entries of fate_unclaimed.c (kd_fate.h says what each
  * does). */
