@@ -17,8 +17,13 @@
  *            within N / drain rate + 1 s.
  *   spread   N tasks due evenly over SPREAD s, scheduled LEAD s ahead:
  *            lateness, Kafka writes per task (schedule + hops + fire).
- *   rss      the forwarder's peak RSS with P1 and P2 tasks pending over
- *            the next 24 h (flat is the goal).
+ *   pending  P1 and P2 tasks pending 6..30 h ahead, written in bulk
+ *            (bl_scale.c): the forwarder's RSS (flat is the goal: P2's
+ *            within 10% of P1's), the time from its start to its first
+ *            fire, and the lateness of a task due 10 s after its start.
+ *   rows     R fate rows bulk-loaded (bl_scale.c): status and cancel
+ *            latency, and a spread's lateness p99 alone and while
+ *            `kdelayctl db gc` deletes nine in ten of them.
  *   crash    two static-member forwarders, one SIGKILLed every 3-6 s for
  *            CRASH_LOOP s and restarted 0-2 s later (bl_crash.c):
  *            lateness, lost, early, duplicates.
@@ -29,16 +34,18 @@
  * (docs/performance.md), never timed assertions.
  *
  * Usage: bench_limit [--tasks N] [--drain-tasks D] [--pending P1,P2]
- *                    [--spread S] [--lead L]
+ *                    [--rows R] [--spread S] [--lead L]
  *                    [--crash-tasks N] [--crash-loop S] [--crash-static 0|1]
  *                    [--only LIST] [-X name=value ...]
  *   defaults 200000 tasks (burst, spread), 1000000 for the copy and the
  *   drains (a copy of fewer finishes in under a second and its rate
- *   swings), pending 100000,1000000, spread 10 s, lead 45 s
+ *   swings), pending 100000,10000000, rows 10000000, spread 10 s,
+ *   lead 45 s
  *   (the spread's tasks are due LEAD..LEAD+SPREAD s after scheduling),
  *   crash 20000 tasks and a 60 s loop, static members (0: dynamic, for
  *   comparison); --only runs the named sections
- *   (comma-separated: copy,drain,burst,spread,rss,crash; default all);
+ *   (comma-separated: copy,drain,burst,spread,pending,rows,crash;
+ *   default all);
  *   -X gives every forwarder a property (up to 8), for experiments. */
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +62,7 @@ typedef struct opts {
         int tasks;
         int drain_tasks; /* the copy's and the drains' */
         int pending[2];
+        int rows;
         int spread_s, lead_s;
         int crash_tasks, crash_loop_s, crash_static;
         const char *only; /* NULL = every section */
@@ -348,32 +356,11 @@ static void run_due(const opts_t *o, int burst, double drain_rate)
         it_db_drop(bl_db);
 }
 
-/* RSS with `pending` tasks due over the next 6..30 h (all in tier.6h). */
-static void run_rss(int pending)
-{
-        char grp[96], rgrp[96], tier[128];
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
-                return;
-        snprintf(tier, sizeof(tier), "%s.tier.6h", bl_prefix);
-        bl_spread_t sp = {kd_now_ms() + 6 * 3600 * SEC, 24 * 3600 * SEC,
-                          pending};
-        bl_check(bl_produce(tier, pending, 0, bl_at_spread, &sp, "p") == 0,
-                 "pending produce");
-        bl_fwd_t r;
-        bl_check(bl_fwd_start(&r, "blR", "at_least_once", grp, NULL, 1) == 0,
-                 "start");
-        it_sleep_until(kd_now_ms() + 15 * SEC);
-        long long rss = bl_rss_kb_of(r.f.pid, "VmRSS");
-        bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
-        printf("pending_%d_rss_mb %.1f peak_mb %.1f\n", pending, rss / 1024.0,
-               r.hwm_kb / 1024.0);
-        it_db_drop(bl_db);
-}
-
 int main(int argc, char **argv)
 {
-        opts_t o = {200000, 1000000, {100000, 1000000}, 10, 45, 20000, 60,
-                    1,      NULL};
+        opts_t o = {
+            200000, 1000000, {100000, 10000000}, 10000000, 10, 45, 20000, 60,
+            1,      NULL};
         size_t nprops = 0;
         for (int i = 1; i + 1 < argc; i += 2) {
                 const char *a = argv[i], *v = argv[i + 1];
@@ -385,6 +372,8 @@ int main(int argc, char **argv)
                         o.drain_tasks = atoi(v);
                 else if (!strcmp(a, "--pending"))
                         sscanf(v, "%d,%d", &o.pending[0], &o.pending[1]);
+                else if (!strcmp(a, "--rows"))
+                        o.rows = atoi(v);
                 else if (!strcmp(a, "--spread"))
                         o.spread_s = atoi(v);
                 else if (!strcmp(a, "--lead"))
@@ -400,7 +389,7 @@ int main(int argc, char **argv)
                 else
                         return 2;
         }
-        if (argc % 2 == 0 || o.tasks < 1 || o.drain_tasks < 1 ||
+        if (argc % 2 == 0 || o.tasks < 1 || o.drain_tasks < 1 || o.rows < 10 ||
             o.spread_s < 1 || o.lead_s < 1 || o.crash_tasks < 1 ||
             o.crash_loop_s < 1 || it_env_init())
                 return 2;
@@ -438,9 +427,16 @@ int main(int argc, char **argv)
                 run_due(&o, 1, drain_rate[0]);
         if (wanted(&o, "spread"))
                 run_due(&o, 0, 0);
-        for (int k = 0; k < 2 && wanted(&o, "rss"); k++)
+        long long rss[2] = {-1, -1};
+        for (int k = 0; k < 2 && wanted(&o, "pending"); k++)
                 if (o.pending[k] > 0)
-                        run_rss(o.pending[k]);
+                        bl_pending_run(o.pending[k], &rss[k]);
+        if (rss[0] > 0 && rss[1] > 0)
+                printf("pending_rss_ratio %.2f within_10pct %s\n",
+                       (double)rss[1] / (double)rss[0],
+                       rss[1] <= rss[0] * 11 / 10 ? "yes" : "no");
+        if (wanted(&o, "rows"))
+                bl_rows_run(o.rows, o.tasks, o.spread_s);
         if (wanted(&o, "crash"))
                 bl_crash_run(o.crash_tasks, o.crash_loop_s, o.crash_static);
         printf("result %s\n", bl_failed() ? "FAILED" : "ok");

@@ -105,4 +105,13 @@ const char *bl_tier_for(int64_t remaining_ms);
  * 0.1 s .. loop_s + 10 s ahead. */
 void bl_crash_run(int n, int loop_s, int is_static);
 
+/* The scale sections (bl_scale.c). Pending: `pending` tasks 6..30 h
+ * ahead in tier.6h and two probes (due at the forwarder's start and 10 s
+ * later); the forwarder's RSS 15 s in goes to *rss_kb (-1 unknown).
+ * Rows: `rows` fate rows bulk-loaded, status and cancel latency on the
+ * empty and the full table, and spreads of `tasks` over spread_s s fired
+ * alone and during `kdelayctl db gc` of nine in ten rows. */
+void bl_pending_run(int pending, long long *rss_kb);
+void bl_rows_run(int rows, int tasks, int spread_s);
+
 #endif

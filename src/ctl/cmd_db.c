@@ -1,7 +1,9 @@
 /* kdelayctl db: migrate the MySQL schema, show its version. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <kdelay/kdelay.h>
 
@@ -20,7 +22,8 @@
 static const char kd_db_help[] =
     "Usage: kdelayctl db migrate [--json] [--print]\n"
     "       kdelayctl db version [--json]\n"
-    "       kdelayctl db gc [--older-than DURATION] [--batch N] [--json]\n"
+    "       kdelayctl db gc [--older-than DURATION] [--batch N] [--pause R]\n"
+    "                       [--json]\n"
     "       kdelayctl db grants --role ROLE [--user USER[@HOST]] [--json]\n"
     "\n"
     "migrate  applies every schema migration the database lacks, in order\n"
@@ -38,6 +41,12 @@ static const char kd_db_help[] =
     "         topic's retention (2 x the largest tier + topics.\n"
     "         retention_margin: 21d by default) is refused: a record still\n"
     "         in Kafka, re-read without its row, would fire again.\n"
+    "         After each batch gc pauses R times as long as the batch\n"
+    "         took (--pause, default 1: it works at most half the time),\n"
+    "         so that the forwarders' claims keep the server's CPU and\n"
+    "         disk; 0 runs flat out. Progress on stderr every 5 s\n"
+    "         (event=gc_progress: rows deleted, rows/s), then one\n"
+    "         event=gc_done line.\n"
     "grants   prints the GRANT statements of the least privileges ROLE needs\n"
     "         on the database of mysql.url (default kdelay), for USER "
     "(default\n"
@@ -56,7 +65,15 @@ static const char kd_db_help[] =
     "The database comes from mysql.url (--mysql); it must exist.\n"
     "\n";
 
-enum { OPT_OLDER = 0x200, OPT_BATCH, OPT_ROLE, OPT_USER, OPT_JSON, OPT_PRINT };
+enum {
+        OPT_OLDER = 0x200,
+        OPT_BATCH,
+        OPT_PAUSE,
+        OPT_ROLE,
+        OPT_USER,
+        OPT_JSON,
+        OPT_PRINT
+};
 
 /* Indexes of the sub-verbs in kd_ctl_db's list. */
 enum { DB_MIGRATE, DB_VERSION, DB_GC, DB_GRANTS };
@@ -65,6 +82,7 @@ typedef struct gc_args {
         kd_cli_t *cli;
         const char *older;
         int batch;
+        double pause;     /* gc: pause per batch, times the batch's time */
         const char *role; /* grants */
         const char *user; /* grants; NULL = kdelay_<role> */
         int json;
@@ -94,6 +112,15 @@ static int gc_on_opt(int opt, const char *arg, void *ctx)
                 a->older = arg;
                 return KD_EXIT_OK;
         }
+        if (opt == OPT_PAUSE) {
+                char *end;
+                double v = strtod(arg, &end);
+                if (end == arg || *end || !(v >= 0 && v <= 100))
+                        return kd_cli_usage_error(
+                            a->cli, "--pause: \"%s\" is not in 0..100", arg);
+                a->pause = v;
+                return KD_EXIT_OK;
+        }
         if (opt == OPT_BATCH) {
                 char *end;
                 long v = strtol(arg, &end, 10);
@@ -104,6 +131,36 @@ static int gc_on_opt(int opt, const char *arg, void *ctx)
                 return KD_EXIT_OK;
         }
         return KD_EXIT_USAGE;
+}
+
+#define GC_PROGRESS_MS 5000
+
+/* One progress line: rows deleted from table so far (the rate counts
+ * from t0_ms). */
+static void gc_progress(kd_cli_t *cli, const char *table, uint64_t deleted,
+                        int batches, int64_t t0_ms)
+{
+        int64_t ms = kd_mono_ms() - t0_ms;
+        kd_cli_log(cli, KDELAY_LOG_INFO,
+                   "event=gc_progress table=%s deleted=%llu batches=%d "
+                   "seconds=%.1f rows_per_s=%.0f",
+                   table, (unsigned long long)deleted, batches, ms / 1000.0,
+                   ms > 0 ? (double)deleted * 1000.0 / (double)ms : 0.0);
+}
+
+/* Before a batch: pauses --pause times as long as the previous batch
+ * took (*batch_t0 its start, -1 before the first), then marks this one's
+ * start. */
+static void gc_pause(const gc_args_t *a, int64_t *batch_t0)
+{
+        if (*batch_t0 >= 0 && a->pause > 0) {
+                double ms = (double)(kd_mono_ms() - *batch_t0) * a->pause;
+                struct timespec ts = {(time_t)(ms / 1000),
+                                      (long)((int64_t)ms % 1000) * 1000000L};
+                while (nanosleep(&ts, &ts) && errno == EINTR)
+                        ;
+        }
+        *batch_t0 = kd_mono_ms();
 }
 
 /* Deletes expired rows batch by batch, logging progress. */
@@ -133,11 +190,12 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
         kd_fate_store_t *st = NULL;
         if (kd_fate_store_new(&st, cli->conf))
                 return KD_EXIT_ERROR;
-        int64_t now = kd_now_ms();
+        int64_t now = kd_now_ms(), t0 = kd_mono_ms(), shown = t0, batch_t0 = -1;
         uint64_t total = 0, n = 0;
         int batches = 0;
         kdelay_err_t err;
         do {
+                gc_pause(a, &batch_t0);
                 err =
                     kd_fate_gc(st, now - keep, now - KDELAY_MAX_DELAY_MS - keep,
                                a->batch, &n, errstr, sizeof(errstr));
@@ -145,28 +203,41 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                         break;
                 total += n;
                 batches++;
-                kd_cli_log(cli, KDELAY_LOG_INFO,
-                           "event=gc_batch deleted=%llu total=%llu",
-                           (unsigned long long)n, (unsigned long long)total);
+                /* Progress every few seconds: a gc of millions of rows
+                 * runs for minutes, in thousands of batches. */
+                if (kd_mono_ms() - shown >= GC_PROGRESS_MS) {
+                        shown = kd_mono_ms();
+                        gc_progress(cli, "kdelay_fate", total, batches, t0);
+                }
         } while (n == (uint64_t)a->batch);
         /* The records of fires without a claim (kdelay_unclaimed) go with
          * the same retention, counted from when they were applied. */
         uint64_t unclaimed = 0;
+        int ubatches = 0;
         while (!err) {
+                gc_pause(a, &batch_t0);
                 err = kd_fate_gc_unclaimed(st, now - keep, a->batch, &n, errstr,
                                            sizeof(errstr));
                 if (err || n == 0)
                         break;
                 unclaimed += n;
-                kd_cli_log(cli, KDELAY_LOG_INFO,
-                           "event=gc_batch table=kdelay_unclaimed deleted=%llu "
-                           "total=%llu",
-                           (unsigned long long)n,
-                           (unsigned long long)unclaimed);
+                ubatches++;
+                if (kd_mono_ms() - shown >= GC_PROGRESS_MS) {
+                        shown = kd_mono_ms();
+                        gc_progress(cli, "kdelay_unclaimed", unclaimed,
+                                    ubatches, t0);
+                }
                 if (n < (uint64_t)a->batch)
                         break;
         }
         kd_fate_store_destroy(st);
+        if (!err)
+                kd_cli_log(cli, KDELAY_LOG_INFO,
+                           "event=gc_done deleted=%llu unclaimed_deleted=%llu "
+                           "batches=%d seconds=%.1f",
+                           (unsigned long long)total,
+                           (unsigned long long)unclaimed, batches,
+                           (kd_mono_ms() - t0) / 1000.0);
         if (err) {
                 fprintf(stderr, "%s: %s (deleted %llu rows before)\n",
                         cli->prog, errstr, (unsigned long long)total);
@@ -312,6 +383,7 @@ int kd_ctl_db(int argc, char **argv)
         static const struct option gc_opts[] = {
             {"older-than", required_argument, NULL, OPT_OLDER},
             {"batch", required_argument, NULL, OPT_BATCH},
+            {"pause", required_argument, NULL, OPT_PAUSE},
             {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0}};
         static const struct option grants_opts[] = {
@@ -325,7 +397,7 @@ int kd_ctl_db(int argc, char **argv)
             {"json", no_argument, NULL, OPT_JSON},
             {"print", no_argument, NULL, OPT_PRINT},
             {NULL, 0, NULL, 0}};
-        gc_args_t ga = {.cli = &cli, .batch = 1000};
+        gc_args_t ga = {.cli = &cli, .batch = 1000, .pause = 1};
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
                           gc        ? gc_opts
                           : grants  ? grants_opts

@@ -196,6 +196,10 @@ static void gc_deletes_exact_counts(void)
         /* Batches of 2: 2, then 1 (below the batch: done). */
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 3 rows in 2 batches"));
+        /* One closing line on stderr (progress lines only every 5 s). */
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "event=gc_done deleted=3 "
+                                                  "unclaimed_deleted=0 "
+                                                  "batches=2"));
         CU_ASSERT_EQUAL(
             db_sql("SELECT COUNT(*) FROM kdelay_fate WHERE task_id LIKE "
                    "'keep-%'",
@@ -242,6 +246,9 @@ static void test_db_migrate_then_version(void)
         CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "20d"), 2);
         CU_ASSERT_EQUAL(ctl("db", "gc", "--older-than", "21d"), 0);
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "0"), 2);
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--pause", "-1"), 2);
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--pause", "fast"), 2);
+        CU_ASSERT_EQUAL(ctl("db", "gc", "--pause", "0"), 0);
 }
 
 /* How many lines of s are JSON objects; -1 when a non-empty line is not. */
