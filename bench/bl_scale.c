@@ -181,7 +181,10 @@ static void rows_latency(int rows, const char *label)
         }
 }
 
-/* A spread of n tasks due over spread_s s, 15 s ahead, to a target of
+/* How far ahead a rows spread's first task is due: tier 5s, then held. */
+#define ROWS_LEAD (6 * SEC)
+
+/* A spread of n tasks due over spread_s s, ROWS_LEAD ahead, to a target of
  * its own (the reader tells tasks apart by number only); its lateness. */
 static int rows_spread(const char *name, int n, int spread_s, bl_seen_t *s)
 {
@@ -190,9 +193,9 @@ static int rows_spread(const char *name, int n, int spread_s, bl_seen_t *s)
         snprintf(rgrp, sizeof(rgrp), "%s-read-%s", bl_prefix, name);
         if (it_create_topic(bl_target, BL_PARTITIONS))
                 return -1;
-        bl_spread_t sp = {kd_now_ms() + 15 * SEC, (int64_t)spread_s * SEC, n};
+        bl_spread_t sp = {kd_now_ms() + ROWS_LEAD, (int64_t)spread_s * SEC, n};
         snprintf(tier, sizeof(tier), "%s.tier.%s", bl_prefix,
-                 bl_tier_for(15 * SEC));
+                 bl_tier_for(ROWS_LEAD));
         if (bl_produce(tier, n, 0, bl_at_spread, &sp, name) ||
             bl_read_target(rgrp, n, (spread_s + 600) * 1000, 0, s))
                 return -1;
@@ -270,7 +273,7 @@ void bl_rows_run(int rows, int tasks, int spread_s)
         printf("rows_gc_deleted %lld seconds %.1f rows_per_s %.0f "
                "progress_lines %d\n",
                deleted, gc_s, gc_s > 0 ? (double)deleted / gc_s : 0, progress);
-        /* The spread's tasks fell due from 15 s after gc started. */
+        /* The spread's tasks fell due from ROWS_LEAD after gc started. */
         printf("rows_gc_outlived_spread %s\n",
                gc_s * 1000 > (double)(spread_end - t0) ? "yes" : "no");
         printf("rows_spread_p99_ratio_during_to_before %.2f\n",
