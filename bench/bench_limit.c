@@ -34,12 +34,13 @@
  * (docs/performance.md), never timed assertions.
  *
  * Usage: bench_limit [--tasks N] [--drain-tasks D] [--pending P1,P2]
- *                    [--rows R] [--spread S] [--lead L]
+ *                    [--rows R] [--gc-pause G] [--spread S] [--lead L]
  *                    [--crash-tasks N] [--crash-loop S] [--crash-static 0|1]
  *                    [--only LIST] [-X name=value ...]
  *   defaults 200000 tasks (burst, spread), 1000000 for the copy and the
  *   drains (a copy of fewer finishes in under a second and its rate
- *   swings), pending 100000,10000000, rows 10000000, spread 10 s,
+ *   swings), pending 100000,10000000, rows 10000000 (gc with its own
+ *   --pause unless --gc-pause gives one), spread 10 s,
  *   lead 45 s
  *   (the spread's tasks are due LEAD..LEAD+SPREAD s after scheduling),
  *   crash 20000 tasks and a 60 s loop, static members (0: dynamic, for
@@ -63,6 +64,7 @@ typedef struct opts {
         int drain_tasks; /* the copy's and the drains' */
         int pending[2];
         int rows;
+        const char *gc_pause; /* rows: db gc --pause; NULL = its default */
         int spread_s, lead_s;
         int crash_tasks, crash_loop_s, crash_static;
         const char *only; /* NULL = every section */
@@ -358,9 +360,15 @@ static void run_due(const opts_t *o, int burst, double drain_rate)
 
 int main(int argc, char **argv)
 {
-        opts_t o = {
-            200000, 1000000, {100000, 10000000}, 10000000, 10, 45, 20000, 60,
-            1,      NULL};
+        opts_t o = {.tasks = 200000,
+                    .drain_tasks = 1000000,
+                    .pending = {100000, 10000000},
+                    .rows = 10000000,
+                    .spread_s = 10,
+                    .lead_s = 45,
+                    .crash_tasks = 20000,
+                    .crash_loop_s = 60,
+                    .crash_static = 1};
         size_t nprops = 0;
         for (int i = 1; i + 1 < argc; i += 2) {
                 const char *a = argv[i], *v = argv[i + 1];
@@ -374,6 +382,8 @@ int main(int argc, char **argv)
                         sscanf(v, "%d,%d", &o.pending[0], &o.pending[1]);
                 else if (!strcmp(a, "--rows"))
                         o.rows = atoi(v);
+                else if (!strcmp(a, "--gc-pause"))
+                        o.gc_pause = v;
                 else if (!strcmp(a, "--spread"))
                         o.spread_s = atoi(v);
                 else if (!strcmp(a, "--lead"))
@@ -436,7 +446,7 @@ int main(int argc, char **argv)
                        (double)rss[1] / (double)rss[0],
                        rss[1] <= rss[0] * 11 / 10 ? "yes" : "no");
         if (wanted(&o, "rows"))
-                bl_rows_run(o.rows, o.tasks, o.spread_s);
+                bl_rows_run(o.rows, o.tasks, o.spread_s, o.gc_pause);
         if (wanted(&o, "crash"))
                 bl_crash_run(o.crash_tasks, o.crash_loop_s, o.crash_static);
         printf("result %s\n", bl_failed() ? "FAILED" : "ok");

@@ -110,8 +110,9 @@ void bl_crash_run(int n, int loop_s, int is_static);
  * later); the forwarder's RSS 15 s in goes to *rss_kb (-1 unknown).
  * Rows: `rows` fate rows bulk-loaded, status and cancel latency on the
  * empty and the full table, and spreads of `tasks` over spread_s s fired
- * alone and during `kdelayctl db gc` of nine in ten rows. */
+ * alone and during `kdelayctl db gc` of nine in ten rows (with --pause
+ * gc_pause; NULL: gc's default). */
 void bl_pending_run(int pending, long long *rss_kb);
-void bl_rows_run(int rows, int tasks, int spread_s);
+void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause);
 
 #endif

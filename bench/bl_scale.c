@@ -222,7 +222,7 @@ static void gc_done_of(const char *path, long long *deleted, double *seconds)
                 fclose(f);
 }
 
-void bl_rows_run(int rows, int tasks, int spread_s)
+void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause)
 {
         char grp[96], rgrp[96];
         if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
@@ -256,6 +256,8 @@ void bl_rows_run(int rows, int tasks, int spread_s)
                         bl_url,
                         "-X",
                         pfx,
+                        gc_pause ? "--pause" : NULL,
+                        (char *)gc_pause,
                         NULL};
         int64_t t0 = kd_mono_ms();
         pid_t gc = it_spawn(argv, log);

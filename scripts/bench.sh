@@ -3,11 +3,12 @@
 # private stack of its own (its own ports and state directory, stopped and
 # deleted afterwards), an optimised build runs bench/bench_limit: a plain
 # consume->produce copy with librdkafka, then the forwarder's catch-up
-# drain in both delivery modes, a burst, a spread and RSS with tasks
-# pending, each as figures and ratios to the copy of the same run.
+# drain in both delivery modes, a burst, a spread, RSS with tasks
+# pending, 10M fate rows with a gc, and a crash loop, each as figures and
+# ratios to the copy of the same run (about 12 minutes).
 #
-#   scripts/bench.sh                       # copy and drains of 1M, burst and spread of 200,000, pending 100k and 1M
-#   scripts/bench.sh --tasks 20000 --pending 10000,100000
+#   scripts/bench.sh                       # copy and drains of 1M, burst and spread of 200,000, pending 100k and 10M, 10M rows
+#   scripts/bench.sh --tasks 20000 --pending 10000,100000 --rows 100000
 #
 # The figures go to stdout and to build-bench/bench-limit.txt.
 set -euo pipefail
