@@ -214,6 +214,7 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
          * the same retention, counted from when they were applied. */
         uint64_t unclaimed = 0;
         int ubatches = 0;
+        int64_t ut0 = kd_mono_ms(); /* its rate counts from here */
         while (!err) {
                 gc_pause(a, &batch_t0);
                 err = kd_fate_gc_unclaimed(st, now - keep, a->batch, &n, errstr,
@@ -225,7 +226,7 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                 if (kd_mono_ms() - shown >= GC_PROGRESS_MS) {
                         shown = kd_mono_ms();
                         gc_progress(cli, "kdelay_unclaimed", unclaimed,
-                                    ubatches, t0);
+                                    ubatches, ut0);
                 }
                 if (n < (uint64_t)a->batch)
                         break;

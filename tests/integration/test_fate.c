@@ -697,6 +697,42 @@ static long long prep_rows_as_asked(MYSQL *conn)
         return n;
 }
 
+/* A global status counter of the server; -1 unreadable. */
+static long long prep_status(MYSQL *conn, const char *name)
+{
+        char sql[128];
+        long long v = -1;
+        snprintf(sql, sizeof(sql), "SHOW GLOBAL STATUS LIKE '%s'", name);
+        MYSQL_RES *res = NULL;
+        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                v = row && row[1] ? atoll(row[1]) : -1;
+        }
+        mysql_free_result(res);
+        return v;
+}
+
+/* Kills the connections to database name but conn's own; how many. */
+static int prep_kill_others(MYSQL *conn, const char *name)
+{
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = "
+                 "'%s' AND ID <> CONNECTION_ID()",
+                 name);
+        MYSQL_RES *res = NULL;
+        if (mysql_query(conn, sql) || !(res = mysql_store_result(conn)))
+                return -1;
+        MYSQL_ROW row;
+        int killed = 0;
+        while ((row = mysql_fetch_row(res))) {
+                snprintf(sql, sizeof(sql), "KILL %s", row[0]);
+                killed += !mysql_query(conn, sql);
+        }
+        mysql_free_result(res);
+        return killed;
+}
+
 static void test_claim_batches_prepared(void)
 {
         char pdb[64], purl[256], errstr[256], sql[256];
@@ -736,21 +772,7 @@ static void test_claim_batches_prepared(void)
         prep_check_won(items);
         /* Its connection killed: the claim fails, retriable; the next one
          * reconnects and prepares again. */
-        snprintf(sql, sizeof(sql),
-                 "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = "
-                 "'%s' AND ID <> CONNECTION_ID()",
-                 pdb);
-        MYSQL_RES *res = NULL;
-        CU_ASSERT_FATAL(!mysql_query(conn, sql) &&
-                        (res = mysql_store_result(conn)));
-        MYSQL_ROW row;
-        int killed = 0;
-        while ((row = mysql_fetch_row(res))) {
-                snprintf(sql, sizeof(sql), "KILL %s", row[0]);
-                killed += !mysql_query(conn, sql);
-        }
-        mysql_free_result(res);
-        CU_ASSERT_EQUAL(killed, 1);
+        CU_ASSERT_EQUAL(prep_kill_others(conn, pdb), 1);
         prep_items(items, "prep3-", 1);
         kdelay_err_t err =
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
@@ -760,6 +782,34 @@ static void test_claim_batches_prepared(void)
         CU_ASSERT_EQUAL(
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
             KDELAY_OK);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
+        /* A server that refuses prepares (max_prepared_stmt_count
+         * reached): the claim goes as text and succeeds. */
+        long long max_prep = -1;
+        MYSQL_RES *res = NULL;
+        if (!mysql_query(conn, "SELECT @@GLOBAL.max_prepared_stmt_count") &&
+            (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                max_prep = row && row[0] ? atoll(row[0]) : -1;
+        }
+        mysql_free_result(res);
+        CU_ASSERT_FATAL(max_prep > 0);
+        CU_ASSERT_EQUAL(prep_kill_others(conn, pdb), 1);
+        CU_ASSERT_EQUAL(
+            mysql_query(conn, "SET GLOBAL max_prepared_stmt_count = 0"), 0);
+        prep_items(items, "prep4-", 1);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_ERR_MYSQL); /* the killed connection */
+        long long executes = prep_status(conn, "Com_stmt_execute");
+        err = kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
+        /* Refused, then sent as text: nothing executed prepared. */
+        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_execute"), executes);
+        snprintf(sql, sizeof(sql), "SET GLOBAL max_prepared_stmt_count = %lld",
+                 max_prep);
+        CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+        CU_ASSERT_EQUAL(err, KDELAY_OK);
         prep_check_won(items);
         CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
         kd_fate_store_destroy(st);

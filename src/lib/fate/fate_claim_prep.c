@@ -7,13 +7,15 @@
  *
  * One statement is kept, for one row count: a claim of the same count as
  * the one before it (a catch-up's full batches) prepares it; other counts
- * go as text, so an on-time trickle of odd sizes never pays a prepare. */
+ * go as text, so an on-time trickle of odd sizes never pays a prepare. A
+ * server that refuses the prepare gets text claims on that connection. */
 #include "kd_fate_mysql_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "kd_fate_ops.h"
+#include "kd_log.h"
 
 /* Placeholders per row: task_id, fire_at_ms, owner, decided_at_ms,
  * updated_at_ms, the lease in microseconds, src_topic, src_partition,
@@ -143,20 +145,35 @@ int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
 {
         size_t last = store->claim_last;
         store->claim_last = n;
-        if (n < PREP_MIN_ROWS || n > PREP_MAX_ROWS ||
+        if (n < PREP_MIN_ROWS || n > PREP_MAX_ROWS || store->claim_prep_off ||
             (n != store->claim_rows && n != last))
                 return 0;
         kdelay_err_t err = kd_fate_mysql_connect(store, errstr, errstr_size);
-        if (!err && prep_room(store, n))
-                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                              "claim: out of memory");
-        if (!err && n != store->claim_rows) {
-                kd_fate_mysql_prep_close(store);
-                err = prep_new(store, n, errstr, errstr_size);
-        }
         if (err) {
                 *errp = err;
                 return 1;
+        }
+        if (prep_room(store, n))
+                return 0; /* out of memory: the text claim tries */
+        if (n != store->claim_rows) {
+                kd_fate_mysql_prep_close(store);
+                err = prep_new(store, n, errstr, errstr_size);
+                if (err && !store->conn) { /* lost: the claim is retried */
+                        *errp = err;
+                        return 1;
+                }
+                if (err) {
+                        /* Refused (max_prepared_stmt_count reached, a
+                         * proxy without prepared statements): text
+                         * claims, on this connection. */
+                        char q[600];
+                        store->claim_prep_off = 1;
+                        kd_log(store->conf, KDELAY_LOG_WARNING,
+                               "event=claim_prepare_failed err=%s "
+                               "action=text_claims",
+                               kd_log_quote(errstr, q, sizeof(q)));
+                        return 0;
+                }
         }
         for (size_t i = 0; i < n; i++)
                 bind_row(store, &items[i], i, owner, &now);

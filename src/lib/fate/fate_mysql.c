@@ -33,10 +33,12 @@ static int conn_set(kd_fate_mysql_t *my, MYSQL *conn)
         int interrupted = my->interrupted;
         my->conn = interrupted ? NULL : conn;
         pthread_mutex_unlock(&my->conn_lock);
-        if (old && old != conn) {
+        if (old != conn) {
                 kd_fate_mysql_prep_close(my); /* prepared on old */
-                mysql_close(old);
+                my->claim_prep_off = 0;
         }
+        if (old && old != conn)
+                mysql_close(old);
         if (interrupted && conn)
                 mysql_close(conn);
         return interrupted ? -1 : 0;

@@ -26,6 +26,7 @@ typedef struct kd_fate_mysql {
         MYSQL_BIND *claim_binds; /* owned: claim_cap rows' binds */
         int64_t *claim_lease_us; /* owned: claim_cap rows' leases */
         size_t claim_cap;
+        int claim_prep_off; /* the server refused a prepare on conn */
 } kd_fate_mysql_t;
 
 /* The order ids are matched to read-back rows in (a sorted index, n log
