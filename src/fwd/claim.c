@@ -249,7 +249,7 @@ static int send_req(kd_fwd_t *f, kd_fw_op_t op, kd_task_t **tasks,
                     const kd_fate_claim_t *found, const unsigned char *fresh,
                     size_t n)
 {
-        kd_store_req_t *r = kd_store_req_new(op, n);
+        kd_store_req_t *r = kd_store_req_new(f, op, n);
         if (!r)
                 return -1;
         for (size_t i = 0; i < n; i++) {
@@ -312,7 +312,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
         }
         for (size_t i = 0; i < m; i++)
                 r->tasks[i] = NULL; /* linked to the new request now */
-        kd_store_req_free(r);
+        kd_store_req_done(f, r);
         arm(f);
 }
 
@@ -356,7 +356,7 @@ static int claim_batch(kd_fwd_t *f)
  * memory (then nothing is sent). */
 static int send_renewals(kd_fwd_t *f, kd_task_t **tasks, size_t n)
 {
-        kd_store_req_t *r = kd_store_req_new(KD_FW_CLAIM, n);
+        kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLAIM, n);
         if (!r)
                 return -1;
         for (size_t i = 0; i < n; i++) {
@@ -404,7 +404,7 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                         continue;
                 f->mode->done(f, t); /* detaches it (kd_settle_release) */
         }
-        kd_store_req_free(r);
+        kd_store_req_done(f, r);
 }
 
 /* Renews the leases of the claims held here that have used a third of

@@ -217,6 +217,18 @@ static void fire_journal(kd_fwd_t *f, kd_task_t *t)
         retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", err);
 }
 
+/* Headers hdrs of t's that did not go out: back to t if they were its
+ * own (lent), destroyed if a copy. */
+static void headers_unused(kd_task_t *t, rd_kafka_headers_t *hdrs)
+{
+        if (!t->hdrs_lent) {
+                rd_kafka_headers_destroy(hdrs);
+                return;
+        }
+        t->rec.hdrs = hdrs;
+        t->hdrs_lent = 0;
+}
+
 /* Sends t with headers hdrs (taken) to topic as `as`. */
 static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                     rd_kafka_headers_t *hdrs, kd_task_state_t as)
@@ -224,14 +236,14 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
         rd_kafka_resp_err_t err;
         kd_task_set_state(f, t, as);
         if (f->mode->poisoned && f->mode->poisoned(f, t, as, &err)) {
-                rd_kafka_headers_destroy(hdrs);
+                headers_unused(t, hdrs);
                 poisoned(f, t, as, err);
                 return;
         }
         rd_kafka_t *rk = NULL;
         int wait = f->mode->begin(f, t, as, &rk);
         if (wait) {
-                rd_kafka_headers_destroy(hdrs);
+                headers_unused(t, hdrs);
                 if (wait > 0)
                         wait_turn(f, t, as, wait);
                 else
@@ -257,15 +269,60 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                         f->mode->produced(f, t);
                 return;
         }
-        rd_kafka_headers_destroy(hdrs);
+        headers_unused(t, hdrs);
         produce_failed(f, t, as, err, "produce_failed");
 }
 
-/* A copy of t's headers; NULL when out of memory (then t is retried). */
-static rd_kafka_headers_t *headers_copy(const kd_task_t *t)
+/* A copy of t's headers as read, for a hop or a dead letter (the routing
+ * headers its fire removed put back first); NULL when out of memory (then
+ * t is retried). */
+static rd_kafka_headers_t *headers_copy(kd_task_t *t)
 {
-        return t->rec.hdrs ? rd_kafka_headers_copy(t->rec.hdrs)
-                           : rd_kafka_headers_new(1);
+        rd_kafka_headers_t *h = t->rec.hdrs;
+        if (!h)
+                return rd_kafka_headers_new(1);
+        if (t->hdrs_unrouted) {
+                if (rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1,
+                                        t->rec.target, -1) ||
+                    rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
+                                        KDELAY_WIRE_VERSION, -1))
+                        return NULL;
+                t->hdrs_unrouted = 0;
+        }
+        return rd_kafka_headers_copy(h);
+}
+
+/* t's headers for its fire: its own, lent to the produce rather than
+ * copied (a fire is one produce per task, and the copy was a tenth of the
+ * forwarder's CPU per fire), without the routing headers; back with the
+ * delivery report (kd_fire_dr_cb). NULL when out of memory. */
+static rd_kafka_headers_t *headers_lend(kd_task_t *t)
+{
+        rd_kafka_headers_t *h = t->rec.hdrs;
+        if (!h)
+                return rd_kafka_headers_new(1);
+        t->rec.hdrs = NULL;
+        t->hdrs_lent = 1;
+        if (!t->hdrs_unrouted) {
+                rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
+                rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
+                t->hdrs_unrouted = 1;
+        }
+        return h;
+}
+
+/* The report of t's fire brings its lent headers back. */
+static void headers_returned(kd_task_t *t, const rd_kafka_message_t *m)
+{
+        if (!t->hdrs_lent)
+                return;
+        t->hdrs_lent = 0;
+        /* m is librdkafka's until the callback returns, and its headers
+         * are the ones the produce took: detached, they are t's again and
+         * librdkafka no longer destroys them with m. */
+        rd_kafka_headers_t *h = NULL;
+        if (!rd_kafka_message_detach_headers((rd_kafka_message_t *)m, &h))
+                t->rec.hdrs = h;
 }
 
 /* 1 when t's claim surely holds through its fire: half its lease is
@@ -328,7 +385,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
         }
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
-        rd_kafka_headers_t *h = headers_copy(t);
+        rd_kafka_headers_t *h = headers_lend(t);
         kd_held_remove(f, t);
         t->late_ms = now - due_ms(t);
         if (!h) {
@@ -336,8 +393,6 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                             RD_KAFKA_RESP_ERR__FAIL);
                 return;
         }
-        rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
-        rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
         produce(f, t, t->rec.target, h, KD_TASK_FIRING);
 }
 
@@ -432,6 +487,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         f->kafka.inflight--;
         f->kafka.last_report_mono = kd_mono_ms();
         t->where = KD_WHERE_NONE; /* reported */
+        headers_returned(t, m);
         if (!m->err) {
                 rd_kafka_timestamp_type_t tt;
                 int64_t ts = rd_kafka_message_timestamp(m, &tt);

@@ -85,6 +85,11 @@ typedef struct kd_fwd_kafka {
         size_t warm_targets_cnt;
 } kd_fwd_kafka_t;
 
+/* Requests kept for reuse: as many as a catch-up has out at once (four
+ * claims, two batches of marks; claim.c, settle.c), at most about 0.5 MB
+ * with claim batches of 500. */
+#define KD_STORE_SPARES 6
+
 /* The fate store, its thread, and the backoff while it fails (store.c). */
 typedef struct kd_fwd_store {
         kd_fate_store_t *fate;         /* owned */
@@ -99,6 +104,9 @@ typedef struct kd_fwd_store {
         int64_t waiting_since_mono; /* requests out, none back since */
         kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
         int64_t last_done_mono;     /* a request last came back */
+        /* Requests back and kept for reuse (kd_store_req_done); owned. */
+        struct kd_store_req *spare[KD_STORE_SPARES];
+        size_t spares;
 } kd_fwd_store_t;
 
 /* forwarder.fate_outage_policy=fire (outage.c): whether due tasks fire

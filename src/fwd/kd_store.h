@@ -22,6 +22,11 @@ struct kd_store_req {
         /* CLAIM, TAKEOVER: the task of each item (borrowed); NULL once the
          * task went away (kd_store_req_detach). */
         kd_task_t **tasks;
+        size_t cap; /* items and tasks, or ids, lens and vals: room for */
+        /* CLAIM, TAKEOVER: the items' ids, tokens and source topics, one
+         * block (owned) that the items point into. */
+        char *strs;
+        size_t strs_len, strs_cap;
 };
 
 /* Starts the store's thread on f->store.fate. */
@@ -34,8 +39,11 @@ void kd_store_stop(kd_fwd_t *f);
 int kd_store_fd(const kd_fwd_t *f);
 
 /* A request for op with room for n items (claims) or n ids (marks), all
- * zero; NULL when out of memory. */
-kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n);
+ * zero; NULL when out of memory. One that came back before and was kept
+ * (kd_store_req_done) is used again: a catch-up's batches then cost no
+ * allocation of their arrays (tens of KB each, which glibc consolidates
+ * its free lists for). */
+kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n);
 /* Copies id and token into item i of a claim or takeover request, and
  * links task t to it (t->req). -1 when out of memory. */
 int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
@@ -44,6 +52,9 @@ int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
 void kd_store_req_detach(kd_task_t *t);
 /* Frees r with what it owns (item strings, ids). */
 void kd_store_req_free(kd_store_req_t *r);
+/* Done with r on the loop: what it owns is freed, r itself is kept for a
+ * later kd_store_req_new (a few; the others are freed). */
+void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r);
 
 /* Sends r; done(f, r) runs on the loop when it is back. */
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);

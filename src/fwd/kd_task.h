@@ -29,7 +29,8 @@ typedef struct kd_taskrec {
         void *value; /* in the task's own block; NULL = null value */
         size_t value_len;
         rd_kafka_headers_t *hdrs; /* owned (taken from the message); may be
-                                     NULL */
+                                     NULL; NULL while lent to its fire
+                                     (kd_task_t.hdrs_lent) */
         /* Decoded from the headers (NULL/0 when the record is malformed). */
         char *id;     /* owned, NUL-terminated: one block with target */
         char *target; /* inside id's block, NUL-terminated */
@@ -108,6 +109,12 @@ typedef struct kd_task {
         int unclaimed; /* fired without a claim through a fate-store
                           outage (forwarder.fate_outage_policy=fire): its
                           journal record stands for the FIRED mark */
+        int hdrs_lent;     /* its headers went out with its fire, not a copy
+                              (rec.hdrs NULL): back with the delivery
+                              report, or when the produce fails */
+        int hdrs_unrouted; /* its headers lack kdelay-target and kdelay-v,
+                              removed for its fire: put back before a hop
+                              or a dead letter copies them */
         rd_kafka_resp_err_t dead_err; /* why its produce failed for good;
                                          0 = it did not */
         char token[65]; /* claim owner token, fixed at the first claim so a

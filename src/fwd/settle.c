@@ -161,7 +161,7 @@ static void flushed(kd_fwd_t *f, kd_store_req_t *r)
                                 kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
                 }
         }
-        kd_store_req_free(r);
+        kd_store_req_done(f, r);
         if (queued(s) > 0)
                 arm(f);
 }
@@ -178,7 +178,7 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op,
                 size_t n = q->len;
                 if (n > (size_t)f->conf->fwd_claim_batch)
                         n = (size_t)f->conf->fwd_claim_batch;
-                kd_store_req_t *r = kd_store_req_new(op, n);
+                kd_store_req_t *r = kd_store_req_new(f, op, n);
                 if (!r) {
                         kd_store_failed(f, "mark", "out of memory");
                         return 0;

@@ -29,12 +29,12 @@ static const char *const op_name[] = {
 #define KD_STORE_STALL_MS 5000
 
 static void store_down(kd_fwd_t *f, int64_t since_mono);
+static void req_destroy(kd_store_req_t *r);
 static void check_stalled(kd_fwd_t *f, int64_t now);
 
 static void ping_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        (void)f;
-        kd_store_req_free(r);
+        kd_store_req_done(f, r);
 }
 
 static void ping_cb(kd_timer_t *tm, void *arg)
@@ -48,7 +48,7 @@ static void ping_cb(kd_timer_t *tm, void *arg)
          * outage. */
         if (s->inflight == 0 && kd_store_ready(f) &&
             (s->down || now - s->last_done_mono >= KD_STORE_PING_MS)) {
-                kd_store_req_t *r = kd_store_req_new(KD_FW_PING, 0);
+                kd_store_req_t *r = kd_store_req_new(f, KD_FW_PING, 0);
                 if (r)
                         kd_store_submit(f, r, ping_done);
         }
@@ -80,6 +80,8 @@ void kd_store_stop(kd_fwd_t *f)
         kd_fate_worker_stop(f->store.worker, free_req);
         f->store.worker = NULL;
         f->store.inflight = 0;
+        while (f->store.spares > 0)
+                req_destroy(f->store.spare[--f->store.spares]);
 }
 
 int kd_store_fd(const kd_fwd_t *f)
@@ -87,21 +89,69 @@ int kd_store_fd(const kd_fwd_t *f)
         return f->store.worker ? kd_fate_worker_fd(f->store.worker) : -1;
 }
 
-kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n)
+/* The arrays a request of op needs: 0 none (ping), 1 items and tasks,
+ * 2 ids, lens and vals. */
+static int req_kind(kd_fw_op_t op)
 {
-        kd_store_req_t *r = calloc(1, sizeof(*r));
-        if (!r)
+        if (op == KD_FW_PING)
+                return 0;
+        return op == KD_FW_CLAIM || op == KD_FW_TAKEOVER ? 1 : 2;
+}
+
+/* r made ready for op with n items or ids (n <= r->cap), all zero. */
+static void req_reset(kd_store_req_t *r, kd_fw_op_t op, size_t n)
+{
+        kd_store_req_t keep = *r;
+        memset(r, 0, sizeof(*r));
+        r->fw.op = op;
+        r->fw.n = n;
+        r->cap = keep.cap;
+        r->strs = keep.strs;
+        r->strs_cap = keep.strs_cap;
+        if ((r->fw.items = keep.fw.items))
+                memset(r->fw.items, 0, n * sizeof(*r->fw.items));
+        if ((r->tasks = keep.tasks))
+                memset(r->tasks, 0, n * sizeof(*r->tasks));
+        if ((r->fw.ids = keep.fw.ids))
+                memset(r->fw.ids, 0, n * sizeof(*r->fw.ids));
+        if ((r->fw.lens = keep.fw.lens))
+                memset(r->fw.lens, 0, n * sizeof(*r->fw.lens));
+        if ((r->fw.vals = keep.fw.vals))
+                memset(r->fw.vals, 0, n * sizeof(*r->fw.vals));
+}
+
+/* A kept request fit for op with n entries, taken from the spares; NULL =
+ * none. */
+static kd_store_req_t *spare_take(kd_fwd_store_t *s, kd_fw_op_t op, size_t n)
+{
+        for (size_t i = s->spares; i-- > 0;) {
+                kd_store_req_t *r = s->spare[i];
+                if (req_kind(r->fw.op) != req_kind(op) || r->cap < n)
+                        continue;
+                s->spare[i] = s->spare[--s->spares];
+                s->spare[s->spares] = NULL;
+                req_reset(r, op, n);
+                return r;
+        }
+        return NULL;
+}
+
+kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n)
+{
+        kd_store_req_t *r = spare_take(&f->store, op, n);
+        if (r)
+                return r;
+        if (!(r = calloc(1, sizeof(*r))))
                 return NULL;
         r->fw.op = op;
         r->fw.n = n;
+        r->cap = n;
         int ok = 1;
-        if (op == KD_FW_PING) {
-                /* nothing to carry */
-        } else if (op == KD_FW_CLAIM || op == KD_FW_TAKEOVER) {
+        if (req_kind(op) == 1) {
                 r->fw.items = calloc(n, sizeof(*r->fw.items));
                 r->tasks = calloc(n, sizeof(*r->tasks));
                 ok = r->fw.items && r->tasks;
-        } else {
+        } else if (req_kind(op) == 2) {
                 r->fw.ids = calloc(n, sizeof(*r->fw.ids));
                 r->fw.lens = calloc(n, sizeof(*r->fw.lens));
                 r->fw.vals = calloc(n, sizeof(*r->fw.vals));
@@ -114,17 +164,47 @@ kd_store_req_t *kd_store_req_new(kd_fw_op_t op, size_t n)
         return r;
 }
 
+/* Room for need more bytes in r's string block; -1 when out of memory.
+ * A new block takes the items' strings along (they point into it). */
+static int strs_room(kd_store_req_t *r, size_t need)
+{
+        if (r->strs_len + need <= r->strs_cap)
+                return 0;
+        size_t cap = r->strs_cap ? r->strs_cap * 2 : 64 * (r->cap ? r->cap : 1);
+        if (cap < r->strs_len + need)
+                cap = r->strs_len + need;
+        char *b = malloc(cap);
+        if (!b)
+                return -1;
+        if (r->strs_len)
+                memcpy(b, r->strs, r->strs_len);
+        for (size_t i = 0; i < r->fw.n; i++) {
+                kd_fate_claim_t *it = &r->fw.items[i];
+                if (!it->id)
+                        continue;
+                it->id = b + (it->id - r->strs);
+                it->token = b + (it->token - r->strs);
+                if (it->src_topic)
+                        it->src_topic = b + (it->src_topic - r->strs);
+        }
+        free(r->strs);
+        r->strs = b;
+        r->strs_cap = cap;
+        return 0;
+}
+
 int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
                       const char *row_owner)
 {
         kd_fate_claim_t *it = &r->fw.items[i];
         size_t id_len = strlen(t->rec.id), tok_len = strlen(t->token);
         size_t top_len = t->part ? strlen(t->part->topic) : 0;
-        /* One buffer per item: the id, the token, the source topic (the
-         * task may be gone before the worker is done with the item). */
-        char *buf = malloc(id_len + tok_len + top_len + 3);
-        if (!buf)
+        /* Copies: the id, the token, the source topic (the task may be gone
+         * before the worker is done with the item). */
+        if (strs_room(r, id_len + tok_len + top_len + 3))
                 return -1;
+        char *buf = r->strs + r->strs_len;
+        r->strs_len += id_len + tok_len + top_len + 3;
         memcpy(buf, t->rec.id, id_len + 1);
         memcpy(buf + id_len + 1, t->token, tok_len + 1);
         it->id = buf;
@@ -155,24 +235,50 @@ void kd_store_req_detach(kd_task_t *t)
         }
 }
 
+/* Frees what r's entries own and unlinks its tasks; r keeps its arrays. */
+static void req_clear(kd_store_req_t *r)
+{
+        kd_fw_req_t *fw = &r->fw;
+        for (size_t i = 0; r->tasks && i < fw->n; i++)
+                if (r->tasks[i])
+                        r->tasks[i]->req = NULL;
+        for (size_t i = 0; fw->ids && i < fw->n; i++) {
+                free(fw->ids[i]);
+                fw->ids[i] = NULL;
+        }
+        r->strs_len = 0;
+}
+
+static void req_destroy(kd_store_req_t *r)
+{
+        free(r->fw.items);
+        free(r->fw.ids);
+        free(r->fw.lens);
+        free(r->fw.vals);
+        free(r->tasks);
+        free(r->strs);
+        free(r);
+}
+
 void kd_store_req_free(kd_store_req_t *r)
 {
         if (!r)
                 return;
-        kd_fw_req_t *fw = &r->fw;
-        for (size_t i = 0; fw->items && i < fw->n; i++)
-                free((char *)fw->items[i].id); /* the item's buffer */
-        for (size_t i = 0; r->tasks && i < fw->n; i++)
-                if (r->tasks[i])
-                        r->tasks[i]->req = NULL;
-        for (size_t i = 0; fw->ids && i < fw->n; i++)
-                free(fw->ids[i]);
-        free(fw->items);
-        free(fw->ids);
-        free(fw->lens);
-        free(fw->vals);
-        free(r->tasks);
-        free(r);
+        req_clear(r);
+        req_destroy(r);
+}
+
+void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fwd_store_t *s = &f->store;
+        if (!r)
+                return;
+        req_clear(r);
+        if (s->spares < KD_STORE_SPARES && req_kind(r->fw.op) != 0) {
+                s->spare[s->spares++] = r;
+                return;
+        }
+        req_destroy(r);
 }
 
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)

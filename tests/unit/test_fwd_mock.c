@@ -880,8 +880,14 @@ static void c_missing_target(fm_env_t *e)
                     "target-unavailable");
                 CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-id", buf, sizeof(buf)),
                                        t.id);
+                /* The fire took the task's own headers (not a copy),
+                 * without these two: back for its dead letter. */
                 CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-target", buf, sizeof(buf)),
                                        nowhere);
+                CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-target"), 1);
+                CU_ASSERT_STRING_EQUAL(hs(m, "kdelay-v", buf, sizeof(buf)),
+                                       "1");
+                CU_ASSERT_EQUAL(fm_header_cnt(m, "kdelay-v"), 1);
                 CU_ASSERT(bytes_eq(m->key, m->key_len, t.key, t.key_len));
                 CU_ASSERT(
                     bytes_eq(m->value, m->value_len, t.value, t.value_len));

@@ -2,6 +2,7 @@
  * pair of states against the table of moves, each illegal one logged
  * once and counted, and made all the same; a task taken out of each of
  * its places; a task in flight left to its report. No broker, no store. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,7 +195,7 @@ static void test_detach_from_every_place(void)
         CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
         CU_ASSERT_EQUAL(f->claim.q.len, 0);
 
-        kd_store_req_t *r = kd_store_req_new(KD_FW_CLAIM, 1);
+        kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLAIM, 1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r);
         CU_ASSERT_EQUAL_FATAL(kd_store_req_item(r, 0, t, NULL), 0);
         CU_ASSERT_PTR_EQUAL(t->req, r);
@@ -288,12 +289,95 @@ static void test_claimed_states(void)
         }
 }
 
+/* A request back from the store is kept and used again (kd_store_req_done):
+ * its arrays come back zeroed, its items' strings stay right when their
+ * block grows under them, and a claim's request never serves marks. */
+static void test_store_requests_reused(void)
+{
+        kd_fwd_t *f = fwd_new();
+        enum { N = 12 };
+        kd_task_t *t[N];
+        char id[200];
+        kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLAIM, N);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        for (int i = 0; i < N; i++) {
+                /* Long ids: the string block grows several times. */
+                snprintf(id, sizeof(id), "%0*d", 150, i);
+                t[i] = task_new(id);
+                snprintf(t[i]->token, sizeof(t[i]->token), "tok-%d", i);
+                CU_ASSERT_EQUAL_FATAL(kd_store_req_item(r, (size_t)i, t[i],
+                                                        i % 2 ? "owner" : NULL),
+                                      0);
+        }
+        for (int i = 0; i < N; i++) {
+                snprintf(id, sizeof(id), "%0*d", 150, i);
+                CU_ASSERT_STRING_EQUAL(r->fw.items[i].id, id);
+                CU_ASSERT_EQUAL(r->fw.items[i].id_len, 150);
+                snprintf(id, sizeof(id), "tok-%d", i);
+                CU_ASSERT_STRING_EQUAL(r->fw.items[i].token, id);
+                CU_ASSERT_STRING_EQUAL(r->fw.items[i].row_owner,
+                                       i % 2 ? "owner" : "");
+                CU_ASSERT_PTR_EQUAL(t[i]->req, r);
+        }
+        r->fw.items[3].fate = KDELAY_FATE_FIRED;
+        r->fw.err = KDELAY_ERR_MYSQL;
+        kd_store_req_done(f, r);
+        for (int i = 0; i < N; i++)
+                CU_ASSERT_PTR_NULL(t[i]->req); /* unlinked */
+        CU_ASSERT_EQUAL(f->store.spares, 1);
+
+        /* Marks do not take a claim's arrays. */
+        kd_store_req_t *m = kd_store_req_new(f, KD_FW_MARK_FIRED, 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_PTR_NOT_EQUAL(m, r);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m->fw.ids);
+        m->fw.ids[0] = strdup("a"); /* owned by the request */
+        kd_store_req_done(f, m);
+        CU_ASSERT_EQUAL(f->store.spares, 2);
+
+        /* A smaller claim takes the kept one, all zero again. */
+        kd_store_req_t *r2 = kd_store_req_new(f, KD_FW_TAKEOVER, 2);
+        CU_ASSERT_PTR_EQUAL(r2, r);
+        CU_ASSERT_EQUAL(r2->fw.op, KD_FW_TAKEOVER);
+        CU_ASSERT_EQUAL(r2->fw.n, 2);
+        CU_ASSERT_EQUAL(r2->fw.err, 0);
+        CU_ASSERT_EQUAL(r2->strs_len, 0);
+        for (int i = 0; i < 2; i++) {
+                CU_ASSERT_PTR_NULL(r2->fw.items[i].id);
+                CU_ASSERT_EQUAL(r2->fw.items[i].fate, 0);
+                CU_ASSERT_PTR_NULL(r2->tasks[i]);
+        }
+        /* A larger one than any kept is new. */
+        kd_store_req_t *r3 = kd_store_req_new(f, KD_FW_CLAIM, N + 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r3);
+        CU_ASSERT_PTR_NOT_EQUAL(r3, r);
+        kd_store_req_free(r3);
+        CU_ASSERT_EQUAL_FATAL(kd_store_req_item(r2, 0, t[0], NULL), 0);
+        CU_ASSERT_STRING_EQUAL(r2->fw.items[0].token, "tok-0");
+        kd_store_req_done(f, r2);
+
+        /* More back than are kept: the rest are freed. */
+        kd_store_req_t *many[KD_STORE_SPARES + 2];
+        for (size_t i = 0; i < KD_STORE_SPARES + 2; i++)
+                CU_ASSERT_PTR_NOT_NULL_FATAL(
+                    many[i] = kd_store_req_new(f, KD_FW_MARK_DEAD, 1));
+        for (size_t i = 0; i < KD_STORE_SPARES + 2; i++)
+                kd_store_req_done(f, many[i]);
+        CU_ASSERT_EQUAL(f->store.spares, KD_STORE_SPARES);
+        kd_store_stop(f); /* frees the kept ones */
+        CU_ASSERT_EQUAL(f->store.spares, 0);
+        for (int i = 0; i < N; i++)
+                kd_task_free(t[i]);
+        fwd_free(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_every_pair_against_the_table),
             KD_TEST(test_detach_from_every_place),
             KD_TEST(test_release_orphans_what_is_in_flight),
-            KD_TEST(test_claimed_states), KD_TEST_END};
+            KD_TEST(test_claimed_states),
+            KD_TEST(test_store_requests_reused), KD_TEST_END};
         return kd_test_run("task_state", cases, NULL, NULL);
 }
