@@ -282,8 +282,8 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
         if (!h)
                 return rd_kafka_headers_new(1);
         if (t->hdrs_unrouted) {
-                if (rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1,
-                                        t->rec.target, -1) ||
+                if (rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, t->rec.target,
+                                        -1) ||
                     rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
                                         KDELAY_WIRE_VERSION, -1))
                         return NULL;

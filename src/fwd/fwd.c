@@ -29,11 +29,15 @@
 #include "kd_util.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
- * independent of the backlog; short fetch waits make resumes prompt. */
+ * independent of the backlog, and what a pause drops (librdkafka discards a
+ * paused partition's prefetched records and fetches them again on resume)
+ * small: 4 MB is a tenth of a second of a catch-up's records and cut what
+ * its drain fetched from 2.2 to 1.1 times its records (16 MB before);
+ * short fetch waits make resumes prompt. */
 static const char *const kd_consumer_defaults[] = {"auto.offset.reset",
                                                    "earliest",
                                                    "queued.max.messages.kbytes",
-                                                   "16384",
+                                                   "4096",
                                                    "fetch.wait.max.ms",
                                                    "100",
                                                    "session.timeout.ms",

@@ -38,20 +38,27 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
         f->hooks.room(f);
 }
 
-int kd_held_full(const kd_fwd_t *f, const kd_task_t *t)
+int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low)
 {
         const kd_fwd_held_t *h = &f->held;
-        return h->cnt + h->out_cnt + 1 > (size_t)f->conf->fwd_max_held ||
-               h->bytes + h->out_bytes + (int64_t)t->bytes >
-                   f->conf->fwd_max_held_bytes;
+        size_t max = (size_t)f->conf->fwd_max_held;
+        int64_t max_bytes = f->conf->fwd_max_held_bytes;
+        if (low && (h->cnt + h->out_cnt > max / 2 ||
+                    h->bytes + h->out_bytes > max_bytes / 2))
+                return 1;
+        return h->cnt + h->out_cnt + 1 > max ||
+               h->bytes + h->out_bytes + (int64_t)t->bytes > max_bytes;
 }
 
-int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t)
+int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low)
 {
         const kd_fwd_held_t *h = &f->held;
+        size_t max = (size_t)f->conf->fwd_max_held / 4;
+        int64_t max_bytes = f->conf->fwd_max_held_bytes / 4;
         if (h->out_cnt == 0)
                 return 0;
-        return h->out_cnt + 1 > (size_t)f->conf->fwd_max_held / 4 ||
-               h->out_bytes + (int64_t)t->bytes >
-                   f->conf->fwd_max_held_bytes / 4;
+        if (low && (h->out_cnt > max / 2 || h->out_bytes > max_bytes / 2))
+                return 1;
+        return h->out_cnt + 1 > max ||
+               h->out_bytes + (int64_t)t->bytes > max_bytes;
 }

@@ -87,9 +87,11 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
 static void process(kd_fwd_t *f, kd_part_t *p)
 {
         int64_t now = kd_fwd_now(f), wake_at = 0;
+        /* Paused for room: resumes at the low-water mark (kd_sched.h). */
+        int low = p->flow == KD_PART_FULL;
         while (p->backlog.head) {
                 kd_sched_t what =
-                    kd_sched_decide(f, p, p->backlog.head, now, &wake_at);
+                    kd_sched_decide(f, p, p->backlog.head, now, low, &wake_at);
                 if (what == KD_SCHED_WAIT) {
                         pause_part(f, p, KD_PART_WAITING, wake_at);
                         return;
@@ -100,6 +102,7 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                 }
                 kd_task_t *t = kd_taskq_pop(&p->backlog);
                 t->where = KD_WHERE_NONE;
+                low = 0;
                 kd_sched_take(f, t, what);
         }
         if (p->flow != KD_PART_FLOWING)

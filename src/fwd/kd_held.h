@@ -14,10 +14,12 @@ void kd_held_add_out(kd_fwd_t *f, kd_task_t *t);
 /* Takes t out of the held set or the out share, whichever it is in. */
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t);
 /* 1 when t does not fit into the held set now (held and out together
- * within max_held and max_held_bytes). */
-int kd_held_full(const kd_fwd_t *f, const kd_task_t *t);
+ * within max_held and max_held_bytes); low (a partition paused for room,
+ * kd_sched_decide): also while the set is above half the limits. */
+int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 /* 1 when t does not fit into the out share now: a quarter of the limits
- * (one task always fits into an empty share). */
-int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t);
+ * (one task always fits into an empty share); low: also while the share
+ * is above half of that. */
+int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 
 #endif

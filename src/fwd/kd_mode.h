@@ -54,8 +54,11 @@ struct kd_mode_ops {
          * marks it done without a task. Optional (NULL: never). */
         int (*handled)(kd_fwd_t *f, kd_part_t *p, int64_t offset);
         /* 1 when the backlog head t of p may be handled now; 0 pauses p
-         * until room appears (the room hook). Optional (NULL: 1). */
-        int (*admit)(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t);
+         * until room appears (the room hook). low: p is paused for room
+         * and resumes only below half the bound (kd_sched_decide).
+         * Optional (NULL: 1). */
+        int (*admit)(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
+                     int low);
 
         /* Before producing t as `as` (t NULL: a clock probe, produced
          * only when 0): 0 to produce now, with *rk; > 0 to wait that many

@@ -836,11 +836,12 @@ static int eos_handled(kd_fwd_t *f, kd_part_t *p, int64_t offset)
                ep->skip[ep->skip_pos].first <= offset;
 }
 
-static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t)
+static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
+                     int low)
 {
         (void)f;
         return t->rec.offset - kd_offtrack_commit_point(&p->track) <=
-               KD_DONE_SPAN_MAX;
+               (low ? KD_DONE_SPAN_MAX / 2 : KD_DONE_SPAN_MAX);
 }
 
 /* --- produce and settle ---------------------------------------------- */

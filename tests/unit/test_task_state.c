@@ -9,6 +9,7 @@
 #include <kdelay/conf.h>
 
 #include "kd_fwd_state.h"
+#include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -371,6 +372,53 @@ static void test_store_requests_reused(void)
         fwd_free(f);
 }
 
+/* A partition paused for room resumes at the low-water mark: half the
+ * held set's limits (count or bytes), half the out share's. */
+static void test_held_low_water(void)
+{
+        kd_fwd_t *f = fwd_new();
+        f->conf->fwd_max_held = 16;
+        f->conf->fwd_max_held_bytes = 16000;
+        kd_task_t t = {0};
+        t.bytes = 100;
+        f->held.cnt = 15;
+        CU_ASSERT_FALSE(kd_held_full(f, &t, 0)); /* room for one */
+        CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
+        f->held.cnt = 16;
+        CU_ASSERT_TRUE(kd_held_full(f, &t, 0));
+        f->held.cnt = 9;
+        CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
+        f->held.cnt = 8; /* half */
+        CU_ASSERT_FALSE(kd_held_full(f, &t, 1));
+        f->held.out_cnt = 1; /* counts with the held */
+        CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
+        f->held.out_cnt = 0;
+        f->held.bytes = 8001; /* over half the bytes */
+        CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
+        CU_ASSERT_FALSE(kd_held_full(f, &t, 0));
+        f->held.bytes = 0;
+        /* A task larger than half the bytes still goes into an empty set. */
+        f->held.cnt = 0;
+        t.bytes = 12000;
+        CU_ASSERT_FALSE(kd_held_full(f, &t, 1));
+        t.bytes = 100;
+
+        /* The out share: a quarter (4 tasks, 4000 bytes), low at half. */
+        f->held.out_cnt = 3;
+        f->held.out_bytes = 300;
+        CU_ASSERT_FALSE(kd_held_out_full(f, &t, 0));
+        CU_ASSERT_TRUE(kd_held_out_full(f, &t, 1));
+        f->held.out_cnt = 2;
+        f->held.out_bytes = 200;
+        CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1));
+        f->held.out_bytes = 2001;
+        CU_ASSERT_TRUE(kd_held_out_full(f, &t, 1));
+        f->held.out_cnt = 0;
+        f->held.out_bytes = 0;
+        CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1)); /* empty: always fits */
+        fwd_free(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -378,6 +426,8 @@ int main(void)
             KD_TEST(test_detach_from_every_place),
             KD_TEST(test_release_orphans_what_is_in_flight),
             KD_TEST(test_claimed_states),
-            KD_TEST(test_store_requests_reused), KD_TEST_END};
+            KD_TEST(test_store_requests_reused),
+            KD_TEST(test_held_low_water),
+            KD_TEST_END};
         return kd_test_run("task_state", cases, NULL, NULL);
 }
