@@ -153,6 +153,11 @@ static void test_defaults(void)
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tier."));
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay.tiers.5m"));
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "orders"));
+        CU_ASSERT_TRUE(kd_conf_is_own_topic(conf, "kdelay.journal"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelaydead"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay-x.dead"));
+        CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdela.dead"));
         /* 2 x 30m + 7d */
         CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 6),
                         2 * 1800000LL + 7 * 86400000LL);

@@ -1440,6 +1440,11 @@ void kd_conf_journal_topic(const kdelay_conf_t *conf, char *buf, size_t size)
 
 int kd_conf_is_own_topic(const kdelay_conf_t *conf, const char *topic)
 {
+        /* Each is "<prefix>.<name>": most targets are not (checked per task
+         * read, so without formatting a name first). */
+        size_t n = strlen(conf->topic_prefix);
+        if (strncmp(topic, conf->topic_prefix, n) != 0 || topic[n] != '.')
+                return 0;
         char name[256];
         kd_conf_dead_topic(conf, name, sizeof(name));
         if (strcmp(name, topic) == 0)
