@@ -109,9 +109,9 @@ typedef struct kd_task {
         int unclaimed; /* fired without a claim through a fate-store
                           outage (forwarder.fate_outage_policy=fire): its
                           journal record stands for the FIRED mark */
-        int hdrs_lent;     /* its headers went out with its fire, not a copy
-                              (rec.hdrs NULL): back with the delivery
-                              report, or when the produce fails */
+        int hdrs_lent; /* its headers went out with its fire, not a copy
+                          (rec.hdrs NULL): back with the delivery
+                          report, or when the produce fails */
         int hdrs_unrouted; /* its headers lack kdelay-target and kdelay-v,
                               removed for its fire: put back before a hop
                               or a dead letter copies them */
