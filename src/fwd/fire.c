@@ -282,6 +282,9 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
         if (!h)
                 return rd_kafka_headers_new(1);
         if (t->hdrs_unrouted) {
+                /* Removed first: an add that failed before left one. */
+                rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
+                rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
                 if (rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, t->rec.target,
                                         -1) ||
                     rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,

@@ -22,20 +22,45 @@ void kd_held_add_out(kd_fwd_t *f, kd_task_t *t)
         kd_metric_max(&f->metrics, KD_M_OUT_MAX, (int64_t)f->held.out_cnt);
 }
 
+/* 1 when the set and the out share are at or below half their limits. */
+static int at_half(const kd_fwd_t *f)
+{
+        const kd_fwd_held_t *h = &f->held;
+        size_t max = (size_t)f->conf->fwd_max_held;
+        int64_t max_bytes = f->conf->fwd_max_held_bytes;
+        return h->cnt + h->out_cnt <= max / 2 &&
+               h->bytes + h->out_bytes <= max_bytes / 2 &&
+               h->out_cnt <= max / 8 && h->out_bytes <= max_bytes / 8;
+}
+
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
 {
+        if (!t->out && !t->held)
+                return;
         if (t->out) {
                 t->out = 0;
                 f->held.out_cnt--;
                 f->held.out_bytes -= (int64_t)t->bytes;
-                f->hooks.room(f);
+        } else {
+                t->held = 0;
+                f->held.cnt--;
+                f->held.bytes -= (int64_t)t->bytes;
         }
-        if (!t->held)
-                return;
-        t->held = 0;
-        f->held.cnt--;
-        f->held.bytes -= (int64_t)t->bytes;
+        if (f->held.low_until_mono && at_half(f))
+                f->held.low_until_mono = 0; /* drained */
         f->hooks.room(f);
+}
+
+int64_t kd_held_drain(kd_fwd_t *f, int64_t now_mono)
+{
+        if (!kd_held_low(f, now_mono) && !at_half(f))
+                f->held.low_until_mono = now_mono + KD_HELD_DRAIN_MS;
+        return f->held.low_until_mono;
+}
+
+int kd_held_low(const kd_fwd_t *f, int64_t now_mono)
+{
+        return f->held.low_until_mono > now_mono;
 }
 
 int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low)

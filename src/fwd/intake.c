@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
@@ -52,6 +53,7 @@ static void set_state(kd_fwd_t *f, kd_part_t *p, kd_part_state_t to)
 }
 
 static void wake_cb(kd_timer_t *tm, void *arg);
+static void room_cb(kd_timer_t *tm, void *arg);
 
 /* Pauses p until wake_at (KD_PART_WAITING) or room (KD_PART_FULL). */
 static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
@@ -83,11 +85,26 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
         kd_timer_disarm(&f->timers, &p->wake);
 }
 
+/* p's head t did not fit: into the held set (a drain starts, and the
+ * paused partitions look again when it ends at the latest), or within the
+ * mode's bound. */
+static void full(kd_fwd_t *f, kd_part_t *p, const kd_task_t *t, int low)
+{
+        pause_part(f, p, KD_PART_FULL, 0);
+        if (f->mode->admit && !f->mode->admit(f, p, t, low))
+                return;
+        int64_t until = kd_held_drain(f, kd_mono_ms());
+        if (until && kd_timer_arm_by(&f->timers, &f->intake.room, KD_CLOCK_MONO,
+                                     until, room_cb, f))
+                kd_fwd_oom(f, "room_timer");
+}
+
 /* Hands backlog heads to the schedule stage until one must wait. */
 static void process(kd_fwd_t *f, kd_part_t *p)
 {
         int64_t now = kd_fwd_now(f), wake_at = 0;
-        /* Paused for room: resumes at the low-water mark (kd_sched.h). */
+        /* Paused for room: resumes at the low-water mark of the mode's
+         * bound (kd_sched.h). */
         int low = p->flow == KD_PART_FULL;
         while (p->backlog.head) {
                 kd_sched_t what =
@@ -97,7 +114,7 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                         return;
                 }
                 if (what == KD_SCHED_FULL) {
-                        pause_part(f, p, KD_PART_FULL, 0);
+                        full(f, p, p->backlog.head, low);
                         return;
                 }
                 kd_task_t *t = kd_taskq_pop(&p->backlog);

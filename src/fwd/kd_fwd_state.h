@@ -85,10 +85,10 @@ typedef struct kd_fwd_kafka {
         size_t warm_targets_cnt;
 } kd_fwd_kafka_t;
 
-/* Requests kept for reuse: as many as a catch-up has out at once (four
- * claims, two batches of marks; claim.c, settle.c), at most about 0.5 MB
- * with claim batches of 500. */
-#define KD_STORE_SPARES 6
+/* Requests kept for reuse, per kind (claims and takeovers; marks): as
+ * many as a catch-up has out at once (four claims, two batches of marks;
+ * claim.c, settle.c); at most about 0.4 MB with batches of 500. */
+#define KD_STORE_SPARES 4
 
 /* The fate store, its thread, and the backoff while it fails (store.c). */
 typedef struct kd_fwd_store {
@@ -104,9 +104,10 @@ typedef struct kd_fwd_store {
         int64_t waiting_since_mono; /* requests out, none back since */
         kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
         int64_t last_done_mono;     /* a request last came back */
-        /* Requests back and kept for reuse (kd_store_req_done); owned. */
-        struct kd_store_req *spare[KD_STORE_SPARES];
-        size_t spares;
+        /* Requests back and kept for reuse (kd_store_req_done), [0] claims
+         * and takeovers, [1] marks; owned. */
+        struct kd_store_req *spare[2][KD_STORE_SPARES];
+        size_t spares[2];
 } kd_fwd_store_t;
 
 /* forwarder.fate_outage_policy=fire (outage.c): whether due tasks fire
@@ -173,6 +174,10 @@ typedef struct kd_fwd_held {
         int64_t bytes;
         size_t out_cnt; /* hops and dead letters not yet settled */
         int64_t out_bytes;
+        /* A partition paused for room: until then (monotonic), or until
+         * the set is down to half, every partition takes tasks only below
+         * half the limits (kd_held_drain); 0 = not draining. */
+        int64_t low_until_mono;
 } kd_fwd_held_t;
 
 /* One forwarder.target_rate_limits rule: its bucket and the due tasks

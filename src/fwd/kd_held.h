@@ -14,12 +14,28 @@ void kd_held_add_out(kd_fwd_t *f, kd_task_t *t);
 /* Takes t out of the held set or the out share, whichever it is in. */
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t);
 /* 1 when t does not fit into the held set now (held and out together
- * within max_held and max_held_bytes); low (a partition paused for room,
- * kd_sched_decide): also while the set is above half the limits. */
+ * within max_held and max_held_bytes); low (draining, kd_held_low): also
+ * while the set is above half the limits. */
 int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 /* 1 when t does not fit into the out share now: a quarter of the limits
  * (one task always fits into an empty share); low: also while the share
  * is above half of that. */
 int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
+
+/* The low-water mark. A partition paused for room starts a drain: for
+ * up to KD_HELD_DRAIN_MS, or until the set (and the out share) is down to
+ * half, every partition takes tasks only below half the limits. Resumed at
+ * each free slot instead, partitions filled the set and paused again
+ * within one fetch, 20 times a second in a catch-up, and each pause drops
+ * what the consumer had fetched ahead for the partition, which it fetches
+ * again on resume (a drain fetched its records nine times over). Every
+ * partition waits alike, so none is starved by the others' traffic, and
+ * for at most KD_HELD_DRAIN_MS: a task is read at most that much later
+ * than at the first free slot. */
+#define KD_HELD_DRAIN_MS 1000
+/* Starts a drain unless one is on; when it ends (monotonic ms). */
+int64_t kd_held_drain(kd_fwd_t *f, int64_t now_mono);
+/* 1 while a drain is on at now_mono. */
+int kd_held_low(const kd_fwd_t *f, int64_t now_mono);
 
 #endif

@@ -34,7 +34,8 @@ typedef struct kd_refusals {
         size_t used; /* topics in v: none, and a fire looks no further */
 } kd_refusals_t;
 
-/* What t's fire is counted as, in bytes: key, value and headers. */
+/* What t's fire is counted as, in bytes: key, value and headers but the
+ * routing ones (kdelay-target, kdelay-v), which a fire leaves behind. */
 size_t kd_refusals_bytes(const kd_task_t *t);
 
 /* t was refused alone with err (a record-class error): learns what it

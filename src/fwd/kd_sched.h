@@ -16,13 +16,11 @@ typedef enum kd_sched {
 } kd_sched_t;
 
 /* What to do with t, the backlog head of p, at wall time now. Decides
- * only; *wake_at (wall ms) is set for KD_SCHED_WAIT. low: p is paused for
- * room (KD_SCHED_FULL before), and its head goes on only once the bound
- * that paused it is down to half (a low-water mark): resumed the moment
- * one task's room appeared, a partition filled and paused again within a
- * fetch, and each pause drops what the consumer had fetched ahead for it,
- * which it fetches again on resume (a catch-up drain fetched its records
- * nine times over). */
+ * only; *wake_at (wall ms) is set for KD_SCHED_WAIT. The held set's
+ * bounds are halved while it drains (kd_held.h); low: p is paused for the
+ * mode's own bound (exactly_once's span of open offsets, the partition's
+ * alone), and its head goes on only once that is down to half, for the
+ * same reason. */
 kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                            const kd_task_t *t, int64_t now, int low,
                            int64_t *wake_at);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include <kdelay/kdelay.h>
+
 #include "kd_perr.h"
 #include "kd_util.h"
 
@@ -16,7 +18,11 @@ size_t kd_refusals_bytes(const kd_task_t *t)
              t->rec.hdrs &&
              !rd_kafka_header_get_all(t->rec.hdrs, i, &name, &val, &len);
              i++)
-                n += strlen(name) + len;
+                /* The fired record goes without the routing headers, and
+                 * they are gone from t's own after its fire (fire.c). */
+                if (strcmp(name, KDELAY_HDR_TARGET) &&
+                    strcmp(name, KDELAY_HDR_VERSION))
+                        n += strlen(name) + len;
         return n;
 }
 

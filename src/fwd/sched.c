@@ -16,9 +16,11 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                            int64_t *wake_at)
 {
         const kdelay_conf_t *c = f->conf;
+        /* Draining (kd_held.h): every partition waits for half. */
+        int held_low = f->held.low_until_mono && kd_held_low(f, kd_mono_ms());
         if (t->dead_reason)
-                return kd_held_out_full(f, t, low) ? KD_SCHED_FULL
-                                                   : KD_SCHED_DEAD;
+                return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
+                                                        : KD_SCHED_DEAD;
         int64_t due = kd_path_due(t->rec.fire_at_ms, t->rec.append_ms,
                                   p->tier_ms, c->fwd_hold_horizon_ms);
         if (due - c->fwd_lookahead_ms > now) {
@@ -29,9 +31,9 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                 return KD_SCHED_FULL;
         if (kd_path_hops(t->rec.fire_at_ms, now, c->fwd_hold_horizon_ms,
                          c->fwd_lookahead_ms))
-                return kd_held_out_full(f, t, low) ? KD_SCHED_FULL
-                                                   : KD_SCHED_HOP;
-        return kd_held_full(f, t, low) ? KD_SCHED_FULL : KD_SCHED_HOLD;
+                return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
+                                                        : KD_SCHED_HOP;
+        return kd_held_full(f, t, held_low) ? KD_SCHED_FULL : KD_SCHED_HOLD;
 }
 
 void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)

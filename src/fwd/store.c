@@ -80,8 +80,9 @@ void kd_store_stop(kd_fwd_t *f)
         kd_fate_worker_stop(f->store.worker, free_req);
         f->store.worker = NULL;
         f->store.inflight = 0;
-        while (f->store.spares > 0)
-                req_destroy(f->store.spare[--f->store.spares]);
+        for (int k = 0; k < 2; k++)
+                while (f->store.spares[k] > 0)
+                        req_destroy(f->store.spare[k][--f->store.spares[k]]);
 }
 
 int kd_store_fd(const kd_fwd_t *f)
@@ -120,20 +121,26 @@ static void req_reset(kd_store_req_t *r, kd_fw_op_t op, size_t n)
                 memset(r->fw.vals, 0, n * sizeof(*r->fw.vals));
 }
 
-/* A kept request fit for op with n entries, taken from the spares; NULL =
- * none. */
+/* The smallest kept request fit for op with n entries, taken from the
+ * spares; NULL = none. */
 static kd_store_req_t *spare_take(kd_fwd_store_t *s, kd_fw_op_t op, size_t n)
 {
-        for (size_t i = s->spares; i-- > 0;) {
-                kd_store_req_t *r = s->spare[i];
-                if (req_kind(r->fw.op) != req_kind(op) || r->cap < n)
-                        continue;
-                s->spare[i] = s->spare[--s->spares];
-                s->spare[s->spares] = NULL;
-                req_reset(r, op, n);
-                return r;
-        }
-        return NULL;
+        int k = req_kind(op);
+        if (k == 0)
+                return NULL;
+        kd_store_req_t **v = s->spare[k - 1];
+        size_t *cnt = &s->spares[k - 1], best = *cnt;
+        for (size_t i = 0; i < *cnt; i++)
+                if (v[i]->cap >= n &&
+                    (best == *cnt || v[i]->cap < v[best]->cap))
+                        best = i;
+        if (best == *cnt)
+                return NULL;
+        kd_store_req_t *r = v[best];
+        v[best] = v[--*cnt];
+        v[*cnt] = NULL;
+        req_reset(r, op, n);
+        return r;
 }
 
 kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n)
@@ -270,13 +277,29 @@ void kd_store_req_free(kd_store_req_t *r)
 
 void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_store_t *s = &f->store;
         if (!r)
                 return;
         req_clear(r);
-        if (s->spares < KD_STORE_SPARES && req_kind(r->fw.op) != 0) {
-                s->spare[s->spares++] = r;
+        int k = req_kind(r->fw.op);
+        if (k == 0) {
+                req_destroy(r);
                 return;
+        }
+        kd_store_req_t **v = f->store.spare[k - 1];
+        size_t *cnt = &f->store.spares[k - 1];
+        if (*cnt < KD_STORE_SPARES) {
+                v[(*cnt)++] = r;
+                return;
+        }
+        /* Full: the largest are kept (a catch-up's batches). */
+        size_t small = 0;
+        for (size_t i = 1; i < *cnt; i++)
+                if (v[i]->cap < v[small]->cap)
+                        small = i;
+        if (v[small]->cap < r->cap) {
+                kd_store_req_t *out = v[small];
+                v[small] = r;
+                r = out;
         }
         req_destroy(r);
 }

@@ -325,7 +325,7 @@ static void test_store_requests_reused(void)
         kd_store_req_done(f, r);
         for (int i = 0; i < N; i++)
                 CU_ASSERT_PTR_NULL(t[i]->req); /* unlinked */
-        CU_ASSERT_EQUAL(f->store.spares, 1);
+        CU_ASSERT_EQUAL(f->store.spares[0], 1);
 
         /* Marks do not take a claim's arrays. */
         kd_store_req_t *m = kd_store_req_new(f, KD_FW_MARK_FIRED, 2);
@@ -334,7 +334,8 @@ static void test_store_requests_reused(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(m->fw.ids);
         m->fw.ids[0] = strdup("a"); /* owned by the request */
         kd_store_req_done(f, m);
-        CU_ASSERT_EQUAL(f->store.spares, 2);
+        CU_ASSERT_EQUAL(f->store.spares[0], 1); /* each kind its own */
+        CU_ASSERT_EQUAL(f->store.spares[1], 1);
 
         /* A smaller claim takes the kept one, all zero again. */
         kd_store_req_t *r2 = kd_store_req_new(f, KD_FW_TAKEOVER, 2);
@@ -357,19 +358,46 @@ static void test_store_requests_reused(void)
         CU_ASSERT_STRING_EQUAL(r2->fw.items[0].token, "tok-0");
         kd_store_req_done(f, r2);
 
-        /* More back than are kept: the rest are freed. */
+        /* More back than are kept: the largest stay, the rest are freed. */
         kd_store_req_t *many[KD_STORE_SPARES + 2];
         for (size_t i = 0; i < KD_STORE_SPARES + 2; i++)
                 CU_ASSERT_PTR_NOT_NULL_FATAL(
                     many[i] = kd_store_req_new(f, KD_FW_MARK_DEAD, 1));
+        CU_ASSERT_PTR_EQUAL(many[0], m); /* the kept one, room for 2 */
+        kd_store_req_t *big = kd_store_req_new(f, KD_FW_MARK_FIRED, 500);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big);
         for (size_t i = 0; i < KD_STORE_SPARES + 2; i++)
                 kd_store_req_done(f, many[i]);
-        CU_ASSERT_EQUAL(f->store.spares, KD_STORE_SPARES);
+        kd_store_req_done(f, big);
+        CU_ASSERT_EQUAL(f->store.spares[1], KD_STORE_SPARES);
+        int kept_big = 0, kept_m = 0;
+        for (size_t i = 0; i < KD_STORE_SPARES; i++) {
+                kept_big += f->store.spare[1][i] == big;
+                kept_m += f->store.spare[1][i] == m;
+        }
+        CU_ASSERT_EQUAL(kept_big, 1);
+        CU_ASSERT_EQUAL(kept_m, 1);
+        /* A small request takes the smallest that fits. */
+        kd_store_req_t *s1 = kd_store_req_new(f, KD_FW_MARK_FIRED, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s1);
+        CU_ASSERT_EQUAL(s1->cap, 1);
+        kd_store_req_t *s2 = kd_store_req_new(f, KD_FW_MARK_FIRED, 2);
+        CU_ASSERT_PTR_EQUAL(s2, m);
+        kd_store_req_done(f, s1);
+        kd_store_req_done(f, s2);
         kd_store_stop(f); /* frees the kept ones */
-        CU_ASSERT_EQUAL(f->store.spares, 0);
+        CU_ASSERT_EQUAL(f->store.spares[0], 0);
+        CU_ASSERT_EQUAL(f->store.spares[1], 0);
         for (int i = 0; i < N; i++)
                 kd_task_free(t[i]);
         fwd_free(f);
+}
+
+static int rooms;
+static void room_hook(kd_fwd_t *f)
+{
+        (void)f;
+        rooms++;
 }
 
 /* A partition paused for room resumes at the low-water mark: half the
@@ -416,6 +444,36 @@ static void test_held_low_water(void)
         f->held.out_cnt = 0;
         f->held.out_bytes = 0;
         CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1)); /* empty: always fits */
+
+        /* A drain: on when started above half, for KD_HELD_DRAIN_MS at
+         * most, off as soon as a removal brings the set to half. */
+        f->hooks.room = room_hook;
+        rooms = 0;
+        f->held.cnt = 4;
+        CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 0); /* at half: none */
+        CU_ASSERT_FALSE(kd_held_low(f, 1000));
+        kd_task_t u[5];
+        memset(u, 0, sizeof(u));
+        f->held.cnt = 0;
+        for (int i = 0; i < 5; i++) {
+                u[i].bytes = 10;
+                kd_held_add(f, &u[i]);
+        }
+        f->held.cnt += 5; /* 10 held */
+        CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 1000 + KD_HELD_DRAIN_MS);
+        CU_ASSERT_EQUAL(kd_held_drain(f, 1500), 1000 + KD_HELD_DRAIN_MS);
+        CU_ASSERT_TRUE(kd_held_low(f, 1500));
+        CU_ASSERT_FALSE(kd_held_low(f, 1000 + KD_HELD_DRAIN_MS));
+        kd_held_remove(f, &u[0]); /* 9: still above half (8) */
+        CU_ASSERT_TRUE(kd_held_low(f, 1500));
+        kd_held_remove(f, &u[1]); /* 8: half */
+        CU_ASSERT_FALSE(kd_held_low(f, 1500));
+        CU_ASSERT_EQUAL(f->held.low_until_mono, 0);
+        kd_held_remove(f, &u[2]);
+        kd_held_remove(f, &u[3]);
+        kd_held_remove(f, &u[4]);
+        kd_held_remove(f, &u[4]); /* not held any more: nothing */
+        CU_ASSERT_EQUAL(rooms, 5);
         fwd_free(f);
 }
 

@@ -206,8 +206,8 @@ static const kd_prop_t kd_props[] = {
      "closes; 0 = never"},
     {"forwarder.max_held", KD_PROP_INT, KD_OFF(fwd_max_held), "100000", 1,
      "held tasks at most, with hops and dead letters not yet delivered (at "
-     "most a quarter); past it partitions pause (back-pressure) until the "
-     "held set is down to half"},
+     "most a quarter); past it partitions pause (back-pressure), all of "
+     "them until the held set is down to half or for 1 s"},
     {"forwarder.max_held_bytes", KD_PROP_BYTES, KD_OFF(fwd_max_held_bytes),
      "268435456", 1024,
      "bytes of held tasks at most, hops and dead letters not yet delivered "
