@@ -442,6 +442,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->hooks.store_changed = kd_outage_store_changed;
         f->hooks.claims_resume = kd_claim_resume;
         kd_timer_init(&f->intake.room, NULL, f);
+        kd_timer_init(&f->held.drain_end, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
         kd_timer_init(&f->claim.renew, NULL, f);
         kd_timer_init(&f->settle.flush, NULL, f);

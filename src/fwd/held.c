@@ -46,21 +46,32 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
                 f->held.cnt--;
                 f->held.bytes -= (int64_t)t->bytes;
         }
-        if (f->held.low_until_mono && at_half(f))
+        if (f->held.low_until_mono && at_half(f)) {
                 f->held.low_until_mono = 0; /* drained */
+                kd_timer_disarm(&f->timers, &f->held.drain_end);
+        }
         f->hooks.room(f);
 }
 
-int64_t kd_held_drain(kd_fwd_t *f, int64_t now_mono)
+/* The drain's limit: over, whatever the set holds. */
+static void drain_end_cb(kd_timer_t *tm, void *arg)
 {
-        if (!kd_held_low(f, now_mono) && !at_half(f))
-                f->held.low_until_mono = now_mono + KD_HELD_DRAIN_MS;
-        return f->held.low_until_mono;
+        (void)tm;
+        kd_fwd_t *f = arg;
+        f->held.low_until_mono = 0;
+        f->hooks.room(f);
 }
 
-int kd_held_low(const kd_fwd_t *f, int64_t now_mono)
+int kd_held_drain(kd_fwd_t *f, int64_t now_mono)
 {
-        return f->held.low_until_mono > now_mono;
+        if (kd_held_low(f) || at_half(f))
+                return 0;
+        int64_t until = now_mono + KD_HELD_DRAIN_MS;
+        if (kd_timer_arm(&f->timers, &f->held.drain_end, KD_CLOCK_MONO, until,
+                         drain_end_cb, f))
+                return -1;
+        f->held.low_until_mono = until;
+        return 0;
 }
 
 int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low)

@@ -85,18 +85,15 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
         kd_timer_disarm(&f->timers, &p->wake);
 }
 
-/* p's head t did not fit: into the held set (a drain starts, and the
- * paused partitions look again when it ends at the latest), or within the
- * mode's bound. */
-static void full(kd_fwd_t *f, kd_part_t *p, const kd_task_t *t, int low)
+/* p's head did not fit (what: KD_SCHED_FULL or _SPAN): into the held set
+ * (a drain starts; the room hook calls the paused partitions back when it
+ * ends, at the latest), or within the mode's bound (the mode calls the
+ * hook as its span shrinks). */
+static void full(kd_fwd_t *f, kd_part_t *p, kd_sched_t what)
 {
         pause_part(f, p, KD_PART_FULL, 0);
-        if (f->mode->admit && !f->mode->admit(f, p, t, low))
-                return;
-        int64_t until = kd_held_drain(f, kd_mono_ms());
-        if (until && kd_timer_arm_by(&f->timers, &f->intake.room, KD_CLOCK_MONO,
-                                     until, room_cb, f))
-                kd_fwd_oom(f, "room_timer");
+        if (what == KD_SCHED_FULL && kd_held_drain(f, kd_mono_ms()))
+                kd_fwd_oom(f, "drain_timer");
 }
 
 /* Hands backlog heads to the schedule stage until one must wait. */
@@ -113,8 +110,8 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                         pause_part(f, p, KD_PART_WAITING, wake_at);
                         return;
                 }
-                if (what == KD_SCHED_FULL) {
-                        full(f, p, p->backlog.head, low);
+                if (what == KD_SCHED_FULL || what == KD_SCHED_SPAN) {
+                        full(f, p, what);
                         return;
                 }
                 kd_task_t *t = kd_taskq_pop(&p->backlog);
@@ -331,6 +328,7 @@ kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
                 return NULL;
         }
         kd_strlcpy(p->topic, topic, sizeof(p->topic));
+        p->topic_len = strlen(p->topic);
         p->partition = partition;
         p->tier_ms = tier_ms;
         p->flow = KD_PART_FLOWING;

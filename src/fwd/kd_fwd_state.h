@@ -178,6 +178,7 @@ typedef struct kd_fwd_held {
          * the set is down to half, every partition takes tasks only below
          * half the limits (kd_held_drain); 0 = not draining. */
         int64_t low_until_mono;
+        kd_timer_t drain_end; /* monotonic: ends a drain at its limit */
 } kd_fwd_held_t;
 
 /* One forwarder.target_rate_limits rule: its bucket and the due tasks

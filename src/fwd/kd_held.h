@@ -33,9 +33,15 @@ int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
  * for at most KD_HELD_DRAIN_MS: a task is read at most that much later
  * than at the first free slot. */
 #define KD_HELD_DRAIN_MS 1000
-/* Starts a drain unless one is on; when it ends (monotonic ms). */
-int64_t kd_held_drain(kd_fwd_t *f, int64_t now_mono);
-/* 1 while a drain is on at now_mono. */
-int kd_held_low(const kd_fwd_t *f, int64_t now_mono);
+/* Starts a drain unless one is on or the set is at half already; its
+ * timer (held.drain_end) ends it at now_mono + KD_HELD_DRAIN_MS and calls
+ * the room hook. -1 when the timer cannot be armed (out of memory; no
+ * drain then), else 0. */
+int kd_held_drain(kd_fwd_t *f, int64_t now_mono);
+/* 1 while a drain is on (no clock read: its end is a timer). */
+static inline int kd_held_low(const kd_fwd_t *f)
+{
+        return f->held.low_until_mono != 0;
+}
 
 #endif

@@ -20,6 +20,7 @@ typedef enum kd_part_state {
 
 struct kd_part {
         char topic[256];
+        size_t topic_len;
         int32_t partition;
         int64_t tier_ms;      /* the tier's delay, from the topic's name */
         kd_part_state_t flow; /* flowing or paused, and why */

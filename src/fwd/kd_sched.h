@@ -9,7 +9,11 @@
 
 typedef enum kd_sched {
         KD_SCHED_WAIT, /* not due: pause the partition until *wake_at */
-        KD_SCHED_FULL, /* no room: pause until room appears */
+        KD_SCHED_FULL, /* no room in the held set: pause until room
+                          appears (a drain starts, kd_held.h) */
+        KD_SCHED_SPAN, /* the mode's own bound (exactly_once's span of
+                          open offsets, this partition's): pause until it
+                          is down to half */
         KD_SCHED_DEAD, /* malformed: to the dead-letter topic */
         KD_SCHED_HOP,  /* to a smaller tier */
         KD_SCHED_HOLD  /* into the held set */

@@ -32,8 +32,9 @@ typedef struct kd_taskrec {
                                      NULL; NULL while lent to its fire
                                      (kd_task_t.hdrs_lent) */
         /* Decoded from the headers (NULL/0 when the record is malformed). */
-        char *id;     /* owned, NUL-terminated: one block with target */
-        char *target; /* inside id's block, NUL-terminated */
+        char *id;      /* owned, NUL-terminated: one block with target */
+        size_t id_len; /* strlen(id) */
+        char *target;  /* inside id's block, NUL-terminated */
         int64_t fire_at_ms;
 } kd_taskrec_t;
 

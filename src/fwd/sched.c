@@ -17,7 +17,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
 {
         const kdelay_conf_t *c = f->conf;
         /* Draining (kd_held.h): every partition waits for half. */
-        int held_low = f->held.low_until_mono && kd_held_low(f, kd_mono_ms());
+        int held_low = kd_held_low(f);
         if (t->dead_reason)
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_DEAD;
@@ -28,7 +28,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                 return KD_SCHED_WAIT;
         }
         if (f->mode->admit && !f->mode->admit(f, p, t, low))
-                return KD_SCHED_FULL;
+                return KD_SCHED_SPAN;
         if (kd_path_hops(t->rec.fire_at_ms, now, c->fwd_hold_horizon_ms,
                          c->fwd_lookahead_ms))
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL

@@ -204,8 +204,8 @@ int kd_store_req_item(kd_store_req_t *r, size_t i, kd_task_t *t,
                       const char *row_owner)
 {
         kd_fate_claim_t *it = &r->fw.items[i];
-        size_t id_len = strlen(t->rec.id), tok_len = strlen(t->token);
-        size_t top_len = t->part ? strlen(t->part->topic) : 0;
+        size_t id_len = t->rec.id_len, tok_len = strlen(t->token);
+        size_t top_len = t->part ? t->part->topic_len : 0;
         /* Copies: the id, the token, the source topic (the task may be gone
          * before the worker is done with the item). */
         if (strs_room(r, id_len + tok_len + top_len + 3))

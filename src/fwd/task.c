@@ -55,6 +55,7 @@ int kd_task_set_ids(kd_task_t *t, const char *id, size_t id_len,
         memcpy(b + id_len + 1, target, target_len);
         b[id_len + 1 + target_len] = '\0';
         t->rec.id = b;
+        t->rec.id_len = id_len;
         t->rec.target = b + id_len + 1;
         t->bytes += id_len + target_len + 2;
         return 0;

@@ -72,6 +72,7 @@ static kd_fwd_t *fwd_new(void)
         kdelay_conf_set_log_cb(f->conf, log_cb, KDELAY_LOG_DEBUG, NULL);
         kd_timers_init(&f->timers);
         kd_timer_init(&f->pace.timer, NULL, NULL);
+        kd_timer_init(&f->held.drain_end, NULL, f);
         return f;
 }
 
@@ -445,13 +446,15 @@ static void test_held_low_water(void)
         f->held.out_bytes = 0;
         CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1)); /* empty: always fits */
 
-        /* A drain: on when started above half, for KD_HELD_DRAIN_MS at
-         * most, off as soon as a removal brings the set to half. */
+        /* A drain: on when started above half, ended by its timer after
+         * KD_HELD_DRAIN_MS at most, or as soon as a removal brings the set
+         * to half. */
         f->hooks.room = room_hook;
         rooms = 0;
         f->held.cnt = 4;
         CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 0); /* at half: none */
-        CU_ASSERT_FALSE(kd_held_low(f, 1000));
+        CU_ASSERT_FALSE(kd_held_low(f));
+        CU_ASSERT_FALSE(kd_timer_armed(&f->held.drain_end));
         kd_task_t u[5];
         memset(u, 0, sizeof(u));
         f->held.cnt = 0;
@@ -460,20 +463,33 @@ static void test_held_low_water(void)
                 kd_held_add(f, &u[i]);
         }
         f->held.cnt += 5; /* 10 held */
-        CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 1000 + KD_HELD_DRAIN_MS);
-        CU_ASSERT_EQUAL(kd_held_drain(f, 1500), 1000 + KD_HELD_DRAIN_MS);
-        CU_ASSERT_TRUE(kd_held_low(f, 1500));
-        CU_ASSERT_FALSE(kd_held_low(f, 1000 + KD_HELD_DRAIN_MS));
+        CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 0);
+        CU_ASSERT_TRUE(kd_held_low(f));
+        CU_ASSERT_EQUAL(kd_timer_due(&f->held.drain_end),
+                        1000 + KD_HELD_DRAIN_MS);
+        CU_ASSERT_EQUAL(kd_held_drain(f, 1500), 0); /* on already */
+        CU_ASSERT_EQUAL(f->held.low_until_mono, 1000 + KD_HELD_DRAIN_MS);
         kd_held_remove(f, &u[0]); /* 9: still above half (8) */
-        CU_ASSERT_TRUE(kd_held_low(f, 1500));
+        CU_ASSERT_TRUE(kd_held_low(f));
         kd_held_remove(f, &u[1]); /* 8: half */
-        CU_ASSERT_FALSE(kd_held_low(f, 1500));
+        CU_ASSERT_FALSE(kd_held_low(f));
         CU_ASSERT_EQUAL(f->held.low_until_mono, 0);
+        CU_ASSERT_FALSE(kd_timer_armed(&f->held.drain_end));
+        CU_ASSERT_EQUAL(rooms, 2);
+        /* Its limit: the timer (due long ago on the real monotonic clock)
+         * ends it with the set still above half, and calls the hook. */
+        f->held.cnt += 4; /* 12 held */
+        CU_ASSERT_EQUAL(kd_held_drain(f, 2000), 0);
+        CU_ASSERT_TRUE(kd_held_low(f));
+        CU_ASSERT_EQUAL(kd_timers_run(&f->timers, 10), 1);
+        CU_ASSERT_FALSE(kd_held_low(f));
+        CU_ASSERT_EQUAL(rooms, 3);
+        f->held.cnt -= 4;
         kd_held_remove(f, &u[2]);
         kd_held_remove(f, &u[3]);
         kd_held_remove(f, &u[4]);
         kd_held_remove(f, &u[4]); /* not held any more: nothing */
-        CU_ASSERT_EQUAL(rooms, 5);
+        CU_ASSERT_EQUAL(rooms, 6);
         fwd_free(f);
 }
 
