@@ -12,7 +12,10 @@
  *   - A fire whose target does not exist fails its transaction: it is
  *     aborted, the partitions are read again from the committed offsets,
  *     the other fires in it are delivered exactly once, and the task goes
- *     to the dead-letter topic. */
+ *     to the dead-letter topic.
+ *   - A catch-up (tasks overdue by seconds when the forwarder starts)
+ *     commits once per forwarder.transaction_interval, not at every loop
+ *     turn, and delivers every task once. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +53,10 @@ static int suite_cleanup(void)
         return 0;
 }
 
-/* A forwarder in exactly-once mode for prefix pfx (group <pfx>-group). */
-static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
+/* A forwarder in exactly-once mode for prefix pfx (group <pfx>-group),
+ * with up to two more properties (NULL: none). */
+static void fwd_start2(it_fwd_t *f, const char *pfx, const char *extra,
+                       const char *extra2)
 {
         char grp[96], session[64];
         snprintf(grp, sizeof(grp), "%s-group", pfx);
@@ -63,9 +68,15 @@ static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
                                "forwarder.stats_interval=5s",
                                session,
                                extra ? extra : "forwarder.max_held=100000",
+                               extra2,
                                NULL};
         CU_ASSERT_FATAL(
             it_fwd_start(f, KDELAY_FORWARDER, pfx, grp, url, props) == 0);
+}
+
+static void fwd_start(it_fwd_t *f, const char *pfx, const char *extra)
+{
+        fwd_start2(f, pfx, extra, NULL);
 }
 
 /* A fresh prefix with its tier topics and a target, and a client. */
@@ -411,10 +422,86 @@ static void test_failed_fire_aborts_and_rewinds(void)
         kdelay_client_destroy(c);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+        const char *x = *(char *const *)a, *y = *(char *const *)b;
+        return strcmp(x ? x : "", y ? y : "");
+}
+
+/* A catch-up's fires (more than a second late when produced) commit once
+ * per forwarder.transaction_interval (2 s here); on-time fires would
+ * commit at the next loop turn, every 20 ms or so. Paced at 1,000 fires/s
+ * so that the catch-up outlasts the first commit (which takes most of a
+ * second: the coordinator's set-up) and spans several intervals. */
+static void test_catch_up_commits_per_interval(void)
+{
+        enum { N = 3000 };
+        char pfx[40], target[96], errstr[512];
+        kdelay_client_t *c =
+            scratch("itcatch", pfx, sizeof(pfx), target, sizeof(target));
+        kdelay_task_t t;
+        kdelay_task_init(&t);
+        t.topic = target;
+        t.value = "c";
+        t.value_len = 1;
+        t.fire_at_ms = kd_now_ms() - 5000;
+        char id[KDELAY_ID_MAX + 1];
+        for (int i = 0; i < N; i++)
+                CU_ASSERT_EQUAL_FATAL(
+                    kdelay_schedule_async(c, &t, NULL, NULL, id, sizeof(id),
+                                          errstr, sizeof(errstr)),
+                    KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(kdelay_flush(c, 30000), KDELAY_OK);
+        it_fwd_t f = {"eosCatch", -1, ""};
+        fwd_start2(&f, pfx, "forwarder.transaction_interval=2s",
+                   "forwarder.max_fire_rate=1000");
+        const char *tl[] = {target, NULL};
+        it_msg_t *msgs = calloc(N, sizeof(*msgs));
+        char **seen = calloc(N, sizeof(*seen));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(msgs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
+        /* Stopped once all are in: an idle forwarder commits its offsets
+         * now and then, which is not the catch-up's doing. */
+        size_t got = it_consume(tl, msgs, N, 40000);
+        int64_t first = INT64_MAX, last = 0;
+        for (size_t k = 0; k < got; k++) {
+                if (msgs[k].ts < first)
+                        first = msgs[k].ts;
+                if (msgs[k].ts > last)
+                        last = msgs[k].ts;
+                seen[k] = it_header(&msgs[k], KDELAY_HDR_ID);
+                it_msg_free(&msgs[k]);
+        }
+        free(msgs);
+        qsort(seen, got, sizeof(*seen), cmp_str);
+        int dups = 0;
+        for (size_t k = 1; k < got; k++)
+                dups += seen[k] && seen[k - 1] && !strcmp(seen[k], seen[k - 1]);
+        for (size_t k = 0; k < got; k++)
+                free(seen[k]);
+        free(seen);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        int64_t commits =
+            it_log_sum(f.log, "event=forwarder_stopped ", "txn_commits");
+        int64_t span = got ? last - first : -1;
+        printf("\n  catch-up: delivered %zu of %d (%d twice) over %lld ms in "
+               "%lld commits (at most %lld)",
+               got, N, dups, (long long)span, (long long)commits,
+               (long long)(span / 2000 + 3));
+        CU_ASSERT_EQUAL(got, N);
+        CU_ASSERT_EQUAL(dups, 0);
+        CU_ASSERT(commits >= 1);
+        /* One per interval over the fires' span, plus the first and a
+         * last one of offsets; at every turn it would be span / 20 ms. */
+        CU_ASSERT(commits <= span / 2000 + 3);
+        kdelay_client_destroy(c);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_failed_fire_aborts_and_rewinds),
+            KD_TEST(test_catch_up_commits_per_interval),
             KD_TEST(test_same_instance_is_fenced),
             KD_TEST(test_exactly_once_through_kill_and_restart), KD_TEST_END};
         return kd_test_run("exactly_once", cases, suite_init, suite_cleanup);

@@ -251,9 +251,10 @@ static const kd_prop_t kd_props[] = {
      "`<group_id>-<instance>`"},
     {"forwarder.transaction_interval", KD_PROP_DURATION,
      KD_OFF(fwd_txn_interval_ms), "100ms", 0,
-     "`exactly_once`: longest a transaction holding only hops, dead letters "
-     "and offsets stays open; one holding a fire commits at the next loop "
-     "turn (at least 20 ms after the previous commit)"},
+     "`exactly_once`: longest a transaction holding only hops, dead letters, "
+     "offsets and a catch-up's fires (each more than 1 s late when "
+     "produced) stays open; one holding an on-time fire commits at the next "
+     "loop turn (at least 20 ms after the previous commit)"},
     {"forwarder.abort_limit", KD_PROP_INT, KD_OFF(fwd_abort_limit), "3", 1,
      "`exactly_once`: a task whose transactions keep aborting is produced "
      "alone, in a transaction of its own; after this many such "
