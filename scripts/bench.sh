@@ -2,8 +2,9 @@
 # The benchmark against the limit (docs/performance.md): on a fresh
 # private stack of its own (its own ports and state directory, stopped and
 # deleted afterwards), an optimised build runs bench/bench_limit: a plain
-# consume->produce copy with librdkafka, then the forwarder's catch-up
-# drain in both delivery modes, a burst, a spread, RSS with tasks
+# consume->produce copy with librdkafka (the median of three, after a
+# warm-up copy), then the forwarder's catch-up drain in both delivery
+# modes (after a half-size warm-up drain of each), a burst, a spread, RSS with tasks
 # pending, 10M fate rows with a gc, and a crash loop, each as figures and
 # ratios to the copy of the same run (about 12 minutes).
 #
