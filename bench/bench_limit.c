@@ -5,9 +5,10 @@
  *
  *   copy     (after one more, not counted, that warms the broker up)
  *            the median of three plain consume->produce copies of D
- *            records of the same size and headers with librdkafka (idempotent,
- * acks=all): records/s and CPU per record (a child process, its rusage). The
- * limit. drain    (after one of D/4 per mode, not counted, that warms the
+ *            records of the same size and headers with librdkafka
+ *            (idempotent, acks=all): records/s and CPU per record (a
+ *            child process, its rusage). The limit.
+ *   drain    (after one of D/2 per mode, not counted, that warms the
  *            broker's paths for small produces and transactions)
  *            D already-due tasks in a tier when one forwarder starts, per
  *            delivery mode: fires/s (first to last delivery), its ratio to
