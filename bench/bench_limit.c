@@ -429,8 +429,10 @@ int main(int argc, char **argv)
             o.crash_loop_s < 1 || it_env_init())
                 return 2;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        printf("tasks %d drain_tasks %d value_bytes %d partitions %d\n",
-               o.tasks, o.drain_tasks, BL_VALUE_LEN, BL_PARTITIONS);
+        printf("tasks %d drain_tasks %d value_bytes %d partitions %d "
+               "allocator %s\n",
+               o.tasks, o.drain_tasks, BL_VALUE_LEN, BL_PARTITIONS,
+               BL_ALLOCATOR);
 
         /* A fresh broker spends its first minute compiling (its CPU per
          * record falls about fourfold): a first copy, not counted, so that

@@ -88,7 +88,8 @@ int bl_fwd_start(bl_fwd_t *r, const char *name, const char *mode,
  * forwarder_stopped line of its log). Its exit status. */
 int bl_fwd_stop(bl_fwd_t *r);
 
-/* CPU time of every thread of pid in microseconds; -1 unreadable. */
+/* CPU time of pid in microseconds, every thread it ever ran (exited ones
+ * too; 10 ms resolution); -1 unreadable. */
 double bl_cpu_us_of(pid_t pid);
 /* A /proc/PID/status field in kB (VmRSS, VmHWM); -1 unreadable. */
 long long bl_rss_kb_of(pid_t pid, const char *key);

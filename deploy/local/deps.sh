@@ -14,13 +14,14 @@ PROG=${0##*/}
 
 # What kdelay-forwarder, kdelayctl and libkdelay.so link (objdump -p:
 # NEEDED), libc aside. The .deb's Depends (dpkg-shlibdeps) name the same.
-RUN_PACKAGES=(librdkafka1 libmariadb3 libcjson1 libconfig9 libmicrohttpd12 libsystemd0)
+RUN_PACKAGES=(librdkafka1 libmariadb3 libcjson1 libconfig9 libmicrohttpd12 libsystemd0
+    libjemalloc2)
 # cmake, the compiler, the headers; build-essential brings dpkg-dev,
 # whose dpkg-shlibdeps `cpack -G DEB` runs.
 BUILD_PACKAGES=(
     build-essential cmake pkg-config
     librdkafka-dev default-libmysqlclient-dev libcjson-dev libconfig-dev
-    libmicrohttpd-dev libsystemd-dev
+    libmicrohttpd-dev libsystemd-dev libjemalloc-dev
 )
 # stack.sh: Kafka (a JRE; Maven fetches its jars), a private mariadbd
 # (mariadb-server-core: the binaries without the system service),

@@ -44,7 +44,7 @@ deb=$pkgdir/kdelay_${version}_amd64.deb
 log event=deb_built file="${deb##*/}" bytes="$(stat -c %s "$deb")" seconds=$(($(date +%s) - start))
 
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in librdkafka1 libmariadb3 libcjson1 libconfig9 libmicrohttpd12 libsystemd0; do
+for lib in librdkafka1 libmariadb3 libcjson1 libconfig9 libmicrohttpd12 libsystemd0 libjemalloc2; do
   [[ ", $depends" == *", $lib"* ]] || fail event=bad_depends missing="$lib" depends="\"$depends\""
 done
 conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
