@@ -62,6 +62,11 @@
 #include "bl.h"
 #include "kd_util.h"
 
+#ifdef BL_JEMALLOC
+/* The forwarder's jemalloc options (src/fwd/main.c), for the copy too. */
+const char *malloc_conf = "background_thread:true";
+#endif
+
 typedef struct opts {
         int tasks;
         int drain_tasks; /* the copy's and the drains' */
