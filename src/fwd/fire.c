@@ -16,6 +16,7 @@
 #include "kd_probe.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
+#include "kd_tophandles.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -252,12 +253,27 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 return;
         }
         const kd_taskrec_t *r = &t->rec;
+        /* Through the producer's handle of the topic when there is one
+         * (its metadata asked for at the claim, kd_tophandles.h), else by
+         * name. */
+        rd_kafka_topic_t *rkt =
+            rk == f->kafka.producer ? kd_tophandles_get(f, topic) : NULL;
         t->sent_ms = kd_now_ms();
-        err = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(r->key, r->key_len),
-            RD_KAFKA_V_VALUE(r->value, r->value_len), RD_KAFKA_V_HEADERS(hdrs),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
-            RD_KAFKA_V_END);
+        if (rkt)
+                err = rd_kafka_producev(
+                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(r->key, r->key_len),
+                    RD_KAFKA_V_VALUE(r->value, r->value_len),
+                    RD_KAFKA_V_HEADERS(hdrs),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
+        else
+                err =
+                    rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
+                                      RD_KAFKA_V_KEY(r->key, r->key_len),
+                                      RD_KAFKA_V_VALUE(r->value, r->value_len),
+                                      RD_KAFKA_V_HEADERS(hdrs),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
         if (!err) {
                 f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;

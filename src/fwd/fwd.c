@@ -26,6 +26,7 @@
 #include "kd_settle.h"
 #include "kd_store.h"
 #include "kd_tiercheck.h"
+#include "kd_tophandles.h"
 #include "kd_util.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
@@ -153,17 +154,15 @@ static void warm_topics(kd_fwd_t *f)
 static void warm_known(kd_fwd_t *f, const rd_kafka_metadata_t *md)
 {
         kd_fwd_kafka_t *k = &f->kafka;
-        for (int i = 0; md && i < md->topic_cnt; i++) {
+        for (int i = 0, made = 0;
+             md && i < md->topic_cnt && made < KD_WARM_TARGETS_MAX; i++) {
                 const char *name = md->topics[i].topic;
                 int have = 0;
                 for (size_t j = 0; j < k->warm_cnt && !have; j++)
                         have = !strcmp(rd_kafka_topic_name(k->warm[j]), name);
-                if (have || k->warm_targets_cnt == KD_WARM_TARGETS_MAX)
-                        continue;
-                rd_kafka_topic_t *t =
-                    rd_kafka_topic_new(k->producer, name, NULL);
-                if (t) /* else its first fire waits for the metadata */
-                        k->warm_targets[k->warm_targets_cnt++] = t;
+                /* else its first fire waits for the metadata */
+                if (!have && kd_tophandles_get(f, name))
+                        made++;
         }
 }
 
@@ -173,9 +172,7 @@ static void warm_release(kd_fwd_kafka_t *k)
         for (size_t i = 0; i < k->warm_cnt; i++)
                 rd_kafka_topic_destroy(k->warm[i]);
         k->warm_cnt = 0;
-        for (size_t i = 0; i < k->warm_targets_cnt; i++)
-                rd_kafka_topic_destroy(k->warm_targets[i]);
-        k->warm_targets_cnt = 0;
+        kd_tophandles_release(k);
 }
 
 static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,

@@ -40,6 +40,8 @@ typedef struct kd_mode_ops kd_mode_ops_t;
 
 /* The Kafka clients (fwd.c creates them; loop.c polls them). */
 #define KD_WARM_TARGETS_MAX 64
+/* The producer's topic handle cache (tophandles.c): slots, direct-mapped. */
+#define KD_TOPHANDLE_SLOTS 1024
 
 /* The longest /readyz reason for missing tier topics (tiercheck.c). */
 #define KD_TIERS_WHY_MAX 480
@@ -78,11 +80,10 @@ typedef struct kd_fwd_kafka {
          * hop (a first produce to a topic waits about a second for it). */
         rd_kafka_topic_t *warm[KD_TIERS_MAX + 1]; /* owned */
         size_t warm_cnt;
-        /* A new producer's handles of the targets its predecessor wrote
-         * (a reset or renewal: without them each target's first fire
-         * waits for its metadata). */
-        rd_kafka_topic_t *warm_targets[KD_WARM_TARGETS_MAX]; /* owned */
-        size_t warm_targets_cnt;
+        /* The handles of the topics fires go to (kd_tophandles.h); a new
+         * producer's made at once for the targets its predecessor wrote
+         * (at most KD_WARM_TARGETS_MAX). */
+        rd_kafka_topic_t *tophandles[KD_TOPHANDLE_SLOTS]; /* owned */
 } kd_fwd_kafka_t;
 
 /* Requests kept for reuse, per kind (claims and takeovers; marks): as

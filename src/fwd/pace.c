@@ -10,6 +10,7 @@
 #include "kd_fire.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
+#include "kd_tophandles.h"
 #include "kd_util.h"
 
 /* A bucket: tokens refilled at rate per second, at most burst. */
@@ -210,6 +211,9 @@ static void due_cb(kd_timer_t *tm, void *arg)
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_CLAIMED);
+        /* Its target's metadata asked for now, before the fire (none
+         * made: the fire goes by name, kd_tophandles.h). */
+        (void)kd_tophandles_get(f, t->rec.target);
         if (kd_task_arm(f, t, KD_CLOCK_WALL, t->rec.fire_at_ms, due_cb))
                 kd_fwd_oom(f, "fire_timer");
 }
