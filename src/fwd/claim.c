@@ -422,23 +422,27 @@ static void renew_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         int64_t lease = f->conf->fwd_claim_lease_ms, now = kd_mono_ms();
         size_t batch = (size_t)f->conf->fwd_claim_batch;
-        kd_task_t **due = malloc(batch * sizeof(*due));
+        /* Nothing goes while the store is not ready: the next round
+         * tries again (a lease outlives two rounds). */
+        kd_task_t **due =
+            kd_store_ready(f) ? malloc(batch * sizeof(*due)) : NULL;
         size_t n = 0;
-        for (kd_part_t *p = f->intake.parts; due && p; p = p->next) {
-                for (kd_task_t *t = p->tasks; t; t = t->next) {
+        int stop = !due;
+        for (kd_part_t *p = f->intake.parts; !stop && p; p = p->next) {
+                for (kd_task_t *t = p->tasks; !stop && t; t = t->next) {
                         if (!kd_task_claimed(t) || !t->lease_mono || t->req ||
                             t->lease_mono - now > lease * 2 / 3)
                                 continue;
                         due[n++] = t;
-                        if (n == batch && kd_store_ready(f)) {
-                                if (send_renewals(f, due, n))
-                                        break;
+                        if (n == batch) {
+                                /* Out of memory: the next round. */
+                                stop = send_renewals(f, due, n) != 0;
                                 n = 0;
                         }
                 }
         }
-        if (n > 0 && kd_store_ready(f))
-                send_renewals(f, due, n);
+        if (n > 0)
+                send_renewals(f, due, n); /* else the next round */
         free(due);
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO, now + lease / 3,
                          renew_cb, f))
