@@ -2,9 +2,8 @@
  * holds or at its deadline, says so while it runs, refuses to nest, and a
  * rewind asked for inside it waits for the loop's next turn. A forwarder
  * made but never run: no broker is contacted. */
-#include <kdelay/conf.h>
 
-#include "kd_fate_mem.h"
+#include "fwd_offline.h"
 #include "kd_fwd.h"
 #include "kd_loop_pump.h"
 #include "kd_rebalance.h"
@@ -16,17 +15,7 @@ static int turns, seen_pumping, nested_rc;
 
 static int setup(void)
 {
-        kdelay_conf_t *c = kdelay_conf_new();
-        kd_fate_store_t *store = NULL;
-        char errstr[256];
-        if (!c ||
-            kdelay_conf_set(c, "brokers", "127.0.0.1:1", errstr,
-                            sizeof(errstr)) ||
-            kdelay_conf_set(c, "forwarder.instance", "pump", errstr,
-                            sizeof(errstr)) ||
-            kd_fate_mem_new(&store))
-                return -1;
-        return kd_fwd_new(&fwd, c, store, errstr, sizeof(errstr)) ? -1 : 0;
+        return kd_test_fwd_offline(&fwd, "pump");
 }
 
 static int teardown(void)

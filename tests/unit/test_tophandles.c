@@ -3,11 +3,10 @@
  * however many names come, nothing for a name librdkafka refuses or
  * without a producer, and none left after a release. A forwarder made but
  * never run: no broker is contacted. */
-#include <kdelay/conf.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kd_fate_mem.h"
+#include "fwd_offline.h"
 #include "kd_fwd.h"
 #include "kd_test.h"
 #include "kd_tophandles.h"
@@ -16,17 +15,7 @@ static kd_fwd_t *fwd;
 
 static int setup(void)
 {
-        kdelay_conf_t *c = kdelay_conf_new();
-        kd_fate_store_t *store = NULL;
-        char errstr[256];
-        if (!c ||
-            kdelay_conf_set(c, "brokers", "127.0.0.1:1", errstr,
-                            sizeof(errstr)) ||
-            kdelay_conf_set(c, "forwarder.instance", "handles", errstr,
-                            sizeof(errstr)) ||
-            kd_fate_mem_new(&store))
-                return -1;
-        return kd_fwd_new(&fwd, c, store, errstr, sizeof(errstr)) ? -1 : 0;
+        return kd_test_fwd_offline(&fwd, "handles");
 }
 
 static int teardown(void)
