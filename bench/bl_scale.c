@@ -126,6 +126,47 @@ static int rows_load(int rows, int64_t *ms)
         return rc;
 }
 
+/* MariaDB's row-lock waits and their total time (ms) so far, server-wide
+ * (Innodb_row_lock_waits, Innodb_row_lock_time); 0 on success. */
+static int row_locks(long long *waits, long long *ms)
+{
+        MYSQL *conn = it_mysql_connect();
+        MYSQL_RES *res = NULL;
+        int found = 0;
+        if (conn && !mysql_query(conn, "SHOW GLOBAL STATUS LIKE "
+                                       "'Innodb_row_lock_%'"))
+                res = mysql_store_result(conn);
+        for (MYSQL_ROW row; res && (row = mysql_fetch_row(res));) {
+                long long *into =
+                    !strcmp(row[0], "Innodb_row_lock_waits")  ? waits
+                    : !strcmp(row[0], "Innodb_row_lock_time") ? ms
+                                                              : NULL;
+                if (into && row[1]) {
+                        *into = atoll(row[1]);
+                        found++;
+                }
+        }
+        if (res)
+                mysql_free_result(res);
+        if (conn)
+                mysql_close(conn);
+        return found == 2 ? 0 : -1;
+}
+
+/* Prints the row-lock waits since *waits / *ms, and takes the new counts. */
+static void row_locks_print(const char *name, long long *waits, long long *ms)
+{
+        long long w = 0, t = 0;
+        if (row_locks(&w, &t)) {
+                printf("rows_spread_%s_row_lock_waits unknown\n", name);
+                return;
+        }
+        printf("rows_spread_%s_row_lock_waits %lld ms %lld\n", name, w - *waits,
+               t - *ms);
+        *waits = w;
+        *ms = t;
+}
+
 static int64_t mono_us(void)
 {
         struct timespec ts;
@@ -238,8 +279,13 @@ void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause)
         bl_seen_t before, during;
         bl_check(bl_fwd_start(&r, "blG", "at_least_once", grp, NULL, 1) == 0,
                  "start");
+        /* Whether gc holds locks that stall claims: MariaDB's row-lock
+         * waits over each spread. */
+        long long lock_waits = 0, lock_ms = 0;
+        bl_check(row_locks(&lock_waits, &lock_ms) == 0, "row-lock counters");
         bl_check(rows_spread("before", tasks, spread_s, &before) == 0,
                  "spread before gc");
+        row_locks_print("before", &lock_waits, &lock_ms);
 
         /* gc of the old rows in its own process, as an operator runs it. */
         char log[256], pfx[128];
@@ -264,6 +310,7 @@ void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause)
         bl_check(gc > 0, "gc start");
         int spread_ok = rows_spread("during", tasks, spread_s, &during) == 0;
         int64_t spread_end = kd_mono_ms();
+        row_locks_print("during", &lock_waits, &lock_ms);
         int gc_rc = gc > 0 ? it_wait_pid(gc, 3600 * 1000) : -1;
         bl_check(spread_ok, "spread during gc");
         bl_check(gc_rc == 0, "gc exit");
