@@ -273,9 +273,16 @@ static void run_flow(const char *delivery)
  * one for an existing topic on which User:forwarder has no Write (no ACL
  * at all, or Describe only), all due at once. */
 enum { N_INNOCENT = 20, N_FORBIDDEN = 1 };
-#define INNOCENT_LATE_MAX_MS 10000
+/* exactly_once with Describe only is the slow case: one shared abort,
+ * then each of its records in a transaction of its own (1.3-2 s late).
+ * It was 2-5.7 s while an abort that named only the producer's state
+ * (_STATE, INVALID_TXN_STATE) blamed no record and the same refusal
+ * aborted up to 15 transactions; EOS_ABORTS_MAX is one shared abort, the
+ * culprit's solo aborts (forwarder.abort_limit, 3) and slack for a
+ * renewal's or a commit's race. */
+#define INNOCENT_LATE_MAX_MS 5000
 #define DEAD_LATE_MAX_MS     60000
-#define EOS_ABORTS_MAX       15
+#define EOS_ABORTS_MAX       8
 
 /* A forwarder as User:forwarder with only its documented ACLs fires
  * N_INNOCENT tasks for the allowed target and N_FORBIDDEN for topics it
@@ -286,7 +293,13 @@ enum { N_INNOCENT = 20, N_FORBIDDEN = 1 };
  * kdelay-dead-error TOPIC_AUTHORIZATION_FAILED within DEAD_LATE_MAX_MS of
  * its due time and its fate is DEAD; the forwarder keeps running; in
  * exactly_once the aborts are bounded (forwarder.abort_limit) and the
- * forbidden records went alone (event=txn_solo). */
+ * forbidden records went alone (event=txn_solo) -- unless the producer
+ * refused them before they joined a transaction: with no ACL at all the
+ * metadata of the target's handle (asked for at the claim,
+ * kd_tophandles.h) already says TOPIC_AUTHORIZATION_FAILED, the produce
+ * fails at once and nothing aborts. With Describe only the topic looks
+ * writable until the broker answers the produce, so that case still
+ * aborts and goes solo. */
 static void run_forbidden(const char *delivery, int describe)
 {
         char prefix[40], group[64], db[64], url[1024], target[96];
@@ -453,18 +466,28 @@ static void run_forbidden(const char *delivery, int describe)
         int fire_failed = it_log_count(f.log, "event=fire_failed");
         int denied = it_log_count(f.log, "TOPIC_AUTHORIZATION_FAILED");
         int fatal = it_log_count(f.log, "action=exit");
+        /* Refused by the producer itself (the handle's metadata). */
+        int refused = it_log_count(f.log, "event=produce_failed as=fire ");
         printf("  forwarder: running=%d txn_aborted=%d txn_solo=%d "
                "txn_solo_aborted=%d producer_renewed=%d dead_lettered=%d "
-               "fire_failed=%d lines_with_TOPIC_AUTHORIZATION_FAILED=%d "
-               "action=exit=%d\n",
+               "fire_failed=%d refused_at_produce=%d "
+               "lines_with_TOPIC_AUTHORIZATION_FAILED=%d action=exit=%d\n",
                alive, aborts, solos, solo_aborts, renewed, dead_lettered,
-               fire_failed, denied, fatal);
+               fire_failed, refused, denied, fatal);
         CU_ASSERT(alive);
         CU_ASSERT_EQUAL(fatal, 0);
         if (!strcmp(delivery, "exactly_once")) {
-                CU_ASSERT(aborts >= 1);
-                CU_ASSERT(aborts < EOS_ABORTS_MAX);
-                CU_ASSERT(solos >= N_FORBIDDEN);
+                int isolated = aborts >= 1 && solos >= N_FORBIDDEN;
+                int early = aborts == 0 && refused >= N_FORBIDDEN;
+                printf("  exactly_once: the forbidden task %s\n",
+                       early      ? "was refused before any transaction"
+                       : isolated ? "aborted a transaction and went solo"
+                                  : "left no trace of either mechanism");
+                CU_ASSERT(aborts <= EOS_ABORTS_MAX);
+                /* Describe only: the broker's answer to the produce is
+                 * the first refusal. No ACL: the handle's metadata
+                 * usually is (when it came before the fire). */
+                CU_ASSERT(describe ? isolated : early || isolated);
         }
         if (alive)
                 CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
