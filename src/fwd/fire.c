@@ -253,27 +253,27 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 return;
         }
         const kd_taskrec_t *r = &t->rec;
+        rd_kafka_vu_t vu[] = {
+            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = topic},
+            {.vtype = RD_KAFKA_VTYPE_KEY, .u.mem = {r->key, r->key_len}},
+            {.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {r->value, r->value_len}},
+            {.vtype = RD_KAFKA_VTYPE_HEADERS, .u.headers = hdrs},
+            {.vtype = RD_KAFKA_VTYPE_MSGFLAGS, .u.i = RD_KAFKA_MSG_F_COPY},
+            {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = t}};
         /* Through the producer's handle of the topic when there is one
          * (its metadata asked for at the claim, kd_tophandles.h), else by
          * name. */
         rd_kafka_topic_t *rkt =
             rk == f->kafka.producer ? kd_tophandles_get(f, topic) : NULL;
+        if (rkt) {
+                vu[0].vtype = RD_KAFKA_VTYPE_RKT;
+                vu[0].u.rkt = rkt;
+        }
         t->sent_ms = kd_now_ms();
-        if (rkt)
-                err = rd_kafka_producev(
-                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(r->key, r->key_len),
-                    RD_KAFKA_V_VALUE(r->value, r->value_len),
-                    RD_KAFKA_V_HEADERS(hdrs),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
-        else
-                err =
-                    rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-                                      RD_KAFKA_V_KEY(r->key, r->key_len),
-                                      RD_KAFKA_V_VALUE(r->value, r->value_len),
-                                      RD_KAFKA_V_HEADERS(hdrs),
-                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                      RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
+        rd_kafka_error_t *error =
+            rd_kafka_produceva(rk, vu, sizeof(vu) / sizeof(vu[0]));
+        err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        rd_kafka_error_destroy(error);
         if (!err) {
                 f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;

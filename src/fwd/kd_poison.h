@@ -39,6 +39,8 @@ typedef struct kd_poison_entry {
                                     group wait for the first to go alone */
         int forgiven;            /* known a victim (kd_refusals_explains):
                                     shared again, until it aborts again */
+        uint64_t where;          /* its destination at its last abort
+                                    (kd_poison_where) */
         struct kd_poison_entry *chain; /* same bucket */
 } kd_poison_entry_t;
 
@@ -47,6 +49,7 @@ typedef struct kd_poison {
         kd_poison_entry_t ring[KD_POISON_MAX];
         size_t used, next;
         uint64_t *members; /* owned: keys produced into the open txn */
+        uint64_t *where;   /* owned, per member: its destination */
         size_t members_len, members_cap;
         uint64_t *blamed; /* owned: members whose own delivery failed */
         int64_t *likely;  /* owned, per blamed: how likely the culprit */
@@ -65,9 +68,14 @@ kd_poison_entry_t *kd_poison_find(kd_poison_t *p, uint64_t key);
  * when full. */
 kd_poison_entry_t *kd_poison_get(kd_poison_t *p, uint64_t key);
 
-/* Records key as produced into the open transaction; -1 when out of
- * memory (the record is then not accounted if the transaction aborts). */
-int kd_poison_member(kd_poison_t *p, uint64_t key);
+/* The destination of a produce to topic, as members name it: never 0,
+ * which stands for a tier or the dead-letter topic (kdelay's own). */
+uint64_t kd_poison_where(const char *topic);
+
+/* Records key as produced into the open transaction, to destination
+ * where; -1 when out of memory (the record is then not accounted if the
+ * transaction aborts). */
+int kd_poison_member(kd_poison_t *p, uint64_t key, uint64_t where);
 
 /* Member key's own delivery failed for a cause that names it or its
  * target (a refused batch reports every record of that batch): when the
@@ -84,11 +92,21 @@ int64_t kd_poison_likely(const kd_task_t *t, rd_kafka_resp_err_t err);
  * with it were its victims and go back to shared batches. */
 void kd_poison_forgive(kd_poison_t *p, uint64_t group, uint64_t key);
 
+/* Record key of group was refused alone by its destination where (a
+ * target refusal): the others of its group that went elsewhere were
+ * victims and go back to shared transactions. */
+void kd_poison_forgive_elsewhere(kd_poison_t *p, uint64_t group, uint64_t key,
+                                 uint64_t where);
+
 /* The open transaction aborted (at now_mono) because of cause: the abort
  * count of each blamed member, or of every member when none was blamed (a
  * refusal of the whole transaction), goes up; none when the cause is the
- * cluster's or the producer's own (kd_perr.h). The members are
- * forgotten. */
+ * cluster's or the producer's own (kd_perr.h). Blamed members become a
+ * group whose likeliest culprit goes alone first; so do the members of a
+ * transaction a target refused as a whole (AddPartitionsToTxn: no record
+ * named) when they went to more than one destination, the likeliest
+ * culprit being one of the destination fewest of them went to. The
+ * members are forgotten. */
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause,
                        int64_t now_mono);
 

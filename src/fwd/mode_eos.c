@@ -329,15 +329,20 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
  * Refused alone, it is the culprit (eos_failed); delivered, it commits
  * with the others. A round trip, not a transaction, per record.
  * begin's answer. */
+/* 1 while the likeliest culprit of e's group has yet to go alone (found,
+ * it clears the others): a while, if it is still to come. */
+static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e)
+{
+        const kd_poison_entry_t *first =
+            e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
+        return first && first->group == e->group && !first->solo_tries &&
+               kd_mono_ms() < e->first_until;
+}
+
 static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 {
         eos_state_t *s = state_of(f);
-        /* The likeliest culprit of its batch goes first (found, it
-         * clears the others): a while, if it is still to come. */
-        const kd_poison_entry_t *first =
-            e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
-        if (first && first->group == e->group && !first->solo_tries &&
-            kd_mono_ms() < e->first_until)
+        if (first_to_come(s, e))
                 return KD_SOLO_WAIT_MS;
         if (f->kafka.inflight > 0)
                 return wait_turn(f, e->key, 0);
@@ -359,6 +364,11 @@ static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
         int64_t now = kd_mono_ms();
         if (now < e->not_before_mono)
                 return (int)(e->not_before_mono - now);
+        /* Of a transaction a target refused: a record of the destination
+         * fewest went to goes first (refused alone, it clears those that
+         * went elsewhere). */
+        if (first_to_come(s, e))
+                return KD_SOLO_WAIT_MS;
         int alone = s->txn == KD_TXN_READY ||
                     (s->txn == KD_TXN_OPEN && s->poison.members_len == 0);
         if (!alone)
@@ -489,6 +499,11 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
         kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
         int counts = solo_weight(f, e, cause, fatal);
         e->solo_fails += counts;
+        /* Its target refused it alone: the records of its transaction
+         * that went elsewhere were its victims. */
+        if (kd_perr_class(cause) == KD_PERR_TARGET)
+                kd_poison_forgive_elsewhere(&s->poison, e->group, e->key,
+                                            e->where);
         e->commits_seen = s->commits;
         /* A named cause stays the record's reason over a vaguer later
          * one (an abort the coordinator refuses after the refusal). */
@@ -926,7 +941,11 @@ static void eos_produced(kd_fwd_t *f, kd_task_t *t)
         eos_state_t *s = state_of(f);
         if (!t->part)
                 return;
-        if (kd_poison_member(&s->poison, kd_poison_key(t, t->state)))
+        /* Its destination: a fire's target, else kdelay's own topics. */
+        uint64_t where = t->state == KD_TASK_FIRING && t->rec.target
+                             ? kd_poison_where(t->rec.target)
+                             : 0;
+        if (kd_poison_member(&s->poison, kd_poison_key(t, t->state), where))
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_member "
                        "action=not_accounted");

@@ -90,11 +90,29 @@ static int keys_push(uint64_t **v, size_t *len, size_t *cap, uint64_t key)
         return 0;
 }
 
-int kd_poison_member(kd_poison_t *p, uint64_t key)
+uint64_t kd_poison_where(const char *topic)
 {
-        return key ? keys_push(&p->members, &p->members_len, &p->members_cap,
-                               key)
-                   : 0;
+        uint64_t h = fnv(1469598103934665603ULL, topic, strlen(topic));
+        return h ? h : 1;
+}
+
+int kd_poison_member(kd_poison_t *p, uint64_t key, uint64_t where)
+{
+        if (!key)
+                return 0;
+        if (p->members_len == p->members_cap) {
+                /* where[] first: members_cap grows with members[]. */
+                size_t n = p->members_cap ? p->members_cap * 2 : 256;
+                uint64_t *w = realloc(p->where, n * sizeof(*w));
+                if (!w)
+                        return -1;
+                p->where = w;
+        }
+        size_t i = p->members_len;
+        if (keys_push(&p->members, &p->members_len, &p->members_cap, key))
+                return -1;
+        p->where[i] = where;
+        return 0;
 }
 
 int kd_poison_blame(kd_poison_t *p, uint64_t key, int64_t likely)
@@ -136,6 +154,17 @@ void kd_poison_forgive(kd_poison_t *p, uint64_t group, uint64_t key)
         }
 }
 
+void kd_poison_forgive_elsewhere(kd_poison_t *p, uint64_t group, uint64_t key,
+                                 uint64_t where)
+{
+        for (size_t i = 0; group && p->used > 0 && i < KD_POISON_MAX; i++) {
+                kd_poison_entry_t *e = &p->ring[i];
+                if (e->key && e->key != key && e->group == group &&
+                    e->where != where && !e->solo_fails)
+                        unlink_entry(p, e);
+        }
+}
+
 static void count(kd_poison_t *p, uint64_t key, rd_kafka_resp_err_t cause)
 {
         kd_poison_entry_t *e = kd_poison_get(p, key);
@@ -165,6 +194,62 @@ static void name_group(kd_poison_t *p, int64_t now)
         }
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* The destination fewest members went to, in *rarest, kdelay's own
+ * topics (0: the forwarder's ACLs on them are checked at its start) the
+ * least likely; 0 when they all went to one (or out of memory: then no
+ * group, each goes alone in turn). */
+static int rarest_where(const kd_poison_t *p, uint64_t *rarest)
+{
+        size_t n = p->members_len;
+        uint64_t *w = n > 1 ? malloc(n * sizeof(*w)) : NULL;
+        if (!w)
+                return 0;
+        memcpy(w, p->where, n * sizeof(*w));
+        qsort(w, n, sizeof(*w), cmp_u64);
+        size_t best = SIZE_MAX, runs = 0;
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && w[j] == w[i]; j++)
+                        ;
+                runs++;
+                if (w[i] && j - i < best) {
+                        best = j - i;
+                        *rarest = w[i];
+                }
+        }
+        free(w);
+        return runs > 1 && best != SIZE_MAX;
+}
+
+/* A transaction refused as a whole by one of its destinations: its
+ * members become one group, a member of the rarest destination first. */
+static void name_target_group(kd_poison_t *p, int64_t now)
+{
+        uint64_t rarest = 0, first = 0;
+        if (!rarest_where(p, &rarest))
+                return;
+        for (size_t i = 0; !first && i < p->members_len; i++)
+                if (p->where[i] == rarest)
+                        first = p->members[i];
+        if (!first)
+                return;
+        uint64_t group = ++p->groups;
+        for (size_t i = 0; i < p->members_len; i++) {
+                kd_poison_entry_t *e = kd_poison_find(p, p->members[i]);
+                if (e) {
+                        e->group = group;
+                        e->first = first;
+                        e->first_until = now + KD_POISON_FIRST_WAIT_MS;
+                        e->where = p->where[i];
+                }
+        }
+}
+
 void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause, int64_t now)
 {
         kd_perr_class_t c = kd_perr_class(cause);
@@ -173,7 +258,10 @@ void kd_poison_aborted(kd_poison_t *p, rd_kafka_resp_err_t cause, int64_t now)
                 size_t n = p->blamed_len ? p->blamed_len : p->members_len;
                 for (size_t i = 0; i < n; i++)
                         count(p, v[i], cause);
-                name_group(p, now);
+                if (p->blamed_len)
+                        name_group(p, now);
+                else if (c == KD_PERR_TARGET)
+                        name_target_group(p, now);
         }
         kd_poison_members_clear(p);
 }
@@ -197,6 +285,8 @@ void kd_poison_committed(kd_poison_t *p)
 void kd_poison_destroy(kd_poison_t *p)
 {
         free(p->members);
+        free(p->where);
+        p->where = NULL;
         free(p->blamed);
         free(p->likely);
         p->likely = NULL;

@@ -118,8 +118,8 @@ static void test_aborts_count_commits_forget(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 7));
         /* Two records abort for a refused record: both counted. */
-        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
-        CU_ASSERT_EQUAL(kd_poison_member(p, 8), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7, 0), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 8, 0), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
         CU_ASSERT_EQUAL(p->members_len, 0);
         kd_poison_entry_t *e = kd_poison_find(p, 7);
@@ -127,13 +127,13 @@ static void test_aborts_count_commits_forget(void)
         CU_ASSERT_EQUAL(e->aborts, 1);
         CU_ASSERT_EQUAL(e->err, RD_KAFKA_RESP_ERR_INVALID_RECORD);
         /* A cluster outage counts against nobody. */
-        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
-        CU_ASSERT_EQUAL(kd_poison_member(p, 9), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7, 0), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 9, 0), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, 0);
         CU_ASSERT_EQUAL(kd_poison_find(p, 7)->aborts, 1);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 9));
         /* A commit of 7 forgets it; 8 stays. */
-        CU_ASSERT_EQUAL(kd_poison_member(p, 7), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 7, 0), 0);
         kd_poison_committed(p);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 7));
         CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 8));
@@ -148,7 +148,7 @@ static void test_blamed_members_alone_count(void)
         kd_poison_t *p = calloc(1, sizeof(*p));
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         for (uint64_t k = 1; k <= 3; k++)
-                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, 0), 0);
         CU_ASSERT_EQUAL(kd_poison_blame(p, 2, 0), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
         CU_ASSERT_PTR_NULL(kd_poison_find(p, 1));
@@ -157,7 +157,7 @@ static void test_blamed_members_alone_count(void)
         CU_ASSERT_EQUAL(p->blamed_len, 0);
         /* Refused as a whole (no record blamed): every member counts. */
         for (uint64_t k = 1; k <= 3; k++)
-                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, 0), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 0);
         CU_ASSERT_EQUAL(kd_poison_find(p, 1)->aborts, 1);
         CU_ASSERT_EQUAL(kd_poison_find(p, 2)->aborts, 2);
@@ -225,7 +225,7 @@ static void test_group_first_and_its_wait(void)
         kd_poison_t *p = calloc(1, sizeof(*p));
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         for (uint64_t k = 1; k <= 3; k++)
-                CU_ASSERT_EQUAL(kd_poison_member(p, k), 0);
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, 0), 0);
         CU_ASSERT_EQUAL(kd_poison_blame(p, 1, 300), 0);
         CU_ASSERT_EQUAL(kd_poison_blame(p, 2, INT64_MAX), 0); /* keyless */
         CU_ASSERT_EQUAL(kd_poison_blame(p, 3, 300), 0);
@@ -245,11 +245,64 @@ static void test_group_first_and_its_wait(void)
         kd_poison_entry_t *c = kd_poison_get(p, 4);
         c->aborts = 1;
         c->forgiven = 1;
-        CU_ASSERT_EQUAL(kd_poison_member(p, 4), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 4, 0), 0);
         CU_ASSERT_EQUAL(kd_poison_blame(p, 4, 10), 0);
         kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 9000);
         CU_ASSERT_EQUAL(c->aborts, 2);
         CU_ASSERT_FALSE(c->forgiven);
+        kd_poison_destroy(p);
+        free(p);
+}
+
+/* A transaction refused as a whole by a target (no record blamed): its
+ * records become a group whose first is one of the destination fewest
+ * went to; refused alone, it clears those that went elsewhere, not
+ * those that went where it did. All to one destination: no group. */
+static void test_target_refusal_rarest_first(void)
+{
+        kd_poison_t *p = calloc(1, sizeof(*p));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        uint64_t x = kd_poison_where("orders"), y = kd_poison_where("audit");
+        CU_ASSERT_NOT_EQUAL(x, y);
+        CU_ASSERT_NOT_EQUAL(kd_poison_where(""), 0);
+        for (uint64_t k = 1; k <= 3; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, x), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 4, y), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 5, y), 0);
+        CU_ASSERT_EQUAL(kd_poison_member(p, 6, 0), 0); /* a hop */
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 100);
+        kd_poison_entry_t *e[7] = {NULL};
+        for (uint64_t k = 1; k <= 6; k++) {
+                e[k] = kd_poison_find(p, k);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(e[k]);
+                CU_ASSERT_EQUAL(e[k]->aborts, 1);
+                CU_ASSERT_EQUAL(e[k]->group, e[1]->group);
+                /* y: fewer than x; the hop (kdelay's own) least likely */
+                CU_ASSERT_EQUAL(e[k]->first, 4);
+                CU_ASSERT_EQUAL(e[k]->first_until,
+                                100 + KD_POISON_FIRST_WAIT_MS);
+        }
+        CU_ASSERT_NOT_EQUAL(e[1]->group, 0);
+        CU_ASSERT_EQUAL(e[4]->where, y);
+        /* 4 refused alone by y: 1-3 and 6 were victims, 5 (also to y)
+         * is not cleared. */
+        kd_poison_forgive_elsewhere(p, e[4]->group, 4, y);
+        for (uint64_t k = 1; k <= 3; k++)
+                CU_ASSERT_PTR_NULL(kd_poison_find(p, k));
+        CU_ASSERT_PTR_NULL(kd_poison_find(p, 6));
+        CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 4));
+        CU_ASSERT_PTR_NOT_NULL(kd_poison_find(p, 5));
+        /* All to one target: each alone in turn, no group. */
+        for (uint64_t k = 7; k <= 9; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, x), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 200);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 7)->group, 0);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 7)->first, 0);
+        /* A record refusal names its group by blame only. */
+        for (uint64_t k = 10; k <= 11; k++)
+                CU_ASSERT_EQUAL(kd_poison_member(p, k, k == 10 ? x : y), 0);
+        kd_poison_aborted(p, RD_KAFKA_RESP_ERR_INVALID_RECORD, 300);
+        CU_ASSERT_EQUAL(kd_poison_find(p, 10)->group, 0);
         kd_poison_destroy(p);
         free(p);
 }
@@ -279,6 +332,7 @@ int main(void)
             KD_TEST(test_blamed_members_alone_count),
             KD_TEST(test_refusals_learned_and_forgotten),
             KD_TEST(test_group_first_and_its_wait),
+            KD_TEST(test_target_refusal_rarest_first),
             KD_TEST(test_full_table_replaces_the_oldest),
             KD_TEST_END};
         return kd_test_run("poison_table", cases, NULL, NULL);

@@ -207,10 +207,12 @@ public final class Schedule {
         return OffsetDateTime.parse(text).toInstant().toEpochMilli();
     }
 
+    private static final String USAGE = "Usage: Schedule --topic T (--at TIME | --delay D)"
+        + " [--brokers B] [--prefix P] [--tiers LIST] [--key K] [--value V] [--id ID]"
+        + " [--header NAME=VALUE]...";
+
     private static int usage(String why) {
-        System.err.println("Schedule: " + why
-            + "\nUsage: Schedule --topic T (--at TIME | --delay D)" + " [--brokers B] [--prefix P] [--tiers LIST] [--key K] [--value V] [--id ID]"
-            + " [--header NAME=VALUE]...");
+        System.err.println("Schedule: " + why + "\n" + USAGE);
         return 2;
     }
 
@@ -224,6 +226,10 @@ public final class Schedule {
         try {
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
+                if (a.equals("-h") || a.equals("--help")) {
+                    System.out.println(USAGE + "\nSchedules a kdelay task (wire format v1); prints its id.");
+                    return 0;
+                }
                 if (i + 1 >= args.length)
                     return usage(a + " needs a value");
                 String v = args[++i];
