@@ -323,12 +323,6 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
                e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
 }
 
-/* t's record (entry e), of a batch the broker refused, goes alone into
- * the open transaction: once nothing else is in flight, and with the
- * others held back until its report, so that it is a batch of its own.
- * Refused alone, it is the culprit (eos_failed); delivered, it commits
- * with the others. A round trip, not a transaction, per record.
- * begin's answer. */
 /* 1 while the likeliest culprit of e's group has yet to go alone (found,
  * it clears the others): a while, if it is still to come. */
 static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e)
@@ -339,6 +333,12 @@ static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e)
                kd_mono_ms() < e->first_until;
 }
 
+/* t's record (entry e), of a batch the broker refused, goes alone into
+ * the open transaction: once nothing else is in flight, and with the
+ * others held back until its report, so that it is a batch of its own.
+ * Refused alone, it is the culprit (eos_failed); delivered, it commits
+ * with the others. A round trip, not a transaction, per record.
+ * begin's answer. */
 static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 {
         eos_state_t *s = state_of(f);
