@@ -9,19 +9,28 @@
 #include "kd_fate.h"
 #include "kd_util.h"
 
-static void row_text(const kd_fate_unclaimed_row_t *r)
+/* "yes" when the task's delivery is on record (its row FIRED), "maybe"
+ * when only a record of intent was (its row still CANCELLED: the
+ * forwarder stopped between its fire and the record of its delivery). */
+static const char *delivered_str(kdelay_fate_t fate)
+{
+        return fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes";
+}
+
+static void row_text(const kd_fate_unclaimed_row_t *r, kdelay_fate_t fate)
 {
         char fa[40], fd[40], src[300];
         snprintf(src, sizeof(src), "%s:%d:%lld",
                  r->src_topic[0] ? r->src_topic : "-", (int)r->src_partition,
                  (long long)r->src_offset);
-        printf("%-40s %-24s %-24s %-20s %s\n", r->id,
+        printf("%-40s %-24s %-24s %-20s %-40s %s\n", r->id,
                kd_ctl_time_format(r->fire_at_ms, fa, sizeof(fa)),
                kd_ctl_time_format(r->fired_at_ms, fd, sizeof(fd)),
-               r->forwarder[0] ? r->forwarder : "-", src);
+               r->forwarder[0] ? r->forwarder : "-", src, delivered_str(fate));
 }
 
-static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r)
+static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r,
+                    kdelay_fate_t fate)
 {
         cJSON *o = cJSON_CreateObject();
         if (!o || !cJSON_AddItemToArray(arr, o)) {
@@ -36,7 +45,34 @@ static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r)
         cJSON_AddStringToObject(o, "src_topic", r->src_topic);
         cJSON_AddNumberToObject(o, "src_partition", r->src_partition);
         cJSON_AddNumberToObject(o, "src_offset", (double)r->src_offset);
+        cJSON_AddStringToObject(o, "delivered", delivered_str(fate));
         return 0;
+}
+
+/* The fate rows of rows[0..n) into *fatesp (allocated, the caller's). */
+static kdelay_err_t lookup_fates(kd_fate_store_t *store,
+                                 const kd_fate_unclaimed_row_t *rows, size_t n,
+                                 kdelay_fate_t **fatesp, char *errstr,
+                                 size_t errstr_size)
+{
+        const char **ids = calloc(n, sizeof(*ids));
+        size_t *lens = calloc(n, sizeof(*lens));
+        *fatesp = calloc(n, sizeof(**fatesp));
+        kdelay_err_t err = KDELAY_OK;
+        if (!ids || !lens || !*fatesp) {
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "out of memory");
+        } else {
+                for (size_t i = 0; i < n; i++) {
+                        ids[i] = rows[i].id;
+                        lens[i] = rows[i].id_len;
+                }
+                err = kd_fate_lookup(store, ids, lens, n, *fatesp, errstr,
+                                     errstr_size);
+        }
+        free(ids);
+        free(lens);
+        return err;
 }
 
 kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
@@ -60,6 +96,9 @@ kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
                 err = kd_fate_unclaimed_list(
                     store, NULL, 0, KD_PRIOR_CANCELLED, since_ms, rows,
                     KD_AUDIT_UNCLAIMED_MAX, &n, errstr, errstr_size);
+        kdelay_fate_t *fates = NULL;
+        if (!err && n > 0)
+                err = lookup_fates(store, rows, n, &fates, errstr, errstr_size);
         cJSON *arr =
             json ? cJSON_AddArrayToObject(json, "fired_after_cancel") : NULL;
         if (!err && json && !arr)
@@ -69,19 +108,20 @@ kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
                 if (shown_before)
                         printf("\n");
                 if (kd_cli_headers())
-                        printf("%-40s %-24s %-24s %-20s %s\n",
+                        printf("%-40s %-24s %-24s %-20s %-40s %s\n",
                                "FIRED_AFTER_CANCEL_ID", "FIRE_AT", "FIRED_AT",
-                               "FORWARDER", "SOURCE");
+                               "FORWARDER", "SOURCE", "DELIVERED");
         }
         for (size_t i = 0; !err && i < n; i++) {
                 if (!json)
-                        row_text(&rows[i]);
-                else if (row_json(arr, &rows[i]))
+                        row_text(&rows[i], fates[i]);
+                else if (row_json(arr, &rows[i], fates[i]))
                         err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                       "out of memory");
         }
         *np = n;
         *morep = n == KD_AUDIT_UNCLAIMED_MAX;
+        free(fates);
         free(rows);
         kd_fate_store_destroy(store);
         return err;

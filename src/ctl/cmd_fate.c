@@ -72,9 +72,12 @@ static int status_on_opt(int opt, const char *arg, void *ctx)
         return KD_EXIT_OK;
 }
 
-/* What kdelay_unclaimed says of a FIRED task: "" (fired under a claim),
- * else the fate its row had when the journal of a fate-store outage was
- * applied ("fired": none; "cancelled": a cancel came first). */
+/* What kdelay_unclaimed says of a FIRED or CANCELLED task: "" (fired
+ * under a claim, or never fired), else the fate its row had when the
+ * journal of a fate-store outage was applied ("fired": none;
+ * "cancelled": a cancel came first). A CANCELLED task on record was
+ * fired without a claim and its delivery not confirmed (a record of
+ * intent alone): it may have been delivered. */
 typedef struct unclaimed_note {
         char prior[16];
         int64_t fired_at_ms;
@@ -109,6 +112,9 @@ static void print_json(const char *id, const kdelay_status_t *st,
                 cJSON_AddStringToObject(o, "unclaimed", un->prior);
                 cJSON_AddNumberToObject(o, "unclaimed_fired_at_ms",
                                         (double)un->fired_at_ms);
+                cJSON_AddStringToObject(
+                    o, "delivered",
+                    st->fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes");
         }
         char *text = cJSON_PrintUnformatted(o);
         if (text)
@@ -136,7 +142,14 @@ static void print_text(const char *id, const kdelay_status_t *st,
                 printf("owner    %s\n", st->owner);
         if (st->dead_reason[0])
                 printf("reason   %s\n", st->dead_reason);
-        if (un->prior[0])
+        if (un->prior[0] && st->fate == KDELAY_FATE_CANCELLED)
+                printf("note     cancelled, then fired without a claim "
+                       "through a fate-store outage at %s; its delivery was "
+                       "not confirmed (its forwarder stopped before "
+                       "recording it): it may have been delivered "
+                       "(kdelayctl audit)\n",
+                       kd_ctl_time_format(un->fired_at_ms, t, sizeof(t)));
+        else if (un->prior[0])
                 printf("note     fired without a claim through a fate-store "
                        "outage at %s%s\n",
                        kd_ctl_time_format(un->fired_at_ms, t, sizeof(t)),
@@ -146,10 +159,10 @@ static void print_text(const char *id, const kdelay_status_t *st,
                              "audit)");
 }
 
-/* The note of a FIRED task (empty when none, or when it cannot be read:
- * the fate above stands, and the reason is on stderr). */
+/* The note of a FIRED or CANCELLED task (empty when none, or when it cannot be
+ * read: the fate above stands, and the reason is on stderr). */
 static void read_note(kd_cli_t *cli, kdelay_client_t *client, const char *id,
-                      unclaimed_note_t *un)
+                      kdelay_fate_t fate, unclaimed_note_t *un)
 {
         kd_fate_unclaimed_row_t row;
         size_t n = 0;
@@ -163,7 +176,9 @@ static void read_note(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                         cli->prog, errstr);
                 return;
         }
-        if (n == 1) {
+        /* A cancelled task dead-lettered without a claim was not
+         * delivered: its cancel holds, nothing to note. */
+        if (n == 1 && !(fate == KDELAY_FATE_CANCELLED && row.dead_reason[0])) {
                 kd_strlcpy(un->prior, kd_unclaimed_prior_str(row.prior),
                            sizeof(un->prior));
                 un->fired_at_ms = row.fired_at_ms;
@@ -221,8 +236,9 @@ int kd_ctl_status(int argc, char **argv)
                         rc = scan_status(&cli, client, id, a.json, &st);
                 } else {
                         unclaimed_note_t un = {"", 0};
-                        if (st.fate == KDELAY_FATE_FIRED)
-                                read_note(&cli, client, id, &un);
+                        if (st.fate == KDELAY_FATE_FIRED ||
+                            st.fate == KDELAY_FATE_CANCELLED)
+                                read_note(&cli, client, id, st.fate, &un);
                         if (a.json)
                                 print_json(id, &st, &un);
                         else

@@ -193,7 +193,7 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
 static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
 {
         rd_kafka_resp_err_t err =
-            kd_journal_write(f, t, rk, kd_journal_marker(f));
+            kd_journal_write(f, t, rk, kd_journal_marker(f), 0);
         if (!err)
                 return;
         kd_journal_broken(f, err);
@@ -208,7 +208,8 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
 static void fire_journal(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_JOURNAL);
-        rd_kafka_resp_err_t err = kd_journal_write(f, t, f->kafka.producer, t);
+        rd_kafka_resp_err_t err =
+            kd_journal_write(f, t, f->kafka.producer, t, 0);
         if (!err) {
                 f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;
@@ -216,6 +217,26 @@ static void fire_journal(kd_fwd_t *f, kd_task_t *t)
         }
         kd_journal_broken(f, err);
         retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", err);
+}
+
+/* t is to fire without a claim (at_least_once): its record of intent
+ * goes first, and the fire only once it is acknowledged (intent_done), so
+ * that whatever the crash point no fire is delivered with nothing in the
+ * journal. A record that cannot be written breaks the journal: t is
+ * claimed instead (kd_fire_now asks again). */
+static void fire_intent(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_task_set_state(f, t, KD_TASK_INTENT);
+        t->sent_ms = kd_now_ms();
+        rd_kafka_resp_err_t err =
+            kd_journal_write(f, t, f->kafka.producer, t, 1);
+        if (!err) {
+                f->kafka.inflight++;
+                t->where = KD_WHERE_FLIGHT;
+                return;
+        }
+        kd_journal_broken(f, err);
+        retry_later(f, t, KD_TASK_FIRING, "journal_failed", err);
 }
 
 /* Headers hdrs of t's that did not go out: back to t if they were its
@@ -363,6 +384,8 @@ static int64_t due_ms(const kd_task_t *t)
         return r->append_ms + t->part->tier_ms;
 }
 
+static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now);
+
 /* How often a fire waiting for the first clock sample looks again. */
 #define KD_CLOCK_WAIT_MS 20
 
@@ -402,6 +425,16 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 fire_failed(f, t, known);
                 return;
         }
+        if (t->unclaimed && !f->mode->journal_with_fire) {
+                fire_intent(f, t);
+                return;
+        }
+        fire_produce(f, t, now);
+}
+
+/* Produces t's fire (its checks made, kd_fire_now). */
+static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now)
+{
         /* The fired record: key, value, user headers, kdelay-id and
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_lend(t);
@@ -464,6 +497,15 @@ static int owes_journal(const kd_fwd_t *f, const kd_task_t *t)
 
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
+        if (t->state == KD_TASK_INTENT) {
+                f->journal.delivered++;
+                if (!t->part) { /* revoked: the next owner re-reads it */
+                        kd_settle_release(f, t);
+                        return;
+                }
+                fire_produce(f, t, kd_fwd_now(f)); /* the fire announced */
+                return;
+        }
         if (t->state == KD_TASK_JOURNAL) {
                 f->journal.delivered++;
                 f->mode->delivered(f, t);
@@ -526,6 +568,17 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                         return;
                 }
                 retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", m->err);
+                return;
+        }
+        if (t->state == KD_TASK_INTENT) {
+                /* Nothing was fired: with the journal broken, t waits for
+                 * its claim (kd_fire_now). */
+                kd_journal_broken(f, m->err);
+                if (!t->part) {
+                        kd_settle_release(f, t);
+                        return;
+                }
+                retry_later(f, t, KD_TASK_FIRING, "journal_failed", m->err);
                 return;
         }
         if (f->mode->failed &&

@@ -6,6 +6,7 @@
 #include "kd_journal_rec.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_tophandles.h"
 #include "kd_util.h"
 
 /* After a failed journal record, fires wait for claims this long before a
@@ -20,31 +21,50 @@ void kd_journal_init(kd_fwd_t *f)
 }
 
 rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
-                                     rd_kafka_t *rk, void *opaque)
+                                     rd_kafka_t *rk, void *opaque, int intent)
 {
         kd_journal_rec_t r = {.fire_at_ms = t->rec.fire_at_ms,
                               .fired_at_ms = t->sent_ms,
                               .src_partition = t->part ? t->part->partition : 0,
-                              .src_offset = t->rec.offset};
+                              .src_offset = t->rec.offset,
+                              .intent = intent};
         kd_strlcpy(r.src_topic, t->part ? t->part->topic : "-",
                    sizeof(r.src_topic));
         kd_strlcpy(r.forwarder, f->claim.token_name, sizeof(r.forwarder));
         /* Its fire failed for good: the record says it was dead-lettered. */
-        if (t->fire_failed && t->dead_reason)
+        if (!intent && t->fire_failed && t->dead_reason)
                 kd_strlcpy(r.dead, t->dead_reason, sizeof(r.dead));
         char value[KD_JOURNAL_VALUE_MAX];
         int n = kd_journal_rec_format(&r, value, sizeof(value));
         if (n < 0)
                 return RD_KAFKA_RESP_ERR__INVALID_ARG;
+        /* Through the main producer's handle of the topic (its metadata
+         * known: a produce by name to a topic new to the producer waits
+         * up to a second, and at_least_once's fire waits for this one). */
+        rd_kafka_topic_t *rkt = rk == f->kafka.producer
+                                    ? kd_tophandles_get(f, f->journal.topic)
+                                    : NULL;
         rd_kafka_resp_err_t err =
-            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(f->journal.topic),
-                              RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
-                              RD_KAFKA_V_VALUE(value, (size_t)n),
-                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+            rkt ? rd_kafka_producev(
+                      rk, RD_KAFKA_V_RKT(rkt),
+                      RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
+                      RD_KAFKA_V_VALUE(value, (size_t)n),
+                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                      RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END)
+                : rd_kafka_producev(
+                      rk, RD_KAFKA_V_TOPIC(f->journal.topic),
+                      RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
+                      RD_KAFKA_V_VALUE(value, (size_t)n),
+                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                      RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
         if (!err && opaque == kd_journal_marker(f))
                 f->journal.inflight++;
         return err;
+}
+
+void kd_journal_warm(kd_fwd_t *f)
+{
+        (void)kd_tophandles_get(f, f->journal.topic);
 }
 
 void *kd_journal_marker(kd_fwd_t *f)

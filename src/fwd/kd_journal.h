@@ -3,8 +3,11 @@
  * "<topic_prefix>.journal" (kd_journal_rec.h has the record), so that
  * when MySQL answers again each such fire becomes a FIRED row
  * (reconcile.c). exactly_once writes the record in the fire's
- * transaction; at_least_once after the fire's delivery, and settles the
- * task on the record's (fire.c). Owns f->journal. */
+ * transaction. at_least_once writes two: a record of intent, and only
+ * once it is acknowledged the fire (so that no fire is delivered with
+ * nothing in the journal, whatever the crash point), then the record of
+ * its delivery, and settles the task on that one's report (fire.c). Owns
+ * f->journal. */
 #ifndef KD_JOURNAL_H
 #define KD_JOURNAL_H
 
@@ -14,9 +17,14 @@
 void kd_journal_init(kd_fwd_t *f);
 /* Produces t's journal record through rk with the message opaque given:
  * its fire, or its dead letter when its fire failed for good
- * (t->fire_failed); 0, or why librdkafka did not take it. */
+ * (t->fire_failed), or with intent 1 the record of intent of the fire to
+ * come; 0, or why librdkafka did not take it. */
 rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
-                                     rd_kafka_t *rk, void *opaque);
+                                     rd_kafka_t *rk, void *opaque, int intent);
+/* Asks the main producer for the journal topic's metadata now (policy
+ * fire: at the start, and when an outage's fires begin), so that the
+ * first record of an outage does not wait for it. */
+void kd_journal_warm(kd_fwd_t *f);
 /* The opaque of a record written with its fire (&f->journal.marker). */
 void *kd_journal_marker(kd_fwd_t *f);
 /* 1 when a delivery report's opaque is kd_journal_marker's. */

@@ -121,6 +121,10 @@ typedef enum kd_metric_type {
         X(FIRED_AFTER_CANCEL, "fired_after_cancel", COUNTER, "",               \
           "Tasks fired without a claim whose fate was CANCELLED (kdelayctl "   \
           "audit lists them)")                                                 \
+        X(JOURNAL_UNCONFIRMED, "journal_unconfirmed", COUNTER, "",             \
+          "Fires without a claim whose journal record of intent was applied "  \
+          "with no delivery record after it (a forwarder stopped between "     \
+          "the two): maybe delivered, fired again when read again")            \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \

@@ -27,8 +27,13 @@ typedef struct kd_reconcile_stats {
         uint64_t records;      /* journal records read */
         uint64_t applied;      /* applied (a FIRED row made sure) */
         uint64_t recorded;     /* of them, put on record by this run */
-        uint64_t after_cancel; /* of those, CANCELLED before: delivered
-                                  after a cancel that answered OK */
+        uint64_t after_cancel; /* of those, CANCELLED before: delivered,
+                                  or maybe delivered (a record of intent
+                                  alone), after a cancel that answered OK */
+        uint64_t intents;      /* records of intent read (at_least_once) */
+        uint64_t unconfirmed;  /* intents without a delivery record after
+                                  them in the run: fires that may have been
+                                  delivered (read again, fired again) */
         uint64_t malformed;    /* records that are no journal record: skipped */
         int64_t end_lag;       /* records still to read, as of the run's
                                   start; 0 when done */

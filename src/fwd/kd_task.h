@@ -43,18 +43,22 @@ typedef struct kd_taskrec {
 typedef enum kd_task_state {
         KD_TASK_NEW,      /* read, not yet decoded (kd_task_new) */
         KD_TASK_QUEUED,   /* read, in its partition's backlog */
-        KD_TASK_HELD,     /* timer at fire_at - claim_ahead */
+        KD_TASK_HELD,     /* timer at fire_at - claim_ahead, then (a
+                             rate-limited target) in its rule's queue */
         KD_TASK_CLAIMING, /* in the claim queue */
         KD_TASK_CLAIMED,  /* FIRING in the fate store, timer at fire_at */
-        KD_TASK_PACED,    /* due, claimed, waiting for a rate limit */
+        KD_TASK_PACED,    /* due, claimed, waiting for max_fire_rate */
         KD_TASK_FIRING,   /* produced to its target, awaiting the report */
         KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */
         KD_TASK_RETRY,    /* a produce failed; timer at the retry time */
-        KD_TASK_JOURNAL   /* fired without a claim, its journal record
+        KD_TASK_JOURNAL,  /* fired without a claim, its journal record
                              produced, awaiting the report (at_least_once) */
+        KD_TASK_INTENT    /* to fire without a claim: its journal record of
+                             intent produced, awaiting the report; the fire
+                             follows it (at_least_once) */
 } kd_task_state_t;
-#define KD_TASK_STATES (KD_TASK_JOURNAL + 1)
+#define KD_TASK_STATES (KD_TASK_INTENT + 1)
 
 /* The one place a task waits in, which kd_task_detach (kd_lifecycle.h)
  * takes it out of. Its partition's task list, the held set's accounting
@@ -71,9 +75,9 @@ typedef enum kd_task_where {
                                fate store, t->req (CLAIMING) */
         KD_WHERE_PACE_Q,    /* the pacing queue (PACED) */
         KD_WHERE_TARGET_Q,  /* a target rate limit's queue, t->rlim
-                               (PACED) */
+                               (HELD: unclaimed) */
         KD_WHERE_FLIGHT     /* produced, its delivery report to come
-                               (FIRING, HOPPING, DEAD, JOURNAL): not
+                               (FIRING, HOPPING, DEAD, JOURNAL, INTENT): not
                                detachable */
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
@@ -88,9 +92,9 @@ typedef struct kd_task {
         unsigned hop_tier; /* KD_TASK_HOPPING: the ladder index produced to */
         unsigned rlim;   /* KD_WHERE_TARGET_Q: its forwarder.target_rate_limits
                             rule */
-        int rate_passed; /* its target's rate limit let it through once:
-                            a claim taken again (lease) comes back to the
-                            head of its queue */
+        int rate_passed; /* its target's rate limit let it through (a
+                            token taken before its claim): not asked
+                            again, whatever claims it takes */
         int64_t rate_since; /* KD_WHERE_TARGET_Q: wall time it joined */
         int64_t late_ms;    /* produce time of the last fire - fire_at */
         int64_t sent_ms;    /* wall time of the last produce */

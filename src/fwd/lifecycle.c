@@ -9,7 +9,7 @@
 
 static const char *const state_names[KD_TASK_STATES] = {
     "new",    "queued",  "held", "claiming", "claimed", "paced",
-    "firing", "hopping", "dead", "retry",    "journal"};
+    "firing", "hopping", "dead", "retry",    "journal", "intent"};
 
 const char *kd_task_state_name(kd_task_state_t s)
 {
@@ -27,7 +27,9 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  queued    dead      sched: malformed or forbidden, dead-lettered
  *  queued    retry     fire: no memory for the hop's or dead letter's
  *                      headers, produced later
- *  held      claiming  claim: its hold or wait timer ran (claim_due_cb)
+ *  held      claiming  claim: its hold or wait timer ran (claim_due_cb,
+ *                      pace.c kd_pace_hold_due_cb), or its target's rate
+ *                      limit let it out of its queue (pace.c)
  *  held      hopping   intake: handed over on a revoke
  *  held      retry     intake: handed over, no memory for the headers
  *  claiming  claiming  claim: the request failed, queued again
@@ -37,8 +39,7 @@ const char *kd_task_state_name(kd_task_state_t s)
  *                      or fired without a claim (an outage, policy fire)
  *  claiming  hopping   intake: handed over on a revoke (claim forgotten)
  *  claiming  retry     intake: handed over, no memory for the headers
- *  claimed   paced     pace: due, waiting for a target rate limit or
- *                      max_fire_rate
+ *  claimed   paced     pace: due, waiting for max_fire_rate
  *  claimed   firing    fire: produced to its target (or refused_known)
  *  claimed   claiming  fire: its lease may end before the report:
  *                      claimed again (hooks.reclaim)
@@ -66,6 +67,13 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  retry     claiming  fire: as claimed -> claiming
  *  retry     journal   fire: the retry of a journal record
  *  journal   retry     fire: the journal record failed: written again
+ *  claimed   intent    fire: to fire without a claim (at_least_once):
+ *                      its record of intent first
+ *  paced     intent    as from claimed
+ *  retry     intent    as from claimed
+ *  intent    firing    fire: the record of intent delivered: the fire
+ *  intent    retry     fire: the record of intent failed: claimed (the
+ *                      journal is broken)
  *
  * A task ends (freed by kd_settle_release) from any state. */
 static const unsigned moves[KD_TASK_STATES] = {
@@ -74,14 +82,16 @@ static const unsigned moves[KD_TASK_STATES] = {
     [KD_TASK_HELD] = TO(CLAIMING) | TO(HOPPING) | TO(RETRY),
     [KD_TASK_CLAIMING] =
         TO(CLAIMING) | TO(HELD) | TO(CLAIMED) | TO(HOPPING) | TO(RETRY),
-    [KD_TASK_CLAIMED] = TO(PACED) | TO(FIRING) | TO(CLAIMING) | TO(RETRY),
-    [KD_TASK_PACED] = TO(FIRING) | TO(CLAIMING) | TO(RETRY),
+    [KD_TASK_CLAIMED] =
+        TO(PACED) | TO(FIRING) | TO(CLAIMING) | TO(RETRY) | TO(INTENT),
+    [KD_TASK_PACED] = TO(FIRING) | TO(CLAIMING) | TO(RETRY) | TO(INTENT),
     [KD_TASK_FIRING] = TO(DEAD) | TO(RETRY) | TO(JOURNAL),
     [KD_TASK_HOPPING] = TO(DEAD) | TO(RETRY),
     [KD_TASK_DEAD] = TO(DEAD) | TO(RETRY) | TO(JOURNAL),
     [KD_TASK_RETRY] = TO(RETRY) | TO(FIRING) | TO(HOPPING) | TO(DEAD) |
-                      TO(CLAIMING) | TO(JOURNAL),
-    [KD_TASK_JOURNAL] = TO(RETRY)};
+                      TO(CLAIMING) | TO(JOURNAL) | TO(INTENT),
+    [KD_TASK_JOURNAL] = TO(RETRY),
+    [KD_TASK_INTENT] = TO(FIRING) | TO(RETRY)};
 
 #undef TO
 

@@ -33,8 +33,10 @@ void kd_outage_init(kd_fwd_t *f)
 
 void kd_outage_start(kd_fwd_t *f)
 {
-        if (policy_fire(f))
-                reconcile_begin(f, "start");
+        if (!policy_fire(f))
+                return;
+        kd_journal_warm(f);
+        reconcile_begin(f, "start");
 }
 
 void kd_outage_stop(kd_fwd_t *f)
@@ -84,6 +86,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         }
         o->firing = 1;
         o->firing_since_mono = now;
+        kd_journal_warm(f); /* a renewed producer has no handle yet */
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
         char qt[300];
         kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -198,14 +201,17 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         o->reconcile = NULL;
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
+        kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);
         char q[300];
         kd_log(f->conf, err ? KDELAY_LOG_ERROR : KDELAY_LOG_NOTICE,
                "event=journal_applied ok=%d records=%llu applied=%llu "
-               "recorded=%llu fired_after_cancel=%llu malformed=%llu "
-               "ms=%lld err=%s",
+               "recorded=%llu fired_after_cancel=%llu intents=%llu "
+               "unconfirmed=%llu malformed=%llu ms=%lld err=%s",
                !err, (unsigned long long)st.records,
                (unsigned long long)st.applied, (unsigned long long)st.recorded,
                (unsigned long long)st.after_cancel,
+               (unsigned long long)st.intents,
+               (unsigned long long)st.unconfirmed,
                (unsigned long long)st.malformed,
                (long long)(now - o->applying_since_mono),
                kd_log_quote(err ? errstr : "", q, sizeof(q)));

@@ -150,24 +150,79 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         r->st.applied += d->applied;
         r->st.recorded += d->recorded;
         r->st.after_cancel += d->after_cancel;
+        r->st.intents += d->intents;
+        r->st.unconfirmed += d->unconfirmed;
         r->st.malformed += d->malformed;
         r->st.end_lag = d->end_lag;
         pthread_mutex_unlock(&r->lock);
 }
 
 static void log_after_cancel(const kdelay_conf_t *conf,
-                             const kd_fate_unclaimed_t *it)
+                             const kd_fate_unclaimed_t *it, int delivered)
 {
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         char qf[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
         kd_log_quote_mem(it->id, it->id_len, q, sizeof(q));
-        kd_log(
-            conf, KDELAY_LOG_WARNING,
-            "event=fired_after_cancel id=%s fire_at_ms=%lld "
-            "fired_at_ms=%lld forwarder=%s reason=\"cancelled before a "
-            "fate-store outage, fired through it (fate_outage_policy=fire)\"",
-            q, (long long)it->fire_at_ms, (long long)it->fired_at_ms,
-            kd_log_quote(it->forwarder ? it->forwarder : "", qf, sizeof(qf)));
+        kd_log(conf, KDELAY_LOG_WARNING,
+               "event=fired_after_cancel id=%s delivered=%s fire_at_ms=%lld "
+               "fired_at_ms=%lld forwarder=%s reason=\"%s\"",
+               q, delivered ? "yes" : "maybe", (long long)it->fire_at_ms,
+               (long long)it->fired_at_ms,
+               kd_log_quote(it->forwarder ? it->forwarder : "", qf, sizeof(qf)),
+               !delivered ? "cancelled, then fired without a claim through a "
+                            "fate-store outage (fate_outage_policy=fire); its "
+                            "forwarder stopped before recording the delivery: "
+                            "treat it as delivered"
+                          : "cancelled, then fired without a claim through a "
+                            "fate-store outage (fate_outage_policy=fire) and "
+                            "delivered");
+}
+
+/* 1 unless an item before i in the batch has i's id (a journal names a
+ * task twice: its intent and its delivery record, both recorded by the
+ * same application). */
+static int first_of_id(const run_t *u, size_t i)
+{
+        const kd_fate_unclaimed_t *a = &u->items[i];
+        for (size_t j = 0; j < i; j++)
+                if (u->items[j].id_len == a->id_len &&
+                    !memcmp(u->items[j].id, a->id, a->id_len))
+                        return 0;
+        return 1;
+}
+
+/* 1 when the batch holds a delivery record of item i's task. */
+static int delivery_in_batch(const run_t *u, size_t i)
+{
+        const kd_fate_unclaimed_t *a = &u->items[i];
+        for (size_t j = 0; j < u->n; j++)
+                if (!u->items[j].intent && u->items[j].id_len == a->id_len &&
+                    !memcmp(u->items[j].id, a->id, a->id_len))
+                        return 1;
+        return 0;
+}
+
+/* Intents of the batch without a delivery record after them (the same
+ * key goes to the same partition, in order): fires that may have been
+ * delivered. An intent whose delivery record falls in a later batch is
+ * counted too: an upper bound. */
+static uint64_t unconfirmed(const run_t *u)
+{
+        uint64_t n = 0;
+        for (size_t i = 0; i < u->n; i++) {
+                const kd_fate_unclaimed_t *a = &u->items[i];
+                if (!a->intent)
+                        continue;
+                size_t j = i + 1;
+                for (; j < u->n; j++) {
+                        const kd_fate_unclaimed_t *b = &u->items[j];
+                        if (!b->intent && a->id_len == b->id_len &&
+                            !memcmp(a->id, b->id, a->id_len))
+                                break;
+                }
+                n += j == u->n;
+        }
+        return n;
 }
 
 /* Applies the batch (again and again until it goes or the run stops),
@@ -196,16 +251,23 @@ static kdelay_err_t flush(run_t *u, kd_reconcile_stats_t *d)
         }
         if (stopping(r))
                 return run_fail(u, KDELAY_ERR_MYSQL, "journal", "stopped");
+        d->unconfirmed += unconfirmed(u);
         for (size_t i = 0; i < u->n; i++) {
+                kd_fate_unclaimed_t *it = &u->items[i];
                 d->applied++;
-                d->recorded += (uint64_t)u->items[i].recorded;
-                if (u->items[i].recorded && !u->items[i].dead_reason &&
-                    u->items[i].prior == KD_PRIOR_CANCELLED) {
-                        d->after_cancel++;
-                        log_after_cancel(r->conf, &u->items[i]);
+                d->intents += (uint64_t)it->intent;
+                if (it->recorded && first_of_id(u, i)) {
+                        d->recorded++;
+                        if (!it->dead_reason &&
+                            it->prior == KD_PRIOR_CANCELLED) {
+                                d->after_cancel++;
+                                log_after_cancel(r->conf, it,
+                                                 delivery_in_batch(u, i));
+                        }
                 }
-                rd_kafka_message_destroy(u->msgs[i]);
         }
+        for (size_t i = 0; i < u->n; i++)
+                rd_kafka_message_destroy(u->msgs[i]);
         u->n = 0;
         rd_kafka_resp_err_t e = rd_kafka_commit(u->rk, u->pos, 0);
         if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
@@ -264,6 +326,7 @@ static void take(run_t *u, rd_kafka_message_t *m, kd_reconcile_stats_t *d)
         it->src_partition = rec->src_partition;
         it->src_offset = rec->src_offset;
         it->dead_reason = rec->dead[0] ? rec->dead : NULL;
+        it->intent = rec->intent;
         u->msgs[u->n++] = m;
 }
 

@@ -45,6 +45,7 @@ void test_lookup_reads_a_batch_of_fates(void);
 void test_apply_unclaimed_fires_and_records(void);
 void test_apply_unclaimed_again_changes_nothing(void);
 void test_apply_unclaimed_dead_letters(void);
+void test_apply_unclaimed_intents(void);
 
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
@@ -59,6 +60,7 @@ void test_apply_unclaimed_dead_letters(void);
             KD_TEST(test_lookup_reads_a_batch_of_fates),                       \
             KD_TEST(test_apply_unclaimed_fires_and_records),                   \
             KD_TEST(test_apply_unclaimed_again_changes_nothing),               \
-            KD_TEST(test_apply_unclaimed_dead_letters)
+            KD_TEST(test_apply_unclaimed_dead_letters),                        \
+            KD_TEST(test_apply_unclaimed_intents)
 
 #endif

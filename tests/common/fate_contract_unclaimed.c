@@ -187,3 +187,77 @@ void test_apply_unclaimed_dead_letters(void)
                         KDELAY_ERR_INVALID_ARG);
         CU_ASSERT_EQUAL(kd_fc_stmts(), before);
 }
+
+/* Records of intent (at_least_once writes one before each fire without a
+ * claim): no fate row is inserted or changed; a cancelled task goes on
+ * record (it may have been delivered) and its row stays CANCELLED until
+ * its delivery record makes it FIRED; any other task is left alone (read
+ * again, it fires again). Two statements; one when applied again. */
+void test_apply_unclaimed_intents(void)
+{
+        KD_FC_NEED_STORE();
+        CU_ASSERT_EQUAL(kd_fc_cancel1("ic"), KDELAY_OK);
+        kd_fc_claim1("if", 5, "fw-2");
+        kd_fc_claim1("ix", 5, "fw-2");
+        kd_fc_fire1("ix");
+        static const char *const ids[4] = {"ic", "in", "if", "ix"};
+        kd_fate_unclaimed_t it[4];
+        memset(it, 0, sizeof(it));
+        for (int i = 0; i < 4; i++) {
+                it[i].id = ids[i];
+                it[i].id_len = 2;
+                it[i].fire_at_ms = 1000;
+                it[i].fired_at_ms = 2000 + i;
+                it[i].forwarder = "fw-1";
+                it[i].intent = 1;
+        }
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_apply_unclaimed(kd_fc_store, it, 4,
+                                                      kd_fc_errstr,
+                                                      sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 2);
+        CU_ASSERT_EQUAL(it[0].prior, KD_PRIOR_CANCELLED);
+        CU_ASSERT_EQUAL(it[0].recorded, 1);
+        for (int i = 1; i < 4; i++)
+                CU_ASSERT_EQUAL(it[i].recorded, 0);
+        CU_ASSERT_EQUAL(kd_fc_status1("ic").fate, KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(kd_fc_status1("in").fate, KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(kd_fc_status1("if").fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(kd_fc_status1("ix").fate, KDELAY_FATE_FIRED);
+        kd_fate_unclaimed_row_t rows[4];
+        size_t n = 99;
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(
+                            kd_fc_store, NULL, 0, KD_PRIOR_CANCELLED, 0, rows,
+                            4, &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_STRING_EQUAL(rows[0].id, "ic");
+        CU_ASSERT_EQUAL(rows[0].fired_at_ms, 2000);
+        CU_ASSERT_EQUAL(kd_fate_unclaimed_list(kd_fc_store, "in", 2, -1, 0,
+                                               rows, 1, &n, kd_fc_errstr,
+                                               sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(n, 0);
+        /* Again: nothing new, one statement. */
+        for (int i = 0; i < 4; i++)
+                it[i].recorded = 0;
+        before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_apply_unclaimed(kd_fc_store, it, 4,
+                                                      kd_fc_errstr,
+                                                      sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 1);
+        CU_ASSERT_EQUAL(it[0].recorded, 0);
+        CU_ASSERT_EQUAL(it[0].prior, KD_PRIOR_CANCELLED);
+        /* Its delivery record: FIRED, on record as before (not twice). */
+        it[0].intent = 0;
+        before = kd_fc_stmts();
+        CU_ASSERT_EQUAL_FATAL(kd_fate_apply_unclaimed(kd_fc_store, it, 1,
+                                                      kd_fc_errstr,
+                                                      sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 3);
+        CU_ASSERT_EQUAL(it[0].recorded, 0);
+        CU_ASSERT_EQUAL(kd_fc_status1("ic").fate, KDELAY_FATE_FIRED);
+}

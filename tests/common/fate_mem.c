@@ -508,10 +508,13 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
-        unsigned stmts = 2;
+        unsigned stmts = 1;
         int record = 0, delivered = 0, dead = 0;
         for (size_t i = 0; i < n; i++) { /* 1: a FIRED row where none */
                 kd_fate_unclaimed_t *it = &items[i];
+                if (it->intent)
+                        continue;
+                stmts = 2;
                 if (kd_memtab_find(&m->rows, it->id, it->id_len))
                         continue;
                 kd_memrow_t *r = kd_memtab_row_new(it->id, it->id_len);
@@ -538,12 +541,18 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                 const kd_memrow_t *r =
                     kd_memtab_find(&m->rows, it->id, it->id_len);
                 it->recorded = !u;
-                it->prior = u ? u->fate
+                it->prior = u    ? u->fate
+                            : !r ? KD_PRIOR_FIRED /* an intent's */
                             : r->fate == KDELAY_FATE_CANCELLED
                                 ? KD_PRIOR_CANCELLED
                             : r->fate == KDELAY_FATE_FIRING ? KD_PRIOR_FIRING
                             : r->fate == KDELAY_FATE_DEAD   ? KD_PRIOR_DEAD
                                                             : KD_PRIOR_FIRED;
+                if (it->intent) { /* on record only when cancelled */
+                        it->recorded &= it->prior == KD_PRIOR_CANCELLED;
+                        record |= it->recorded;
+                        continue;
+                }
                 record |= it->recorded;
                 delivered |=
                     !it->dead_reason && (it->prior == KD_PRIOR_CANCELLED ||
@@ -580,6 +589,8 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
         for (size_t i = 0; i < n; i++) { /* 4, 5: FIRED, DEAD */
                 const kd_fate_unclaimed_t *it = &items[i];
                 kd_memrow_t *r = kd_memtab_find(&m->rows, it->id, it->id_len);
+                if (it->intent)
+                        continue;
                 int to_fired = !it->dead_reason &&
                                (it->prior == KD_PRIOR_CANCELLED ||
                                 it->prior == KD_PRIOR_FIRING) &&

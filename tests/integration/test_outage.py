@@ -17,6 +17,16 @@ Last, the at_least_once fire forwarder is restarted with two journal
 records it did not apply (a new task, and X's again): its start applies
 them, and X stays on record as cancelled, counted once.
 
+A fifth forwarder, alo-kill (at_least_once, fire), has N_KILL tasks due
+at once K_DUE_MS into the outage, N_KILL_CANCELLED of them cancelled
+before it, and is killed (SIGKILL) KILL_AFTER_MS after their fire-at, in
+the middle of their fires; it starts again once MySQL is back. Asserted:
+no task lost, and every cancelled task that reached the target is
+reported by `kdelayctl audit` (delivered yes, or maybe: a record of
+intent alone) and by `kdelayctl status` — a fire is never delivered with
+nothing in the journal, whatever the crash point (issue 35: before the
+records of intent, the kill left 200 of 200 such tasks unreported).
+
 Asserted, per forwarder: every task but X arrives exactly once
 (at_least_once: at least once), none before its fire-at; under fire, each
 within SLACK_MS of max(fire_at, stop + 5 s) (the outage is seen at the
@@ -58,6 +68,10 @@ SLACK_MS = 2500    # fire: lateness past max(fire_at, stop + AFTER_MS)
 RECONCILE_MS = 20000
 MODES = [("alo-fire", "at_least_once", "fire"), ("eos-fire", "exactly_once", "fire"),
          ("alo-hold", "at_least_once", "hold"), ("eos-hold", "exactly_once", "hold")]
+N_KILL = 600          # alo-kill's tasks, all due K_DUE_MS after the stop
+N_KILL_CANCELLED = 60  # of them cancelled before the outage
+K_DUE_MS = 9000
+KILL_AFTER_MS = 12
 
 
 def now_ms():
@@ -380,37 +394,124 @@ def restart_applies(st, f, producer):
             f"cancelled X again): {m.group(0)}; both FIRED, X still on record as cancelled")
 
 
+def kill_schedule(k, producer, t0):
+    """alo-kill's tasks: N_KILL due at t0 + K_DUE_MS."""
+    tiers = pysched.parse_tiers(TIERS)
+    for _ in range(N_KILL):
+        tid = pysched.schedule(producer, k.prefix, tiers, k.target, None, b"k",
+                               t0 + K_DUE_MS)
+        k.fire_at[tid] = t0 + K_DUE_MS
+
+
+def kill_cancel(k):
+    """Cancels N_KILL_CANCELLED of alo-kill's tasks (before the outage)."""
+    ids = list(k.fire_at)[:N_KILL_CANCELLED]
+    argv = [k.st.ctl, "--brokers", k.st.kconf["bootstrap.servers"], "--mysql", k.st.url,
+            "-X", f"topic_prefix={k.prefix}", "-X", f"tiers={TIERS}", "cancel", "-"]
+    if os.environ.get("KDELAY_KAFKA_CONFIG"):
+        argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+    r = subprocess.run(argv, input="\n".join(ids) + "\n", capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode:
+        fail(f"alo-kill: cancel of {len(ids)}: exit {r.returncode} {r.stderr[-300:]}")
+    return set(ids)
+
+
+def kill_check(st, k, cancelled, kill_ms):
+    """After the restart: nothing lost; every cancelled task delivered
+    reported by audit and status. Returns the figures."""
+    deadline = now_ms() + 30000
+    while True:
+        lost = [t for t in k.fire_at if t not in cancelled and not k.arrived.get(t)]
+        if not lost or now_ms() > deadline:
+            break
+        time.sleep(0.2)
+    if lost:
+        fail(f"alo-kill: {len(lost)} of {N_KILL - N_KILL_CANCELLED} tasks lost after the "
+             f"kill and restart (e.g. {lost[0]})")
+    delivered_cancelled = {t for t in cancelled if k.arrived.get(t)}
+    dups = sum(1 for t in k.fire_at if len(k.arrived.get(t, [])) > 1)
+    deadline = now_ms() + 30000
+    while True:  # the restart applies the journal first
+        a = k.ctl("audit", "--json", check=False)
+        try:
+            rep = {r["id"]: r["delivered"]  # the database is shared
+                   for r in json.loads(a.stdout).get("fired_after_cancel", [])
+                   if r["id"] in k.fire_at}
+        except (ValueError, KeyError) as e:
+            fail(f"alo-kill: audit --json: {e}: {a.stdout[-300:]}")
+        if delivered_cancelled <= set(rep) or now_ms() > deadline:
+            break
+        time.sleep(0.5)
+    missing = delivered_cancelled - set(rep)
+    if missing:
+        fail(f"alo-kill: {len(missing)} of {len(delivered_cancelled)} cancelled tasks "
+             f"delivered are not reported by audit (e.g. {sorted(missing)[0]})")
+    if set(rep) - cancelled:
+        fail(f"alo-kill: audit reports tasks never cancelled: {sorted(set(rep) - cancelled)[:3]}")
+    for tid in sorted(delivered_cancelled)[:3]:
+        s = json.loads(k.ctl("status", "--json", tid).stdout)
+        if s.get("unclaimed") != "cancelled" or s.get("delivered") not in ("yes", "maybe"):
+            fail(f"alo-kill: status of a cancelled task delivered: {s}")
+    maybe = sum(1 for v in rep.values() if v == "maybe")
+    m = re.findall(r"event=journal_applied ok=1 records=(\d+) .*?intents=(\d+) "
+                   r"unconfirmed=(\d+)", k.text())
+    # Every fire is announced by an acknowledged record of intent: as
+    # many intents at least as tasks that arrived before the kill.
+    before = sum(1 for t in k.fire_at if k.arrived.get(t) and min(k.arrived[t]) < kill_ms)
+    intents = sum(int(x[1]) for x in m)
+    if intents < before:
+        fail(f"alo-kill: {before} tasks arrived before the kill, {intents} records of "
+             "intent applied")
+    return (f"alo-kill: {N_KILL} tasks due at once, {N_KILL_CANCELLED} cancelled before "
+            f"the outage, killed {KILL_AFTER_MS} ms after their fire-at: arrived before "
+            f"the kill {before}, records of intent applied {intents}; lost 0; "
+            f"duplicates {dups}; cancelled delivered {len(delivered_cancelled)}, all "
+            f"reported (audit: {len(rep)} fired_after_cancel, {len(rep) - maybe} "
+            f"delivered yes, {maybe} maybe); journal applications "
+            f"(records, intents, unconfirmed) {m[-3:]}")
+
+
 def main():
     st = Stack()
     fwds = [Fwd(st, *m) for m in MODES]
+    kill = Fwd(st, "alo-kill", "at_least_once", "fire")
+    kill_cancelled = set()
     mysql_stopped = False
     try:
         st.sql(f"CREATE DATABASE `{st.db}`", db=False)
         fwds[0].ctl("db", "migrate")
-        for f in fwds:
+        for f in fwds + [kill]:
             f.start()
         deadline = time.time() + 60
-        for f in fwds:
+        for f in fwds + [kill]:
             f.wait_assigned(deadline)
         producer = Producer({**st.kconf, "enable.idempotence": True, "acks": "all"})
         t0 = now_ms() + 8000  # MySQL stops then
         for f in fwds:
             f.schedule(producer, t0)
+        kill_schedule(kill, producer, t0)
         if producer.flush(30):
             fail("tasks not acknowledged in 30 s")
         for f in fwds:  # cancelled before the outage: OK
             f.ctl("cancel", f.x)
+        kill_cancelled = kill_cancel(kill)
         time.sleep(max(0, t0 - now_ms()) / 1000)
         st.stack("mysql-stop")
         mysql_stopped = True
-        t0 = now_ms()
         log(f"MySQL stopped; back in {OUTAGE_MS} ms")
         # The reader runs meanwhile, on a thread of its own.
         import threading
 
-        reader = threading.Thread(target=consume, args=(st, fwds, t0 + 75000))
+        reader = threading.Thread(target=consume, args=(st, fwds + [kill], t0 + 75000))
         reader.start()
-        time.sleep(12)
+        # alo-kill dies in the middle of its fires.
+        time.sleep(max(0, t0 + K_DUE_MS + KILL_AFTER_MS - now_ms()) / 1000)
+        kill.proc.kill()
+        kill.proc.wait()
+        kill_ms = now_ms()
+        log(f"alo-kill killed {now_ms() - t0 - K_DUE_MS} ms after its tasks' fire-at")
+        time.sleep(max(0, t0 + 12000 - now_ms()) / 1000)
         r = fwds[0].ctl("status", fwds[0].x, check=False)
         if r.returncode == 0 or "MySQL" not in r.stderr:
             fail(f"status during the outage: exit {r.returncode} {r.stderr.strip()[-300:]}")
@@ -435,11 +536,13 @@ def main():
                     fail("MySQL does not answer 60 s after its start")
                 time.sleep(0.05)
         t_back = now_ms()
+        kill.start_process()
         lines = []
         for f in fwds:
             if f.policy == "fire":
                 lines.append(reconcile(st, f, t_back))
         reader.join()
+        lines.append(kill_check(st, kill, kill_cancelled, kill_ms))
         for f in fwds:
             lines.append(check(st, f, t0, t_back))
             text = f.text()
@@ -470,14 +573,14 @@ def main():
     finally:
         if mysql_stopped:
             st.stack("mysql-start")
-        for f in fwds:
+        for f in fwds + [kill]:
             f.stop()
         try:
             st.sql(f"DROP DATABASE IF EXISTS `{st.db}`", db=False)
         except Exception as e:  # the verdict stands
             log(f"cleanup: {e}")
         topics = []
-        for f in fwds:
+        for f in fwds + [kill]:
             topics += [f.target, f"{f.prefix}.dead", f"{f.prefix}.journal"]
             topics += [f"{f.prefix}.tier.{t}" for t in TIERS.split(",")]
         AdminClient(st.kconf).delete_topics(topics)

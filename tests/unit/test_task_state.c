@@ -38,7 +38,9 @@ static const struct {
     {KD_TASK_RETRY, KD_TASK_HOPPING},     {KD_TASK_RETRY, KD_TASK_DEAD},
     {KD_TASK_RETRY, KD_TASK_CLAIMING},    {KD_TASK_FIRING, KD_TASK_JOURNAL},
     {KD_TASK_RETRY, KD_TASK_JOURNAL},     {KD_TASK_JOURNAL, KD_TASK_RETRY},
-    {KD_TASK_DEAD, KD_TASK_JOURNAL},
+    {KD_TASK_DEAD, KD_TASK_JOURNAL},      {KD_TASK_CLAIMED, KD_TASK_INTENT},
+    {KD_TASK_PACED, KD_TASK_INTENT},      {KD_TASK_RETRY, KD_TASK_INTENT},
+    {KD_TASK_INTENT, KD_TASK_FIRING},     {KD_TASK_INTENT, KD_TASK_RETRY},
 };
 
 static int expected(kd_task_state_t from, kd_task_state_t to)
@@ -110,7 +112,7 @@ static void test_every_pair_against_the_table(void)
         kd_fwd_t *f = fwd_new();
         kd_task_t *t = task_new("id with space");
         size_t legal_seen = 0;
-        CU_ASSERT_EQUAL(KD_TASK_STATES, 11);
+        CU_ASSERT_EQUAL(KD_TASK_STATES, 12);
         for (int from = 0; from < KD_TASK_STATES; from++) {
                 for (int to = 0; to < KD_TASK_STATES; to++) {
                         int ok = expected(from, to);

@@ -15,7 +15,16 @@
  *   5. UPDATE the FIRING rows of dead-lettered tasks to DEAD (a
  *      CANCELLED one stays: it was not delivered).
  * A crash between any two repeats the steps after it; 3 comes before 4
- * so that a cancel overridden by 4 is always on record. */
+ * so that a cancel overridden by 4 is always on record.
+ *
+ * A record of intent (at_least_once writes one before each such fire, so
+ * that a crash before the delivery record leaves a trace) takes part in 2
+ * and 3 only, and in 3 only when its row is CANCELLED: a cancelled task
+ * that may have been delivered goes on record with prior "cancelled" and
+ * its row stays CANCELLED (status and audit tell it by that: delivery not
+ * confirmed). Any other task of an intent is left alone: not cancelled,
+ * its tier record is read again and fired again if its delivery record
+ * never comes (at_least_once). */
 #include <errmsg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,10 +135,12 @@ static int listed(const kd_fate_unclaimed_t *it, which_t which)
         case ALL:
                 return 1;
         case DELIVERED_CONFLICTS:
-                return !it->dead_reason && (it->prior == KD_PRIOR_CANCELLED ||
-                                            it->prior == KD_PRIOR_FIRING);
+                return !it->intent && !it->dead_reason &&
+                       (it->prior == KD_PRIOR_CANCELLED ||
+                        it->prior == KD_PRIOR_FIRING);
         case DEAD_CONFLICTS:
-                return it->dead_reason && it->prior == KD_PRIOR_FIRING;
+                return !it->intent && it->dead_reason &&
+                       it->prior == KD_PRIOR_FIRING;
         }
         return 0;
 }
@@ -165,13 +176,16 @@ static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
                                  int64_t now, char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
+        size_t k = 0;
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_fate (task_id, state, "
                          "fire_at_ms, owner, decided_at_ms, updated_at_ms, "
                          "src_topic, src_partition, src_offset, dead_reason) "
                          "VALUES ");
         for (size_t i = 0; i < n; i++) {
                 const kd_fate_unclaimed_t *it = &items[i];
-                kd_sql_add(&sql, "%s(", i ? "," : "");
+                if (it->intent)
+                        continue;
+                kd_sql_add(&sql, "%s(", k++ ? "," : "");
                 kd_sql_add_hex(&sql, it->id, it->id_len);
                 /* A reason is [a-z0-9-] (kd_fate_apply_unclaimed checked). */
                 kd_sql_add(&sql, ",'%s',%lld,",
@@ -183,6 +197,10 @@ static kdelay_err_t insert_fired(kd_fate_mysql_t *store,
                 add_source(&sql, it);
                 add_reason(&sql, it);
                 kd_sql_add(&sql, ")");
+        }
+        if (!k) { /* intents only */
+                free(sql.buf);
+                return KDELAY_OK;
         }
         return apply_send(store, &sql, errstr, errstr_size);
 }
@@ -231,6 +249,10 @@ static kdelay_err_t read_priors(kd_fate_mysql_t *store,
         }
         mysql_free_result(res);
         free(sorted);
+        /* An intent goes on record only for a cancelled task. */
+        for (size_t i = 0; i < n; i++)
+                if (items[i].intent && items[i].prior != KD_PRIOR_CANCELLED)
+                        items[i].recorded = 0;
         return KDELAY_OK;
 }
 

@@ -185,10 +185,15 @@ typedef struct kd_fate_unclaimed {
         const char *src_topic; /* borrowed; NULL = not known */
         int32_t src_partition;
         int64_t src_offset;
-        const char *dead_reason;    /* borrowed: the fire failed for good and
-                                       the task was dead-lettered with this
-                                       reason ([a-z-], <= KD_FATE_REASON_MAX);
-                                       NULL = delivered */
+        const char *dead_reason; /* borrowed: the fire failed for good and
+                                    the task was dead-lettered with this
+                                    reason ([a-z-], <= KD_FATE_REASON_MAX);
+                                    NULL = delivered */
+        int intent; /* a record of intent (at_least_once writes it before
+                       the fire): the task may have been delivered. No
+                       fate row is inserted or changed; only a task whose
+                       row is CANCELLED is put on record (a cancelled task
+                       that may have been delivered) */
         kd_unclaimed_prior_t prior; /* out: what the fate row said */
         int recorded;               /* out: 1 = this call recorded it (it was
                                        not applied before) */
@@ -199,10 +204,13 @@ typedef struct kd_fate_unclaimed {
  * dead-lettered one's DEAD with its reason (inserted, or updated from
  * FIRING; CANCELLED stays: it was not delivered), and a kdelay_unclaimed
  * row records the fire with what the row said before, unless one exists
- * (the first application's answer stays). Idempotent and safe beside
- * claims, cancels and another applier: a cancel that comes after the
- * first statement finds the row (too late, or dead). At most five
- * statements (three when no row conflicts). */
+ * (the first application's answer stays). A record of intent (intent)
+ * changes no fate row: its task is put on record only when its row is
+ * CANCELLED (then its row stays CANCELLED until a delivery record comes).
+ * Idempotent and safe beside claims, cancels and another applier: a
+ * cancel that comes after the first statement finds the row (too late,
+ * or dead). At most five statements (three when no row conflicts; the
+ * first only when an item is not an intent). */
 kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
                                      kd_fate_unclaimed_t *items, size_t n,
                                      char *errstr, size_t errstr_size);

@@ -22,15 +22,16 @@ static int plain(const char *s)
 int kd_journal_rec_format(const kd_journal_rec_t *r, char *buf, size_t size)
 {
         if (!plain(r->src_topic) || !plain(r->forwarder) ||
-            (r->dead[0] && !plain(r->dead)))
+            (r->dead[0] && !plain(r->dead)) || (r->intent && r->dead[0]))
                 return -1;
         int n = snprintf(buf, size,
-                         "v=1 fire_at=%" PRId64 " fired_at=%" PRId64
+                         "v=%d fire_at=%" PRId64 " fired_at=%" PRId64
                          " topic=%s partition=%" PRId32 " offset=%" PRId64
-                         " forwarder=%s%s%s",
-                         r->fire_at_ms, r->fired_at_ms, r->src_topic,
-                         r->src_partition, r->src_offset, r->forwarder,
-                         r->dead[0] ? " dead=" : "", r->dead);
+                         " forwarder=%s%s%s%s",
+                         r->intent ? 2 : 1, r->fire_at_ms, r->fired_at_ms,
+                         r->src_topic, r->src_partition, r->src_offset,
+                         r->forwarder, r->dead[0] ? " dead=" : "", r->dead,
+                         r->intent ? " intent=1" : "");
         return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -63,7 +64,7 @@ int kd_journal_rec_parse(const char *value, size_t len, kd_journal_rec_t *r)
 {
         memset(r, 0, sizeof(*r));
         unsigned seen = 0;
-        int64_t v = 0, part = -1;
+        int64_t v = 0, part = -1, intent = 0;
         const char *p = value, *end = value + len;
         while (p < end) {
                 const char *f = p;
@@ -94,14 +95,20 @@ int kd_journal_rec_parse(const char *value, size_t len, kd_journal_rec_t *r)
                         seen |= 64;
                 else if (FIELD("dead"))
                         rc = str(val, vl, r->dead, sizeof(r->dead));
+                else if (FIELD("intent"))
+                        rc = num(val, vl, &intent);
 #undef FIELD
                 if (rc)
                         return -1;
                 while (p < end && *p == ' ')
                         p++;
         }
-        if (seen != 127 || v != 1 || part < 0 || part > INT32_MAX)
+        if (seen != 127 || part < 0 || part > INT32_MAX)
                 return -1;
+        /* Version 2 is a record of intent, and only that. */
+        if (!(v == 1 && intent == 0) && !(v == 2 && intent == 1 && !r->dead[0]))
+                return -1;
+        r->intent = (int)intent;
         /* A dead-letter reason as the fate table takes one: [a-z0-9-]. */
         if (strspn(r->dead, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
             strlen(r->dead))
