@@ -192,6 +192,8 @@ typedef struct kd_fwd_rlim {
         kd_timer_t timer;  /* monotonic: the next token for q's head */
         uint64_t waited;   /* tasks that waited for it (counter) */
         int64_t waited_ms; /* how long they waited, summed (counter) */
+        double fire_tat;   /* the fires' own pacing (GCRA): the next fire's
+                              theoretical time, monotonic ms; 0 = none */
 } kd_fwd_rlim_t;
 
 /* forwarder.max_fire_rate: a token bucket and the due tasks waiting for
@@ -262,6 +264,9 @@ typedef struct kd_fwd_hooks {
         /* Claimed task t is due but its claim's lease may pass before its
          * fire is delivered: claim it again (which renews the lease). */
         void (*reclaim)(kd_fwd_t *f, kd_task_t *t);
+        /* Held task t may be claimed now: its target's rate limit let it
+         * through (the pacing stage, upstream of the claim's answer). */
+        void (*claim)(kd_fwd_t *f, kd_task_t *t);
         /* The solo producer (f->kafka.solo), made now if missing; NULL
          * when it cannot be made (logged). */
         rd_kafka_t *(*solo_producer)(kd_fwd_t *f);

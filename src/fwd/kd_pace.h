@@ -1,6 +1,7 @@
-/* Fire stage, part one: claimed tasks wait for their fire time, then for
- * their target's rate limit, if any, then for forwarder.max_fire_rate. After a
- * long outage many tasks are due at once; a token bucket spreads their fires so
+/* Fire stage, part one: a held task whose claim is due waits for its
+ * target's rate limit, if any, before its claim; claimed tasks wait for
+ * their fire time, then for forwarder.max_fire_rate. After a long outage
+ * many tasks are due at once; a token bucket spreads their fires so
  * targets and their consumers are not flooded. Tasks wait in a FIFO in the
  * order their timers came due, which is due order, so firing keeps it. */
 #ifndef KD_PACE_H
@@ -8,12 +9,23 @@
 
 #include "kd_fwd_state.h"
 
-/* t's claim is won: it fires at its fire time (through the rate limit). */
+/* t's claim is won: it fires at kd_pace_fire_at (through max_fire_rate). */
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
 
+/* When claimed task t may fire (wall clock): its fire-at, or, when its
+ * target's rate limit let it through, its slot (claim_ahead after its
+ * token) if that is later. */
+int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t);
+
+/* The hold timer of a held task (fire_at - claim_ahead, kd_sched_take):
+ * claimed now, or, when its target's rule limits it, once a token lets
+ * it through. */
+void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
+
 /* forwarder.target_rate_limits (docs/forwarder.md, "Target rate limits"):
- * a due task to a limited target waits in its rule's queue, in due order,
- * for a token of the rule's bucket, then goes on to max_fire_rate. A
+ * a task to a limited target waits unclaimed in its rule's queue, in due
+ * order, for a token of the rule's bucket, then is claimed, fires at its
+ * fire time and goes on to max_fire_rate. A
  * rule's limit is the group's: each forwarder takes the share of it that
  * its tier partitions are of all (f->tier_partitions), as the tasks are
  * spread over them. */

@@ -95,12 +95,14 @@ typedef struct kd_task {
         int rate_passed; /* its target's rate limit let it through (a
                             token taken before its claim): not asked
                             again, whatever claims it takes */
-        int64_t rate_since; /* KD_WHERE_TARGET_Q: wall time it joined */
-        int64_t late_ms;    /* produce time of the last fire - fire_at */
-        int64_t sent_ms;    /* wall time of the last produce */
-        int64_t lease_mono; /* our claim's lease surely holds until then
-                               (monotonic); 0 = no lease */
-        kd_part_t *part;    /* borrowed; NULL once revoked */
+        int64_t rate_since;     /* KD_WHERE_TARGET_Q: wall time it joined */
+        int64_t rate_slot_mono; /* rate_passed: it fires no earlier
+                                   (monotonic; kd_pace_fire_at) */
+        int64_t late_ms;        /* produce time of the last fire - fire_at */
+        int64_t sent_ms;        /* wall time of the last produce */
+        int64_t lease_mono;     /* our claim's lease surely holds until then
+                                   (monotonic); 0 = no lease */
+        kd_part_t *part;        /* borrowed; NULL once revoked */
         struct kd_task *prev, *next; /* the partition's task list */
         struct kd_task *qnext;       /* link in one kd_taskq_t */
         const char *dead_reason;     /* static; set when dead-lettered */

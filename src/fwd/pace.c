@@ -104,13 +104,13 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
 /* --- forwarder.target_rate_limits --------------------------------------- */
 
 /* This forwarder's part of each group-wide limit: the share of the tier
- * partitions it holds (tasks spread over them by key), worked out at most
- * every second; the whole limit while the total is unknown. */
+ * partitions it holds (tasks spread over them by key), worked out at each
+ * use, so that a rebalance changes it at once (a share kept for a second
+ * after a join let both members take most of the limit); the whole limit
+ * while the total is unknown. */
 static double share(kd_fwd_t *f, int64_t mono)
 {
         kd_fwd_pace_t *p = &f->pace;
-        if (p->share_mono && mono - p->share_mono < 1000)
-                return p->share;
         int held = 0;
         for (const kd_part_t *pt = f->intake.parts; pt; pt = pt->next)
                 held++;
@@ -141,7 +141,37 @@ static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
                 kd_fwd_oom(f, "target_rate_timer");
 }
 
-/* Lets queued tasks through to max_fire_rate as the rule allows. */
+/* The rule limiting t's target (an index of f->pace.lim), or -1. */
+static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
+{
+        return f->pace.rules.cnt && t->rec.target
+                   ? kd_ratelimits_match(&f->pace.rules, t->rec.target,
+                                         strlen(t->rec.target))
+                   : -1;
+}
+
+/* t leaves its rule's queue with a token: claimed now, it fires at its
+ * fire time, or at its slot (claim_ahead after the token) when that is
+ * later, without asking the rule again: its fire keeps the tokens'
+ * cadence whatever its claim took (a batch of claims answered at once
+ * would otherwise fire together: 738 in one second at 500/s). */
+static void rule_pass(kd_fwd_t *f, kd_task_t *t)
+{
+        t->rate_passed = 1;
+        t->rate_slot_mono = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        f->hooks.claim(f, t);
+}
+
+int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t)
+{
+        int64_t at = t->rec.fire_at_ms;
+        if (!t->rate_passed || !t->rate_slot_mono)
+                return at;
+        int64_t slot = kd_fwd_now(f) + (t->rate_slot_mono - kd_mono_ms());
+        return slot > at ? slot : at;
+}
+
+/* Lets queued tasks through to their claims as the rule allows. */
 static void rule_run_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
@@ -155,57 +185,85 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
                 l->tokens -= 1.0;
                 if (now > t->rate_since)
                         l->waited_ms += now - t->rate_since;
-                t->rate_passed = 1;
-                global_admit(f, t);
+                rule_pass(f, t);
         }
         rule_arm(f, l);
 }
 
-/* t (due) goes on if its target's rule allows and nothing waits before
- * it, else queues behind the rule's earlier tasks. A task the rule let
- * through before whose claim had to be taken again (its lease) comes back
- * here, to the head: it is due before any waiting, and it takes a token
- * again, so the target never gets more than the limit. */
-static void rule_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
+/* t (held, its claim due) goes on to its claim if its target's rule
+ * allows and nothing waits before it, else queues behind the rule's
+ * earlier tasks, unclaimed: a cancel meanwhile wins (its claim finds the
+ * row), a rebalance hands it over as any held task (hopped: the next
+ * owner reads it again and it queues there), and a bounded backlog stays
+ * in Kafka rather than in memory. */
+static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         int64_t mono = kd_mono_ms();
         refill(rule_bucket(f, l, mono), mono);
         if (!l->q.head && l->tokens >= 1.0) {
                 l->tokens -= 1.0;
-                t->rate_passed = 1;
-                global_admit(f, t);
+                rule_pass(f, t);
                 return;
         }
-        if (!t->rate_passed) {
-                kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
-                l->waited++;
-        }
-        kd_task_set_state(f, t, KD_TASK_PACED);
+        kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
+        l->waited++;
         t->rlim = (unsigned)(l - f->pace.lim);
         t->rate_since = kd_fwd_now(f);
-        if (t->rate_passed)
-                kd_taskq_push_front(&l->q, t);
-        else
-                kd_taskq_push(&l->q, t);
+        kd_taskq_push(&l->q, t);
         t->where = KD_WHERE_TARGET_Q;
         if (l->q.len == 1)
                 rule_arm(f, l);
 }
 
-/* t is due: its target's rule first, if one limits it, then
- * max_fire_rate. */
+void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg)
+{
+        kd_fwd_t *f = arg;
+        kd_task_t *t = kd_task_of_timer(tm);
+        int r = t->rate_passed ? -1 : rule_of(f, t);
+        if (r < 0)
+                f->hooks.claim(f, t);
+        else
+                rule_hold(f, &f->pace.lim[r], t);
+}
+
+static void fire_cb(kd_timer_t *tm, void *arg)
+{
+        global_admit(arg, kd_task_of_timer(tm));
+}
+
+/* When a fire through rule l may go at the earliest (monotonic), booked
+ * now: the generic cell rate algorithm over the rule's rate and burst, so
+ * that the fires, not only the tokens before the claims, keep the limit in
+ * any second (claims answered late and together would bunch them). */
+static int64_t fire_slot(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+{
+        bucket_t b = rule_bucket(f, l, mono);
+        double gap = 1000.0 / b.rate, at = (double)mono;
+        double allowed = l->fire_tat - (b.burst - 1.0) * gap;
+        if (allowed > at)
+                at = allowed;
+        l->fire_tat = (l->fire_tat > at ? l->fire_tat : at) + gap;
+        return (int64_t)at + (at > (double)(int64_t)at);
+}
+
+/* t (claimed) is due: its target's rule books its fire (it let t through
+ * before its claim), then max_fire_rate. */
 static void due_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
-        int r = f->pace.rules.cnt
-                    ? kd_ratelimits_match(&f->pace.rules, t->rec.target,
-                                          strlen(t->rec.target))
-                    : -1;
-        if (r >= 0)
-                rule_admit(f, &f->pace.lim[r], t);
-        else
-                global_admit(f, t);
+        int r = t->rate_passed ? rule_of(f, t) : -1;
+        if (r >= 0) {
+                int64_t mono = kd_mono_ms();
+                int64_t at = fire_slot(f, &f->pace.lim[r], mono);
+                if (at > mono) {
+                        t->rate_slot_mono = at; /* kd_pace_fire_at */
+                        if (kd_task_arm(f, t, KD_CLOCK_MONO, at, fire_cb))
+                                kd_fwd_oom(f, "target_rate_timer");
+                        return;
+                }
+        }
+        global_admit(f, t);
 }
 
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
@@ -214,7 +272,7 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
         /* Its target's metadata asked for now, before the fire (none
          * made: the fire goes by name, kd_tophandles.h). */
         (void)kd_tophandles_get(f, t->rec.target);
-        if (kd_task_arm(f, t, KD_CLOCK_WALL, t->rec.fire_at_ms, due_cb))
+        if (kd_task_arm(f, t, KD_CLOCK_WALL, kd_pace_fire_at(f, t), due_cb))
                 kd_fwd_oom(f, "fire_timer");
 }
 

@@ -19,6 +19,7 @@
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
+#include "kd_pace.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -162,7 +163,10 @@ static void mark_revoking(kd_fwd_t *f,
 
 /* Fires the tasks already claimed here (due within claim_ahead) when they
  * come due, rather than leaving them to the next owner, which would find
- * our claim and wait before taking it over. */
+ * our claim and wait before taking it over. A task to a rate-limited
+ * target is claimed only once its limit let it through (pace.c): those
+ * still waiting in their rule's queue are held, handed over unclaimed
+ * (hand_over), never flushed to their target. */
 static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
@@ -175,13 +179,15 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                 if (t->state != KD_TASK_CLAIMED &&
                                     t->state != KD_TASK_PACED)
                                         continue;
-                                if (t->rec.fire_at_ms <= now) {
-                                        /* The rate limit yields to the
-                                         * rebalance: these are due. */
+                                /* A target rate limit's slot is kept
+                                 * (kd_pace_fire_at); max_fire_rate
+                                 * yields to the rebalance. */
+                                int64_t at = kd_pace_fire_at(f, t);
+                                if (at <= now) {
                                         kd_task_detach(f, t);
                                         kd_fire_now(f, t, now);
-                                } else if (t->rec.fire_at_ms < next) {
-                                        next = t->rec.fire_at_ms;
+                                } else if (at < next) {
+                                        next = at;
                                 }
                         }
                 }

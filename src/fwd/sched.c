@@ -9,6 +9,7 @@
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_mode.h"
+#include "kd_pace.h"
 #include "kd_path.h"
 
 kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
@@ -57,6 +58,6 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
         kd_metric_inc(&f->metrics, KD_M_HELD);
         if (kd_task_arm(f, t, KD_CLOCK_WALL,
                         t->rec.fire_at_ms - f->conf->fwd_claim_ahead_ms,
-                        kd_claim_due_cb))
+                        kd_pace_hold_due_cb))
                 kd_fwd_oom(f, "hold_timer");
 }

@@ -145,6 +145,7 @@ class Fwd:
         self.arrived = {}      # id -> [append times]
         self.x = None
         self.http_port = None
+        self.extra = []        # more forwarder arguments
 
     def ctl(self, *args, check=True, timeout=60):
         argv = [self.st.ctl, "--brokers", self.st.kconf["bootstrap.servers"],
@@ -177,6 +178,7 @@ class Fwd:
                 "-X", "forwarder.http_listen=127.0.0.1:0"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+        argv += self.extra
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log_path, "a"))
 
