@@ -65,7 +65,9 @@ enum {
         "                       as Kafka's tools take) for every Kafka "       \
         "client;\n"                                                            \
         "                       -X wins over it (default: "                    \
-        "$KDELAY_KAFKA_CONFIG)\n"                                              \
+        "$KDELAY_KAFKA_CONFIG);\n"                                             \
+        "                       a password in it by value needs mode 0600 "    \
+        "or 0400\n"                                                            \
         "  -X NAME=VALUE        kdelay property, else librdkafka property\n"   \
         "  -v, --verbose        log debug lines to stderr\n"                   \
         "  -q, --quiet          no informational lines on stderr (progress,\n" \

@@ -12,6 +12,7 @@
 #include "audit_unclaimed.h"
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
 #include "dead_replay.h"
@@ -637,10 +638,7 @@ static int summary(audit_t *au)
                 cJSON_AddNumberToObject(s, "fired_after_cancel",
                                         (double)au->after_cancel);
                 cJSON_AddNumberToObject(s, "findings", (double)findings);
-                char *text = cJSON_PrintUnformatted(au->json);
-                if (text)
-                        printf("%s\n", text);
-                cJSON_free(text);
+                kd_ctl_json_write(au->json);
         } else {
                 if (au->dead > 0)
                         printf("dead topic=%s records=%lld replayed=%lld "

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_idlines.h"
+#include "ctl_json.h"
 
 static const char kd_cancel_help[] =
     "Usage: kdelayctl cancel [--json] [OPTIONS] ID\n"
@@ -29,7 +30,11 @@ static const char kd_cancel_help[] =
     "\n"
     "  --json               JSON lines, one object per id: {\"id\", "
     "\"result\":\n"
-    "                       CANCELLED | TOO_LATE | DEAD | ERROR, \"error\"}\n"
+    "                       CANCELLED | TOO_LATE | DEAD | ERROR, \"error\"};\n"
+    "                       a failure before any id is looked at (usage,\n"
+    "                       configuration) is one such object (ERROR, id\n"
+    "                       null unless given); a byte that is not UTF-8\n"
+    "                       is written \\ufffd\n"
     "\n"
     "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
     "already firing or fired and will be or was delivered), 1 error (MySQL\n"
@@ -70,11 +75,7 @@ static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                 cJSON_AddStringToObject(o, "result", result);
                 if (err)
                         cJSON_AddStringToObject(o, "error", errstr);
-                char *text = cJSON_PrintUnformatted(o);
-                if (text)
-                        printf("%s\n", text);
-                cJSON_free(text);
-                cJSON_Delete(o);
+                kd_ctl_json_print(o);
         } else if (err == KDELAY_OK || batch) {
                 printf("%s %s%s%s\n", id, result, answer ? "" : " ",
                        answer ? "" : errstr);
@@ -87,6 +88,24 @@ static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                 fprintf(stderr, "%s: %s: %s\n", cli->prog, kdelay_err_str(err),
                         errstr);
         return kd_cli_exit_code(err);
+}
+
+/* The answer of a cancel that failed before any id was looked at (usage,
+ * configuration, the client): id may be NULL (none, or "-"). */
+static void json_failed(const char *id, int rc)
+{
+        cJSON *o = cJSON_CreateObject();
+        if (id)
+                cJSON_AddStringToObject(o, "id", id);
+        else
+                cJSON_AddNullToObject(o, "id");
+        cJSON_AddStringToObject(o, "result", "ERROR");
+        cJSON_AddStringToObject(o, "error",
+                                rc == KD_EXIT_USAGE
+                                    ? "usage or configuration error (the "
+                                      "reason is on stderr)"
+                                    : "error (the reason is on stderr)");
+        kd_ctl_json_print(o);
 }
 
 /* The worse of two exit codes: error, usage, dead, too late, ok. */
@@ -146,7 +165,7 @@ int kd_ctl_cancel(int argc, char **argv)
         static const struct option opts[] = {
             {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
         kd_cli_t cli;
-        int json = 0, argi;
+        int json = 0, argi = argc; /* argc: no operand seen */
         kd_cli_init(&cli, "kdelayctl cancel");
         int rc = kd_cli_parse(&cli, argc, argv, "", opts, on_opt, &json,
                               kd_cancel_help, &argi);
@@ -162,6 +181,12 @@ int kd_ctl_cancel(int argc, char **argv)
                 rc = !strcmp(argv[argi], "-")
                          ? cancel_stdin(&cli, client, json)
                          : cancel_one(&cli, client, argv[argi], json, 0);
+        else if (rc != KD_CLI_HELP_SHOWN && kd_ctl_json_asked(argc, argv))
+                /* Nothing was cancelled; the reason is on stderr. */
+                json_failed(argi >= argc || !strcmp(argv[argi], "-")
+                                ? NULL
+                                : argv[argi],
+                            rc);
         kdelay_client_destroy(client);
         kd_cli_clear(&cli);
         return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
 #include "dead_replay.h"
@@ -205,11 +206,7 @@ static void print_json(const kd_scan_rec_t *r, const dead_task_t *t,
         cJSON_AddStringToObject(o, "topic", r->part->topic);
         cJSON_AddNumberToObject(o, "partition", r->part->partition);
         cJSON_AddNumberToObject(o, "offset", (double)r->offset);
-        char *text = cJSON_PrintUnformatted(o);
-        if (text)
-                printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        kd_ctl_json_print(o);
 }
 
 static int on_record(const kd_scan_rec_t *r, void *opaque)
@@ -320,11 +317,7 @@ static void print_summary(const dead_args_t *a, int complete)
                 cJSON_AddNumberToObject(s, "shown", (double)a->shown);
                 cJSON_AddBoolToObject(s, "complete", complete);
                 kd_ctl_reasons_json(&a->counts, s, "by_reason");
-                char *text = cJSON_PrintUnformatted(o);
-                if (text)
-                        printf("%s\n", text);
-                cJSON_free(text);
-                cJSON_Delete(o);
+                kd_ctl_json_print(o);
                 return;
         }
         printf("dead letters in the last %s: %zu", w, a->counts.total);

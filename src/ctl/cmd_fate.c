@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
 #include "kd_client.h"
@@ -27,7 +28,11 @@ static const char kd_status_help[] =
     "\"unclaimed_fired_at_ms\". While MySQL is down status cannot answer\n"
     "(exit 1, the reason on stderr).\n"
     "\n"
-    "  --json               one JSON document on stdout\n"
+    "  --json               one JSON document on stdout, always exactly one:\n"
+    "                       an error (an invalid id, usage, configuration,\n"
+    "                       MySQL) is {\"id\", \"fate\": null, \"error\"}; a "
+    "byte\n"
+    "                       that is not UTF-8 is written \\ufffd\n"
     "  --scan               when UNDECIDED, look for the task in the tier\n"
     "                       topics (as `tasks find`, bounded by 60s): found,\n"
     "                       it is PENDING, shown with its tier topic,\n"
@@ -45,9 +50,11 @@ static int setup(kd_cli_t *cli, int argc, char **argv,
                  const struct option *opts, kd_cli_opt_fn *on_opt, void *ctx,
                  const char *help, const char **idp, kdelay_client_t **clientp)
 {
-        int argi;
+        int argi = argc; /* argc: no operand seen */
         int rc =
             kd_cli_parse(cli, argc, argv, "", opts, on_opt, ctx, help, &argi);
+        if (argi < argc)
+                *idp = argv[argi]; /* for --json's answer, even on error */
         if (rc != KD_EXIT_OK)
                 return rc;
         if (argi >= argc)
@@ -55,7 +62,6 @@ static int setup(kd_cli_t *cli, int argc, char **argv,
         if (argi + 1 < argc)
                 return kd_cli_usage_error(cli, "unexpected argument \"%s\"",
                                           argv[argi + 1]);
-        *idp = argv[argi];
         return kd_cli_client(cli, clientp);
 }
 
@@ -116,11 +122,34 @@ static void print_json(const char *id, const kdelay_status_t *st,
                     o, "delivered",
                     st->fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes");
         }
-        char *text = cJSON_PrintUnformatted(o);
-        if (text)
-                printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        kd_ctl_json_print(o);
+}
+
+/* status --json when there is no fate to show: {"id", "fate": null,
+ * "error"}; id may be NULL (none given). */
+static void print_json_error(const char *id, const char *error)
+{
+        cJSON *o = cJSON_CreateObject();
+        if (id)
+                cJSON_AddStringToObject(o, "id", id);
+        else
+                cJSON_AddNullToObject(o, "id");
+        cJSON_AddNullToObject(o, "fate");
+        cJSON_AddStringToObject(o, "error", error);
+        kd_ctl_json_print(o);
+}
+
+/* An error of the library: on stderr, and in --json on stdout too. */
+static int report(const kd_cli_t *cli, const char *what, const char *id,
+                  int json, kdelay_err_t err, const char *errstr)
+{
+        char msg[700];
+        snprintf(msg, sizeof(msg), "%s%s: %s", what, kdelay_err_str(err),
+                 errstr);
+        fprintf(stderr, "%s: %s\n", cli->prog, msg);
+        if (json)
+                print_json_error(id, msg);
+        return kd_cli_exit_code(err);
 }
 
 static void print_text(const char *id, const kdelay_status_t *st,
@@ -198,11 +227,8 @@ static int scan_status(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                 json ? print_json(id, st, &none) : print_text(id, st, &none);
                 return KD_EXIT_OK;
         }
-        if (err) {
-                fprintf(stderr, "%s: scan: %s: %s\n", cli->prog,
-                        kdelay_err_str(err), errstr);
-                return kd_cli_exit_code(err);
-        }
+        if (err)
+                return report(cli, "scan: ", id, json, err, errstr);
         if (json)
                 kd_ctl_pending_json(&p);
         else
@@ -229,9 +255,7 @@ int kd_ctl_status(int argc, char **argv)
                 kdelay_err_t err =
                     kdelay_status(client, id, &st, errstr, sizeof(errstr));
                 if (err) {
-                        fprintf(stderr, "%s: %s: %s\n", cli.prog,
-                                kdelay_err_str(err), errstr);
-                        rc = kd_cli_exit_code(err);
+                        rc = report(&cli, "", id, a.json, err, errstr);
                 } else if (a.scan && st.fate == KDELAY_FATE_UNDECIDED) {
                         rc = scan_status(&cli, client, id, a.json, &st);
                 } else {
@@ -244,6 +268,12 @@ int kd_ctl_status(int argc, char **argv)
                         else
                                 print_text(id, &st, &un);
                 }
+        } else if (rc != KD_CLI_HELP_SHOWN && kd_ctl_json_asked(argc, argv)) {
+                /* Nothing was looked up; the reason is on stderr. */
+                print_json_error(id, rc == KD_EXIT_USAGE
+                                         ? "usage or configuration error (the "
+                                           "reason is on stderr)"
+                                         : "error (the reason is on stderr)");
         }
         kdelay_client_destroy(client);
         kd_cli_clear(&cli);

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "ctl_scan.h"
 #include "kd_ratelimits.h"
 #include "kd_stats.h"
@@ -181,11 +182,7 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                         cJSON_AddItemToArray(ta, j);
                 }
         }
-        char *text = cJSON_PrintUnformatted(o);
-        if (text)
-                printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        kd_ctl_json_print(o);
 }
 
 static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,

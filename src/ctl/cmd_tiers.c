@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_json.h"
 #include "kd_conf.h"
 #include "kd_plan.h"
 
@@ -132,13 +133,11 @@ static int print_json(const kdelay_conf_t *c, const char *dist,
              cJSON_AddNumberToObject(o, "writes_p99", r->p99_writes) &&
              cJSON_AddNumberToObject(o, "writes_max", r->max_writes) &&
              cJSON_AddNumberToObject(o, "hops_mean", r->mean_hops);
-        char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
-        cJSON_Delete(o);
-        if (!text)
+        if (!ok) {
+                cJSON_Delete(o);
                 return -1;
-        printf("%s\n", text);
-        free(text);
-        return 0;
+        }
+        return kd_ctl_json_print(o);
 }
 
 int kd_ctl_tiers(int argc, char **argv)

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "ctl_json.h"
 #include "ctl_time.h"
 #include "kd_util.h"
 
@@ -30,11 +31,7 @@ void kd_ctl_pending_json(const kdelay_pending_t *p)
         cJSON_AddStringToObject(o, "tier_topic", p->tier_topic);
         cJSON_AddNumberToObject(o, "partition", p->partition);
         cJSON_AddNumberToObject(o, "offset", (double)p->offset);
-        char *text = cJSON_PrintUnformatted(o);
-        if (text)
-                printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        kd_ctl_json_print(o);
 }
 
 void kd_ctl_pending_text(const kdelay_pending_t *p)

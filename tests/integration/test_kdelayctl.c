@@ -344,6 +344,135 @@ static void test_json_on_every_verb(void)
         CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "{\"topics\":[{"));
 }
 
+/* 1 when s is well-formed UTF-8 (what a JSON reader in strict mode, such
+ * as Python's json.loads on decoded text, takes). */
+static int utf8_valid(const char *s)
+{
+        size_t len = s ? strlen(s) : 0;
+        for (size_t i = 0, k; i < len; i += k) {
+                uint32_t cp;
+                if ((k = kd_utf8_seq((const unsigned char *)s + i, len - i,
+                                     &cp)) == 0)
+                        return 0;
+        }
+        return s != NULL;
+}
+
+/* The string `name` of the one JSON object in out; NULL when not one. */
+static char *json_str(const char *name)
+{
+        cJSON *o = cJSON_Parse(out ? out : "");
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+        char *v = cJSON_IsString(j) ? strdup(j->valuestring) : NULL;
+        cJSON_Delete(o);
+        return v;
+}
+
+/* status --json and cancel --json print exactly one JSON object whatever
+ * happens, in valid UTF-8: an id of invalid UTF-8 (each bad byte as
+ * U+FFFD), an unknown id, usage errors, MySQL down. */
+static void test_json_answers_always(void)
+{
+        static const char bad[] = "bad\xff\xc0\xaf-id";
+        static const char shown[] =
+            "bad\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd-id";
+        char *v;
+        /* Alone (KD_TEST_ONLY) too: the schema and the tier topics. */
+        CU_ASSERT_EQUAL_FATAL(ctl("db", "migrate"), 0);
+        CU_ASSERT_EQUAL_FATAL(ctl("topics", "create"), 0);
+        CU_ASSERT_EQUAL(ctl("status", "--json", bad), 2);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT(utf8_valid(out));
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\"fate\":null"));
+        v = json_str("id");
+        CU_ASSERT(v && !strcmp(v, shown));
+        free(v);
+        v = json_str("error");
+        CU_ASSERT(v && strstr(v, "invalid task id"));
+        free(v);
+        CU_ASSERT_EQUAL(ctl("cancel", "--json", bad), 2);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT(utf8_valid(out));
+        v = json_str("id");
+        CU_ASSERT(v && !strcmp(v, shown));
+        free(v);
+        v = json_str("result");
+        CU_ASSERT(v && !strcmp(v, "ERROR"));
+        free(v);
+        /* An id no one knows: UNDECIDED, with --scan too. */
+        char unknown[64];
+        it_unique(unknown, sizeof(unknown), "ctl-unknown-");
+        CU_ASSERT_EQUAL(ctl("status", "--json", unknown), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        v = json_str("fate");
+        CU_ASSERT(v && !strcmp(v, "UNDECIDED"));
+        free(v);
+        CU_ASSERT_EQUAL(ctl("status", "--json", "--scan", unknown), 0);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        /* Usage errors and MySQL down: one object too. */
+        CU_ASSERT_EQUAL(ctl("status", "--json"), 2);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_EQUAL(ctl("status", "--json", "--frob", unknown), 2);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_EQUAL(ctl("cancel", "--json", "a", "b"), 2);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        CU_ASSERT_EQUAL(ctl_raw("status", "--json", "--mysql",
+                                "mysql://root@127.0.0.1:1/x", unknown, NULL),
+                        1);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+        v = json_str("error");
+        CU_ASSERT(v && strstr(v, "MySQL error"));
+        free(v);
+        CU_ASSERT_EQUAL(ctl_raw("cancel", "--json", "--mysql",
+                                "mysql://root@127.0.0.1:1/x", unknown, NULL),
+                        1);
+        CU_ASSERT_EQUAL(json_lines(out), 1);
+
+        /* What a user's script sees: Python's json.loads of the text
+         * decoded as strict UTF-8 (the reported failure), for status and
+         * for each line of cancel -. */
+        char cmd[2048], pfx[96];
+        snprintf(pfx, sizeof(pfx), "topic_prefix=%s", prefix);
+        snprintf(
+            cmd, sizeof(cmd),
+            "set -e; ctl() { '%s' \"$@\" --brokers '%s' --mysql '%s' "
+            "-X '%s' || true; }; "
+            "ctl status --json \"$(printf 'bad\\377id')\" >\"$T/s\"; "
+            "printf 'bad\\377id\\n%%s\\n' '%s' | ctl cancel --json - "
+            ">\"$T/c\"; "
+            "python3 -c 'import json, sys\n"
+            "s = json.loads(open(sys.argv[1], \"rb\").read()"
+            ".decode(\"utf-8\"))\n"
+            "assert s[\"id\"] == \"bad\\ufffdid\" and s[\"fate\"] is None, s\n"
+            "c = [json.loads(l) for l in open(sys.argv[2], \"rb\").read()"
+            ".decode(\"utf-8\").splitlines()]\n"
+            "assert [(x[\"id\"], x[\"result\"]) for x in c] == "
+            "[(\"bad\\ufffdid\", \"ERROR\"), (sys.argv[3], \"CANCELLED\")], c\n"
+            "print(\"json ok\")' \"$T/s\" \"$T/c\" '%s'",
+            KDELAY_CTL, it_brokers(), url, pfx, unknown, unknown);
+        char tdir[] = "/tmp/kdelay-it-json-XXXXXX";
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tdir));
+        char tenv[64];
+        snprintf(tenv, sizeof(tenv), "T=%s", tdir);
+        char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+        char *env[] = {tenv, NULL};
+        free(out);
+        free(err);
+        out = err = NULL;
+        int rc = it_run(sh, env, &out, &err);
+        if (rc != 0 || !out || !strstr(out, "json ok"))
+                printf("\n  python check: exit %d\n%s%s", rc, out ? out : "",
+                       err ? err : "");
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "json ok"));
+        char f[96];
+        snprintf(f, sizeof(f), "%s/s", tdir);
+        unlink(f);
+        snprintf(f, sizeof(f), "%s/c", tdir);
+        unlink(f);
+        rmdir(tdir);
+}
+
 static void test_topics_create_then_check(void)
 {
         CU_ASSERT_EQUAL(ctl("topics", "check"), 1);
@@ -1008,7 +1137,7 @@ int main(void)
             KD_TEST(test_schedule_refuses_missing_topics),
             KD_TEST(test_cancel_and_status),
             KD_TEST(test_password_from_environment),
-            KD_TEST(test_json_on_every_verb),
+            KD_TEST(test_json_on_every_verb), KD_TEST(test_json_answers_always),
             /* Last: audit finds its dead letters. */
             KD_TEST(test_dead_replay_checks_target),
             KD_TEST(test_audit_replayed_dead_letters_are_history), KD_TEST_END};

@@ -118,10 +118,13 @@ ok "(c) the environment over the config file, -c over KDELAY_CONFIG"
 
 # (d) --kafka-config: bootstrap.servers from the file when nothing sets
 # brokers; -b over it; a bad value refused by both binaries, naming the
-# file and line; an unreadable file.
+# file and line; an unreadable file; a password in a file others may read
+# (its mode, never the password).
 printf 'client.id=kdset\nbootstrap.servers = %s\n' "$B" >"$tmp/ok.properties"
 printf 'bootstrap.servers: 127.0.0.1:1\n' >"$tmp/wrong.properties"
 printf '# x\nclient.id=a\n\nlinger.ms=soon\n' >"$tmp/bad.properties"
+printf 'sasl.mechanisms=PLAIN\nsasl.password=hunter2\n' >"$tmp/open.properties"
+chmod 644 "$tmp/open.properties"
 sed -i '/^brokers/d' "$tmp/kdelay.conf"
 expect 0 "--kafka-config's bootstrap.servers" "$ctl" --kafka-config "$tmp/ok.properties" topics check
 KDELAY_KAFKA_CONFIG=$tmp/ok.properties expect 0 "KDELAY_KAFKA_CONFIG's bootstrap.servers" "$ctl" topics check
@@ -135,6 +138,9 @@ for bin in "$ctl" "$fwd"; do
     grep -q "\$KDELAY_KAFKA_CONFIG: .*line 4" "$tmp/err" || fail "$bin: the error: $(cat "$tmp/err")"
     expect 2 "$bin: an unreadable file" "$bin" ${args[@]+"${args[@]}"} --kafka-config "$tmp/none.properties"
     grep -q "\"$tmp/none.properties\": No such file" "$tmp/err" || fail "$bin: the error: $(cat "$tmp/err")"
+    expect 2 "$bin: a password in a file others may read" "$bin" ${args[@]+"${args[@]}"} --kafka-config "$tmp/open.properties"
+    grep -q "\"$tmp/open.properties\" line 2: sasl.password holds a secret but the file's mode is 0644" "$tmp/err" || fail "$bin: the error: $(cat "$tmp/err")"
+    ! grep -q hunter2 "$tmp/err" "$tmp/out" || fail "$bin: the password shown: $(cat "$tmp/err")"
 done
-ok "(d) --kafka-config/--command-config/KDELAY_KAFKA_CONFIG: bootstrap.servers used, -b over it, bad lines refused by both binaries with the file and line"
+ok "(d) --kafka-config/--command-config/KDELAY_KAFKA_CONFIG: bootstrap.servers used, -b over it, bad lines and a password others may read refused by both binaries with the file and line"
 echo "test_settings: passed"

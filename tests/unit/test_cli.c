@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -153,12 +154,71 @@ static void test_leading_options(void)
         unsetenv("KDELAY_MYSQL_URL");
 }
 
+/* kd_cli_parse of argv (argv[0] the verb) with stderr going into err;
+ * its result. */
+static int parse_err(int argc, char **argv, char *err, size_t err_size)
+{
+        FILE *tmp = tmpfile();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+        fflush(stderr);
+        int saved_err = dup(2);
+        dup2(fileno(tmp), 2);
+        kd_cli_t cli;
+        int argi = -1;
+        kd_cli_init(&cli, "kdelayctl status");
+        int rc = kd_cli_parse(&cli, argc, argv, "", NULL, NULL, NULL, "HELP\n",
+                              &argi);
+        kd_cli_clear(&cli);
+        fflush(stderr);
+        dup2(saved_err, 2);
+        close(saved_err);
+        rewind(tmp);
+        size_t n = fread(err, 1, err_size - 1, tmp);
+        err[n] = '\0';
+        fclose(tmp);
+        return rc;
+}
+
+/* --kafka-config and $KDELAY_KAFKA_CONFIG: a file others may read that
+ * holds a password is a configuration error (exit 2) naming the file, its
+ * mode and the property, never the password; 0600 is read. */
+static void test_kafka_config_mode(void)
+{
+        unsetenv("KDELAY_CONFIG");
+        unsetenv("KDELAY_KAFKA_CONFIG");
+        char path[] = "/tmp/kdelay-test-cli-XXXXXX", err[1024];
+        int fd = mkstemp(path);
+        CU_ASSERT_FATAL(fd >= 0);
+        static const char text[] = "sasl.mechanisms=PLAIN\n"
+                                   "sasl.password=hunter2\n";
+        CU_ASSERT_EQUAL_FATAL(write(fd, text, sizeof(text) - 1),
+                              (ssize_t)(sizeof(text) - 1));
+        close(fd);
+        CU_ASSERT_EQUAL_FATAL(chmod(path, 0644), 0);
+        char *argv[] = {"status", "--kafka-config", path, "ID", NULL};
+        CU_ASSERT_EQUAL(parse_err(4, argv, err, sizeof(err)), KD_EXIT_USAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "line 2: sasl.password holds a "
+                                           "secret but the file's mode is "
+                                           "0644"));
+        CU_ASSERT_PTR_NULL(strstr(err, "hunter2"));
+        char *plain[] = {"status", "ID", NULL};
+        setenv("KDELAY_KAFKA_CONFIG", path, 1);
+        CU_ASSERT_EQUAL(parse_err(2, plain, err, sizeof(err)), KD_EXIT_USAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "$KDELAY_KAFKA_CONFIG: "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "0644"));
+        CU_ASSERT_PTR_NULL(strstr(err, "hunter2"));
+        CU_ASSERT_EQUAL_FATAL(chmod(path, 0600), 0);
+        CU_ASSERT_EQUAL(parse_err(2, plain, err, sizeof(err)), KD_EXIT_OK);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        unsetenv("KDELAY_KAFKA_CONFIG");
+        unlink(path);
+}
+
 static const kd_test_case_t cases[] = {
-    KD_TEST(test_subverb_known),
-    KD_TEST(test_subverb_help),
-    KD_TEST(test_subverb_usage_errors),
-    KD_TEST(test_leading_options),
-    KD_TEST_END,
+    KD_TEST(test_subverb_known),        KD_TEST(test_subverb_help),
+    KD_TEST(test_subverb_usage_errors), KD_TEST(test_leading_options),
+    KD_TEST(test_kafka_config_mode),    KD_TEST_END,
 };
 
 int main(void)

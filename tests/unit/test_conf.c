@@ -15,6 +15,7 @@
 #include "kd_kprops.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_secret.h"
 #include "kd_targets.h"
 #include "kd_test.h"
 #include "kd_util.h"
@@ -1588,6 +1589,170 @@ static void test_kafka_config_from_file(void)
         unlink(secret);
 }
 
+/* kafka_config set to a file of text with mode `mode`: its result. */
+static kdelay_err_t kfile_mode(kdelay_conf_t *conf, const char *text,
+                               mode_t mode, char *path, size_t path_size,
+                               char *errstr, size_t errstr_size)
+{
+        if (write_temp(text, path, path_size) != 0 || chmod(path, mode)) {
+                CU_FAIL("cannot write a temporary file");
+                return KDELAY_ERR_SYSTEM;
+        }
+        errstr[0] = '\0';
+        return kdelay_conf_set(conf, "kafka_config", path, errstr, errstr_size);
+}
+
+static void test_secret_name(void)
+{
+        static const char *const yes[] = {
+            "sasl.password",
+            "ssl.key.password",
+            "ssl.keystore.password",
+            "sasl.oauthbearer.client.secret",
+            "ssl.key.pem",
+            "sasl.oauthbearer.assertion.private.key.passphrase",
+            "sasl.oauthbearer.assertion.private.key.pem",
+        };
+        static const char *const no[] = {
+            "client.id",
+            "sasl.username",
+            "ssl.key.location",
+            "ssl.keystore.location",
+            "ssl.ca.pem",
+            "ssl.certificate.pem",
+            "sasl.kerberos.keytab",
+            "bootstrap.servers",
+            "",
+        };
+        for (size_t i = 0; i < KD_ARRAY_LEN(yes); i++)
+                CU_ASSERT_EQUAL(kd_secret_name(yes[i]), 1);
+        for (size_t i = 0; i < KD_ARRAY_LEN(no); i++)
+                CU_ASSERT_EQUAL(kd_secret_name(no[i]), 0);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100600), 0);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100400), 0);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100700), 0);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100640), 1);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100644), 1);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100602), 1);
+        CU_ASSERT_EQUAL(kd_secret_mode_shared(0100610), 1);
+}
+
+/* A properties file that holds a secret by value is refused when group or
+ * others may read or write it, as a file: reference to such a file is:
+ * the file, its mode and the property named, never the value. */
+static void test_kafka_config_mode(void)
+{
+        char path[64], secret[64], errstr[512], text[256], want[256];
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+
+        /* 0600 and 0400: read. */
+        static const mode_t fine[] = {0600, 0400};
+        for (size_t i = 0; i < KD_ARRAY_LEN(fine); i++) {
+                CU_ASSERT_EQUAL(kfile_mode(conf,
+                                           "sasl.mechanisms=PLAIN\n"
+                                           "sasl.password=hunter2\n",
+                                           fine[i], path, sizeof(path), errstr,
+                                           sizeof(errstr)),
+                                KDELAY_OK);
+                CU_ASSERT_STRING_EQUAL(
+                    kd_conf_kafka_value(conf, "sasl.password"), "hunter2");
+                unlink(path);
+        }
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set(conf, "kafka_config", "", errstr, sizeof(errstr)),
+            KDELAY_OK);
+
+        /* Each kind of secret in a file group or others may read. */
+        static const struct {
+                const char *text, *name;
+                int line;
+                mode_t mode;
+        } refused[] = {
+            {"sasl.password=hunter2\n", "sasl.password", 1, 0644},
+            {"# x\nssl.key.password = hunter2\n", "ssl.key.password", 2, 0640},
+            {"ssl.keystore.password=hunter2\n", "ssl.keystore.password", 1,
+             0604},
+            {"sasl.oauthbearer.client.secret=hunter2\n",
+             "sasl.oauthbearer.client.secret", 1, 0644},
+            {"client.id=a\nssl.key.pem=hunter2\n", "ssl.key.pem", 2, 0660},
+            {"sasl.password: hunter2\n", "sasl.password", 1, 0620},
+        };
+        for (size_t i = 0; i < KD_ARRAY_LEN(refused); i++) {
+                CU_ASSERT_EQUAL(kfile_mode(conf, refused[i].text,
+                                           refused[i].mode, path, sizeof(path),
+                                           errstr, sizeof(errstr)),
+                                KDELAY_ERR_CONFIG);
+                snprintf(want, sizeof(want),
+                         "kafka_config: \"%s\" line %d: %s holds a secret but "
+                         "the file's mode is %04o: group and others may not "
+                         "read or write it (chmod 600 or 400, or give %s as "
+                         "file:PATH or env:NAME)",
+                         path, refused[i].line, refused[i].name,
+                         (unsigned)refused[i].mode, refused[i].name);
+                if (strcmp(errstr, want))
+                        printf("\n  %zu: got \"%s\"\n", i, errstr);
+                CU_ASSERT_STRING_EQUAL(errstr, want);
+                CU_ASSERT_PTR_NULL(strstr(errstr, "hunter2"));
+                /* Nothing of it applied. */
+                CU_ASSERT_PTR_NULL(kd_conf_kafka_value(conf, refused[i].name));
+                unlink(path);
+        }
+
+        /* Fine in a 0644 file: no secret, an empty one, references. */
+        CU_ASSERT_EQUAL_FATAL(write_temp("hunter2\n", secret, sizeof(secret)),
+                              0);
+        CU_ASSERT_EQUAL_FATAL(chmod(secret, 0600), 0);
+        setenv("KD_TEST_KAFKA_PASSWORD", "from-env", 1);
+        snprintf(text, sizeof(text),
+                 "client.id=plain\n"
+                 "ssl.key.location=/etc/kdelay/forwarder.key\n"
+                 "sasl.username=forwarder\n"
+                 "ssl.keystore.password=\n"
+                 "sasl.password=file:%s\n"
+                 "ssl.key.password=env:KD_TEST_KAFKA_PASSWORD\n",
+                 secret);
+        CU_ASSERT_EQUAL(kfile_mode(conf, text, 0644, path, sizeof(path), errstr,
+                                   sizeof(errstr)),
+                        KDELAY_OK);
+        if (*errstr)
+                printf("\n  got \"%s\"\n", errstr);
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "client.id"), "plain");
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "sasl.password"),
+                               "hunter2");
+        CU_ASSERT_STRING_EQUAL(kd_conf_kafka_value(conf, "ssl.key.password"),
+                               "from-env");
+        unlink(path);
+        unsetenv("KD_TEST_KAFKA_PASSWORD");
+
+        /* The referenced file's own mode still counts: refused the same
+         * way, in a 0600 properties file. */
+        CU_ASSERT_EQUAL_FATAL(chmod(secret, 0644), 0);
+        snprintf(text, sizeof(text), "sasl.password=file:%s\n", secret);
+        CU_ASSERT_EQUAL(kfile_mode(conf, text, 0600, path, sizeof(path), errstr,
+                                   sizeof(errstr)),
+                        KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "mode is 0644"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "sasl.password"));
+        CU_ASSERT_PTR_NULL(strstr(errstr, "hunter2"));
+        unlink(path);
+        unlink(secret);
+
+        /* Named by the config file: the same refusal. */
+        CU_ASSERT_EQUAL_FATAL(
+            write_temp("sasl.password=hunter2\n", secret, sizeof(secret)), 0);
+        CU_ASSERT_EQUAL_FATAL(chmod(secret, 0644), 0);
+        snprintf(text, sizeof(text), "kafka_config = \"%s\";\n", secret);
+        CU_ASSERT_EQUAL(
+            load_text(conf, text, path, sizeof(path), errstr, sizeof(errstr)),
+            KDELAY_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "sasl.password holds a secret"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "0644"));
+        CU_ASSERT_PTR_NULL(strstr(errstr, "hunter2"));
+        unlink(secret);
+        kdelay_conf_destroy(conf);
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_defaults),
     KD_TEST(test_set_good),
@@ -1617,6 +1782,8 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_kprops_parse),
     KD_TEST(test_kafka_config),
     KD_TEST(test_kafka_config_from_file),
+    KD_TEST(test_secret_name),
+    KD_TEST(test_kafka_config_mode),
     KD_TEST_END,
 };
 

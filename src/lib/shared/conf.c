@@ -613,6 +613,7 @@ typedef struct kfile {
         char **kv;              /* name,value,... (last value of a name) */
         size_t cnt;
         char *brokers; /* its bootstrap.servers */
+        unsigned mode; /* the file's st_mode */
 } kfile_t;
 
 static kdelay_err_t kfile_put(kfile_t *kf, const char *name, const char *value)
@@ -648,6 +649,16 @@ static kdelay_err_t kfile_prop(const char *name, const char *value, int line,
         char why[512] = "";
         char *resolved = NULL; /* an env: or file: value's */
         (void)line;
+        /* A secret by value is refused in a file others may read, as a
+         * file: reference to such a file is; never the value shown. */
+        if (*value && !kd_secret_is_ref(value) && kd_secret_name(name) &&
+            kd_secret_mode_shared(kf->mode))
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "%s holds a secret but the file's mode is "
+                               "%04o: group and others may not read or "
+                               "write it (chmod 600 or 400, or give %s as "
+                               "file:PATH or env:NAME)",
+                               name, kf->mode & 07777u, name);
         if (kd_secret_is_ref(value)) {
                 kdelay_err_t err =
                     kd_secret_resolve(name, value, &resolved, why, sizeof(why));
@@ -694,13 +705,13 @@ static kdelay_err_t kfile_prop(const char *name, const char *value, int line,
 static kdelay_err_t kfile_load(kdelay_conf_t *conf, const char *path,
                                char *errstr, size_t errstr_size)
 {
-        kfile_t kf = {NULL, NULL, 0, NULL};
+        kfile_t kf = {NULL, NULL, 0, NULL, 0};
         kdelay_err_t err = KDELAY_OK;
         if (*path) {
                 char why[700] = "";
                 kf.check = rd_kafka_conf_new();
-                err = kf.check ? kd_kprops_load(path, kfile_prop, &kf, why,
-                                                sizeof(why))
+                err = kf.check ? kd_kprops_load(path, &kf.mode, kfile_prop, &kf,
+                                                why, sizeof(why))
                                : KDELAY_ERR_NO_MEMORY;
                 if (kf.check)
                         rd_kafka_conf_destroy(kf.check);

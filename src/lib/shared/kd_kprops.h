@@ -33,10 +33,11 @@ kdelay_err_t kd_kprops_parse(const char *text, size_t len, const char *file,
                              kd_kprops_fn *fn, void *opaque, char *errstr,
                              size_t errstr_size);
 
-/* kd_kprops_parse on the file at path. KDELAY_ERR_CONFIG naming the path
- * when it cannot be read, is larger than KD_KPROPS_FILE_MAX or holds a NUL
- * byte. */
-kdelay_err_t kd_kprops_load(const char *path, kd_kprops_fn *fn, void *opaque,
-                            char *errstr, size_t errstr_size);
+/* kd_kprops_parse on the file at path. *modep (modep may be NULL) gets
+ * the file's mode (its st_mode, of the file opened) before fn is first
+ * called. KDELAY_ERR_CONFIG naming the path when it cannot be read, is
+ * larger than KD_KPROPS_FILE_MAX or holds a NUL byte. */
+kdelay_err_t kd_kprops_load(const char *path, unsigned *modep, kd_kprops_fn *fn,
+                            void *opaque, char *errstr, size_t errstr_size);
 
 #endif

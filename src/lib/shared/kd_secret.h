@@ -34,6 +34,19 @@ int kd_secret_open(const char *path);
 kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,
                                   char *errstr, size_t errstr_size);
 
+/* 1 when mode (a st_mode) lets group or others read, write or execute
+ * the file: kd_secret_file_check refuses a referenced file with such a
+ * mode, and a Kafka client properties file holding a secret by value
+ * (kafka_config) is refused alike. */
+int kd_secret_mode_shared(unsigned mode);
+
+/* 1 when a property named name holds a secret when given by value: its
+ * name holds "password", "passphrase" or "secret" (sasl.password,
+ * ssl.key.password, ssl.keystore.password, sasl.oauthbearer.client.secret),
+ * or ends with "key.pem" (ssl.key.pem, a private key inline). Paths to
+ * keys (ssl.key.location) are not secrets: the key file guards itself. */
+int kd_secret_name(const char *name);
+
 /* Overwrites s with zeros and frees it. */
 void kd_secret_free(char *s);
 

@@ -37,6 +37,15 @@ void *kd_memdup(const void *p, size_t n);
 /* Copies src into dst (size dst_size), truncating; always terminates. */
 void kd_strlcpy(char *dst, const char *src, size_t dst_size);
 
+/* Length of the character at s, at most n bytes (n >= 1) of which are
+ * readable, with its code point in *cp: 1 for an ASCII byte (NUL
+ * included), 2..4 for a well-formed UTF-8 sequence (Unicode table 3-7: no
+ * overlong forms, no surrogates, nothing above U+10FFFF); 0 when the bytes
+ * at s are not one (a stray continuation byte, C0, C1, F5..FF, an overlong
+ * form, a surrogate, a sequence cut short by n or by a byte that does not
+ * continue it, such as a NUL). */
+size_t kd_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
+
 /* Parses a decimal int64 without sign/space; 0 on success, -1 otherwise. */
 int kd_parse_i64(const char *s, size_t len, int64_t *out);
 

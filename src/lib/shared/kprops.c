@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kd_log.h"
 #include "kd_util.h"
@@ -108,15 +109,24 @@ kdelay_err_t kd_kprops_parse(const char *text, size_t len, const char *file,
         return err;
 }
 
-kdelay_err_t kd_kprops_load(const char *path, kd_kprops_fn *fn, void *opaque,
-                            char *errstr, size_t errstr_size)
+kdelay_err_t kd_kprops_load(const char *path, unsigned *modep, kd_kprops_fn *fn,
+                            void *opaque, char *errstr, size_t errstr_size)
 {
         char qpath[610];
+        struct stat st;
         quote_path(path, qpath, sizeof(qpath));
         FILE *f = fopen(path, "r");
         if (!f)
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size, "%s: %s",
                                qpath, strerror(errno));
+        if (fstat(fileno(f), &st)) {
+                int e = errno;
+                fclose(f);
+                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                               "%s: cannot stat: %s", qpath, strerror(e));
+        }
+        if (modep)
+                *modep = (unsigned)st.st_mode;
         char *text = malloc(KD_KPROPS_FILE_MAX + 1);
         size_t len = text ? fread(text, 1, KD_KPROPS_FILE_MAX + 1, f) : 0;
         int e = ferror(f) ? errno : 0;

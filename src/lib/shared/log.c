@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kd_conf.h"
+#include "kd_util.h"
 
 /* What ends a line kd_log_vformat had to cut. */
 #define KD_LOG_CUT_MARK " truncated=true"
@@ -21,37 +22,6 @@ void kd_log(const kdelay_conf_t *conf, kdelay_log_level_t level,
         kd_log_vformat(line, sizeof(line), fmt, ap);
         va_end(ap);
         conf->log_cb(level, line, conf->log_opaque);
-}
-
-/* Length of the well-formed UTF-8 sequence (Unicode table 3-7) of at most
- * n bytes at s, with its code point in *cp; 0 when it is ill-formed. */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
-{
-        unsigned char lo = 0x80, hi = 0xBF;
-        size_t len;
-        uint32_t v;
-        if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-                len = 2, v = s[0] & 0x1F;
-        } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-                len = 3, v = s[0] & 0x0F;
-                lo = s[0] == 0xE0 ? 0xA0 : lo;
-                hi = s[0] == 0xED ? 0x9F : hi; /* no surrogates */
-        } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-                len = 4, v = s[0] & 0x07;
-                lo = s[0] == 0xF0 ? 0x90 : lo;
-                hi = s[0] == 0xF4 ? 0x8F : hi; /* <= U+10FFFF */
-        } else {
-                return 0;
-        }
-        for (size_t i = 1; i < len; i++) {
-                /* Checked one by one, so a NUL stops the reading. */
-                if (i >= n || s[i] < (i == 1 ? lo : 0x80) ||
-                    s[i] > (i == 1 ? hi : 0xBF))
-                        return 0;
-                v = v << 6 | (s[i] & 0x3F);
-        }
-        *cp = v;
-        return len;
 }
 
 /* Characters that can hide or reorder text on a terminal or in a viewer:
@@ -90,7 +60,7 @@ static size_t quote_char(const unsigned char *s, size_t n, char *out,
                 out[0] = (char)s[0];
                 return 1;
         }
-        if ((k = utf8_seq(s, n, &cp)) == 0)
+        if ((k = kd_utf8_seq(s, n, &cp)) == 0)
                 return (size_t)snprintf(out, 7, "\\x%02x", s[0]);
         *used = k;
         if (invisible(cp))
@@ -161,7 +131,7 @@ static size_t quoted_unit(const char *s)
                         return 2 + hex;
                 return s[1] ? 2 : 1;
         }
-        k = utf8_seq((const unsigned char *)s, SIZE_MAX, &cp);
+        k = kd_utf8_seq((const unsigned char *)s, SIZE_MAX, &cp);
         return k ? k : 1;
 }
 

@@ -30,6 +30,21 @@ void kd_secret_free(char *s)
         free(s);
 }
 
+int kd_secret_mode_shared(unsigned mode)
+{
+        return (mode & (S_IRWXG | S_IRWXO)) != 0;
+}
+
+int kd_secret_name(const char *name)
+{
+        static const char pem[] = "key.pem";
+        size_t n = strlen(name);
+        return strstr(name, "password") || strstr(name, "passphrase") ||
+               strstr(name, "secret") ||
+               (n >= sizeof(pem) - 1 &&
+                !strcmp(name + n - (sizeof(pem) - 1), pem));
+}
+
 static int env_name_ok(const char *s)
 {
         if (!*s || (*s >= '0' && *s <= '9'))
@@ -56,7 +71,7 @@ kdelay_err_t kd_secret_file_check(const char *what, const char *path, int fd,
                                "%s: %s is not a regular file (a secret is "
                                "read only from one)",
                                what, q);
-        if (st.st_mode & (S_IRWXG | S_IRWXO))
+        if (kd_secret_mode_shared((unsigned)st.st_mode))
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                "%s: %s holds a secret but its mode is %04o: "
                                "group and others may not read or write it "

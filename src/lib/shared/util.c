@@ -84,3 +84,35 @@ int kd_parse_i64(const char *s, size_t len, int64_t *out)
         *out = v;
         return 0;
 }
+
+size_t kd_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+        unsigned char lo = 0x80, hi = 0xBF;
+        size_t len;
+        uint32_t v;
+        if (s[0] < 0x80) {
+                *cp = s[0];
+                return 1;
+        } else if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+                len = 2, v = s[0] & 0x1F;
+        } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+                len = 3, v = s[0] & 0x0F;
+                lo = s[0] == 0xE0 ? 0xA0 : lo;
+                hi = s[0] == 0xED ? 0x9F : hi; /* no surrogates */
+        } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+                len = 4, v = s[0] & 0x07;
+                lo = s[0] == 0xF0 ? 0x90 : lo;
+                hi = s[0] == 0xF4 ? 0x8F : hi; /* <= U+10FFFF */
+        } else {
+                return 0;
+        }
+        for (size_t i = 1; i < len; i++) {
+                /* Checked one by one, so a NUL stops the reading. */
+                if (i >= n || s[i] < (i == 1 ? lo : 0x80) ||
+                    s[i] > (i == 1 ? hi : 0xBF))
+                        return 0;
+                v = v << 6 | (s[i] & 0x3F);
+        }
+        *cp = v;
+        return len;
+}
