@@ -547,8 +547,9 @@ static int dead_item_cb(const kd_scan_rec_t *r, void *opaque)
 }
 
 /* Which dead letters of the window were replayed (history): their copy's
- * id (kd_replay_id) has a fate, or is pending in a tier topic. What
- * cannot be read leaves them all findings, said on stderr. */
+ * id (kd_replay_item_id, or the nested id of earlier releases) has a
+ * fate, or is pending in a tier topic. What cannot be read leaves them
+ * all findings, said on stderr. */
 static void audit_dead_replayed(audit_t *au)
 {
         const kdelay_conf_t *conf = au->a->cli->conf;
@@ -572,22 +573,26 @@ static void audit_dead_replayed(audit_t *au)
                               "not all read within %d s",
                               KD_AUDIT_DEAD_BUDGET_MS / 1000);
         size_t n = items.cnt;
-        if (!err && n) {
-                ids = calloc(n, sizeof(*ids));
-                lens = calloc(n, sizeof(*lens));
-                fates = calloc(n, sizeof(*fates));
-                rid = calloc(n, sizeof(*rid));
+        if (!err && n) { /* the copy's id, then its nested id */
+                ids = calloc(2 * n, sizeof(*ids));
+                lens = calloc(2 * n, sizeof(*lens));
+                fates = calloc(2 * n, sizeof(*fates));
+                rid = calloc(2 * n, sizeof(*rid));
                 if (!ids || !lens || !fates || !rid)
                         err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr,
                                       sizeof(errstr), "out of memory");
         }
         for (size_t i = 0; !err && i < n; i++) {
-                kd_replay_id(&items.v[i], rid[i], sizeof(rid[i]));
+                kd_replay_item_id(&items.v[i], rid[i], sizeof(rid[i]));
+                kd_replay_item_id_nested(&items.v[i], rid[n + i],
+                                         sizeof(rid[n + i]));
+        }
+        for (size_t i = 0; !err && i < 2 * n; i++) {
                 ids[i] = rid[i];
                 lens[i] = strlen(rid[i]);
         }
         if (!err && n && !(err = kd_fate_store_new(&store, conf)))
-                err = kd_fate_lookup(store, ids, lens, n, fates, errstr,
+                err = kd_fate_lookup(store, ids, lens, 2 * n, fates, errstr,
                                      sizeof(errstr));
         if (!err && n)
                 kd_replay_pending_read(conf, &pending);
@@ -595,7 +600,9 @@ static void audit_dead_replayed(audit_t *au)
         for (size_t i = 0; !err && i < n; i++)
                 replayed += items.v[i].valid &&
                             (fates[i] != KDELAY_FATE_UNDECIDED ||
-                             kd_replay_pending_find(&pending, rid[i]));
+                             fates[n + i] != KDELAY_FATE_UNDECIDED ||
+                             kd_replay_pending_find(&pending, rid[i]) ||
+                             kd_replay_pending_find(&pending, rid[n + i]));
         if (err)
                 fprintf(stderr,
                         "%s: warning: dead letters not read for replays "

@@ -3,9 +3,13 @@
  * A replayed task gets a new id fixed by its dead letter's place
  * (<id>~replay-<partition>-<offset>, or a hash when that is too long), so
  * a second replay of the same dead letter writes the same task again and
- * the fate table lets only one copy fire: replay is idempotent. The new
- * record carries kdelay-replay-of: <id>. The old id keeps its fate (DEAD,
- * or none for a task dead-lettered before any claim). */
+ * the fate table lets only one copy fire: replay is idempotent. A replay
+ * of a replay's dead letter replaces the suffix (replay_id.h): the ids do
+ * not nest, and stay unique, each dead letter having its own place. The
+ * id earlier releases gave (nested) is looked up as well, so a dead
+ * letter they replayed is not replayed again. The new record carries
+ * kdelay-replay-of: <id>. The old id keeps its fate (DEAD, or none for a
+ * task dead-lettered before any claim). */
 #include "dead_replay.h"
 
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include "kd_topics.h"
 #include "kd_util.h"
 #include "kd_wire.h"
+#include "replay_id.h"
 
 /* Reasons a user can fix (create the topic, allow it, raise a limit). */
 static const char *const kd_replayable[] = {
@@ -100,21 +105,15 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
         return 0;
 }
 
-void kd_replay_id(const kd_replay_item_t *it, char *buf, size_t size)
+void kd_replay_item_id(const kd_replay_item_t *it, char *buf, size_t size)
 {
-        char tail[64];
-        snprintf(tail, sizeof(tail), "~replay-%d-%lld", (int)it->partition,
-                 (long long)it->offset);
-        size_t n = strlen(it->id), t = strlen(tail);
-        if (n + t <= KDELAY_ID_MAX && n + t < size) {
-                memcpy(buf, it->id, n);
-                memcpy(buf + n, tail, t + 1);
-                return;
-        }
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a of the id */
-        for (const char *c = it->id; *c; c++)
-                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        snprintf(buf, size, "replay-%016llx%s", (unsigned long long)h, tail);
+        kd_replay_id(it->id, it->partition, it->offset, buf, size);
+}
+
+void kd_replay_item_id_nested(const kd_replay_item_t *it, char *buf,
+                              size_t size)
+{
+        kd_replay_id_nested(it->id, it->partition, it->offset, buf, size);
 }
 
 static int replayable(const char *reason)
@@ -426,12 +425,17 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                         counts->refused++;
                         continue;
                 }
-                kd_replay_id(it, new_id, sizeof(new_id));
-                const char *ids[2] = {it->id, new_id};
-                size_t lens[2] = {strlen(it->id), strlen(new_id)};
-                kdelay_fate_t fates[2];
-                kdelay_err_t err = kd_client_fate_lookup(c, ids, lens, 2, fates,
-                                                         why, sizeof(why));
+                char old_id[KDELAY_ID_MAX + 32];
+                kd_replay_item_id(it, new_id, sizeof(new_id));
+                kd_replay_item_id_nested(it, old_id, sizeof(old_id));
+                /* The copy an earlier release made (nested id) counts. */
+                int nested = strcmp(old_id, new_id) != 0;
+                const char *ids[3] = {it->id, new_id, old_id};
+                size_t lens[3] = {strlen(it->id), strlen(new_id),
+                                  strlen(old_id)};
+                kdelay_fate_t fates[3];
+                kdelay_err_t err = kd_client_fate_lookup(
+                    c, ids, lens, nested ? 3 : 2, fates, why, sizeof(why));
                 if (err) {
                         answer(json, it, "ERROR", NULL, why, NULL);
                         counts->errors++;
@@ -447,21 +451,27 @@ int kd_replay_run(kdelay_client_t *c, const kd_replay_items_t *r,
                         continue;
                 }
                 /* Replayed before: its copy fired, fires or was cancelled. */
-                if (fates[1] != KDELAY_FATE_UNDECIDED) {
+                int before =
+                    fates[1] != KDELAY_FATE_UNDECIDED
+                        ? 1
+                        : (nested && fates[2] != KDELAY_FATE_UNDECIDED ? 2 : 0);
+                if (before) {
                         snprintf(why, sizeof(why), "replayed before: %s",
-                                 kdelay_fate_str(fates[1]));
-                        answer(json, it, "SKIPPED", new_id, why, NULL);
+                                 kdelay_fate_str(fates[before]));
+                        answer(json, it, "SKIPPED", ids[before], why, NULL);
                         counts->skipped++;
                         continue;
                 }
                 /* Replayed before, its copy not due or not fired yet. */
                 const kd_replay_pending_t *pr =
                     kd_replay_pending_find(&pending, new_id);
+                if (!pr && nested)
+                        pr = kd_replay_pending_find(&pending, old_id);
                 if (pr) {
                         snprintf(why, sizeof(why),
                                  "replayed before: pending in %s",
                                  pr->tier_topic);
-                        answer(json, it, "SKIPPED", new_id, why, NULL);
+                        answer(json, it, "SKIPPED", pr->id, why, NULL);
                         counts->skipped++;
                         continue;
                 }

@@ -36,8 +36,12 @@ int kd_replay_items_add(kd_replay_items_t *r, const kd_scan_rec_t *rec,
 void kd_replay_items_clear(kd_replay_items_t *r);
 
 /* The replay's id of item: fixed by its dead letter's place
- * (<id>~replay-<partition>-<offset>, or a hash when that is too long). */
-void kd_replay_id(const kd_replay_item_t *it, char *buf, size_t size);
+ * (<id>~replay-<partition>-<offset>, a replay's own suffix replaced, or a
+ * hash when that is too long: kd_replay_id); and the id earlier releases
+ * gave it (kd_replay_id_nested), looked up too. */
+void kd_replay_item_id(const kd_replay_item_t *it, char *buf, size_t size);
+void kd_replay_item_id_nested(const kd_replay_item_t *it, char *buf,
+                              size_t size);
 
 /* The replayed copies still pending in the tier topics: the ids of the
  * records with kdelay-replay-of, and where each waits. */

@@ -413,9 +413,27 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 return;
         }
         /* Its target refused such a record alone a moment ago: the same
-         * answer, without a refused batch (or an aborted transaction). */
-        rd_kafka_resp_err_t known =
-            kd_refusals_check(&f->refusals, t, kd_mono_ms());
+         * answer, without a refused batch (or an aborted transaction). A
+         * replay written since (the operator fixed the target) is tried
+         * for real instead, alone (kd_refusals.h). */
+        int64_t mono = kd_mono_ms();
+        rd_kafka_resp_err_t known = kd_refusals_check(&f->refusals, t, mono, 0);
+        rd_kafka_resp_err_t was = t->known_refusal;
+        t->known_refusal = RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (known &&
+            !kd_refusals_check(&f->refusals, t, mono, kd_refusals_since(t))) {
+                t->known_refusal = known; /* learned before the replay */
+                known = RD_KAFKA_RESP_ERR_NO_ERROR;
+        }
+        if (t->known_refusal && !was) {
+                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=replay_tried id=%s target=%s known=%s "
+                       "action=produce_alone",
+                       id_of(t, q, sizeof(q)),
+                       kd_log_quote(t->rec.target, qt, sizeof(qt)),
+                       rd_kafka_err2name(t->known_refusal));
+        }
         if (known) {
                 kd_held_remove(f, t);
                 t->late_ms = now - due_ms(t);
@@ -495,6 +513,23 @@ static int owes_journal(const kd_fwd_t *f, const kd_task_t *t)
                 (t->state == KD_TASK_DEAD && t->fire_failed));
 }
 
+/* t's fire was delivered: what its target was known to refuse and t
+ * was, it no longer refuses (the topic changed). */
+static void refusal_disproved(kd_fwd_t *f, const kd_task_t *t)
+{
+        int forgot = kd_refusals_delivered(&f->refusals, t, kd_mono_ms());
+        if (!forgot)
+                return;
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=refusal_forgotten target=%s what=%s id=%s",
+               kd_log_quote(t->rec.target, qt, sizeof(qt)),
+               forgot == KD_REFUSALS_FORGOT_KEYLESS ? "keyless"
+               : forgot == KD_REFUSALS_FORGOT_SIZE  ? "size"
+                                                    : "keyless,size",
+               id_of(t, q, sizeof(q)));
+}
+
 static void delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->state == KD_TASK_INTENT) {
@@ -506,6 +541,8 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
                 fire_produce(f, t, kd_fwd_now(f)); /* the fire announced */
                 return;
         }
+        if (t->state == KD_TASK_FIRING)
+                refusal_disproved(f, t);
         if (t->state == KD_TASK_JOURNAL) {
                 f->journal.delivered++;
                 f->mode->delivered(f, t);
@@ -588,7 +625,8 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 kd_settle_release(f, t);
                 return;
         }
-        if (kd_perr_class(m->err) == KD_PERR_RECORD && !t->solo) {
+        if (kd_perr_class(m->err) == KD_PERR_RECORD && !t->solo &&
+            !t->known_refusal) {
                 /* The broker refused the batch, maybe for a batch-mate:
                  * produced again alone, it is delivered or found out. */
                 t->solo = 1;
@@ -596,9 +634,9 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 return;
         }
         if (t->state == KD_TASK_FIRING && kd_perr_permanent(m->err)) {
-                if (t->solo) /* refused alone: for what it is */
-                        kd_refusals_learn(&f->refusals, t, m->err,
-                                          kd_mono_ms());
+                if (t->solo || t->known_refusal) /* refused alone */
+                        kd_refusals_learn(&f->refusals, t, m->err, kd_mono_ms(),
+                                          kd_fwd_now(f));
                 fire_failed(f, t, m->err); /* librdkafka retried already */
                 return;
         }

@@ -111,14 +111,20 @@ typedef struct kd_task {
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */
-        int solo;      /* produce it alone (at_least_once): the broker refused
-                          a batch it was in, maybe for a batch-mate */
-        int unclaimed; /* fired without a claim through a fate-store
-                          outage (forwarder.fate_outage_policy=fire): its
-                          journal record stands for the FIRED mark */
-        int hdrs_lent; /* its headers went out with its fire, not a copy
-                          (rec.hdrs NULL): back with the delivery
-                          report, or when the produce fails */
+        int solo; /* produce it alone (at_least_once): the broker refused
+                     a batch it was in, maybe for a batch-mate */
+        rd_kafka_resp_err_t known_refusal; /* a replay its target is known to
+                                              refuse with this, learned
+                                              before the replay: its fire
+                                              goes alone, for real, in
+                                              either mode (kd_fire_now);
+                                              0 = not so */
+        int unclaimed;     /* fired without a claim through a fate-store
+                              outage (forwarder.fate_outage_policy=fire): its
+                              journal record stands for the FIRED mark */
+        int hdrs_lent;     /* its headers went out with its fire, not a copy
+                              (rec.hdrs NULL): back with the delivery
+                              report, or when the produce fails */
         int hdrs_unrouted; /* its headers lack kdelay-target and kdelay-v,
                               removed for its fire: put back before a hop
                               or a dead letter copies them */

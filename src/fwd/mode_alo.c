@@ -149,12 +149,14 @@ static void alo_closed(kd_fwd_t *f, kd_part_t *p)
 }
 
 /* A record the broker refused in a batch goes out alone, through the
- * solo producer (batches of one): delivered, or found to be the cause. */
+ * solo producer (batches of one): delivered, or found to be the cause.
+ * So does a replay its target is known to refuse (kd_fire_now). */
 static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         (void)as;
-        *rk = t && t->solo ? f->hooks.solo_producer(f) : f->kafka.producer;
+        *rk = t && (t->solo || t->known_refusal) ? f->hooks.solo_producer(f)
+                                                 : f->kafka.producer;
         return *rk ? 0 : -1;
 }
 

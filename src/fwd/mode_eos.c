@@ -418,6 +418,18 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
             t ? kd_poison_find(&s->poison, kd_poison_key(t, as)) : NULL;
         if (e && as == KD_TASK_FIRING && victim(f, t, e))
                 e = NULL;
+        /* A replay its target is known to refuse (kd_fire_now) goes
+         * alone, as the record of a refused batch does: delivered, it
+         * commits with the others; refused, it is the culprit and
+         * aborts this transaction only. */
+        if (t && as == KD_TASK_FIRING && t->known_refusal && !solo_needed(e) &&
+            kd_poison_key(t, as)) {
+                if (!e)
+                        e = kd_poison_get(&s->poison, kd_poison_key(t, as));
+                if (kd_perr_class(e->err) != KD_PERR_RECORD)
+                        e->err = t->known_refusal;
+                return alone_begin(f, t, e);
+        }
         /* A refused batch's record needs only a batch of its own; a
          * refusal of a whole transaction (or an unknown cause) names no
          * record, so each goes in a transaction of its own. */
@@ -1019,7 +1031,8 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                         e->err = err;
                         /* Its batch-mates were its victims. */
                         kd_poison_forgive(&s->poison, e->group, e->key);
-                        kd_refusals_learn(&f->refusals, t, err, kd_mono_ms());
+                        kd_refusals_learn(&f->refusals, t, err, kd_mono_ms(),
+                                          kd_fwd_now(f));
                 }
         }
         if (named && kd_poison_blame(&s->poison, kd_poison_key(t, t->state),

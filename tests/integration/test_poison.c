@@ -19,7 +19,11 @@
  * else is dead-lettered. The mechanism shows in the logs: at_least_once
  * produced the refused batch's records again alone (batch_refused),
  * exactly_once in solo transactions (txn_solo), with a bounded number of
- * aborts. */
+ * aborts.
+ *
+ * test_replay_after_fix: dead letters of a target fixed since are
+ * replayed and delivered, though the forwarder remembers the target
+ * refusing them (issue 35). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,9 +351,258 @@ static void test_poison_batches(void)
         }
 }
 
+/* Issue 35 (6): a replay after fixing its target delivers. Per mode, 10
+ * keyless tasks for a compacted topic ("fixed") and 10 for another
+ * ("stays") are dead-lettered target-refused, the forwarder remembering
+ * both targets' refusal for 10 minutes; "fixed" is then set to
+ * cleanup.policy=delete and every dead letter replayed. Checked: the 10
+ * of "stays" are not replayed (REFUSED: compacted topic needs a key; exit
+ * 1); the 10 of "fixed" are REPLAYED and delivered once each, tried for
+ * real though their target is remembered refusing (event=replay_tried),
+ * the first delivery forgetting the refusal (event=refusal_forgotten);
+ * nothing more is dead-lettered. Before the fix the forwarder
+ * dead-lettered the 10 replays again in 0.3 s from its memory. */
+#define N_REPLAY 10
+
+typedef struct replay_run {
+        const char *delivery;
+        char prefix[40], fixed[96], stays[96], dead[96];
+        it_fwd_t fwd;
+} replay_run_t;
+
+static replay_run_t replay_runs[2] = {
+    {.delivery = "at_least_once", .fwd = {"fwReplayA", -1, "", NULL}},
+    {.delivery = "exactly_once", .fwd = {"fwReplayE", -1, "", NULL}}};
+
+/* Sets topic's cleanup.policy (AlterConfigs); 0 on success. */
+static int alter_cleanup_policy(const char *topic, const char *policy)
+{
+        char errstr[512];
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
+        if (!rk)
+                return -1;
+        rd_kafka_ConfigResource_t *cr =
+            rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        rd_kafka_ConfigResource_set_config(cr, "cleanup.policy", policy);
+        rd_kafka_AdminOptions_t *opt =
+            rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
+        rd_kafka_AdminOptions_set_request_timeout(opt, 10000, errstr,
+                                                  sizeof(errstr));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_AlterConfigs(rk, &cr, 1, opt, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+        int rc = -1;
+        if (ev && !rd_kafka_event_error(ev)) {
+                size_t n = 0;
+                const rd_kafka_ConfigResource_t **res =
+                    rd_kafka_AlterConfigs_result_resources(
+                        rd_kafka_event_AlterConfigs_result(ev), &n);
+                rc = n == 1 && !rd_kafka_ConfigResource_error(res[0]) ? 0 : -1;
+        }
+        if (rc)
+                printf("\n  AlterConfigs %s: %s", topic,
+                       ev ? rd_kafka_event_error_string(ev) : "no answer");
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_AdminOptions_destroy(opt);
+        rd_kafka_ConfigResource_destroy(cr);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static void replay_setup(replay_run_t *r)
+{
+        static const char *const compact[] = {"cleanup.policy", "compact",
+                                              NULL};
+        char grp[96], delivery[64];
+        it_unique(r->prefix, sizeof(r->prefix), "itrepl");
+        snprintf(r->fixed, sizeof(r->fixed), "%s.fixed", r->prefix);
+        snprintf(r->stays, sizeof(r->stays), "%s.stays", r->prefix);
+        snprintf(r->dead, sizeof(r->dead), "%s.dead", r->prefix);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(r->prefix, url, 2), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic_conf(r->fixed, 1, compact), 0);
+        CU_ASSERT_EQUAL_FATAL(it_create_topic_conf(r->stays, 1, compact), 0);
+        snprintf(grp, sizeof(grp), "%s-group", r->prefix);
+        snprintf(delivery, sizeof(delivery), "forwarder.delivery=%s",
+                 r->delivery);
+        const char *props[] = {delivery, "forwarder.stats_interval=5s",
+                               "forwarder.hold_horizon=10s", NULL};
+        CU_ASSERT_FATAL(it_fwd_start(&r->fwd, KDELAY_FORWARDER, r->prefix, grp,
+                                     url, props) == 0);
+}
+
+static void replay_schedule(replay_run_t *r, int64_t fire_at)
+{
+        char errstr[512], id[96];
+        kdelay_client_t *c = NULL;
+        kdelay_conf_t *conf = it_conf_new(r->prefix, url);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL_FATAL(
+            kdelay_client_new(&c, conf, errstr, sizeof(errstr)), KDELAY_OK);
+        for (int i = 0; i < N_REPLAY; i++) {
+                snprintf(id, sizeof(id), "%s-f%d", r->prefix, i);
+                schedule(c, r->fixed, id, NULL, 20, fire_at);
+                snprintf(id, sizeof(id), "%s-s%d", r->prefix, i);
+                schedule(c, r->stays, id, NULL, 20, fire_at);
+        }
+        CU_ASSERT_EQUAL(kdelay_flush(c, 10000), KDELAY_OK);
+        kdelay_client_destroy(c);
+}
+
+/* Runs kdelayctl dead replay for r; its exit status, its output in
+ * *out (caller frees). */
+static int replay_ctl(replay_run_t *r, char **out)
+{
+        char *err = NULL;
+        int rc = it_ctl(KDELAY_CTL, r->prefix, url, out, &err, "dead", "replay",
+                        "--reason", "target-refused", NULL);
+        printf("\n  %s: dead replay exit %d, stderr: %s", r->delivery, rc,
+               err ? err : "");
+        free(err);
+        return rc;
+}
+
+/* How many lines of out hold both a and b. */
+static int lines_with(const char *out, const char *a, const char *b)
+{
+        int n = 0;
+        for (const char *l = out; l && *l;) {
+                const char *e = strchr(l, '\n');
+                size_t len = e ? (size_t)(e - l) : strlen(l);
+                char line[1024];
+                snprintf(line, sizeof(line), "%.*s", (int)len, l);
+                n += strstr(line, a) && strstr(line, b);
+                l = e ? e + 1 : NULL;
+        }
+        return n;
+}
+
+static void replay_check(replay_run_t *r, int64_t replayed_at)
+{
+        /* Each replay of "fixed" delivered once, with kdelay-replay-of. */
+        const char *topics[] = {r->fixed, NULL};
+        it_msg_t msgs[N_REPLAY + 1];
+        size_t n = it_consume(topics, msgs, N_REPLAY, 30000);
+        int seen[N_REPLAY] = {0}, stray = 0;
+        int64_t last = 0;
+        for (size_t i = 0; i < n; i++) {
+                char *of = it_header(&msgs[i], KDELAY_HDR_REPLAY_OF);
+                int k = -1;
+                size_t plen = strlen(r->prefix);
+                if (of && !strncmp(of, r->prefix, plen) &&
+                    sscanf(of + plen, "-f%d", &k) == 1 && k >= 0 &&
+                    k < N_REPLAY)
+                        seen[k]++;
+                else
+                        stray++;
+                if (msgs[i].ts > last)
+                        last = msgs[i].ts;
+                free(of);
+                it_msg_free(&msgs[i]);
+        }
+        int once = 0;
+        for (int k = 0; k < N_REPLAY; k++)
+                once += seen[k] == 1;
+        printf("\n  %s: replays delivered once %d/%d, unexpected %d",
+               r->delivery, once, N_REPLAY, stray);
+        if (n)
+                printf(" (the last %lld ms after the replay)",
+                       (long long)(last - replayed_at));
+        CU_ASSERT_EQUAL(once, N_REPLAY);
+        CU_ASSERT_EQUAL(stray, 0);
+        /* Nothing dead-lettered again: the 2 x 10 of before only. */
+        const char *dead[] = {r->dead, NULL};
+        it_msg_t *dl = NULL;
+        size_t nd = it_consume_all(dead, &dl, 3000, 30000);
+        int again = 0;
+        int64_t again_last = 0;
+        for (size_t i = 0; i < nd; i++) {
+                char *of = it_header(&dl[i], KDELAY_HDR_REPLAY_OF);
+                if (of) {
+                        again++;
+                        if (dl[i].ts > again_last)
+                                again_last = dl[i].ts;
+                }
+                free(of);
+                it_msg_free(&dl[i]);
+        }
+        free(dl);
+        printf("\n  %s: dead letters %zu (were %d), replays among them %d",
+               r->delivery, nd, 2 * N_REPLAY, again);
+        if (again)
+                printf(" (the last %lld ms after the replay)",
+                       (long long)(again_last - replayed_at));
+        CU_ASSERT_EQUAL(nd, 2 * N_REPLAY);
+        CU_ASSERT_EQUAL(again, 0);
+}
+
+static void test_replay_after_fix(void)
+{
+        for (int m = 0; m < 2; m++)
+                replay_setup(&replay_runs[m]);
+        for (int m = 0; m < 2; m++)
+                CU_ASSERT_FATAL(it_wait_log(replay_runs[m].fwd.log,
+                                            "event=partitions_assigned",
+                                            60000) == 0);
+        int64_t fire_at = kd_now_ms() + 4000;
+        for (int m = 0; m < 2; m++)
+                replay_schedule(&replay_runs[m], fire_at);
+        for (int m = 0; m < 2; m++) {
+                const char *dead[] = {replay_runs[m].dead, NULL};
+                CU_ASSERT_EQUAL_FATAL(
+                    it_wait_records(dead, 2 * N_REPLAY, 60000), 2 * N_REPLAY);
+        }
+        /* The operator fixes one target (and not the other). */
+        for (int m = 0; m < 2; m++)
+                CU_ASSERT_EQUAL_FATAL(
+                    alter_cleanup_policy(replay_runs[m].fixed, "delete"), 0);
+        it_sleep_until(kd_now_ms() + 1000); /* the broker applies it */
+        int64_t replayed_at[2];
+        for (int m = 0; m < 2; m++) {
+                replay_run_t *r = &replay_runs[m];
+                char *out = NULL;
+                replayed_at[m] = kd_now_ms();
+                int rc = replay_ctl(r, &out);
+                int ok = lines_with(out, " REPLAYED ", "~replay-");
+                int refused =
+                    lines_with(out, " REFUSED ", "compacted topic needs a key");
+                char f_id[64], s_id[64];
+                snprintf(f_id, sizeof(f_id), "%s-f", r->prefix);
+                snprintf(s_id, sizeof(s_id), "%s-s", r->prefix);
+                int fixed_ok = lines_with(out, f_id, " REPLAYED ");
+                int stays_refused = lines_with(out, s_id, " REFUSED ");
+                printf("\n  %s: REPLAYED %d (of the fixed target %d), "
+                       "REFUSED %d (of the compacted one %d)",
+                       r->delivery, ok, fixed_ok, refused, stays_refused);
+                CU_ASSERT_EQUAL(rc, 1); /* something refused */
+                CU_ASSERT_EQUAL(ok, N_REPLAY);
+                CU_ASSERT_EQUAL(fixed_ok, N_REPLAY);
+                CU_ASSERT_EQUAL(refused, N_REPLAY);
+                CU_ASSERT_EQUAL(stays_refused, N_REPLAY);
+                free(out);
+        }
+        for (int m = 0; m < 2; m++)
+                replay_check(&replay_runs[m], replayed_at[m]);
+        for (int m = 0; m < 2; m++) {
+                replay_run_t *r = &replay_runs[m];
+                CU_ASSERT_EQUAL(it_fwd_stop(&r->fwd, SIGTERM), 0);
+                int tried = it_log_count(r->fwd.log, "event=replay_tried");
+                int forgot =
+                    it_log_count(r->fwd.log, "event=refusal_forgotten");
+                printf("\n  %s: replay_tried=%d refusal_forgotten=%d "
+                       "txn_aborted=%d",
+                       r->delivery, tried, forgot,
+                       it_log_count(r->fwd.log, "event=txn_aborted"));
+                CU_ASSERT(tried >= 1);
+                CU_ASSERT_EQUAL(forgot, 1);
+        }
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {KD_TEST(test_poison_batches),
+                                               KD_TEST(test_replay_after_fix),
                                                KD_TEST_END};
         return kd_test_run("poison", cases, suite_init, suite_cleanup);
 }

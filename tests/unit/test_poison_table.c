@@ -1,7 +1,10 @@
-/* Unit tests for the forwarder's produce error classes (kd_perr.h) and
- * the records of aborted transactions (kd_poison.h). */
+/* Unit tests for the forwarder's produce error classes (kd_perr.h), the
+ * records of aborted transactions (kd_poison.h) and what targets refuse
+ * (kd_refusals.h). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <kdelay/kdelay.h>
 
 #include "kd_part.h"
 #include "kd_perr.h"
@@ -184,15 +187,15 @@ static void test_refusals_learned_and_forgotten(void)
         big.rec.key_len = small.rec.key_len = 1;
         big.rec.value_len = 3000;
         small.rec.value_len = 2000;
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 0), 0);
-        kd_refusals_learn(r, &keyless, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0);
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 1000),
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 0, 0), 0);
+        kd_refusals_learn(r, &keyless, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0, 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 1000, 0),
                         RD_KAFKA_RESP_ERR_INVALID_RECORD);
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyed, 1000), 0);
-        kd_refusals_learn(r, &big, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 1000),
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyed, 1000, 0), 0);
+        kd_refusals_learn(r, &big, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0, 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 1000, 0),
                         RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &small, 1000), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &small, 1000, 0), 0);
         /* What the target refuses explains a refused batch of the keyed
          * or small records: they were its victims. Another target's
          * refusals explain nothing. */
@@ -207,12 +210,84 @@ static void test_refusals_learned_and_forgotten(void)
         elsewhere.rec.target = other;
         CU_ASSERT_FALSE(kd_refusals_explains(
             r, &elsewhere, RD_KAFKA_RESP_ERR_INVALID_RECORD, 1000));
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &elsewhere, 1000), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &elsewhere, 1000, 0), 0);
         CU_ASSERT_FALSE(kd_refusals_explains(
             r, &keyed, RD_KAFKA_RESP_ERR_INVALID_RECORD, KD_REFUSALS_TTL_MS));
         /* An operator's change is believed after the time-to-live. */
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, KD_REFUSALS_TTL_MS), 0);
-        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, KD_REFUSALS_TTL_MS), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, KD_REFUSALS_TTL_MS, 0),
+                        0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, KD_REFUSALS_TTL_MS, 0), 0);
+        free(r);
+}
+
+/* A replay (kdelay-replay-of) is answered only from what was learned
+ * after its tier record was written: a refusal learned before it is
+ * tried again for real, one learned after it (a replay of the same batch
+ * refused alone) still answers. A delivery of what the target was known
+ * to refuse forgets that much of it, and only that. */
+static void test_refusals_replay_and_delivery(void)
+{
+        kd_refusals_t *r = calloc(1, sizeof(*r));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        char target[] = "orders";
+        kd_task_t keyless, replay, keyed, big;
+        memset(&keyless, 0, sizeof(keyless));
+        keyless.rec.target = target;
+        keyless.rec.value_len = 10;
+        keyless.rec.append_ms = 1000;
+        replay = keyed = big = keyless;
+        keyed.rec.key = big.rec.key = "k";
+        keyed.rec.key_len = big.rec.key_len = 1;
+        big.rec.value_len = 3000;
+        replay.rec.append_ms = 50000; /* written by dead replay at 50 s */
+        replay.rec.hdrs = rd_kafka_headers_new(2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(replay.rec.hdrs);
+        CU_ASSERT_EQUAL(kd_refusals_since(&keyless), 0);
+        CU_ASSERT_EQUAL(kd_refusals_since(&replay), 0);
+        rd_kafka_header_add(replay.rec.hdrs, KDELAY_HDR_REPLAY_OF, -1,
+                            "order-7", -1);
+        CU_ASSERT_EQUAL(kd_refusals_since(&replay), 50000);
+
+        /* Learned at 10 s (wall), before the replay was written. */
+        kd_refusals_learn(r, &keyless, RD_KAFKA_RESP_ERR_INVALID_RECORD, 0,
+                          10000);
+        kd_refusals_learn(r, &big, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
+                          10000);
+        CU_ASSERT_EQUAL(
+            kd_refusals_check(r, &keyless, 100, kd_refusals_since(&keyless)),
+            RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        CU_ASSERT_EQUAL(
+            kd_refusals_check(r, &replay, 100, kd_refusals_since(&replay)), 0);
+        /* ... which the fire stage still sees, to send it alone. */
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &replay, 100, 0),
+                        RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        /* Learned again at 60 s, after the replay: it answers. */
+        kd_refusals_learn(r, &replay, RD_KAFKA_RESP_ERR_INVALID_RECORD, 200,
+                          60000);
+        CU_ASSERT_EQUAL(
+            kd_refusals_check(r, &replay, 300, kd_refusals_since(&replay)),
+            RD_KAFKA_RESP_ERR_INVALID_RECORD);
+
+        /* A keyed record delivered disproves nothing. */
+        CU_ASSERT_EQUAL(kd_refusals_delivered(r, &keyed, 400), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 400, 0),
+                        RD_KAFKA_RESP_ERR_INVALID_RECORD);
+        /* A keyless one delivered (the topic no longer compacted):
+         * keyless records go for real again; the size is still known. */
+        CU_ASSERT_EQUAL(kd_refusals_delivered(r, &replay, 500),
+                        KD_REFUSALS_FORGOT_KEYLESS);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &keyless, 600, 0), 0);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 600, 0),
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+        CU_ASSERT_EQUAL(r->used, 1);
+        /* A record as large delivered (the limit raised): forgotten, and
+         * the target's slot is free. */
+        CU_ASSERT_EQUAL(kd_refusals_delivered(r, &big, 700),
+                        KD_REFUSALS_FORGOT_SIZE);
+        CU_ASSERT_EQUAL(kd_refusals_check(r, &big, 800, 0), 0);
+        CU_ASSERT_EQUAL(r->used, 0);
+        CU_ASSERT_EQUAL(kd_refusals_delivered(r, &big, 900), 0);
+        rd_kafka_headers_destroy(replay.rec.hdrs);
         free(r);
 }
 
@@ -331,6 +406,7 @@ int main(void)
             KD_TEST(test_aborts_count_commits_forget),
             KD_TEST(test_blamed_members_alone_count),
             KD_TEST(test_refusals_learned_and_forgotten),
+            KD_TEST(test_refusals_replay_and_delivery),
             KD_TEST(test_group_first_and_its_wait),
             KD_TEST(test_target_refusal_rarest_first),
             KD_TEST(test_full_table_replaces_the_oldest),
