@@ -48,7 +48,11 @@ extern "C" {
 /* On a task `kdelayctl dead replay` scheduled again: the dead-lettered
  * task's id. */
 #define KDELAY_HDR_REPLAY_OF "kdelay-replay-of"
-#define KDELAY_WIRE_VERSION  "1"
+/* Written by forwarders only: a task to a rate-limited target sent back
+ * to a tier topic until its turn (epoch ms). The forwarder that reads it
+ * holds it until then; its fired record does not carry it. */
+#define KDELAY_HDR_NOT_BEFORE "kdelay-not-before"
+#define KDELAY_WIRE_VERSION   "1"
 
 /* A task id is 1..KDELAY_ID_MAX bytes of UTF-8. Generated ids are
  * KDELAY_ID_GEN_LEN characters (a ULID: time-ordered, Crockford base32). */

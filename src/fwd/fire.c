@@ -3,6 +3,7 @@
  * the mode and the settle stage. */
 #include "kd_fire.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,6 +347,7 @@ static rd_kafka_headers_t *headers_lend(kd_task_t *t)
         if (!t->hdrs_unrouted) {
                 rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
                 rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
+                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
                 t->hdrs_unrouted = 1;
         }
         return h;
@@ -470,8 +472,18 @@ void kd_fire_hop(kd_fwd_t *f, kd_task_t *t)
 {
         char topic[256];
         size_t tier =
-            kd_tiers_choose(&f->conf->tiers, t->rec.fire_at_ms - kd_fwd_now(f));
+            kd_tiers_choose(&f->conf->tiers, kd_task_due_at(t) - kd_fwd_now(f));
         rd_kafka_headers_t *h = headers_copy(t);
+        if (h && t->rec.not_before_ms) { /* a rate limit's turn goes along */
+                char nb[24];
+                snprintf(nb, sizeof(nb), "%lld",
+                         (long long)t->rec.not_before_ms);
+                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
+                if (rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, nb, -1)) {
+                        rd_kafka_headers_destroy(h);
+                        h = NULL;
+                }
+        }
         if (!h) {
                 retry_later(f, t, KD_TASK_HOPPING, "produce_failed",
                             RD_KAFKA_RESP_ERR__FAIL);

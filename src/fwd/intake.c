@@ -161,6 +161,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 return;
         }
         r->fire_at_ms = w.fire_at_ms;
+        r->not_before_ms = kd_wire_not_before(r->hdrs);
         if (kd_conf_is_own_topic(f->conf, r->target)) {
                 /* would loop through us */
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
@@ -174,11 +175,12 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
         /* A task due before its tier lets it be handled (its own delay
          * fitted a smaller tier) fires late by up to this tier's delay;
          * one written already past due belongs in the smallest tier. */
-        int past = r->fire_at_ms < r->append_ms;
-        if (past)
+        int64_t due = kd_task_due_at(t); /* a rate limit's turn counts */
+        int past = due < r->append_ms;
+        if (past && !r->not_before_ms)
                 kd_metric_inc(&f->metrics, KD_M_SCHEDULED_PAST);
         if (past ? p->tier_ms > f->conf->tiers.v[0].delay_ms
-                 : r->fire_at_ms + f->conf->fwd_hold_horizon_ms <
+                 : due + f->conf->fwd_hold_horizon_ms <
                        r->append_ms + p->tier_ms) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 char qt[KD_LOG_QUOTED_MAX(255)];

@@ -42,6 +42,9 @@ typedef enum kd_metric_type {
           "FIRING claims of this instance's previous process, taken at once")  \
         X(HANDED_OVER, "handed_over", COUNTER, "",                             \
           "Held tasks hopped on a revoke for the next owner")                  \
+        X(RATE_DEFERRED, "rate_deferred", COUNTER, "",                         \
+          "Tasks to a rate-limited target sent back to a tier topic until "    \
+          "their turn (the rule's queue was full)")                            \
         X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \
         X(CREATE_TIME, "create_time", COUNTER, "",                             \
           "Tier records with the producer's time, not LogAppendTime")          \

@@ -36,6 +36,8 @@ typedef struct kd_taskrec {
         size_t id_len; /* strlen(id) */
         char *target;  /* inside id's block, NUL-terminated */
         int64_t fire_at_ms;
+        int64_t not_before_ms; /* kdelay-not-before: sent back by a rate
+                                  limit until then; 0 = none */
 } kd_taskrec_t;
 
 /* What a task is waiting for. Changed only through kd_task_set_state
@@ -138,6 +140,14 @@ typedef struct kd_task {
                                      renewal (claimed); NULL = none */
         size_t req_slot;          /* the task's item in req */
 } kd_task_t;
+
+/* When t is due as far as its path goes: its fire-at, or the turn a
+ * target rate limit gave it when that is later. */
+static inline int64_t kd_task_due_at(const kd_task_t *t)
+{
+        return t->rec.not_before_ms > t->rec.fire_at_ms ? t->rec.not_before_ms
+                                                        : t->rec.fire_at_ms;
+}
 
 /* The task whose timer tm is. */
 static inline kd_task_t *kd_task_of_timer(kd_timer_t *tm)

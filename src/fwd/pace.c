@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kd_fire.h"
+#include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_tophandles.h"
@@ -190,6 +191,41 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         rule_arm(f, l);
 }
 
+/* How many tasks a rule's queue holds at most: KD_RATE_QUEUE_S of its
+ * rate (this forwarder's share) and its burst, but never more than an
+ * eighth of forwarder.max_held, so that a limited target's backlog
+ * cannot fill the held set (nor, in exactly_once, the offset span) and
+ * hold up the tasks of other targets; at least one. */
+#define KD_RATE_QUEUE_S 10
+static size_t rule_room(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+{
+        bucket_t b = rule_bucket(f, l, mono);
+        double room = b.rate * KD_RATE_QUEUE_S + b.burst;
+        double cap = (double)f->conf->fwd_max_held / 8.0;
+        if (room > cap)
+                room = cap;
+        return room < 1.0 ? 1 : (size_t)room;
+}
+
+/* The queue is full: t goes back to a tier topic with its turn
+ * (kdelay-not-before: after the queue and the tasks sent back before it,
+ * at the rule's rate), its offset is done, and the forwarder that reads
+ * it then holds it until that turn and queues it again. */
+static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
+                       int64_t mono)
+{
+        bucket_t b = rule_bucket(f, l, mono);
+        int64_t gap = (int64_t)(1000.0 / b.rate) + 1;
+        int64_t turn = kd_fwd_now(f) + (int64_t)(l->q.len + 1) * gap;
+        if (turn < l->defer_until + gap)
+                turn = l->defer_until + gap;
+        l->defer_until = turn;
+        t->rec.not_before_ms = turn;
+        kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
+        kd_held_remove(f, t);
+        kd_fire_hop(f, t);
+}
+
 /* t (held, its claim due) goes on to its claim if its target's rule
  * allows and nothing waits before it, else queues behind the rule's
  * earlier tasks, unclaimed: a cancel meanwhile wins (its claim finds the
@@ -203,6 +239,10 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
         if (!l->q.head && l->tokens >= 1.0) {
                 l->tokens -= 1.0;
                 rule_pass(f, t);
+                return;
+        }
+        if (l->q.len >= rule_room(f, l, mono)) {
+                rule_defer(f, l, t, mono);
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);

@@ -31,7 +31,7 @@ static int64_t oldest_due(const kd_fwd_t *f, const kd_part_t *p, int64_t now)
                 if (t->dead_reason) /* due at once, not by its fire-at */
                         continue;
                 int64_t due =
-                    kd_path_due(t->rec.fire_at_ms, t->rec.append_ms, p->tier_ms,
+                    kd_path_due(kd_task_due_at(t), t->rec.append_ms, p->tier_ms,
                                 f->conf->fwd_hold_horizon_ms);
                 if (due < oldest)
                         oldest = due;

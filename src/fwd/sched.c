@@ -22,7 +22,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
         if (t->dead_reason)
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_DEAD;
-        int64_t due = kd_path_due(t->rec.fire_at_ms, t->rec.append_ms,
+        int64_t due = kd_path_due(kd_task_due_at(t), t->rec.append_ms,
                                   p->tier_ms, c->fwd_hold_horizon_ms);
         if (due - c->fwd_lookahead_ms > now) {
                 *wake_at = due - c->fwd_lookahead_ms;
@@ -30,7 +30,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
         }
         if (f->mode->admit && !f->mode->admit(f, p, t, low))
                 return KD_SCHED_SPAN;
-        if (kd_path_hops(t->rec.fire_at_ms, now, c->fwd_hold_horizon_ms,
+        if (kd_path_hops(kd_task_due_at(t), now, c->fwd_hold_horizon_ms,
                          c->fwd_lookahead_ms))
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_HOP;
@@ -57,7 +57,7 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
         kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_HELD);
         if (kd_task_arm(f, t, KD_CLOCK_WALL,
-                        t->rec.fire_at_ms - f->conf->fwd_claim_ahead_ms,
+                        kd_task_due_at(t) - f->conf->fwd_claim_ahead_ms,
                         kd_pace_hold_due_cb))
                 kd_fwd_oom(f, "hold_timer");
 }

@@ -244,7 +244,9 @@ class Fwd:
 def consume(st, fwds, until_ms):
     """Reads every forwarder's target (read_committed) until until_ms."""
     by_topic = {f.target: f for f in fwds}
-    c = Consumer({**st.kconf, "group.id": f"itout{st.tag}-reader",
+    # A group of its own per reader (readers running at once must not
+    # share partitions, nor read them again after a rebalance).
+    c = Consumer({**st.kconf, "group.id": f"itout{st.tag}-reader-{secrets.token_hex(4)}",
                   "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                   "enable.auto.commit": False})
     c.subscribe(list(by_topic))

@@ -537,6 +537,30 @@ static void test_user_header_valid(void)
         CU_ASSERT_FALSE(kd_wire_user_header_valid(NULL));
 }
 
+/* kdelay-not-before (forwarders only): the last one, digits only, at
+ * most 15; anything else reads as none. */
+static void test_not_before(void)
+{
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        CU_ASSERT_EQUAL(kd_wire_not_before(NULL), 0);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, "1764780000000", -1);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h), 1764780000000LL);
+        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, "1764780000123", -1);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h), 1764780000123LL);
+        static const char *const bad[] = {"", "-5", "12a", " 1",
+                                          "1234567890123456"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
+                rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, bad[i], -1);
+                CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+        }
+        rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
+        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, NULL, 0);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+        rd_kafka_headers_destroy(h);
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_round_trip),
     KD_TEST(test_round_trip_user_headers),
@@ -553,6 +577,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_duplicates),
     KD_TEST(test_defect_str),
     KD_TEST(test_user_header_valid),
+    KD_TEST(test_not_before),
     KD_TEST_END,
 };
 

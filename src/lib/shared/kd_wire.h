@@ -50,6 +50,11 @@ int kd_wire_topic_valid(const char *name, size_t len);
  * `__transaction_state`, any name starting with `__`): never a target. */
 int kd_wire_topic_internal(const char *name, size_t len);
 
+/* The kdelay-not-before header of hdrs (epoch ms), or 0 when absent or
+ * not a decimal of at most 15 digits (a bad one is ignored: the task then
+ * fires at its fire-at). */
+int64_t kd_wire_not_before(const rd_kafka_headers_t *hdrs);
+
 /* Non-zero when a user header name is usable: non-empty and not in the
  * reserved "kdelay-" namespace. */
 int kd_wire_user_header_valid(const char *name);

@@ -95,6 +95,24 @@ int kd_wire_topic_valid(const char *name, size_t len)
         return 1;
 }
 
+int64_t kd_wire_not_before(const rd_kafka_headers_t *hdrs)
+{
+        const void *v;
+        size_t len;
+        if (!hdrs ||
+            rd_kafka_header_get_last(hdrs, KDELAY_HDR_NOT_BEFORE, &v, &len) ||
+            !v || len == 0 || len > 15)
+                return 0;
+        int64_t ms = 0;
+        for (size_t i = 0; i < len; i++) {
+                char c = ((const char *)v)[i];
+                if (c < '0' || c > '9')
+                        return 0;
+                ms = ms * 10 + (c - '0');
+        }
+        return ms;
+}
+
 int kd_wire_user_header_valid(const char *name)
 {
         return name && *name && strncmp(name, "kdelay-", 7) != 0;
