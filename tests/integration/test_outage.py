@@ -124,6 +124,21 @@ class Stack:
         finally:
             conn.close()
 
+    def cleanup(self, fwds, extra_topics=()):
+        """Stops fwds, drops the database, deletes their topics (and
+        extra_topics); a failure here is logged, the verdict stands."""
+        for f in fwds:
+            f.stop()
+        try:
+            self.sql(f"DROP DATABASE IF EXISTS `{self.db}`", db=False)
+        except Exception as e:
+            log(f"cleanup: {e}")
+        topics = list(extra_topics)
+        for f in fwds:
+            topics += [f.target, f"{f.prefix}.dead", f"{f.prefix}.journal"]
+            topics += [f"{f.prefix}.tier.{t}" for t in TIERS.split(",")]
+        AdminClient(self.kconf).delete_topics(sorted(set(topics)))
+
     def stack(self, *verb):
         r = subprocess.run([self.stack_sh] + list(verb), capture_output=True, text=True,
                            timeout=120)
@@ -577,17 +592,7 @@ def main():
     finally:
         if mysql_stopped:
             st.stack("mysql-start")
-        for f in fwds + [kill]:
-            f.stop()
-        try:
-            st.sql(f"DROP DATABASE IF EXISTS `{st.db}`", db=False)
-        except Exception as e:  # the verdict stands
-            log(f"cleanup: {e}")
-        topics = []
-        for f in fwds + [kill]:
-            topics += [f.target, f"{f.prefix}.dead", f"{f.prefix}.journal"]
-            topics += [f"{f.prefix}.tier.{t}" for t in TIERS.split(",")]
-        AdminClient(st.kconf).delete_topics(topics)
+        st.cleanup(fwds + [kill])
 
 
 if __name__ == "__main__":

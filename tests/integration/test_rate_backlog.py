@@ -148,17 +148,7 @@ def main():
             log(f"{f.name} log: {f.log_path}")
         return 1
     finally:
-        for f in fwds:
-            f.stop()
-        try:
-            st.sql(f"DROP DATABASE IF EXISTS `{st.db}`", db=False)
-        except Exception as e:  # the verdict stands
-            log(f"cleanup: {e}")
-        topics = []
-        for f in fwds:
-            topics += [f.target, f.limited, f"{f.prefix}.dead", f"{f.prefix}.journal"]
-            topics += [f"{f.prefix}.tier.{t}" for t in to.TIERS.split(",")]
-        to.AdminClient(st.kconf).delete_topics(topics)
+        st.cleanup(fwds, [f.limited for f in fwds])
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ taken claim_ahead before its fire time, so its cancel answered too late
 for the whole wait. The figures line per mode gives the busiest second,
 the drain's span and the hand-overs the forwarders counted."""
 import os
-import signal
+import re
 import sys
 import threading
 import time
@@ -165,7 +165,7 @@ def main():
                 to.fail(f"{g.name}: {worst} arrivals within one second, the limit "
                         f"{RATE}/s with burst {BURST} allows {RATE + 2 * BURST}")
             handed = sum(int(x) for x in
-                         __import__("re").findall(r"event=forwarder_stopped .*?handed_over=(\d+)",
+                         re.findall(r"event=forwarder_stopped .*?handed_over=(\d+)",
                                                   g.a.text() + g.b.text()))
             lines.append(f"{g.name} ({g.delivery}): {len(want)} tasks at {RATE}/s through a "
                          f"join, a SIGTERM and a rolling restart: all arrived, none early, "
@@ -189,18 +189,7 @@ def main():
             log(f"logs: {g.a.log_path} {g.b.log_path}")
         return 1
     finally:
-        for g in groups:
-            g.a.stop()
-            g.b.stop()
-        try:
-            st.sql(f"DROP DATABASE IF EXISTS `{st.db}`", db=False)
-        except Exception as e:  # the verdict stands
-            log(f"cleanup: {e}")
-        topics = []
-        for g in groups:
-            topics += [g.a.target, f"{g.a.prefix}.dead", f"{g.a.prefix}.journal"]
-            topics += [f"{g.a.prefix}.tier.{t}" for t in to.TIERS.split(",")]
-        to.AdminClient(st.kconf).delete_topics(topics)
+        st.cleanup([f for g in groups for f in (g.a, g.b)])
 
 
 if __name__ == "__main__":
