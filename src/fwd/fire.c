@@ -377,11 +377,13 @@ static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
 
 /* When t was due as far as the forwarder goes, what its lateness counts
  * from: its fire-at, or, for a task written already past it (scheduled
- * in the past: the producer's choice), when its tier record came due. */
+ * in the past: the producer's choice), when its tier record came due. A
+ * task a rate limit sent back (not_before) counts from its fire-at: its
+ * wait is lateness. */
 static int64_t due_ms(const kd_task_t *t)
 {
         const kd_taskrec_t *r = &t->rec;
-        if (r->fire_at_ms >= r->append_ms || !t->part)
+        if (r->fire_at_ms >= r->append_ms || !t->part || r->not_before_ms)
                 return r->fire_at_ms;
         return r->append_ms + t->part->tier_ms;
 }
