@@ -221,7 +221,7 @@ static void fire_journal(kd_fwd_t *f, kd_task_t *t)
 }
 
 /* t is to fire without a claim (at_least_once): its record of intent
- * goes first, and the fire only once it is acknowledged (intent_done), so
+ * goes first, and the fire only once it is acknowledged (delivered), so
  * that whatever the crash point no fire is delivered with nothing in the
  * journal. A record that cannot be written breaks the journal: t is
  * claimed instead (kd_fire_now asks again). */

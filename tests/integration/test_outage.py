@@ -482,6 +482,11 @@ def kill_check(st, k, cancelled, kill_ms):
     if intents < before:
         fail(f"alo-kill: {before} tasks arrived before the kill, {intents} records of "
              "intent applied")
+    # A duplicate is a fire whose delivery record the kill prevented: its
+    # intent was counted unconfirmed.
+    unconfirmed = sum(int(x[2]) for x in m)
+    if dups > unconfirmed:
+        fail(f"alo-kill: {dups} duplicates, {unconfirmed} intents unconfirmed")
     return (f"alo-kill: {N_KILL} tasks due at once, {N_KILL_CANCELLED} cancelled before "
             f"the outage, killed {KILL_AFTER_MS} ms after their fire-at: arrived before "
             f"the kill {before}, records of intent applied {intents}; lost 0; "

@@ -167,6 +167,9 @@ def main():
             handed = sum(int(x) for x in
                          re.findall(r"event=forwarder_stopped .*?handed_over=(\d+)",
                                                   g.a.text() + g.b.text()))
+            if not handed:
+                to.fail(f"{g.name}: no task handed over on the revokes (the queue was "
+                        "not handed over, or the rebalances came after the drain)")
             lines.append(f"{g.name} ({g.delivery}): {len(want)} tasks at {RATE}/s through a "
                          f"join, a SIGTERM and a rolling restart: all arrived, none early, "
                          f"duplicates {dups}; busiest second {worst} (bound "
