@@ -105,13 +105,16 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
 /* --- forwarder.target_rate_limits --------------------------------------- */
 
 /* This forwarder's part of each group-wide limit: the share of the tier
- * partitions it holds (tasks spread over them by key), worked out at each
- * use, so that a rebalance changes it at once (a share kept for a second
- * after a join let both members take most of the limit); the whole limit
- * while the total is unknown. */
+ * partitions it holds (tasks spread over them by key), worked out again
+ * in each new millisecond, so that a rebalance changes it at once (a
+ * share kept for a second after a join let both members take most of the
+ * limit), and the tasks of one callback count the partitions once; the
+ * whole limit while the total is unknown. */
 static double share(kd_fwd_t *f, int64_t mono)
 {
         kd_fwd_pace_t *p = &f->pace;
+        if (p->share_mono == mono)
+                return p->share;
         int held = 0;
         for (const kd_part_t *pt = f->intake.parts; pt; pt = pt->next)
                 held++;

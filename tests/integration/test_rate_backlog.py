@@ -22,12 +22,11 @@ seconds); its topics are deleted."""
 import os
 import re
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_outage as to  # noqa: E402  (Stack, Fwd: the forwarders and tools)
-from test_rate_limit import busiest_second  # noqa: E402
+from test_rate_limit import busiest_second, joined, started  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
 RATE = 5
@@ -93,18 +92,16 @@ def main():
         if to.now_ms() > t_due - 1000:
             to.fail(f"scheduling took too long: {to.now_ms() - t_due + DUE_IN_MS} ms")
 
-        # One reader per forwarder, of both its targets.
-        readers = []
-        for f in fwds:
-            g = to.Fwd(st, f.name, f.delivery, "hold")  # a view: f's two targets
-            g.target, g.arrived = f.target, f.arrived
+        # One reader per forwarder, of both its targets: consume() reads
+        # each view's target into the arrivals they share.
+        def views(f):
+            g = to.Fwd(st, f.name, f.delivery, "hold")
             h = to.Fwd(st, f.name, f.delivery, "hold")
-            h.target, h.arrived = f.limited, f.arrived
-            th = threading.Thread(target=to.consume, args=(st, [g, h], t_due + WATCH_MS))
-            th.start()
-            readers.append(th)
-        for th in readers:
-            th.join()
+            g.target, h.target = f.target, f.limited
+            g.arrived = h.arrived = f.arrived
+            return [g, h]
+
+        joined(started(lambda f: to.consume(st, views(f), t_due + WATCH_MS), fwds))
         lines = []
         for f in fwds:
             missing = [t for t in f.other_ids if not f.arrived.get(t)]

@@ -74,6 +74,19 @@ class Group:
             self.failed = f"{f.name}: exit {rc} after SIGTERM"
 
 
+def started(fn, items):
+    """fn(item) for each item, each on a thread of its own, started."""
+    threads = [threading.Thread(target=fn, args=(x,)) for x in items]
+    for th in threads:
+        th.start()
+    return threads
+
+
+def joined(threads):
+    for th in threads:
+        th.join()
+
+
 def busiest_second(ts):
     ts = sorted(ts)
     worst, j = 0, 0
@@ -105,40 +118,24 @@ def main():
                 g.a.fire_at[tid] = t_due
         if producer.flush(30):
             to.fail("tasks not acknowledged in 30 s")
-        consumers = []
-        for g in groups:
-            th = threading.Thread(target=to.consume, args=(st, [g.a], t_due + 40000))
-            th.start()
-            consumers.append(th)
+        consumers = started(lambda g: to.consume(st, [g.a], t_due + 40000), groups)
 
         def at(s):
             time.sleep(max(0, t_due + s * 1000 - to.now_ms()) / 1000)
 
         at(CANCEL_S)
-        cancels = [threading.Thread(target=g.cancel, args=(list(g.a.fire_at)[-CANCELLED:],))
-                   for g in groups]
-        for th in cancels:
-            th.start()
+        cancels = started(lambda g: g.cancel(list(g.a.fire_at)[-CANCELLED:]), groups)
         at(JOIN_S)
         for g in groups:
             g.b.start_process()
         at(A_STOP_S)
-        stops = [threading.Thread(target=g.stop, args=(g.a,)) for g in groups]
-        for th in stops:
-            th.start()
-        for th in stops + cancels:
-            th.join()
+        joined(started(lambda g: g.stop(g.a), groups) + cancels)
         at(A_BACK_S)
         for g in groups:
             g.a.start_process()
         at(B_STOP_S)
-        stops = [threading.Thread(target=g.stop, args=(g.b,)) for g in groups]
-        for th in stops:
-            th.start()
-        for th in stops:
-            th.join()
-        for th in consumers:
-            th.join()
+        joined(started(lambda g: g.stop(g.b), groups))
+        joined(consumers)
         lines = []
         for g in groups:
             if g.failed:
