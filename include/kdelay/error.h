@@ -44,6 +44,11 @@ typedef enum kdelay_err {
          * needs (its tier topic; its target topic with
          * producer.check_target=1) does not exist. */
         KDELAY_ERR_NO_SUCH_TOPIC,
+        /* Outcome, retriable: a cancel could not tell whether the task was
+         * fired without a claim through a fate-store outage
+         * (forwarder.fate_outage_policy=fire) until that is reconciled;
+         * nothing was recorded. Retry (docs/fate-protocol.md). */
+        KDELAY_ERR_RECONCILING,
         KDELAY_ERR__COUNT /* number of codes, not an error */
 } kdelay_err_t;
 

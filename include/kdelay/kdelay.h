@@ -187,7 +187,10 @@ typedef struct kdelay_status {
  * be delivered. KDELAY_ERR_TOO_LATE: it is already FIRING or FIRED and will
  * be (or was) delivered. KDELAY_ERR_DEAD: it was dead-lettered (DEAD): it
  * will not be delivered, and it is not cancelled either (its dead letter
- * stays). Any other error: nothing is known; retry.
+ * stays). KDELAY_ERR_RECONCILING: fires made without a claim through a
+ * fate-store outage (forwarder.fate_outage_policy=fire) are still being
+ * reconciled and this task may be one of them; nothing was recorded:
+ * retry. Any other error: nothing is known; retry.
  * Cancelling an id no forwarder has seen yet is allowed. */
 kdelay_err_t kdelay_cancel(kdelay_client_t *client, const char *id,
                            char *errstr, size_t errstr_size);

@@ -22,15 +22,16 @@ static const char kd_cancel_help[] =
     "Prints \"ID CANCELLED\" on success.\n"
     "With \"-\", cancels every id read from standard input, one per line\n"
     "(blank lines and lines starting with # skipped), and prints one line\n"
-    "per id: \"ID CANCELLED\", \"ID TOO_LATE\", \"ID DEAD\" or \"ID ERROR\n"
-    "reason\";\n"
+    "per id: \"ID CANCELLED\", \"ID TOO_LATE\", \"ID DEAD\", \"ID UNKNOWN\n"
+    "reason\" or \"ID ERROR reason\";\n"
     "a line that cannot be an id (over 1023 bytes, a NUL byte) is reported\n"
     "on stderr by its number (exit 2) and the next line is read;\n"
     "progress goes to stderr every 1000 ids.\n"
     "\n"
     "  --json               JSON lines, one object per id: {\"id\", "
     "\"result\":\n"
-    "                       CANCELLED | TOO_LATE | DEAD | ERROR, \"error\"};\n"
+    "                       CANCELLED | TOO_LATE | DEAD | UNKNOWN | ERROR,\n"
+    "                       \"error\"};\n"
     "                       a failure before any id is looked at (usage,\n"
     "                       configuration) is one such object (ERROR, id\n"
     "                       null unless given); a byte that is not UTF-8\n"
@@ -38,7 +39,10 @@ static const char kd_cancel_help[] =
     "\n"
     "Exit codes: 0 cancelled (now or before), 3 too late (the task is\n"
     "already firing or fired and will be or was delivered), 1 error (MySQL\n"
-    "unreachable or failing: the outcome is unknown, retry), 2 usage or\n"
+    "unreachable or failing: the outcome is unknown, retry) or UNKNOWN\n"
+    "(fires made without a claim through a fate-store outage are being\n"
+    "reconciled and this task may be one of them; nothing was recorded:\n"
+    "retry; docs/fate-protocol.md), 2 usage or\n"
     "configuration error (an invalid id), 5 dead (a forwarder claimed the\n"
     "task and dead-lettered it: it will not be delivered, and its dead\n"
     "letter stays). With \"-\": the worst answer of all ids, 1 before 2\n"
@@ -63,10 +67,11 @@ static int cancel_one(kd_cli_t *cli, kdelay_client_t *client, const char *id,
 {
         char errstr[512] = "";
         kdelay_err_t err = kdelay_cancel(client, id, errstr, sizeof(errstr));
-        const char *result = err == KDELAY_OK             ? "CANCELLED"
-                             : err == KDELAY_ERR_TOO_LATE ? "TOO_LATE"
-                             : err == KDELAY_ERR_DEAD     ? "DEAD"
-                                                          : "ERROR";
+        const char *result = err == KDELAY_OK                ? "CANCELLED"
+                             : err == KDELAY_ERR_TOO_LATE    ? "TOO_LATE"
+                             : err == KDELAY_ERR_DEAD        ? "DEAD"
+                             : err == KDELAY_ERR_RECONCILING ? "UNKNOWN"
+                                                             : "ERROR";
         int answer =
             !err || err == KDELAY_ERR_TOO_LATE || err == KDELAY_ERR_DEAD;
         if (json) {

@@ -29,7 +29,10 @@ static const char kd_status_help[] =
     "whose fire without a claim was announced but its delivery never\n"
     "recorded (its forwarder stopped in between) stays CANCELLED with a\n"
     "note, \"delivered\": \"maybe\": treat it as delivered. While MySQL is\n"
-    "down status cannot answer (exit 1, the reason on stderr).\n"
+    "down status cannot answer (exit 1, the reason on stderr). While\n"
+    "such fires are being reconciled, an UNDECIDED or CANCELLED task is\n"
+    "shown with a note that its fate is not final, in --json\n"
+    "\"reconciling\": {\"journal\", \"since_ms\", \"marked_by\"}.\n"
     "\n"
     "  --json               one JSON document on stdout, always exactly one:\n"
     "                       an error (an invalid id, usage, configuration,\n"
@@ -91,8 +94,18 @@ typedef struct unclaimed_note {
         int64_t fired_at_ms;
 } unclaimed_note_t;
 
+/* A task UNDECIDED or CANCELLED while a journal is pending (pend->since_ms
+ * >= 0) may have been fired without a claim: its fate is not final. */
+static int pending_applies(const kdelay_status_t *st,
+                           const kd_fate_pending_t *pend)
+{
+        return pend->since_ms >= 0 && (st->fate == KDELAY_FATE_UNDECIDED ||
+                                       st->fate == KDELAY_FATE_CANCELLED);
+}
+
 static void print_json(const char *id, const kdelay_status_t *st,
-                       const unclaimed_note_t *un)
+                       const unclaimed_note_t *un,
+                       const kd_fate_pending_t *pend)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", id);
@@ -123,6 +136,15 @@ static void print_json(const char *id, const kdelay_status_t *st,
                 cJSON_AddStringToObject(
                     o, "delivered",
                     st->fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes");
+        }
+        if (pending_applies(st, pend)) {
+                cJSON *r = cJSON_AddObjectToObject(o, "reconciling");
+                if (r) {
+                        cJSON_AddStringToObject(r, "journal", pend->journal);
+                        cJSON_AddNumberToObject(r, "since_ms",
+                                                (double)pend->since_ms);
+                        cJSON_AddStringToObject(r, "marked_by", pend->by);
+                }
         }
         kd_ctl_json_print(o);
 }
@@ -155,7 +177,8 @@ static int report(const kd_cli_t *cli, const char *what, const char *id,
 }
 
 static void print_text(const char *id, const kdelay_status_t *st,
-                       const unclaimed_note_t *un)
+                       const unclaimed_note_t *un,
+                       const kd_fate_pending_t *pend)
 {
         char t[40];
         printf("id       %s\n", id);
@@ -188,6 +211,32 @@ static void print_text(const char *id, const kdelay_status_t *st,
                            ? ""
                            : "; it had been cancelled before (kdelayctl "
                              "audit)");
+        if (pending_applies(st, pend))
+                printf("note     not final: fires made without a claim "
+                       "through a fate-store outage are being reconciled "
+                       "(journal %s, pending since %s, marked by %s); this "
+                       "task may be one of them, and a cancel answers "
+                       "UNKNOWN until it is done\n",
+                       pend->journal,
+                       kd_ctl_time_format(pend->since_ms, t, sizeof(t)),
+                       pend->by[0] ? pend->by : "-");
+}
+
+/* The pending reconciliation a note names (since_ms -1 when none, or when
+ * it cannot be read: the reason is on stderr). */
+static void read_pending(kd_cli_t *cli, kdelay_client_t *client,
+                         kd_fate_pending_t *pend)
+{
+        char errstr[256];
+        kdelay_err_t err =
+            kd_client_pending(client, pend, errstr, sizeof(errstr));
+        if (err) {
+                pend->since_ms = -1;
+                fprintf(stderr,
+                        "%s: warning: cannot tell whether a reconciliation "
+                        "is pending: %s\n",
+                        cli->prog, errstr);
+        }
 }
 
 /* The note of a FIRED or CANCELLED task (empty when none, or when it cannot be
@@ -226,7 +275,10 @@ static int scan_status(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                                        errstr, sizeof(errstr));
         if (err == KDELAY_ERR_NOT_FOUND) {
                 unclaimed_note_t none = {"", 0};
-                json ? print_json(id, st, &none) : print_text(id, st, &none);
+                kd_fate_pending_t pend;
+                read_pending(cli, client, &pend);
+                json ? print_json(id, st, &none, &pend)
+                     : print_text(id, st, &none, &pend);
                 return KD_EXIT_OK;
         }
         if (err)
@@ -262,13 +314,17 @@ int kd_ctl_status(int argc, char **argv)
                         rc = scan_status(&cli, client, id, a.json, &st);
                 } else {
                         unclaimed_note_t un = {"", 0};
+                        kd_fate_pending_t pend = {.since_ms = -1};
                         if (st.fate == KDELAY_FATE_FIRED ||
                             st.fate == KDELAY_FATE_CANCELLED)
                                 read_note(&cli, client, id, st.fate, &un);
+                        if (st.fate == KDELAY_FATE_UNDECIDED ||
+                            st.fate == KDELAY_FATE_CANCELLED)
+                                read_pending(&cli, client, &pend);
                         if (a.json)
-                                print_json(id, &st, &un);
+                                print_json(id, &st, &un, &pend);
                         else
-                                print_text(id, &st, &un);
+                                print_text(id, &st, &un, &pend);
                 }
         } else if (rc != KD_CLI_HELP_SHOWN && kd_ctl_json_asked(argc, argv)) {
                 /* Nothing was looked up; the reason is on stderr. */

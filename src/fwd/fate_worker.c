@@ -80,6 +80,14 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                 r->err = kd_fate_status(w->store, "", 0, &st, e, es);
                 break;
         }
+        case KD_FW_MARK_PENDING:
+                r->err =
+                    kd_fate_pending_mark(w->store, r->journal, r->by, e, es);
+                break;
+        case KD_FW_CLEAR_PENDING:
+                r->err = kd_fate_pending_clear(w->store, r->journal, r->epoch,
+                                               r->by, &r->pending, e, es);
+                break;
         }
         r->statements = kd_fate_statements(w->store) - before;
 }

@@ -30,8 +30,11 @@ typedef enum kd_fw_op {
         KD_FW_MARK_FIRED,     /* kd_fate_mark_fired(ids) */
         KD_FW_MARK_DEAD,      /* kd_fate_mark_dead(ids, reason) */
         KD_FW_NOTE_CANCELLED, /* kd_fate_note_cancelled(ids, vals) */
-        KD_FW_PING /* kd_fate_status of the empty id, which no task has: a
-                      primary-key lookup, the cheapest statement there is */
+        KD_FW_PING, /* kd_fate_status of the empty id, which no task has: a
+                       primary-key lookup, the cheapest statement there is */
+        KD_FW_MARK_PENDING, /* kd_fate_pending_mark(journal, by) */
+        KD_FW_CLEAR_PENDING /* kd_fate_pending_clear(journal, epoch, by)
+                               into pending */
 } kd_fw_op_t;
 
 /* One request: what to send, and what came back. Made and freed by the
@@ -40,11 +43,15 @@ typedef struct kd_fw_req {
         struct kd_fw_req *next; /* the worker's queues */
         kd_fw_op_t op;
         size_t n;
-        kd_fate_claim_t *items; /* CLAIM, TAKEOVER: n items */
-        char **ids;             /* MARK_*, NOTE_CANCELLED: n ids */
-        const char *reason;     /* MARK_DEAD: static */
-        size_t *lens;           /* their lengths */
-        int64_t *vals;          /* NOTE_CANCELLED: due times */
+        kd_fate_claim_t *items;    /* CLAIM, TAKEOVER: n items */
+        char **ids;                /* MARK_*, NOTE_CANCELLED: n ids */
+        const char *reason;        /* MARK_DEAD: static */
+        size_t *lens;              /* their lengths */
+        int64_t *vals;             /* NOTE_CANCELLED: due times */
+        const char *journal;       /* *_PENDING: borrowed (outlives r) */
+        const char *by;            /* *_PENDING: borrowed */
+        uint64_t epoch;            /* CLEAR_PENDING */
+        kd_fate_pending_t pending; /* CLEAR_PENDING: the marker after */
         /* Filled by the worker: */
         kdelay_err_t err;
         char errstr[512];

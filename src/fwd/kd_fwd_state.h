@@ -105,6 +105,10 @@ typedef struct kd_fwd_store {
         int64_t waiting_since_mono; /* requests out, none back since */
         kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
         int64_t last_done_mono;     /* a request last came back */
+        /* The journal must be marked pending before any other statement
+         * (kd_store_gate): gate_out while that mark is out. */
+        int gate, gate_out;
+        struct kd_store_req *gate_req; /* owned (the worker's while out) */
         /* Requests back and kept for reuse (kd_store_req_done), [0] claims
          * and takeovers, [1] marks; owned. */
         struct kd_store_req *spare[2][KD_STORE_SPARES];
@@ -127,6 +131,15 @@ typedef struct kd_fwd_outage {
         uint64_t journal_at_start; /* f->journal.delivered when the run
                                       began: records since need another */
         kd_timer_t poll;           /* monotonic: is it done? */
+        /* The journal's reconciliation marker (docs/fate-protocol.md):
+         * cleared with the epoch the last run read, once this process's
+         * fires without a claim are all settled. */
+        int clear_wanted;
+        uint64_t clear_epoch;
+        int clear_out;              /* the clear is on the store */
+        int64_t settle_since_mono;  /* waiting for them since */
+        int64_t settle_logged_mono; /* the wait last logged */
+        kd_timer_t settle;          /* monotonic: settled yet? */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per

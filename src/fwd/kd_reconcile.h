@@ -10,7 +10,13 @@
  * connection, so that the loop never waits for it; the loop polls it.
  * Every forwarder with the policy runs it at its start and after each
  * outage it fired through; several at once apply the same records, which
- * is idempotent. */
+ * is idempotent.
+ *
+ * Cancels wait for it (docs/fate-protocol.md, "While a reconciliation is
+ * pending"): a run reads the journal's marker before the ends it reads to
+ * and marks it pending when it finds records to apply and no mark; the
+ * loop clears the mark with the epoch the run read once its own fires
+ * without a claim are all settled (outage.c). */
 #ifndef KD_RECONCILE_H
 #define KD_RECONCILE_H
 
@@ -37,11 +43,20 @@ typedef struct kd_reconcile_stats {
         uint64_t malformed;    /* records that are no journal record: skipped */
         int64_t end_lag;       /* records still to read, as of the run's
                                   start; 0 when done */
+        /* The journal's reconciliation marker (kd_fate_pending_t) as the
+         * run read it before the ends it reads to, after marking it
+         * itself when it found records to apply and no mark: */
+        int pending;    /* the journal was pending */
+        uint64_t epoch; /* its epoch: a clear names it */
+        int marked;     /* the run marked it */
+        int read;       /* the three above were read (else all 0) */
 } kd_reconcile_stats_t;
 
-/* Starts a run on a thread: conf is borrowed (must outlive the run).
- * KDELAY_ERR_NO_MEMORY or KDELAY_ERR_SYSTEM when it cannot start. */
-kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf);
+/* Starts a run on a thread: conf and by (the instance, for the marker's
+ * marked_by) are borrowed (must outlive the run). KDELAY_ERR_NO_MEMORY or
+ * KDELAY_ERR_SYSTEM when it cannot start. */
+kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf,
+                                const char *by);
 /* The figures so far (safe while it runs). */
 void kd_reconcile_progress(kd_reconcile_t *r, kd_reconcile_stats_t *st);
 /* 1 when the run is over (kd_reconcile_end then returns at once). */

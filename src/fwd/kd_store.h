@@ -61,6 +61,13 @@ void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
 /* Runs the done callbacks of the requests that are back. */
 void kd_store_serve(kd_fwd_t *f);
 
+/* From now on, every request is sent after a mark of the journal
+ * pending (kd_fate_pending_mark of f->journal.topic by the instance),
+ * until one such mark succeeds: the first statement MySQL answers after
+ * an outage fired through is that mark (docs/fate-protocol.md). While
+ * gated, a down store is tried every KD_STORE_GATE_RETRY_MS at most. */
+void kd_store_gate(kd_fwd_t *f);
+
 /* 1 when a request may be sent now (not backing off after a failure). */
 int kd_store_ready(const kd_fwd_t *f);
 /* When the store may be tried again (monotonic ms); 0 = now. */

@@ -8,6 +8,7 @@
 #include "kd_journal.h"
 #include "kd_log.h"
 #include "kd_reconcile.h"
+#include "kd_store.h"
 #include "kd_util.h"
 
 /* How often a reconciliation is looked at while it runs. */
@@ -16,8 +17,14 @@
  * missing) is tried again after this. */
 #define KD_OUTAGE_RETRY_MS 30000
 
+/* How often, after a run, this process's fires without a claim are
+ * looked at until all are settled; the wait is logged this often. */
+#define KD_OUTAGE_SETTLE_POLL_MS 100
+#define KD_OUTAGE_SETTLE_LOG_MS  10000
+
 static void outage_cb(kd_timer_t *tm, void *arg);
 static void poll_cb(kd_timer_t *tm, void *arg);
+static void settle_cb(kd_timer_t *tm, void *arg);
 static void reconcile_begin(kd_fwd_t *f, const char *why);
 
 static int policy_fire(const kd_fwd_t *f)
@@ -29,6 +36,7 @@ void kd_outage_init(kd_fwd_t *f)
 {
         kd_timer_init(&f->outage.timer, outage_cb, f);
         kd_timer_init(&f->outage.poll, poll_cb, f);
+        kd_timer_init(&f->outage.settle, settle_cb, f);
 }
 
 void kd_outage_start(kd_fwd_t *f)
@@ -44,6 +52,7 @@ void kd_outage_stop(kd_fwd_t *f)
         kd_fwd_outage_t *o = &f->outage;
         kd_timer_disarm(&f->timers, &o->timer);
         kd_timer_disarm(&f->timers, &o->poll);
+        kd_timer_disarm(&f->timers, &o->settle);
         if (!o->reconcile)
                 return;
         char errstr[256];
@@ -86,6 +95,10 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         }
         o->firing = 1;
         o->firing_since_mono = now;
+        /* MySQL's first answer will be a mark of the journal pending, so
+         * that no cancel answers "cancelled" for what is fired now until
+         * the journal is applied. */
+        kd_store_gate(f);
         kd_journal_warm(f); /* a renewed producer has no handle yet */
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
         char qt[300];
@@ -147,7 +160,9 @@ static void reconcile_begin(kd_fwd_t *f, const char *why)
                 return; /* the run going on reads to the ends it saw: the
                            records since are applied at the next outage's
                            end or start */
-        kdelay_err_t err = kd_reconcile_start(&o->reconcile, f->conf);
+        kd_timer_disarm(&f->timers, &o->settle); /* this run decides */
+        kdelay_err_t err =
+            kd_reconcile_start(&o->reconcile, f->conf, f->claim.instance);
         if (err) {
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=journal_apply_failed why=%s err=%s "
@@ -220,10 +235,110 @@ static void poll_cb(kd_timer_t *tm, void *arg)
                 return;
         }
         claims_go(f);
+        if (st.pending) {
+                o->clear_wanted = 1;
+                o->clear_epoch = st.epoch;
+                o->settle_since_mono = o->settle_logged_mono = now;
+        }
         /* Records delivered since it began may be past the ends it read
          * to: once more (the run reads from where this one committed). */
         if (f->journal.delivered != o->journal_at_start && !f->store.down)
                 reconcile_begin(f, "more_records");
+        else if (o->clear_wanted)
+                settle_cb(&o->settle, f);
+}
+
+/* 1 while a fire this process made without a claim is not settled: its
+ * journal record, or its delivery record to come, may not be in the
+ * journal yet. */
+static int fires_unsettled(const kd_fwd_t *f)
+{
+        if (f->journal.inflight > 0)
+                return 1;
+        for (const kd_part_t *p = f->intake.parts; p; p = p->next)
+                for (const kd_task_t *t = p->tasks; t; t = t->next)
+                        if (t->unclaimed)
+                                return 1;
+        return 0;
+}
+
+static void settle_again(kd_fwd_t *f, int64_t in_ms)
+{
+        if (kd_timer_arm(&f->timers, &f->outage.settle, KD_CLOCK_MONO,
+                         kd_mono_ms() + in_ms, settle_cb, f))
+                kd_fwd_oom(f, "outage_settle_timer");
+}
+
+static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        kd_fw_req_t *fw = &r->fw;
+        o->clear_out = 0;
+        char q[300];
+        if (fw->err) { /* the store's backoff logs it */
+                settle_again(f, 1000);
+        } else if (fw->pending.since_ms >= 0) {
+                /* Marked again since the run read it: another forwarder
+                 * fired without a claim, or a run found records. */
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=reconcile_pending_kept journal=%s epoch=%llu "
+                       "action=apply_again",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       (unsigned long long)fw->pending.epoch);
+                if (!o->reconcile && !f->store.down)
+                        reconcile_begin(f, "marked_again");
+        } else {
+                o->clear_wanted = 0;
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=reconcile_pending_cleared journal=%s "
+                       "settle_ms=%lld action=cancels_answer_again",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       (long long)(kd_mono_ms() - o->settle_since_mono));
+        }
+        kd_store_req_done(f, r);
+}
+
+/* After a run that read the journal pending: once this process's fires
+ * without a claim are settled (nothing of them can reach the journal
+ * after the run's ends any more), the mark is cleared with the epoch the
+ * run read; a mark since keeps it. */
+static void settle_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        kd_fwd_outage_t *o = &f->outage;
+        int64_t now = kd_mono_ms();
+        if (!o->clear_wanted || o->clear_out || o->reconcile)
+                return; /* the run going on decides */
+        if (f->store.down || kd_outage_firing(f))
+                return; /* the outage's end runs it again */
+        if (f->journal.delivered != o->journal_at_start) {
+                reconcile_begin(f, "more_records");
+                return;
+        }
+        if (fires_unsettled(f)) {
+                if (now - o->settle_logged_mono >= KD_OUTAGE_SETTLE_LOG_MS) {
+                        o->settle_logged_mono = now;
+                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                               "event=reconcile_pending_waits waited_ms=%lld "
+                               "journal_inflight=%zu "
+                               "action=wait_for_fires_without_claims",
+                               (long long)(now - o->settle_since_mono),
+                               f->journal.inflight);
+                }
+                settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
+                return;
+        }
+        kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLEAR_PENDING, 0);
+        if (!r) {
+                settle_again(f, 1000);
+                return;
+        }
+        r->fw.journal = f->journal.topic;
+        r->fw.by = f->claim.instance;
+        r->fw.epoch = o->clear_epoch;
+        o->clear_out = 1;
+        kd_store_submit(f, r, clear_done);
 }
 
 int kd_outage_firing(const kd_fwd_t *f)
@@ -264,6 +379,11 @@ void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)
         else if (kd_outage_claims_wait(f))
                 snprintf(buf, size,
                          "applying the journal %s: claims wait for it",
+                         f->journal.topic);
+        else if (o->clear_wanted)
+                snprintf(buf, size,
+                         "the journal %s is marked pending: cancels answer "
+                         "\"not known yet, retry\" until it is applied",
                          f->journal.topic);
         else
                 buf[0] = '\0';

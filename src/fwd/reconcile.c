@@ -25,6 +25,7 @@
 
 struct kd_reconcile {
         const kdelay_conf_t *conf; /* borrowed */
+        const char *by;            /* borrowed: the instance */
         kd_rk_owner_t owner;       /* the consumer's opaque */
         kd_fate_store_t *store;    /* owned; used by the thread */
         pthread_t thread;
@@ -154,6 +155,11 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         r->st.unconfirmed += d->unconfirmed;
         r->st.malformed += d->malformed;
         r->st.end_lag = d->end_lag;
+        if (d->read) {
+                r->st.pending = d->pending;
+                r->st.epoch = d->epoch;
+                r->st.marked = d->marked;
+        }
         pthread_mutex_unlock(&r->lock);
 }
 
@@ -330,19 +336,50 @@ static void take(run_t *u, rd_kafka_message_t *m, kd_reconcile_stats_t *d)
         u->msgs[u->n++] = m;
 }
 
+/* The journal's marker, read before the ends (*p); after them, with
+ * records to apply and no mark, marked and read again. */
+static kdelay_err_t marker(run_t *u, kd_fate_pending_t *p, int after_ends,
+                           int64_t lag, kd_reconcile_stats_t *d)
+{
+        kd_reconcile_t *r = u->r;
+        char errstr[256];
+        kdelay_err_t err = KDELAY_OK;
+        if (after_ends && lag > 0 && p->since_ms < 0) {
+                err = kd_fate_pending_mark(r->store, u->topic, r->by, errstr,
+                                           sizeof(errstr));
+                d->marked = !err;
+        }
+        if (!err && (!after_ends || d->marked))
+                err = kd_fate_pending_get(r->store, u->topic, p, errstr,
+                                          sizeof(errstr));
+        if (err)
+                return run_fail(u, err, "journal reconciliation marker",
+                                errstr);
+        d->pending = p->since_ms >= 0;
+        d->epoch = p->epoch;
+        d->read = 1;
+        return KDELAY_OK;
+}
+
 static kdelay_err_t run_body(run_t *u)
 {
         kd_reconcile_t *r = u->r;
         kd_reconcile_stats_t d = {0};
+        kd_fate_pending_t p;
         int64_t lag = 0;
         kdelay_err_t err = open_consumer(u);
         if (!err)
+                err = marker(u, &p, 0, 0, &d);
+        if (!err)
                 err = find_ends(u, &lag);
+        if (!err)
+                err = marker(u, &p, 1, lag, &d);
         if (err)
                 return err;
         d.end_lag = lag;
         add_stats(r, &d);
         d.end_lag = 0;
+        d.read = 0;
         if (lag == 0)
                 return KDELAY_OK;
         rd_kafka_resp_err_t e = rd_kafka_assign(u->rk, u->pos);
@@ -397,12 +434,14 @@ static void *run_thread(void *arg)
         return NULL;
 }
 
-kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf)
+kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf,
+                                const char *by)
 {
         kd_reconcile_t *r = calloc(1, sizeof(*r));
         if (!r)
                 return KDELAY_ERR_NO_MEMORY;
         r->conf = conf;
+        r->by = by;
         r->owner.conf = conf;
         kdelay_err_t err = kd_fate_store_new(&r->store, conf);
         if (err) {

@@ -16,6 +16,8 @@ static const char *const op_name[] = {
     [KD_FW_MARK_DEAD] = "mark_dead",
     [KD_FW_NOTE_CANCELLED] = "note_cancelled",
     [KD_FW_PING] = "ping",
+    [KD_FW_MARK_PENDING] = "reconcile_mark",
+    [KD_FW_CLEAR_PENDING] = "reconcile_clear",
 };
 
 /* While nothing goes to the store, a ping every KD_STORE_PING_MS keeps
@@ -27,6 +29,11 @@ static const char *const op_name[] = {
  * mysql_up 0) though no statement failed yet (a hung server fails one only
  * after the client's 30 s read timeout). */
 #define KD_STORE_STALL_MS 5000
+/* While gated (kd_store_gate): the longest backoff, and how often a ping
+ * (which carries the mark) is looked at: MySQL's return is found this
+ * soon, and the mark is its first statement. */
+#define KD_STORE_GATE_RETRY_MS 200
+#define KD_STORE_GATE_CHECK_MS 50
 
 static void store_down(kd_fwd_t *f, int64_t since_mono);
 static void req_destroy(kd_store_req_t *r);
@@ -47,13 +54,16 @@ static void ping_cb(kd_timer_t *tm, void *arg)
          * may be sent (fires without a claim), and its answer ends the
          * outage. */
         if (s->inflight == 0 && kd_store_ready(f) &&
-            (s->down || now - s->last_done_mono >= KD_STORE_PING_MS)) {
+            (s->down || s->gate ||
+             now - s->last_done_mono >= KD_STORE_PING_MS)) {
                 kd_store_req_t *r = kd_store_req_new(f, KD_FW_PING, 0);
                 if (r)
                         kd_store_submit(f, r, ping_done);
         }
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         now + KD_STORE_PING_CHECK_MS, ping_cb, f))
+                         now + (s->gate ? KD_STORE_GATE_CHECK_MS
+                                        : KD_STORE_PING_CHECK_MS),
+                         ping_cb, f))
                 kd_fwd_oom(f, "store_ping");
 }
 
@@ -61,6 +71,9 @@ kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         kd_fwd_store_t *s = &f->store;
         s->last_done_mono = kd_mono_ms();
+        if (!s->gate_req && !(s->gate_req = calloc(1, sizeof(*s->gate_req))))
+                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                               "out of memory");
         kd_timer_init(&s->ping, ping_cb, f);
         if (kd_timer_arm(&f->timers, &s->ping, KD_CLOCK_MONO,
                          kd_mono_ms() + KD_STORE_PING_CHECK_MS, ping_cb, f))
@@ -79,6 +92,10 @@ void kd_store_stop(kd_fwd_t *f)
 {
         kd_fate_worker_stop(f->store.worker, free_req);
         f->store.worker = NULL;
+        if (!f->store.gate_out) /* else freed with the requests out */
+                free(f->store.gate_req);
+        f->store.gate_req = NULL;
+        f->store.gate_out = 0;
         f->store.inflight = 0;
         for (int k = 0; k < 2; k++)
                 while (f->store.spares[k] > 0)
@@ -94,7 +111,8 @@ int kd_store_fd(const kd_fwd_t *f)
  * 2 ids, lens and vals. */
 static int req_kind(kd_fw_op_t op)
 {
-        if (op == KD_FW_PING)
+        if (op == KD_FW_PING || op == KD_FW_MARK_PENDING ||
+            op == KD_FW_CLEAR_PENDING)
                 return 0;
         return op == KD_FW_CLAIM || op == KD_FW_TAKEOVER ? 1 : 2;
 }
@@ -304,7 +322,47 @@ void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r)
         req_destroy(r);
 }
 
+static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
+
+static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fwd_store_t *s = &f->store;
+        s->gate_out = 0;
+        if (!r->fw.err) {
+                char q[300];
+                s->gate = 0;
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=reconcile_pending_marked journal=%s "
+                       "action=cancels_answer_unknown_until_applied",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)));
+                /* the timers of stages that waited for the store */
+                if (f->hooks.claims_resume)
+                        f->hooks.claims_resume(f);
+        }
+        (void)r; /* s->gate_req, kept */
+}
+
+void kd_store_gate(kd_fwd_t *f)
+{
+        f->store.gate = 1;
+}
+
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
+{
+        kd_fwd_store_t *s = &f->store;
+        if (s->gate && !s->gate_out) {
+                kd_store_req_t *m = s->gate_req;
+                memset(m, 0, sizeof(*m));
+                m->fw.op = KD_FW_MARK_PENDING;
+                m->fw.journal = f->journal.topic;
+                m->fw.by = f->claim.instance;
+                s->gate_out = 1;
+                submit(f, m, gate_done);
+        }
+        submit(f, r, done);
+}
+
+static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 {
         r->done = done;
         r->fw.submitted_mono = kd_mono_ms();
@@ -332,6 +390,8 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         int64_t b = s->backoff_ms ? s->backoff_ms * 2 : 100;
         if (b > f->conf->fwd_retry_max_ms)
                 b = f->conf->fwd_retry_max_ms;
+        if (s->gate && b > KD_STORE_GATE_RETRY_MS)
+                b = KD_STORE_GATE_RETRY_MS;
         s->backoff_ms = b;
         s->retry_mono = kd_mono_ms() + b;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);

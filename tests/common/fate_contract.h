@@ -46,6 +46,8 @@ void test_apply_unclaimed_fires_and_records(void);
 void test_apply_unclaimed_again_changes_nothing(void);
 void test_apply_unclaimed_dead_letters(void);
 void test_apply_unclaimed_intents(void);
+void test_cancel_waits_for_a_pending_journal(void);
+void test_pending_clear_needs_the_epoch_read(void);
 
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
@@ -61,6 +63,8 @@ void test_apply_unclaimed_intents(void);
             KD_TEST(test_apply_unclaimed_fires_and_records),                   \
             KD_TEST(test_apply_unclaimed_again_changes_nothing),               \
             KD_TEST(test_apply_unclaimed_dead_letters),                        \
-            KD_TEST(test_apply_unclaimed_intents)
+            KD_TEST(test_apply_unclaimed_intents),                             \
+            KD_TEST(test_cancel_waits_for_a_pending_journal),                  \
+            KD_TEST(test_pending_clear_needs_the_epoch_read)
 
 #endif

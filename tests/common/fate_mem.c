@@ -30,7 +30,19 @@ typedef struct kd_fate_mem {
         int interrupted;        /* guarded by lock */
         _Atomic uint64_t calls; /* written under lock */
         _Atomic uint64_t stmts; /* written under lock */
+        /* kdelay_reconcile: a few journals' markers; guarded by lock. */
+        kd_fate_pending_t pending[KD_FATE_MEM_JOURNALS];
+        size_t npending;
 } kd_fate_mem_t;
+
+/* 1 when some journal is pending (lock held). */
+static int any_pending(const kd_fate_mem_t *m)
+{
+        for (size_t i = 0; i < m->npending; i++)
+                if (m->pending[i].since_ms >= 0)
+                        return 1;
+        return 0;
+}
 
 /* Waits, lock held, until the delay (re-read when it changes) has passed
  * since start_mono or the store is interrupted. */
@@ -120,6 +132,11 @@ static kdelay_err_t mem_cancel(void *impl, const char *id, size_t id_len,
         if (err)
                 return err;
         kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
+        if (any_pending(m)) /* nothing inserted; a status reads the row */
+                return leave(
+                    m, 2,
+                    kd_fate_cancel_pending(r ? r->fate : KDELAY_FATE_UNDECIDED,
+                                           errstr, errstr_size));
         if (r) /* the INSERT met the row; a status reads it */
                 return leave(
                     m, 2, kd_fate_cancel_found(r->fate, errstr, errstr_size));
@@ -723,6 +740,82 @@ static kdelay_err_t mem_gc_unclaimed(void *impl, int64_t applied_before_ms,
         return leave(m, 1, KDELAY_OK);
 }
 
+/* The marker of journal (lock held), made when make; NULL when none (or
+ * no room). */
+static kd_fate_pending_t *pending_of(kd_fate_mem_t *m, const char *journal,
+                                     int make)
+{
+        for (size_t i = 0; i < m->npending; i++)
+                if (!strcmp(m->pending[i].journal, journal))
+                        return &m->pending[i];
+        if (!make || m->npending == KD_FATE_MEM_JOURNALS)
+                return NULL;
+        kd_fate_pending_t *p = &m->pending[m->npending++];
+        memset(p, 0, sizeof(*p));
+        p->since_ms = p->marked_at_ms = -1;
+        kd_strlcpy(p->journal, journal, sizeof(p->journal));
+        return p;
+}
+
+static kdelay_err_t mem_pending_mark(void *impl, const char *journal,
+                                     const char *by, char *errstr,
+                                     size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_fate_pending_t *p = pending_of(m, journal, 1);
+        if (!p)
+                return leave(m, 0, KDELAY_ERR_NO_MEMORY);
+        int64_t now = kd_now_ms();
+        p->epoch++;
+        if (p->since_ms < 0)
+                p->since_ms = now;
+        p->marked_at_ms = now;
+        kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
+        return leave(m, 1, KDELAY_OK);
+}
+
+static kdelay_err_t mem_pending_get(void *impl, const char *journal,
+                                    kd_fate_pending_t *p, char *errstr,
+                                    size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        const kd_fate_pending_t *q = NULL;
+        if (journal)
+                q = pending_of(m, journal, 0);
+        else
+                for (size_t i = 0; i < m->npending; i++)
+                        if (m->pending[i].since_ms >= 0 &&
+                            (!q || m->pending[i].since_ms < q->since_ms))
+                                q = &m->pending[i];
+        if (q)
+                *p = *q;
+        return leave(m, 1, KDELAY_OK);
+}
+
+static kdelay_err_t mem_pending_clear(void *impl, const char *journal,
+                                      uint64_t epoch, const char *by,
+                                      kd_fate_pending_t *p, char *errstr,
+                                      size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        (void)by;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_fate_pending_t *q = pending_of(m, journal, 0);
+        if (q && q->epoch == epoch)
+                q->since_ms = -1;
+        if (q)
+                *p = *q;
+        return leave(m, 2, KDELAY_OK);
+}
+
 static uint64_t mem_statements(const void *impl)
 {
         const kd_fate_mem_t *m = impl;
@@ -763,6 +856,9 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .apply_unclaimed = mem_apply_unclaimed,
     .unclaimed_list = mem_unclaimed_list,
     .gc_unclaimed = mem_gc_unclaimed,
+    .pending_mark = mem_pending_mark,
+    .pending_get = mem_pending_get,
+    .pending_clear = mem_pending_clear,
     .statements = mem_statements,
     .interrupt = mem_interrupt,
     .destroy = mem_destroy,

@@ -15,6 +15,10 @@
 
 #include "kd_fate.h"
 
+/* Journals whose reconciliation markers it holds (kd_fate_pending_mark
+ * of one more fails with KDELAY_ERR_NO_MEMORY). */
+#define KD_FATE_MEM_JOURNALS 8
+
 /* An empty store; the caller owns it (kd_fate_store_destroy). */
 kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep);
 

@@ -59,7 +59,7 @@ static void test_names_match_enum(void)
                                "KDELAY_ERR_NOT_FOUND");
         CU_ASSERT_STRING_EQUAL(
             kdelay_err_name((kdelay_err_t)(KDELAY_ERR__COUNT - 1)),
-            "KDELAY_ERR_NO_SUCH_TOPIC");
+            "KDELAY_ERR_RECONCILING");
         CU_ASSERT_STRING_EQUAL(kdelay_err_name(KDELAY_ERR_DEAD),
                                "KDELAY_ERR_DEAD");
 }
@@ -82,12 +82,12 @@ static void test_out_of_range(void)
 
 static void test_retriable(void)
 {
-        static const kdelay_err_t yes[] = {
-            KDELAY_ERR_KAFKA,
-            KDELAY_ERR_MYSQL,
-            KDELAY_ERR_TIMED_OUT,
-            KDELAY_ERR_QUEUE_FULL,
-        };
+        static const kdelay_err_t yes[] =
+            {
+                KDELAY_ERR_KAFKA,       KDELAY_ERR_MYSQL,
+                KDELAY_ERR_TIMED_OUT,   KDELAY_ERR_QUEUE_FULL,
+                KDELAY_ERR_RECONCILING, /* a cancel after an outage: retry */
+            };
         static const kdelay_err_t no[] = {
             KDELAY_OK,
             KDELAY_ERR_INVALID_ARG,

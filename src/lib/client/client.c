@@ -528,6 +528,17 @@ kdelay_err_t kd_client_unclaimed(kdelay_client_t *c, const char *id,
         return errstr_ensure(err, "read kdelay_unclaimed", errstr, errstr_size);
 }
 
+kdelay_err_t kd_client_pending(kdelay_client_t *c, kd_fate_pending_t *p,
+                               char *errstr, size_t errstr_size)
+{
+        errstr_clear(errstr, errstr_size);
+        pthread_mutex_lock(&c->fate_lock);
+        kdelay_err_t err =
+            kd_fate_pending_get(c->fate, NULL, p, errstr, errstr_size);
+        pthread_mutex_unlock(&c->fate_lock);
+        return errstr_ensure(err, "read kdelay_reconcile", errstr, errstr_size);
+}
+
 kdelay_err_t kd_client_headers_array(const rd_kafka_headers_t *h,
                                      kdelay_header_t **arrp, size_t *cntp)
 {

@@ -33,6 +33,12 @@ kdelay_err_t kd_client_fate_lookup(kdelay_client_t *c, const char *const *ids,
                                    kdelay_fate_t *fates, char *errstr,
                                    size_t errstr_size);
 
+/* The longest-pending journal's reconciliation marker into *p (since_ms
+ * -1: none pending): while one is, cancels answer KDELAY_ERR_RECONCILING.
+ * Thread-safe. */
+kdelay_err_t kd_client_pending(kdelay_client_t *c, kd_fate_pending_t *p,
+                               char *errstr, size_t errstr_size);
+
 /* The kdelay_unclaimed row of id into *row (*np 1), if any (*np 0): a
  * fire made without a claim through a fate-store outage. Thread-safe. */
 kdelay_err_t kd_client_unclaimed(kdelay_client_t *c, const char *id,

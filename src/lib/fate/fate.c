@@ -119,6 +119,20 @@ kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
         }
 }
 
+kdelay_err_t kd_fate_cancel_pending(kdelay_fate_t fate, char *errstr,
+                                    size_t errstr_size)
+{
+        if (fate == KDELAY_FATE_FIRING || fate == KDELAY_FATE_FIRED ||
+            fate == KDELAY_FATE_DEAD)
+                return kd_fate_cancel_found(fate, errstr, errstr_size);
+        return kd_fail(KDELAY_ERR_RECONCILING, errstr, errstr_size,
+                       "not known yet: fires made without a claim through a "
+                       "fate-store outage (forwarder.fate_outage_policy=fire) "
+                       "are being reconciled, and this task may be one of "
+                       "them; retry (kdelayctl status shows the pending "
+                       "reconciliation)");
+}
+
 kdelay_fate_t kd_fate_parse(const char *s)
 {
         if (!s)
@@ -365,4 +379,65 @@ kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
                 return KDELAY_OK;
         return store->ops->gc_unclaimed(store->impl, applied_before_ms, batch,
                                         deletedp, errstr, errstr_size);
+}
+
+static kdelay_err_t check_pending_args(const char *journal, const char *by,
+                                       char *errstr, size_t errstr_size)
+{
+        if (journal && (!journal[0] || strlen(journal) > 255))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "journal topic empty or over 255 bytes");
+        if (by && strlen(by) > KD_FATE_OWNER_MAX)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "marker name over %d bytes", KD_FATE_OWNER_MAX);
+        return KDELAY_OK;
+}
+
+static void pending_none(kd_fate_pending_t *p)
+{
+        memset(p, 0, sizeof(*p));
+        p->since_ms = p->marked_at_ms = -1;
+}
+
+kdelay_err_t kd_fate_pending_mark(kd_fate_store_t *store, const char *journal,
+                                  const char *by, char *errstr,
+                                  size_t errstr_size)
+{
+        kdelay_err_t err =
+            journal ? check_pending_args(journal, by, errstr, errstr_size)
+                    : kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                              "no journal topic");
+        if (err)
+                return err;
+        return store->ops->pending_mark(store->impl, journal, by, errstr,
+                                        errstr_size);
+}
+
+kdelay_err_t kd_fate_pending_get(kd_fate_store_t *store, const char *journal,
+                                 kd_fate_pending_t *p, char *errstr,
+                                 size_t errstr_size)
+{
+        pending_none(p);
+        kdelay_err_t err =
+            check_pending_args(journal, NULL, errstr, errstr_size);
+        if (err)
+                return err;
+        return store->ops->pending_get(store->impl, journal, p, errstr,
+                                       errstr_size);
+}
+
+kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
+                                   uint64_t epoch, const char *by,
+                                   kd_fate_pending_t *p, char *errstr,
+                                   size_t errstr_size)
+{
+        pending_none(p);
+        kdelay_err_t err =
+            journal ? check_pending_args(journal, by, errstr, errstr_size)
+                    : kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                              "no journal topic");
+        if (err)
+                return err;
+        return store->ops->pending_clear(store->impl, journal, epoch, by, p,
+                                         errstr, errstr_size);
 }

@@ -198,23 +198,30 @@ static kdelay_err_t cancel_once(kd_fate_mysql_t *store, const char *id,
         int64_t now = kd_now_ms();
         int dup = 0;
         /* A plain INSERT (not IGNORE): only "row exists" may pass, every
-         * other problem stays an error. */
+         * other problem stays an error. It inserts nothing while a journal
+         * is pending (deploy/mysql/009): the subquery's shared locks make a
+         * mark wait for it, or it for the mark. */
         kd_sql_add(&sql, "INSERT INTO kdelay_fate (task_id, state, "
-                         "decided_at_ms, updated_at_ms) VALUES (");
+                         "decided_at_ms, updated_at_ms) SELECT ");
         kd_sql_add_hex(&sql, id, id_len);
-        kd_sql_add(&sql, ", 'CANCELLED', %lld, %lld)", (long long)now,
-                   (long long)now);
+        kd_sql_add(&sql,
+                   ", 'CANCELLED', %lld, %lld FROM DUAL WHERE NOT EXISTS "
+                   "(SELECT 1 FROM kdelay_reconcile WHERE pending_since_ms "
+                   "IS NOT NULL)",
+                   (long long)now, (long long)now);
         kdelay_err_t err =
             stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
-        if (!dup)
-                return KDELAY_OK; /* inserted: cancelled now */
+        int inserted = !dup && mysql_affected_rows(store->conn) == 1;
+        if (inserted)
+                return KDELAY_OK; /* cancelled now */
         kdelay_status_t st;
         if ((err = status_once(store, id, id_len, &st, errstr, errstr_size)))
                 return err;
-        return kd_fate_cancel_found(st.fate, errstr, errstr_size);
+        return dup ? kd_fate_cancel_found(st.fate, errstr, errstr_size)
+                   : kd_fate_cancel_pending(st.fate, errstr, errstr_size);
 }
 
 /* Cancel and status are idempotent: when a connection that was up broke
@@ -786,6 +793,9 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .apply_unclaimed = kd_fate_mysql_apply_unclaimed,
     .unclaimed_list = kd_fate_mysql_unclaimed_list,
     .gc_unclaimed = kd_fate_mysql_gc_unclaimed,
+    .pending_mark = kd_fate_mysql_pending_mark,
+    .pending_get = kd_fate_mysql_pending_get,
+    .pending_clear = kd_fate_mysql_pending_clear,
     .statements = my_statements,
     .interrupt = my_interrupt,
     .destroy = my_destroy,

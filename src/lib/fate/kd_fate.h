@@ -36,8 +36,12 @@ void kd_fate_store_destroy(kd_fate_store_t *store);
 kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
                                    size_t errstr_size);
 
-/* Inserts CANCELLED unless a row exists. KDELAY_OK when the task is (now or
- * already) cancelled, KDELAY_ERR_TOO_LATE when it is FIRING or FIRED. */
+/* Inserts CANCELLED unless a row exists or a journal is pending (one
+ * statement: kd_fate_pending_t). KDELAY_OK when the task is (now or
+ * already) cancelled, KDELAY_ERR_TOO_LATE when it is FIRING or FIRED,
+ * KDELAY_ERR_DEAD when DEAD, and KDELAY_ERR_RECONCILING when a journal
+ * is pending and the row is not FIRING, FIRED or DEAD: the task may have
+ * been fired without a claim; retry once it is applied. */
 kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
                             size_t id_len, char *errstr, size_t errstr_size);
 
@@ -247,6 +251,41 @@ kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
                                   int64_t applied_before_ms, int batch,
                                   uint64_t *deletedp, char *errstr,
                                   size_t errstr_size);
+
+/* The reconciliation marker of a journal (kdelay_reconcile,
+ * deploy/mysql/009; docs/fate-protocol.md, "While a reconciliation is
+ * pending"): while fires made without a claim may be in a journal and
+ * not yet in the fate table, the journal is pending, and kd_fate_cancel
+ * answers KDELAY_ERR_RECONCILING instead of inserting CANCELLED. */
+typedef struct kd_fate_pending {
+        uint64_t epoch;       /* bumped by every mark; 0 = no row */
+        int64_t since_ms;     /* pending since (the marker's clock); -1 = not */
+        int64_t marked_at_ms; /* the last mark; -1 = none */
+        char by[KD_FATE_OWNER_MAX + 1]; /* who marked last; "" */
+        char journal[256];              /* which journal */
+} kd_fate_pending_t;
+
+/* Marks journal (1..255 bytes) pending, by `by` (<= KD_FATE_OWNER_MAX
+ * bytes; NULL = not known): the epoch goes up by one; pending_since stays
+ * when it was pending already. One statement. */
+kdelay_err_t kd_fate_pending_mark(kd_fate_store_t *store, const char *journal,
+                                  const char *by, char *errstr,
+                                  size_t errstr_size);
+
+/* Reads the marker of journal into *p; journal NULL: the longest-pending
+ * journal of all (epoch 0 and since_ms -1 when none is pending). One
+ * statement. */
+kdelay_err_t kd_fate_pending_get(kd_fate_store_t *store, const char *journal,
+                                 kd_fate_pending_t *p, char *errstr,
+                                 size_t errstr_size);
+
+/* Clears journal's mark if its epoch is still `epoch` (no mark since the
+ * caller read it), by `by`; *p gets the marker as it is afterwards: still
+ * pending (since_ms >= 0) when marked again since. Two statements. */
+kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
+                                   uint64_t epoch, const char *by,
+                                   kd_fate_pending_t *p, char *errstr,
+                                   size_t errstr_size);
 
 /* Makes a call blocked in the store (on another thread) fail soon, and
  * every later call fail at once: for stopping a thread that uses the

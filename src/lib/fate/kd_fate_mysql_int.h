@@ -86,4 +86,16 @@ kdelay_err_t kd_fate_mysql_gc_unclaimed(void *impl, int64_t applied_before_ms,
                                         int batch, uint64_t *deletedp,
                                         char *errstr, size_t errstr_size);
 
+/* The kd_fate_ops_t entries of fate_pending.c (kdelay_reconcile). */
+kdelay_err_t kd_fate_mysql_pending_mark(void *impl, const char *journal,
+                                        const char *by, char *errstr,
+                                        size_t errstr_size);
+kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
+                                       kd_fate_pending_t *p, char *errstr,
+                                       size_t errstr_size);
+kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
+                                         uint64_t epoch, const char *by,
+                                         kd_fate_pending_t *p, char *errstr,
+                                         size_t errstr_size);
+
 #endif

@@ -58,6 +58,16 @@ typedef struct kd_fate_ops {
         kdelay_err_t (*gc_unclaimed)(void *impl, int64_t applied_before_ms,
                                      int batch, uint64_t *deletedp,
                                      char *errstr, size_t errstr_size);
+        kdelay_err_t (*pending_mark)(void *impl, const char *journal,
+                                     const char *by, char *errstr,
+                                     size_t errstr_size);
+        kdelay_err_t (*pending_get)(void *impl, const char *journal,
+                                    kd_fate_pending_t *p, char *errstr,
+                                    size_t errstr_size);
+        kdelay_err_t (*pending_clear)(void *impl, const char *journal,
+                                      uint64_t epoch, const char *by,
+                                      kd_fate_pending_t *p, char *errstr,
+                                      size_t errstr_size);
         uint64_t (*statements)(const void *impl);
         /* Called from another thread while a call may be blocked in the
          * store: that call, and every later one, fails soon. */
@@ -83,6 +93,12 @@ const char *kd_fate_claim_owner(const kd_fate_claim_t *item, const char *owner,
 
 /* Sets *status to what a status of no row says: UNDECIDED, times -1. */
 void kd_fate_status_none(kdelay_status_t *status);
+
+/* What a cancel answers that inserted nothing because a journal is
+ * pending, its row (if any) being `fate`: too late or dead as
+ * kd_fate_cancel_found says, else KDELAY_ERR_RECONCILING. */
+kdelay_err_t kd_fate_cancel_pending(kdelay_fate_t fate, char *errstr,
+                                    size_t errstr_size);
 
 /* What a cancel answers that found a row of `fate` already there:
  * KDELAY_OK for CANCELLED, KDELAY_ERR_TOO_LATE for FIRING or FIRED, and

@@ -48,6 +48,10 @@ static const struct {
                          "the task was dead-lettered: never delivered", 0},
     [KDELAY_ERR_NO_SUCH_TOPIC] = {"KDELAY_ERR_NO_SUCH_TOPIC",
                                   "topic does not exist", 0},
+    [KDELAY_ERR_RECONCILING] = {"KDELAY_ERR_RECONCILING",
+                                "not known yet: a reconciliation after a "
+                                "fate-store outage is pending; retry",
+                                1},
 };
 
 static int known(kdelay_err_t err)

@@ -1,0 +1,99 @@
+/* The reconciliation marker on MySQL (kd_fate.h, kd_fate_pending_t): the
+ * kdelay_reconcile table, one row per journal topic (deploy/mysql/009).
+ * Strings are sent as hex literals, like ids. */
+#include "kd_fate_mysql_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_util.h"
+
+static void add_str(kd_sql_t *sql, const char *s)
+{
+        if (s)
+                kd_sql_add_hex(sql, s, strlen(s));
+        else
+                kd_sql_add(sql, "NULL");
+}
+
+kdelay_err_t kd_fate_mysql_pending_mark(void *impl, const char *journal,
+                                        const char *by, char *errstr,
+                                        size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        long long now = (long long)kd_now_ms();
+        kd_sql_add(&sql, "INSERT INTO kdelay_reconcile (journal, epoch, "
+                         "pending_since_ms, marked_at_ms, marked_by) VALUES (");
+        add_str(&sql, journal);
+        kd_sql_add(&sql, ", 1, %lld, %lld, ", now, now);
+        add_str(&sql, by);
+        kd_sql_add(&sql,
+                   ") ON DUPLICATE KEY UPDATE epoch = epoch + 1, "
+                   "pending_since_ms = COALESCE(pending_since_ms, %lld), "
+                   "marked_at_ms = %lld, marked_by = ",
+                   now, now);
+        add_str(&sql, by);
+        kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile mark",
+                                              NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
+kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
+                                       kd_fate_pending_t *p, char *errstr,
+                                       size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        kd_sql_add(&sql, "SELECT journal, epoch, pending_since_ms, "
+                         "marked_at_ms, marked_by FROM kdelay_reconcile ");
+        if (journal) {
+                kd_sql_add(&sql, "WHERE journal = ");
+                add_str(&sql, journal);
+        } else {
+                kd_sql_add(&sql, "WHERE pending_since_ms IS NOT NULL ORDER "
+                                 "BY pending_since_ms LIMIT 1");
+        }
+        kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile read",
+                                              &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row = mysql_fetch_row(res);
+        if (row) {
+                kd_strlcpy(p->journal, row[0] ? row[0] : "",
+                           sizeof(p->journal));
+                p->epoch = row[1] ? strtoull(row[1], NULL, 10) : 0;
+                p->since_ms = kd_sql_col_i64(row[2]);
+                p->marked_at_ms = kd_sql_col_i64(row[3]);
+                kd_strlcpy(p->by, row[4] ? row[4] : "", sizeof(p->by));
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
+                                         uint64_t epoch, const char *by,
+                                         kd_fate_pending_t *p, char *errstr,
+                                         size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        kd_sql_add(&sql,
+                   "UPDATE kdelay_reconcile SET pending_since_ms = NULL, "
+                   "cleared_at_ms = %lld, cleared_by = ",
+                   (long long)kd_now_ms());
+        add_str(&sql, by);
+        kd_sql_add(&sql, " WHERE journal = ");
+        add_str(&sql, journal);
+        kd_sql_add(&sql,
+                   " AND epoch = %llu AND pending_since_ms IS NOT "
+                   "NULL",
+                   (unsigned long long)epoch);
+        kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile clear",
+                                              NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        return kd_fate_mysql_pending_get(impl, journal, p, errstr, errstr_size);
+}
