@@ -16,7 +16,13 @@
 --                     reconciliation read before its ends, so a mark made
 --                     since keeps the journal pending
 --   pending_since_ms  NULL = nothing pending
--- A new table: releases from 0.2.0 on ignore it (they answer as before).
+-- kdelay_unclaimed.cancelled_at_ms: when a task recorded with prior
+-- "cancelled" was cancelled, so that audit, status and the log tell a
+-- cancel made before the fire (the risk the policy takes) from one made
+-- after it, in the window before the mark (docs/fate-protocol.md gives
+-- its measured size).
+-- A new table and a nullable column: releases from 0.2.0 on ignore both
+-- (they answer as before).
 -- kdelay: floor 0.2.0
 CREATE TABLE IF NOT EXISTS kdelay_reconcile (
   journal          VARCHAR(255) NOT NULL,
@@ -28,3 +34,5 @@ CREATE TABLE IF NOT EXISTS kdelay_reconcile (
   cleared_by       VARCHAR(64) NULL,
   PRIMARY KEY (journal)
 ) ENGINE = InnoDB;
+-- kdelay: unless column kdelay_unclaimed.cancelled_at_ms
+ALTER TABLE kdelay_unclaimed ADD COLUMN cancelled_at_ms BIGINT NULL;

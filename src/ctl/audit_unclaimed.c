@@ -23,10 +23,13 @@ static void row_text(const kd_fate_unclaimed_row_t *r, kdelay_fate_t fate)
         snprintf(src, sizeof(src), "%s:%d:%lld",
                  r->src_topic[0] ? r->src_topic : "-", (int)r->src_partition,
                  (long long)r->src_offset);
-        printf("%-40s %-24s %-24s %-20s %-40s %s\n", r->id,
+        const char *when =
+            kd_unclaimed_cancel_when(r->cancelled_at_ms, r->fired_at_ms);
+        printf("%-40s %-24s %-24s %-20s %-40s %-9s %s\n", r->id,
                kd_ctl_time_format(r->fire_at_ms, fa, sizeof(fa)),
                kd_ctl_time_format(r->fired_at_ms, fd, sizeof(fd)),
-               r->forwarder[0] ? r->forwarder : "-", src, delivered_str(fate));
+               r->forwarder[0] ? r->forwarder : "-", src, delivered_str(fate),
+               when ? when : "-");
 }
 
 static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r,
@@ -46,6 +49,16 @@ static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r,
         cJSON_AddNumberToObject(o, "src_partition", r->src_partition);
         cJSON_AddNumberToObject(o, "src_offset", (double)r->src_offset);
         cJSON_AddStringToObject(o, "delivered", delivered_str(fate));
+        const char *when =
+            kd_unclaimed_cancel_when(r->cancelled_at_ms, r->fired_at_ms);
+        if (when) {
+                cJSON_AddNumberToObject(o, "cancelled_at_ms",
+                                        (double)r->cancelled_at_ms);
+                cJSON_AddStringToObject(o, "cancelled", when);
+        } else {
+                cJSON_AddNullToObject(o, "cancelled_at_ms");
+                cJSON_AddNullToObject(o, "cancelled");
+        }
         return 0;
 }
 
@@ -108,9 +121,9 @@ kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
                 if (shown_before)
                         printf("\n");
                 if (kd_cli_headers())
-                        printf("%-40s %-24s %-24s %-20s %-40s %s\n",
+                        printf("%-40s %-24s %-24s %-20s %-40s %-9s %s\n",
                                "FIRED_AFTER_CANCEL_ID", "FIRE_AT", "FIRED_AT",
-                               "FORWARDER", "SOURCE", "DELIVERED");
+                               "FORWARDER", "SOURCE", "DELIVERED", "CANCELLED");
         }
         for (size_t i = 0; !err && i < n; i++) {
                 if (!json)

@@ -92,6 +92,7 @@ static int status_on_opt(int opt, const char *arg, void *ctx)
 typedef struct unclaimed_note {
         char prior[16];
         int64_t fired_at_ms;
+        int64_t cancelled_at_ms; /* -1: not known */
 } unclaimed_note_t;
 
 /* A task UNDECIDED or CANCELLED while a journal is pending (pend->since_ms
@@ -136,6 +137,13 @@ static void print_json(const char *id, const kdelay_status_t *st,
                 cJSON_AddStringToObject(
                     o, "delivered",
                     st->fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes");
+                const char *when = kd_unclaimed_cancel_when(un->cancelled_at_ms,
+                                                            un->fired_at_ms);
+                if (when && !strcmp(un->prior, "cancelled")) {
+                        cJSON_AddNumberToObject(o, "cancelled_at_ms",
+                                                (double)un->cancelled_at_ms);
+                        cJSON_AddStringToObject(o, "cancelled", when);
+                }
         }
         if (pending_applies(st, pend)) {
                 cJSON *r = cJSON_AddObjectToObject(o, "reconciling");
@@ -196,21 +204,29 @@ static void print_text(const char *id, const kdelay_status_t *st,
                 printf("owner    %s\n", st->owner);
         if (st->dead_reason[0])
                 printf("reason   %s\n", st->dead_reason);
+        const char *when =
+            kd_unclaimed_cancel_when(un->cancelled_at_ms, un->fired_at_ms);
+        int after = when && !strcmp(when, "after_fire");
         if (un->prior[0] && st->fate == KDELAY_FATE_CANCELLED)
-                printf("note     cancelled, then fired without a claim "
-                       "through a fate-store outage at %s; its delivery was "
-                       "not confirmed (its forwarder stopped before "
-                       "recording it): it may have been delivered "
+                printf("note     %s through a fate-store outage at %s; its "
+                       "delivery was not confirmed (its forwarder stopped "
+                       "before recording it): it may have been delivered "
                        "(kdelayctl audit)\n",
+                       after ? "fired without a claim, then cancelled "
+                               "before the fires were reconciled,"
+                             : "cancelled, then fired without a claim",
                        kd_ctl_time_format(un->fired_at_ms, t, sizeof(t)));
         else if (un->prior[0])
                 printf("note     fired without a claim through a fate-store "
                        "outage at %s%s\n",
                        kd_ctl_time_format(un->fired_at_ms, t, sizeof(t)),
-                       strcmp(un->prior, "cancelled")
-                           ? ""
-                           : "; it had been cancelled before (kdelayctl "
-                             "audit)");
+                       strcmp(un->prior, "cancelled") ? ""
+                       : after ? "; then cancelled after MySQL answered again "
+                                 "and before the fires were reconciled: that "
+                                 "cancel answered OK, but the task had been "
+                                 "delivered (kdelayctl audit)"
+                               : "; it had been cancelled before (kdelayctl "
+                                 "audit)");
         if (pending_applies(st, pend))
                 printf("note     not final: fires made without a claim "
                        "through a fate-store outage are being reconciled "
@@ -262,6 +278,7 @@ static void read_note(kd_cli_t *cli, kdelay_client_t *client, const char *id,
                 kd_strlcpy(un->prior, kd_unclaimed_prior_str(row.prior),
                            sizeof(un->prior));
                 un->fired_at_ms = row.fired_at_ms;
+                un->cancelled_at_ms = row.cancelled_at_ms;
         }
 }
 
@@ -274,7 +291,7 @@ static int scan_status(kd_cli_t *cli, kdelay_client_t *client, const char *id,
         kdelay_err_t err = kdelay_find(client, id, KD_CTL_SCAN_BUDGET_MS, &p,
                                        errstr, sizeof(errstr));
         if (err == KDELAY_ERR_NOT_FOUND) {
-                unclaimed_note_t none = {"", 0};
+                unclaimed_note_t none = {"", 0, -1};
                 kd_fate_pending_t pend;
                 read_pending(cli, client, &pend);
                 json ? print_json(id, st, &none, &pend)
@@ -313,7 +330,7 @@ int kd_ctl_status(int argc, char **argv)
                 } else if (a.scan && st.fate == KDELAY_FATE_UNDECIDED) {
                         rc = scan_status(&cli, client, id, a.json, &st);
                 } else {
-                        unclaimed_note_t un = {"", 0};
+                        unclaimed_note_t un = {"", 0, -1};
                         kd_fate_pending_t pend = {.since_ms = -1};
                         if (st.fate == KDELAY_FATE_FIRED ||
                             st.fate == KDELAY_FATE_CANCELLED)

@@ -9,7 +9,7 @@
 typedef struct kd_db_role {
         const char *name;
         const char *runs;     /* the comment line */
-        const char *privs[4]; /* "PRIVILEGES ON <table>", NULL-ended; the
+        const char *privs[6]; /* "PRIVILEGES ON <table>", NULL-ended; the
                                  table "*" is the whole database */
 } kd_db_role_t;
 
@@ -18,15 +18,18 @@ static const kd_db_role_t kd_db_roles[] = {
      "kdelay-forwarder: claims, FIRED marks, takeovers, the schema check, "
      "the journal of an outage (fate_outage_policy=fire)",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
-      "SELECT, INSERT ON kdelay_unclaimed", NULL}},
+      "SELECT, INSERT ON kdelay_unclaimed",
+      "SELECT, INSERT, UPDATE ON kdelay_reconcile", NULL}},
     {"admin",
      "kdelayctl schedule, cancel, status, tasks, reschedule, audit, stats",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
-      "SELECT ON kdelay_unclaimed", NULL}},
+      "SELECT ON kdelay_unclaimed", "SELECT ON kdelay_reconcile", NULL}},
     {"client",
      "an application's cancel and status (docs/fate-protocol.md, Clients): "
-     "inserts CANCELLED rows, never updates",
-     {"SELECT, INSERT ON kdelay_fate", "SELECT ON kdelay_schema", NULL}},
+     "inserts CANCELLED rows, never updates; reads whether a "
+     "reconciliation is pending",
+     {"SELECT, INSERT ON kdelay_fate", "SELECT ON kdelay_schema",
+      "SELECT ON kdelay_reconcile", NULL}},
     {"migrate",
      "kdelayctl db migrate and db version: creates and alters the tables",
      {"SELECT, INSERT, CREATE, ALTER, INDEX ON *", NULL}},

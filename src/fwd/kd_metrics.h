@@ -128,6 +128,9 @@ typedef enum kd_metric_type {
           "Fires without a claim whose journal record of intent was applied "  \
           "with no delivery record after it (a forwarder stopped between "     \
           "the two): maybe delivered, fired again when read again")            \
+        X(RECONCILE_PENDING, "reconcile_pending", GAUGE, "",                   \
+          "1 while this forwarder holds its journal marked pending: cancels "  \
+          "answer unknown until its fires without a claim are applied")        \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \

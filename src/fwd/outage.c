@@ -359,6 +359,8 @@ void kd_outage_gauges(kd_fwd_t *f)
                       f->store.down ? kd_mono_ms() - f->store.down_since_mono
                                     : 0);
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
+        kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
+                      f->store.gate || f->outage.clear_wanted);
 }
 
 void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)

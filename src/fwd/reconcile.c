@@ -166,22 +166,30 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
 static void log_after_cancel(const kdelay_conf_t *conf,
                              const kd_fate_unclaimed_t *it, int delivered)
 {
+        const char *when =
+            kd_unclaimed_cancel_when(it->cancelled_at_ms, it->fired_at_ms);
+        int after = when && !strcmp(when, "after_fire");
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         char qf[KD_LOG_QUOTED_MAX(KD_FATE_OWNER_MAX)];
         kd_log_quote_mem(it->id, it->id_len, q, sizeof(q));
         kd_log(conf, KDELAY_LOG_WARNING,
                "event=fired_after_cancel id=%s delivered=%s fire_at_ms=%lld "
-               "fired_at_ms=%lld forwarder=%s reason=\"%s\"",
+               "fired_at_ms=%lld cancelled_at_ms=%lld cancelled=%s "
+               "forwarder=%s reason=\"%s%s\"",
                q, delivered ? "yes" : "maybe", (long long)it->fire_at_ms,
-               (long long)it->fired_at_ms,
+               (long long)it->fired_at_ms, (long long)it->cancelled_at_ms,
+               when ? when : "-",
                kd_log_quote(it->forwarder ? it->forwarder : "", qf, sizeof(qf)),
-               !delivered ? "cancelled, then fired without a claim through a "
-                            "fate-store outage (fate_outage_policy=fire); its "
-                            "forwarder stopped before recording the delivery: "
-                            "treat it as delivered"
-                          : "cancelled, then fired without a claim through a "
-                            "fate-store outage (fate_outage_policy=fire) and "
-                            "delivered");
+               after ? "fired without a claim through a fate-store outage "
+                       "(fate_outage_policy=fire), then cancelled after MySQL "
+                       "answered again and before the reconciliation was "
+                       "marked pending: the cancel answered OK for a task "
+                       "already fired; "
+                     : "cancelled, then fired without a claim through a "
+                       "fate-store outage (fate_outage_policy=fire); ",
+               !delivered ? "its forwarder stopped before recording the "
+                            "delivery: treat it as delivered"
+                          : "delivered");
 }
 
 /* 1 unless an item before i in the batch has i's id (a journal names a

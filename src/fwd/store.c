@@ -32,8 +32,8 @@ static const char *const op_name[] = {
 /* While gated (kd_store_gate): the longest backoff, and how often a ping
  * (which carries the mark) is looked at: MySQL's return is found this
  * soon, and the mark is its first statement. */
-#define KD_STORE_GATE_RETRY_MS 200
-#define KD_STORE_GATE_CHECK_MS 50
+#define KD_STORE_GATE_RETRY_MS 50
+#define KD_STORE_GATE_CHECK_MS 25
 
 static void store_down(kd_fwd_t *f, int64_t since_mono);
 static void req_destroy(kd_store_req_t *r);

@@ -47,11 +47,15 @@ void test_apply_unclaimed_fires_and_records(void)
 {
         KD_FC_NEED_STORE();
         rows_init();
+        int64_t cancelled_at = kd_fc_status1("c").decided_at_ms;
         kd_fate_unclaimed_t it[N_ITEMS];
         items_init(it);
         uint64_t before = kd_fc_stmts();
         CU_ASSERT_EQUAL_FATAL(apply(it), KDELAY_OK);
         CU_ASSERT_EQUAL(kd_fc_stmts() - before, 4);
+        /* When the cancel came, for telling it from one after the fire. */
+        CU_ASSERT_EQUAL(it[1].cancelled_at_ms, cancelled_at);
+        CU_ASSERT_EQUAL(it[0].cancelled_at_ms, -1);
         static const kd_unclaimed_prior_t want[N_ITEMS] = {
             KD_PRIOR_FIRED, KD_PRIOR_CANCELLED, KD_PRIOR_FIRING,
             KD_PRIOR_DEAD,  KD_PRIOR_FIRED,     KD_PRIOR_FIRED};
@@ -85,6 +89,7 @@ void test_apply_unclaimed_fires_and_records(void)
         CU_ASSERT_STRING_EQUAL(rows[0].src_topic, "kdelay.tier.1s");
         CU_ASSERT_EQUAL(rows[0].src_partition, 2);
         CU_ASSERT_EQUAL(rows[0].src_offset, 41);
+        CU_ASSERT_EQUAL(rows[0].cancelled_at_ms, cancelled_at);
         CU_ASSERT_EQUAL(kd_fate_unclaimed_list(kd_fc_store, NULL, 0, -1, 0,
                                                rows, 8, &n, kd_fc_errstr,
                                                sizeof(kd_fc_errstr)),
@@ -96,6 +101,11 @@ void test_apply_unclaimed_fires_and_records(void)
                         KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(n, 1);
         CU_ASSERT_EQUAL(rows[0].prior, KD_PRIOR_DEAD);
+        CU_ASSERT_EQUAL(rows[0].cancelled_at_ms, -1);
+        /* Applied again: the record's answer, its cancel time too. */
+        items_init(it);
+        CU_ASSERT_EQUAL_FATAL(apply(it), KDELAY_OK);
+        CU_ASSERT_EQUAL(it[1].cancelled_at_ms, cancelled_at);
 }
 
 /* Applied again (a crash before the journal's offsets were committed):

@@ -558,6 +558,10 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                 const kd_memrow_t *r =
                     kd_memtab_find(&m->rows, it->id, it->id_len);
                 it->recorded = !u;
+                it->cancelled_at_ms = u ? u->cancelled_at_ms
+                                      : r && r->fate == KDELAY_FATE_CANCELLED
+                                          ? r->decided_at_ms
+                                          : -1;
                 it->prior = u    ? u->fate
                             : !r ? KD_PRIOR_FIRED /* an intent's */
                             : r->fate == KDELAY_FATE_CANCELLED
@@ -585,6 +589,8 @@ static kdelay_err_t mem_apply_unclaimed(void *impl, kd_fate_unclaimed_t *items,
                 if (!u)
                         return leave(m, stmts, KDELAY_ERR_NO_MEMORY);
                 u->fate = (kdelay_fate_t)it->prior;
+                u->cancelled_at_ms =
+                    it->prior == KD_PRIOR_CANCELLED ? it->cancelled_at_ms : -1;
                 u->fire_at_ms = it->fire_at_ms;
                 u->decided_at_ms = it->fired_at_ms;
                 u->updated_at_ms = now;
@@ -650,6 +656,7 @@ static void unclaimed_row(const kd_memrow_t *u, kd_fate_unclaimed_row_t *r)
         r->src_partition = u->src_partition;
         r->src_offset = u->src_offset;
         kd_strlcpy(r->dead_reason, u->dead_reason, sizeof(r->dead_reason));
+        r->cancelled_at_ms = u->cancelled_at_ms;
 }
 
 /* Keeps the oldest max matching rows, ordered by apply time. */

@@ -27,6 +27,7 @@ typedef struct kd_memrow {
         char src_topic[256]; /* "" = NULL: the source columns */
         int32_t src_partition;
         int64_t src_offset;
+        int64_t cancelled_at_ms; /* kdelay_unclaimed's; -1 = NULL */
 } kd_memrow_t;
 
 typedef struct kd_memtab {

@@ -17,6 +17,18 @@ Last, the at_least_once fire forwarder is restarted with two journal
 records it did not apply (a new task, and X's again): its start applies
 them, and X stays on record as cancelled, counted once.
 
+A sixth forwarder, alo-window (at_least_once, fire), has N_WINDOW tasks
+due W_DUE_MS into the outage, all fired without a claim. From the moment
+MySQL is started, a thread cancels all of them again and again (one
+`kdelayctl cancel -` per round) and reads kdelay_reconcile before each
+round, until alo-window's mark is cleared and the cancels answer too
+late. Asserted (issue 35: 24 of 45 such cancels exited 0 in the 0.7 s
+before the journal was applied): no cancel issued after a journal was
+seen pending answers CANCELLED; some answer UNKNOWN (exit 1); after the
+clear all answer TOO_LATE; a cancel that answered CANCELLED before the
+first mark (the window left: MySQL answering, the forwarder not yet) is
+reported by audit. The window and the answers are printed.
+
 A fifth forwarder, alo-kill (at_least_once, fire), has N_KILL tasks due
 at once K_DUE_MS into the outage, N_KILL_CANCELLED of them cancelled
 before it, and is killed (SIGKILL) KILL_AFTER_MS after their fire-at, in
@@ -72,6 +84,9 @@ N_KILL = 600          # alo-kill's tasks, all due K_DUE_MS after the stop
 N_KILL_CANCELLED = 60  # of them cancelled before the outage
 K_DUE_MS = 9000
 KILL_AFTER_MS = 12
+N_WINDOW = 50      # alo-window's tasks, due W_DUE_MS after the stop
+W_DUE_MS = 10000
+WINDOW_MS = 30000  # the cancels' rounds end by then after MySQL's start
 
 
 def now_ms():
@@ -496,25 +511,143 @@ def kill_check(st, k, cancelled, kill_ms):
             f"(records, intents, unconfirmed) {m[-3:]}")
 
 
+def window_schedule(w, producer, t0):
+    """alo-window's tasks: N_WINDOW due at t0 + W_DUE_MS."""
+    tiers = pysched.parse_tiers(TIERS)
+    for _ in range(N_WINDOW):
+        tid = pysched.schedule(producer, w.prefix, tiers, w.target, None, b"w",
+                               t0 + W_DUE_MS)
+        w.fire_at[tid] = t0 + W_DUE_MS
+
+
+def window_cancels(w, out):
+    """From MySQL's start: rounds of cancels of all alo-window's tasks,
+    each after a read of kdelay_reconcile, until its mark is cleared and a
+    round answered TOO_LATE throughout (or WINDOW_MS). out["rounds"] gets
+    (issued ms, journals pending before it or None, {id: answer})."""
+    ids = sorted(w.fire_at)
+    argv = [w.st.ctl, "--mysql", w.st.url, "-X", f"topic_prefix={w.prefix}",
+            "-X", f"tiers={TIERS}", "cancel", "-"]
+    end = now_ms() + WINDOW_MS
+    rounds = out.setdefault("rounds", [])
+    cleared = False
+    while now_ms() < end:  # MySQL's first answer, to 5 ms
+        try:
+            w.st.sql("SELECT 1")
+            out["first_answer"] = now_ms()
+            break
+        except Exception:
+            time.sleep(0.005)
+    while now_ms() < end:
+        try:
+            pending = w.st.sql("SELECT COUNT(*) FROM kdelay_reconcile "
+                               "WHERE pending_since_ms IS NOT NULL")[0][0]
+        except Exception:
+            pending = None  # MySQL not answering yet
+        issued = now_ms()
+        r = subprocess.run(argv, input="\n".join(ids) + "\n", capture_output=True,
+                           text=True, timeout=60)
+        answers = {}
+        for line in r.stdout.splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) >= 2:
+                answers[parts[0]] = parts[1]
+        rounds.append((issued, pending, answers))
+        cleared = cleared or "event=reconcile_pending_cleared" in w.text()
+        if cleared and answers and set(answers.values()) == {"TOO_LATE"}:
+            return
+        time.sleep(0.02)
+
+
+def window_check(st, w, out, t_back):
+    """Asserts the cancels of the reconciliation window; its figures."""
+    rounds = out.get("rounds", [])
+    before_back = {t for t, ts in w.arrived.items() if ts and min(ts) < t_back}
+    if len(before_back & set(w.fire_at)) < N_WINDOW:
+        fail(f"alo-window: {len(before_back & set(w.fire_at))} of {N_WINDOW} tasks "
+             "arrived during the outage")
+    first_answer = out.get("first_answer")
+    first_pending = next((r[0] for r in rounds if r[1]), None)
+    # The forwarder's own mark, by its log's clock (this host's).
+    m = re.search(r"ts=(\S+)Z [^\n]*event=reconcile_pending_marked", w.text())
+    marked = None
+    if m:
+        import datetime
+        marked = int(datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+                     .replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    if marked is None or first_answer is None:
+        fail(f"alo-window: no mark ({marked}) or no answer from MySQL ({first_answer})")
+    seen_pending = False
+    early_ok, unknown, counts = set(), 0, {}
+    for issued, pending, answers in rounds:
+        seen_pending = seen_pending or bool(pending)
+        for tid, a in answers.items():
+            counts[a] = counts.get(a, 0) + 1
+            unknown += a == "UNKNOWN"
+            if a == "CANCELLED":
+                if seen_pending:
+                    fail(f"alo-window: a cancel issued {issued - first_pending} ms "
+                         f"after a journal was seen pending answered CANCELLED for "
+                         f"{tid}, delivered during the outage")
+                early_ok.add(tid)
+    if not rounds or set(rounds[-1][2].values()) != {"TOO_LATE"}:
+        fail(f"alo-window: the last round did not answer TOO_LATE throughout: "
+             f"{sorted(set(rounds[-1][2].values())) if rounds else None}; "
+             f"answers {counts}")
+    if not unknown:
+        fail(f"alo-window: no cancel answered UNKNOWN (answers {counts}; first "
+             f"answer {first_answer}, first pending {first_pending})")
+    if early_ok:  # the window left: reported, never silent
+        deadline = now_ms() + 20000
+        while True:  # the reconciliation puts them on record
+            a = w.ctl("audit", "--json", check=False)
+            rep = {r["id"]: r.get("cancelled")
+                   for r in json.loads(a.stdout).get("fired_after_cancel", [])}
+            if early_ok <= set(rep) or now_ms() > deadline:
+                break
+            time.sleep(0.5)
+        if not early_ok <= set(rep):
+            fail(f"alo-window: {len(early_ok - set(rep))} cancels answered CANCELLED "
+                 "before the mark and are not reported by audit")
+        wrong = {t: rep[t] for t in early_ok if rep[t] != "after_fire"}
+        if wrong:
+            fail(f"alo-window: audit does not say these were cancelled after their "
+                 f"fire: {sorted(wrong.items())[:3]}")
+        text = w.text()
+        if "cancelled=after_fire" not in text:
+            fail("alo-window: no event=fired_after_cancel ... cancelled=after_fire line")
+    m = re.search(r"event=reconcile_pending_cleared .*?settle_ms=(\d+)", w.text())
+    return (f"alo-window: {N_WINDOW} tasks fired without a claim; cancels in "
+            f"{len(rounds)} rounds from MySQL's start: answers {counts}; the "
+            f"forwarder marked its journal pending {marked - first_answer} ms after "
+            f"MySQL first answered (probed every 5 ms), a round first saw it "
+            f"{(first_pending - first_answer) if first_pending else '-'} ms after; "
+            f"CANCELLED before the mark {len(early_ok)} (all reported "
+            f"by audit as cancelled after_fire); cleared after settle_ms={m.group(1) if m else '-'}")
+
+
 def main():
     st = Stack()
     fwds = [Fwd(st, *m) for m in MODES]
     kill = Fwd(st, "alo-kill", "at_least_once", "fire")
+    win = Fwd(st, "alo-window", "at_least_once", "fire")
+    win_out = {}
     kill_cancelled = set()
     mysql_stopped = False
     try:
         st.sql(f"CREATE DATABASE `{st.db}`", db=False)
         fwds[0].ctl("db", "migrate")
-        for f in fwds + [kill]:
+        for f in fwds + [kill, win]:
             f.start()
         deadline = time.time() + 60
-        for f in fwds + [kill]:
+        for f in fwds + [kill, win]:
             f.wait_assigned(deadline)
         producer = Producer({**st.kconf, "enable.idempotence": True, "acks": "all"})
         t0 = now_ms() + 8000  # MySQL stops then
         for f in fwds:
             f.schedule(producer, t0)
         kill_schedule(kill, producer, t0)
+        window_schedule(win, producer, t0)
         if producer.flush(30):
             fail("tasks not acknowledged in 30 s")
         for f in fwds:  # cancelled before the outage: OK
@@ -527,7 +660,7 @@ def main():
         # The reader runs meanwhile, on a thread of its own.
         import threading
 
-        reader = threading.Thread(target=consume, args=(st, fwds + [kill], t0 + 75000))
+        reader = threading.Thread(target=consume, args=(st, fwds + [kill, win], t0 + 75000))
         reader.start()
         # alo-kill dies in the middle of its fires.
         time.sleep(max(0, t0 + K_DUE_MS + KILL_AFTER_MS - now_ms()) / 1000)
@@ -548,6 +681,9 @@ def main():
         log(f"during the outage: status exit {r.returncode} ({r.stderr.strip()[-120:]!r}); "
             f"cancel exit {c.returncode}; /readyz {code} {body.strip()!r}")
         time.sleep(max(0, t0 + OUTAGE_MS - now_ms()) / 1000)
+        canceller = threading.Thread(target=window_cancels, args=(win, win_out),
+                                     daemon=True)
+        canceller.start()
         st.stack("mysql-start")
         mysql_stopped = False
         # Back when it answers (a restarted server recovers first).
@@ -566,6 +702,8 @@ def main():
             if f.policy == "fire":
                 lines.append(reconcile(st, f, t_back))
         reader.join()
+        canceller.join()
+        lines.append(window_check(st, win, win_out, t_back))
         lines.append(kill_check(st, kill, kill_cancelled, kill_ms))
         for f in fwds:
             lines.append(check(st, f, t0, t_back))
@@ -597,7 +735,7 @@ def main():
     finally:
         if mysql_stopped:
             st.stack("mysql-start")
-        st.cleanup(fwds + [kill])
+        st.cleanup(fwds + [kill, win])
 
 
 if __name__ == "__main__":

@@ -133,6 +133,14 @@ kdelay_err_t kd_fate_cancel_pending(kdelay_fate_t fate, char *errstr,
                        "reconciliation)");
 }
 
+const char *kd_unclaimed_cancel_when(int64_t cancelled_at_ms,
+                                     int64_t fired_at_ms)
+{
+        if (cancelled_at_ms < 0)
+                return NULL;
+        return cancelled_at_ms > fired_at_ms ? "after_fire" : "before_fire";
+}
+
 kdelay_fate_t kd_fate_parse(const char *s)
 {
         if (!s)

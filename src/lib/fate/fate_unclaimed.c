@@ -43,8 +43,8 @@ static int item_cmp(const void *x, const void *y)
  * len): a journal may name a task twice. */
 static void each_match(kd_fate_unclaimed_t *const *sorted, size_t n,
                        const char *id, size_t len,
-                       void (*fn)(kd_fate_unclaimed_t *it, const char *v),
-                       const char *v)
+                       void (*fn)(kd_fate_unclaimed_t *it, char **row),
+                       char **v)
 {
         size_t lo = 0, hi = n;
         while (lo < hi) {
@@ -78,18 +78,23 @@ static kd_unclaimed_prior_t prior_parse(const char *s)
         return KD_PRIOR_FIRED;
 }
 
-/* Item states while applying: the fate row's (2), and whether
- * kdelay_unclaimed held the task already. recorded is 1 until found. */
-static void set_fate(kd_fate_unclaimed_t *it, const char *state)
+/* Item states while applying: the fate row's (2: row is 'f', id, state,
+ * decided time), and whether kdelay_unclaimed held the task already ('u',
+ * id, prior, cancelled time). recorded is 1 until found. */
+static void set_fate(kd_fate_unclaimed_t *it, char **row)
 {
-        if (it->recorded) /* not on record yet: the fate row decides */
-                it->prior = prior_of_fate(state);
+        if (!it->recorded) /* on record already: its row decides */
+                return;
+        it->prior = prior_of_fate(row[2]);
+        if (it->prior == KD_PRIOR_CANCELLED)
+                it->cancelled_at_ms = kd_sql_col_i64(row[3]);
 }
 
-static void set_recorded(kd_fate_unclaimed_t *it, const char *prior)
+static void set_recorded(kd_fate_unclaimed_t *it, char **row)
 {
         it->recorded = 0;
-        it->prior = prior_parse(prior);
+        it->prior = prior_parse(row[2]);
+        it->cancelled_at_ms = kd_sql_col_i64(row[3]);
 }
 
 static void add_source(kd_sql_t *s, const kd_fate_unclaimed_t *it)
@@ -216,14 +221,16 @@ static kdelay_err_t read_priors(kd_fate_mysql_t *store,
         for (size_t i = 0; i < n; i++) {
                 sorted[i] = &items[i];
                 items[i].recorded = 1;
+                items[i].cancelled_at_ms = -1;
         }
         qsort(sorted, n, sizeof(*sorted), item_cmp);
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
-        kd_sql_add(&sql, "SELECT 'u', task_id, prior FROM kdelay_unclaimed "
-                         "WHERE task_id IN (");
+        kd_sql_add(&sql, "SELECT 'u', task_id, prior, cancelled_at_ms FROM "
+                         "kdelay_unclaimed WHERE task_id IN (");
         add_ids(&sql, items, n, ALL);
-        kd_sql_add(&sql, " UNION ALL SELECT 'f', task_id, state FROM "
+        kd_sql_add(&sql, " UNION ALL SELECT 'f', task_id, state, "
+                         "decided_at_ms FROM "
                          "kdelay_fate WHERE state IN ('CANCELLED', 'FIRING', "
                          "'DEAD') AND task_id IN (");
         add_ids(&sql, items, n, ALL);
@@ -244,7 +251,7 @@ static kdelay_err_t read_priors(kd_fate_mysql_t *store,
                         if (!row[0] || !row[1] || (row[0][0] == 'u') != !pass)
                                 continue;
                         each_match(sorted, n, row[1], lens[1],
-                                   pass ? set_fate : set_recorded, row[2]);
+                                   pass ? set_fate : set_recorded, row);
                 }
         }
         mysql_free_result(res);
@@ -268,7 +275,7 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
         kd_sql_add(&sql, "INSERT IGNORE INTO kdelay_unclaimed (task_id, "
                          "prior, fire_at_ms, fired_at_ms, src_topic, "
                          "src_partition, src_offset, forwarder, dead_reason, "
-                         "applied_at_ms) VALUES ");
+                         "applied_at_ms, cancelled_at_ms) VALUES ");
         for (size_t i = 0; i < n; i++) {
                 const kd_fate_unclaimed_t *it = &items[i];
                 if (!it->recorded)
@@ -282,7 +289,12 @@ static kdelay_err_t record(kd_fate_mysql_t *store,
                 kd_sql_add(&sql, ",");
                 add_forwarder(&sql, it);
                 add_reason(&sql, it);
-                kd_sql_add(&sql, ",%lld)", (long long)now);
+                kd_sql_add(&sql, ",%lld,", (long long)now);
+                if (it->prior == KD_PRIOR_CANCELLED && it->cancelled_at_ms >= 0)
+                        kd_sql_add(&sql, "%lld)",
+                                   (long long)it->cancelled_at_ms);
+                else
+                        kd_sql_add(&sql, "NULL)");
         }
         kdelay_err_t err = k ? kd_fate_mysql_stmt(store, &sql, "apply journal",
                                                   NULL, errstr, errstr_size)
@@ -370,7 +382,8 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
         MYSQL_RES *res = NULL;
         kd_sql_add(&sql, "SELECT task_id, prior, fire_at_ms, fired_at_ms, "
                          "applied_at_ms, forwarder, src_topic, src_partition, "
-                         "src_offset, dead_reason FROM kdelay_unclaimed "
+                         "src_offset, dead_reason, cancelled_at_ms FROM "
+                         "kdelay_unclaimed "
                          "WHERE ");
         if (id) {
                 kd_sql_add(&sql, "task_id = ");
@@ -414,6 +427,7 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
                 r->src_offset = kd_sql_col_i64(row[8]);
                 kd_strlcpy(r->dead_reason, row[9] ? row[9] : "",
                            sizeof(r->dead_reason));
+                r->cancelled_at_ms = kd_sql_col_i64(row[10]);
                 n++;
         }
         mysql_free_result(res);

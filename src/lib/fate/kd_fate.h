@@ -199,6 +199,9 @@ typedef struct kd_fate_unclaimed {
                        row is CANCELLED is put on record (a cancelled task
                        that may have been delivered) */
         kd_unclaimed_prior_t prior; /* out: what the fate row said */
+        int64_t cancelled_at_ms;    /* out: with prior CANCELLED, when it
+                                       was cancelled (the row's decided
+                                       time); -1 otherwise */
         int recorded;               /* out: 1 = this call recorded it (it was
                                        not applied before) */
 } kd_fate_unclaimed_t;
@@ -219,6 +222,15 @@ kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,
                                      kd_fate_unclaimed_t *items, size_t n,
                                      char *errstr, size_t errstr_size);
 
+/* When a task on record with prior "cancelled" was cancelled, against
+ * its fire without a claim: "before_fire" (cancelled, then fired through
+ * the outage: the risk fate_outage_policy=fire takes), "after_fire" (fired
+ * first, cancelled in the window between MySQL's return and the
+ * reconciliation's mark: the cancel answered OK for a task already
+ * fired), NULL when not known (cancelled_at_ms < 0). Static. */
+const char *kd_unclaimed_cancel_when(int64_t cancelled_at_ms,
+                                     int64_t fired_at_ms);
+
 /* One kdelay_unclaimed row as kd_fate_unclaimed_list reads it. */
 typedef struct kd_fate_unclaimed_row {
         char id[KDELAY_ID_MAX + 1]; /* NUL-terminated */
@@ -230,6 +242,8 @@ typedef struct kd_fate_unclaimed_row {
         int32_t src_partition;
         int64_t src_offset;
         char dead_reason[KD_FATE_REASON_MAX + 1]; /* "" = delivered */
+        int64_t cancelled_at_ms; /* prior cancelled: when; -1 = not known
+                                    (applied before schema 9) or none */
 } kd_fate_unclaimed_row_t;
 
 /* Lists kdelay_unclaimed rows into rows (the caller's array, max of

@@ -190,7 +190,8 @@ static const kd_prop_t kd_props[] = {
      "fire without a claim and write each such fire to the journal topic "
      "`<topic_prefix>.journal`, applied to the fate table when MySQL "
      "answers again; a cancel from before the outage may then be "
-     "delivered: docs/reliability.md)"},
+     "delivered, and cancels answer UNKNOWN, retry until the journal is "
+     "applied: docs/reliability.md)"},
     {"forwarder.fate_outage_after", KD_PROP_DURATION,
      KD_OFF(fwd_outage_after_ms), "30s", 0,
      "`fire`: how long MySQL must be unreachable or failing (no request "
