@@ -6,18 +6,31 @@
 //   node fate.js [--mysql URL] [--not-before EPOCH_MS] cancel ID...
 //   node fate.js [--mysql URL] [--not-before EPOCH_MS] status ID...
 //
+// A cancel is one plain INSERT of a CANCELLED row (INSERT ... SELECT ...
+// FROM DUAL WHERE NOT EXISTS a pending journal in kdelay_reconcile, schema
+// 9); a duplicate key (1062) means a row was there first, and reading it
+// back tells too late (FIRING/FIRED) or dead (DEAD) from cancelled already.
+// While a journal is pending ("While a reconciliation is pending": fires
+// made without a claim through a fate-store outage may not be in the fate
+// table yet) the insert adds no row; the read-back then answers too late
+// or dead, and anything else (no row, CANCELLED) is unknown: nothing was
+// recorded, retry. On a schema before 9 (no kdelay_reconcile) the cancel
+// is the plain INSERT ... VALUES of the releases before.
+//
 // One JSON line per id on stdout. cancel: {"id", "outcome": "cancelled" |
 // "too_late" | "dead" | "unknown", "fate", "error" (unknown only)};
 // status: `kdelayctl status --json ID`'s object. Exit 0 all cancelled /
-// answered, 1 any unknown or a connection or schema error, else 3 any
-// too_late, else 5 any dead; 2 usage error. URL default $KDELAY_MYSQL_URL,
+// answered, 1 any unknown (a pending reconciliation's too) or a connection
+// or schema error, else 3 any too_late, else 5 any dead; 2 usage error.
+// URL default $KDELAY_MYSQL_URL,
 // mysql://user[:password]@host[:port]/db[?ssl-mode=M&ssl-ca=FILE]; the
 // password, when the URL has none, from $KDELAY_MYSQL_PASSWORD.
 //
 // As a module: `conn = await connect(url, password)` (with the schema
 // check), `await cancel(conn, id)` -> 'cancelled' | 'too_late' | 'dead' or
-// a rejection meaning unknown (retryable(err) says whether a retry on a
-// new connection may help), `await status(conn, id)` -> the object above.
+// a rejection meaning unknown (a Reconciling error while a reconciliation
+// is pending: retry later; retryable(err) says whether a retry on a new
+// connection may help), `await status(conn, id)` -> the object above.
 'use strict';
 
 const fs = require('fs');
@@ -35,6 +48,27 @@ const RETRY_PAUSE_MS = 250;
 
 class UsageError extends Error {}
 class SchemaError extends Error {}
+/** Not known yet: a journal is pending in kdelay_reconcile (fires made
+ * without a claim through a fate-store outage may not be applied yet), so
+ * the cancel recorded nothing. Retry. */
+class Reconciling extends Error {
+  constructor() {
+    super('not known yet: a reconciliation after a fate-store outage is pending, and this task may ' +
+      'have been fired without a claim during it; nothing was recorded: retry (kdelayctl status ' +
+      'shows the pending reconciliation)');
+  }
+}
+
+// The cancel: one statement that inserts CANCELLED only while no journal is
+// pending (schema 9). Under REPEATABLE READ its subquery takes shared locks,
+// so a concurrent mark waits for it or it for the mark.
+const CANCEL_SQL = "INSERT INTO kdelay_fate (task_id, state, decided_at_ms, updated_at_ms) " +
+  "SELECT ?, 'CANCELLED', ?, ? FROM DUAL WHERE NOT EXISTS " +
+  '(SELECT 1 FROM kdelay_reconcile WHERE pending_since_ms IS NOT NULL)';
+// A schema before 9 has no kdelay_reconcile, and no forwarder of a release
+// that marks journals runs on it: the plain INSERT of the releases before.
+const CANCEL_SQL_BEFORE_9 =
+  "INSERT INTO kdelay_fate (task_id, state, decided_at_ms, updated_at_ms) VALUES (?, 'CANCELLED', ?, ?)";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -200,24 +234,37 @@ async function status(conn, id) {
   return out;
 }
 
-/** Cancels id: {outcome: 'cancelled' | 'too_late' | 'dead', fate: the
- * state read back, or null when the insert itself succeeded}. */
-async function cancelDetail(conn, id) {
-  const now = Date.now();
-  try {
-    // A plain INSERT, never INSERT IGNORE: only "row exists" (1062) may
-    // pass; every other problem stays an error.
-    await conn.execute(
-      "INSERT INTO kdelay_fate (task_id, state, decided_at_ms, updated_at_ms) VALUES (?, 'CANCELLED', ?, ?)",
-      [Buffer.from(id, 'utf8'), now, now]);
-    return { outcome: 'cancelled', fate: null };
-  } catch (e) {
-    if (e.errno !== 1062) throw e;
+/** The cancel's INSERT: rows inserted (1, or 0 while a journal is
+ * pending), null when a row exists (duplicate key). */
+async function insertCancelled(conn, id, now) {
+  // Schema 9's statement; when its kdelay_reconcile is missing (error 1146
+  // naming it: a schema before 9), the one before.
+  for (const sql of [CANCEL_SQL, CANCEL_SQL_BEFORE_9]) {
+    try {
+      // A plain INSERT, never INSERT IGNORE: only "row exists" (1062) may
+      // pass; every other problem stays an error.
+      const [res] = await conn.execute(sql, [Buffer.from(id, 'utf8'), now, now]);
+      return res.affectedRows;
+    } catch (e) {
+      if (e.errno === 1062) return null;
+      if (sql === CANCEL_SQL_BEFORE_9 || e.errno !== 1146 || !/kdelay_reconcile/.test(e.message)) throw e;
+    }
   }
-  // A row exists: whoever wrote it first decided.
+}
+
+/** Cancels id: {outcome: 'cancelled' | 'too_late' | 'dead', fate: the
+ * state read back, or null when the insert itself succeeded}. Rejects
+ * with Reconciling when a journal is pending and the row (if any) is
+ * neither FIRING, FIRED nor DEAD. */
+async function cancelDetail(conn, id) {
+  const inserted = await insertCancelled(conn, id, Date.now());
+  if (inserted === 1) return { outcome: 'cancelled', fate: null };
+  // The row decides, if it can.
   const { fate } = await status(conn, id);
-  const outcome = { CANCELLED: 'cancelled', FIRING: 'too_late', FIRED: 'too_late', DEAD: 'dead' }[fate];
+  const outcome = { FIRING: 'too_late', FIRED: 'too_late', DEAD: 'dead' }[fate];
   if (outcome) return { outcome, fate };
+  if (inserted === 0) throw new Reconciling(); // nothing inserted, no row or CANCELLED: a journal is pending
+  if (fate === 'CANCELLED') return { outcome: 'cancelled', fate }; // a row was there first
   throw new Error(`the row of ${JSON.stringify(id)} existed, then was gone (db gc?): ask again`);
 }
 
@@ -295,9 +342,12 @@ async function main(argv) {
         answer = a.command === 'cancel' ? await cancelDetail(conn, id) : await status(conn, id);
       } catch (e) {
         last = e; // a failed reconnect too: unknown, and the next id tries again
-        if (!retryable(e)) break;
-        if (conn) conn.destroy(); // read-only or broken: only a new connection helps
-        conn = null;
+        if (retryable(e)) {
+          if (conn) conn.destroy(); // read-only or broken: only a new connection helps
+          conn = null;
+        } else if (!(e instanceof Reconciling)) { // a pending reconciliation: ask again, same connection
+          break;
+        }
         if (attempt < ATTEMPTS) await sleep(RETRY_PAUSE_MS);
       }
     }
@@ -307,7 +357,8 @@ async function main(argv) {
     } else if (answer) {
       console.log(JSON.stringify(answer));
     } else {
-      const msg = clean(last.message) + (retryable(last) ? ` (after ${ATTEMPTS} attempts)` : '');
+      const again = retryable(last) || last instanceof Reconciling;
+      const msg = clean(last.message) + (again ? ` (after ${ATTEMPTS} attempts)` : '');
       error(`${a.command} ${JSON.stringify(id)}: ${msg}`);
       console.log(JSON.stringify(a.command === 'cancel'
         ? { id, outcome: 'unknown', fate: null, error: msg } : { id, error: msg }));
@@ -319,7 +370,9 @@ async function main(argv) {
   return seen.has('too_late') ? 3 : seen.has('dead') ? 5 : 0;
 }
 
-module.exports = { connect, cancel, cancelDetail, status, retryable, parseUrl, redact, checkId, SchemaError, UsageError };
+module.exports = {
+  connect, cancel, cancelDetail, status, retryable, parseUrl, redact, checkId, Reconciling, SchemaError, UsageError,
+};
 
 if (require.main === module) {
   main(process.argv.slice(2)).then((rc) => process.exit(rc), (e) => {

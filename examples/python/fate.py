@@ -3,11 +3,18 @@
 
 Implements the client side of the fate protocol, docs/fate-protocol.md
 "Clients: cancel and status from any language": a cancel is one plain
-INSERT of a CANCELLED row; a duplicate key means a row was there first,
-and reading it back tells too late (FIRING/FIRED) or dead (DEAD) from
-cancelled already. Whichever insert lands first -- the cancel or a
-forwarder's claim -- decides, so "cancelled" is final: the task is never
-delivered.
+INSERT of a CANCELLED row (INSERT ... SELECT ... FROM DUAL WHERE NOT
+EXISTS a pending journal in kdelay_reconcile, schema 9); a duplicate key
+means a row was there first, and reading it back tells too late
+(FIRING/FIRED) or dead (DEAD) from cancelled already. Whichever insert
+lands first -- the cancel or a forwarder's claim -- decides, so
+"cancelled" is final: the task is never delivered. While a journal is
+pending ("While a reconciliation is pending": fires made without a claim
+through a fate-store outage may not be in the fate table yet) the insert
+adds no row; the read-back then answers too late (FIRING/FIRED) or dead
+(DEAD), and anything else (no row, CANCELLED) is "unknown": nothing was
+recorded, retry. On a schema before 9 (no kdelay_reconcile) the cancel
+is the plain INSERT ... VALUES of the releases before.
 
 Needs PyMySQL (Debian: python3-pymysql). As a command:
 
@@ -18,12 +25,15 @@ Needs PyMySQL (Debian: python3-pymysql). As a command:
 prints one JSON line per id ({"id", "outcome"[, "fate"][, "error"]} for
 cancel; kdelayctl status --json's object for status). Exit 0: every id
 cancelled / answered; 3: a task was too late; 5: a task was dead-lettered;
-1: an outcome is unknown (retry: a cancel is idempotent); 2: bad
-arguments. --not-before EPOCH_MS connects first, then waits until that
-instant. The password comes from the URL or $KDELAY_MYSQL_PASSWORD, never
-from an option. As a module: conn = connect(url, password);
-cancel(conn, task_id) -> "cancelled" | "too_late" | "dead" (raises
-Unknown); status(conn, task_id) -> dict; see the_cancel() for retries.
+1: an outcome is unknown (retry: a cancel is idempotent), a pending
+reconciliation's "unknown" included; 2: bad arguments. --not-before
+EPOCH_MS connects first, then waits until that instant. The password
+comes from the URL or $KDELAY_MYSQL_PASSWORD, never from an option. As a
+module: conn = connect(url, password); cancel(conn, task_id) ->
+("cancelled" | "too_late" | "dead", fate read back or None) (raises
+Unknown; Reconciling, a subclass, while a reconciliation is pending);
+status(conn, task_id) -> dict; Session(url, password).run(cancel,
+task_id) adds the protocol's retries.
 """
 
 import argparse
@@ -50,9 +60,32 @@ RETRY_PAUSE_S = 0.25
 DUP_KEY = 1062
 NO_SUCH_TABLE = 1146
 
+# The cancel: one statement that inserts CANCELLED only while no journal is
+# pending (schema 9). Under REPEATABLE READ its subquery takes shared locks,
+# so a concurrent mark waits for it or it for the mark.
+CANCEL_SQL = ("INSERT INTO kdelay_fate (task_id, state, decided_at_ms, "
+              "updated_at_ms) SELECT %s, 'CANCELLED', %s, %s FROM DUAL "
+              "WHERE NOT EXISTS (SELECT 1 FROM kdelay_reconcile "
+              "WHERE pending_since_ms IS NOT NULL)")
+# A schema before 9 has no kdelay_reconcile, and no forwarder of a release
+# that marks journals runs on it: the plain INSERT of the releases before.
+CANCEL_SQL_BEFORE_9 = ("INSERT INTO kdelay_fate (task_id, state, "
+                       "decided_at_ms, updated_at_ms) VALUES "
+                       "(%s, 'CANCELLED', %s, %s)")
+RECONCILING = ("not known yet: a reconciliation after a fate-store outage "
+               "is pending, and this task may have been fired without a "
+               "claim during it; nothing was recorded: retry (kdelayctl "
+               "status shows the pending reconciliation)")
+
 
 class Unknown(Exception):
     """The outcome is unknown: the cancel may or may not have landed."""
+
+
+class Reconciling(Unknown):
+    """Not known yet: a journal is pending in kdelay_reconcile (fires made
+    without a claim through a fate-store outage may not be applied yet), so
+    the cancel recorded nothing. Retry."""
 
 
 class SchemaError(Exception):
@@ -191,30 +224,49 @@ def status(conn, task_id):
     return out
 
 
-def cancel(conn, task_id):
-    """One try: "cancelled", "too_late" or "dead"; raises Unknown when the
-    row vanished in between, a pymysql error on any other failure."""
+def _insert_cancelled(conn, tid, now):
+    """The cancel's INSERT: rows inserted (1, or 0 while a journal is
+    pending), None when a row exists (duplicate key)."""
     import pymysql
 
+    # Schema 9's statement; when its kdelay_reconcile is missing (error
+    # 1146 naming it: a schema before 9), the one before.
+    for sql in (CANCEL_SQL, CANCEL_SQL_BEFORE_9):
+        try:
+            with conn.cursor() as cur:
+                # A plain INSERT, never INSERT IGNORE: only "row exists"
+                # may pass, every other problem stays an error.
+                return cur.execute(sql, (tid, now, now))
+        except pymysql.err.IntegrityError as e:
+            if not e.args or e.args[0] != DUP_KEY:
+                raise
+            return None
+        except pymysql.err.ProgrammingError as e:
+            if sql == CANCEL_SQL_BEFORE_9 or _errno(e) != NO_SUCH_TABLE \
+                    or "kdelay_reconcile" not in str(e.args[1:]):
+                raise
+
+
+def cancel(conn, task_id):
+    """One try: ("cancelled" | "too_late" | "dead", the fate read back or
+    None when this insert decided). Raises Reconciling when a journal is
+    pending and the task's row (if any) is neither FIRING, FIRED nor DEAD,
+    Unknown when the row vanished in between, a pymysql error on any other
+    failure."""
     now = time.time_ns() // 1_000_000
-    try:
-        with conn.cursor() as cur:
-            # A plain INSERT, never INSERT IGNORE: only "row exists" may
-            # pass, every other problem stays an error.
-            cur.execute("INSERT INTO kdelay_fate (task_id, state, "
-                        "decided_at_ms, updated_at_ms) VALUES "
-                        "(%s, 'CANCELLED', %s, %s)",
-                        (_id_bytes(task_id), now, now))
+    inserted = _insert_cancelled(conn, _id_bytes(task_id), now)
+    if inserted == 1:
         return "cancelled", None
-    except pymysql.err.IntegrityError as e:
-        if not e.args or e.args[0] != DUP_KEY:
-            raise
-    fate = status(conn, task_id)["fate"]
-    answer = {"CANCELLED": "cancelled", "FIRING": "too_late",
-              "FIRED": "too_late", "DEAD": "dead"}.get(fate)
-    if answer is None:
-        raise Unknown(f"the row of {task_id!r} changed during the cancel (now {fate})")
-    return answer, fate
+    fate = status(conn, task_id)["fate"]  # the row decides, if it can
+    if fate in ("FIRING", "FIRED"):
+        return "too_late", fate
+    if fate == "DEAD":
+        return "dead", fate
+    if inserted == 0:  # nothing inserted, no row or CANCELLED: a journal is pending
+        raise Reconciling(RECONCILING)
+    if fate == "CANCELLED":  # a row was there first
+        return "cancelled", fate
+    raise Unknown(f"the row of {task_id!r} changed during the cancel (now {fate})")
 
 
 def _errno(e):
@@ -223,7 +275,10 @@ def _errno(e):
 
 class Session:
     """A connection that reconnects for a retry (for the command line and
-    any caller that wants the retry policy of the protocol)."""
+    any caller that wants the retry policy of the protocol): ATTEMPTS tries
+    RETRY_PAUSE_S apart, on a new connection after a RETRYABLE error, on
+    the same one while a reconciliation is pending; then Unknown
+    (Reconciling when the last try met a pending reconciliation)."""
 
     def __init__(self, url, password=None):
         self.url, self.password, self.conn = url, password, None
@@ -239,12 +294,15 @@ class Session:
                 if self.conn is None:
                     self.conn = connect(self.url, self.password)
                 return fn(self.conn, task_id)
+            except Reconciling as e:
+                last = e  # a journal is pending: ask again, same connection
             except pymysql.err.MySQLError as e:
                 last = e
                 if _errno(e) not in RETRYABLE:
                     raise Unknown(str(e)) from None
                 self.close()  # reconnect (and check the schema) first
-        raise Unknown(f"{last} (after {ATTEMPTS} attempts)")
+        kind = Reconciling if isinstance(last, Reconciling) else Unknown
+        raise kind(f"{last} (after {ATTEMPTS} attempts)")
 
     def close(self):
         if self.conn is not None:

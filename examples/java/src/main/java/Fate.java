@@ -1,11 +1,19 @@
 /*
  * Cancels a kdelay task, or asks its fate, from Java: the client side of
  * the fate protocol (docs/fate-protocol.md, "Clients") on plain JDBC and
- * MariaDB Connector/J. A cancel is one plain INSERT of a CANCELLED row; a
- * duplicate key (1062) means a row was there first, and reading it back
- * tells too late (FIRING/FIRED) or dead (DEAD) from cancelled already.
- * Whichever insert lands first -- the cancel or a forwarder's claim --
- * decides, so "cancelled" is final. Build (examples/java/) and run:
+ * MariaDB Connector/J. A cancel is one plain INSERT of a CANCELLED row
+ * (INSERT ... SELECT ... FROM DUAL WHERE NOT EXISTS a pending journal in
+ * kdelay_reconcile, schema 9); a duplicate key (1062) means a row was there
+ * first, and reading it back tells too late (FIRING/FIRED) or dead (DEAD)
+ * from cancelled already. Whichever insert lands first -- the cancel or a
+ * forwarder's claim -- decides, so "cancelled" is final. While a journal is
+ * pending ("While a reconciliation is pending": fires made without a claim
+ * through a fate-store outage may not be in the fate table yet) the insert
+ * adds no row; the read-back then answers too late (FIRING/FIRED) or dead
+ * (DEAD), and anything else (no row, CANCELLED) is unknown: nothing was
+ * recorded, retry. On a schema before 9 (no kdelay_reconcile) the cancel is
+ * the plain INSERT ... VALUES of the releases before. Build (examples/java/)
+ * and run:
  *
  *   mvn -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
  *   KDELAY_MYSQL_PASSWORD=... java -cp "target/classes:$(cat target/classpath.txt)" Fate \
@@ -16,14 +24,16 @@
  * $KDELAY_MYSQL_PASSWORD, and never printed. It connects and checks the
  * schema, waits for --not-before, then prints a JSON line per id: for
  * cancel {"id","outcome","fate"[,"error"]} (outcome cancelled, too_late,
- * dead or unknown; fate the state read back, null when the insert won), for
- * status what `kdelayctl status --json` prints ({"id","error"} on failure).
- * Exit 0: all cancelled / answered; 1: an outcome unknown or no connection
- * (retry: a cancel is idempotent); else 3: a task was too late; 5: one was
+ * dead or unknown; fate the state read back, null when the insert won or
+ * the outcome is unknown), for status what `kdelayctl status --json` prints
+ * ({"id","error"} on failure). Exit 0: all cancelled / answered; 1: an
+ * outcome unknown (a pending reconciliation's too) or no connection (retry:
+ * a cancel is idempotent); else 3: a task was too late; 5: one was
  * dead-lettered; 2: bad arguments. Needs a UTF-8 locale for non-ASCII ids.
  *
  * As a library: connect(url, password) (the password used when the URL has
- * none), then cancel(c, id) (one try) and status(c, id); new Session(url,
+ * none), then cancel(c, id) (one try; throws Reconciling, an Unknown, while
+ * a reconciliation is pending) and status(c, id); new Session(url,
  * password).run(Fate::cancel, id) adds the protocol's retries.
  */
 import java.io.FileDescriptor;
@@ -51,9 +61,26 @@ public final class Fate {
     static final Set<Integer> RETRYABLE = Set.of(2006, 2013, 1053, 1290, 1836, 1205, 1213);
     static final int ATTEMPTS = 3, RETRY_PAUSE_MS = 250;
     static final int DUP_KEY = 1062, NO_SUCH_TABLE = 1146;
+    // The cancel: one statement that inserts CANCELLED only while no journal
+    // is pending (schema 9). Under REPEATABLE READ its subquery takes shared
+    // locks, so a concurrent mark waits for it or it for the mark.
+    static final String CANCEL_SQL = "INSERT INTO kdelay_fate (task_id, state, decided_at_ms, "
+        + "updated_at_ms) SELECT ?, 'CANCELLED', ?, ? FROM DUAL WHERE NOT EXISTS "
+        + "(SELECT 1 FROM kdelay_reconcile WHERE pending_since_ms IS NOT NULL)";
+    // A schema before 9 has no kdelay_reconcile, and no forwarder of a release
+    // that marks journals runs on it: the plain INSERT of the releases before.
+    static final String CANCEL_SQL_BEFORE_9 = "INSERT INTO kdelay_fate "
+        + "(task_id, state, decided_at_ms, updated_at_ms) VALUES (?, 'CANCELLED', ?, ?)";
+    static final String RECONCILING = "not known yet: a reconciliation after a fate-store outage is "
+        + "pending, and this task may have been fired without a claim during it; nothing was recorded: "
+        + "retry (kdelayctl status shows the pending reconciliation)";
 
     /** The outcome is unknown: the cancel may or may not have landed. */
     public static class Unknown extends Exception { public Unknown(String m) { super(m); } }
+    /** Not known yet: a journal is pending in kdelay_reconcile (fires made
+     *  without a claim through a fate-store outage may not be applied yet),
+     *  so the cancel recorded nothing. Retry. */
+    public static class Reconciling extends Unknown { public Reconciling(String m) { super(m); } }
     /** The database's schema is not one this client can use. */
     public static class SchemaException extends Exception { public SchemaException(String m) { super(m); } }
 
@@ -232,29 +259,47 @@ public final class Fate {
     /** outcome "cancelled", "too_late" or "dead"; fate the state read back, if any. */
     public record Cancel(String outcome, String fate) {}
 
-    /** One try. Throws Unknown when the row vanished between the insert and
-     *  the read-back, SQLException on any other failure (both: unknown). */
-    public static Cancel cancel(Connection c, String taskId) throws SQLException, Unknown {
-        long now = System.currentTimeMillis();
-        // Never INSERT IGNORE: only "row exists" may pass, other errors stay errors.
-        try (PreparedStatement ps = c.prepareStatement("INSERT INTO kdelay_fate "
-                 + "(task_id, state, decided_at_ms, updated_at_ms) VALUES (?, 'CANCELLED', ?, ?)")) {
-            ps.setBytes(1, idBytes(taskId));
-            ps.setLong(2, now);
-            ps.setLong(3, now);
-            ps.executeUpdate();
-            return new Cancel("cancelled", null);
-        } catch (SQLException e) {
-            if (e.getErrorCode() != DUP_KEY)
-                throw e;
+    /** The cancel's INSERT: rows inserted (1, or 0 while a journal is
+     *  pending), -1 when a row exists (duplicate key). */
+    static int insertCancelled(Connection c, byte[] id, long now) throws SQLException {
+        // Schema 9's statement; when its kdelay_reconcile is missing (error
+        // 1146 naming it: a schema before 9), the one before.
+        for (String sql : List.of(CANCEL_SQL, CANCEL_SQL_BEFORE_9)) {
+            // Never INSERT IGNORE: only "row exists" may pass, other errors stay errors.
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setBytes(1, id);
+                ps.setLong(2, now);
+                ps.setLong(3, now);
+                return ps.executeUpdate();
+            } catch (SQLException e) {
+                if (e.getErrorCode() == DUP_KEY)
+                    return -1;
+                if (sql.equals(CANCEL_SQL_BEFORE_9) || e.getErrorCode() != NO_SUCH_TABLE
+                    || !String.valueOf(e.getMessage()).contains("kdelay_reconcile"))
+                    throw e;
+            }
         }
-        String fate = status(c, taskId).fate(); // a row was there first: it decides
-        return switch (fate) {
-            case "CANCELLED" -> new Cancel("cancelled", fate);
-            case "FIRING", "FIRED" -> new Cancel("too_late", fate);
-            case "DEAD" -> new Cancel("dead", fate);
-            default -> throw new Unknown("the row of " + jsonString(taskId) + " changed meanwhile: " + fate);
-        };
+        throw new IllegalStateException("not reached");
+    }
+
+    /** One try. Throws Reconciling when a journal is pending and the task's
+     *  row (if any) is neither FIRING, FIRED nor DEAD, Unknown when the row
+     *  vanished between the insert and the read-back, SQLException on any
+     *  other failure (all: unknown). */
+    public static Cancel cancel(Connection c, String taskId) throws SQLException, Unknown {
+        int inserted = insertCancelled(c, idBytes(taskId), System.currentTimeMillis());
+        if (inserted == 1)
+            return new Cancel("cancelled", null);
+        String fate = status(c, taskId).fate(); // the row decides, if it can
+        if (fate.equals("FIRING") || fate.equals("FIRED"))
+            return new Cancel("too_late", fate);
+        if (fate.equals("DEAD"))
+            return new Cancel("dead", fate);
+        if (inserted == 0) // nothing inserted, no row or CANCELLED: a journal is pending
+            throw new Reconciling(RECONCILING);
+        if (fate.equals("CANCELLED")) // a row was there first
+            return new Cancel("cancelled", fate);
+        throw new Unknown("the row of " + jsonString(taskId) + " changed meanwhile: " + fate);
     }
 
     public interface Op<T> { T apply(Connection c, String taskId) throws SQLException, Unknown; } // one try
@@ -271,9 +316,12 @@ public final class Fate {
         }
 
         /** fn, connecting first when need be, tried again on a new connection
-         *  after a retryable error; Unknown on any other, or when out of attempts. */
+         *  after a retryable error and on the same one while a reconciliation is
+         *  pending; Unknown on any other error, or when out of attempts
+         *  (Reconciling when the last attempt met a pending reconciliation). */
         public <T> T run(Op<T> fn, String taskId) throws Unknown, SchemaException {
             String last = null;
+            boolean reconciling = false;
             for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
                 if (attempt > 0)
                     sleepMs(RETRY_PAUSE_MS);
@@ -285,7 +333,11 @@ public final class Fate {
                         conn = ready(c, url.db());
                     }
                     return fn.apply(conn, taskId);
+                } catch (Reconciling e) { // a journal is pending: ask again, same connection
+                    last = e.getMessage();
+                    reconciling = true;
                 } catch (SQLException e) { // the message: one line, never the password
+                    reconciling = false;
                     last = ("MySQL error " + e.getErrorCode() + " (" + e.getSQLState() + "): "
                             + e.getMessage()).replaceAll("[\r\n]+", " ");
                     if (password != null && !password.isEmpty())
@@ -296,7 +348,8 @@ public final class Fate {
                     close(); // reconnect (and check the schema) first
                 }
             }
-            throw new Unknown(last + " (after " + ATTEMPTS + " attempts)");
+            last += " (after " + ATTEMPTS + " attempts)";
+            throw reconciling ? new Reconciling(last) : new Unknown(last);
         }
 
         @Override
