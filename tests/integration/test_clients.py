@@ -215,11 +215,8 @@ class Stack:
         grants = [l.rstrip(";") for l in grants.splitlines() if l.startswith("GRANT ")]
         if not any("`kdelay_reconcile`" in l for l in grants):
             # From schema 9 a cancel reads kdelay_reconcile (docs/fate-protocol.md,
-            # "While a reconciliation is pending"); until `db grants --role client`
-            # names it, granted here, and said.
-            log("WORKAROUND: `kdelayctl db grants --role client` lacks SELECT on "
-                "kdelay_reconcile, which a cancel reads: granted by the test")
-            grants.append(f"GRANT SELECT ON `{self.db}`.`kdelay_reconcile` TO '{self.user}'@'%'")
+            # "While a reconciliation is pending").
+            fail("`kdelayctl db grants --role client` lacks SELECT on kdelay_reconcile")
         self.root_sql(f"CREATE USER '{self.user}'@'%' IDENTIFIED BY '{self.password}'", *grants)
         self.kdelayctl("topics", "create", "--partitions", "2")
         admin = AdminClient(self.kconf)
