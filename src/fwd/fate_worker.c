@@ -84,6 +84,10 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                 r->err =
                     kd_fate_pending_mark(w->store, r->journal, r->by, e, es);
                 break;
+        case KD_FW_APPLY_UNCLAIMED:
+                r->err =
+                    kd_fate_apply_unclaimed(w->store, r->uitems, r->n, e, es);
+                break;
         case KD_FW_CLEAR_PENDING:
                 r->err = kd_fate_pending_clear(w->store, r->journal, r->epoch,
                                                r->by, &r->pending, e, es);

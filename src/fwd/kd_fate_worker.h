@@ -32,9 +32,10 @@ typedef enum kd_fw_op {
         KD_FW_NOTE_CANCELLED, /* kd_fate_note_cancelled(ids, vals) */
         KD_FW_PING, /* kd_fate_status of the empty id, which no task has: a
                        primary-key lookup, the cheapest statement there is */
-        KD_FW_MARK_PENDING, /* kd_fate_pending_mark(journal, by) */
-        KD_FW_CLEAR_PENDING /* kd_fate_pending_clear(journal, epoch, by)
-                               into pending */
+        KD_FW_MARK_PENDING,   /* kd_fate_pending_mark(journal, by) */
+        KD_FW_CLEAR_PENDING,  /* kd_fate_pending_clear(journal, epoch, by)
+                                into pending */
+        KD_FW_APPLY_UNCLAIMED /* kd_fate_apply_unclaimed(uitems) */
 } kd_fw_op_t;
 
 /* One request: what to send, and what came back. Made and freed by the
@@ -43,15 +44,17 @@ typedef struct kd_fw_req {
         struct kd_fw_req *next; /* the worker's queues */
         kd_fw_op_t op;
         size_t n;
-        kd_fate_claim_t *items;    /* CLAIM, TAKEOVER: n items */
-        char **ids;                /* MARK_*, NOTE_CANCELLED: n ids */
-        const char *reason;        /* MARK_DEAD: static */
-        size_t *lens;              /* their lengths */
-        int64_t *vals;             /* NOTE_CANCELLED: due times */
-        const char *journal;       /* *_PENDING: borrowed (outlives r) */
-        const char *by;            /* *_PENDING: borrowed */
-        uint64_t epoch;            /* CLEAR_PENDING */
-        kd_fate_pending_t pending; /* CLEAR_PENDING: the marker after */
+        kd_fate_claim_t *items;      /* CLAIM, TAKEOVER: n items */
+        char **ids;                  /* MARK_*, NOTE_CANCELLED: n ids */
+        const char *reason;          /* MARK_DEAD: static */
+        size_t *lens;                /* their lengths */
+        int64_t *vals;               /* NOTE_CANCELLED: due times */
+        const char *journal;         /* *_PENDING: borrowed (outlives r) */
+        const char *by;              /* *_PENDING: borrowed */
+        uint64_t epoch;              /* CLEAR_PENDING */
+        kd_fate_pending_t pending;   /* CLEAR_PENDING: the marker after */
+        kd_fate_unclaimed_t *uitems; /* APPLY_UNCLAIMED: n (owned by the
+                                        submitter; ids point into ids) */
         /* Filled by the worker: */
         kdelay_err_t err;
         char errstr[512];

@@ -237,6 +237,14 @@ typedef struct kd_fwd_settle {
         kd_idq_t dead[KD_SETTLE_DEAD_REASONS];
         kd_timer_t flush;
         size_t inflight; /* mark requests out */
+        /* Fires made without a claim, delivered (exactly_once: committed),
+         * kept until applied from here after the journal's run
+         * (kd_settle_apply_unclaimed): a journal topic lost meanwhile
+         * loses no report while this process lives. Owned. */
+        struct kd_ufire *uf;
+        size_t uf_len, uf_cap;
+        size_t uf_out;      /* of them in requests out (not in uf) */
+        int uf_full_logged; /* the bound was logged in this outage */
 } kd_fwd_settle_t;
 
 /* This clock against the broker's, and the probes that measure it

@@ -25,6 +25,7 @@
 #include <kdelay/kdelay.h>
 
 #include "kd_conf.h"
+#include "kd_fate.h"
 
 typedef struct kd_reconcile kd_reconcile_t;
 
@@ -51,6 +52,12 @@ typedef struct kd_reconcile_stats {
         int marked;     /* the run marked it */
         int read;       /* the three above were read (else all 0) */
 } kd_reconcile_stats_t;
+
+/* Logs event=fired_after_cancel for item it, put on record with prior
+ * CANCELLED (delivered: a delivery record, else a record of intent). */
+void kd_reconcile_log_after_cancel(const kdelay_conf_t *conf,
+                                   const kd_fate_unclaimed_t *it,
+                                   int delivered);
 
 /* Starts a run on a thread: conf and by (the instance, for the marker's
  * marked_by) are borrowed (must outlive the run). KDELAY_ERR_NO_MEMORY or

@@ -22,6 +22,17 @@ void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
  * it was fired without a claim (its journal record stands for it). */
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                      int unclaimed);
+/* Fires made without a claim kept for kd_settle_apply_unclaimed (queued
+ * and in requests out). */
+size_t kd_settle_unclaimed(const kd_fwd_t *f);
+/* Applies them to the fate store (kd_fate_apply_unclaimed, batches of
+ * claim_batch, while the store takes them), after the journal's run:
+ * those the journal lost are put on record from here (logged
+ * event=journal_records_missing); failed ones are queued again. */
+void kd_settle_apply_unclaimed(kd_fwd_t *f);
+/* At the end: logs those not applied (the store down), each id too when
+ * journal_lost (the journal failed meanwhile, or its topic is gone). */
+void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost);
 /* The reasons kd_settle_dead marks (KD_SETTLE_DEAD_REASONS), and the
  * index of reason among them, or -1. */
 extern const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS];

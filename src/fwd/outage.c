@@ -8,7 +8,9 @@
 #include "kd_journal.h"
 #include "kd_log.h"
 #include "kd_reconcile.h"
+#include "kd_settle.h"
 #include "kd_store.h"
+#include "kd_tophandles.h"
 #include "kd_util.h"
 
 /* How often a reconciliation is looked at while it runs. */
@@ -21,11 +23,15 @@
  * looked at until all are settled; the wait is logged this often. */
 #define KD_OUTAGE_SETTLE_POLL_MS 100
 #define KD_OUTAGE_SETTLE_LOG_MS  10000
+/* Fires made without a claim kept in memory until applied (settle.c):
+ * beyond this many, due tasks wait for claims again (about 100 MB). */
+#define KD_OUTAGE_UNCLAIMED_MAX 1000000
 
 static void outage_cb(kd_timer_t *tm, void *arg);
 static void poll_cb(kd_timer_t *tm, void *arg);
 static void settle_cb(kd_timer_t *tm, void *arg);
 static void reconcile_begin(kd_fwd_t *f, const char *why);
+static void settle_again(kd_fwd_t *f, int64_t in_ms);
 
 static int policy_fire(const kd_fwd_t *f)
 {
@@ -47,9 +53,29 @@ void kd_outage_start(kd_fwd_t *f)
         reconcile_begin(f, "start");
 }
 
+/* 1 when the journal topic is known gone (its metadata says so within
+ * 2 s); 0 when it exists or cannot be told. */
+static int journal_gone(kd_fwd_t *f)
+{
+        rd_kafka_topic_t *rkt = kd_tophandles_get(f, f->journal.topic);
+        const struct rd_kafka_metadata *md = NULL;
+        if (!rkt || rd_kafka_metadata(f->kafka.producer, 0, rkt, &md, 2000))
+                return 0;
+        int gone = md->topic_cnt == 1 &&
+                   md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        rd_kafka_metadata_destroy(md);
+        return gone;
+}
+
 void kd_outage_stop(kd_fwd_t *f)
 {
         kd_fwd_outage_t *o = &f->outage;
+        /* Fires of its own not applied (the store down): logged; each id
+         * when the journal that holds them failed or is gone. */
+        if (kd_settle_unclaimed(f) > 0 && f->kafka.producer)
+                kd_settle_unclaimed_left(
+                    f, kd_metric_get(&f->metrics, KD_M_JOURNAL_FAILED) > 0 ||
+                           journal_gone(f));
         kd_timer_disarm(&f->timers, &o->timer);
         kd_timer_disarm(&f->timers, &o->poll);
         kd_timer_disarm(&f->timers, &o->settle);
@@ -150,6 +176,8 @@ static void apply_later(kd_fwd_t *f)
         if (!f->store.down)
                 arm(f, kd_mono_ms() + KD_OUTAGE_RETRY_MS);
         claims_go(f);
+        if (kd_settle_unclaimed(f) > 0) /* its own fires need no journal */
+                settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
 }
 
 /* Starts applying the journal; claims wait for it. */
@@ -244,7 +272,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
          * to: once more (the run reads from where this one committed). */
         if (f->journal.delivered != o->journal_at_start && !f->store.down)
                 reconcile_begin(f, "more_records");
-        else if (o->clear_wanted)
+        else if (o->clear_wanted || kd_settle_unclaimed(f))
                 settle_cb(&o->settle, f);
 }
 
@@ -308,11 +336,13 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
         int64_t now = kd_mono_ms();
-        if (!o->clear_wanted || o->clear_out || o->reconcile)
+        if (o->clear_out || o->reconcile)
                 return; /* the run going on decides */
+        if (!o->clear_wanted && !kd_settle_unclaimed(f))
+                return;
         if (f->store.down || kd_outage_firing(f))
                 return; /* the outage's end runs it again */
-        if (f->journal.delivered != o->journal_at_start) {
+        if (o->clear_wanted && f->journal.delivered != o->journal_at_start) {
                 reconcile_begin(f, "more_records");
                 return;
         }
@@ -329,6 +359,15 @@ static void settle_cb(kd_timer_t *tm, void *arg)
                 settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
                 return;
         }
+        /* Its own fires, from memory: those a lost journal lost (after a
+         * failed run too: the journal may be what is gone). */
+        if (kd_settle_unclaimed(f) > 0) {
+                kd_settle_apply_unclaimed(f);
+                settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
+                return;
+        }
+        if (!o->clear_wanted)
+                return;
         kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLEAR_PENDING, 0);
         if (!r) {
                 settle_again(f, 1000);
@@ -343,7 +382,8 @@ static void settle_cb(kd_timer_t *tm, void *arg)
 
 int kd_outage_firing(const kd_fwd_t *f)
 {
-        return f->outage.firing && kd_journal_usable(f);
+        return f->outage.firing && kd_journal_usable(f) &&
+               kd_settle_unclaimed(f) < KD_OUTAGE_UNCLAIMED_MAX;
 }
 
 int kd_outage_claims_wait(const kd_fwd_t *f)
@@ -361,6 +401,17 @@ void kd_outage_gauges(kd_fwd_t *f)
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
                       f->store.gate || f->outage.clear_wanted);
+        if (f->outage.firing &&
+            kd_settle_unclaimed(f) >= KD_OUTAGE_UNCLAIMED_MAX &&
+            !f->settle.uf_full_logged) {
+                f->settle.uf_full_logged = 1;
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=fate_outage_bound fired_unclaimed=%zu "
+                       "action=hold_for_claims",
+                       kd_settle_unclaimed(f));
+        }
+        if (!f->outage.firing)
+                f->settle.uf_full_logged = 0;
 }
 
 void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)

@@ -163,8 +163,8 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         pthread_mutex_unlock(&r->lock);
 }
 
-static void log_after_cancel(const kdelay_conf_t *conf,
-                             const kd_fate_unclaimed_t *it, int delivered)
+void kd_reconcile_log_after_cancel(const kdelay_conf_t *conf,
+                                   const kd_fate_unclaimed_t *it, int delivered)
 {
         const char *when =
             kd_unclaimed_cancel_when(it->cancelled_at_ms, it->fired_at_ms);
@@ -275,8 +275,8 @@ static kdelay_err_t flush(run_t *u, kd_reconcile_stats_t *d)
                         if (!it->dead_reason &&
                             it->prior == KD_PRIOR_CANCELLED) {
                                 d->after_cancel++;
-                                log_after_cancel(r->conf, it,
-                                                 delivery_in_batch(u, i));
+                                kd_reconcile_log_after_cancel(
+                                    r->conf, it, delivery_in_batch(u, i));
                         }
                 }
         }

@@ -8,8 +8,15 @@
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
+#include "kd_reconcile.h"
 #include "kd_store.h"
 #include "kd_util.h"
+
+/* One fire made without a claim, kept until applied (f->settle.uf). */
+typedef struct kd_ufire {
+        char *id; /* owned */
+        int64_t fire_at_ms, fired_at_ms;
+} kd_ufire_t;
 
 /* FIRED marks are batched over this long. */
 #define KD_MARK_INTERVAL_MS 250
@@ -84,6 +91,26 @@ static void arm(kd_fwd_t *f)
                 kd_fwd_oom(f, "settle_timer");
 }
 
+/* Appends a fire made without a claim (a copy of id); -1 when out of
+ * memory. */
+static int uf_push(kd_fwd_settle_t *s, const char *id, int64_t fire_at_ms,
+                   int64_t fired_at_ms)
+{
+        if (s->uf_len == s->uf_cap) {
+                size_t cap = s->uf_cap ? s->uf_cap * 2 : 64;
+                kd_ufire_t *v = realloc(s->uf, cap * sizeof(*v));
+                if (!v)
+                        return -1;
+                s->uf = v;
+                s->uf_cap = cap;
+        }
+        char *copy = strdup(id);
+        if (!copy)
+                return -1;
+        s->uf[s->uf_len++] = (kd_ufire_t){copy, fire_at_ms, fired_at_ms};
+        return 0;
+}
+
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                      int unclaimed)
 {
@@ -92,6 +119,15 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
         kd_metric_observe(&f->metrics, KD_M_LATE, late_ms);
         if (unclaimed) { /* its journal record stands for the mark */
                 kd_metric_inc(&f->metrics, KD_M_FIRED_UNCLAIMED);
+                int64_t now = kd_now_ms();
+                if (uf_push(&f->settle, id, now - late_ms, now)) {
+                        /* Its journal record stays the only one. */
+                        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                        kd_log(f->conf, KDELAY_LOG_ERROR,
+                               "event=out_of_memory what=unclaimed_fire "
+                               "id=%s action=journal_only",
+                               kd_log_quote(id, q, sizeof(q)));
+                }
                 return;
         }
         if (kd_idq_push(&f->settle.fired, id, 0)) {
@@ -213,6 +249,108 @@ void kd_settle_flush_due(kd_fwd_t *f)
                 kd_settle_flush(f);
 }
 
+size_t kd_settle_unclaimed(const kd_fwd_t *f)
+{
+        return f->settle.uf_len + f->settle.uf_out;
+}
+
+static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        kd_fw_req_t *fw = &r->fw;
+        s->uf_out -= fw->n;
+        uint64_t recorded = 0;
+        for (size_t i = 0; i < fw->n; i++) {
+                kd_fate_unclaimed_t *it = &fw->uitems[i];
+                if (fw->err) { /* again after the store's backoff */
+                        if (uf_push(s, fw->ids[i], it->fire_at_ms,
+                                    it->fired_at_ms))
+                                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                        continue;
+                }
+                if (!it->recorded)
+                        continue; /* the journal's run had it */
+                recorded++;
+                if (it->prior == KD_PRIOR_CANCELLED) {
+                        kd_metric_inc(&f->metrics, KD_M_FIRED_AFTER_CANCEL);
+                        kd_reconcile_log_after_cancel(f->conf, it, 1);
+                }
+        }
+        if (recorded) {
+                char q[300];
+                kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, recorded);
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=journal_records_missing journal=%s "
+                       "recorded=%llu action=applied_from_memory",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       (unsigned long long)recorded);
+        }
+        kd_store_req_done(f, r);
+}
+
+void kd_settle_apply_unclaimed(kd_fwd_t *f)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        while (s->uf_len > 0 && kd_store_ready(f)) {
+                size_t n = s->uf_len;
+                if (n > (size_t)f->conf->fwd_claim_batch)
+                        n = (size_t)f->conf->fwd_claim_batch;
+                kd_store_req_t *r =
+                    kd_store_req_new(f, KD_FW_APPLY_UNCLAIMED, n);
+                kd_fate_unclaimed_t *items =
+                    r ? calloc(n, sizeof(*items)) : NULL;
+                if (!items) {
+                        kd_store_req_free(r);
+                        kd_store_failed(f, "apply_unclaimed", "out of memory");
+                        return;
+                }
+                r->fw.uitems = items;
+                kd_ufire_t *u = s->uf + s->uf_len - n; /* the newest n */
+                for (size_t i = 0; i < n; i++) {
+                        r->fw.ids[i] = u[i].id; /* taken */
+                        r->fw.lens[i] = strlen(u[i].id);
+                        items[i].id = u[i].id;
+                        items[i].id_len = r->fw.lens[i];
+                        items[i].fire_at_ms = u[i].fire_at_ms;
+                        items[i].fired_at_ms = u[i].fired_at_ms;
+                        items[i].forwarder = f->claim.token_name;
+                        items[i].src_partition = -1;
+                        items[i].src_offset = -1;
+                }
+                s->uf_len -= n;
+                s->uf_out += n;
+                kd_store_submit(f, r, uf_applied);
+        }
+}
+
+void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (!s->uf_len)
+                return;
+        char q[300];
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=unclaimed_fires_unapplied count=%zu journal=%s "
+               "action=applied_from_the_journal_by_the_next_run",
+               s->uf_len, kd_log_quote(f->journal.topic, q, sizeof(q)));
+        /* When the journal failed since or is gone (its topic deleted,
+         * say), the ids are the only trace left: one line each. */
+        if (!journal_lost)
+                return;
+        for (size_t i = 0; i < s->uf_len; i++) {
+                char qi[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=unclaimed_fire_unapplied id=%s fire_at_ms=%lld "
+                       "fired_at_ms=%lld reason=\"fired without a claim "
+                       "through a fate-store outage; the journal failed "
+                       "or is gone, so its record may be lost: if it was "
+                       "cancelled, it was delivered all the same\"",
+                       kd_log_quote(s->uf[i].id, qi, sizeof(qi)),
+                       (long long)s->uf[i].fire_at_ms,
+                       (long long)s->uf[i].fired_at_ms);
+        }
+}
+
 void kd_settle_clear(kd_fwd_t *f)
 {
         kd_timer_disarm(&f->timers, &f->settle.flush);
@@ -220,4 +358,9 @@ void kd_settle_clear(kd_fwd_t *f)
         kd_idq_clear(&f->settle.seen);
         for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
                 kd_idq_clear(&f->settle.dead[i]);
+        for (size_t i = 0; i < f->settle.uf_len; i++)
+                free(f->settle.uf[i].id);
+        free(f->settle.uf);
+        f->settle.uf = NULL;
+        f->settle.uf_len = f->settle.uf_cap = 0;
 }

@@ -18,6 +18,7 @@ static const char *const op_name[] = {
     [KD_FW_PING] = "ping",
     [KD_FW_MARK_PENDING] = "reconcile_mark",
     [KD_FW_CLEAR_PENDING] = "reconcile_clear",
+    [KD_FW_APPLY_UNCLAIMED] = "apply_unclaimed",
 };
 
 /* While nothing goes to the store, a ping every KD_STORE_PING_MS keeps
@@ -271,6 +272,8 @@ static void req_clear(kd_store_req_t *r)
                 free(fw->ids[i]);
                 fw->ids[i] = NULL;
         }
+        free(fw->uitems);
+        fw->uitems = NULL;
         r->strs_len = 0;
 }
 

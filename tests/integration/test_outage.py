@@ -29,6 +29,16 @@ kdelayctl answers TOO_LATE for all; a cancel that answered CANCELLED before the
 first mark (the window left: MySQL answering, the forwarder not yet) is
 reported by audit. The window and the answers are printed.
 
+Two more, alo-lost and eos-lost (fire, at_least_once and exactly_once,
+a database of their own), have N_LOST tasks due L_DUE_MS into the
+outage, N_LOST_CANCELLED of them cancelled before it; once they have
+arrived the test deletes each one's journal topic. alo-lost lives on:
+when MySQL answers it applies its own fires from memory, and every
+cancelled task delivered is reported by audit (issue 35: with the
+journal deleted, none was). eos-lost gets SIGTERM in the outage: its
+exit logs the id of every fire it could not apply
+(event=unclaimed_fire_unapplied), the only trace left.
+
 A fifth forwarder, alo-kill (at_least_once, fire), has N_KILL tasks due
 at once K_DUE_MS into the outage, N_KILL_CANCELLED of them cancelled
 before it, and is killed (SIGKILL) KILL_AFTER_MS after their fire-at, in
@@ -87,6 +97,10 @@ KILL_AFTER_MS = 12
 N_WINDOW = 1000    # alo-window's tasks, due W_DUE_MS after the stop
 W_DUE_MS = 10000
 WINDOW_MS = 30000  # the cancels' rounds end by then after MySQL's start
+N_LOST = 40           # alo-lost's and eos-lost's tasks, due L_DUE_MS in
+N_LOST_CANCELLED = 10
+L_DUE_MS = 7000
+L_DELETE_MS = 14000   # their journals deleted then; eos-lost stopped after
 
 
 def now_ms():
@@ -164,8 +178,9 @@ class Stack:
 class Fwd:
     """One forwarder with its topics."""
 
-    def __init__(self, st, name, delivery, policy):
+    def __init__(self, st, name, delivery, policy, url=None):
         self.st, self.name, self.delivery, self.policy = st, name, delivery, policy
+        self.url = url or st.url  # its fate table's database
         self.prefix = f"itout{st.tag}{name.replace('-', '')}"
         self.target = f"{self.prefix}.target"
         self.group = f"{self.prefix}-group"
@@ -179,7 +194,7 @@ class Fwd:
 
     def ctl(self, *args, check=True, timeout=60):
         argv = [self.st.ctl, "--brokers", self.st.kconf["bootstrap.servers"],
-                "--mysql", self.st.url, "-X", f"topic_prefix={self.prefix}",
+                "--mysql", self.url, "-X", f"topic_prefix={self.prefix}",
                 "-X", f"tiers={TIERS}", "-X", f"forwarder.group_id={self.group}"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
             argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
@@ -197,7 +212,7 @@ class Fwd:
 
     def start_process(self):
         argv = [self.st.fwd_bin, "--brokers", self.st.kconf["bootstrap.servers"],
-                "--mysql", self.st.url, "-X", f"topic_prefix={self.prefix}",
+                "--mysql", self.url, "-X", f"topic_prefix={self.prefix}",
                 "-X", f"forwarder.group_id={self.group}", "-X", f"tiers={TIERS}",
                 "-X", f"forwarder.instance={self.name}",
                 "-X", "forwarder.hold_horizon=2s", "-X", "forwarder.stats_interval=5s",
@@ -641,21 +656,80 @@ def window_check(st, w, out, t_back):
             f"cleared after settle_ms={m.group(1) if m else '-'}")
 
 
+def lost_schedule(f, producer, t0):
+    """N_LOST tasks due at t0 + L_DUE_MS."""
+    tiers = pysched.parse_tiers(TIERS)
+    for _ in range(N_LOST):
+        tid = pysched.schedule(producer, f.prefix, tiers, f.target, None, b"l",
+                               t0 + L_DUE_MS)
+        f.fire_at[tid] = t0 + L_DUE_MS
+
+
+def lost_cancel(f):
+    """Cancels N_LOST_CANCELLED of f's tasks before the outage."""
+    ids = sorted(f.fire_at)[:N_LOST_CANCELLED]
+    r = subprocess.run([f.st.ctl, "--mysql", f.url, "-X", f"topic_prefix={f.prefix}",
+                        "-X", f"tiers={TIERS}", "cancel", "-"],
+                       input="\n".join(ids) + "\n", capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode:
+        fail(f"{f.name}: cancel of {len(ids)}: exit {r.returncode} {r.stderr[-300:]}")
+    return set(ids)
+
+
+def lost_check(alive, stopped, cancelled):
+    """alo-lost reports every cancelled task delivered (from memory);
+    eos-lost's exit logged each unapplied fire's id. Figures line."""
+    delivered = {t for t in cancelled[alive.name] if alive.arrived.get(t)}
+    deadline = now_ms() + 30000
+    while True:
+        a = alive.ctl("audit", "--json", check=False)
+        try:
+            rep = {r["id"] for r in json.loads(a.stdout).get("fired_after_cancel", [])}
+        except ValueError:
+            rep = set()
+        if delivered <= rep or now_ms() > deadline:
+            break
+        time.sleep(0.5)
+    if not delivered or not delivered <= rep:
+        fail(f"alo-lost: {len(delivered - rep)} of {len(delivered)} cancelled tasks "
+             "delivered are not reported by audit with the journal deleted")
+    if "event=journal_records_missing" not in alive.text():
+        fail("alo-lost: no event=journal_records_missing line")
+    lost = {t for t in cancelled[stopped.name] if stopped.arrived.get(t)}
+    logged = set(re.findall(r"event=unclaimed_fire_unapplied id=\"?([^\" ]+)",
+                            stopped.text()))
+    if not lost or not lost <= logged:
+        fail(f"eos-lost: {len(lost - logged)} of {len(lost)} cancelled tasks delivered "
+             "are not in its exit's event=unclaimed_fire_unapplied lines")
+    m = re.search(r"event=journal_records_missing .*?recorded=(\d+)", alive.text())
+    return (f"journal deleted in the outage: alo-lost applied {m.group(1)} fires from "
+            f"memory, its {len(delivered)} cancelled tasks delivered all reported by "
+            f"audit; eos-lost (SIGTERM in the outage) logged {len(logged)} unapplied "
+            f"fires by id at exit, its {len(lost)} cancelled tasks delivered among them")
+
+
 def main():
     st = Stack()
     fwds = [Fwd(st, *m) for m in MODES]
     kill = Fwd(st, "alo-kill", "at_least_once", "fire")
     win = Fwd(st, "alo-window", "at_least_once", "fire")
     win_out = {}
+    lost_url = st.url.replace(f"/{st.db}", f"/{st.db}_lost", 1)
+    lost = [Fwd(st, "alo-lost", "at_least_once", "fire", url=lost_url),
+            Fwd(st, "eos-lost", "exactly_once", "fire", url=lost_url)]
+    lost_cancelled = {}
     kill_cancelled = set()
     mysql_stopped = False
     try:
         st.sql(f"CREATE DATABASE `{st.db}`", db=False)
+        st.sql(f"CREATE DATABASE `{st.db}_lost`", db=False)
         fwds[0].ctl("db", "migrate")
-        for f in fwds + [kill, win]:
+        lost[0].ctl("db", "migrate")
+        for f in fwds + [kill, win] + lost:
             f.start()
         deadline = time.time() + 60
-        for f in fwds + [kill, win]:
+        for f in fwds + [kill, win] + lost:
             f.wait_assigned(deadline)
         producer = Producer({**st.kconf, "enable.idempotence": True, "acks": "all"})
         t0 = now_ms() + 8000  # MySQL stops then
@@ -663,11 +737,15 @@ def main():
             f.schedule(producer, t0)
         kill_schedule(kill, producer, t0)
         window_schedule(win, producer, t0)
+        for f in lost:
+            lost_schedule(f, producer, t0)
         if producer.flush(30):
             fail("tasks not acknowledged in 30 s")
         for f in fwds:  # cancelled before the outage: OK
             f.ctl("cancel", f.x)
         kill_cancelled = kill_cancel(kill)
+        for f in lost:
+            lost_cancelled[f.name] = lost_cancel(f)
         time.sleep(max(0, t0 - now_ms()) / 1000)
         st.stack("mysql-stop")
         mysql_stopped = True
@@ -675,7 +753,7 @@ def main():
         # The reader runs meanwhile, on a thread of its own.
         import threading
 
-        reader = threading.Thread(target=consume, args=(st, fwds + [kill, win], t0 + 75000))
+        reader = threading.Thread(target=consume, args=(st, fwds + [kill, win] + lost, t0 + 75000))
         reader.start()
         # alo-kill dies in the middle of its fires.
         time.sleep(max(0, t0 + K_DUE_MS + KILL_AFTER_MS - now_ms()) / 1000)
@@ -684,6 +762,17 @@ def main():
         kill_ms = now_ms()
         log(f"alo-kill killed {now_ms() - t0 - K_DUE_MS} ms after its tasks' fire-at")
         time.sleep(max(0, t0 + 12000 - now_ms()) / 1000)
+        # The lost ones' journals go (all their tasks arrived by now),
+        # then eos-lost stops.
+        time.sleep(max(0, t0 + L_DELETE_MS - now_ms()) / 1000)
+        gone = [f"{f.prefix}.journal" for f in lost]
+        admin = AdminClient(st.kconf)
+        for fut in admin.delete_topics(gone).values():
+            fut.result(30)
+        time.sleep(1)
+        rc = lost[1].stop()
+        if rc != 0:
+            fail(f"eos-lost: exit {rc} after SIGTERM in the outage")
         r = fwds[0].ctl("status", fwds[0].x, check=False)
         if r.returncode == 0 or "MySQL" not in r.stderr:
             fail(f"status during the outage: exit {r.returncode} {r.stderr.strip()[-300:]}")
@@ -719,6 +808,7 @@ def main():
         reader.join()
         canceller.join()
         lines.append(window_check(st, win, win_out, t_back))
+        lines.append(lost_check(lost[0], lost[1], lost_cancelled))
         lines.append(kill_check(st, kill, kill_cancelled, kill_ms))
         for f in fwds:
             lines.append(check(st, f, t0, t_back))
@@ -750,7 +840,11 @@ def main():
     finally:
         if mysql_stopped:
             st.stack("mysql-start")
-        st.cleanup(fwds + [kill, win])
+        st.cleanup(fwds + [kill, win] + lost)
+        try:
+            st.sql(f"DROP DATABASE IF EXISTS `{st.db}_lost`", db=False)
+        except Exception as e:
+            log(f"cleanup: {e}")
 
 
 if __name__ == "__main__":
