@@ -31,12 +31,17 @@ from confluent_kafka import Producer  # noqa: E402
 
 RATE = 5
 BURST = 1            # the default: a tenth of a second's worth, at least one
-N_LIMITED = 2000
-N_OTHER = 200
-OTHER_SPAN_MS = 20000
+# The sizes (the suite's; a measurement may set them from the
+# environment: KDELAY_BACKLOG_N, _OTHERS, _SPAN_MS, _MAX_HELD where
+# "default" keeps the forwarder's own max_held).
+ENV = os.environ.get
+N_LIMITED = int(ENV("KDELAY_BACKLOG_N", "2000"))
+N_OTHER = int(ENV("KDELAY_BACKLOG_OTHERS", "200"))
+OTHER_SPAN_MS = int(ENV("KDELAY_BACKLOG_SPAN_MS", "20000"))
+MAX_HELD = ENV("KDELAY_BACKLOG_MAX_HELD", "500")
 OTHER_LATE_MS = 3000
-DUE_IN_MS = 7000
-WATCH_MS = 26000     # how long after the due instant arrivals are read
+DUE_IN_MS = 7000 + max(0, N_LIMITED - 2000) // 2  # time to schedule them
+WATCH_MS = OTHER_SPAN_MS + 6000  # how long after the due instant arrivals are read
 MODES = [("alo", "at_least_once"), ("eos", "exactly_once")]
 
 
@@ -57,8 +62,9 @@ def main():
     for short, delivery in MODES:
         f = to.Fwd(st, f"bk{short}", delivery, "hold")
         f.limited = f"{f.prefix}.limited"
-        f.extra = ["-X", f"forwarder.target_rate_limits={f.limited}={RATE}",
-                   "-X", "forwarder.max_held=500"]
+        f.extra = ["-X", f"forwarder.target_rate_limits={f.limited}={RATE}"]
+        if MAX_HELD != "default":
+            f.extra += ["-X", f"forwarder.max_held={MAX_HELD}"]
         fwds.append(f)
     try:
         st.sql(f"CREATE DATABASE `{st.db}`", db=False)
@@ -125,7 +131,7 @@ def main():
             deferred = int(m[-1]) if m else 0
             if not deferred:
                 to.fail(f"{f.name}: rate_deferred 0: the backlog was not sent back")
-            lines.append(f"{f.name} ({f.delivery}, max_held=500): {N_LIMITED} tasks due at "
+            lines.append(f"{f.name} ({f.delivery}, max_held={MAX_HELD}): {N_LIMITED} tasks due at "
                          f"once at {RATE}/s beside {N_OTHER} others due over "
                          f"{OTHER_SPAN_MS // 1000} s: others late p50 {p50} p99 {p99} max "
                          f"{mx} ms, none early; limited arrived {len(lts)} in "

@@ -126,11 +126,11 @@ kdelay_err_t kd_fate_cancel_pending(kdelay_fate_t fate, char *errstr,
             fate == KDELAY_FATE_DEAD)
                 return kd_fate_cancel_found(fate, errstr, errstr_size);
         return kd_fail(KDELAY_ERR_RECONCILING, errstr, errstr_size,
-                       "not known yet: fires made without a claim through a "
-                       "fate-store outage (forwarder.fate_outage_policy=fire) "
-                       "are being reconciled, and this task may be one of "
-                       "them; retry (kdelayctl status shows the pending "
-                       "reconciliation)");
+                       "fires made without a claim through a fate-store "
+                       "outage (forwarder.fate_outage_policy=fire) are being "
+                       "reconciled, and this task may be one of them; "
+                       "nothing was recorded (kdelayctl status shows the "
+                       "pending reconciliation)");
 }
 
 const char *kd_unclaimed_cancel_when(int64_t cancelled_at_ms,

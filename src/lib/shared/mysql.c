@@ -419,6 +419,13 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         mysql_optionsv(conn, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
         mysql_optionsv(conn, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
         mysql_optionsv(conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        /* kdelay's statements are written for REPEATABLE READ, the
+         * servers' default: a cancel's INSERT ... SELECT then locks the
+         * kdelay_reconcile rows it reads (docs/fate-protocol.md). A server
+         * set to READ COMMITTED gets it for these sessions all the same. */
+        mysql_optionsv(conn, MYSQL_INIT_COMMAND,
+                       "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE "
+                       "READ");
         /* Force TCP even for "localhost": the URL names a host and port. */
         unsigned proto = MYSQL_PROTOCOL_TCP;
         mysql_optionsv(conn, MYSQL_OPT_PROTOCOL, &proto);
