@@ -443,26 +443,23 @@ def restart_applies(st, f, producer):
             f"cancelled X again): {m.group(0)}; both FIRED, X still on record as cancelled")
 
 
-def kill_schedule(k, producer, t0):
-    """alo-kill's tasks: N_KILL due at t0 + K_DUE_MS."""
+def schedule_many(f, producer, n, due, value):
+    """n tasks of f due at due (epoch ms)."""
     tiers = pysched.parse_tiers(TIERS)
-    for _ in range(N_KILL):
-        tid = pysched.schedule(producer, k.prefix, tiers, k.target, None, b"k",
-                               t0 + K_DUE_MS)
-        k.fire_at[tid] = t0 + K_DUE_MS
+    for _ in range(n):
+        tid = pysched.schedule(producer, f.prefix, tiers, f.target, None, value, due)
+        f.fire_at[tid] = due
 
 
-def kill_cancel(k):
-    """Cancels N_KILL_CANCELLED of alo-kill's tasks (before the outage)."""
-    ids = list(k.fire_at)[:N_KILL_CANCELLED]
-    argv = [k.st.ctl, "--brokers", k.st.kconf["bootstrap.servers"], "--mysql", k.st.url,
-            "-X", f"topic_prefix={k.prefix}", "-X", f"tiers={TIERS}", "cancel", "-"]
-    if os.environ.get("KDELAY_KAFKA_CONFIG"):
-        argv += ["--kafka-config", os.environ["KDELAY_KAFKA_CONFIG"]]
+def cancel_many(f, ids, why):
+    """Cancels ids of f in one `kdelayctl cancel -`; each must answer."""
+    argv = [f.st.ctl, "--mysql", f.url, "-X", f"topic_prefix={f.prefix}",
+            "-X", f"tiers={TIERS}", "cancel", "-"]
     r = subprocess.run(argv, input="\n".join(ids) + "\n", capture_output=True, text=True,
                        timeout=120)
     if r.returncode:
-        fail(f"alo-kill: cancel of {len(ids)}: exit {r.returncode} {r.stderr[-300:]}")
+        fail(f"{f.name}: cancel of {len(ids)} ({why}): exit {r.returncode} "
+             f"{r.stderr[-300:]}")
     return set(ids)
 
 
@@ -524,15 +521,6 @@ def kill_check(st, k, cancelled, kill_ms):
             f"reported (audit: {len(rep)} fired_after_cancel, {len(rep) - maybe} "
             f"delivered yes, {maybe} maybe); journal applications "
             f"(records, intents, unconfirmed) {m[-3:]}")
-
-
-def window_schedule(w, producer, t0):
-    """alo-window's tasks: N_WINDOW due at t0 + W_DUE_MS."""
-    tiers = pysched.parse_tiers(TIERS)
-    for _ in range(N_WINDOW):
-        tid = pysched.schedule(producer, w.prefix, tiers, w.target, None, b"w",
-                               t0 + W_DUE_MS)
-        w.fire_at[tid] = t0 + W_DUE_MS
 
 
 def window_cancels(w, out):
@@ -656,27 +644,6 @@ def window_check(st, w, out, t_back):
             f"cleared after settle_ms={m.group(1) if m else '-'}")
 
 
-def lost_schedule(f, producer, t0):
-    """N_LOST tasks due at t0 + L_DUE_MS."""
-    tiers = pysched.parse_tiers(TIERS)
-    for _ in range(N_LOST):
-        tid = pysched.schedule(producer, f.prefix, tiers, f.target, None, b"l",
-                               t0 + L_DUE_MS)
-        f.fire_at[tid] = t0 + L_DUE_MS
-
-
-def lost_cancel(f):
-    """Cancels N_LOST_CANCELLED of f's tasks before the outage."""
-    ids = sorted(f.fire_at)[:N_LOST_CANCELLED]
-    r = subprocess.run([f.st.ctl, "--mysql", f.url, "-X", f"topic_prefix={f.prefix}",
-                        "-X", f"tiers={TIERS}", "cancel", "-"],
-                       input="\n".join(ids) + "\n", capture_output=True, text=True,
-                       timeout=120)
-    if r.returncode:
-        fail(f"{f.name}: cancel of {len(ids)}: exit {r.returncode} {r.stderr[-300:]}")
-    return set(ids)
-
-
 def lost_check(alive, stopped, cancelled):
     """alo-lost reports every cancelled task delivered (from memory);
     eos-lost's exit logged each unapplied fire's id. Figures line."""
@@ -735,17 +702,19 @@ def main():
         t0 = now_ms() + 8000  # MySQL stops then
         for f in fwds:
             f.schedule(producer, t0)
-        kill_schedule(kill, producer, t0)
-        window_schedule(win, producer, t0)
+        schedule_many(kill, producer, N_KILL, t0 + K_DUE_MS, b"k")
+        schedule_many(win, producer, N_WINDOW, t0 + W_DUE_MS, b"w")
         for f in lost:
-            lost_schedule(f, producer, t0)
+            schedule_many(f, producer, N_LOST, t0 + L_DUE_MS, b"l")
         if producer.flush(30):
             fail("tasks not acknowledged in 30 s")
         for f in fwds:  # cancelled before the outage: OK
             f.ctl("cancel", f.x)
-        kill_cancelled = kill_cancel(kill)
+        kill_cancelled = cancel_many(kill, list(kill.fire_at)[:N_KILL_CANCELLED],
+                                     "before the outage")
         for f in lost:
-            lost_cancelled[f.name] = lost_cancel(f)
+            lost_cancelled[f.name] = cancel_many(
+                f, sorted(f.fire_at)[:N_LOST_CANCELLED], "before the outage")
         time.sleep(max(0, t0 - now_ms()) / 1000)
         st.stack("mysql-stop")
         mysql_stopped = True

@@ -401,6 +401,16 @@ static kdelay_err_t check_pending_args(const char *journal, const char *by,
         return KDELAY_OK;
 }
 
+/* check_pending_args with a journal required (a mark, a clear). */
+static kdelay_err_t check_mark_args(const char *journal, const char *by,
+                                    char *errstr, size_t errstr_size)
+{
+        if (!journal)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "no journal topic");
+        return check_pending_args(journal, by, errstr, errstr_size);
+}
+
 static void pending_none(kd_fate_pending_t *p)
 {
         memset(p, 0, sizeof(*p));
@@ -411,10 +421,7 @@ kdelay_err_t kd_fate_pending_mark(kd_fate_store_t *store, const char *journal,
                                   const char *by, char *errstr,
                                   size_t errstr_size)
 {
-        kdelay_err_t err =
-            journal ? check_pending_args(journal, by, errstr, errstr_size)
-                    : kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                              "no journal topic");
+        kdelay_err_t err = check_mark_args(journal, by, errstr, errstr_size);
         if (err)
                 return err;
         return store->ops->pending_mark(store->impl, journal, by, errstr,
@@ -440,10 +447,7 @@ kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
                                    size_t errstr_size)
 {
         pending_none(p);
-        kdelay_err_t err =
-            journal ? check_pending_args(journal, by, errstr, errstr_size)
-                    : kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                              "no journal topic");
+        kdelay_err_t err = check_mark_args(journal, by, errstr, errstr_size);
         if (err)
                 return err;
         return store->ops->pending_clear(store->impl, journal, epoch, by, p,
