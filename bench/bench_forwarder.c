@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_forwarder: the forwarder's firing cost and precision on the real
  * local stack. For each delivery mode (at_least_once, then exactly_once)
  * it schedules N tasks due within a window, runs one kdelay-forwarder,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_limit: the forwarder against the limit of this design on this
  * machine (issue 9; docs/performance.md). In one run, on the stack named
  * by KDELAY_BROKERS / KDELAY_MYSQL_URL (and KDELAY_STACK_DIR, for the

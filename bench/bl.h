@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_limit's parts (docs/performance.md): one section of the stack per
  * workload, producing wire-format tasks, reading the target back, running
  * forwarders and measuring processes (bl_common.c); the crash loop

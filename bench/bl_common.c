@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_limit's common parts (bl.h): sections of the stack, tasks in,
  * the target read back, forwarders started, stopped and measured. */
 #include "bl.h"

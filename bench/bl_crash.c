@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The crash loop of bench_limit (issue 9, docs/performance.md): two
  * forwarders as static members of their group, each under a stable
  * instance; every 3-6 s one of them, at random, is killed with SIGKILL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_limit's scale sections (issue 24; docs/performance.md):
  *
  *   pending  P tasks due 6..30 h ahead, written straight to tier.6h in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_configuration_md (tests/unit/CMakeLists.txt): the committed
 # docs/configuration.md must equal what kd_confdoc generates now.
 # -DTOOL= kd_confdoc, -DTEMPLATE= docs/configuration.md.in,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CPACK_PROJECT_CONFIG_FILE: read by cpack for each generator it runs.
 # A .deb puts its files under /usr and its configuration in /etc, and the
 # binaries, the systemd unit and the man pages name the paths the tree was

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Writes the Debian changelog (changelog.Debian.gz) of release VERSION:
 # one entry pointing at the upstream changelog, dated as CHANGELOG.md
 # dates the release (its "## VERSION — YYYY-MM-DD" heading), signed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Generates a C file embedding the versioned schema migrations
 # (deploy/mysql/NNN_name.sql) so kdelayctl needs no data files at run time.
 # Called as: cmake -DOUT=file.c -DSQL_FILES="a|b" -P embed_sql.cmake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the log's quoting (kd_log_quote_mem, kd_log_quote)
  * and its cutting of long lines (kd_log_vformat, src/lib/shared/log.c):
  * whatever a value holds, what is written is one well-formed value of the line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the done set that exactly_once writes into its
  * offset commits' metadata (kd_offtrack_encode and kd_offtrack_decode,
  * src/fwd/offtrack.c). The next owner of a partition decodes whatever

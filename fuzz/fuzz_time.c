@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the time parsers people type into: durations
  * (kdelay_duration_parse and _format, src/lib/shared/duration.c) and
  * kdelayctl's absolute times for --at (kd_ctl_time_parse and _format,

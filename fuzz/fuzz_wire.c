@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the parsers of untrusted input in src/lib: the wire
  * format decoder (kd_wire_decode on headers built from the input), the
  * duration parser and formatter, the tier list parser and the MySQL URL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fuzz targets share: the entry point libFuzzer calls and a check
  * that aborts in every build type (assert() is off with NDEBUG), so a
  * wrong answer is a crash like an overflow is. */

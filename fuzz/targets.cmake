@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The libFuzzer targets, one per parser of untrusted input (fuzz/fuzz_NAME.c,
 # seeds in fuzz/corpus/NAME/, crashers kept in fuzz/regress/NAME/). Included
 # by fuzz/CMakeLists.txt (the libFuzzer binaries fuzz_NAME, with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The benchmark against the limit (docs/performance.md): on a fresh
 # private stack of its own (its own ports and state directory, stopped and
 # deleted afterwards), an optimised build runs bench/bench_limit: a plain

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on a fresh Debian machine: install what kdelay needs, build
 # it, start a local Kafka + MariaDB stack, create kdelay's topics and
 # schema, run kdelay-forwarder, schedule a task and see it delivered on

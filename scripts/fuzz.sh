@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzes the parsers of untrusted input (fuzz/fuzz_NAME.c, listed in
 # fuzz/targets.cmake) with libFuzzer: installs clang and its libFuzzer
 # runtime when missing (Debian bookworm), builds build/fuzz with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole kdelay test suite, from a fresh Debian machine or a warm one:
 # installs dependencies, starts two private Kafka + MariaDB stacks on test
 # ports — one on the default Kafka (4.x), one on Kafka 3.9.x — builds twice

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The torture run (docs/torture.md) in one command: builds kdelay into
 # build/torture, brings up a private Kafka + MariaDB stack on ports of its
 # own, runs kdelay-torture with the given arguments, and stops the stack.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # kd_clidoc: writes kdelayctl(1), kdelay-forwarder(8) and the bash and zsh
 # completions of kdelayctl from the binaries' own --help: the verb table
 # (kdelayctl --help), each verb's help, sub-verbs (its Usage lines) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kd_confdoc: writes docs/configuration.md from its hand-written frame,
  * docs/configuration.md.in, and the property table in src/lib/shared/conf.c
  * (via kd_conf_write_reference): the frame's line "@KDELAY_PROPERTIES@" becomes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the scripts that run node with npm packages of their own
 # (tools/sqlcheck, tools/k8scheck, examples/node): npm_pinned DIR NAME
 # [CACHE] installs the packages DIR/package-lock.json pins once per lock

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # build.sh - the build steps of deploy/docker/Dockerfile, also run by the
 # test suite (tests/unit/check_deploy.sh): configure (once), build and
 # install kdelay into DESTDIR with prefix /usr/local and sysconfdir /etc.

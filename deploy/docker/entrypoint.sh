@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # kdelay-entrypoint - the container's entrypoint (deploy/docker/Dockerfile).
 #
 #   kdelay-entrypoint [forwarder] [ARGS...]   runs kdelay-forwarder

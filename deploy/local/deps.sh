@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deps.sh - install the Debian (bookworm) packages kdelay needs, by group:
 # --run (the libraries the binaries link), --build (compiler, -dev
 # packages), --stack (the local dev/test stack, deploy/local/stack.sh),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kafka-security.sh - sourced by deploy/local/stack.sh: a secured Kafka
 # (--security sasl_ssl|mtls). Not a program of its own.
 #

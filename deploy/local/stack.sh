@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # stack.sh - local dev/test stack for kdelay: a single-node KRaft Apache Kafka
 # broker (or a cluster of three, --nodes 3) and a private MariaDB instance, all
 # bound to 127.0.0.1 and keeping all their state under one directory (default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scheduling a kdelay task through the application's own librdkafka
  * producer (kdelay/producer.h), two ways:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A consumer that retries failed records later without blocking its
  * partition (kdelay/retry.h), exactly once: consume -> process -> produce
  * in one Kafka transaction with the consumed offsets, the retries

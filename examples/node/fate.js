@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Cancel kdelay tasks and ask their fate from Node.js: the client side of
 // the fate protocol, docs/fate-protocol.md "Clients: cancel and status
 // from any language", on mysql2 (package.json; `npm ci` here, or run.sh).

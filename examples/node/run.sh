@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs schedule.js or fate.js (README.md) with the kafkajs and mysql2 that
 # package-lock.json pins, installed once per lock file into a cache outside
 # the tree (KDELAY_EXAMPLE_NODE_CACHE, default

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Cancel a kdelay task, or ask its fate, from Python.
 
 Implements the client side of the fate protocol, docs/fate-protocol.md

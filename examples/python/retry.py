@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Retry a consumed Kafka record later, from Python: kdelay_retry()'s header
 protocol (docs/retries.md, include/kdelay/retry.h) on confluent-kafka.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Schedule a kdelay task from Python, by the wire format alone.
 
 A task is one Kafka record in the tier topic ``<prefix>.tier.<tier>`` with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libkdelay — schedule, cancel and inspect delayed Kafka tasks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scheduling through the application's own librdkafka producer: the task
  * record goes into the application's open transaction, if any (written
  * if and only if that transaction commits), and its delivery is reported

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retrying a consumed record later without blocking its partition: the
  * record is scheduled again as a kdelay task (same key, value and user
  * headers) through the application's own producer, due after a backoff,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What every kdelay binary shares: common options, conf, stderr logging. */
 #include "cli.h"
 

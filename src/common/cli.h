@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What every kdelay binary shares: the common options (-c, --brokers,
  * --mysql, -X, -v), building the conf from them, logging to stderr as
  * key=value lines, and exit codes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl audit: fires after a cancel (audit_unclaimed.h). */
 #include "audit_unclaimed.h"
 

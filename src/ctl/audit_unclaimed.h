@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl audit, the fires after a cancel: tasks cancelled before a
  * fate-store outage and fired through it without a claim
  * (forwarder.fate_outage_policy=fire), as the journal's application

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl audit: the fate table's stuck claims resolved exactly, tier
  * partitions whose head is overdue, dead letters of a window. */
 #include <inttypes.h>

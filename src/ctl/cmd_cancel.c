@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl cancel: cancel one task, or every id read from standard input
  * ("-"), each answer on stdout (text or one JSON object per id). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl db: migrate the MySQL schema, show its version. */
 #include <errno.h>
 #include <stdio.h>

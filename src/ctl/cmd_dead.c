@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl dead list / replay: the dead-letter topic's records of a
  * window, with their reasons (kd_scan_dead); replaying them
  * (dead_replay.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl status: a task's fate in the MySQL fate table. */
 #include <stdio.h>
 #include <string.h>

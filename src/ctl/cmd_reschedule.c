@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl reschedule: move a pending task to another time
  * (kdelay_reschedule). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl schedule: schedule one task and print its id. */
 #include <stdio.h>
 #include <stdlib.h>

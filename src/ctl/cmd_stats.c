@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl stats: the forwarder group's backlog per tier, its members,
  * and the fate table's rows by state. */
 #include <stdio.h>

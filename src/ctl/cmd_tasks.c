@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl tasks find / list: pending tasks, read from the tier topics
  * (kd_tasks.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl tiers plan: what the ladder costs in Kafka writes per task. */
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl topics: create / check the tier topics and the dead topic. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl verbs. Each takes the verb's own argv (argv[0] = verb name) and
  * returns the process exit code. */
 #ifndef KD_CTL_H

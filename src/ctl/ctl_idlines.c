@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task ids read from a stream, one a line (ctl_idlines.h). */
 #include "ctl_idlines.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task ids read from a stream, one a line (kdelayctl cancel -). */
 #ifndef KD_CTL_IDLINES_H
 #define KD_CTL_IDLINES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl's --json output (ctl_json.h): the one place its JSON text is
  * written. */
 #include "ctl_json.h"

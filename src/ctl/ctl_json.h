@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl's --json output on stdout, one object a line: a verb with one
  * answer prints one JSON document (one line); a verb that streams (tasks
  * list, dead list, cancel -, dead replay) prints JSON lines, one object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pending tasks on kdelayctl's stdout, scan progress on its stderr;
  * dead letters counted by reason. */
 #include "ctl_scan.h"

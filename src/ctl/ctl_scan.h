@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the kdelayctl verbs that scan the tier topics share (tasks,
  * status --scan, reschedule): printing a pending task, and the scan's
  * progress line on stderr. */

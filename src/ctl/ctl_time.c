@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Absolute times typed on kdelayctl's command line. */
 #include "ctl_time.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Absolute times typed on kdelayctl's command line. */
 #ifndef KD_CTL_TIME_H
 #define KD_CTL_TIME_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl db grants: the least MySQL privileges of each kdelay role
  * (docs/security.md). The statements follow what each binary runs:
  * src/lib/fate/fate_mysql.c (claims, marks, cancels, lookups, gc) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl db grants: the least MySQL privileges of each kdelay role. */
 #ifndef KD_DB_GRANTS_H
 #define KD_DB_GRANTS_H

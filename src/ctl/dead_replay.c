@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl dead replay: schedules dead-lettered tasks again (dead_replay.h).
  *
  * A replayed task gets a new id fixed by its dead letter's place

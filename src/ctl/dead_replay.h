@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl dead replay: dead-lettered tasks scheduled again, once. */
 #ifndef KD_DEAD_REPLAY_H
 #define KD_DEAD_REPLAY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl: the admin CLI. Data goes to stdout, diagnostics to stderr.
  * Exit codes: 0 ok, 1 error (audit: findings), 2 usage, 3 too late,
  * 4 no such pending task, 5 dead-lettered (cancel). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The id of a replayed task (replay_id.h). */
 #include "replay_id.h"
 

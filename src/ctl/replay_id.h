@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The id of a replayed task (kdelayctl dead replay), fixed by its dead
  * letter's place. */
 #ifndef KD_REPLAY_ID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Claim stage (kd_claim.h): owns f->claim, the claim identity, queue and
  * flush timer. Calls downstream only: pacing (won claims), settle and
  * the mode (dropped tasks). */

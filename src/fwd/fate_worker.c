@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Under the store stage, the fate store's thread (kd_fate_worker.h): owns
  * the worker, its two queues and its eventfd. Touches no forwarder
  * state. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fire stage, produce half (kd_fire.h): fire, hop, dead-letter, retries, the
  * delivery report callback. Owns the in-flight count in f->kafka. Calls
  * the mode and the settle stage. */

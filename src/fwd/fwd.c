@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder object (kd_fwd.h): creates and destroys the Kafka
  * clients, the fate store and the delivery mode, wires the pipeline's
  * hooks, and writes the statistics line from the metric table. */

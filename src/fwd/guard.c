@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Forwarder property guardrails (kd_guard.h). */
 #include "kd_guard.h"
 

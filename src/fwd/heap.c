@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A binary min-heap of timers ordered by (key, insertion order). */
 #include "kd_heap.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Schedule stage, held set (kd_held.h): owns the count and bytes in
  * f->held. */
 #include "kd_held.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's HTTP endpoint (kd_http.h), on libmicrohttpd's own
  * polling thread. */
 #include "kd_http.h"

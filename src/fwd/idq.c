@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batched id queue (kd_idq.h). */
 #include "kd_idq.h"
 

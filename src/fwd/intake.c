@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Intake stage (kd_intake.h): the record path. Each partition's backlog,
  * pause state and wake timer; records read into backlogs and handed to
  * the schedule stage when due. Which partitions there are is the

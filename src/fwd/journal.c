@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The journal's write side (kd_journal.h): owns f->journal. */
 #include "kd_journal.h"
 

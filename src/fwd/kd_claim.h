@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Claim stage: held tasks coming due are claimed in the fate store in
  * batches (no task fires without its FIRING row); a won claim goes to the
  * fire stage at its fire time, a cancelled or fired one is settled. While

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store on its own thread, so that a slow or hung MySQL never
  * blocks the event loop: the loop submits requests, one worker thread runs
  * them in submission order on the store, and finished requests come back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fire stage, part two: produce a task's record to its target (fire), to a
  * smaller tier (hop) or to the dead-letter topic, retry failed produces,
  * and hand delivery reports to the settle stage through the delivery mode.

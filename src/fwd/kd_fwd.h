@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-forwarder, the top of the pipeline: create, run and destroy a
  * forwarder (fwd.c, loop.c). Used by main.c, the tests and the benchmark;
  * the stages see only kd_fwd_state.h and each other's headers. */

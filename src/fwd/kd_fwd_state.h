@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-forwarder's state: the forwarder object and the state of each
  * pipeline stage, grouped by owner (the top-level API is kd_fwd.h). One
  * thread runs one event loop (loop.c); librdkafka's threads only wake it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The librdkafka properties a forwarder refuses: those whose value would
  * break a guarantee of docs/design.md ("Invariants"), and those kdelay sets
  * itself from its own properties. Checked once, at kd_fwd_new, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A binary min-heap of timers: elements ordered by (key, seq), where seq is
  * the insertion order, so equal keys pop first-in first-out. Each element
  * embeds a kd_heap_node_t, which records its slot so it can be removed or

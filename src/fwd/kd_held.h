@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The held set's accounting: tasks kept in memory until due, bounded by
  * forwarder.max_held and forwarder.max_held_bytes. Every stage that lets a
  * task go updates it; a shrinking set calls the room hook. */

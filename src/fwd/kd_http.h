@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's HTTP endpoint (forwarder.http_listen), served by
  * libmicrohttpd on a thread of its own: /metrics (the Prometheus text
  * format), /healthz and /readyz. The event loop owns every metric; it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A queue of task ids, each with a value, waiting for one batched
  * fate-store statement (FIRED marks, due times of cancelled tasks). */
 #ifndef KD_IDQ_H

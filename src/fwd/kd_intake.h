@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Intake stage: the record path of the assigned tier partitions — records
  * read into each partition's backlog, pause until the backlog head is due
  * (or room appears), resume. It hands backlog heads to the schedule

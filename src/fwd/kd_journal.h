@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The journal (forwarder.fate_outage_policy=fire): every fire made without
  * a claim through a fate-store outage is also written to the topic
  * "<topic_prefix>.journal" (kd_journal_rec.h has the record), so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task's lifecycle: the one owner of its state (kd_task_state_t) and of
  * its place (kd_task_where_t). Every stage moves a task through
  * kd_task_set_state, which checks the move against a table of the moves

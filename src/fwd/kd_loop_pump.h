@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's one nested event pump, as redis's
  * processEventsWhileBlocked: where a step must wait inside a callback or
  * at shutdown (a revoke waiting for claims and produces, a producer being

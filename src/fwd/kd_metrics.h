@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's metric table: one row per metric (name, type, unit,
  * labels, help), in the manner of nng's nni_stat_info. The same rows make
  * the `event=stats` log line now and the Prometheus exporter later; a new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The delivery-mode seam: at_least_once (mode_alo.c) and exactly_once
  * (mode_eos.c) are two implementations of this table of operations, in
  * the manner of nng's protocol ops. Nothing outside those two files tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* systemd's service notifications (sd_notify from libsystemd), for a unit
  * with Type=notify (deploy/systemd/): READY=1 once the forwarder has
  * subscribed, STOPPING=1 when it shuts down, and WATCHDOG=1 from a loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.fate_outage_policy: what due tasks do while the fate store is
  * unreachable or failing. hold: they wait for their claims. fire: once
  * the store has been down for forwarder.fate_outage_after, they fire

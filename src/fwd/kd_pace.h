@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fire stage, part one: a held task whose claim is due waits for its
  * target's rate limit, if any, before its claim; claimed tasks wait for
  * their fire time, then for forwarder.max_fire_rate. After a long outage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An assigned tier partition: the data the pipeline's stages share about
  * it. rebalance.c opens (through intake.c) and drops partitions, intake.c
  * pauses and resumes them; the settle stage moves their offset trackers,

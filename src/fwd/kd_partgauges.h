@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-partition gauges of /metrics, computed from the assigned
  * partitions when metrics are published (not kept in the metric table:
  * their rows come and go with the assignment). */

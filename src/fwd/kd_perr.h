@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a failed produce says about its record: the classes of librdkafka's
  * produce errors that decide between retrying, isolating the record and
  * dead-lettering it, and the dead-letter reason each one gives. */

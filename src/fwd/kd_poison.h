@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The records of aborted transactions (exactly_once): which source
  * records went into the open transaction, and, for each record of an
  * aborted one, how often that happened and why. A record whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Clock probes, under the fire stage: the forwarder learns how far its
  * wall clock is off the broker's (kd_skew.h) from the LogAppendTime in the
  * delivery reports of its own hops and dead letters, and of a small probe

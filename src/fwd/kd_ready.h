@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Readiness: what /readyz answers and gauge kdelay_forwarder_ready says.
  * Not ready before the first assignment, while tier topics are missing,
  * while the fate store does not answer, while transactions keep aborting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance stage: which tier partitions this forwarder holds —
  * assignment, revoke (last fires, hand-over, commit), rewind after an
  * aborted transaction, and the drop at destroy. Called from librdkafka's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reconciliation after a fate-store outage (forwarder.fate_outage_policy
  * =fire): the journal topic is read from the journal group's committed
  * offsets ("<group_id>.journal", a group no consumer joins) up to the

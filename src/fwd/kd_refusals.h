@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What target topics were seen to refuse, learned from records refused
  * alone (so surely for what they are): a topic that refused a keyless
  * record as INVALID_RECORD (a compacted topic), and the smallest record a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Schedule stage: for a partition's backlog head, the hold/hop decision —
  * wait (not due in its tier yet), dead-letter (malformed), hop (due later
  * than the hold horizon), or hold in memory with a timer that claims it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Settle stage, the common part under both delivery modes: a handled
  * task's offset is done and the task freed; FIRED marks and the due times
  * of dropped cancelled tasks go to the fate store in batches. The modes

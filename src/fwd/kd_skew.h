@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How far this host's wall clock runs ahead of the broker's (negative:
  * behind), as far as the forwarder can tell. A record it produced at
  * local time `sent`, whose delivery report came at local time `recv`, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store as the pipeline uses it: requests run on the store's
  * thread (kd_fate_worker.h) and come back to the loop, where their
  * statements are counted into the metric table and one backoff covers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task in the forwarder: the record as read from Kafka (kd_taskrec_t,
  * what is persisted and produced again) inside its in-memory bookkeeping
  * (kd_task_t), as beanstalkd keeps its Jobrec inside the Job. Plus the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks of the deployment, at start and after each assignment, then
  * every KD_TIERCHECK_MS while something is wrong, every
  * KD_TIERCHECK_IDLE_MS while all is well: each check is a blocking

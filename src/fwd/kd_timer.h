@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's timer service: every deadline duty (a held task's claim,
  * a claimed task's fire, retries, claim and FIRED-mark flushes, commits,
  * statistics, partition wake-ups) is a kd_timer_t with a callback. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The producer's topic handles by name: one per topic it fires to, made
  * when the fire is claimed (or, when the claim came late, at the
  * produce), so that the topic's metadata is asked for at once. A produce

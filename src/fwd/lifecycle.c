@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task's lifecycle (kd_lifecycle.h): its state moves, checked against
  * the table below, and its place. Owns no state of its own: the task's
  * fields and the queues it leaves (claim, pacing, backlog) through their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's event loop: run the timers that are due, wait for Kafka,
  * a signal or the next deadline, serve the consumer and the producer,
  * repeat. Every duty is a timer (kd_timer.h); this file only turns. */

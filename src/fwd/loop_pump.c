@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The nested event pump (kd_loop_pump.h). */
 #include "kd_loop_pump.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-forwarder: holds each tier partition until its head is due, then
  * hops or fires its tasks (docs/forwarder.md). Logs go to stderr. */
 #include <fcntl.h>

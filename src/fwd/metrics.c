@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metric table's rows and its values (kd_metrics.h). */
 #include "kd_metrics.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metric table in the Prometheus text exposition format (kd_metrics.h):
  * counters as kdelay_forwarder_<name>_total, gauges as
  * kdelay_forwarder_<name>, histograms with cumulative buckets; a metric in

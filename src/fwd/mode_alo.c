@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delivery mode at_least_once (kd_mode.h): idempotent produces; a task's
  * offset is done when its produce is reported delivered, and offsets are
  * committed every forwarder.commit_interval and on revoke. A crash between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delivery mode exactly_once (kd_mode.h): every hop, fire and dead letter
  * goes into a Kafka transaction together with the source partitions'
  * offsets and done sets (consume-transform-produce, as librdkafka's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* systemd notifications (kd_notify.h). */
 #include "kd_notify.h"
 

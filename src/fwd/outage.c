@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Reaches the
  * claim stage only through f->hooks.claims_resume. */
 #include "kd_outage.h"

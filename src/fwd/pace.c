@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fire stage, pacing half (kd_pace.h): owns f->pace — a token bucket, its
  * queue and timer per target rate limit, then the one of max_fire_rate.
  * Calls the produce half of the fire stage. */

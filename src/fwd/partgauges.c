@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-partition gauges of /metrics (kd_partgauges.h). */
 #include "kd_partgauges.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Produce error classes (kd_perr.h). */
 #include "kd_perr.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The records of aborted transactions (kd_poison.h). */
 #include "kd_poison.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Under the fire stage, clock probes and the clock estimate (kd_probe.h):
  * owns f->clock. Calls the mode to produce inside a transaction. */
 #include "kd_probe.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Readiness (kd_ready.h). */
 #include "kd_ready.h"
 

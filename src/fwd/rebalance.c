@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance stage (kd_rebalance.h): which tier partitions this forwarder
  * holds. Assign opens them (at the offsets the mode reads); revoke fires
  * what is claimed and due, hands the rest over, lets the produces finish

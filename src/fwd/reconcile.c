@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reconciliation after a fate-store outage (kd_reconcile.h): one thread
  * per run, its own consumer and fate store. */
 #include "kd_reconcile.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What target topics refuse (kd_refusals.h). */
 #include "kd_refusals.h"
 

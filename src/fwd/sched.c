@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Schedule stage (kd_sched.h). Owns no state of its own: the held set is
  * accounted in held.c, the timers are the task's. Calls downstream: the
  * claim stage (hold timers), the fire stage (hops, dead letters), the

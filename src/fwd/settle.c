@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Settle stage (kd_settle.h): owns f->settle, the FIRED marks and cancel
  * due times waiting for the fate store, and the end of every task. */
 #include "kd_settle.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Under the fire stage, the clock-skew estimate (kd_skew.h). Owns only the
  * kd_skew_t it is given. */
 #include "kd_skew.h"

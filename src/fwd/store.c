@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Under the claim and settle stages, fate-store access (kd_store.h): owns
  * f->store: the store's thread, the requests out, the backoff and the
  * availability state. */

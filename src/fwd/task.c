@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tasks: copied out of consumed records, freed when handled; the task
  * FIFO. Owns nothing beyond each task's record (kd_task.h). */
 #include "kd_task.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tier topics that do not exist (kd_tiercheck.h). */
 #include "kd_tiercheck.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Timer service: two heaps, one per clock (kd_timer.h). */
 #include "kd_timer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The producer's topic handles by name (kd_tophandles.h): owns
  * f->kafka.tophandles. */
 #include "kd_tophandles.h"

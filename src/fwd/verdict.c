@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a claim's answer means (kd_verdict.h). */
 #include "kd_verdict.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store contract (kd_fate_contract.h): claims, cancels and
  * status. The updates of rows that exist (takeover, mark fired, note
  * cancelled, gc) are in fate_contract_update.c. Every case gets a new

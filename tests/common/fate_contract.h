@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inside the fate store contract (kd_fate_contract.h): what its two files
  * share. Every case runs on a new store over an empty table. */
 #ifndef FATE_CONTRACT_H

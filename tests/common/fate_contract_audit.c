@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store contract (kd_fate_contract.h): what kdelayctl audit and
  * the task scans read — a claim's source location, the FIRING rows
  * listed oldest first, fates looked up by the batch. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store contract (kd_fate_contract.h): the reconciliation
  * marker (kd_fate_pending_t) and what it does to cancels. */
 #include "fate_contract.h"

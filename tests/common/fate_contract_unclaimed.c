@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store contract (kd_fate_contract.h): the journal of fires made
  * without a claim applied to the fate table (kd_fate_apply_unclaimed),
  * listed and collected. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store contract (kd_fate_contract.h): updates of rows that
  * exist — takeover, mark fired, note cancelled — and gc. */
 #include <string.h>

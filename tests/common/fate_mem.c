@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store in memory (kd_fate_mem.h): each operation does to a hash
  * table of rows (fate_memtab.c) what the MySQL store's statements do to
  * the kdelay_fate table, under one mutex, so a call is as atomic as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The in-memory fate store's rows: a chained hash table keyed by task id
  * bytes (FNV-1a), doubling its buckets at one row per bucket. */
 #include "kd_fate_memtab.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The behaviour every fate store owes (kd_fate.h, docs/fate-protocol.md),
  * written once and run against each implementation, so the two are held
  * to the same: the in-memory store in tests/unit/test_fate_mem.c, MySQL

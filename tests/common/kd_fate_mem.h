@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store in memory: the same semantics as the MySQL store
  * (kd_fate.h, docs/fate-protocol.md), held to them by the same contract
  * tests (tests/common/kd_fate_contract.h), for tests of the forwarder's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rows of the in-memory fate store (fate_mem.c): a hash table of
  * kdelay_fate rows keyed by task id bytes, chained. Not thread-safe: the
  * store's lock guards it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A reader of kdelay's key=value log lines (kd_logfields.h). */
 #include "kd_logfields.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A reader of kdelay's key=value log lines, written from the format's
  * description (src/lib/shared/kd_log.h) rather than from its code, for tests
  * and fuzz targets that check what the log writes parses back: fields are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A thin CUnit harness: suites of a program, basic runner, exit 1 on any
  * failure, including a failed suite initialisation. */
 #include "kd_test.h"

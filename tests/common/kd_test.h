@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A thin CUnit harness: one or more suites per test program, run with the
  * basic runner (which prints CUnit's summary), exit status 1 on any
  * failure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for integration tests against the real local stack. */
 #include "it_env.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for integration tests against the real local stack: the broker
  * and MySQL come from KDELAY_BROKERS / KDELAY_MYSQL_URL (scripts/test.sh
  * sets them from deploy/local/stack.sh). Missing variables fail the test

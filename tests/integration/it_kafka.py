@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The stack's Kafka settings for the Python harnesses (test_clients.py,
 test_upgrade_check.py): KDELAY_BROKERS, and the client properties file
 KDELAY_KAFKA_CONFIG names (Kafka's format: name=value, # and ! comments)

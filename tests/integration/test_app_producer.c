@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: scheduling through the application's own producer
  * (kdelay/producer.h), with one forwarder running.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: a Kafka broker crashes under running forwarders (issue 10
  * point 2). Needs a 3-node stack (stack.sh --nodes 3: replication factor 3,
  * min.insync.replicas=2); on any other stack it prints a skip line and exits

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration: the client examples of other languages (examples/python,
 examples/java, examples/node) schedule, cancel and ask status against a
 real forwarder, by the wire format and the client side of the fate

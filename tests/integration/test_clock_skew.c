@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: a forwarder whose wall clock runs 3 s ahead of the
  * broker's, then one 3 s behind (KDELAY_TEST_CLOCK_OFFSET_MS=+-3000, the
  * forwarder's test aid; its monotonic clock and librdkafka's are left

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: cooperative rebalancing (partition.assignment.strategy =
  * cooperative-sticky), in both delivery modes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: kdelay-forwarder with forwarder.delivery=exactly_once on the
  * real broker and MariaDB.
  *

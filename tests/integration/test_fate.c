@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: the fate protocol against a real MariaDB: cancel and
  * status through the client, schema checks, and the fate store contract
  * (tests/common/kd_fate_contract.h) that the in-memory store passes too:

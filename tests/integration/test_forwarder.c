@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: kdelay-forwarder end to end against the real broker and
  * MariaDB, in one timeline that exercises every path and fault at once:
  *

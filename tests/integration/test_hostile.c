@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: kdelay-forwarder against hostile input on the real broker
  * and MariaDB. Into every tier topic go 3,000 records with broken,
  * random and abusive headers (binary, over-long and invalid UTF-8 ids,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: the forwarder's HTTP endpoint (forwarder.http_listen).
  *
  * One forwarder listens on 127.0.0.1, port 0 (any free port, read from its

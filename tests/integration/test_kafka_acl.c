@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: kdelay on a secured Kafka (stack.sh --security sasl_ssl or
  * mtls), every binary as its own principal holding exactly the ACLs of
  * docs/security.md, granted with `stack.sh acl`:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: the kdelayctl binary against the real stack — exit codes,
  * stdout/stderr, topics, schema, schedule, cancel and status. */
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: tier ladders on the real broker.
  *
  * 1. The plan is what the forwarder does: tasks on a compressed ladder

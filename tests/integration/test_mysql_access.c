@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: how kdelay reaches MySQL.
  *
  * - TLS: on a stack that serves TLS only (stack.sh --mysql-tls on, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: MySQL hangs. The stack's private MariaDB is frozen with
  * SIGSTOP (`stack.sh mysql-pause`) for 35 s, longer than the client's 30 s
  * read timeout, under one forwarder, in each delivery mode:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration: firing through a fate-store outage (issue 25). Four
 forwarders on the stack's broker and MariaDB, each with topics of its own
 and one database shared, one per delivery mode and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A plain Kafka client, not kdelay's (confluent-kafka-python, Debian's
 python3-confluent-kafka), takes the client properties file that
 `deploy/local/stack.sh env` names (KDELAY_KAFKA_CONFIG) as it is: it

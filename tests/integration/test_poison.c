@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: one task its target refuses harms nothing but itself, on
  * the real broker and MariaDB, in both delivery modes side by side (one
  * forwarder each, its own topic prefix).

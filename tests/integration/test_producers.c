@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: the producer examples of other languages
  * (examples/python/schedule.py on python3-confluent-kafka, and
  * examples/java/'s Schedule on kafka-clients) schedule tasks by the wire

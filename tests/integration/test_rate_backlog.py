@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration: a rate-limited target's backlog harms no other target
 (issue 35, point 4). Both delivery modes at once, each with a forwarder of
 its own on the stack's broker, forwarder.max_held=500.

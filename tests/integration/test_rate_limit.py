@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration: a target rate limit holds through rebalances and
 shutdowns, and a task waiting for it can still be cancelled (issue 35,
 points 3 and 5). Both delivery modes at once, each with a group of its own

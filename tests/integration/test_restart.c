@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: recovery from a crash in seconds with static membership
  * (forwarder.static_membership=1, group.instance.id = forwarder.instance).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: schedule through libkdelay against the real broker, read
  * the records back from the tier topics with a plain consumer. */
 #include <stdatomic.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_settings: settings as every Kafka tool takes them, against the
 # suite's stack. (a) The demo's hint verbatim: in a clean environment,
 # eval "$(deploy/local/stack.sh env)", then kdelayctl verbs and the

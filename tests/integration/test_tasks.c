@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration: pending tasks found, listed and rescheduled from the tier
  * topics (kdelayctl tasks find/list, status --scan, reschedule), and the
  * audit of claims a crash left FIRING (kdelayctl audit --fix).

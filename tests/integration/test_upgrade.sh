@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_upgrade: the rolling upgrade of docs/upgrading.md, in both delivery
 # modes side by side. The previous release's forwarders (two per mode) and
 # kdelayctl run against one fresh database at the previous schema; the next

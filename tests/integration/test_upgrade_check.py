@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Helper of test_upgrade.sh (confluent-kafka-python, Debian's
 python3-confluent-kafka, and the mariadb/mysql client):
 

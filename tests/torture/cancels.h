@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cancel threads: cancel the planned 10% through kdelay_cancel() at their
  * planned moments (long before due, around the claim, around fire-at).
  * An error answer means "unknown" (docs/fate-protocol.md): the cancel is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fault schedule and its injector thread (docs/torture.md, "Faults"). */
 #include <signal.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fault schedule: planned from the seed before the run, printed up
  * front, executed by one injector thread at its wall-clock times, and
  * logged with the times things actually happened. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Forwarder processes: start, signal, reap, read their last statistics. */
 #include <signal.h>
 #include <stdio.h>

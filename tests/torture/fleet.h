@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder processes of a run, one per slot. Slots 0..base-1 are the
  * regular forwarders; slot `base` is the one added and removed later. A
  * slot keeps its forwarder.instance (torture-<slot>) across restarts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-torture: options and the run's orchestration (docs/torture.md).
  *
  *   setup -> plan (tasks, faults; printed) -> verifier, forwarders ->

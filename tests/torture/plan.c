@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The task plan: due times, schedule times, paths, targets and cancels,
  * all derived from the seed (docs/torture.md, "What it schedules"). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Producer threads: schedule every planned task at its schedule time.
  * Thread 0 uses kdelay_schedule() (synchronous), thread 1
  * kdelay_schedule_async(), threads 2 and 3 a plain idempotent librdkafka

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The figures table (docs/torture.md, "Reading the table"). */
 #include <stdlib.h>
 #include <string.h>

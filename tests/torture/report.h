@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table of figures printed at the end of a run, and its verdict. */
 #ifndef TT_REPORT_H
 #define TT_REPORT_H

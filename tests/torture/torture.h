@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-torture: shared types of the torture tool (docs/torture.md).
  *
  * One run: plan N tasks and a fault schedule from a seed, schedule the

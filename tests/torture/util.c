@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers of the torture tool: random numbers, logging, waiting for
  * wall-clock times, the library configuration. */
 #include <errno.h>

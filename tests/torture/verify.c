@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The verifier thread and the fate-table read (verify.h). */
 #include <stdio.h>
 #include <stdlib.h>

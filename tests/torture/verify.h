@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The independent verifier: a read_committed consumer of every target
  * topic and the dead-letter topic, running in its own thread for the
  * whole run, recording each task's copies, timestamps and receipt times

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Prometheus alert rules: they load (promtool check rules), fire as
 # their unit tests say (promtool test rules), and each alert has severity
 # critical or warning, a runbook_url whose anchor is a heading of

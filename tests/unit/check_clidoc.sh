@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The generated man pages and completions (tools/kd_clidoc.sh, kd_confdoc
 # --man): each page renders without a warning (groff -ww, man --warnings),
 # every verb and option of --help is in kdelayctl(1), every property in

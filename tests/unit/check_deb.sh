@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The .deb on a fresh Debian root: builds kdelay_<version>_amd64.deb with
 # `cpack -G DEB` in a tree of its own configured for Debian's paths
 # (BUILD_DIR/deb), checks its control data (Depends, the conffile 0640)
@@ -64,6 +65,10 @@ grep -qE '^-rw-r----- root/root .* \./etc/kdelay/kdelay\.conf$' <<<"$contents" |
 if grep -vE ' \./(usr|etc/kdelay)(/|$)| \./$| \./etc/$' <<<"$contents"; then
   fail event=file_outside_usr_and_etc_kdelay
 fi
+# The licence (Apache-2.0, DEP-5) and the NOTICE travel with the package.
+copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/kdelay/copyright)
+grep -qx 'License: Apache-2.0' <<<"$copyright" || fail event=bad_copyright want=Apache-2.0
+grep -qE ' \./usr/share/doc/kdelay/NOTICE$' <<<"$contents" || fail event=missing_in_deb file=NOTICE
 log event=deb_checked files="$(grep -c '^-' <<<"$contents")" depends="\"$depends\"" conffiles="$conffiles"
 
 # --- a fresh bookworm root with deps.sh --run -------------------------------

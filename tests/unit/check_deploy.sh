@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The deploy files, as far as this machine can test them (no container
 # runtime, no cluster): deploy/docker/build.sh (the Dockerfile's build
 # steps) installs into a DESTDIR; the installed entrypoint runs the
@@ -114,6 +115,7 @@ for n in fwds:
     assert secs(s["stop_grace_period"]) > shutdown, n + ": stop_grace_period"
     assert s["depends_on"]["demo-topic"]["condition"] == "service_completed_successfully", n
     assert "KDELAY_HTTP_LISTEN" in " ".join(s["healthcheck"]["test"]), n + ": health check port fixed"
+    assert "forwarder.static_membership=1" in s["command"], n + ": static membership"
 assert "demo.out" in c["demo-topic"]["command"] and "--if-not-exists" in c["demo-topic"]["command"]
 for n in ("kafka", "mariadb"):
     assert c[n]["restart"] == "unless-stopped", n

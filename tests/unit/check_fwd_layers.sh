@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The forwarder's pipeline has one direction: no module of src/fwd/
 # includes the declarations of a module that (directly or not) includes
 # its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The install tree as a package would lay it out (DESTDIR): the binaries,
 # and the configuration file with mode 0640 (it may hold secrets). And
 # `cmake --install --prefix P` into an empty directory writes only under P,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The rooms of src/lib/ go in one direction (docs/development.md#layout):
 # a file of a room includes the kd_*.h headers of its own room and of the
 # rooms before it in ROOMS, never of a room after it, and no header name

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # MySQL 8 as well as MariaDB (docs/fate-protocol.md, "Servers"): the
 # checker's own planted statements (ADD COLUMN IF NOT EXISTS, VALUES() in
 # ON DUPLICATE KEY UPDATE, the BINARY operator, ...) are rejected, and every

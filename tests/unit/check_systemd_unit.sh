@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The forwarder's systemd unit is valid: systemd-analyze verify on an
 # instance of it (kdelay-forwarder@ci.service). Any line verify prints is
 # a failure: it reports unknown keys and bad values as warnings and still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forwarder under test on librdkafka's mock cluster and the in-memory
  * fate store (fwd_mock.h). */
 #include "fwd_mock.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forwarder under test without any service: librdkafka's mock cluster
  * (one per environment, so injected errors stay in it) as Kafka and the
  * in-memory fate store (kd_fate_mem.h) as MySQL, the forwarder's event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forwarder made but never run (fwd_offline.h). */
 #include "fwd_offline.h"
 

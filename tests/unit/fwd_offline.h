@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forwarder made but never run, for unit tests of its stages: brokers
  * at 127.0.0.1:1 (never contacted), an in-memory fate store. */
 #ifndef KD_FWD_OFFLINE_H

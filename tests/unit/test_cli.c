@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The binaries' shared command-line helpers (src/common/cli.c). */
 #include <stdio.h>
 #include <stdlib.h>

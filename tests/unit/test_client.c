@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's error returns that need no broker and no MySQL: each one
  * returns its code and fills errstr, as include/kdelay/kdelay.h promises;
  * nothing is sent and no callback is called. */

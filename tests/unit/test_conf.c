@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration object, config files and MySQL URLs (log quoting:
  * test_log.c). */
 #include <stdio.h>
@@ -951,6 +952,9 @@ static void test_load_repo_conf(void)
         GET_IS(conf, "forwarder.delivery", "at_least_once");
         GET_IS(conf, "forwarder.transaction_interval", "100ms");
         GET_IS(conf, "forwarder.max_fire_rate", "0");
+        /* No client.id: each forwarder names its clients after its
+         * instance (two with one client.id hid each other). */
+        CU_ASSERT_PTR_NULL(kafka_kv(conf, "client.id"));
         CU_ASSERT_PTR_NOT_NULL(conf->mysql_url);
         /* Its MySQL URL parses. */
         if (conf->mysql_url) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl cancel -'s line reader (src/ctl/ctl_idlines.c): each line
  * alone, whatever it holds. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl's JSON writer (src/ctl/ctl_json.c): valid JSON in valid UTF-8
  * whatever bytes a string holds; invalid bytes each become \ufffd. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay_duration_parse / kdelay_duration_format. */
 #include <stdint.h>
 #include <stdio.h>

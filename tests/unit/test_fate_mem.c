@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The in-memory fate store: the fate store contract (as the MySQL store
  * passes it in tests/integration/test_fate.c), then what only it has:
  * fault injection, delay, call counts, rows read and written directly,

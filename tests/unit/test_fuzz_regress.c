@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replays every input in fuzz/corpus/NAME/ (the seeds) and fuzz/regress/NAME/
  * (inputs that once crashed fuzz_NAME, kept as regression tests) through
  * the fuzz target's entry point, built here without libFuzzer; NAME is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder end to end without a broker or MySQL: librdkafka's mock
  * cluster and the in-memory fate store (fwd_mock.h). The same cases run in
  * two suites, one per delivery mode; each case has its own mock cluster,

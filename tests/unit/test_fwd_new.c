@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kd_fwd_new refuses what cannot run, with errstr filled and conf and
  * store left to the caller; no broker is contacted. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the forwarder's timer heap. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder's HTTP endpoint without Kafka (src/fwd/http.c): the
  * forwarder.http_listen parser and its refusals (the property, and the
  * forwarder exiting 2 at startup), and probes that slow clients cannot

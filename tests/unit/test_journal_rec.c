@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Journal record values (kd_journal_rec.h): what is written is read back;
  * a value a reader cannot trust is refused, whole. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Log lines: kd_log_quote's forms, and that a value from input logged
  * through kd_log parses back whole, as one field, whatever it holds. */
 #include <stdio.h>

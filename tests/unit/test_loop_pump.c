@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one nested event pump (kd_loop_pump.h): it ends when its condition
  * holds or at its deadline, says so while it runs, refuses to nest, and a
  * rewind asked for inside it waits for the loop's next turn. A forwarder

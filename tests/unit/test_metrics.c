@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the forwarder's metric table: every row well-formed,
  * counters, gauges, the histogram, the log-line form, dead letters by
  * reason and the Prometheus form. */

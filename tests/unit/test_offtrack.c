@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the per-partition offset tracker: the commit point is the
  * lowest offset not yet handled. */
 #include <stdlib.h>

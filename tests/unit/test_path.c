@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task paths through the tiers (the forwarder's due/hop rules) and tier
  * plans over delay distributions (kdelayctl tiers plan). */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the forwarder's produce error classes (kd_perr.h), the
  * records of aborted transactions (kd_poison.h) and what targets refuse
  * (kd_refusals.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.target_rate_limits: what the list takes and refuses, and which
  * rule limits a topic. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Readiness (kd_ready_why): not ready before the first assignment; a
  * rebalance of a settled forwarder is not unreadiness until it lasts over
  * KD_READY_REBALANCE_MS; the other reasons in their order; the gauge. */

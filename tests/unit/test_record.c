@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay_task_record and kdelay_produce (kdelay/producer.h) without a
  * broker: the tier topic for the task's delay, headers that decode back
  * to the task (user headers kept), and the refusals, which create and

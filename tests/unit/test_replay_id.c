@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl dead replay's ids (src/ctl/replay_id.c): fixed by the dead
  * letter's place, a replay's own suffix replaced rather than nested. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay_retry() on librdkafka's mock cluster (no broker, no MySQL): a
  * consumed record's first failure becomes a task in the tier topic with
  * the retry headers and the id derived from the record; the task as a

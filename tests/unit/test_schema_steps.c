@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A migration script split into statements and their guards
  * (kd_schema_steps.h), and every migration this build embeds: each parses,
  * and no statement adds a column or an index without a guard (MySQL has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the clock-skew estimate (kd_skew.h). */
 #include <stdint.h>
 

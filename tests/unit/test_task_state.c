@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for a task's lifecycle (kd_lifecycle.h): every (from, to)
  * pair of states against the table of moves, each illegal one logged
  * once and counted, and made all the same; a task taken out of each of

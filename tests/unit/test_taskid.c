@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task ids: ULID layout, monotonicity, uniqueness across threads. */
 #include <pthread.h>
 #include <stdint.h>

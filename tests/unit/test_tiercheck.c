@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which tier topics of the ladder a metadata answer lacks
  * (kd_tiercheck_missing): none, some, all, and the pattern's matches. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tier lists: parsing, choice of a tier, names. */
 #include <stdint.h>
 #include <stdio.h>

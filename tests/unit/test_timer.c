@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the forwarder's timer service: two clocks, due order,
  * re-arming from a callback, the batch limit, waits. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The producer's topic handles by name (kd_tophandles.h): one handle per
  * name while it keeps its slot, the right name always, a bounded table
  * however many names come, nothing for a name librdkafka refuses or

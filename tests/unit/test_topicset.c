@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's set of topics found to exist (kd_topicset.h): lookups,
  * duplicates, and the bound (a full set forgets everything first). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fate store's answer to a claim means (kd_verdict.h): every
  * verdict, and which owners are this instance's earlier ones. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wire format v1: header encoding, decoding and validation. */
 #include <stdint.h>
 #include <stdio.h>

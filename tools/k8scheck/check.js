@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validates Kubernetes manifests against the Kubernetes API schemas (the
 // kubernetes-models package's JSON schemas, by ajv; ServiceMonitor by
 // @kubernetes-models/prometheus-operator's). Usage: node check.js FILE...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks Kubernetes manifests against the Kubernetes API schemas: check.js
 # on kubernetes-models (and @kubernetes-models/prometheus-operator for the
 # ServiceMonitor), pinned by package-lock.json and installed once per lock

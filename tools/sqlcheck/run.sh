@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs check.js (tools/sqlcheck/README.md) with its pinned node-sql-parser,
 # installed once per package-lock.json into a cache outside the tree
 # (KDELAY_SQLCHECK_CACHE, default ~/.cache/kdelay/sqlcheck-<lock hash>);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tier plans: what a ladder costs in Kafka writes for a distribution of
  * delays, each path computed by kd_path_plan (the forwarder's rules). */
 #ifndef KD_PLAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `kdelayctl stats` shows: per tier of the ladder, the records the
  * forwarder group has not committed yet (end offset minus the group's
  * committed offset, summed over the tier's partitions) and the age of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl stats's view of forwarder.target_rate_limits: for every topic
  * a rule limits, how late the recent fires to it came (record timestamp
  * minus kdelay-fire-at), read from the topic itself — what the limit

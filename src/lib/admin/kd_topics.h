@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay's own topics (tiers + dead letters): create and check them with
  * the Kafka Admin API. Used by `kdelayctl topics` and the integration
  * tests; the forwarder does not create or check topics. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tier plans (kd_plan.h). */
 #include "kd_plan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl stats's figures (kd_stats.h). */
 #include "kd_stats.h"
 #include "kd_watermarks.h"

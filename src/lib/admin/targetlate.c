@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lateness of recent fires to rate-limited targets (kd_targetlate.h). */
 #include "kd_targetlate.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay's own topics: create and check them with the Kafka Admin API;
  * what is known of a target topic (kdelayctl dead replay). */
 #include "kd_topics.h"

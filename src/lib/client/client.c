@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The producer-side client: schedule (sync/async), cancel, status. */
 #include <kdelay/kdelay.h>
 

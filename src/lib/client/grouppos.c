@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder group's position in the tier topics (kd_grouppos.h). */
 #include "kd_grouppos.h"
 #include "kd_watermarks.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the library's other modules (tasks.c, reschedule.c) need of a
  * kdelay_client_t beyond the public API. */
 #ifndef KD_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the forwarder group stands in the tier topics: for every tier
  * partition, the group's committed offset and (exactly_once) the done set
  * committed with it as offset metadata, and the partition's watermarks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task made into its tier record: validated, its due time and id
  * resolved, its tier chosen, its wire-format headers built. The one path
  * from a kdelay_task_t to a Kafka record, shared by the library's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading the tasks still pending in the tier topics: every record the
  * forwarder group has not handled (kd_grouppos.h), from its committed
  * offsets to the end each partition had when the scan began, committed

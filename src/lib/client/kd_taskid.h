@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task id generation: ULIDs (48-bit ms time + 80 random bits, Crockford
  * base32, 26 chars), monotonic within a process: ids from one process sort
  * in generation order, and across processes in millisecond order. */

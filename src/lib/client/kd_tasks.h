@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pending tasks, found by scanning the tier topics (kd_scan.h) and
  * keeping those whose fate is not decided: what kdelayctl tasks
  * find/list, status --scan, kdelay_find and kdelay_reschedule read. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The topics a client has found to exist (kdelay_schedule's topic check):
  * a bounded set of names, open addressing, so a lookup per schedule costs
  * one hash whatever the number of targets. When it holds

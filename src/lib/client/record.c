@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tasks into tier records (kd_record.h), and the public calls that
  * schedule through the application's own producer (kdelay/producer.h). */
 #include "kd_record.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay_find and kdelay_reschedule: a pending task looked up by a scan
  * of the tier topics (kd_tasks.h), and moved to another time. */
 #include <kdelay/kdelay.h>

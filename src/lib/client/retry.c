@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retries of consumed records through the application's producer
  * (kdelay/retry.h): the record again as a task, or a dead letter. */
 #include <kdelay/retry.h>

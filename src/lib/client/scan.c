@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scanning the tier topics for pending tasks (kd_scan.h). */
 #include "kd_scan.h"
 #include "kd_watermarks.h"

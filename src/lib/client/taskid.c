@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Task id generation: monotonic ULIDs. */
 #include "kd_taskid.h"
 

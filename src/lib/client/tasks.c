@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pending tasks found by a scan, with their fates (kd_tasks.h). */
 #include "kd_tasks.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bounded set of topic names (kd_topicset.h). */
 #include "kd_topicset.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store's front: every kd_fate_ function dispatches through the
  * store's operations table (kd_fate_ops.h), after what every
  * implementation shares: arguments are checked and empty batches answered

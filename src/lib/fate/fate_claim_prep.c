@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The claim INSERT as a server-side prepared statement (issue 24): the
  * server parses a claim of n rows once per connection instead of once per
  * batch, and ids, owners and topics travel as bytes in the binary

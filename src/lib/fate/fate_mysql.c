@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store on MySQL (kd_fate_mysql.h): the kdelay_fate table.
  *
  * Rows only ever move FIRING -> FIRED; CANCELLED is only ever inserted,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reconciliation marker on MySQL (kd_fate.h, kd_fate_pending_t): the
  * kdelay_reconcile table, one row per journal topic (deploy/mysql/009).
  * Strings are sent as hex literals, like ids. */

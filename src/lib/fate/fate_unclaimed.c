@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fires made without a claim, on MySQL (kd_fate_mysql_int.h): the journal
  * of forwarder.fate_outage_policy=fire applied to kdelay_fate, and
  * recorded in kdelay_unclaimed (deploy/mysql/007_unclaimed.sql).

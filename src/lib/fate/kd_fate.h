@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate table (docs/fate-protocol.md): cancel, status, and the
  * forwarder's batched claim / mark-fired. A store is one implementation
  * behind an operations table (kd_fate_ops.h): kd_fate_store_new makes the

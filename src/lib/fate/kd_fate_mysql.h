@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fate store on MySQL's kdelay_fate table (fate_mysql.c). */
 #ifndef KD_FATE_MYSQL_H
 #define KD_FATE_MYSQL_H

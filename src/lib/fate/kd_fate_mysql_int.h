@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inside the MySQL fate store: its state and statement runner, shared by
  * fate_mysql.c (the fate table) and fate_unclaimed.c (fires made without a
  * claim, kdelay_unclaimed). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What an implementation of the fate store provides (in the manner of
  * nng's protocol ops): one table of operations over its private state.
  * kd_fate.h's functions check their arguments, answer empty batches, and

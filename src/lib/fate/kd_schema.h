@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MySQL schema: versioned migrations from deploy/mysql/, embedded at build
  * time, applied in order and recorded in table kdelay_schema. */
 #ifndef KD_SCHEMA_H

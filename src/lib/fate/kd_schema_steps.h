@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A migration script's statements, one at a time, each with the guard its
  * comment names. MySQL has no ADD COLUMN/ADD INDEX IF NOT EXISTS (MariaDB
  * only), so a re-runnable step says what it adds in a directive comment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQL statements as text: a growable buffer that remembers running out of
  * memory (checked once, before the statement is sent), with ids written
  * as hex literals so that no byte of an id can be mistaken for SQL. */

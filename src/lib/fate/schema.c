@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MySQL schema: versioned migrations, applied in order under a lock. */
 #include "kd_schema.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A migration script split into statements with their guards
  * (kd_schema_steps.h). */
 #include "kd_schema_steps.h"

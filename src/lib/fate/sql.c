@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQL text built in memory (kd_sql.h). */
 #include "kd_sql.h"
 

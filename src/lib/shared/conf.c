@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration object: kdelay properties, librdkafka pass-through,
  * libconfig file loading. The reference, docs/configuration.md, is
  * generated from the property table below. */

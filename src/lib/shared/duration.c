@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Durations as people type them: "250ms", "30s", "5m", "2h", "7d",
  * combined largest unit first ("1h30m"). */
 #include <kdelay/kdelay.h>

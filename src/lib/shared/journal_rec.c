@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Journal record values (kd_journal_rec.h). */
 #include "kd_journal_rec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration object's insides, shared by libkdelay modules and the
  * binaries built from this tree (never installed). */
 #ifndef KD_CONF_H

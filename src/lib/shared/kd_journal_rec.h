@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A journal record (docs/wire-format.md, "The journal"): one fire made
  * without a claim through a fate-store outage
  * (forwarder.fate_outage_policy=fire). Its key is the task id; its value

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kafka client properties files: what Kafka's tools take with
  * --command-config and librdkafka tools (kcat -F) read, one "name=value" a
  * line. The subset of Java's .properties format that such files use:

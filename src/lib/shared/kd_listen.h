@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.http_listen: where the forwarder's HTTP endpoint listens,
  * "host:port" or "[v6]:port" (docs/forwarder.md). Checked when the
  * property is set, so a bad value stops a binary at startup as a

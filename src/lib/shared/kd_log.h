@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging through the conf's callback: one line per event, key=value. */
 #ifndef KD_LOG_H
 #define KD_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MySQL connection settings and connecting (MariaDB Connector/C). */
 #ifndef KD_MYSQL_H
 #define KD_MYSQL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-partition offset tracker: which records read from a partition are
  * fully handled, and so up to where the partition may be committed.
  *

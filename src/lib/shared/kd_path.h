@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task's path through the tiers: when a tier record is due, whether a
  * due record hops or is held, and the whole path of one delay (the
  * forwarder's rules, shared by kdelayctl tiers plan). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.target_rate_limits: fires per second to a target topic or to
  * every topic of a `prefix*`, with a burst (docs/forwarder.md, "Target
  * rate limits"). The forwarder paces by it; kdelayctl stats reports the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Property values given by reference: "env:NAME" (an environment
  * variable) or "file:PATH" (a file readable by its owner only), so that a
  * secret never has to be written on a command line or into a config file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.allowed_targets: the topics a task may name as its target —
  * topic names and `prefix*` patterns (docs/security.md). */
 #ifndef KD_TARGETS_H

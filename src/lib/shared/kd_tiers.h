@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delay tiers: the sorted list of tier delays and the choice of a tier. */
 #ifndef KD_TIERS_H
 #define KD_TIERS_H

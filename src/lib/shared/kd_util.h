@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers shared by every libkdelay module. */
 #ifndef KD_UTIL_H
 #define KD_UTIL_H

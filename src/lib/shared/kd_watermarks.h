@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A partition's low and high watermarks, as rd_kafka_query_watermark_offsets
  * gives them, asked again while the partition's leader is moving or not
  * yet known (a topic just created answers NOT_LEADER_FOR_PARTITION for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wire format v1: validation, header encoding and decoding of task
  * records (docs/wire-format.md). Shared by the library and the forwarder. */
 #ifndef KD_WIRE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kafka client properties files (kd_kprops.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "kd_kprops.h"

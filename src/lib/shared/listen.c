@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.http_listen values (kd_listen.h). */
 #include "kd_listen.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging through the conf's callback: one line per event, key=value. */
 #include "kd_log.h"
 

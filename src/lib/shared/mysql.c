@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MySQL connection settings and connecting (MariaDB Connector/C). */
 #define _POSIX_C_SOURCE 200809L
 #include "kd_mysql.h"

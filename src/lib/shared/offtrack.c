@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-partition offset tracker: the lowest offset not yet fully handled. */
 #include "kd_offtrack.h"
 

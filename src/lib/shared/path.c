@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A task's path through the tiers (kd_path.h). */
 #include "kd_path.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.target_rate_limits: parse the list, match a target
  * (kd_ratelimits.h). */
 #include "kd_ratelimits.h"

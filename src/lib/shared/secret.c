@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Property values given by reference: "env:NAME" and "file:PATH". */
 #define _POSIX_C_SOURCE 200809L
 #include "kd_secret.h"

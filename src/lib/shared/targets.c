@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forwarder.allowed_targets: parse the list, match a target. */
 #include "kd_targets.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delay tiers: the sorted list of tier delays and the choice of a tier. */
 #include "kd_tiers.h"
 

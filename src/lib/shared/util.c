@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers shared by every libkdelay module. */
 #define _POSIX_C_SOURCE 200809L
 #include "kd_util.h"

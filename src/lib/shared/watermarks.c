@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Watermarks asked again while a leader moves (kd_watermarks.h). */
 #include "kd_watermarks.h"
 

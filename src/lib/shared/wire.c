@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wire format v1: validation, header encoding and decoding of task
  * records (docs/wire-format.md). */
 #include "kd_wire.h"

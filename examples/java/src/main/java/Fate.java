@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Cancels a kdelay task, or asks its fate, from Java: the client side of
  * the fate protocol (docs/fate-protocol.md, "Clients") on plain JDBC and

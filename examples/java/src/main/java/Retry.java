@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Retries a consumed Kafka record later, without blocking its partition:
  * kdelay_retry()'s header protocol (docs/retries.md) on kafka-clients. The

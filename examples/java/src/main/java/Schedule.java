@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Schedules a kdelay task from Java, by the wire format alone
  * (docs/wire-format.md): one record in the tier topic <prefix>.tier.<tier>
