@@ -33,8 +33,9 @@ STACK_PACKAGES=(
 )
 # The suite's own tools, on top of the three groups above.
 TEST_PACKAGES=(
-    # unit tests, formatting, memory checks, promtool (the prometheus
-    # package), systemd-analyze, the deploy files' YAML
+    # unit tests, formatting, memory checks, promtool and the Prometheus
+    # server (check_alert_rules runs both; the prometheus package),
+    # systemd-analyze, the deploy files' YAML
     libcunit1-dev clang-format valgrind prometheus systemd python3-yaml
     # the generated man pages and shell completions (check_clidoc)
     groff-base man-db zsh

@@ -259,6 +259,10 @@ static int names_missing(const char *path, const char *scrape)
                 size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
                 if (len >= sizeof(name) || len < sizeof(stem))
                         continue; /* "kdelay_*" in a comment: no name */
+                static const char ext[] = "$externalLabels.";
+                if ((size_t)(p - text) >= sizeof(ext) - 1 &&
+                    !memcmp(p - (sizeof(ext) - 1), ext, sizeof(ext) - 1))
+                        continue; /* a Prometheus external label, no metric */
                 memcpy(name, p, len);
                 name[len] = '\0';
                 static const char *const sfx[] = {"_bucket", "_sum", "_count"};
