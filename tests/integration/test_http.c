@@ -782,7 +782,8 @@ int main(void)
             KD_TEST(test_metrics_health_and_readiness),
             KD_TEST(test_systemd_notifications),
             KD_TEST(test_missing_tier_topic_named),
-            KD_TEST(test_instance_in_use), KD_TEST(test_http_listen_taken),
+            KD_TEST(test_instance_in_use),
+            KD_TEST(test_http_listen_taken),
             KD_TEST_END};
         return kd_test_run("http", cases, it_env_init, NULL);
 }
