@@ -67,7 +67,18 @@ grep -m1 -F "kdelay-id=$id" <&"${KCAT[0]}" && found=1
 kill "$kcat_pid" 2>/dev/null || true
 wait "$kcat_pid" 2>/dev/null || true
 ((found)) || { echo "task $id was not delivered" >&2; exit 1; }
+# The forwarder records the delivery (fate FIRED) once its offset is
+# committed, a moment after the record arrives: until then status says
+# FIRING (claimed). Wait for FIRED, up to 30 s, then show it.
+fired=0
+for _ in $(seq 60); do
+  if build/demo/kdelayctl status --json "$id" | grep -qF '"fate":"FIRED"'; then
+    fired=1; break
+  fi
+  sleep 0.5
+done
 ctl status "$id"
+((fired)) || { echo "task $id was delivered but not marked FIRED within 30 s (see $fwd_log)" >&2; exit 1; }
 
 step "The cancelled task never arrives"
 sleep 5 # past its due time (8 s after scheduling) with margin

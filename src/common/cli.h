@@ -23,7 +23,12 @@ enum {
         KD_EXIT_USAGE = 2,     /* bad command line */
         KD_EXIT_TOO_LATE = 3,  /* cancel lost: task already firing/fired */
         KD_EXIT_NOT_FOUND = 4, /* no pending task has that id */
-        KD_EXIT_DEAD = 5       /* cancel: the task was dead-lettered */
+        KD_EXIT_DEAD = 5,      /* cancel: the task was dead-lettered */
+        /* kdelay-forwarder: forwarder.http_listen cannot be listened on
+         * (its port taken, most often by another forwarder on the host):
+         * a restart does not help (the systemd unit's
+         * RestartPreventExitStatus=). */
+        KD_EXIT_HTTP_LISTEN = 6
 };
 
 /* Long options of the common set, to append to a verb's own options;

@@ -69,11 +69,16 @@ static const char kd_audit_help[] =
     "  dead     records in the dead-letter topic of the last --dead-window\n"
     "           not replayed yet (a finding); those `dead replay` replayed\n"
     "           (their copy has a fate, or is pending in a tier topic) are\n"
-    "           history: counted as dead_replayed, not a finding.\n"
+    "           history: counted as dead_replayed, not a finding. One whose\n"
+    "           task was cancelled (its fate CANCELLED: nothing to deliver,\n"
+    "           nothing to act on) is listed as `cancelled` and counted as\n"
+    "           dead_cancelled, not a finding either.\n"
     "\n"
     "Output: a table of the firing rows found (FIRING_ID VERDICT ACTION\n"
     "OWNER UPDATED SOURCE), a table of the overdue partitions\n"
-    "(OVERDUE_PARTITION OFFSET DUE OVERDUE_MS), the dead letters, a table\n"
+    "(OVERDUE_PARTITION OFFSET DUE OVERDUE_MS), a table of the dead\n"
+    "letters not replayed (DEAD_ID STATE REASON SOURCE; STATE `open`, a\n"
+    "finding, or `cancelled`) and their count, a table\n"
     "of fires after a cancel (FIRED_AFTER_CANCEL_ID FIRE_AT FIRED_AT\n"
     "FORWARDER SOURCE DELIVERED) and a summary as key=value lines\n"
     "(`summary ...\n"
@@ -88,11 +93,12 @@ static const char kd_audit_help[] =
     "  --dead-window D      dead-letter and fired-after-cancel window\n"
     "                       (default 24h)\n"
     "  --json               one JSON document on stdout: {\"firing\": [...],\n"
-    "                       \"overdue\": [...], \"summary\": {...}}\n"
+    "                       \"overdue\": [...], \"dead\": [...],\n"
+    "                       \"summary\": {...}}\n"
     "\n"
     "Exit codes: 0 nothing needs action (history does not count: rows\n"
-    "fixed by --fix, dead letters replayed), 1 findings, or an error (said\n"
-    "on stderr).\n"
+    "fixed by --fix, dead letters replayed or of cancelled tasks), 1\n"
+    "findings, or an error (said on stderr).\n"
     "\n";
 
 enum { OPT_OLDER = 0x200, OPT_FIX, OPT_OVERDUE, OPT_WINDOW, OPT_JSON };
@@ -129,8 +135,9 @@ typedef struct audit {
         cJSON *json;   /* owned: the report when --json */
         size_t overdue;
         int64_t dead;
-        int64_t dead_replayed; /* of dead: history, replayed before */
-        size_t after_cancel;   /* fired after a cancel (an outage) */
+        int64_t dead_replayed;  /* of dead: history, replayed before */
+        int64_t dead_cancelled; /* of dead: their task cancelled */
+        size_t after_cancel;    /* fired after a cancel (an outage) */
         int more_after_cancel;
         char dead_topic[256];
         int firing_shown, overdue_shown; /* text: rows printed so far */
@@ -547,6 +554,35 @@ static int dead_item_cb(const kd_scan_rec_t *r, void *opaque)
         return kd_replay_items_add(opaque, r, reason) ? -1 : 0;
 }
 
+/* One dead letter not replayed: state "open" (a finding) or "cancelled"
+ * (its task's fate is CANCELLED: nothing to act on). */
+static void dead_row(audit_t *au, const kd_replay_item_t *it, const char *state,
+                     int *shown)
+{
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        if (au->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", it->valid ? it->id : "");
+                cJSON_AddStringToObject(o, "state", state);
+                cJSON_AddStringToObject(o, "reason", it->reason);
+                cJSON_AddNumberToObject(o, "partition", it->partition);
+                cJSON_AddNumberToObject(o, "offset", (double)it->offset);
+                cJSON_AddItemToArray(cJSON_GetObjectItem(au->json, "dead"), o);
+                return;
+        }
+        if (!(*shown)++) {
+                if (au->firing_shown || au->overdue_shown)
+                        printf("\n");
+                if (kd_cli_headers())
+                        printf("%-40s %-9s %-24s %s\n", "DEAD_ID", "STATE",
+                               "REASON", "SOURCE");
+        }
+        printf("%-40s %-9s %-24s %s/%d/%lld\n",
+               it->valid ? kd_log_quote(it->id, q, sizeof(q)) : "-", state,
+               it->reason[0] ? it->reason : "-", au->dead_topic,
+               (int)it->partition, (long long)it->offset);
+}
+
 /* Which dead letters of the window were replayed (history): their copy's
  * id (kd_replay_item_id, or the nested id of earlier releases) has a
  * fate, or is pending in a tier topic. What cannot be read leaves them
@@ -564,6 +600,7 @@ static void audit_dead_replayed(audit_t *au)
         size_t *lens = NULL;
         kdelay_fate_t *fates = NULL;
         char(*rid)[KDELAY_ID_MAX + 32] = NULL;
+        int shown = 0;
         if (au->dead <= 0)
                 return;
         kdelay_err_t err =
@@ -574,11 +611,11 @@ static void audit_dead_replayed(audit_t *au)
                               "not all read within %d s",
                               KD_AUDIT_DEAD_BUDGET_MS / 1000);
         size_t n = items.cnt;
-        if (!err && n) { /* the copy's id, then its nested id */
-                ids = calloc(2 * n, sizeof(*ids));
-                lens = calloc(2 * n, sizeof(*lens));
-                fates = calloc(2 * n, sizeof(*fates));
-                rid = calloc(2 * n, sizeof(*rid));
+        if (!err && n) { /* the copy's id, its nested id, the task's own */
+                ids = calloc(3 * n, sizeof(*ids));
+                lens = calloc(3 * n, sizeof(*lens));
+                fates = calloc(3 * n, sizeof(*fates));
+                rid = calloc(3 * n, sizeof(*rid));
                 if (!ids || !lens || !fates || !rid)
                         err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr,
                                       sizeof(errstr), "out of memory");
@@ -587,30 +624,47 @@ static void audit_dead_replayed(audit_t *au)
                 kd_replay_item_id(&items.v[i], rid[i], sizeof(rid[i]));
                 kd_replay_item_id_nested(&items.v[i], rid[n + i],
                                          sizeof(rid[n + i]));
+                /* malformed: an empty id, which has no fate */
+                kd_strlcpy(rid[2 * n + i],
+                           items.v[i].valid ? items.v[i].id : "",
+                           sizeof(rid[2 * n + i]));
         }
-        for (size_t i = 0; !err && i < 2 * n; i++) {
+        for (size_t i = 0; !err && i < 3 * n; i++) {
                 ids[i] = rid[i];
                 lens[i] = strlen(rid[i]);
         }
         if (!err && n && !(err = kd_fate_store_new(&store, conf)))
-                err = kd_fate_lookup(store, ids, lens, 2 * n, fates, errstr,
+                err = kd_fate_lookup(store, ids, lens, 3 * n, fates, errstr,
                                      sizeof(errstr));
         if (!err && n)
                 kd_replay_pending_read(conf, &pending);
-        int64_t replayed = 0;
-        for (size_t i = 0; !err && i < n; i++)
-                replayed += items.v[i].valid &&
-                            (fates[i] != KDELAY_FATE_UNDECIDED ||
-                             fates[n + i] != KDELAY_FATE_UNDECIDED ||
-                             kd_replay_pending_find(&pending, rid[i]) ||
-                             kd_replay_pending_find(&pending, rid[n + i]));
-        if (err)
+        int64_t replayed = 0, cancelled = 0;
+        for (size_t i = 0; !err && i < n; i++) {
+                const kd_replay_item_t *it = &items.v[i];
+                if (it->valid &&
+                    (fates[i] != KDELAY_FATE_UNDECIDED ||
+                     fates[n + i] != KDELAY_FATE_UNDECIDED ||
+                     kd_replay_pending_find(&pending, rid[i]) ||
+                     kd_replay_pending_find(&pending, rid[n + i]))) {
+                        replayed++; /* history: not listed */
+                        continue;
+                }
+                int is_cancelled =
+                    it->valid && fates[2 * n + i] == KDELAY_FATE_CANCELLED;
+                cancelled += is_cancelled;
+                dead_row(au, it, is_cancelled ? "cancelled" : "open", &shown);
+        }
+        if (err) {
                 fprintf(stderr,
                         "%s: warning: dead letters not read for replays "
                         "(%s): each counts as a finding\n",
                         au->a->cli->prog, errstr);
-        else
+        } else {
                 au->dead_replayed = replayed < au->dead ? replayed : au->dead;
+                au->dead_cancelled = cancelled < au->dead - au->dead_replayed
+                                         ? cancelled
+                                         : au->dead - au->dead_replayed;
+        }
         kd_fate_store_destroy(store);
         free(pending.v);
         free(ids);
@@ -622,11 +676,12 @@ static void audit_dead_replayed(audit_t *au)
 
 static int summary(audit_t *au)
 {
-        size_t findings = au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
-                          au->counts[ROW_DELIVERED] +
-                          au->counts[ROW_DEAD_LETTERED] - au->fixed +
-                          au->overdue + (au->dead - au->dead_replayed > 0) +
-                          au->after_cancel;
+        size_t findings =
+            au->counts[ROW_PENDING] + au->counts[ROW_UNKNOWN] +
+            au->counts[ROW_DELIVERED] + au->counts[ROW_DEAD_LETTERED] -
+            au->fixed + au->overdue +
+            (au->dead - au->dead_replayed - au->dead_cancelled > 0) +
+            au->after_cancel;
         char w[32];
         kdelay_duration_format(au->a->window_ms, w, sizeof(w));
         if (au->json) {
@@ -642,6 +697,8 @@ static int summary(audit_t *au)
                 cJSON_AddNumberToObject(s, "dead_letters", (double)au->dead);
                 cJSON_AddNumberToObject(s, "dead_replayed",
                                         (double)au->dead_replayed);
+                cJSON_AddNumberToObject(s, "dead_cancelled",
+                                        (double)au->dead_cancelled);
                 cJSON_AddStringToObject(s, "dead_window", w);
                 cJSON_AddNumberToObject(s, "fired_after_cancel",
                                         (double)au->after_cancel);
@@ -650,20 +707,22 @@ static int summary(audit_t *au)
         } else {
                 if (au->dead > 0)
                         printf("dead topic=%s records=%lld replayed=%lld "
-                               "window=%s\n",
+                               "cancelled=%lld window=%s\n",
                                au->dead_topic, (long long)au->dead,
-                               (long long)au->dead_replayed, w);
-                printf("summary firing=%zu delivered=%zu fixed=%zu "
-                       "pending=%zu unknown=%zu dead_lettered=%zu "
-                       "more_firing=%d overdue_partitions=%zu "
-                       "dead_letters=%lld dead_replayed=%lld "
-                       "fired_after_cancel=%zu findings=%zu\n",
-                       au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
-                       au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
-                       au->counts[ROW_DEAD_LETTERED], au->more_rows,
-                       au->overdue, (long long)au->dead,
-                       (long long)au->dead_replayed, au->after_cancel,
-                       findings);
+                               (long long)au->dead_replayed,
+                               (long long)au->dead_cancelled, w);
+                printf(
+                    "summary firing=%zu delivered=%zu fixed=%zu "
+                    "pending=%zu unknown=%zu dead_lettered=%zu "
+                    "more_firing=%d overdue_partitions=%zu "
+                    "dead_letters=%lld dead_replayed=%lld "
+                    "dead_cancelled=%lld fired_after_cancel=%zu "
+                    "findings=%zu\n",
+                    au->row_cnt, au->counts[ROW_DELIVERED], au->fixed,
+                    au->counts[ROW_PENDING], au->counts[ROW_UNKNOWN],
+                    au->counts[ROW_DEAD_LETTERED], au->more_rows, au->overdue,
+                    (long long)au->dead, (long long)au->dead_replayed,
+                    (long long)au->dead_cancelled, au->after_cancel, findings);
         }
         return findings ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
@@ -681,6 +740,7 @@ static int run(audit_args_t *a)
         if (au.json) {
                 cJSON_AddArrayToObject(au.json, "firing");
                 cJSON_AddArrayToObject(au.json, "overdue");
+                cJSON_AddArrayToObject(au.json, "dead");
         }
         kdelay_err_t err = KDELAY_OK;
         au.rk = kd_grouppos_client(&owner, errstr, sizeof(errstr));

@@ -227,10 +227,11 @@ kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
         if (!h->daemon) {
                 int e = errno;
                 kd_http_stop(h);
-                return kd_fail(KDELAY_ERR_SYSTEM, errstr, errstr_size,
-                               "forwarder.http_listen: cannot listen on "
-                               "\"%s\": %s",
-                               listen, e ? strerror(e) : "refused");
+                kd_fail(KDELAY_ERR_SYSTEM, errstr, errstr_size,
+                        "forwarder.http_listen: cannot listen on \"%s\": %s",
+                        listen, e ? strerror(e) : "refused");
+                errno = e; /* for the caller's advice */
+                return KDELAY_ERR_SYSTEM;
         }
         const union MHD_DaemonInfo *info =
             MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);

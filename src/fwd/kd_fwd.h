@@ -45,4 +45,12 @@ void kd_fwd_solo_close(kd_fwd_t *f);
 /* loop.c: runs until *stop is set, then shuts down cleanly. */
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);
 
+/* The exit status of a forwarder whose forwarder.http_listen could not be
+ * listened on (the binaries' KD_EXIT_HTTP_LISTEN, src/common/cli.h). */
+#define KD_FWD_EXIT_HTTP_LISTEN 6
+
+/* 1 when kd_fwd_run failed because forwarder.http_listen could not be
+ * listened on (already logged, naming the address and the fix). */
+int kd_fwd_http_failed(const kd_fwd_t *f);
+
 #endif

@@ -331,6 +331,7 @@ struct kd_fwd {
         char tiers_missing[384];
         char tiers_why[KD_TIERS_WHY_MAX];
         struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
+        int http_failed;           /* kd_fwd_http_failed */
         kd_timer_t http_timer;     /* publishes metrics and readiness */
         kd_timer_t watchdog;       /* systemd's WATCHDOG=1 (notify.c) */
         int64_t watchdog_ms;       /* its interval; 0 = not asked for */

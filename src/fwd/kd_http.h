@@ -37,8 +37,9 @@ typedef struct kd_http kd_http_t;
 
 /* Listens on listen ("host:port", "[v6]:port", kd_listen_parse; port 0 =
  * any free one): KDELAY_ERR_CONFIG when listen is not one (or the name
- * does not resolve), KDELAY_ERR_SYSTEM when it cannot listen there. *hp
- * owned by the caller (kd_http_stop). */
+ * does not resolve), KDELAY_ERR_SYSTEM when it cannot listen there (errno
+ * says why: EADDRINUSE when another process has the port). *hp owned by
+ * the caller (kd_http_stop). */
 kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
                            size_t errstr_size);
 /* The port listened on. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,18 +75,36 @@ static void http_cb(kd_timer_t *tm, void *arg)
                 kd_fwd_oom(f, "http_timer");
 }
 
-/* The HTTP endpoint, when forwarder.http_listen is set. */
+/* The HTTP endpoint, when forwarder.http_listen is set. A failure is
+ * not one a restart gets past (kd_fwd_http_failed: exit 6): the line
+ * names the address and where to give this instance one of its own,
+ * under the systemd unit its environment file (forwarder.md). */
 static kdelay_err_t http_start(kd_fwd_t *f)
 {
         const char *listen = f->conf->fwd_http_listen;
-        char why[512], q[600], ql[300];
+        char why[512], q[600], ql[300], fix[512], qf[640];
         if (!listen || !*listen)
                 return KDELAY_OK;
         kdelay_err_t err = kd_http_start(&f->http, listen, why, sizeof(why));
         if (err) {
+                int taken = err == KDELAY_ERR_SYSTEM && errno == EADDRINUSE;
+                f->http_failed = 1;
+                snprintf(fix, sizeof(fix),
+                         "%sgive each forwarder on a host a port of its own: "
+                         "-X forwarder.http_listen=HOST:PORT, under the "
+                         "systemd unit KDELAY_HTTP_LISTEN=HOST:PORT in "
+                         "/etc/default/kdelay-forwarder-%s",
+                         taken ? "another process listens there (a second "
+                                 "forwarder?): "
+                               : "",
+                         f->claim.instance);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
-                       "event=startup_failed what=http err=%s",
-                       kd_log_quote(why, q, sizeof(q)));
+                       "event=startup_failed what=http listen=%s err=%s "
+                       "fix=%s exit=%d",
+                       kd_log_quote(listen, ql, sizeof(ql)),
+                       kd_log_quote(why, q, sizeof(q)),
+                       kd_log_quote(fix, qf, sizeof(qf)),
+                       KD_FWD_EXIT_HTTP_LISTEN);
                 return err;
         }
         kd_log(f->conf, KDELAY_LOG_NOTICE,
@@ -255,6 +274,11 @@ static void serve_solo(kd_fwd_t *f)
                "event=solo_producer_fatal err=%s code=%s action=renew",
                kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err));
         kd_fwd_solo_close(f);
+}
+
+int kd_fwd_http_failed(const kd_fwd_t *f)
+{
+        return f->http_failed;
 }
 
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)

@@ -36,9 +36,15 @@ static const char kd_fwd_help[] =
     "to stderr). Exit 1: startup failed, or a fatal Kafka error that a\n"
     "new producer cannot get past (fenced by a newer process with the\n"
     "same transactional id; a second one within 30 s): restart it.\n"
+    "Exit 2: a configuration error; exit 6: forwarder.http_listen cannot\n"
+    "be listened on (its port taken: give each forwarder its own). A\n"
+    "restart does not help either: fix the setting first.\n"
     "With -X forwarder.http_listen=127.0.0.1:9464: /metrics (Prometheus),\n"
     "/healthz, /readyz. Settings: docs/configuration.md (forwarder.*).\n"
     "\n";
+
+_Static_assert(KD_EXIT_HTTP_LISTEN == KD_FWD_EXIT_HTTP_LISTEN,
+               "one exit status for an http_listen failure");
 
 static volatile sig_atomic_t kd_stop;
 static int kd_wake_pipe[2] = {-1, -1};
@@ -130,11 +136,14 @@ int main(int argc, char **argv)
         }
         cli.conf = NULL; /* the forwarder owns it */
         err = kd_fwd_run(f, &kd_stop, kd_wake_pipe[0]);
+        int http_failed = err && kd_fwd_http_failed(f);
         kd_fwd_destroy(f);
         kd_cli_log(&cli, KDELAY_LOG_NOTICE, "event=forwarder_exit err=%s",
                    kdelay_err_name(err));
         kd_cli_clear(&cli);
         close(kd_wake_pipe[0]);
         close(kd_wake_pipe[1]);
-        return err ? KD_EXIT_ERROR : KD_EXIT_OK;
+        return http_failed ? KD_EXIT_HTTP_LISTEN
+               : err       ? KD_EXIT_ERROR
+                           : KD_EXIT_OK;
 }

@@ -682,6 +682,61 @@ static void test_instance_in_use(void)
         it_db_drop(db);
 }
 
+/* A second forwarder on a host with the first one's forwarder.http_listen
+ * (a systemd instance without its environment file): it stops at once
+ * with exit 6, which the unit does not restart (RestartPreventExitStatus=),
+ * and its line names the address and the file that gives it a port of
+ * its own. The first one keeps serving. */
+static void test_http_listen_taken(void)
+{
+        char prefix[40], group[64], db[64], url[256], listen[64], prop[96];
+        it_unique(prefix, sizeof(prefix), "ithttptaken");
+        it_unique(db, sizeof(db), "kdit_httpt");
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+        const char *props[] = {"forwarder.http_listen=127.0.0.1:0", NULL};
+        it_fwd_t a = {.instance = "fwTakenA", .pid = -1};
+        it_fwd_t b = {.instance = "fwTakenB", .pid = -1};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&a, KDELAY_FORWARDER, prefix, group, url, props), 0);
+        CU_ASSERT_EQUAL_FATAL(it_wait_log(a.log, "event=http_listening", 30000),
+                              0);
+        unsigned port =
+            (unsigned)it_log_sum(a.log, "event=http_listening", "port");
+        CU_ASSERT_FATAL(port > 0);
+        snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
+        snprintf(prop, sizeof(prop), "forwarder.http_listen=%s", listen);
+        const char *bprops[] = {prop, NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&b, KDELAY_FORWARDER, prefix, group, url, bprops), 0);
+        int rc = it_wait_pid(b.pid, 30000);
+        b.pid = rc < 0 ? b.pid : -1;
+        char want[160];
+        snprintf(want, sizeof(want),
+                 "event=startup_failed what=http listen=%s err=", listen);
+        int named = it_log_count(b.log, want);
+        int in_use = it_log_count(b.log, "Address already in use");
+        int file = it_log_count(
+            b.log, "KDELAY_HTTP_LISTEN=HOST:PORT in "
+                   "/etc/default/kdelay-forwarder-fwTakenB\" exit=6");
+        printf("\n  a second forwarder on %s: exit %d, its line names the "
+               "address %d, in use %d, the env file %d\n",
+               listen, rc, named, in_use, file);
+        CU_ASSERT_EQUAL(rc, 6);
+        CU_ASSERT_EQUAL(named, 1);
+        CU_ASSERT_EQUAL(in_use, 1);
+        CU_ASSERT_EQUAL(file, 1);
+        CU_ASSERT_EQUAL(it_log_count(b.log, "event=forwarder_exit"), 1);
+        if (b.pid > 0)
+                it_fwd_stop(&b, SIGKILL);
+        char *body = NULL;
+        CU_ASSERT_EQUAL(get(port, "GET", "/healthz", &body), 200);
+        free(body);
+        CU_ASSERT_EQUAL(it_fwd_stop(&a, SIGTERM), 0);
+        it_db_drop(db);
+}
+
 static void test_systemd_notifications(void)
 {
         char prefix[40], group[64], db[64], url[256], sock[108], env_sock[128];
@@ -731,6 +786,8 @@ int main(void)
             KD_TEST(test_metrics_health_and_readiness),
             KD_TEST(test_systemd_notifications),
             KD_TEST(test_missing_tier_topic_named),
-            KD_TEST(test_instance_in_use), KD_TEST_END};
+            KD_TEST(test_instance_in_use),
+            KD_TEST(test_http_listen_taken),
+            KD_TEST_END};
         return kd_test_run("http", cases, it_env_init, NULL);
 }

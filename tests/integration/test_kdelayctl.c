@@ -886,37 +886,80 @@ static double audit_num(const char *json, const char *name)
         return v;
 }
 
+/* The JSON audit's dead letter with this id: its state, or NULL. */
+static const char *audit_dead_state(const char *json, const char *id, char *buf,
+                                    size_t size)
+{
+        cJSON *o = cJSON_Parse(json ? json : "");
+        const cJSON *d;
+        const char *found = NULL;
+        cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(o, "dead"))
+        {
+                const cJSON *i = cJSON_GetObjectItemCaseSensitive(d, "id");
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "state");
+                if (cJSON_IsString(i) && !strcmp(i->valuestring, id) &&
+                    cJSON_IsString(st)) {
+                        kd_strlcpy(buf, st->valuestring, size);
+                        found = buf;
+                }
+        }
+        cJSON_Delete(o);
+        return found;
+}
+
 /* A dead letter still needs action (audit exits 1); once replayed it is
  * history (exit 0, counted as dead_replayed), though its copy has not
- * fired (no forwarder here): the copy is pending in a tier topic. */
+ * fired (no forwarder here): the copy is pending in a tier topic. One
+ * whose task was cancelled needs none: listed as `cancelled`, counted as
+ * dead_cancelled, never a finding. */
 static void test_audit_replayed_dead_letters_are_history(void)
 {
-        char saved[sizeof(prefix)], eid[128];
+        char saved[sizeof(prefix)], eid[128], cid[128], st[32];
         memcpy(saved, prefix, sizeof(prefix));
         it_unique(prefix, sizeof(prefix), "itaudit");
         snprintf(eid, sizeof(eid), "%s-dead-e", prefix);
+        snprintf(cid, sizeof(cid), "%s-dead-c", prefix);
         CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_PRODUCER, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
         CU_ASSERT_EQUAL(dead_letter(rk, eid, ctl_target, "k", "v", 1,
                                     "target-unavailable", NULL),
                         0);
+        CU_ASSERT_EQUAL(dead_letter(rk, cid, ctl_target, "k", "v", 1,
+                                    "target-unavailable", NULL),
+                        0);
         CU_ASSERT_EQUAL(rd_kafka_flush(rk, 30000), 0);
         rd_kafka_destroy(rk);
+        /* Its task cancelled afterwards: nothing left to act on. */
+        CU_ASSERT_EQUAL(ctl("cancel", cid), 0);
 
         CU_ASSERT_EQUAL(ctl("audit", "--json"), 1);
-        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 2);
         CU_ASSERT_EQUAL(audit_num(out, "dead_replayed"), 0);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_cancelled"), 1);
         CU_ASSERT_EQUAL(audit_num(out, "findings"), 1);
+        const char *s = audit_dead_state(out, eid, st, sizeof(st));
+        CU_ASSERT(s && !strcmp(s, "open"));
+        s = audit_dead_state(out, cid, st, sizeof(st));
+        CU_ASSERT(s && !strcmp(s, "cancelled"));
         CU_ASSERT_EQUAL(ctl("dead", "replay", "--id", eid), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, " REPLAYED "));
         CU_ASSERT_EQUAL(ctl("audit", "--json"), 0);
-        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_letters"), 2);
         CU_ASSERT_EQUAL(audit_num(out, "dead_replayed"), 1);
+        CU_ASSERT_EQUAL(audit_num(out, "dead_cancelled"), 1);
         CU_ASSERT_EQUAL(audit_num(out, "findings"), 0);
+        CU_ASSERT_PTR_NULL(audit_dead_state(out, eid, st, sizeof(st)));
+        s = audit_dead_state(out, cid, st, sizeof(st));
+        CU_ASSERT(s && !strcmp(s, "cancelled"));
         CU_ASSERT_EQUAL(ctl("audit"), 0);
-        CU_ASSERT_PTR_NOT_NULL(
-            strstr(out, "dead_replayed=1 fired_after_cancel=0 findings=0"));
+        printf("\n  audit after the replay:\n%s", out ? out : "");
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "dead_replayed=1 dead_cancelled=1 "
+                                           "fired_after_cancel=0 findings=0"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "replayed=1 cancelled=1 window="));
+        char row[200];
+        snprintf(row, sizeof(row), "%-40s %-9s ", cid, "cancelled");
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, row));
         memcpy(prefix, saved, sizeof(prefix));
 }
 

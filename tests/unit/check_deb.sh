@@ -55,6 +55,8 @@ want=(./usr/bin/kdelay-forwarder ./usr/bin/kdelayctl
   ./usr/lib/x86_64-linux-gnu/libkdelay.so.$version ./usr/lib/x86_64-linux-gnu/libkdelay.so.0
   ./usr/include/kdelay/kdelay.h ./usr/lib/x86_64-linux-gnu/pkgconfig/kdelay.pc
   ./usr/lib/systemd/system/kdelay-forwarder@.service ./usr/share/man/man1/kdelayctl.1.gz
+  ./usr/lib/systemd/system/kdelay-gc.service ./usr/lib/systemd/system/kdelay-gc.timer
+  ./usr/share/doc/kdelay/examples/systemd/kafka-credentials.conf
   ./usr/share/man/man5/kdelay.conf.5.gz ./usr/share/man/man8/kdelay-forwarder.8.gz
   ./usr/share/doc/kdelay/copyright ./usr/share/doc/kdelay/README.md)
 for f in "${want[@]}"; do
@@ -148,10 +150,11 @@ unit=$root/usr/lib/systemd/system/kdelay-forwarder@.service
 # ExecStart= is /bin/sh -c '...' /usr/bin/kdelay-forwarder %i (the optional
 # settings put together by a shell that execs the forwarder).
 grep -q '^    /usr/bin/kdelay-forwarder %i$' "$unit" || fail event=bad_execstart
-vout=$(systemd-analyze verify --root="$root" kdelay-forwarder@ci.service 2>&1) ||
+grep -q '^    /usr/bin/kdelayctl$' "$root/usr/lib/systemd/system/kdelay-gc.service" || fail event=bad_gc_execstart
+vout=$(systemd-analyze verify --root="$root" kdelay-forwarder@ci.service kdelay-gc.service kdelay-gc.timer 2>&1) ||
   { printf '%s\n' "$vout" >&2; fail event=verify_failed; }
 [ -z "$vout" ] || { printf '%s\n' "$vout" >&2; fail event=verify_warned; }
-log event=unit_verified unit=kdelay-forwarder@ci.service
+log event=unit_verified units=kdelay-forwarder@ci.service,kdelay-gc.service,kdelay-gc.timer
 out=$(chroot "$root" dpkg --purge kdelay 2>&1) || { printf '%s\n' "$out" >&2; fail event=purge_failed; }
 chroot "$root" dpkg-query -W kdelay >/dev/null 2>&1 && fail event=still_known_to_dpkg
 rm -f "$root/tmp/${deb##*/}"

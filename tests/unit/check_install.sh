@@ -25,10 +25,14 @@ out=$(cmake --install "$build" --prefix "$prefix/p" 2>&1) || { printf '%s\n' "$o
 outside=$(printf '%s\n' "$out" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' | grep -v "^$prefix/p/" || true)
 [ -z "$outside" ] || { printf 'check_install: --prefix %s wrote outside it:\n%s\n' "$prefix/p" "$outside" >&2; exit 1; }
 n=$(printf '%s\n' "$out" | grep -c '^-- Installing: ' || true)
-[ -f "$prefix/p/lib/systemd/system/kdelay-forwarder@.service" ] || { echo "check_install: the systemd unit is not under the prefix" >&2; exit 1; }
+for u in kdelay-forwarder@.service kdelay-gc.service kdelay-gc.timer; do
+  [ -f "$prefix/p/lib/systemd/system/$u" ] || { echo "check_install: the systemd unit $u is not under the prefix" >&2; exit 1; }
+done
+[ -f "$prefix/p/share/doc/kdelay/examples/systemd/kafka-credentials.conf" ] ||
+  { echo "check_install: the Kafka credentials drop-in is not in the documentation" >&2; exit 1; }
 for f in share/man/man1/kdelayctl.1.gz share/man/man5/kdelay.conf.5.gz \
   share/man/man8/kdelay-forwarder.8.gz share/bash-completion/completions/kdelayctl \
   share/zsh/site-functions/_kdelayctl; do
   [ -s "$prefix/p/$f" ] || { echo "check_install: $f is not installed under the prefix" >&2; exit 1; }
 done
-echo "check_install: kdelay.conf installed with mode $mode, binaries present; --prefix: $n files, all under it, man pages and completions among them"
+echo "check_install: kdelay.conf installed with mode $mode, binaries present; --prefix: $n files, all under it, man pages, completions, the systemd units (kdelay-gc.timer too) and the credentials drop-in among them"

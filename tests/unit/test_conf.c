@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 
 #include <kdelay/conf.h>
 #include <kdelay/kdelay.h>
@@ -1757,6 +1758,119 @@ static void test_kafka_config_mode(void)
         kdelay_conf_destroy(conf);
 }
 
+/* A fresh cluster's first idempotent PID: librdkafka warns "Coordinator
+ * load in progress: retrying" and gets past it by itself; kdelay logs
+ * that at info (kdelayctl shows it only with -v). Other lines keep their
+ * level. On librdkafka's mock cluster, its InitProducerId answered twice
+ * with that error: the record is delivered, the lines are info. */
+/* Kafka's ApiKey of InitProducerId (librdkafka's RD_KAFKAP_InitProducerId
+ * is not in its public headers). */
+#define KD_API_INIT_PRODUCER_ID 22
+
+typedef struct pid_log {
+        int warned, info;
+} pid_log_t;
+
+static void pid_log_cb(kdelay_log_level_t level, const char *line, void *op)
+{
+        pid_log_t *p = op;
+        if (!strstr(line, "Failed to acquire idempotence PID"))
+                return;
+        if (level <= KDELAY_LOG_WARNING)
+                p->warned++;
+        else if (level == KDELAY_LOG_INFO)
+                p->info++;
+}
+
+static void pid_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+{
+        (void)rk;
+        (void)op;
+        int *delivered = m->_private; /* the record's opaque */
+        *delivered = m->err ? -1 : 1;
+}
+
+static void test_rk_startup_retry_is_info(void)
+{
+        static const char load[] =
+            "[thrd:main]: Failed to acquire idempotence PID from broker "
+            "127.0.0.1:9092/1: Broker: Coordinator load in progress: retrying";
+        CU_ASSERT_EQUAL(kd_conf_rk_log_level(4, "GETPID", load),
+                        KDELAY_LOG_INFO);
+        CU_ASSERT_EQUAL(
+            kd_conf_rk_log_level(4, "GETPID",
+                                 "Failed to acquire idempotence PID from "
+                                 "broker b: Broker: Coordinator not "
+                                 "available: retrying"),
+            KDELAY_LOG_INFO);
+        /* Not that condition, or not a retry: the level stays. */
+        CU_ASSERT_EQUAL(
+            kd_conf_rk_log_level(4, "GETPID",
+                                 "Failed to acquire idempotence PID from "
+                                 "broker b: Broker: Cluster authorization "
+                                 "failed: retrying"),
+            4);
+        CU_ASSERT_EQUAL(
+            kd_conf_rk_log_level(4, "GETPID",
+                                 "Failed to acquire idempotence PID from "
+                                 "broker b: Broker: Coordinator load in "
+                                 "progress"),
+            4);
+        CU_ASSERT_EQUAL(kd_conf_rk_log_level(4, "FAIL", load), 4);
+        CU_ASSERT_EQUAL(kd_conf_rk_log_level(4, "GETPID", load + 13),
+                        KDELAY_LOG_INFO); /* without the thread's name */
+        CU_ASSERT_EQUAL(kd_conf_rk_log_level(3, "GETPID", load), 3);
+        CU_ASSERT_EQUAL(kd_conf_rk_log_level(7, "GETPID", load), 7);
+
+        char errstr[512];
+        rd_kafka_conf_t *hc = rd_kafka_conf_new(); /* hosts the cluster */
+        rd_kafka_conf_set(hc, "log_level", "0", errstr, sizeof(errstr));
+        rd_kafka_t *host =
+            rd_kafka_new(RD_KAFKA_PRODUCER, hc, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+        rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(host, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mc);
+        CU_ASSERT_EQUAL(rd_kafka_mock_topic_create(mc, "pidtopic", 1, 1), 0);
+        rd_kafka_mock_push_request_errors(
+            mc, KD_API_INIT_PRODUCER_ID, 2,
+            RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+            RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+        kdelay_conf_t *conf = kdelay_conf_new();
+        char brokers[300];
+        snprintf(brokers, sizeof(brokers), "brokers=%s",
+                 rd_kafka_mock_cluster_bootstraps(mc));
+        CU_ASSERT_EQUAL(
+            kdelay_conf_set_pair(conf, brokers, errstr, sizeof(errstr)), 0);
+        pid_log_t p = {0};
+        kdelay_conf_set_log_cb(conf, pid_log_cb, KDELAY_LOG_DEBUG, &p);
+        kd_rk_owner_t owner = {conf};
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(
+            conf, &owner, NULL, kd_producer_forced, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rkc);
+        int delivered = 0;
+        rd_kafka_conf_set_opaque(rkc, &owner);
+        rd_kafka_conf_set_dr_msg_cb(rkc, pid_dr_cb);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, rkc, errstr, sizeof(errstr));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rk);
+        CU_ASSERT_EQUAL(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("pidtopic"),
+                                          RD_KAFKA_V_VALUE("v", 1),
+                                          RD_KAFKA_V_OPAQUE(&delivered),
+                                          RD_KAFKA_V_END),
+                        0);
+        CU_ASSERT_EQUAL(rd_kafka_flush(rk, 30000), 0);
+        printf("\n  PID retries on the mock cluster: delivered %d, "
+               "warnings %d, info lines %d\n",
+               delivered, p.warned, p.info);
+        CU_ASSERT_EQUAL(delivered, 1);
+        CU_ASSERT_EQUAL(p.warned, 0);
+        CU_ASSERT(p.info >= 1);
+        rd_kafka_destroy(rk);
+        kdelay_conf_destroy(conf);
+        rd_kafka_mock_cluster_destroy(mc);
+        rd_kafka_destroy(host);
+}
+
 static const kd_test_case_t cases[] = {
     KD_TEST(test_defaults),
     KD_TEST(test_set_good),
@@ -1788,6 +1902,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_kafka_config_from_file),
     KD_TEST(test_secret_name),
     KD_TEST(test_kafka_config_mode),
+    KD_TEST(test_rk_startup_retry_is_info),
     KD_TEST_END,
 };
 

@@ -1478,12 +1478,35 @@ int64_t kd_conf_tier_retention_ms(const kdelay_conf_t *conf, size_t idx)
                conf->topics_retention_margin_ms;
 }
 
+int kd_conf_rk_log_level(int level, const char *fac, const char *msg)
+{
+        static const char failed[] = "Failed to acquire idempotence PID ";
+        static const char retrying[] = ": retrying";
+        size_t n = msg ? strlen(msg) : 0;
+        /* After librdkafka's "[thrd:NAME]: " (log.thread.name) */
+        if (n && msg[0] == '[' && strstr(msg, "]: ")) {
+                const char *rest = strstr(msg, "]: ") + 3;
+                n -= (size_t)(rest - msg);
+                msg = rest;
+        }
+        if (level >= KDELAY_LOG_WARNING && level < KDELAY_LOG_INFO && fac &&
+            !strcmp(fac, "GETPID") &&
+            !strncmp(msg, failed, sizeof(failed) - 1) &&
+            (strstr(msg, ": Coordinator load in progress") ||
+             strstr(msg, ": Coordinator not available")) &&
+            n >= sizeof(retrying) - 1 &&
+            !strcmp(msg + n - (sizeof(retrying) - 1), retrying))
+                return KDELAY_LOG_INFO;
+        return level;
+}
+
 static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                       const char *buf)
 {
         const kd_rk_owner_t *owner = rd_kafka_opaque(rk);
         const kdelay_conf_t *conf = owner ? owner->conf : NULL;
         char qname[300], qfac[64], qmsg[640];
+        level = kd_conf_rk_log_level(level, fac, buf);
         if (level > KDELAY_LOG_DEBUG)
                 level = KDELAY_LOG_DEBUG;
         if (level < KDELAY_LOG_ERROR)

@@ -134,6 +134,16 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
                                  const char *const *forced, char *errstr,
                                  size_t errstr_size);
 
+/* The level a librdkafka log line (syslog level, facility, message) is
+ * given in kdelay's log: its own, except for a known startup retry that
+ * librdkafka gets past by itself, which is KDELAY_LOG_INFO (kdelayctl
+ * shows it with -v, the forwarder logs it): the idempotent producer's
+ * first PID while a fresh cluster's coordinator loads ("GETPID", "Failed
+ * to acquire idempotence PID from broker ...: Coordinator load in
+ * progress: retrying", or "Coordinator not available"). A PID that never
+ * comes still fails the produce (message timeout), as an error. */
+int kd_conf_rk_log_level(int level, const char *fac, const char *msg);
+
 /* A client of `type` on kd_conf_rk_conf(owner->conf, owner, NULL, forced):
  * the tools' short-lived clients (admin, offsets). NULL on failure, with
  * errstr set; owner must outlive it. */
