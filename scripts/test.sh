@@ -2,19 +2,25 @@
 # SPDX-License-Identifier: Apache-2.0
 # The whole kdelay test suite, from a fresh Debian machine or a warm one:
 # installs dependencies, starts two private Kafka + MariaDB stacks on test
-# ports — one on the default Kafka (4.x), one on Kafka 3.9.x — builds twice
-# (plain and ASan+UBSan), runs every CUnit program under ctest in both
-# builds (the plain build against Kafka 4.x, the ASan build against 3.9.x:
-# every test on both broker lines, each build once), the torture tool's
-# fast profile in both delivery modes (plain build; at_least_once on 4.x,
-# exactly_once on 3.9.x), checks every SQL statement the plain ctest sent
-# against a MySQL 8 grammar (tools/sqlcheck: the MariaDB runs with MySQL
-# 8's strict sql_mode), checks formatting, and stops the stacks. A third
-# stack, three Kafka 4.x nodes, starts after the plain build's ctest for
-# test_broker_failover alone (a node killed under a forwarder) and stops
-# right after it. Then two small secured stacks (stack.sh --security:
-# SASL_SSL on Kafka 3.9.x, mTLS on the default Kafka) run test_kafka_acl
-# (Kafka ACLs), one after the other, about 3 minutes.
+# ports — "new" on the default Kafka (4.x), "old" on Kafka 3.9.x with a
+# TLS-only MariaDB — while it builds twice (plain and ASan+UBSan) and
+# checks formatting. Then, in order (docs/development.md, "The suite"):
+# - the plain build's ctest, every test, in two lanes side by side on
+#   Kafka 4.x: the tests that stop, pause or write-protect MariaDB (label
+#   mysql_fault) one at a time on "old"'s MariaDB, every other test three
+#   at a time on "new"'s;
+# - every SQL statement the plain ctest sent checked against a MySQL 8
+#   grammar (tools/sqlcheck: the MariaDBs run with MySQL 8's strict
+#   sql_mode);
+# - the torture tool's fast profile in both delivery modes side by side
+#   (at_least_once on "new", exactly_once on "old"), while a third stack,
+#   three Kafka 4.x nodes, starts for test_broker_failover alone (a node
+#   killed under forwarders) and stops right after it;
+# - the sanitizer build's unit, mock-cluster and asan-labelled integration
+#   tests on "old" (Kafka 3.9.x), while two small secured stacks start
+#   (stack.sh --security: SASL_SSL on Kafka 3.9.x, mTLS on the default
+#   Kafka); then test_kafka_acl (Kafka ACLs) and test_plain_client on
+#   each, one after the other; and the stacks stop.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
@@ -91,12 +97,12 @@ trap cleanup EXIT
 # The stacks start while the code compiles.
 mkdir -p build
 for s in new old; do
-  [ "$s" = old ] && [ -n "${KDELAY_TEST_SKIP_ASAN:-}" ] && [ -n "${KDELAY_TEST_SKIP_TORTURE:-}" ] && continue
   log event=stack_up stack="$s" dir="${stack_dir[$s]}" log="build/stack-up-$s.log"
-  # Stack "new"'s MariaDB logs every statement: the plain build's ctest
-  # sends all of kdelay's SQL, checked against a MySQL 8 grammar after it.
-  glog=""
-  [ "$s" = new ] && glog=$root/build/mysql-general-new.log && rm -f "$glog"
+  # Both MariaDBs log every statement: the plain build's ctest sends all
+  # of kdelay's SQL (its two lanes, one on each), checked against a MySQL
+  # 8 grammar after it.
+  glog=$root/build/mysql-general-$s.log
+  rm -f "$glog"
   (use_stack "$s"; KDELAY_MYSQL_GENERAL_LOG=$glog exec deploy/local/stack.sh up) \
     >"build/stack-up-$s.log" 2>&1 &
   stack_pid[$s]=$!
@@ -138,25 +144,67 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 run_ctest() { # DIR [ctest args...]
   local dir=$1; shift
-  log event=ctest dir="$dir"
-  (cd "$dir" && ctest --output-on-failure --timeout 600 "$@")
+  log event=ctest dir="$dir" args="$*"
+  local rc=0
+  (cd "$dir" && ctest --output-on-failure --timeout 600 "$@") || rc=$?
   # The forwarder test's figures (lateness, duplicates, back-pressure), and
   # the broker failover's.
   grep -ahE '^ +(records on targets|lateness|back-pressure|delivered without|scheduled|(at_least|exactly)_once: node)' \
     "$dir/Testing/Temporary/LastTest.log" | sed 's/^ */  figures: /' || true
+  return "$rc"
 }
-use_stack new
-run_ctest build/test
+
+# The plain build's ctest, in two lanes side by side, both on stack
+# "new"'s Kafka (4.x):
+# - lane "shared": every test but those labelled mysql_fault, three at a
+#   time (ctest -j3: they wait on timelines far more than they compute;
+#   each has its own databases, topic prefixes and groups), on stack
+#   "new"'s MariaDB;
+# - lane "mysql-faults": the tests that stop, pause or write-protect
+#   MariaDB (label mysql_fault: test_forwarder, test_mysql_hang,
+#   test_outage, test_http, test_fate), one at a time, on stack "old"'s
+#   MariaDB (TLS only), so that no test of the other lane sees their
+#   outages. stack.sh's mysql-* verbs act on KDELAY_STACK_DIR, here
+#   "old"'s; nothing in this lane stops Kafka.
+# The lane runs from a directory of its own (build/test/lane-mysql-faults,
+# whose CTestTestfile.cmake includes the build tree's), so that the two
+# ctest runs do not share Testing/. Each lane's output goes to its log,
+# printed when both are done.
+lane_env_faults() {
+  local brokers
+  brokers=$(use_stack new; printf '%s' "$KDELAY_BROKERS")
+  use_stack old
+  export KDELAY_BROKERS=$brokers
+  unset KDELAY_KAFKA_VERSION
+}
+lane=build/test/lane-mysql-faults
+mkdir -p "$lane"
+printf 'subdirs("%s")\n' "$root/build/test" >"$lane/CTestTestfile.cmake"
+log event=lanes shared=build/test/lane-shared.log faults="$lane/lane.log"
+(lane_env_faults; run_ctest "$lane" -L '^mysql_fault$') >"$lane/lane.log" 2>&1 &
+faults_pid=$!
+shared_rc=0
+(use_stack new; run_ctest build/test -LE '^mysql_fault$' -j3) >build/test/lane-shared.log 2>&1 ||
+  shared_rc=$?
+faults_rc=0
+wait "$faults_pid" || faults_rc=$?
+cat build/test/lane-shared.log "$lane/lane.log"
+if [ "$shared_rc" != 0 ] || [ "$faults_rc" != 0 ]; then
+  log event=failed what=ctest lane_shared_rc="$shared_rc" lane_faults_rc="$faults_rc"
+  exit 1
+fi
 # Every statement the plain ctest sent (claims, takeovers, marks, cancel,
 # status, audit, gc, migrations) parses as MySQL 8 SQL (tools/sqlcheck).
-log event=sql_mysql8 log=build/mysql-general-new.log
-tools/sqlcheck/run.sh --general-log build/mysql-general-new.log
+for s in new old; do
+  log event=sql_mysql8 log="build/mysql-general-$s.log"
+  tools/sqlcheck/run.sh --general-log "build/mysql-general-$s.log"
+done
 
-# The 3-node stack starts now, in the background while the at_least_once
-# torture runs, at a lower CPU priority (nice) so that its three JVMs'
-# start does not starve the torture's forwarders; it serves
-# test_broker_failover alone (about 50 s: a node killed and restarted under
-# forwarders of both modes) and is deleted at once.
+# The 3-node stack starts now, in the background while the torture runs
+# go, at a lower CPU priority (nice) so that its three JVMs' start does not
+# starve the torture's forwarders; it serves test_broker_failover alone
+# (about 50 s: a node killed and restarted under forwarders of both modes)
+# and is deleted at once.
 nodes3=""
 if [ -z "${KDELAY_TEST_SKIP_NODES3:-}" ]; then
   nodes3=1
@@ -178,25 +226,31 @@ run_nodes3() {
   (use_stack 3n; deploy/local/stack.sh down --purge >&2)
 }
 
-# The torture tool's fast profile in both delivery modes, against this
-# stack (it stops and restarts its Kafka and MariaDB): the plain build only,
-# about 90 s per mode. Its table goes to stdout, its log to build/test/.
+# The torture tool's fast profile in both delivery modes, side by side:
+# at_least_once against stack "new" (Kafka 4.x), exactly_once against
+# "old" (3.9.x); each stops and restarts its own stack's Kafka and
+# MariaDB. The plain build only, about 90 s. Each run's table goes to
+# build/test/torture-MODE.out (printed after both), its log to
+# build/test/torture-MODE.log.
 torture_failed=""
-run_torture() { # MODE
+run_torture() { # MODE (in a subshell of its stack)
   local out=build/test/torture-$1.log
-  log event=torture mode="$1" log="$out"
-  if ! build/test/tests/torture/kdelay-torture --profile fast --mode "$1" 2>"$out"; then
+  log event=torture mode="$1" log="$out" stack="$KDELAY_STACK_DIR"
+  if ! build/test/tests/torture/kdelay-torture --profile fast --mode "$1" \
+      >"build/test/torture-$1.out" 2>"$out"; then
     tail -n 60 "$out" >&2
     log event=torture_failed mode="$1" log="$out"
-    torture_failed="$torture_failed $1"
+    return 1
   fi
 }
 if [ -z "${KDELAY_TEST_SKIP_TORTURE:-}" ]; then
-  use_stack new
-  run_torture at_least_once
-  run_nodes3
-  use_stack old
-  run_torture exactly_once
+  (use_stack new; run_torture at_least_once) &
+  alo_pid=$!
+  (use_stack old; run_torture exactly_once) &
+  eos_pid=$!
+  wait "$alo_pid" || torture_failed="$torture_failed at_least_once"
+  wait "$eos_pid" || torture_failed="$torture_failed exactly_once"
+  cat build/test/torture-at_least_once.out build/test/torture-exactly_once.out
 fi
 run_nodes3
 
@@ -215,10 +269,15 @@ if [ -z "${KDELAY_TEST_SKIP_SECURITY:-}" ]; then
   done
 fi
 
-# The benchmark's small profile (label bench) only in the plain build.
+# The sanitizer pass (ASan+UBSan) against stack "old" (Kafka 3.9.x,
+# MariaDB TLS only): the unit tests and fuzz replays, the mock-cluster
+# suite, and the integration tests labelled asan, whose paths nothing
+# faster reaches (tests/integration/CMakeLists.txt names them, with why),
+# two at a time. The other integration tests re-prove on timelines what
+# these and the mock suite run; they run in the plain build only.
 if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
   use_stack old
-  run_ctest build/asan -LE bench
+  run_ctest build/asan -L '^(unit|mock|asan)$' -j2
 fi
 
 if [ -n "$secured" ]; then
