@@ -10,8 +10,9 @@
 # fire-at (early 0), no cancelled one, and in exactly_once none twice.
 #
 # PREVIOUS: the newest release in RELEASES (the record in the tree: tags
-# do not travel with a clone) whose version is older than this tree's
-# KDELAY_VERSION_STR, at its recorded commit: for a tree heading for 0.3.0
+# do not travel with a clone; `scripts/releases.sh previous`) whose version
+# is older than this tree's KDELAY_VERSION_STR, at its recorded commit
+# (its schema checked against RELEASES): for a tree heading for 0.3.0
 # (0.3.0-dev+...), for 0.3.0's release commit and for the commit that
 # records it, that is 0.2.0. Or the ref $KDELAY_UPGRADE_PREVIOUS. HEAD
 # stands for it only when RELEASES records no older release. Built from
@@ -93,22 +94,6 @@ newest_schema() { # NAMES...: the highest NNN of NNN_name.sql
     done
     echo "$max"
 }
-# newest_older RELEASES X.Y.Z: "VERSION COMMIT SCHEMA" of the newest
-# release recorded in RELEASES whose version is below X.Y.Z, or nothing
-newest_older() {
-    awk -v want="$2" '
-        function cmp(a, b,   x, y, i) {
-            split(a, x, "."); split(b, y, ".")
-            for (i = 1; i <= 3; i++) {
-                if (x[i] + 0 < y[i] + 0) return -1
-                if (x[i] + 0 > y[i] + 0) return 1
-            }
-            return 0
-        }
-        /^#/ || NF == 0 { next }
-        cmp($1, want) < 0 && (best == "" || cmp($1, best) > 0) { best = $1; line = $1 " " $2 " " $3 }
-        END { if (line != "") print line }' "$1"
-}
 # build_cached DIR PREPARE [CMAKE_ARGS...]: unless DIR/done, PREPARE
 # DIR/src fills the source tree, then kdelay-forwarder and kdelayctl are
 # built in DIR/build. One build at a time per DIR (flock); a failed one is
@@ -146,10 +131,9 @@ if [ -n "${KDELAY_UPGRADE_PREVIOUS:-}" ]; then
     prev_ref=$KDELAY_UPGRADE_PREVIOUS
     prev_sha=$(git -C "$src" rev-parse -q --verify "$prev_ref^{commit}") || fail "no commit $prev_ref"
 else
-    [ -f "$src/RELEASES" ] || fail "no $src/RELEASES (the record of releases)"
-    rel=$(newest_older "$src/RELEASES" "$cur_version")
+    rel=$("$src/scripts/releases.sh" -C "$src" previous "$cur_version") || fail "scripts/releases.sh previous $cur_version"
     if [ -n "$rel" ]; then
-        read -r rel_version prev_sha rel_schema <<<"$rel"
+        read -r rel_version prev_sha rel_schema _ <<<"$rel"
         prev_ref="release $rel_version"
         git -C "$src" cat-file -e "$prev_sha^{commit}" 2>/dev/null ||
             fail "RELEASES: commit $prev_sha of $rel_version is not in this clone (a shallow clone? git fetch --unshallow)"
