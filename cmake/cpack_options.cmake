@@ -14,3 +14,14 @@ if(CPACK_GENERATOR STREQUAL "DEB")
       "-DCMAKE_INSTALL_SYSCONFDIR=/etc -DBUILD_TESTING=OFF")
   endif()
 endif()
+# The package's version as the build made it (cmake/version.sh, target
+# kd_version): 0.3.0 for a release, 0.3.0~dev+<commit> otherwise ("~"
+# sorts before the release).
+if(CPACK_GENERATOR STREQUAL "DEB")
+  if(NOT EXISTS "${CPACK_KDELAY_VERSION_CMAKE}")
+    message(FATAL_ERROR "cpack: ${CPACK_KDELAY_VERSION_CMAKE} missing: build the tree first")
+  endif()
+  include(${CPACK_KDELAY_VERSION_CMAKE})
+  set(CPACK_DEBIAN_PACKAGE_VERSION "${KDELAY_BUILD_VERSION_DEB}")
+  set(CPACK_PACKAGE_VERSION "${KDELAY_BUILD_VERSION_DEB}")
+endif()

@@ -7,6 +7,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "buildinfo.h"
 #include "cli.h"
 #include "ctl.h"
 
@@ -77,7 +78,7 @@ int main(int argc, char **argv)
                 return KD_EXIT_OK;
         }
         if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-                printf("kdelayctl %s\n", KDELAY_VERSION_STR);
+                kd_build_print(stdout, "kdelayctl");
                 return KD_EXIT_OK;
         }
         /* Common options may come before the verb: kdelayctl -b B VERB. */

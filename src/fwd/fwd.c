@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildinfo.h"
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_fwd.h"
@@ -593,8 +594,10 @@ void kd_fwd_publish(kd_fwd_t *f)
         const char *why = kd_ready_why(f, kd_mono_ms());
         char stack[16384], *buf = stack;
         size_t cap = sizeof(stack), len = 0;
+        const kd_build_labels_t build = {
+            kd_build_version(), kd_build_revision(), kd_build_schema()};
         int n = kd_metrics_format_prometheus(&f->metrics, names, tiers->cnt,
-                                             KDELAY_VERSION_STR, buf, cap);
+                                             &build, buf, cap);
         if (n >= 0) {
                 len = (size_t)n;
                 kd_partgauges_format(f, buf, cap, &len);
@@ -604,8 +607,7 @@ void kd_fwd_publish(kd_fwd_t *f)
                 cap = len + 1;
                 buf = malloc(cap);
                 n = buf ? kd_metrics_format_prometheus(
-                              &f->metrics, names, tiers->cnt,
-                              KDELAY_VERSION_STR, buf, cap)
+                              &f->metrics, names, tiers->cnt, &build, buf, cap)
                         : -1;
                 len = n >= 0 ? (size_t)n : 0;
                 if (n >= 0) {

@@ -228,12 +228,22 @@ void kd_metric_hop(kd_metrics_t *m, size_t idx);
 int kd_metrics_format_tiers(const kd_metrics_t *m, const char *const *names,
                             size_t cnt, char *buf, size_t size);
 
+/* The labels of kdelay_build_info (src/common/buildinfo.h): version
+ * ("0.3.0", "0.3.0-dev+<commit>"), revision (the commit) and schema (the
+ * newest schema version the build's migrations reach). */
+typedef struct kd_build_labels {
+        const char *version;
+        const char *revision;
+        int schema;
+} kd_build_labels_t;
+
 /* metrics_prom.c: the table in the Prometheus text format (counters
  * kdelay_forwarder_<name>_total, ms in seconds), kdelay_build_info with
- * version, and the per-tier hop counters of the cnt tiers named tiers[i],
- * into buf; snprintf's convention. */
+ * the build's labels, and the per-tier hop counters of the cnt tiers named
+ * tiers[i], into buf; snprintf's convention. */
 int kd_metrics_format_prometheus(const kd_metrics_t *m,
                                  const char *const *tiers, size_t tier_cnt,
-                                 const char *version, char *buf, size_t size);
+                                 const kd_build_labels_t *build, char *buf,
+                                 size_t size);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildinfo.h"
 #include "kd_fire.h"
 #include "kd_fwd.h"
 #include "kd_http.h"
@@ -129,12 +130,14 @@ static void log_start(kd_fwd_t *f)
         (void)kd_tiers_pattern(c->topic_prefix, pattern, sizeof(pattern));
         kd_log(
             c, KDELAY_LOG_NOTICE,
-            "event=forwarder_start version=%s instance=%s group=%s "
+            "event=forwarder_start version=%s commit=%s schema=%d "
+            "instance=%s group=%s "
             "brokers=%s tiers=%s hops_to=%s.tier.{%s} reads=%s "
             "dead_topic=%s.dead "
             "hold_horizon=%s lookahead=%s claim_ahead=%s max_held=%d "
             "max_held_bytes=%lld delivery=%s max_fire_rate=%d",
-            KDELAY_VERSION_STR, kd_log_quote(f->claim.instance, qi, sizeof(qi)),
+            kd_build_version(), kd_build_revision(), kd_build_schema(),
+            kd_log_quote(f->claim.instance, qi, sizeof(qi)),
             kd_log_quote(c->fwd_group_id, qg, sizeof(qg)),
             kd_log_quote(kd_conf_brokers(c), qb, sizeof(qb)), tiers,
             c->topic_prefix, tiers, kd_log_quote(pattern, qp, sizeof(qp)),

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildinfo.h"
 #include "cli.h"
 #include "kd_fwd.h"
 #include "kd_log.h"
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
         signal(SIGHUP, SIG_IGN);
 
         if (argc > 1 && !strcmp(argv[1], "--version")) {
-                printf("kdelay-forwarder %s\n", KDELAY_VERSION_STR);
+                kd_build_print(stdout, "kdelay-forwarder");
                 return KD_EXIT_OK;
         }
         kd_cli_init(&cli, "kdelay-forwarder");

@@ -63,17 +63,20 @@ static void histogram(out_t *o, const char *name, const kd_hist_t *h,
 
 int kd_metrics_format_prometheus(const kd_metrics_t *m,
                                  const char *const *tiers, size_t tier_cnt,
-                                 const char *version, char *buf, size_t size)
+                                 const kd_build_labels_t *build, char *buf,
+                                 size_t size)
 {
         out_t o = {buf, size, 0, 0};
         char name[128];
         if (size)
                 buf[0] = '\0';
         put(&o,
-            "# HELP kdelay_build_info The forwarder's version\n"
+            "# HELP kdelay_build_info The forwarder's version, commit and "
+            "schema version\n"
             "# TYPE kdelay_build_info gauge\n"
-            "kdelay_build_info{version=\"%s\"} 1\n",
-            version);
+            "kdelay_build_info{version=\"%s\",revision=\"%s\",schema=\"%d\"} "
+            "1\n",
+            build->version, build->revision, build->schema);
         for (size_t i = 0; i < KD_M__COUNT; i++) {
                 const kd_metric_info_t *row = &kd_metric_info[i];
                 double scale = !strcmp(row->unit, "ms") ? 0.001 : 1.0;

@@ -9,17 +9,24 @@
 # target topics hold every task not cancelled (lost 0), none before its
 # fire-at (early 0), no cancelled one, and in exactly_once none twice.
 #
-# PREVIOUS: the release tag of this tree's version (v$KDELAY_VERSION_STR),
-# else HEAD standing for it (a clone without the tag); or the ref
-# $KDELAY_UPGRADE_PREVIOUS. Built from `git archive` (kdelay-forwarder and
-# kdelayctl only) into ${XDG_CACHE_HOME:-~/.cache}/kdelay/release-<commit>/,
-# reused while present.
+# PREVIOUS: the newest release in RELEASES (the record in the tree: tags
+# do not travel with a clone; `scripts/releases.sh previous`) whose version
+# is older than this tree's KDELAY_VERSION_STR, at its recorded commit
+# (its schema checked against RELEASES): for a tree heading for 0.3.0
+# (0.3.0-dev+...), for 0.3.0's release commit and for the commit that
+# records it, that is 0.2.0. Or the ref $KDELAY_UPGRADE_PREVIOUS. HEAD
+# stands for it only when RELEASES records no older release. Built from
+# `git archive` (kdelay-forwarder and kdelayctl only, -DKDELAY_WERROR=OFF:
+# a newer compiler's new warning in a past release is not this tree's)
+# into ${XDG_CACHE_HOME:-~/.cache}/kdelay/release-<commit>/, reused while
+# present.
 # NEXT: BUILD_DIR's binaries when this tree's schema is newer than
-# PREVIOUS's (a real migration follows it). Otherwise a copy of this tree
-# (its tracked files, uncommitted changes included) with the stand-in
-# migration tests/upgrade/next-migration.sql planted as the next schema
-# version and the release bumped to the next patch, built into
-# .../kdelay/next-<hash of tree and planted file>/, reused likewise.
+# PREVIOUS's (a real migration follows it) and its version differs.
+# Otherwise a copy of this tree (its tracked files, uncommitted changes
+# included) with, where the schemas are the same, the stand-in migration
+# tests/upgrade/next-migration.sql planted as the next schema version and,
+# where the versions are the same, the release bumped to the next patch;
+# built into .../kdelay/next-<hash of tree and changes>/, reused likewise.
 # A cold cache costs two builds of the two binaries; a warm one none.
 #
 # Skipped (exit 77) when KDELAY_UPGRADE_SKIP is set: the sanitizer build
@@ -48,7 +55,7 @@ if [ -n "${KDELAY_UPGRADE_SKIP:-}" ]; then
 fi
 : "${KDELAY_BROKERS:?integration tests need KDELAY_BROKERS (stack.sh env)}"
 : "${KDELAY_MYSQL_URL:?integration tests need KDELAY_MYSQL_URL (stack.sh env)}"
-git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || fail "$src is not a git clone: the previous release is built from its tags"
+git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || fail "$src is not a git clone: the previous release is built from its commit (RELEASES)"
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kdelay
 mkdir -p "$cache"
@@ -87,11 +94,13 @@ newest_schema() { # NAMES...: the highest NNN of NNN_name.sql
     done
     echo "$max"
 }
-# build_cached DIR PREPARE: unless DIR/done, PREPARE DIR/src fills the
-# source tree, then kdelay-forwarder and kdelayctl are built in DIR/build.
-# One build at a time per DIR (flock); a failed one is started over.
+# build_cached DIR PREPARE [CMAKE_ARGS...]: unless DIR/done, PREPARE
+# DIR/src fills the source tree, then kdelay-forwarder and kdelayctl are
+# built in DIR/build. One build at a time per DIR (flock); a failed one is
+# started over.
 build_cached() {
     local dir=$1 prepare=$2
+    shift 2
     mkdir -p "$dir"
     exec 9>"$dir.lock"
     flock 9
@@ -102,7 +111,7 @@ build_cached() {
         rm -rf "$dir/src" "$dir/build"
         mkdir -p "$dir/src"
         "$prepare" "$dir/src"
-        if ! { cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+        if ! { cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
                cmake --build "$dir/build" -j "${KDELAY_UPGRADE_JOBS:-2}" \
                    --target kdelay-forwarder kdelayctl; } >"$dir/build.log" 2>&1; then
             tail -n 30 "$dir/build.log" >&2
@@ -118,44 +127,64 @@ build_cached() {
 # PREVIOUS
 cur_version=$(version_of "$src/include/kdelay/kdelay.h")
 [ -n "$cur_version" ] || fail "no KDELAY_VERSION_STR in $src/include/kdelay/kdelay.h"
-prev_ref=${KDELAY_UPGRADE_PREVIOUS:-v$cur_version}
-if ! prev_sha=$(git -C "$src" rev-parse -q --verify "$prev_ref^{commit}"); then
-    [ -z "${KDELAY_UPGRADE_PREVIOUS:-}" ] || fail "no commit $prev_ref"
-    log info previous_tag_missing tag="$prev_ref" using=HEAD \
-        "note=\"HEAD stands for release $cur_version\""
-    prev_ref=HEAD
-    prev_sha=$(git -C "$src" rev-parse HEAD)
+if [ -n "${KDELAY_UPGRADE_PREVIOUS:-}" ]; then
+    prev_ref=$KDELAY_UPGRADE_PREVIOUS
+    prev_sha=$(git -C "$src" rev-parse -q --verify "$prev_ref^{commit}") || fail "no commit $prev_ref"
+else
+    rel=$("$src/scripts/releases.sh" -C "$src" previous "$cur_version") || fail "scripts/releases.sh previous $cur_version"
+    if [ -n "$rel" ]; then
+        read -r rel_version prev_sha rel_schema _ <<<"$rel"
+        prev_ref="release $rel_version"
+        git -C "$src" cat-file -e "$prev_sha^{commit}" 2>/dev/null ||
+            fail "RELEASES: commit $prev_sha of $rel_version is not in this clone (a shallow clone? git fetch --unshallow)"
+        log info previous_release version="$rel_version" commit="$prev_sha" schema="$rel_schema"
+    else
+        log info no_previous_release older_than="$cur_version" using=HEAD \
+            "note=\"RELEASES records no release older than $cur_version: HEAD stands for one\""
+        prev_ref=HEAD
+        prev_sha=$(git -C "$src" rev-parse HEAD)
+    fi
 fi
 prepare_previous() { git -C "$src" archive "$prev_sha" | tar -x -C "$1"; }
 prev_dir=$cache/release-$prev_sha
-build_cached "$prev_dir" prepare_previous
+build_cached "$prev_dir" prepare_previous -DKDELAY_WERROR=OFF -DKDELAY_REVISION="$prev_sha"
 prev_bin=$prev_dir/build
 prev_schema=$(newest_schema $(git -C "$src" ls-tree --name-only "$prev_sha" deploy/mysql/))
+[ -z "${rel_schema:-}" ] || [ "$rel_schema" = "$prev_schema" ] ||
+    fail "RELEASES says $rel_version is schema $rel_schema, its commit carries $prev_schema"
+# X.Y.Z of the previous release, from its --version (0.3.0-dev+... -> 0.3.0)
+prev_release=$("$prev_bin/kdelayctl" --version | awk '{print $2}')
+prev_release=${prev_release%%[-+]*}
 
 # NEXT
 cur_schema=$(newest_schema "$src"/deploy/mysql/*.sql)
-if (( cur_schema > prev_schema )); then
-    next_bin=$build
-    planted=""
-else
-    planted=$(printf '%03d_upgrade_probe.sql' $(( cur_schema + 1 )))
+planted="" next_version=""
+(( cur_schema > prev_schema )) || planted=$(printf '%03d_upgrade_probe.sql' $(( cur_schema + 1 )))
+if [ "$prev_release" = "$cur_version" ]; then
     IFS=. read -r ma mi pa <<<"$cur_version"
     next_version=$ma.$mi.$(( pa + 1 ))
+fi
+if [ -z "$planted" ] && [ -z "$next_version" ]; then
+    next_bin=$build
+else
     # The tracked files as they are, uncommitted changes included.
     tree_ref=$(git -C "$src" stash create) || fail "git stash create (a copy of the tree)"
     tree_ref=${tree_ref:-HEAD}
+    tree_sha=$(git -C "$src" rev-parse "$tree_ref^{commit}")
     key=$( { git -C "$src" rev-parse "$tree_ref^{tree}"; echo "$planted $next_version"
              cat "$src/tests/upgrade/next-migration.sql"; } | sha256sum | cut -c1-16)
     prepare_next() {
         git -C "$src" archive "$tree_ref" | tar -x -C "$1"
-        cp "$src/tests/upgrade/next-migration.sql" "$1/deploy/mysql/$planted"
-        sed -i "s/^#define KDELAY_VERSION_STR \"$cur_version\"$/#define KDELAY_VERSION_STR \"$next_version\"/" \
-            "$1/include/kdelay/kdelay.h"
-        [ "$(version_of "$1/include/kdelay/kdelay.h")" = "$next_version" ] ||
-            fail "could not bump the copy's release to $next_version"
+        [ -z "$planted" ] || cp "$src/tests/upgrade/next-migration.sql" "$1/deploy/mysql/$planted"
+        if [ -n "$next_version" ]; then
+            sed -i "s/^#define KDELAY_VERSION_STR \"$cur_version\"$/#define KDELAY_VERSION_STR \"$next_version\"/" \
+                "$1/include/kdelay/kdelay.h"
+            [ "$(version_of "$1/include/kdelay/kdelay.h")" = "$next_version" ] ||
+                fail "could not bump the copy's release to $next_version"
+        fi
     }
     next_dir=$cache/next-$key
-    build_cached "$next_dir" prepare_next
+    build_cached "$next_dir" prepare_next -DKDELAY_REVISION="$tree_sha"
     next_bin=$next_dir/build
 fi
 next_schema=$(( cur_schema + (${#planted} > 0 ? 1 : 0) ))
@@ -166,9 +195,12 @@ for b in "$prev_bin/kdelay-forwarder" "$next_bin/kdelay-forwarder"; do
 done
 [ "$prev_v" != "$next_v" ] || fail "previous and next are both release $prev_v"
 prev_name="$prev_v (schema $prev_schema, $prev_ref ${prev_sha:0:12})"
-next_name="$next_v (schema $next_schema, ${planted:+planted $planted}"
-[ -n "$planted" ] || next_name+="$build"
-next_name+=")"
+next_name="$next_v (schema $next_schema, "
+if [ "$next_bin" = "$build" ]; then
+    next_name+="$build)"
+else
+    next_name+="a copy${planted:+ with $planted planted}${next_version:+, bumped to $next_version})"
+fi
 log info releases previous="\"$prev_name\"" next="\"$next_name\"" \
     previous_bin="$prev_bin" next_bin="$next_bin"
 
@@ -369,9 +401,10 @@ for m in "${modes[@]}"; do
     fwd_stop "$m" fw-b
 done
 # The previous forwarders worked on the newer schema: no refusal, a clean
-# exit each.
+# exit each. (The start line names the schema its build carries, from
+# 0.3.0 on: schema=N.)
 for f in "$tmp"/*-previous.log; do
-    if grep -iE 'schema|upgrade kdelay' "$f" >"$tmp/schema.grep"; then
+    if grep -v 'event=forwarder_start ' "$f" | grep -iE 'schema|upgrade kdelay' >"$tmp/schema.grep"; then
         fail "$(basename "$f") mentions the schema: $(head -n 3 "$tmp/schema.grep")"
     fi
     grep -q 'event=forwarder_exit err=KDELAY_OK' "$f" || fail "$(basename "$f"): no clean exit"

@@ -39,8 +39,13 @@ cmake -S "$src" -B "$pkgdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_P
   rm -f "$pkgdir"/kdelay_*.deb &&
   (cd "$pkgdir" && cpack -G DEB) >>"$pkgdir.log" 2>&1 ||
   { tail -30 "$pkgdir.log" >&2; fail event=deb_build_failed log="$pkgdir.log"; }
+# The package's version is the build's (cmake/version.sh): 0.3.0 for a
+# release, 0.3.0~dev+<commit> otherwise; the library's file name keeps
+# X.Y.Z.
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$pkgdir/CMakeCache.txt")
-deb=$pkgdir/kdelay_${version}_amd64.deb
+deb_version=$(sed -n 's/^KDELAY_VERSION_DEB=//p' "$pkgdir/version/version.env")
+full_version=$(sed -n 's/^KDELAY_VERSION=//p' "$pkgdir/version/version.env")
+deb=$pkgdir/kdelay_${deb_version}_amd64.deb
 [ -f "$deb" ] || fail event=no_deb want="$deb" found="$(ls "$pkgdir"/*.deb 2>/dev/null | tr '\n' ' ')"
 log event=deb_built file="${deb##*/}" bytes="$(stat -c %s "$deb")" seconds=$(($(date +%s) - start))
 
@@ -137,7 +142,8 @@ stat=$(stat -c '%a %U:%G' "$root/etc/kdelay/kdelay.conf")
 chroot "$root" dpkg-query -W -f='${Conffiles}\n' kdelay | grep -q '^ /etc/kdelay/kdelay.conf ' ||
   fail event=not_a_conffile
 v=$(chroot "$root" kdelay-forwarder --version) || fail event=forwarder_version_failed
-[ "$v" = "kdelay-forwarder $version" ] || fail event=bad_version got="\"$v\""
+[ "$(dpkg-deb -f "$deb" Version)" = "$deb_version" ] || fail event=bad_package_version got="\"$(dpkg-deb -f "$deb" Version)\"" want="$deb_version"
+[[ $v == "kdelay-forwarder $full_version commit="*" schema="*" librdkafka="* ]] || fail event=bad_version got="\"$v\"" want="\"kdelay-forwarder $full_version ...\""
 help=$(chroot "$root" kdelayctl --help) || fail event=kdelayctl_help_failed
 grep -q '^Usage: kdelayctl ' <<<"$help" || fail event=bad_help
 # the default configuration the binaries were built with is Debian's

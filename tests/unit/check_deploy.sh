@@ -151,8 +151,18 @@ grep -q 'HEALTHCHECK' "$src/deploy/docker/Dockerfile" && grep -q '127.0.0.1:${KD
 grep -q '^FROM debian:bookworm-slim' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: runtime not bookworm-slim"
 grep -q 'deploy/docker/build.sh' "$src/deploy/docker/Dockerfile" || fail "Dockerfile does not build with build.sh"
 grep -q '^USER 10001' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: not a non-root user"
-# The image's default version label is the release (include/kdelay/kdelay.h).
-release=$(sed -n 's/^#define KDELAY_VERSION_STR "\(.*\)"$/\1/p' "$src/include/kdelay/kdelay.h")
-grep -qx "ARG VERSION=$release" "$src/deploy/docker/Dockerfile" || fail "Dockerfile: ARG VERSION is not $release"
-grep -q "^## $release " "$src/CHANGELOG.md" || fail "CHANGELOG.md has no entry for $release"
+# The image's default version label is the tree's version without its
+# commit (cmake/version.sh: 0.3.0-dev while KDELAY_VERSION_PRE is "dev",
+# 0.3.0 for the release); a release has its CHANGELOG entry, a tree
+# heading for one its "Unreleased" section. The build stage takes the
+# commit (ARG REVISION) into the binaries' version.
+eval "$("$src/cmake/version.sh" "$src" | grep -E '^KDELAY_(RELEASE|PRE)=')"
+image_version=$KDELAY_RELEASE${KDELAY_PRE:+-$KDELAY_PRE}
+grep -qx "ARG VERSION=$image_version" "$src/deploy/docker/Dockerfile" || fail "Dockerfile: ARG VERSION is not $image_version"
+grep -q -- '-DKDELAY_REVISION=' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: the build does not pass REVISION on (-DKDELAY_REVISION)"
+if [ -n "$KDELAY_PRE" ]; then
+    grep -qx "## Unreleased" "$src/CHANGELOG.md" || fail "CHANGELOG.md has no Unreleased section for $image_version"
+else
+    grep -q "^## $KDELAY_RELEASE — " "$src/CHANGELOG.md" || fail "CHANGELOG.md has no entry for $KDELAY_RELEASE"
+fi
 echo "check_deploy: build.sh installed, entrypoint commands as expected"

@@ -8,6 +8,9 @@
 #include "kd_metrics.h"
 #include "kd_test.h"
 
+static const kd_build_labels_t test_build = {
+    "9.9.9-dev+0123456789ab", "0123456789abcdef0123456789abcdef01234567", 42};
+
 static void test_rows_are_well_formed(void)
 {
         for (size_t i = 0; i < KD_M__COUNT; i++) {
@@ -128,11 +131,13 @@ static void test_prometheus_form(void)
         kd_metric_hop(&m, 1);
         kd_metric_dead(&m, "bad-id");
         const char *tiers[] = {"1s", "5s"};
-        int n = kd_metrics_format_prometheus(&m, tiers, 2, "9.9.9", buf,
+        int n = kd_metrics_format_prometheus(&m, tiers, 2, &test_build, buf,
                                              sizeof(buf));
         CU_ASSERT_FATAL(n > 0 && n == (int)strlen(buf));
         CU_ASSERT_PTR_NOT_NULL(
-            strstr(buf, "kdelay_build_info{version=\"9.9.9\"} 1\n"));
+            strstr(buf, "kdelay_build_info{version=\"9.9.9-dev+0123456789ab\","
+                        "revision=\"0123456789abcdef0123456789abcdef01234567\","
+                        "schema=\"42\"} 1\n"));
         CU_ASSERT_PTR_NOT_NULL(
             strstr(buf, "# TYPE kdelay_forwarder_fired_total counter\n"
                         "kdelay_forwarder_fired_total 7\n"));
@@ -157,7 +162,7 @@ static void test_prometheus_form(void)
             "kdelay_forwarder_dead_by_reason_total{reason=\"bad-id\"} 1\n"));
         /* Too small a buffer: the length it needs. */
         char small[16];
-        CU_ASSERT_EQUAL(kd_metrics_format_prometheus(&m, tiers, 2, "9.9.9",
+        CU_ASSERT_EQUAL(kd_metrics_format_prometheus(&m, tiers, 2, &test_build,
                                                      small, sizeof(small)),
                         n);
 }

@@ -10,6 +10,8 @@
 #include "kd_test.h"
 
 /* A forwarder's state as readiness reads it: zeroed, not stopping. */
+static const kd_build_labels_t test_build = {"9.9.9", "unknown", 1};
+
 static kd_fwd_t *fwd_new(void)
 {
         kd_fwd_t *f = calloc(1, sizeof(*f));
@@ -69,7 +71,7 @@ static void test_gauge(void)
         static char buf[65536];
         const char *tiers[] = {"1s"};
         kd_metric_set(&m, KD_M_READY, 1);
-        int n = kd_metrics_format_prometheus(&m, tiers, 1, "9.9.9", buf,
+        int n = kd_metrics_format_prometheus(&m, tiers, 1, &test_build, buf,
                                              sizeof(buf));
         CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(buf));
         CU_ASSERT_PTR_NOT_NULL(strstr(buf,
