@@ -26,7 +26,12 @@
  *   Describe on the group it runs topics create and check, schedule,
  *   tasks list, reschedule, audit and stats; dead replay of a dead letter
  *   for a target outside the prefix (no DescribeConfigs on it) is not
- *   blocked and says what it could not check.
+ *   blocked and says what it could not check;
+ * - deploy/docker/entrypoint.sh init as User:forwarder with exactly its
+ *   ACLs for fate_outage_policy hold and fire (and the forwarder role's
+ *   MySQL grants): a missing needed topic is named with the ACL it lacks
+ *   (exit 1), then exit 0 once the admin created it; the forwarder with
+ *   the same identity answers /readyz 200.
  *
  * Other helpers (it_create_topic, it_tiers_create, it_wait_records)
  * connect as the admin, through $KDELAY_CLIENT_CONFIG. On a plaintext
@@ -712,7 +717,9 @@ static int entrypoint_init(const char *conf, const char *prefix,
  *   lacks (Create on topic ...), and creates nothing;
  * - once the admin (a super user: topics create) made them, init exits 0
  *   (under hold the journal, hidden from the forwarder, is "skipped"),
- *   the schema being current needs no CREATE;
+ *   the schema being current needs no CREATE; (hold) with the schema a
+ *   version behind, init exits 1 saying the user may not migrate it and
+ *   naming the migrate role;
  * - the forwarder with the same identity and configuration gets its
  *   partitions and answers /readyz 200. */
 static void run_init(const char *policy)
@@ -787,6 +794,25 @@ static void run_init(const char *policy)
                           has(out, "fate_outage_policy=fire"));
         }
         CU_ASSERT(!has(out, "FAILED") && !has(err, "FAILED"));
+        if (!fire) {
+                /* A schema one version behind: the forwarder's MySQL user
+                 * may not migrate it, and init says which role may. */
+                char sql[200];
+                snprintf(sql, sizeof(sql),
+                         "DELETE FROM `%s`.kdelay_schema ORDER BY version "
+                         "DESC LIMIT 1",
+                         db);
+                MYSQL *conn = it_mysql_connect();
+                CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+                CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+                mysql_close(conn);
+                CU_ASSERT_EQUAL(
+                    entrypoint_init(conf, prefix, fwd_url, "pw-init"), 1);
+                CU_ASSERT(has(err, "may not migrate it") &&
+                          has(err, "--role migrate"));
+                /* The migrate role's db migrate (root here) completes it. */
+                CU_ASSERT_EQUAL(CTL(NULL, url, prefix, "db", "migrate"), 0);
+        }
 
         /* The forwarder, same identity and configuration: ready. */
         char cprop[160], kprops[700];
