@@ -5,6 +5,11 @@
 #   kdelay-entrypoint [forwarder] [ARGS...]   runs kdelay-forwarder
 #   kdelay-entrypoint kdelayctl VERB [ARGS...] runs kdelayctl
 #   kdelay-entrypoint init                     topics create + db migrate
+#     (topics create makes what its Kafka principal may create and checks
+#     the rest: as the forwarder's principal it exits 1 naming a missing
+#     topic and the ACL it lacks, 0 when all that forwarder.fate_outage_
+#     policy needs exists; db migrate on a current schema needs only SELECT
+#     on kdelay_schema. docs/security.md, "ACLs per principal".)
 #
 # Configuration: the mounted file $KDELAY_CONFIG (default
 # /etc/kdelay/kdelay.conf, when it exists), then these variables, then ARGS.

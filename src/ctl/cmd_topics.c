@@ -19,21 +19,30 @@ static const char kd_topics_help[] =
     "\n"
     "create  creates every tier topic (<prefix>.tier.<tier>), the dead-\n"
     "        letter topic (<prefix>.dead) and the journal (<prefix>.journal,\n"
-    "        forwarder.fate_outage_policy=fire) that does not exist yet, with\n"
-    "        message.timestamp.type=LogAppendTime, cleanup.policy=delete,\n"
-    "        retention.bytes=-1 and retention.ms = 2 x tier delay +\n"
-    "        topics.retention_margin (dead topic and journal:\n"
-    "        topics.dead_retention).\n"
-    "        Topics that exist are reported and left alone.\n"
-    "check   verifies that every topic exists with those settings; exit 1\n"
-    "        and one line per problem otherwise.\n"
+    "        used under forwarder.fate_outage_policy=fire) that does not\n"
+    "        exist yet, with message.timestamp.type=LogAppendTime,\n"
+    "        cleanup.policy=delete, retention.bytes=-1 and retention.ms =\n"
+    "        2 x tier delay + topics.retention_margin (dead topic and\n"
+    "        journal: topics.dead_retention).\n"
+    "        Topics that exist are reported and left alone. A topic this\n"
+    "        principal may not create (no ACL Create: a least-privilege\n"
+    "        identity such as the forwarder's) is only checked: FAILED,\n"
+    "        naming the ACL it lacks (Create, or Describe when the topic\n"
+    "        is hidden from it), and exit 1; the journal under\n"
+    "        fate_outage_policy=hold is not needed: \"skipped\", exit 0.\n"
+    "check   verifies that every topic exists with those settings (the\n"
+    "        journal only under fate_outage_policy=fire); exit 1 and one\n"
+    "        line per problem otherwise.\n"
     "\n"
     "  --partitions N          partitions of new topics (default\n"
     "                          topics.partitions, 6)\n"
     "  --replication-factor R  replicas of new topics (default\n"
     "                          topics.replication_factor; -1 = broker's)\n"
     "  --json                  one JSON document: {\"topics\": [{\"topic\",\n"
-    "                          \"state\", \"partitions\", \"ok\", \"note\"}]}\n"
+    "                          \"state\", \"partitions\", \"ok\", "
+    "\"note\"}]};\n"
+    "                          state: exists, created, missing, FAILED,\n"
+    "                          skipped\n"
     "\n";
 
 enum { OPT_PARTITIONS = 0x200, OPT_RF, OPT_JSON };
@@ -92,6 +101,8 @@ static const char *state_name(kd_topic_state_t s)
                 return "created";
         case KD_TOPIC_FAILED:
                 return "FAILED";
+        case KD_TOPIC_SKIPPED:
+                return "skipped";
         default:
                 return "missing";
         }

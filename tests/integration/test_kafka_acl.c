@@ -26,7 +26,12 @@
  *   Describe on the group it runs topics create and check, schedule,
  *   tasks list, reschedule, audit and stats; dead replay of a dead letter
  *   for a target outside the prefix (no DescribeConfigs on it) is not
- *   blocked and says what it could not check.
+ *   blocked and says what it could not check;
+ * - deploy/docker/entrypoint.sh init as User:forwarder with exactly its
+ *   ACLs for fate_outage_policy hold and fire (and the forwarder role's
+ *   MySQL grants): a missing needed topic is named with the ACL it lacks
+ *   (exit 1), then exit 0 once the admin created it; the forwarder with
+ *   the same identity answers /readyz 200.
  *
  * Other helpers (it_create_topic, it_tiers_create, it_wait_records)
  * connect as the admin, through $KDELAY_CLIENT_CONFIG. On a plaintext
@@ -635,6 +640,235 @@ static void test_admin(void)
         it_db_drop(db);
 }
 
+/* A MySQL user of this test with the forwarder role's grants
+ * (`kdelayctl db grants --role forwarder`) on db; its URL into url. */
+static int mysql_forwarder_user(const char *db, const char *user,
+                                const char *password, char *url, size_t size)
+{
+        char sql[512], spec[128], dburl[1024];
+        MYSQL *conn = it_mysql_connect();
+        if (!conn || it_mysql_url_as(NULL, NULL, db, dburl, sizeof(dburl)))
+                return -1;
+        snprintf(sql, sizeof(sql), "DROP USER IF EXISTS '%s'@'127.0.0.1'",
+                 user);
+        int rc = mysql_query(conn, sql);
+        snprintf(sql, sizeof(sql),
+                 "CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", user,
+                 password);
+        rc = rc || mysql_query(conn, sql);
+        snprintf(spec, sizeof(spec), "%s@127.0.0.1", user);
+        rc = rc || CTL(NULL, dburl, NULL, "db", "grants", "--role", "forwarder",
+                       "--user", spec) != 0;
+        for (char *line = rc ? NULL : strtok(out, "\n"); line;
+             line = strtok(NULL, "\n"))
+                if (strncmp(line, "--", 2) && mysql_query(conn, line)) {
+                        printf("\n  %s: %s", line, mysql_error(conn));
+                        rc = -1;
+                }
+        mysql_close(conn);
+        return rc || it_mysql_url_as(user, NULL, db, url, size) ? -1 : 0;
+}
+
+/* Runs deploy/docker/entrypoint.sh init as a Kubernetes init container
+ * or compose's init would: kdelayctl from the build, the configuration
+ * file conf, Kafka as User:forwarder (KDELAY_KAFKA_CONFIG: its client
+ * properties file as it is), MySQL as url's user (its password by
+ * KDELAY_MYSQL_PASSWORD). Output in out/err; its exit status. */
+static int entrypoint_init(const char *conf, const char *prefix,
+                           const char *url, const char *password)
+{
+        char bindir[600], e_bin[620], e_conf[600], e_brokers[600], e_url[1100],
+            e_kafka[700], e_prefix[100], e_pw[100];
+        kd_strlcpy(bindir, KDELAY_CTL, sizeof(bindir));
+        snprintf(e_bin, sizeof(e_bin), "KDELAY_BINDIR=%s", dirname(bindir));
+        snprintf(e_conf, sizeof(e_conf), "KDELAY_CONFIG=%s", conf);
+        snprintf(e_brokers, sizeof(e_brokers), "KDELAY_BROKERS=%s",
+                 it_brokers());
+        snprintf(e_url, sizeof(e_url), "KDELAY_MYSQL_URL=%s", url);
+        snprintf(e_kafka, sizeof(e_kafka),
+                 "KDELAY_KAFKA_CONFIG=%s/client-forwarder.properties", tls_dir);
+        snprintf(e_prefix, sizeof(e_prefix), "KDELAY_TOPIC_PREFIX=%s", prefix);
+        snprintf(e_pw, sizeof(e_pw), "KDELAY_MYSQL_PASSWORD=%s", password);
+        /* env(1) replaces what the test's environment has (the stack's
+         * URL); the password only through the environment. */
+        char *env[] = {e_pw, NULL};
+        char *argv[] = {
+            "/usr/bin/env", e_bin,
+            e_conf,         e_brokers,
+            e_url,          e_kafka,
+            e_prefix,       KDELAY_SOURCE_DIR "/deploy/docker/entrypoint.sh",
+            "init",         NULL};
+        free(out);
+        free(err);
+        out = err = NULL;
+        int rc = it_run(argv, env, &out, &err);
+        printf("  entrypoint.sh init: exit %d\n%s%s", rc, out ? out : "",
+               err ? err : "");
+        return rc;
+}
+
+/* The init step under least privilege (issue 36): deploy/docker/
+ * entrypoint.sh init as User:forwarder holding exactly its ACLs of
+ * docs/security.md for `policy` (forwarder.fate_outage_policy, from the
+ * configuration file as in Kubernetes), and as a MySQL user with the
+ * forwarder role's grants:
+ * - with a topic the policy needs missing (the dead-letter topic; under
+ *   fire the journal), init exits 1 naming the topic and the ACL it
+ *   lacks (Create on topic ...), and creates nothing;
+ * - once the admin (a super user: topics create) made them, init exits 0
+ *   (under hold the journal, hidden from the forwarder, is "skipped"),
+ *   the schema being current needs no CREATE; (hold) with the schema a
+ *   version behind, init exits 1 saying the user may not migrate it and
+ *   naming the migrate role;
+ * - the forwarder with the same identity and configuration gets its
+ *   partitions and answers /readyz 200. */
+static void run_init(const char *policy)
+{
+        char prefix[40], group[64], db[64], url[1024], fwd_url[1024];
+        char tiers[64], dead[96], journal[96], conf[128], user[64];
+        int fire = !strcmp(policy, "fire");
+        it_unique(prefix, sizeof(prefix), "itacli");
+        it_unique(db, sizeof(db), "kdit_acli");
+        snprintf(user, sizeof(user), "kdfwd_%s", prefix);
+        snprintf(group, sizeof(group), "%s-group", prefix);
+        snprintf(tiers, sizeof(tiers), "%s.tier.", prefix);
+        snprintf(dead, sizeof(dead), "%s.dead", prefix);
+        snprintf(journal, sizeof(journal), "%s.journal", prefix);
+        snprintf(conf, sizeof(conf), "%s.conf", prefix);
+        printf("\n  fate_outage_policy=%s, prefix %s\n", policy, prefix);
+        FILE *cf = fopen(conf, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+        fprintf(cf,
+                "forwarder = { group_id = \"%s\"; fate_outage_policy = "
+                "\"%s\"; hold_horizon = \"2s\"; http_listen = "
+                "\"127.0.0.1:0\"; };\n",
+                group, policy);
+        fclose(cf);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(db, 1, url, sizeof(url)), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            mysql_forwarder_user(db, user, "pw-init", fwd_url, sizeof(fwd_url)),
+            0);
+        /* The admin's topics create (a super user) makes them all; then
+         * the one the test wants missing goes. */
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+        const char *gone = fire ? journal : dead;
+        CU_ASSERT_EQUAL_FATAL(it_delete_topic(gone), 0);
+        /* Exactly the forwarder's ACLs of docs/security.md. */
+        grant_forwarder("at_least_once", group, tiers, dead, dead);
+        if (fire) {
+                CU_ASSERT_EQUAL_FATAL(
+                    ACL("--add", "--allow-principal", "User:forwarder",
+                        "--operation", "Read", "--operation", "Write",
+                        "--operation", "Describe", "--topic", journal),
+                    0);
+                char jg[96];
+                snprintf(jg, sizeof(jg), "%s.journal", group);
+                CU_ASSERT_EQUAL_FATAL(ACL("--add", "--allow-principal",
+                                          "User:forwarder", "--operation",
+                                          "Read", "--group", jg),
+                                      0);
+        }
+
+        /* A needed topic missing: named, with the ACL. */
+        char want[200];
+        snprintf(want, sizeof(want), "lacks ACL Create on topic %s", gone);
+        /* e.g. "kdelayctl topics create: topic p.dead: Authorization
+         * failed: missing, and this principal lacks ACL Create on topic
+         * p.dead (...)" */
+        CU_ASSERT_EQUAL(entrypoint_init(conf, prefix, fwd_url, "pw-init"), 1);
+        CU_ASSERT(has(err, gone) && has(err, want));
+        CU_ASSERT(has(err, "missing"));
+        CU_ASSERT(!has(out, "created "));
+
+        /* The admin creates it: init checks and exits 0. */
+        CU_ASSERT_EQUAL_FATAL(it_tiers_create(prefix, url, 1), 0);
+        CU_ASSERT_EQUAL(entrypoint_init(conf, prefix, fwd_url, "pw-init"), 0);
+        CU_ASSERT(has(out, dead) && has(out, " exists "));
+        CU_ASSERT(has(out, "schema version"));
+        if (fire) {
+                CU_ASSERT(!has(out, "skipped"));
+        } else {
+                char skip[200];
+                snprintf(skip, sizeof(skip), "%s", journal);
+                CU_ASSERT(has(out, skip) && has(out, "skipped") &&
+                          has(out, "fate_outage_policy=fire"));
+        }
+        CU_ASSERT(!has(out, "FAILED") && !has(err, "FAILED"));
+        if (!fire) {
+                /* A schema one version behind: the forwarder's MySQL user
+                 * may not migrate it, and init says which role may. */
+                char sql[200];
+                snprintf(sql, sizeof(sql),
+                         "DELETE FROM `%s`.kdelay_schema ORDER BY version "
+                         "DESC LIMIT 1",
+                         db);
+                MYSQL *conn = it_mysql_connect();
+                CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+                CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+                mysql_close(conn);
+                CU_ASSERT_EQUAL(
+                    entrypoint_init(conf, prefix, fwd_url, "pw-init"), 1);
+                CU_ASSERT(has(err, "may not migrate it") &&
+                          has(err, "--role migrate"));
+                /* The migrate role's db migrate (root here) completes it. */
+                CU_ASSERT_EQUAL(CTL(NULL, url, prefix, "db", "migrate"), 0);
+        }
+
+        /* The forwarder, same identity and configuration: ready. */
+        char cprop[160], kprops[700];
+        snprintf(cprop, sizeof(cprop), "forwarder.fate_outage_policy=%s",
+                 policy);
+        snprintf(kprops, sizeof(kprops),
+                 "kafka_config=%s/client-forwarder.properties", tls_dir);
+        char e_pw[] = "KDELAY_MYSQL_PASSWORD=pw-init";
+        const char *fenv[] = {e_pw, NULL};
+        const char *props[] = {cprop, kprops, "forwarder.hold_horizon=2s",
+                               "forwarder.http_listen=127.0.0.1:0", NULL};
+        it_fwd_t f = {.instance = "fwInit", .pid = -1, .env = fenv};
+        CU_ASSERT_EQUAL_FATAL(
+            it_fwd_start(&f, KDELAY_FORWARDER, prefix, group, fwd_url, props),
+            0);
+        CU_ASSERT_EQUAL(it_wait_log(f.log, "event=partitions_assigned", 40000),
+                        0);
+        CU_ASSERT_EQUAL(it_wait_log(f.log, "event=http_listening", 5000), 0);
+        unsigned port =
+            (unsigned)it_log_sum(f.log, "event=http_listening", "port");
+        /* The readiness probe's command (deploy/kubernetes), until it
+         * passes: /readyz 200 once the forwarder is ready. */
+        char rurl[64];
+        snprintf(rurl, sizeof(rurl), "http://127.0.0.1:%u/readyz", port);
+        char *const probe[] = {"/usr/bin/curl", "-fsS", "-m", "2", "-o",
+                               "/dev/null",     rurl,   NULL};
+        int ready = 0;
+        for (int64_t end = kd_now_ms() + 30000;
+             port && !ready && kd_now_ms() < end;) {
+                char *po = NULL, *pe = NULL;
+                ready = it_run(probe, NULL, &po, &pe) == 0;
+                free(po);
+                free(pe);
+                if (!ready)
+                        usleep(200 * 1000);
+        }
+        printf("  forwarder as User:forwarder: /readyz %s\n",
+               ready ? "200" : "never 200 within 30 s");
+        CU_ASSERT(ready);
+        CU_ASSERT_EQUAL(it_log_count(f.log, "authorization failed"), 0);
+        CU_ASSERT_EQUAL(it_log_count(f.log, "AUTHORIZATION_FAILED"), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
+        unlink(conf);
+        it_db_drop(db);
+}
+
+static void test_init_hold(void)
+{
+        run_init("hold");
+}
+
+static void test_init_fire(void)
+{
+        run_init("fire");
+}
+
 int main(void)
 {
         const char *sec = getenv("KDELAY_KAFKA_SECURITY");
@@ -665,6 +899,8 @@ int main(void)
             KD_TEST(test_describe_only_at_least_once),
             KD_TEST(test_describe_only_exactly_once),
             KD_TEST(test_admin),
+            KD_TEST(test_init_hold),
+            KD_TEST(test_init_fire),
             KD_TEST_END};
         int rc = kd_test_run("kafka_acl", cases, it_env_init, NULL);
         free(out);

@@ -5,7 +5,10 @@
 # steps) installs into a DESTDIR; the installed entrypoint runs the
 # forwarder and kdelayctl with the options the environment gives; compose,
 # the Kubernetes manifests and the Grafana dashboard parse, and the
-# manifests validate against the Kubernetes API schemas (tools/k8scheck). (The metric
+# manifests validate against the Kubernetes API schemas, field by field, and
+# the restricted Pod Security Standard (tools/k8scheck), as files and as
+# `kubectl kustomize` renders them; the kustomization's images entry sets
+# every container's image. (The metric
 # names the dashboard and the alert rules use are checked against a real
 # scrape by test_http.)
 # Usage: check_deploy.sh SOURCE_DIR BUILD_DIR
@@ -52,13 +55,15 @@ import glob, json, re, sys, yaml
 src = sys.argv[1]
 files = [src + "/deploy/docker/compose.yaml"] + sorted(glob.glob(src + "/deploy/kubernetes/*.yaml"))
 objs = {}
+named = {}  # (kind, name): the object, every Kubernetes file's documents
 for f in files:
     docs = [d for d in yaml.safe_load_all(open(f)) if d is not None]
     assert docs, f + ": empty"
     for d in docs:
         if "deploy/kubernetes" in f:
             assert "kind" in d and "apiVersion" in d, f + ": no kind/apiVersion"
-            objs[f.rsplit("/", 1)[1]] = d
+            objs.setdefault(f.rsplit("/", 1)[1], d)
+            named[(d["kind"], d.get("metadata", {}).get("name"))] = d
 d = json.load(open(src + "/deploy/observability/kdelay-dashboard.json"))
 assert d["panels"] and all(p["targets"] for p in d["panels"]), "dashboard: a panel without a query"
 var = {v["name"] for v in d["templating"]["list"]}
@@ -92,8 +97,33 @@ init = [c for c in spec.get("initContainers", []) if c.get("args") == ["init"]]
 assert init, "no init container running `init` (topics create + db migrate)"
 env = {e["name"]: e for e in init[0]["env"]}
 assert env["KDELAY_MYSQL_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "mysql-migrate-password"
-secret = objs["secret.example.yaml"]
-assert set(secret["stringData"]) >= {"mysql-password", "mysql-migrate-password", "mysql-ca.pem"}
+secret = named[("Secret", "kdelay-secrets")]
+assert set(secret["stringData"]) >= {"mysql-password", "mysql-migrate-password", "mysql-gc-password", "mysql-ca.pem"}
+# Kafka client properties from the Secret kdelay-kafka, as
+# KDELAY_KAFKA_CONFIG, in the forwarder and the init container.
+kafka = named[("Secret", "kdelay-kafka")]
+assert "client.properties" in kafka["stringData"], "kdelay-kafka example without client.properties"
+vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+for c in pod["spec"]["containers"] + pod["spec"]["initContainers"]:
+    env = {e["name"]: e for e in c["env"]}
+    path = env["KDELAY_KAFKA_CONFIG"]["value"]
+    mounts = [m for m in c["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    assert mounts and vols[mounts[0]["name"]]["secret"]["secretName"] == "kdelay-kafka", c["name"] + ": KDELAY_KAFKA_CONFIG not from kdelay-kafka"
+    assert path.rsplit("/", 1)[1] in kafka["stringData"], c["name"] + ": " + path
+# The image by name only, which the kustomization's `images` entry sets
+# (kustomize edit set image kdelay=...).
+imgs = {i["name"] for i in k.get("images", [])}
+assert imgs == {"kdelay"}, "kustomization images: %s" % imgs
+# db gc: a CronJob, one run at a time, as the gc user.
+cj = objs["cronjob-gc.yaml"]
+assert cj["kind"] == "CronJob" and "cronjob-gc.yaml" in k["resources"]
+assert cj["spec"]["concurrencyPolicy"] == "Forbid", "db gc CronJob may overlap"
+jc = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+assert jc[0]["args"] == ["kdelayctl", "db", "gc"], jc[0]["args"]
+assert {e["name"]: e for e in jc[0]["env"]}["KDELAY_MYSQL_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "mysql-gc-password"
+for o in list(objs.values()):
+    for c in (o.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []) + o.get("spec", {}).get("template", {}).get("spec", {}).get("initContainers", []) + jc):
+        assert c["image"] == "kdelay", c["name"] + ": image " + c["image"] + " (the kustomization's images entry names it)"
 fwd = [c for c in spec["containers"] if c["name"] == "forwarder"][0]
 rp = fwd["readinessProbe"]
 assert rp["periodSeconds"] * rp["failureThreshold"] >= 30, "readiness drops a pod within 30 s"
@@ -119,6 +149,9 @@ for n in fwds:
 assert "demo.out" in c["demo-topic"]["command"] and "--if-not-exists" in c["demo-topic"]["command"]
 for n in ("kafka", "mariadb"):
     assert c[n]["restart"] == "unless-stopped", n
+print("check_deploy: Kafka client properties from the Secret kdelay-kafka (KDELAY_KAFKA_CONFIG) in %d containers; "
+      "db gc CronJob %s, concurrencyPolicy %s; every container's image \"kdelay\", set by the images entry"
+      % (len(pod["spec"]["containers"] + pod["spec"]["initContainers"]), cj["spec"]["schedule"], cj["spec"]["concurrencyPolicy"]))
 print("check_deploy: kustomization without the example Secret, init container migrates, "
       "readiness probe %ds, spread over %s; compose forwarders restart, stop grace %s > %ds, demo.out created"
       % (rp["periodSeconds"] * rp["failureThreshold"], ",".join(sorted(keys)),
@@ -126,18 +159,37 @@ print("check_deploy: kustomization without the example Secret, init container mi
 PY
 # The kustomization builds, where kubectl is installed (not by deps.sh:
 # no cluster is needed for it).
+# Every Kubernetes manifest against the Kubernetes API schemas
+# (tools/k8scheck: kubernetes-models from npm; types, enums, required
+# fields, every field name, the restricted Pod Security Standard on every
+# pod template), after its self-test finds planted errors.
+"$src/tools/k8scheck/run.sh" --self-test
+"$src/tools/k8scheck/run.sh" "$src/deploy/kubernetes" | tail -n 1
 if command -v kubectl >/dev/null; then
     kubectl kustomize "$src/deploy/kubernetes" >"$dest/k8s.yaml" || fail "kubectl kustomize failed"
     ! grep -q '^kind: Secret' "$dest/k8s.yaml" || fail "kustomize build has a Secret"
     echo "check_deploy: kubectl kustomize builds $(grep -c '^kind:' "$dest/k8s.yaml") objects"
+    # What is applied: every rendered object, checked alike.
+    "$src/tools/k8scheck/run.sh" - <"$dest/k8s.yaml" | tail -n 1
+    # The image as `kustomize edit set image kdelay=REGISTRY/kdelay:TAG`
+    # sets it (that edit's result: the images entry's newName and newTag;
+    # kubectl has no `kustomize edit`): every container takes it.
+    cp -r "$src/deploy/kubernetes" "$dest/k8s-image"
+    python3 - "$dest/k8s-image/kustomization.yaml" <<'PY'
+import sys, yaml
+f = sys.argv[1]
+k = yaml.safe_load(open(f))
+k["images"] = [{"name": "kdelay", "newName": "registry.example.com/kdelay", "newTag": "9.9.9"}]
+yaml.safe_dump(k, open(f, "w"))
+PY
+    kubectl kustomize "$dest/k8s-image" >"$dest/k8s-image.yaml" || fail "kubectl kustomize (image set) failed"
+    n=$(grep -c '^ *image: ' "$dest/k8s-image.yaml")
+    [ "$n" -ge 3 ] && [ "$(grep -c '^ *image: registry.example.com/kdelay:9.9.9$' "$dest/k8s-image.yaml")" = "$n" ] ||
+        fail "kustomize images entry does not set every container's image"
+    echo "check_deploy: the kustomization's image entry sets all $n containers' image"
 else
-    echo "check_deploy: kubectl missing, kustomize build not checked"
+    echo "check_deploy: kubectl missing: kustomize build, its objects and the image entry not checked"
 fi
-# Every Kubernetes manifest against the Kubernetes API schemas
-# (tools/k8scheck: kubernetes-models from npm; types, enums, required
-# fields), after its self-test finds a planted error.
-"$src/tools/k8scheck/run.sh" --self-test
-"$src/tools/k8scheck/run.sh" "$src/deploy/kubernetes" | tail -n 1
 # Docker: a .dockerignore that keeps build trees and .git out, OCI labels,
 # the health check's port from the environment.
 for p in .git build '.stack*/' .cache; do

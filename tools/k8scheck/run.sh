@@ -5,12 +5,14 @@
 # ServiceMonitor), pinned by package-lock.json and installed once per lock
 # file into a cache outside the tree (KDELAY_K8SCHECK_CACHE, default
 # ~/.cache/kdelay/k8scheck-<lock hash>); the first run needs the npm
-# registry. Types, enums and required fields are checked; the schemas, as
-# Kubernetes publishes them, allow unknown fields, so a misspelt field
-# name passes here (tests/unit/check_deploy.sh checks the fields kdelay
-# relies on by name).
-#   run.sh FILE|DIR...   check them
-#   run.sh --self-test   a planted error (a port as text) must fail
+# registry. Types, enums and required fields are checked by the schemas;
+# every field name at every depth along the models' type declarations (a
+# misspelt or misplaced field fails, with its path); and the "restricted"
+# Pod Security Standard on every pod template (check.js says which rules).
+#   run.sh FILE|DIR|-...  check them (-: standard input, e.g. the output of
+#                         `kubectl kustomize deploy/kubernetes`)
+#   run.sh --self-test    planted errors must fail: a port as text, an
+#                         unknown field, a pod without a seccomp profile
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../npm_pinned.sh"
@@ -18,14 +20,25 @@ npm_pinned "$here" k8scheck "${KDELAY_K8SCHECK_CACHE:-}"
 if [ "${1:-}" = --self-test ]; then
   bad=$(mktemp -d)
   trap 'rm -rf "$bad"' EXIT
-  printf '%s\n' 'apiVersion: v1' 'kind: Service' 'metadata: {name: planted}' \
-    'spec: {ports: [{port: "9464x"}]}' >"$bad/planted.yaml"
-  if node "$here/check.js" "$bad" >/dev/null 2>"$bad/err"; then
-    echo "k8scheck: self-test: a Service with port \"9464x\" passed" >&2
-    exit 1
-  fi
-  grep -q 'port must be integer' "$bad/err" || { cat "$bad/err" >&2; exit 1; }
-  echo "k8scheck: self-test: the planted error was found: $(head -1 "$bad/err")"
+  # Each planted document, and the error it must give.
+  plant() { # NAME WANT DOC-LINES...
+    local name=$1 want=$2
+    shift 2
+    printf '%s\n' "$@" >"$bad/$name.yaml"
+    if node "$here/check.js" "$bad/$name.yaml" >/dev/null 2>"$bad/err"; then
+      echo "k8scheck: self-test: planted $name passed" >&2
+      exit 1
+    fi
+    grep -q "$want" "$bad/err" || { echo "k8scheck: self-test: $name: no \"$want\":" >&2; cat "$bad/err" >&2; exit 1; }
+    echo "k8scheck: self-test: the planted error was found: $(head -1 "$bad/err")"
+  }
+  plant port 'port must be integer' 'apiVersion: v1' 'kind: Service' 'metadata: {name: planted}' \
+    'spec: {ports: [{port: "9464x"}]}'
+  plant field 'unknown fields.*spec.ports\[0\].protocl' 'apiVersion: v1' 'kind: Service' \
+    'metadata: {name: planted}' 'spec: {ports: [{port: 9464, protocl: TCP}]}'
+  plant pss 'seccompProfile.type is unset' 'apiVersion: v1' 'kind: Pod' 'metadata: {name: planted}' \
+    'spec:' '  securityContext: {runAsNonRoot: true, runAsUser: 10001}' \
+    '  containers: [{name: c, image: i, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]'
   exit 0
 fi
 exec node "$here/check.js" "$@"

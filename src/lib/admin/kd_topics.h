@@ -19,7 +19,10 @@ typedef enum kd_topic_state {
         KD_TOPIC_MISSING,
         KD_TOPIC_EXISTS,  /* was there before */
         KD_TOPIC_CREATED, /* created by this call */
-        KD_TOPIC_FAILED   /* creation failed: see problem */
+        KD_TOPIC_FAILED,  /* creation failed: see problem */
+        KD_TOPIC_SKIPPED  /* not needed (the journal under
+                             fate_outage_policy=hold) and this principal
+                             may not create it: left alone */
 } kd_topic_state_t;
 
 typedef struct kd_topic_report {
@@ -28,6 +31,8 @@ typedef struct kd_topic_report {
                                      journal */
         kd_topic_state_t state;
         int partitions;    /* -1 unknown */
+        int needed;        /* the configured forwarders use it (the
+                              journal only under fate_outage_policy=fire) */
         int ok;            /* after check: every config as required */
         char problem[512]; /* "; "-separated findings, "" when none */
 } kd_topic_report_t;
@@ -47,7 +52,13 @@ kdelay_err_t kd_topics_list(const kdelay_conf_t *conf,
  * that exist are left alone. Then waits until every created topic has a
  * leader for each partition. A topic the broker refused is KD_TOPIC_FAILED
  * with the broker's reason in problem, and the call returns
- * KDELAY_ERR_KAFKA. */
+ * KDELAY_ERR_KAFKA; errstr names the first such topic and why.
+ * A topic refused for want of the Create ACL (a least-privilege principal,
+ * e.g. the forwarder's in an init container) is looked up alone: problem
+ * then says whether it is missing (the principal may Describe it) or
+ * hidden (it may not), and which ACL (operation and resource) is lacking.
+ * Such a topic that is not needed (the journal under
+ * forwarder.fate_outage_policy=hold) is KD_TOPIC_SKIPPED and no error. */
 kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                               int replication_factor,
                               kd_topic_report_t *reports, size_t *np,

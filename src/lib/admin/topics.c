@@ -33,10 +33,12 @@ static void reports_init(const kdelay_conf_t *conf, kd_topic_report_t *r,
                                sizeof(r[n].name));
                 r[n].min_retention_ms = conf->tiers.v[i].delay_ms +
                                         conf->topics_retention_margin_ms;
+                r[n].needed = 1;
         }
         memset(&r[n], 0, sizeof(r[n]));
         kd_conf_dead_topic(conf, r[n].name, sizeof(r[n].name));
         r[n].min_retention_ms = -1;
+        r[n].needed = 1;
         n++;
         /* The journal of fires without a claim (fate_outage_policy=fire),
          * kept as long as dead letters: past any outage and its
@@ -44,6 +46,7 @@ static void reports_init(const kdelay_conf_t *conf, kd_topic_report_t *r,
         memset(&r[n], 0, sizeof(r[n]));
         kd_conf_journal_topic(conf, r[n].name, sizeof(r[n].name));
         r[n].min_retention_ms = -1;
+        r[n].needed = conf->fwd_outage_policy == KD_OUTAGE_FIRE;
         *np = n + 1;
 }
 
@@ -215,6 +218,116 @@ static int set_cfg(rd_kafka_NewTopic_t *nt, const char *name, const char *value)
         return rd_kafka_NewTopic_set_config(nt, name, value) ? -1 : 0;
 }
 
+/* Why a topic whose creation was refused for want of the Create ACL is
+ * not there: it is looked up alone, which tells a missing topic
+ * (UNKNOWN_TOPIC_OR_PART: the principal may Describe it) from one hidden
+ * from the principal (TOPIC_AUTHORIZATION_FAILED: whether it exists is
+ * not for it to know). The principal may not create topics, so the lookup
+ * cannot create one either. Sets r's state and problem. */
+static void explain_denied(rd_kafka_t *rk, kd_topic_report_t *r,
+                           const char *why)
+{
+        rd_kafka_resp_err_t merr = RD_KAFKA_RESP_ERR_UNKNOWN;
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, r->name, NULL);
+        if (rkt) {
+                rd_kafka_resp_err_t e =
+                    rd_kafka_metadata(rk, 0, rkt, &md, KD_ADMIN_TIMEOUT_MS);
+                merr = e ? e : md->topic_cnt == 1 ? md->topics[0].err : merr;
+                if (!e && md->topic_cnt == 1 && !merr)
+                        r->partitions = md->topics[0].partition_cnt;
+                if (md)
+                        rd_kafka_metadata_destroy(md);
+                rd_kafka_topic_destroy(rkt);
+        }
+        r->state = r->needed ? KD_TOPIC_FAILED : KD_TOPIC_SKIPPED;
+        /* The broker's reason ("Authorization failed."), without its
+         * full stop. */
+        int wl = (int)strlen(why);
+        if (wl > 0 && why[wl - 1] == '.')
+                wl--;
+        if (!merr) { /* there after all: made by someone else meanwhile */
+                r->state = KD_TOPIC_EXISTS;
+                r->problem[0] = '\0';
+        } else if (merr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                snprintf(r->problem, sizeof(r->problem),
+                         "%.*s: missing, and this principal lacks ACL Create "
+                         "on topic %s (create it with `kdelayctl topics "
+                         "create` as a principal that has it)",
+                         wl, why, r->name);
+        } else if (merr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+                snprintf(r->problem, sizeof(r->problem),
+                         "%.*s: hidden from this principal, which lacks ACL "
+                         "Describe on topic %s (and ACL Create on it, to "
+                         "create it)",
+                         wl, why, r->name);
+        } else {
+                snprintf(r->problem, sizeof(r->problem),
+                         "%.*s: this principal lacks ACL Create on topic %s, "
+                         "and the topic's metadata could not be read: %s",
+                         wl, why, r->name, rd_kafka_err2str(merr));
+        }
+        if (!r->needed) {
+                size_t off = strlen(r->problem);
+                snprintf(r->problem + off, sizeof(r->problem) - off,
+                         "; not needed: used only with "
+                         "forwarder.fate_outage_policy=fire");
+        }
+}
+
+/* Applies CreateTopics' answer ev to the reports of the cnt topics asked
+ * for (reports[idx[j]]). KDELAY_ERR_KAFKA, with errstr naming the first
+ * topic that failed and why, when a needed topic is not there. */
+static kdelay_err_t create_results(rd_kafka_t *rk, rd_kafka_event_t *ev,
+                                   kd_topic_report_t *reports,
+                                   const size_t *idx, size_t cnt, int parts,
+                                   char *errstr, size_t errstr_size)
+{
+        size_t rn;
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &rn);
+        for (size_t k = 0; k < rn; k++) {
+                const char *name = rd_kafka_topic_result_name(res[k]);
+                rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[k]);
+                const char *es = rd_kafka_topic_result_error_string(res[k]);
+                for (size_t j = 0; j < cnt; j++) {
+                        kd_topic_report_t *r = &reports[idx[j]];
+                        if (strcmp(r->name, name))
+                                continue;
+                        if (!e) {
+                                r->state = KD_TOPIC_CREATED;
+                                r->partitions = parts;
+                        } else if (e ==
+                                   RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+                                r->state = KD_TOPIC_EXISTS;
+                        } else if (
+                            e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+                                explain_denied(rk, r,
+                                               es && *es ? es
+                                                         : rd_kafka_err2str(e));
+                        } else {
+                                r->state = KD_TOPIC_FAILED;
+                                snprintf(r->problem, sizeof(r->problem), "%s",
+                                         es && *es ? es : rd_kafka_err2str(e));
+                        }
+                }
+        }
+        size_t failed = 0, first = 0;
+        for (size_t j = 0; j < cnt; j++)
+                if (reports[idx[j]].state == KD_TOPIC_FAILED && !failed++)
+                        first = idx[j];
+        if (!failed)
+                return KDELAY_OK;
+        if (failed == 1)
+                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                               "topic %s: %s", reports[first].name,
+                               reports[first].problem);
+        return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                       "%zu topics could not be created; topic %s: %s", failed,
+                       reports[first].name, reports[first].problem);
+}
+
 kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                               int replication_factor,
                               kd_topic_report_t *reports, size_t *np,
@@ -268,44 +381,11 @@ kdelay_err_t kd_topics_create(const kdelay_conf_t *conf, int partitions,
                                  RD_KAFKA_EVENT_CREATETOPICS_RESULT,
                                  "CreateTopics", send_create, &req, &ev, errstr,
                                  errstr_size);
-                if (ev) {
-                        size_t rn;
-                        const rd_kafka_topic_result_t **res =
-                            rd_kafka_CreateTopics_result_topics(
-                                rd_kafka_event_CreateTopics_result(ev), &rn);
-                        for (size_t k = 0; k < rn; k++) {
-                                const char *name =
-                                    rd_kafka_topic_result_name(res[k]);
-                                rd_kafka_resp_err_t e =
-                                    rd_kafka_topic_result_error(res[k]);
-                                for (size_t j = 0; j < cnt; j++) {
-                                        kd_topic_report_t *r = &reports[idx[j]];
-                                        if (strcmp(r->name, name))
-                                                continue;
-                                        if (!e) {
-                                                r->state = KD_TOPIC_CREATED;
-                                                r->partitions = parts;
-                                        } else if (
-                                            e ==
-                                            RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-                                                r->state = KD_TOPIC_EXISTS;
-                                        } else {
-                                                r->state = KD_TOPIC_FAILED;
-                                                snprintf(
-                                                    r->problem,
-                                                    sizeof(r->problem), "%s",
-                                                    rd_kafka_topic_result_error_string(
-                                                        res[k]));
-                                                err = KDELAY_ERR_KAFKA;
-                                        }
-                                }
-                        }
-                        if (err)
-                                kd_fail(err, errstr, errstr_size,
-                                        "some topics could not be created");
-                }
-                if (ev)
-                        rd_kafka_event_destroy(ev);
+        }
+        if (ev) {
+                err = create_results(rk, ev, reports, idx, cnt, parts, errstr,
+                                     errstr_size);
+                rd_kafka_event_destroy(ev);
         }
         for (size_t j = 0; j < cnt; j++)
                 rd_kafka_NewTopic_destroy(nts[j]);
@@ -387,9 +467,13 @@ kdelay_err_t kd_topics_check(const kdelay_conf_t *conf,
         size_t cnt = 0;
         for (size_t i = 0; !err && i < *np; i++) {
                 if (reports[i].state == KD_TOPIC_MISSING) {
-                        reports[i].ok = 0;
+                        reports[i].ok = !reports[i].needed;
                         kd_strlcpy(reports[i].problem,
-                                   "missing: run `kdelayctl topics create`",
+                                   reports[i].needed
+                                       ? "missing: run `kdelayctl topics "
+                                         "create`"
+                                       : "missing; needed only with "
+                                         "forwarder.fate_outage_policy=fire",
                                    sizeof(reports[i].problem));
                         continue;
                 }

@@ -205,12 +205,35 @@ static kdelay_err_t record(MYSQL *conn, const kd_migration_t *m, char *errstr,
         return kd_mysql_exec(conn, sql, errstr, errstr_size);
 }
 
+/* Whether MySQL error code e is a privilege refusal. */
+static int denied(unsigned e)
+{
+        return e == ER_DBACCESS_DENIED_ERROR ||
+               e == ER_TABLEACCESS_DENIED_ERROR ||
+               e == ER_COLUMNACCESS_DENIED_ERROR ||
+               e == ER_SPECIFIC_ACCESS_DENIED_ERROR;
+}
+
 kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                void *opaque, int *fromp, int *top, char *errstr,
                                size_t errstr_size)
 {
         kdelay_err_t err;
         int version = 0;
+        /* Nothing to do needs only SELECT on kdelay_schema: a user without
+         * CREATE (the forwarder's, in an init container) finds the schema
+         * current and is done. */
+        if ((err = kd_schema_version(conn, &version, errstr, errstr_size)))
+                return err;
+        if (version >= kd_schema_latest()) {
+                if (fromp)
+                        *fromp = version;
+                if (top)
+                        *top = version;
+                return version > kd_schema_latest()
+                           ? newer_usable(conn, version, errstr, errstr_size)
+                           : KDELAY_OK;
+        }
         if ((err = lock_take(conn, errstr, errstr_size)))
                 return err;
         err = kd_mysql_exec(conn,
@@ -238,6 +261,15 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
         }
         if (top)
                 *top = version;
+        if (err && denied(mysql_errno(conn))) {
+                char why[400];
+                kd_strlcpy(why, errstr, sizeof(why));
+                kd_fail(err, errstr, errstr_size,
+                        "schema version %d, this kdelay needs %d, and this "
+                        "MySQL user may not migrate it (the grants of "
+                        "`kdelayctl db grants --role migrate`): %s",
+                        version, kd_schema_latest(), why);
+        }
         lock_release(conn);
         return err;
 }
