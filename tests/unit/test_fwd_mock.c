@@ -1308,8 +1308,9 @@ static void c_txn_fatal(fm_env_t *e)
  * letter stays visible: it was produced before the error was pushed, the
  * one after it exactly once; and the row says DEAD only after that one
  * was produced. A transaction holding a dead letter commits after
- * forwarder.transaction_interval (1 s here): the test pushes the error
- * in that second, once the dead letter is reported delivered. A missing
+ * forwarder.transaction_interval (3 s here: room for a loaded machine,
+ * the suite runs tests side by side): the test pushes the error in
+ * those seconds, once the dead letter is reported delivered. A missing
  * topic is known at once (topic.metadata.propagation.max.ms=0), so that
  * after the renewal the copy read again fails at once, in transactions
  * that commit (the new producer warms the topics of the old): with a
@@ -1317,7 +1318,7 @@ static void c_txn_fatal(fm_env_t *e)
  * that abort would clear the stale marks before any commit. */
 static const char *const renew_dead_overrides[] = {
     "topic.metadata.propagation.max.ms=0", "forwarder.retry_max=200ms",
-    "forwarder.transaction_interval=1s", NULL};
+    "forwarder.transaction_interval=3s", NULL};
 
 static void c_txn_fatal_dead_letter(fm_env_t *e)
 {
