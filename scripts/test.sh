@@ -19,8 +19,9 @@
 # - the sanitizer build's unit, mock-cluster and asan-labelled integration
 #   tests on "old" (Kafka 3.9.x), while two small secured stacks start
 #   (stack.sh --security: SASL_SSL on Kafka 3.9.x, mTLS on the default
-#   Kafka); then test_kafka_acl (Kafka ACLs) and test_plain_client on
-#   each, one after the other; and the stacks stop.
+#   Kafka); then test_kafka_acl (Kafka ACLs, the init step under exactly
+#   the documented ACLs) and test_plain_client on both side by side; and
+#   the stacks stop.
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
@@ -280,24 +281,39 @@ if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
   run_ctest build/asan -L '^(unit|mock|asan)$' -j2
 fi
 
+# The two secured stacks side by side, each from a directory of its own
+# (build/test/lane-STACK, as the mysql-faults lane): test_kafka_acl and
+# test_plain_client, their output in the lane's log.
+run_secured() { # STACK (in a subshell of its stack)
+  local s=$1 dir=build/test/lane-$1
+  run_ctest "$dir" -R '^(test_kafka_acl|test_plain_client)$' || return 1
+  # ctest counts an exit 77 (no secured stack seen) as skipped: not here
+  grep -q "^test_kafka_acl: $KDELAY_KAFKA_SECURITY, " "$dir/Testing/Temporary/LastTest.log" ||
+    { log event=failed what=test_kafka_acl stack="$s" why=skipped; return 1; }
+  grep -q "^test_plain_client: \(SASL_SSL\|SSL\), .*the properties file" \
+    "$dir/Testing/Temporary/LastTest.log" ||
+    { log event=failed what=test_plain_client stack="$s" why=no_properties_file; return 1; }
+}
 if [ -n "$secured" ]; then
   (use_stack old; deploy/local/stack.sh down --purge >&2) || true
+  declare -A secured_pid=()
   for s in sasl mtls; do
     stack_wait "$s"
-    use_stack "$s"
-    log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" security="$KDELAY_KAFKA_SECURITY" \
-      brokers="$KDELAY_BROKERS"
-    # test_plain_client: a plain confluent-kafka-python client with the
-    # properties file `stack.sh env` names, as it is.
-    run_ctest build/test -R '^(test_kafka_acl|test_plain_client)$'
-    # ctest counts an exit 77 (no secured stack seen) as skipped: not here
-    grep -q "^test_kafka_acl: $KDELAY_KAFKA_SECURITY, " build/test/Testing/Temporary/LastTest.log ||
-      { log event=failed what=test_kafka_acl stack="$s" why=skipped; exit 1; }
-    grep -q "^test_plain_client: \(SASL_SSL\|SSL\), .*the properties file" \
-      build/test/Testing/Temporary/LastTest.log ||
-      { log event=failed what=test_plain_client stack="$s" why=no_properties_file; exit 1; }
-    deploy/local/stack.sh down --purge >&2
+    (use_stack "$s"
+     log event=stack_ready stack="$s" kafka="$KDELAY_KAFKA_VERSION" security="$KDELAY_KAFKA_SECURITY" \
+       brokers="$KDELAY_BROKERS"
+     mkdir -p "build/test/lane-$s"
+     printf 'subdirs("%s")\n' "$root/build/test" >"build/test/lane-$s/CTestTestfile.cmake"
+     run_secured "$s") >"build/test/lane-$s.log" 2>&1 &
+    secured_pid[$s]=$!
   done
+  secured_failed=""
+  for s in sasl mtls; do
+    wait "${secured_pid[$s]}" || secured_failed="$secured_failed $s"
+    cat "build/test/lane-$s.log"
+    (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
+  done
+  [ -z "$secured_failed" ] || { log event=failed what=secured stacks="${secured_failed# }"; exit 1; }
 fi
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0
