@@ -51,6 +51,10 @@ const GRAMMAR_GAPS = [
   /^DROP USER (IF EXISTS )?'[^']*'@'[^']*'$/i,
   /^KILL \d+$/i,
   /^SHOW GLOBAL STATUS LIKE '\w+'$/i,
+  // stack.sh's own on a TLS-only MariaDB (its client comes over TCP
+  // there): the root grant of `up` and `mysql-readonly on|off`
+  /^GRANT ALL PRIVILEGES ON \*\.\* TO '[^']*'@'[^']*' WITH GRANT OPTION$/i,
+  /^SET GLOBAL read_only = (ON|OFF)$/i,
   // (matched as a shape: its string literals are folded)
   /^set sql_mode=CONCAT\(@@sql_mode,[^()]*\),session_track_system_variables = CONCAT\(@@global\.session_track_system_variables,[^()]*\),NAMES utf8mb4$/i,
 ];
@@ -194,7 +198,8 @@ function generalLogQueries(text) {
       if (cur) out.push(cur);
       cur = null;
       const [, id, cmd, arg] = m;
-      if (cmd === 'Connect' && /using TCP\/IP/.test(arg)) tcp.add(id);
+      // TCP, or TLS over TCP (a TLS-only server logs "using SSL/TLS")
+      if (cmd === 'Connect' && /using (TCP\/IP|SSL\/TLS)/.test(arg)) tcp.add(id);
       else if (cmd === 'Query' && tcp.has(id)) cur = arg;
       else if (cmd === 'Prepare' && tcp.has(id)) cur = arg.replace(/^\[\d+\]\s*/, '');
     } else if (cur !== null) {
