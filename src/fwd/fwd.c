@@ -417,8 +417,8 @@ int kd_fwd_producer_reset(kd_fwd_t *f, const char *why)
 }
 
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
-                        kd_fate_store_t *store, char *errstr,
-                        size_t errstr_size)
+                        kd_fate_store_t *store, const kd_clocksrc_t *clock,
+                        char *errstr, size_t errstr_size)
 {
         kdelay_err_t guard = kd_guard_check(conf, errstr, errstr_size);
         if (guard)
@@ -432,6 +432,9 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->stop = &f->no_stop;
         f->wake_fd = -1;
         kd_timers_init(&f->timers);
+        if (clock && clock->manual)
+                kd_clocksrc_manual(&f->timers.clock, kd_clocksrc_mono_ms(clock),
+                                   kd_clocksrc_wall_ms(clock));
         for (int i = 0; i < 2; i++)
                 f->kafka.io_fds[i][0] = f->kafka.io_fds[i][1] = -1;
         f->hooks.room = kd_intake_room;
