@@ -5,8 +5,9 @@
  * answers are never read: MySQL hangs). The store is found down once a
  * request has waited KD_STORE_STALL_MS, dated from when it went out; due
  * tasks fire without claims fate_outage_after from then, not a
- * millisecond earlier. A minute of the forwarder's time in milliseconds
- * of the test's. */
+ * millisecond earlier; failing statements date the outage from the first
+ * failure, later ones do not put it off. A minute of the forwarder's time
+ * in milliseconds of the test's. */
 #include <kdelay/conf.h>
 
 #include "kd_fate_mem.h"
@@ -23,10 +24,10 @@
 #define PING_MS  5000
 #define STALL_MS 5000
 
-static kd_fwd_t *fwd;
-
-static int setup(void)
+/* A forwarder born on a manual clock, fate_outage_policy fire, or NULL. */
+static kd_fwd_t *born(void)
 {
+        kd_fwd_t *fwd = NULL;
         kdelay_conf_t *c = kdelay_conf_new();
         kd_fate_store_t *store = NULL;
         char errstr[256];
@@ -40,23 +41,33 @@ static int setup(void)
             kdelay_conf_set(c, "forwarder.fate_outage_after", "7s", errstr,
                             sizeof(errstr)) ||
             kd_fate_mem_new(&store))
-                return -1;
+                return NULL;
         /* The forwarder's time moves only when the test says, from its
          * birth: monotonic T0, wall time 2023-11-14. */
         kd_clocksrc_t clock;
         kd_clocksrc_manual(&clock, T0, 1700000000000);
-        return kd_fwd_new(&fwd, c, store, &clock, errstr, sizeof(errstr)) ? -1
-                                                                          : 0;
+        return kd_fwd_new(&fwd, c, store, &clock, errstr, sizeof(errstr)) ? NULL
+                                                                          : fwd;
 }
 
-static int teardown(void)
+/* Steps fwd's clock 1 ms at a time (running what is due) until due tasks
+ * fire without claims, at most limit_ms: the ms stepped, or -1. */
+static int64_t step_until_firing(kd_fwd_t *fwd, int64_t limit_ms)
 {
-        kd_fwd_destroy(fwd);
-        return 0;
+        for (int64_t ms = 0; ms <= limit_ms; ms++) {
+                if (ms && kd_clocksrc_advance(&fwd->timers.clock, 1))
+                        return -1;
+                kd_timers_run(&fwd->timers, 1000);
+                if (kd_outage_firing(fwd))
+                        return ms;
+        }
+        return -1;
 }
 
 static void test_fires_without_claims_fate_outage_after_the_last_answer(void)
 {
+        kd_fwd_t *fwd = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd);
         kd_clocksrc_t *clock = &fwd->timers.clock;
         const int64_t t0 = T0;
         CU_ASSERT_EQUAL(kd_clocksrc_mono_ms(clock), T0);
@@ -90,6 +101,28 @@ static void test_fires_without_claims_fate_outage_after_the_last_answer(void)
         CU_ASSERT_EQUAL(kd_clocksrc_set_wall(clock, 0), 0);
         kd_timers_run(&fwd->timers, 1000);
         CU_ASSERT_TRUE(kd_outage_firing(fwd));
+        kd_fwd_destroy(fwd);
+}
+
+static void test_failing_statements_date_the_outage_from_the_first(void)
+{
+        kd_fwd_t *fwd = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd);
+        kd_clocksrc_t *clock = &fwd->timers.clock;
+        CU_ASSERT_EQUAL(kd_clocksrc_advance(clock, 1500), 0);
+        kd_timers_run(&fwd->timers, 1000);
+        kd_store_failed(fwd, "claim", "Lost connection to server");
+        CU_ASSERT_TRUE(fwd->store.down);
+        CU_ASSERT_EQUAL(fwd->store.down_since_mono, T0 + 1500);
+        /* Failing again 3 s on (a retry): the outage still runs from the
+         * first failure. */
+        CU_ASSERT_EQUAL(step_until_firing(fwd, 3000), -1);
+        kd_store_failed(fwd, "ping", "Lost connection to server");
+        CU_ASSERT_EQUAL(fwd->store.down_since_mono, T0 + 1500);
+        /* 3,000 ms on so far; firing 7,000 after the first. */
+        CU_ASSERT_EQUAL(step_until_firing(fwd, 60000), AFTER_MS - 3000);
+        CU_ASSERT_EQUAL(fwd->outage.firing_since_mono, T0 + 1500 + AFTER_MS);
+        kd_fwd_destroy(fwd);
 }
 
 int main(void)
@@ -97,6 +130,7 @@ int main(void)
         static const kd_test_case_t cases[] = {
             KD_TEST(
                 test_fires_without_claims_fate_outage_after_the_last_answer),
+            KD_TEST(test_failing_statements_date_the_outage_from_the_first),
             KD_TEST_END};
-        return kd_test_run("outage_after", cases, setup, teardown);
+        return kd_test_run("outage_after", cases, NULL, NULL);
 }
