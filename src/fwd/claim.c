@@ -54,14 +54,14 @@ void kd_claim_init(kd_fwd_t *f)
                          c->instance, h);
         }
         if (getrandom(&c->boot, sizeof(c->boot), 0) != sizeof(c->boot))
-                c->boot = (uint32_t)getpid() ^ (uint32_t)kd_now_ms();
+                c->boot = (uint32_t)getpid() ^ (uint32_t)kd_fwd_wall_ms(f);
         snprintf(c->own_tag, sizeof(c->own_tag), "%s:", c->token_name);
         snprintf(c->boot_tag, sizeof(c->boot_tag), "%08x.", c->boot);
         kd_claim_new_generation(f);
         if (conf->fwd_claim_lease_ms > 0 &&
             kd_timer_arm(&f->timers, &c->renew, KD_CLOCK_MONO,
-                         kd_mono_ms() + conf->fwd_claim_lease_ms / 3, renew_cb,
-                         f))
+                         kd_fwd_mono_ms(f) + conf->fwd_claim_lease_ms / 3,
+                         renew_cb, f))
                 kd_fwd_oom(f, "renew_timer");
 }
 
@@ -102,7 +102,7 @@ static void arm(kd_fwd_t *f)
         int64_t at = c->q_since_mono + f->conf->fwd_claim_ahead_ms / 2;
         int firing = kd_outage_firing(f); /* no claims: fire them now */
         if (c->q.len >= (size_t)f->conf->fwd_claim_batch || firing)
-                at = kd_mono_ms();
+                at = kd_fwd_mono_ms(f);
         if (!firing && at < kd_store_retry_mono(f))
                 at = kd_store_retry_mono(f);
         if (kd_timer_arm(&f->timers, &c->flush, KD_CLOCK_MONO, at, flush_cb, f))
@@ -115,7 +115,7 @@ void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
         kd_store_req_detach(t); /* a lease renewal may be out for it */
         kd_task_set_state(f, t, KD_TASK_CLAIMING);
         if (!c->q.head)
-                c->q_since_mono = kd_mono_ms();
+                c->q_since_mono = kd_fwd_mono_ms(f);
         kd_taskq_push(&c->q, t);
         t->where = KD_WHERE_CLAIM_Q;
         if (c->q.len == 1 || c->q.len == (size_t)f->conf->fwd_claim_batch)
@@ -142,7 +142,7 @@ static void wait_lease(kd_fwd_t *f, kd_task_t *t, int64_t left_ms)
         kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_FOREIGN_WAITS);
         if (kd_task_arm(f, t, KD_CLOCK_MONO,
-                        kd_mono_ms() + left_ms + KD_LEASE_SLACK_MS,
+                        kd_fwd_mono_ms(f) + left_ms + KD_LEASE_SLACK_MS,
                         kd_claim_due_cb))
                 kd_fwd_oom(f, "claim_wait_timer");
 }
@@ -154,7 +154,7 @@ static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
         kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_FOREIGN_WAITS);
         if (kd_task_arm(f, t, KD_CLOCK_MONO,
-                        kd_mono_ms() + f->conf->fwd_foreign_wait_ms,
+                        kd_fwd_mono_ms(f) + f->conf->fwd_foreign_wait_ms,
                         kd_claim_due_cb))
                 kd_fwd_oom(f, "claim_wait_timer");
 }
@@ -195,7 +195,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
         case KD_VERDICT_UNDECIDED:
                 kd_task_set_state(f, t, KD_TASK_HELD);
                 if (kd_task_arm(f, t, KD_CLOCK_MONO,
-                                kd_mono_ms() + KD_UNDECIDED_WAIT_MS,
+                                kd_fwd_mono_ms(f) + KD_UNDECIDED_WAIT_MS,
                                 kd_claim_due_cb))
                         kd_fwd_oom(f, "claim_wait_timer");
                 return KD_SETTLED;
@@ -421,7 +421,7 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
 static void renew_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
-        int64_t lease = f->conf->fwd_claim_lease_ms, now = kd_mono_ms();
+        int64_t lease = f->conf->fwd_claim_lease_ms, now = kd_fwd_mono_ms(f);
         size_t batch = (size_t)f->conf->fwd_claim_batch;
         /* Nothing goes while the store is not ready: the next round
          * tries again (a lease outlives two rounds). */

@@ -89,7 +89,8 @@ static void retry_later(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                rd_kafka_err2str(err), (long long)backoff);
         t->retry_as = as;
         kd_task_set_state(f, t, KD_TASK_RETRY);
-        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_mono_ms() + backoff, retry_cb))
+        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_fwd_mono_ms(f) + backoff,
+                        retry_cb))
                 kd_fwd_oom(f, "retry_timer");
 }
 
@@ -185,7 +186,8 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 wait_ms = KD_FIRE_WAIT_MAX_MS;
         t->retry_as = as;
         kd_task_set_state(f, t, KD_TASK_RETRY);
-        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_mono_ms() + wait_ms, retry_cb))
+        if (kd_task_arm(f, t, KD_CLOCK_MONO, kd_fwd_mono_ms(f) + wait_ms,
+                        retry_cb))
                 kd_fwd_oom(f, "wait_timer");
 }
 
@@ -229,7 +231,7 @@ static void fire_journal(kd_fwd_t *f, kd_task_t *t)
 static void fire_intent(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_INTENT);
-        t->sent_ms = kd_now_ms();
+        t->sent_ms = kd_fwd_wall_ms(f);
         rd_kafka_resp_err_t err =
             kd_journal_write(f, t, f->kafka.producer, t, 1);
         if (!err) {
@@ -292,7 +294,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                 vu[0].vtype = RD_KAFKA_VTYPE_RKT;
                 vu[0].u.rkt = rkt;
         }
-        t->sent_ms = kd_now_ms();
+        t->sent_ms = kd_fwd_wall_ms(f);
         rd_kafka_error_t *error =
             rd_kafka_produceva(rk, vu, sizeof(vu) / sizeof(vu[0]));
         err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -373,7 +375,8 @@ static void headers_returned(kd_task_t *t, const rd_kafka_message_t *m)
 static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
 {
         return !t->lease_mono ||
-               kd_mono_ms() + f->conf->fwd_claim_lease_ms / 2 < t->lease_mono;
+               kd_fwd_mono_ms(f) + f->conf->fwd_claim_lease_ms / 2 <
+                   t->lease_mono;
 }
 
 /* When t was due as far as the forwarder goes, what its lateness counts
@@ -413,7 +416,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 t->retry_as = KD_TASK_FIRING;
                 kd_task_set_state(f, t, KD_TASK_RETRY);
                 if (kd_task_arm(f, t, KD_CLOCK_MONO,
-                                kd_mono_ms() + KD_CLOCK_WAIT_MS, retry_cb))
+                                kd_fwd_mono_ms(f) + KD_CLOCK_WAIT_MS, retry_cb))
                         kd_fwd_oom(f, "clock_wait_timer");
                 return;
         }
@@ -421,7 +424,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
          * answer, without a refused batch (or an aborted transaction). A
          * replay written since (the operator fixed the target) is tried
          * for real instead, alone (kd_refusals.h). */
-        int64_t mono = kd_mono_ms();
+        int64_t mono = kd_fwd_mono_ms(f);
         rd_kafka_resp_err_t known = kd_refusals_check(&f->refusals, t, mono, 0);
         rd_kafka_resp_err_t was = t->known_refusal;
         t->known_refusal = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -532,7 +535,7 @@ static int owes_journal(const kd_fwd_t *f, const kd_task_t *t)
  * was, it no longer refuses (the topic changed). */
 static void refusal_disproved(kd_fwd_t *f, const kd_task_t *t)
 {
-        int forgot = kd_refusals_delivered(&f->refusals, t, kd_mono_ms());
+        int forgot = kd_refusals_delivered(&f->refusals, t, kd_fwd_mono_ms(f));
         if (!forgot)
                 return;
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
@@ -598,7 +601,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 return;
         }
         f->kafka.inflight--;
-        f->kafka.last_report_mono = kd_mono_ms();
+        f->kafka.last_report_mono = kd_fwd_mono_ms(f);
         t->where = KD_WHERE_NONE; /* reported */
         headers_returned(t, m);
         if (!m->err) {
@@ -650,8 +653,8 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
         if (t->state == KD_TASK_FIRING && kd_perr_permanent(m->err)) {
                 if (t->solo || t->known_refusal) /* refused alone */
-                        kd_refusals_learn(&f->refusals, t, m->err, kd_mono_ms(),
-                                          kd_fwd_now(f));
+                        kd_refusals_learn(&f->refusals, t, m->err,
+                                          kd_fwd_mono_ms(f), kd_fwd_now(f));
                 fire_failed(f, t, m->err); /* librdkafka retried already */
                 return;
         }

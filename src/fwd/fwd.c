@@ -323,7 +323,7 @@ static void producer_close(kd_fwd_t *f)
         kd_fwd_solo_close(f); /* it shares the wake-up pipe */
         rd_kafka_purge(k->producer,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-        kd_loop_pump(f, kd_mono_ms() + 1000, kd_pump_produces_done);
+        kd_loop_pump(f, kd_fwd_mono_ms(f) + 1000, kd_pump_produces_done);
         warm_release(k);
         if (k->producer_q) {
                 rd_kafka_queue_io_event_enable(k->producer_q, -1, NULL, 0);
@@ -377,7 +377,7 @@ static int producer_replace(kd_fwd_t *f, int64_t now)
         if (f->mode->renewed && f->mode->renewed(f, errstr, sizeof(errstr)))
                 return renew_failed(f, f->mode->name, errstr);
         kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
-               (long long)(kd_mono_ms() - now));
+               (long long)(kd_fwd_mono_ms(f) - now));
         return 0;
 }
 
@@ -385,7 +385,7 @@ int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
 {
         kd_fwd_kafka_t *k = &f->kafka;
         char q[600];
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         k->renew = 0;
         int for_record = k->renew_for_record;
         k->renew_for_record = 0;
@@ -413,12 +413,12 @@ int kd_fwd_producer_reset(kd_fwd_t *f, const char *why)
         f->kafka.reset = 0;
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=producer_reset why=%s action=new_producer", why);
-        return producer_replace(f, kd_mono_ms());
+        return producer_replace(f, kd_fwd_mono_ms(f));
 }
 
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
-                        kd_fate_store_t *store, char *errstr,
-                        size_t errstr_size)
+                        kd_fate_store_t *store, const kd_clocksrc_t *clock,
+                        char *errstr, size_t errstr_size)
 {
         kdelay_err_t guard = kd_guard_check(conf, errstr, errstr_size);
         if (guard)
@@ -432,6 +432,9 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->stop = &f->no_stop;
         f->wake_fd = -1;
         kd_timers_init(&f->timers);
+        if (clock && clock->manual)
+                kd_clocksrc_manual(&f->timers.clock, kd_clocksrc_mono_ms(clock),
+                                   kd_clocksrc_wall_ms(clock));
         for (int i = 0; i < 2; i++)
                 f->kafka.io_fds[i][0] = f->kafka.io_fds[i][1] = -1;
         f->hooks.room = kd_intake_room;
@@ -548,7 +551,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metric_set(m, KD_M_PARTITIONS, parts);
         kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
         kd_metric_set(m, KD_M_PAUSED_FULL, full);
-        kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_mono_ms()));
+        kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_fwd_mono_ms(f)));
         kd_outage_gauges(f);
 }
 
@@ -591,7 +594,7 @@ void kd_fwd_publish(kd_fwd_t *f)
         for (size_t i = 0; i < tiers->cnt; i++)
                 names[i] = tiers->v[i].name;
         refresh_gauges(f);
-        const char *why = kd_ready_why(f, kd_mono_ms());
+        const char *why = kd_ready_why(f, kd_fwd_mono_ms(f));
         char stack[16384], *buf = stack;
         size_t cap = sizeof(stack), len = 0;
         const kd_build_labels_t build = {

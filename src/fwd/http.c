@@ -15,12 +15,14 @@
 #include <string.h>
 
 #include "kd_listen.h"
+#include "kd_timer.h"
 #include "kd_util.h"
 
 struct kd_http {
         struct MHD_Daemon *daemon; /* owned */
         unsigned port;
         _Atomic int64_t alive_mono;    /* the loop's last turn */
+        const kd_clocksrc_t *clock;    /* borrowed: the forwarder's */
         atomic_uint connections;       /* open now (MHD's notices) */
         atomic_uint_least64_t refused; /* by accept_policy */
         pthread_mutex_t lock;          /* the fields below */
@@ -66,7 +68,8 @@ static enum MHD_Result metrics(kd_http_t *h, struct MHD_Connection *c)
 
 static enum MHD_Result healthz(kd_http_t *h, struct MHD_Connection *c)
 {
-        int64_t idle = kd_mono_ms() - atomic_load(&h->alive_mono);
+        int64_t idle =
+            kd_clocksrc_mono_ms(h->clock) - atomic_load(&h->alive_mono);
         char body[96];
         if (idle < KD_HTTP_STUCK_MS)
                 return text(c, MHD_HTTP_OK, "ok\n");
@@ -209,7 +212,8 @@ static struct MHD_Daemon *daemon_start(kd_http_t *h,
             connection_notice, h, MHD_OPTION_END);
 }
 
-kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
+kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen,
+                           const kd_clocksrc_t *clock, char *errstr,
                            size_t errstr_size)
 {
         struct sockaddr_storage ss;
@@ -220,7 +224,8 @@ kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         pthread_mutex_init(&h->lock, NULL);
-        atomic_store(&h->alive_mono, kd_mono_ms());
+        h->clock = clock;
+        atomic_store(&h->alive_mono, kd_clocksrc_mono_ms(clock));
         kd_strlcpy(h->why, "starting", sizeof(h->why));
         errno = 0;
         h->daemon = daemon_start(h, &ss);

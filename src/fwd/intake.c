@@ -93,7 +93,7 @@ static void resume(kd_fwd_t *f, kd_part_t *p)
 static void full(kd_fwd_t *f, kd_part_t *p, kd_sched_t what)
 {
         pause_part(f, p, KD_PART_FULL, 0);
-        if (what == KD_SCHED_FULL && kd_held_drain(f, kd_mono_ms()))
+        if (what == KD_SCHED_FULL && kd_held_drain(f, kd_fwd_mono_ms(f)))
                 kd_fwd_oom(f, "drain_timer");
 }
 
@@ -143,7 +143,7 @@ void kd_intake_room(kd_fwd_t *f)
 {
         if (f->intake.full &&
             kd_timer_arm_by(&f->timers, &f->intake.room, KD_CLOCK_MONO,
-                            kd_mono_ms(), room_cb, f))
+                            kd_fwd_mono_ms(f), room_cb, f))
                 kd_fwd_oom(f, "room_timer");
 }
 

@@ -92,7 +92,7 @@ void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
 
 void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)
 {
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         kd_metric_inc(&f->metrics, KD_M_JOURNAL_FAILED);
         if (now >= f->journal.broken_until_mono) {
                 char qt[300];
@@ -107,5 +107,5 @@ void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)
 
 int kd_journal_usable(const kd_fwd_t *f)
 {
-        return kd_mono_ms() >= f->journal.broken_until_mono;
+        return kd_fwd_mono_ms(f) >= f->journal.broken_until_mono;
 }

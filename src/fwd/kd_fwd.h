@@ -10,11 +10,14 @@
 #include "kd_fwd_state.h"
 
 /* fwd.c: lifecycle. On success conf and store are taken; store NULL makes
- * the MySQL store from conf. On failure both stay the caller's and errstr
- * says why. */
+ * the MySQL store from conf. clock NULL: the host's clocks; a manual one
+ * (a test's, kd_timer.h): the forwarder's clock is manual from birth,
+ * reading what clock reads now, and moves when f->timers.clock is
+ * advanced. On failure conf and store stay the caller's and errstr says
+ * why. */
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
-                        kd_fate_store_t *store, char *errstr,
-                        size_t errstr_size);
+                        kd_fate_store_t *store, const kd_clocksrc_t *clock,
+                        char *errstr, size_t errstr_size);
 void kd_fwd_destroy(kd_fwd_t *f);
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
 /* fwd.c: the metrics and readiness to the HTTP endpoint (when on). */

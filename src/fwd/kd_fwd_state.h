@@ -347,6 +347,21 @@ struct kd_fwd {
         int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
 };
 
+/* Monotonic now, from the forwarder's one clock (f->timers.clock): what
+ * every interval, backoff and threshold is measured with. */
+static inline int64_t kd_fwd_mono_ms(const kd_fwd_t *f)
+{
+        return kd_clocksrc_mono_ms(&f->timers.clock);
+}
+
+/* This host's wall time (epoch ms), from the forwarder's one clock: for
+ * timestamps this host sets (a send's time, a boot id); compare fire-at
+ * and append times with kd_fwd_now. */
+static inline int64_t kd_fwd_wall_ms(const kd_fwd_t *f)
+{
+        return kd_clocksrc_wall_ms(&f->timers.clock);
+}
+
 /* Now by the broker's wall clock, as far as the forwarder can tell: what
  * fire-at and append times are compared with. */
 static inline int64_t kd_fwd_now(const kd_fwd_t *f)

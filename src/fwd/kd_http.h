@@ -34,13 +34,17 @@
 #define KD_HTTP_WHY_MAX 512
 
 typedef struct kd_http kd_http_t;
+typedef struct kd_clocksrc kd_clocksrc_t;
 
 /* Listens on listen ("host:port", "[v6]:port", kd_listen_parse; port 0 =
  * any free one): KDELAY_ERR_CONFIG when listen is not one (or the name
  * does not resolve), KDELAY_ERR_SYSTEM when it cannot listen there (errno
  * says why: EADDRINUSE when another process has the port). *hp owned by
- * the caller (kd_http_stop). */
-kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen, char *errstr,
+ * the caller (kd_http_stop). clock (borrowed, outliving *hp): the
+ * forwarder's, that /healthz measures the loop's last turn with, from the
+ * server's thread. */
+kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen,
+                           const kd_clocksrc_t *clock, char *errstr,
                            size_t errstr_size);
 /* The port listened on. */
 unsigned kd_http_port(const kd_http_t *h);
@@ -49,7 +53,7 @@ uint64_t kd_http_refused(kd_http_t *h);
 /* The /metrics body from now on: text (len bytes) is copied. -1 out of
  * memory (the previous body stays). */
 int kd_http_publish(kd_http_t *h, const char *text, size_t len);
-/* The loop turned at mono_ms (kd_mono_ms). */
+/* The loop turned at mono_ms (on the clock given to kd_http_start). */
 void kd_http_alive(kd_http_t *h, int64_t mono_ms);
 /* Ready or not, and why not (copied, for the 503 body); when ready, why
  * may be a note for the 200 body ("ready; <note>"), NULL or "" = none. */

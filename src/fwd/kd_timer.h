@@ -10,20 +10,53 @@
  * less its measured lead, wall_ahead_ms) —, monotonic time for every
  * interval (backoff, batching, commit cadence), so that a clock step
  * never stretches or cuts an interval. Not
- * thread-safe: the forwarder's one thread owns it. */
+ * thread-safe: the forwarder's one thread owns it.
+ *
+ * Both clocks are read through the service's clock source
+ * (kd_clocksrc_t), the forwarder's one way to tell the time: the host's
+ * clocks by default, or a manual clock a test sets and advances, so that
+ * every deadline, interval and threshold runs in virtual time. */
 #ifndef KD_TIMER_H
 #define KD_TIMER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kd_heap.h"
 
 typedef enum kd_clock {
-        KD_CLOCK_WALL, /* kd_now_ms() less wall_behind_ms: fire-at, append
-                          time, by the broker's clock */
-        KD_CLOCK_MONO  /* kd_mono_ms(): intervals */
+        KD_CLOCK_WALL, /* the host's wall time less wall_ahead_ms: fire-at,
+                          append time, by the broker's clock */
+        KD_CLOCK_MONO  /* monotonic time: intervals */
 } kd_clock_t;
+
+/* Where the forwarder reads the time: the host's clocks (kd_clocksrc_real,
+ * the default), or a manual clock that moves only when told to
+ * (kd_clocksrc_manual). Readable from any thread (the HTTP server's reads
+ * the loop's last turn against it): a manual clock's readings are atomic,
+ * and the kind does not change once the forwarder runs. */
+typedef struct kd_clocksrc {
+        int manual;              /* 0: the host's clocks */
+        _Atomic int64_t mono_ms; /* manual only: monotonic time */
+        _Atomic int64_t wall_ms; /* manual only: epoch milliseconds */
+} kd_clocksrc_t;
+
+/* The host's clocks: monotonic time, and epoch milliseconds (including
+ * the process's test clock offset, kd_clock_offset_set). */
+void kd_clocksrc_real(kd_clocksrc_t *c);
+/* A manual clock reading mono_ms and wall_ms until set or advanced. */
+void kd_clocksrc_manual(kd_clocksrc_t *c, int64_t mono_ms, int64_t wall_ms);
+/* Monotonic milliseconds: never goes back. */
+int64_t kd_clocksrc_mono_ms(const kd_clocksrc_t *c);
+/* Wall time, epoch milliseconds: the host's, not the broker's. */
+int64_t kd_clocksrc_wall_ms(const kd_clocksrc_t *c);
+/* Manual clock only (-1 otherwise): both readings move ms ahead (ms >= 0;
+ * -1 when negative). */
+int kd_clocksrc_advance(kd_clocksrc_t *c, int64_t ms);
+/* Manual clock only (-1 otherwise): the wall time steps to wall_ms (as a
+ * host's clock can, either way); monotonic time does not move. */
+int kd_clocksrc_set_wall(kd_clocksrc_t *c, int64_t wall_ms);
 
 typedef struct kd_timer kd_timer_t;
 
@@ -39,6 +72,7 @@ struct kd_timer {
 
 typedef struct kd_timers {
         kd_heap_t wall, mono; /* armed timers of each clock */
+        kd_clocksrc_t clock;  /* where both clocks are read */
         /* How far this host's wall clock runs ahead of the broker's
          * (kd_skew.h): wall timers run on the broker's time. */
         int64_t wall_ahead_ms;
@@ -47,6 +81,8 @@ typedef struct kd_timers {
 /* Now on clock: wall time by the broker's clock, or monotonic time. */
 int64_t kd_timers_now(const kd_timers_t *ts, kd_clock_t clock);
 
+/* Empty, on the host's clocks (kd_clocksrc_real); a test may make
+ * ts->clock manual before arming anything. */
 void kd_timers_init(kd_timers_t *ts);
 /* Frees the heaps; armed timers are disarmed, not run. */
 void kd_timers_clear(kd_timers_t *ts);

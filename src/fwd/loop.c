@@ -62,7 +62,7 @@ static void stats_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         kd_fwd_log_stats(f, "stats");
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->conf->fwd_stats_interval_ms,
+                         kd_fwd_mono_ms(f) + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 kd_fwd_oom(f, "stats_timer");
 }
@@ -72,7 +72,7 @@ static void http_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         kd_fwd_publish(f);
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_mono_ms() + KD_HTTP_PUBLISH_MS, http_cb, f))
+                         kd_fwd_mono_ms(f) + KD_HTTP_PUBLISH_MS, http_cb, f))
                 kd_fwd_oom(f, "http_timer");
 }
 
@@ -86,7 +86,8 @@ static kdelay_err_t http_start(kd_fwd_t *f)
         char why[512], q[600], ql[300], fix[512], qf[640];
         if (!listen || !*listen)
                 return KDELAY_OK;
-        kdelay_err_t err = kd_http_start(&f->http, listen, why, sizeof(why));
+        kdelay_err_t err =
+            kd_http_start(&f->http, listen, &f->timers.clock, why, sizeof(why));
         if (err) {
                 int taken = err == KDELAY_ERR_SYSTEM && errno == EADDRINUSE;
                 f->http_failed = 1;
@@ -114,7 +115,7 @@ static kdelay_err_t http_start(kd_fwd_t *f)
                kd_log_quote(listen, ql, sizeof(ql)), kd_http_port(f->http));
         kd_fwd_publish(f);
         if (kd_timer_arm(&f->timers, &f->http_timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + KD_HTTP_PUBLISH_MS, http_cb, f))
+                         kd_fwd_mono_ms(f) + KD_HTTP_PUBLISH_MS, http_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
         return KDELAY_OK;
 }
@@ -188,7 +189,8 @@ static void shutdown_clean(kd_fwd_t *f)
                f->kafka.inflight);
         kd_notify_stopping(f);
         /* One deadline for the whole shutdown, revoke included. */
-        f->shutdown_deadline = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+        f->shutdown_deadline =
+            kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
         rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->kafka.consumer);
         if (err)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -248,7 +250,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         kd_probe_start(f);
         if (f->conf->fwd_stats_interval_ms > 0 &&
             kd_timer_arm(&f->timers, &f->stats_timer, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->conf->fwd_stats_interval_ms,
+                         kd_fwd_mono_ms(f) + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
         kd_tiercheck_start(f);
@@ -323,7 +325,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 if (f->intake.rewind_due) /* asked for inside the pump */
                         kd_rebalance_rewind(f);
                 if (f->http)
-                        kd_http_alive(f->http, kd_mono_ms());
+                        kd_http_alive(f->http, kd_fwd_mono_ms(f));
                 more |=
                     kd_timers_run(&f->timers, KD_LOOP_BATCH) == KD_LOOP_BATCH;
                 int timeout =

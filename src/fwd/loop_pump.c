@@ -17,7 +17,8 @@ int kd_pump_store_idle(kd_fwd_t *f)
 int kd_pump_produces_done(kd_fwd_t *f)
 {
         return f->kafka.inflight == 0 ||
-               kd_mono_ms() - f->kafka.last_report_mono >= KD_PUMP_STALL_MS;
+               kd_fwd_mono_ms(f) - f->kafka.last_report_mono >=
+                   KD_PUMP_STALL_MS;
 }
 
 /* One turn: what the store finished, and the producers' reports, waiting
@@ -49,10 +50,10 @@ int kd_loop_pump(kd_fwd_t *f, int64_t deadline, kd_pump_until_t until)
                 return -1;
         }
         f->pumping = 1;
-        f->kafka.last_report_mono = kd_mono_ms();
+        f->kafka.last_report_mono = kd_fwd_mono_ms(f);
         int rc = 0;
         while (!until(f)) {
-                int64_t left = deadline - kd_mono_ms();
+                int64_t left = deadline - kd_fwd_mono_ms(f);
                 if (left <= 0) {
                         rc = -1;
                         break;

@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         }
         kd_fwd_t *f = NULL;
         kdelay_err_t err =
-            kd_fwd_new(&f, cli.conf, NULL, errstr, sizeof(errstr));
+            kd_fwd_new(&f, cli.conf, NULL, NULL, errstr, sizeof(errstr));
         if (err) {
                 char q[600];
                 kd_cli_log(&cli, KDELAY_LOG_ERROR,

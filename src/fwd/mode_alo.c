@@ -80,7 +80,7 @@ static void commit_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         commit(f, 0);
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->conf->fwd_commit_interval_ms,
+                         kd_fwd_mono_ms(f) + f->conf->fwd_commit_interval_ms,
                          commit_cb, f))
                 kd_fwd_oom(f, "commit_timer");
 }
@@ -114,7 +114,7 @@ static kdelay_err_t alo_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         alo_state_t *s = f->mode_state;
         if (kd_timer_arm(&f->timers, &s->commit, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->conf->fwd_commit_interval_ms,
+                         kd_fwd_mono_ms(f) + f->conf->fwd_commit_interval_ms,
                          commit_cb, f))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");

@@ -279,7 +279,7 @@ static int txn_begin(kd_fwd_t *f)
         }
         txn_set_state(f, KD_TXN_OPEN);
         s->has_fire = s->has_ontime = 0;
-        s->opened_mono = kd_mono_ms();
+        s->opened_mono = kd_fwd_mono_ms(f);
         arm(f);
         return 0;
 }
@@ -303,7 +303,7 @@ static int solo_needed(const kd_poison_entry_t *e)
 static int wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
 {
         eos_state_t *s = state_of(f);
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         if (!s->solo_wait || now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
                 s->solo_wait = key;
                 s->solo_wait_mono = now;
@@ -325,13 +325,14 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
 }
 
 /* 1 while the likeliest culprit of e's group has yet to go alone (found,
- * it clears the others): a while, if it is still to come. */
-static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e)
+ * it clears the others): a while, if it is still to come. now: monotonic. */
+static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e,
+                         int64_t now)
 {
         const kd_poison_entry_t *first =
             e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
         return first && first->group == e->group && !first->solo_tries &&
-               kd_mono_ms() < e->first_until;
+               now < e->first_until;
 }
 
 /* t's record (entry e), of a batch the broker refused, goes alone into
@@ -343,7 +344,7 @@ static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e)
 static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 {
         eos_state_t *s = state_of(f);
-        if (first_to_come(s, e))
+        if (first_to_come(s, e, kd_fwd_mono_ms(f)))
                 return KD_SOLO_WAIT_MS;
         if (f->kafka.inflight > 0)
                 return wait_turn(f, e->key, 0);
@@ -362,13 +363,13 @@ static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
 {
         eos_state_t *s = state_of(f);
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         if (now < e->not_before_mono)
                 return (int)(e->not_before_mono - now);
         /* Of a transaction a target refused: a record of the destination
          * fewest went to goes first (refused alone, it clears those that
          * went elsewhere). */
-        if (first_to_come(s, e))
+        if (first_to_come(s, e, now))
                 return KD_SOLO_WAIT_MS;
         int alone = s->txn == KD_TXN_READY ||
                     (s->txn == KD_TXN_OPEN && s->poison.members_len == 0);
@@ -394,7 +395,7 @@ static int victim(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
         if (!e->forgiven &&
             (e->solo_tries || e->aborts != 1 ||
              kd_perr_class(e->err) != KD_PERR_RECORD ||
-             !kd_refusals_explains(&f->refusals, t, e->err, kd_mono_ms())))
+             !kd_refusals_explains(&f->refusals, t, e->err, kd_fwd_mono_ms(f))))
                 return 0;
         e->forgiven = 1;
         return 1;
@@ -439,7 +440,7 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                            ? alone_begin(f, t, e)
                            : solo_begin(f, t, e);
         if (s->solo_wait &&
-            kd_mono_ms() - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
+            kd_fwd_mono_ms(f) - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
                 return KD_SOLO_WAIT_MS; /* a solo record goes first */
         s->solo_wait = 0;
         return txn_begin(f);
@@ -465,13 +466,14 @@ static int64_t retry_deadline(kd_fwd_t *f, int64_t deadline, int64_t *local)
         if (!*f->stop)
                 return 0;
         if (!*local)
-                *local = kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+                *local = kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
         return *local;
 }
 
-static int past(int64_t deadline)
+/* deadline (monotonic; 0 = none) has come. */
+static int past(const kd_fwd_t *f, int64_t deadline)
 {
-        return deadline && kd_mono_ms() >= deadline;
+        return deadline && kd_fwd_mono_ms(f) >= deadline;
 }
 
 /* What a failure of a record alone counts toward forwarder.abort_limit:
@@ -529,7 +531,7 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
                           << (shift > 0 ? shift : 0);
         if (backoff > f->conf->fwd_retry_max_ms)
                 backoff = f->conf->fwd_retry_max_ms;
-        e->not_before_mono = kd_mono_ms() + backoff;
+        e->not_before_mono = kd_fwd_mono_ms(f) + backoff;
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
                "limit=%d retry_in_ms=%lld",
@@ -569,7 +571,7 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
                         kd_poison_members_clear(&s->poison);
                         solo_aborted(f, s->solo, cause, fatal);
                 } else {
-                        kd_poison_aborted(&s->poison, cause, kd_mono_ms());
+                        kd_poison_aborted(&s->poison, cause, kd_fwd_mono_ms(f));
                 }
                 s->last_cause = cause;
                 s->abort_streak++;
@@ -585,7 +587,7 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
         s->solo = 0;
         s->alone = 0;
         s->cause = 0;
-        s->last_mono = kd_mono_ms();
+        s->last_mono = kd_fwd_mono_ms(f);
         arm(f);
 }
 
@@ -649,7 +651,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
                         if (next == KD_NEXT_FATAL)
                                 return KD_TXN_EXIT;
                         if (next != KD_NEXT_RETRY || conflict ||
-                            past(retry_deadline(f, deadline, &local)))
+                            past(f, retry_deadline(f, deadline, &local)))
                                 return give_up(f, "abort_transaction");
                 }
                 /* Reports of the purged and the in-flight produces come
@@ -683,7 +685,7 @@ static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
                 return 0;
         }
         /* A signal during a long outage ends the retries (abort). */
-        int stopping = deadline ? kd_mono_ms() >= deadline : *f->stop;
+        int stopping = deadline ? kd_fwd_mono_ms(f) >= deadline : *f->stop;
         if (next == KD_NEXT_RETRY && !stopping)
                 return 1;
         *result = txn_abort(f, what, deadline);
@@ -728,12 +730,12 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
                 return KD_TXN_COMMITTED;
         if (txn_begin(f))
                 return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin", deadline);
-        int64_t t0 = kd_mono_ms();
+        int64_t t0 = kd_fwd_mono_ms(f);
         txn_set_state(f, KD_TXN_COMMITTING);
         kd_txn_result_t r = send_offsets(f, deadline);
         if (r != KD_TXN_COMMITTED)
                 return r;
-        int64_t t1 = kd_mono_ms();
+        int64_t t1 = kd_fwd_mono_ms(f);
         /* A commit that timed out goes on in the background, and only
          * another commit call ends it: an abort meanwhile is refused
          * (_CONFLICT). So a retriable failure is committed again, even
@@ -750,7 +752,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
                         return KD_TXN_EXIT;
                 if (next == KD_NEXT_ABORT)
                         return txn_abort(f, "commit_transaction", deadline);
-                if (past(retry_deadline(f, deadline, &local)))
+                if (past(f, retry_deadline(f, deadline, &local)))
                         return give_up(f, "commit_transaction");
         }
         if (s->txn == KD_TXN_ABORTABLE) /* a report failed meanwhile */
@@ -759,7 +761,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
         kd_log(f->conf, KDELAY_LOG_DEBUG,
                "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld "
                "solo=%d",
-               s->fired.len, (long long)(kd_mono_ms() - t0),
+               s->fired.len, (long long)(kd_fwd_mono_ms(f) - t0),
                (long long)(t1 - t0), s->solo != 0);
         if (s->fired.len)
                 fault_after_commit(f, s);
@@ -1032,8 +1034,8 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
                         e->err = err;
                         /* Its batch-mates were its victims. */
                         kd_poison_forgive(&s->poison, e->group, e->key);
-                        kd_refusals_learn(&f->refusals, t, err, kd_mono_ms(),
-                                          kd_fwd_now(f));
+                        kd_refusals_learn(&f->refusals, t, err,
+                                          kd_fwd_mono_ms(f), kd_fwd_now(f));
                 }
         }
         if (named && kd_poison_blame(&s->poison, kd_poison_key(t, t->state),

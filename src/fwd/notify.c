@@ -12,7 +12,7 @@ static void watchdog_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         sd_notify(0, "WATCHDOG=1");
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_mono_ms() + f->watchdog_ms, watchdog_cb, f))
+                         kd_fwd_mono_ms(f) + f->watchdog_ms, watchdog_cb, f))
                 kd_fwd_oom(f, "watchdog_timer");
 }
 
@@ -27,7 +27,8 @@ void kd_notify_ready(kd_fwd_t *f)
                 f->watchdog_ms = (int64_t)(usec / 2000); /* half, in ms */
                 kd_timer_init(&f->watchdog, watchdog_cb, f);
                 if (kd_timer_arm(&f->timers, &f->watchdog, KD_CLOCK_MONO,
-                                 kd_mono_ms() + f->watchdog_ms, watchdog_cb, f))
+                                 kd_fwd_mono_ms(f) + f->watchdog_ms,
+                                 watchdog_cb, f))
                         kd_fwd_oom(f, "watchdog_timer");
         }
         kd_log(f->conf, KDELAY_LOG_INFO,

@@ -108,7 +108,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         if (!f->store.down) {
                 if (o->apply_again) /* a failed run's retry */
                         reconcile_begin(f, "retry");
@@ -159,7 +159,7 @@ void kd_outage_store_changed(kd_fwd_t *f)
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 0);
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=fate_outage_over fired_ms=%lld action=apply_journal",
-               (long long)(kd_mono_ms() - o->firing_since_mono));
+               (long long)(kd_fwd_mono_ms(f) - o->firing_since_mono));
         reconcile_begin(f, "outage_over");
 }
 
@@ -175,7 +175,7 @@ static void apply_later(kd_fwd_t *f)
 {
         f->outage.apply_again = 1;
         if (!f->store.down)
-                arm(f, kd_mono_ms() + KD_OUTAGE_RETRY_MS);
+                arm(f, kd_fwd_mono_ms(f) + KD_OUTAGE_RETRY_MS);
         claims_go(f);
         if (kd_settle_unclaimed(f) > 0) /* its own fires need no journal */
                 settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
@@ -204,12 +204,12 @@ static void reconcile_begin(kd_fwd_t *f, const char *why)
         o->apply_again = 0;
         o->journal_at_start = f->journal.delivered;
         if (!o->applying)
-                o->applying_since_mono = kd_mono_ms();
+                o->applying_since_mono = kd_fwd_mono_ms(f);
         o->applying = 1;
         kd_log(f->conf, KDELAY_LOG_INFO, "event=journal_apply_started why=%s",
                why);
         if (kd_timer_arm(&f->timers, &o->poll, KD_CLOCK_MONO,
-                         kd_mono_ms() + KD_OUTAGE_POLL_MS, poll_cb, f))
+                         kd_fwd_mono_ms(f) + KD_OUTAGE_POLL_MS, poll_cb, f))
                 kd_fwd_oom(f, "outage_poll_timer");
 }
 
@@ -217,7 +217,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         kd_reconcile_stats_t st;
         if (!o->reconcile)
                 return;
@@ -294,7 +294,7 @@ static int fires_unsettled(const kd_fwd_t *f)
 static void settle_again(kd_fwd_t *f, int64_t in_ms)
 {
         if (kd_timer_arm(&f->timers, &f->outage.settle, KD_CLOCK_MONO,
-                         kd_mono_ms() + in_ms, settle_cb, f))
+                         kd_fwd_mono_ms(f) + in_ms, settle_cb, f))
                 kd_fwd_oom(f, "outage_settle_timer");
 }
 
@@ -322,7 +322,7 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                        "event=reconcile_pending_cleared journal=%s "
                        "settle_ms=%lld action=cancels_answer_again",
                        kd_log_quote(f->journal.topic, q, sizeof(q)),
-                       (long long)(kd_mono_ms() - o->settle_since_mono));
+                       (long long)(kd_fwd_mono_ms(f) - o->settle_since_mono));
         }
         kd_store_req_done(f, r);
 }
@@ -336,7 +336,7 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         if (o->clear_out || o->reconcile)
                 return; /* the run going on decides */
         if (!o->clear_wanted && !kd_settle_unclaimed(f))
@@ -391,14 +391,15 @@ int kd_outage_claims_wait(const kd_fwd_t *f)
 {
         const kd_fwd_outage_t *o = &f->outage;
         return o->applying && o->reconcile &&
-               kd_mono_ms() - o->applying_since_mono < KD_OUTAGE_APPLY_WAIT_MS;
+               kd_fwd_mono_ms(f) - o->applying_since_mono <
+                   KD_OUTAGE_APPLY_WAIT_MS;
 }
 
 void kd_outage_gauges(kd_fwd_t *f)
 {
-        kd_metric_set(&f->metrics, KD_M_FATE_OUTAGE,
-                      f->store.down ? kd_mono_ms() - f->store.down_since_mono
-                                    : 0);
+        kd_metric_set(
+            &f->metrics, KD_M_FATE_OUTAGE,
+            f->store.down ? kd_fwd_mono_ms(f) - f->store.down_since_mono : 0);
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
                       f->store.gate || f->outage.clear_wanted);
@@ -424,7 +425,7 @@ void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)
                          "(forwarder.fate_outage_policy=fire): a cancel "
                          "recorded before the outage may be delivered; "
                          "journal %s",
-                         (long long)(kd_mono_ms() - o->firing_since_mono),
+                         (long long)(kd_fwd_mono_ms(f) - o->firing_since_mono),
                          f->journal.topic);
         else if (o->firing)
                 snprintf(buf, size,

@@ -69,7 +69,7 @@ static void global_run_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_pace_t *p = &f->pace;
-        refill(global_bucket(f), kd_mono_ms());
+        refill(global_bucket(f), kd_fwd_mono_ms(f));
         while (p->q.head && p->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&p->q);
                 t->where = KD_WHERE_NONE;
@@ -88,7 +88,7 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
-        refill(global_bucket(f), kd_mono_ms());
+        refill(global_bucket(f), kd_fwd_mono_ms(f));
         if (!p->q.head && p->tokens >= 1.0) {
                 p->tokens -= 1.0;
                 kd_fire_now(f, t, kd_fwd_now(f));
@@ -141,7 +141,7 @@ static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
 {
         if (l->q.head &&
             kd_timer_arm(&f->timers, &l->timer, KD_CLOCK_MONO,
-                         next_token(rule_bucket(f, l, kd_mono_ms())),
+                         next_token(rule_bucket(f, l, kd_fwd_mono_ms(f))),
                          rule_run_cb, l))
                 kd_fwd_oom(f, "target_rate_timer");
 }
@@ -163,7 +163,7 @@ static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
 static void rule_pass(kd_fwd_t *f, kd_task_t *t)
 {
         t->rate_passed = 1;
-        t->rate_slot_mono = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        t->rate_slot_mono = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
         f->hooks.claim(f, t);
 }
 
@@ -172,7 +172,7 @@ int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t)
         int64_t at = t->rec.fire_at_ms;
         if (!t->rate_passed || !t->rate_slot_mono)
                 return at;
-        int64_t slot = kd_fwd_now(f) + (t->rate_slot_mono - kd_mono_ms());
+        int64_t slot = kd_fwd_now(f) + (t->rate_slot_mono - kd_fwd_mono_ms(f));
         return slot > at ? slot : at;
 }
 
@@ -182,7 +182,7 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_rlim_t *l = arg;
         kd_fwd_t *f = l->f;
-        refill(rule_bucket(f, l, kd_mono_ms()), kd_mono_ms());
+        refill(rule_bucket(f, l, kd_fwd_mono_ms(f)), kd_fwd_mono_ms(f));
         int64_t now = kd_fwd_now(f);
         while (l->q.head && l->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&l->q);
@@ -238,7 +238,7 @@ static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
  * in Kafka rather than in memory. */
 static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
-        int64_t mono = kd_mono_ms();
+        int64_t mono = kd_fwd_mono_ms(f);
         refill(rule_bucket(f, l, mono), mono);
         if (!l->q.head && l->tokens >= 1.0) {
                 l->tokens -= 1.0;
@@ -298,7 +298,7 @@ static void due_cb(kd_timer_t *tm, void *arg)
         kd_task_t *t = kd_task_of_timer(tm);
         int r = t->rate_passed ? rule_of(f, t) : -1;
         if (r >= 0) {
-                int64_t mono = kd_mono_ms();
+                int64_t mono = kd_fwd_mono_ms(f);
                 int64_t at = fire_slot(f, &f->pace.lim[r], mono);
                 if (at > mono) {
                         t->rate_slot_mono = at; /* kd_pace_fire_at */
@@ -357,7 +357,7 @@ void kd_pace_log(kd_fwd_t *f)
                        "event=target_rate_limit target=%s limit=%g share=%.3f "
                        "waiting=%zu waited=%llu waited_s=%.3f",
                        kd_log_quote(r->as, q, sizeof(q)), r->rate,
-                       share(f, kd_mono_ms()), p->lim[i].q.len,
+                       share(f, kd_fwd_mono_ms(f)), p->lim[i].q.len,
                        (unsigned long long)p->lim[i].waited,
                        (double)p->lim[i].waited_ms / 1000.0);
         }

@@ -24,11 +24,11 @@ static void unchecked(kd_fwd_t *f, const char *why)
 int kd_probe_sample(kd_fwd_t *f, int64_t sent_ms, int64_t broker_ms)
 {
         kd_fwd_clock_t *c = &f->clock;
-        if (kd_skew_observe(&c->skew, sent_ms, kd_now_ms(), broker_ms,
-                            kd_mono_ms()))
+        if (kd_skew_observe(&c->skew, sent_ms, kd_fwd_wall_ms(f), broker_ms,
+                            kd_fwd_mono_ms(f)))
                 return -1;
         c->known = 1;
-        c->last_sample_mono = kd_mono_ms();
+        c->last_sample_mono = kd_fwd_mono_ms(f);
         int64_t ahead = kd_skew_ahead_ms(&c->skew);
         int over =
             (ahead < 0 ? -ahead : ahead) > f->conf->fwd_max_clock_skew_ms;
@@ -70,7 +70,7 @@ static int probe_send(kd_fwd_t *f)
                 rd_kafka_headers_destroy(h);
                 return -1;
         }
-        c->sent_ms = kd_now_ms();
+        c->sent_ms = kd_fwd_wall_ms(f);
         rd_kafka_resp_err_t err = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_HEADERS(h),
             RD_KAFKA_V_OPAQUE(&c->marker), RD_KAFKA_V_END);
@@ -88,7 +88,7 @@ static void probe_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_fwd_clock_t *c = &f->clock;
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         if (!c->known && now - c->started_mono >= KD_PROBE_GATE_MS)
                 unchecked(f, "no_sample_in_30s");
         int64_t next = now + (c->known ? KD_PROBE_INTERVAL_MS : 1000);
@@ -103,9 +103,9 @@ static void probe_cb(kd_timer_t *tm, void *arg)
 
 void kd_probe_start(kd_fwd_t *f)
 {
-        f->clock.started_mono = kd_mono_ms();
+        f->clock.started_mono = kd_fwd_mono_ms(f);
         if (kd_timer_arm(&f->timers, &f->clock.probe, KD_CLOCK_MONO,
-                         kd_mono_ms(), probe_cb, f))
+                         kd_fwd_mono_ms(f), probe_cb, f))
                 kd_fwd_oom(f, "probe_timer");
 }
 

@@ -193,7 +193,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                         }
                 }
                 if (next == INT64_MAX ||
-                    kd_mono_ms() + (next - now) >= deadline)
+                    kd_fwd_mono_ms(f) + (next - now) >= deadline)
                         return;
                 /* Wait for the next fire time, serving reports meanwhile. */
                 rd_kafka_poll(f->kafka.producer, (int)(next - now));
@@ -268,18 +268,19 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         int coop = cooperative(f);
         if (f->intake.settled) /* a rebalance starts: readiness bounds it */
-                f->intake.revoked_at = kd_mono_ms();
+                f->intake.revoked_at = kd_fwd_mono_ms(f);
         f->intake.settled = 0;
         mark_revoking(f, coop ? parts : NULL);
         int64_t deadline =
             f->shutdown_deadline
                 ? f->shutdown_deadline
-                : kd_mono_ms() + f->conf->fwd_shutdown_timeout_ms;
+                : kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
         /* Claims out on the store get a short wait for their answer, so
          * that won ones fire here; a hung store must not hold the
          * rebalance (nor an open transaction) long. The rest is dropped:
          * the next owner finds the claim and takes it over. */
-        int64_t store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        int64_t store_deadline =
+            kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
         if (store_deadline > deadline)
                 store_deadline = deadline;
         kd_loop_pump(f, store_deadline, kd_pump_store_idle);
@@ -292,7 +293,7 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         kd_loop_pump(f, deadline, kd_pump_produces_done);
         int aborted = f->mode->revoke(f, deadline);
         kd_settle_flush(f);
-        store_deadline = kd_mono_ms() + f->conf->fwd_claim_ahead_ms;
+        store_deadline = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
         kd_loop_pump(f, store_deadline < deadline ? store_deadline : deadline,
                      kd_pump_store_idle);
         drop(f, NULL, 1);

@@ -82,9 +82,9 @@ static void arm(kd_fwd_t *f)
                 kd_timer_disarm(&f->timers, &s->flush);
                 return;
         }
-        int64_t at = kd_mono_ms() + KD_MARK_INTERVAL_MS;
+        int64_t at = kd_fwd_mono_ms(f) + KD_MARK_INTERVAL_MS;
         if (queued(s) >= (size_t)f->conf->fwd_claim_batch)
-                at = kd_mono_ms();
+                at = kd_fwd_mono_ms(f);
         if (at < kd_store_retry_mono(f))
                 at = kd_store_retry_mono(f);
         if (kd_timer_arm_by(&f->timers, &s->flush, KD_CLOCK_MONO, at, flush_cb,
@@ -120,7 +120,7 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
         kd_metric_observe(&f->metrics, KD_M_LATE, late_ms);
         if (unclaimed) { /* its journal record stands for the mark */
                 kd_metric_inc(&f->metrics, KD_M_FIRED_UNCLAIMED);
-                int64_t now = kd_now_ms();
+                int64_t now = kd_fwd_wall_ms(f);
                 if (uf_push(&f->settle, id, now - late_ms, now)) {
                         /* Its journal record stays the only one. */
                         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
@@ -246,7 +246,7 @@ void kd_settle_flush(kd_fwd_t *f)
 
 void kd_settle_flush_due(kd_fwd_t *f)
 {
-        if (kd_timer_due(&f->settle.flush) <= kd_mono_ms())
+        if (kd_timer_due(&f->settle.flush) <= kd_fwd_mono_ms(f))
                 kd_settle_flush(f);
 }
 

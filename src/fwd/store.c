@@ -50,7 +50,7 @@ static void ping_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_fwd_store_t *s = &f->store;
-        int64_t now = kd_mono_ms();
+        int64_t now = kd_fwd_mono_ms(f);
         check_stalled(f, now);
         /* While down, a ping as soon as the backoff allows: nothing else
          * may be sent (fires without a claim), and its answer ends the
@@ -72,13 +72,14 @@ static void ping_cb(kd_timer_t *tm, void *arg)
 kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         kd_fwd_store_t *s = &f->store;
-        s->last_done_mono = kd_mono_ms();
+        s->last_done_mono = kd_fwd_mono_ms(f);
         if (!s->gate_req && !(s->gate_req = calloc(1, sizeof(*s->gate_req))))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         kd_timer_init(&s->ping, ping_cb, f);
         if (kd_timer_arm(&f->timers, &s->ping, KD_CLOCK_MONO,
-                         kd_mono_ms() + KD_STORE_PING_CHECK_MS, ping_cb, f))
+                         kd_fwd_mono_ms(f) + KD_STORE_PING_CHECK_MS, ping_cb,
+                         f))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         return kd_fate_worker_start(&s->worker, f->store.fate, errstr,
@@ -369,7 +370,7 @@ void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 {
         r->done = done;
-        r->fw.submitted_mono = kd_mono_ms();
+        r->fw.submitted_mono = kd_fwd_mono_ms(f);
         if (f->store.inflight == 0)
                 f->store.waiting_since_mono = r->fw.submitted_mono;
         f->store.inflight++;
@@ -380,7 +381,7 @@ static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 
 int kd_store_ready(const kd_fwd_t *f)
 {
-        return !f->store.halted && kd_mono_ms() >= f->store.retry_mono;
+        return !f->store.halted && kd_fwd_mono_ms(f) >= f->store.retry_mono;
 }
 
 int64_t kd_store_retry_mono(const kd_fwd_t *f)
@@ -397,11 +398,11 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         if (s->gate && b > KD_STORE_GATE_RETRY_MS)
                 b = KD_STORE_GATE_RETRY_MS;
         s->backoff_ms = b;
-        s->retry_mono = kd_mono_ms() + b;
+        s->retry_mono = kd_fwd_mono_ms(f) + b;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
         if (!s->down) {
                 char q[600];
-                store_down(f, kd_mono_ms());
+                store_down(f, kd_fwd_mono_ms(f));
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=mysql_unavailable what=%s err=%s held=%zu "
                        "action=hold_and_retry",
@@ -446,7 +447,7 @@ static void store_ok(kd_fwd_t *f)
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=mysql_available down_ms=%lld held=%zu "
                        "claim_queue=%zu",
-                       (long long)(kd_mono_ms() - s->down_since_mono),
+                       (long long)(kd_fwd_mono_ms(f) - s->down_since_mono),
                        f->held.cnt, f->claim.q.len);
                 if (f->hooks.store_changed)
                         f->hooks.store_changed(f);
@@ -462,7 +463,7 @@ static void account(kd_fwd_t *f, kd_store_req_t *r)
         kd_fw_req_t *fw = &r->fw;
         s->inflight--;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT, (int64_t)s->inflight);
-        s->last_done_mono = kd_mono_ms();
+        s->last_done_mono = kd_fwd_mono_ms(f);
         s->waiting_since_mono = s->last_done_mono; /* for the next one */
         if (fw->op == KD_FW_PING)
                 kd_metric_inc(&f->metrics, KD_M_STORE_PINGS);
@@ -474,7 +475,7 @@ static void account(kd_fwd_t *f, kd_store_req_t *r)
                               fw->statements);
         if (fw->sent)
                 kd_metric_observe(&f->metrics, KD_M_STORE_MS,
-                                  kd_mono_ms() - fw->submitted_mono);
+                                  kd_fwd_mono_ms(f) - fw->submitted_mono);
         if (fw->err && fw->sent) {
                 s->halted = 1;
                 kd_store_failed(f, op_name[fw->op], fw->errstr);

@@ -181,7 +181,7 @@ static void tiercheck_cb(kd_timer_t *tm, void *arg)
         int wrong = f->metrics.v[KD_M_TIER_TOPICS_MISSING] > 0 ||
                     f->metrics.v[KD_M_INSTANCE_IN_USE] > 0;
         if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_mono_ms() +
+                         kd_fwd_mono_ms(f) +
                              (wrong ? KD_TIERCHECK_MS : KD_TIERCHECK_IDLE_MS),
                          tiercheck_cb, f))
                 kd_fwd_oom(f, "tiercheck_timer");
@@ -190,8 +190,8 @@ static void tiercheck_cb(kd_timer_t *tm, void *arg)
 void kd_tiercheck_soon(kd_fwd_t *f)
 {
         if (kd_timer_arm_by(&f->timers, &f->tiercheck_timer, KD_CLOCK_MONO,
-                            kd_mono_ms() + KD_TIERCHECK_SOON_MS, tiercheck_cb,
-                            f))
+                            kd_fwd_mono_ms(f) + KD_TIERCHECK_SOON_MS,
+                            tiercheck_cb, f))
                 kd_fwd_oom(f, "tiercheck_timer");
 }
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Timer service: two heaps, one per clock (kd_timer.h). */
+/* Timer service: two heaps, one per clock, and the clock source they are
+ * read from (kd_timer.h). The only place in src/fwd that reads the host's
+ * clocks. */
 #include "kd_timer.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -17,16 +20,62 @@ static kd_heap_t *heap_of(kd_timers_t *ts, kd_clock_t clock)
         return clock == KD_CLOCK_WALL ? &ts->wall : &ts->mono;
 }
 
+void kd_clocksrc_real(kd_clocksrc_t *c)
+{
+        c->manual = 0;
+        atomic_store(&c->mono_ms, 0);
+        atomic_store(&c->wall_ms, 0);
+}
+
+void kd_clocksrc_manual(kd_clocksrc_t *c, int64_t mono_ms, int64_t wall_ms)
+{
+        c->manual = 1;
+        atomic_store(&c->mono_ms, mono_ms);
+        atomic_store(&c->wall_ms, wall_ms);
+}
+
+int64_t kd_clocksrc_mono_ms(const kd_clocksrc_t *c)
+{
+        return c->manual ? atomic_load(&c->mono_ms) : kd_mono_ms();
+}
+
+int64_t kd_clocksrc_wall_ms(const kd_clocksrc_t *c)
+{
+        /* kd_now_ms applies the process's test clock offset
+         * (KDELAY_TEST_CLOCK_OFFSET_MS): the fate store's timestamps, taken
+         * in the library, run just as far ahead. */
+        return c->manual ? atomic_load(&c->wall_ms) : kd_now_ms();
+}
+
+int kd_clocksrc_advance(kd_clocksrc_t *c, int64_t ms)
+{
+        if (!c->manual || ms < 0)
+                return -1;
+        atomic_fetch_add(&c->mono_ms, ms);
+        atomic_fetch_add(&c->wall_ms, ms);
+        return 0;
+}
+
+int kd_clocksrc_set_wall(kd_clocksrc_t *c, int64_t wall_ms)
+{
+        if (!c->manual)
+                return -1;
+        atomic_store(&c->wall_ms, wall_ms);
+        return 0;
+}
+
 int64_t kd_timers_now(const kd_timers_t *ts, kd_clock_t clock)
 {
-        return clock == KD_CLOCK_WALL ? kd_now_ms() - ts->wall_ahead_ms
-                                      : kd_mono_ms();
+        return clock == KD_CLOCK_WALL
+                   ? kd_clocksrc_wall_ms(&ts->clock) - ts->wall_ahead_ms
+                   : kd_clocksrc_mono_ms(&ts->clock);
 }
 
 void kd_timers_init(kd_timers_t *ts)
 {
         kd_heap_init(&ts->wall);
         kd_heap_init(&ts->mono);
+        kd_clocksrc_real(&ts->clock);
         ts->wall_ahead_ms = 0;
 }
 
@@ -107,7 +156,7 @@ size_t kd_timers_run(kd_timers_t *ts, size_t limit)
                 const kd_heap_node_t *w = kd_heap_peek(&ts->wall);
                 const kd_heap_node_t *m = kd_heap_peek(&ts->mono);
                 int64_t ow = w ? kd_timers_now(ts, KD_CLOCK_WALL) - w->key : -1;
-                int64_t om = m ? kd_mono_ms() - m->key : -1;
+                int64_t om = m ? kd_timers_now(ts, KD_CLOCK_MONO) - m->key : -1;
                 kd_heap_t *h;
                 if (ow < 0 && om < 0)
                         break;

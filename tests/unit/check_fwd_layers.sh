@@ -8,6 +8,8 @@
 # and the mode files keep to their own state (kd_mode.h): they touch no
 # other stage's state in kd_fwd_t (f->intake, f->claim, f->held, f->pace,
 # f->store, f->settle, f->clock) and never set f->shutdown_deadline.
+# And the forwarder tells the time one way: no module but the timer
+# service (timer.c, its clock source) reads the host's clocks.
 # Usage: check_fwd_layers.sh SRC_FWD_DIR
 set -euo pipefail
 dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
@@ -56,3 +58,14 @@ if [ -n "$leaks" ]; then
     exit 1
 fi
 echo "mode files keep to their own state"
+
+# One clock (kd_timer.h's kd_clocksrc_t): every other file reads the time
+# through the forwarder's (kd_fwd_mono_ms, kd_fwd_wall_ms, kd_timers_now).
+real='\bkd_(mono|now)_ms\b|clock_gettime|gettimeofday|time\(NULL\)|CLOCK_(REALTIME|MONOTONIC)'
+reads=$(grep -nE "$real" ./*.c ./*.h | grep -v '^\./timer\.c:' || true)
+if [ -n "$reads" ]; then
+    echo "check_fwd_layers: the host's clock read outside timer.c:" >&2
+    printf '%s\n' "$reads" >&2
+    exit 1
+fi
+echo "the host's clocks read only in timer.c ($(grep -cE "$real" ./timer.c) reads)"

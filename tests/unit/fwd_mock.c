@@ -374,7 +374,7 @@ int fm_start(fm_env_t *e, const char *name, const char *delivery,
                 kdelay_conf_destroy(c);
                 goto fail;
         }
-        if (kd_fwd_new(&e->fwd, c, store, errstr, sizeof(errstr))) {
+        if (kd_fwd_new(&e->fwd, c, store, NULL, errstr, sizeof(errstr))) {
                 fprintf(stderr, "%s: kd_fwd_new: %s\n", e->name, errstr);
                 kd_fate_store_destroy(store);
                 kdelay_conf_destroy(c);
@@ -461,7 +461,7 @@ int fm_restart(fm_env_t *e, const char *const *ids, size_t n)
         e->log_mark = e->log.cnt;
         pthread_mutex_unlock(&e->log.lock);
         log_add(&e->log, "6 fm_restart: a new forwarder, same group");
-        if (kd_fwd_new(&e->fwd, c, store, errstr, sizeof(errstr))) {
+        if (kd_fwd_new(&e->fwd, c, store, NULL, errstr, sizeof(errstr))) {
                 fprintf(stderr, "%s: kd_fwd_new: %s\n", e->name, errstr);
                 kd_fate_store_destroy(store);
                 kdelay_conf_destroy(c);

@@ -18,5 +18,5 @@ int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
                             sizeof(errstr)) ||
             kd_fate_mem_new(&store))
                 return -1;
-        return kd_fwd_new(fp, c, store, errstr, sizeof(errstr)) ? -1 : 0;
+        return kd_fwd_new(fp, c, store, NULL, errstr, sizeof(errstr)) ? -1 : 0;
 }

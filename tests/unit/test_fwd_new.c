@@ -27,7 +27,7 @@ static void test_without_mysql_url_says_so(void)
         kdelay_conf_t *c = conf_new(NULL);
         kd_fwd_t *f = NULL;
         char errstr[256] = "unset";
-        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, NULL, errstr, sizeof(errstr)),
+        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, NULL, NULL, errstr, sizeof(errstr)),
                         KDELAY_ERR_NOT_CONFIGURED);
         CU_ASSERT_PTR_NULL(f);
         CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "mysql.url"));
@@ -43,7 +43,7 @@ static void test_exactly_once_needs_an_instance(void)
         CU_ASSERT_EQUAL_FATAL(kd_fate_mem_new(&store), KDELAY_OK);
         kd_fwd_t *f = NULL;
         char errstr[256] = "unset";
-        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, store, errstr, sizeof(errstr)),
+        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, store, NULL, errstr, sizeof(errstr)),
                         KDELAY_ERR_CONFIG);
         CU_ASSERT_PTR_NULL(f);
         CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "forwarder.instance"));
@@ -72,8 +72,9 @@ static void test_guardrails_refuse_breaking_properties(void)
                                                       sizeof(errstr)),
                                 KDELAY_OK);
                 kd_fwd_t *f = NULL;
-                CU_ASSERT_EQUAL(kd_fwd_new(&f, c, NULL, errstr, sizeof(errstr)),
-                                KDELAY_ERR_CONFIG);
+                CU_ASSERT_EQUAL(
+                    kd_fwd_new(&f, c, NULL, NULL, errstr, sizeof(errstr)),
+                    KDELAY_ERR_CONFIG);
                 CU_ASSERT_PTR_NULL(f);
                 CU_ASSERT_PTR_NOT_NULL(strstr(errstr, bad[i].name));
                 CU_ASSERT_PTR_NOT_NULL(strstr(errstr, bad[i].says));
@@ -91,7 +92,7 @@ static void test_guardrails_refuse_breaking_properties(void)
             kdelay_conf_set_kafka(c, "acks", "-1", errstr, sizeof(errstr)),
             KDELAY_OK);
         kd_fwd_t *f = NULL;
-        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, NULL, errstr, sizeof(errstr)),
+        CU_ASSERT_EQUAL(kd_fwd_new(&f, c, NULL, NULL, errstr, sizeof(errstr)),
                         KDELAY_ERR_NOT_CONFIGURED);
         kdelay_conf_destroy(c);
 }
@@ -105,8 +106,8 @@ static void test_a_store_and_conf_are_taken(void)
         CU_ASSERT_EQUAL_FATAL(kd_fate_mem_new(&store), KDELAY_OK);
         kd_fwd_t *f = NULL;
         char errstr[256] = "";
-        CU_ASSERT_EQUAL_FATAL(kd_fwd_new(&f, c, store, errstr, sizeof(errstr)),
-                              KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_fwd_new(&f, c, store, NULL, errstr, sizeof(errstr)), KDELAY_OK);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_STRING_EQUAL(f->mode->name, "at_least_once");
         CU_ASSERT_STRING_EQUAL(f->claim.instance, "t1");

@@ -24,6 +24,7 @@
 #include "kd_http.h"
 #include "kd_listen.h"
 #include "kd_test.h"
+#include "kd_timer.h"
 #include "kd_util.h"
 
 /* A probe must answer within this long while slow clients hold
@@ -229,9 +230,11 @@ static int probes_answer(const char *src, unsigned port, int64_t *max_ms)
 
 static kd_http_t *serve(unsigned *port)
 {
+        static kd_clocksrc_t clock;
         kd_http_t *h = NULL;
         char why[256];
-        if (kd_http_start(&h, "127.0.0.1:0", why, sizeof(why))) {
+        kd_clocksrc_real(&clock);
+        if (kd_http_start(&h, "127.0.0.1:0", &clock, why, sizeof(why))) {
                 printf("\n  %s", why);
                 return NULL;
         }
