@@ -21,12 +21,15 @@
 #   (stack.sh --security: SASL_SSL on Kafka 3.9.x, mTLS on the default
 #   Kafka); then test_kafka_acl (Kafka ACLs) and test_plain_client on
 #   each, one after the other; and the stacks stop.
+# - last, the container image and the compose stack, built and run for
+#   real (tests/container/check_compose.sh, about 2 minutes warm).
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
 #   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
 #   KDELAY_TEST_SKIP_NODES3=1 scripts/test.sh    # without the 3-node stack
 #   KDELAY_TEST_SKIP_SECURITY=1 scripts/test.sh  # without the secured stacks
+#   KDELAY_TEST_SKIP_CONTAINER=1 scripts/test.sh # without the container check
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -298,6 +301,22 @@ if [ -n "$secured" ]; then
       { log event=failed what=test_plain_client stack="$s" why=no_properties_file; exit 1; }
     deploy/local/stack.sh down --purge >&2
   done
+fi
+# The image (docker build, Release -Werror) and deploy/docker/compose.yaml
+# with the local Kafka and MariaDB stand-ins: tasks through the
+# containers, a forwarder crashed and back (tests/container/check_compose.sh;
+# it starts dockerd when none runs; exit 77 only where no container
+# runtime can start, said here).
+if [ -z "${KDELAY_TEST_SKIP_CONTAINER:-}" ]; then
+  log event=container_check log=build/check-compose.log
+  rc=0
+  tests/container/check_compose.sh >build/check-compose.log 2>&1 || rc=$?
+  grep -a '^check_compose: ' build/check-compose.log | sed 's/^/  figures: /' >&2 || true
+  case $rc in
+    0) ;;
+    77) log event=container_check_skipped why="\"$(sed -n 's/^check_compose: skipped: //p' build/check-compose.log)\"" ;;
+    *) tail -n 60 build/check-compose.log >&2; log event=failed what=check_compose; exit 1 ;;
+  esac
 fi
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0
