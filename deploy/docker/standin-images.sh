@@ -18,7 +18,8 @@
 # An image whose label io.kdelay.standin-hash matches the hash of its
 # inputs (its directory under deploy/docker/standin/, the base image, the
 # jars' names) is not rebuilt. Builds use the host's network (docker build
-# --network host: apt-get reaches the Debian mirror as the host does).
+# --network host: apt-get reaches the Debian mirror as the host does); the
+# image a rebuild replaces is removed.
 set -euo pipefail
 
 PROG=standin-images.sh
@@ -65,6 +66,7 @@ for name in "${which[@]}"; do
         continue
     fi
     log "event=build image=$image hash=$hash"
+    old=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
     start=$SECONDS
     out=$ctx.log
     if ! docker build --network host --label "io.kdelay.standin-hash=$hash" -t "$image" "$ctx" >"$out" 2>&1; then
@@ -73,5 +75,8 @@ for name in "${which[@]}"; do
         die "event=build_failed image=$image"
     fi
     rm -f "$out"
+    if [[ -n $old && $old != "$(docker image inspect -f '{{.Id}}' "$image")" ]]; then
+        docker rmi "$old" >/dev/null 2>&1 || true
+    fi
     log "event=built image=$image seconds=$((SECONDS - start))"
 done
