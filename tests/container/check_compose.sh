@@ -197,13 +197,14 @@ docker exec "$fwd1" kdelayctl schedule -q --topic demo.out --value cancelled --i
 docker exec "$fwd1" kdelayctl cancel -q "$id_b" >/dev/null || fail "cancel $id_b (kdelayctl in forwarder-1) failed"
 t1=$(now_ms)
 # one task by the documented command: compose run --rm init kdelayctl ...
-got=$(ctl schedule -q --topic demo.out --value on-time --id "$id_a" --delay 10s) ||
+got=$(ctl schedule -q --topic demo.out --value on-time --id "$id_a" --delay 8s) ||
     fail "schedule (compose run init kdelayctl) failed"
 [[ $got == "$id_a" ]] || fail "schedule printed '$got', not the id $id_a"
 t2=$(now_ms)
-# A batch of N due every 300 ms from T, in one container (forwarder-1's
-# kdelayctl, without the MySQL id check: fresh ids); forwarder-0 is killed
-# at T+3 s, inside the batch.
+# A batch of N due every 300 ms from T (8 s from now), in one container
+# (forwarder-1's kdelayctl, without the MySQL id check: fresh ids);
+# forwarder-0 is killed at T+3 s, inside the batch, and at least 3 s after
+# the task above is due.
 batch=${KDELAY_CHECK_BATCH:-30}
 due_batch=$((t2 + ${KDELAY_CHECK_LEAD_MS:-8000}))
 script='i=0; while [ "$i" -lt "$1" ]; do
