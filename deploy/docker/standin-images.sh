@@ -53,9 +53,9 @@ for name in "${which[@]}"; do
     jars=""
     if [[ $name == kafka ]]; then
         libs=$("$here/../local/stack.sh" kafka-jars) || die "event=no_kafka_jars"
-        mkdir "$ctx/libs"
-        cp -a "$libs"/*.jar "$ctx/libs/"
-        jars=$(cd "$ctx/libs" && ls)
+        mkdir "$ctx/rootfs/opt/kafka/libs"
+        cp -a "$libs"/*.jar "$ctx/rootfs/opt/kafka/libs/"
+        jars=$(cd "$ctx/rootfs/opt/kafka/libs" && ls)
     fi
     hash=$({ cd "$here/standin/$name" && find . -type f -print0 | sort -z | xargs -0 sha256sum; } |
         { cat; printf '%s\n%s\n' "$base" "$jars"; } | sha256sum)
