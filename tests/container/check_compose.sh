@@ -125,9 +125,16 @@ image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 old_build=$(image_id kdelay-build:cache)
 old_image=$(image_id kdelay:local)
 build_log=$work/docker-build.log
+# The commit and version the image says (as development.md "Versions"
+# builds it; .dockerignore keeps .git out of the context)
+rev="" version=""
+if rev=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
+    version=$(sh "$root/cmake/version.sh" -r "$rev" "$root" | sed -n 's/^KDELAY_VERSION=//p')
+fi
 for target in build ""; do
     args=(-t kdelay-build:cache --target build)
     [[ -z $target ]] && args=(-t kdelay:local)
+    [[ -n $rev ]] && args+=(--build-arg "REVISION=$rev" --build-arg "VERSION=$version")
     if ! docker build --network host "${args[@]}" -f "$root/deploy/docker/Dockerfile" "$root" >>"$build_log" 2>&1; then
         tail -n 40 "$build_log" >&2
         fail "docker build -f deploy/docker/Dockerfile failed (${target:-runtime} stage)"
@@ -138,6 +145,13 @@ for old in "$old_image" "$old_build"; do
         docker rmi "$old" >/dev/null 2>&1 || true
 done
 figure "kdelay image built in $((SECONDS - t)) s ($(docker image inspect -f '{{.Size}}' kdelay:local | awk '{printf "%.0f MB", $1 / 1e6}'))"
+said=$(docker run --rm kdelay:local kdelayctl --version) || fail "kdelayctl --version in the image failed"
+figure "the image says: $said"
+if [[ -n $rev ]]; then
+    [[ $said == "kdelayctl $version commit=$rev "* ]] || fail "the image's kdelayctl --version is not $version commit=$rev"
+    label=$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.revision"}}' kdelay:local)
+    [[ $label == "$rev" ]] || fail "the image's revision label is '$label', not $rev"
+fi
 
 # ---------------------------------------------------------------- compose up
 export KDELAY_MYSQL_PASSWORD MARIADB_ROOT_PASSWORD
