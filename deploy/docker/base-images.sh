@@ -9,8 +9,9 @@
 #
 #   deploy/docker/base-images.sh          # as root (mmdebstrap, docker)
 #
-# bookworm-slim leaves out man pages, docs and locales, as the official
-# slim image does. The roots are cached as tarballs in
+# bookworm-slim is the same root without man pages, docs and locales
+# (and dpkg told to leave them out), as the official slim image is made.
+# The roots are cached as tarballs in
 # ${XDG_CACHE_HOME:-~/.cache}/kdelay/docker-base-<hash>/, the hash taken
 # over this script (which fixes suite, variant, mirror and excludes): a
 # second run, or another machine sharing the cache, only imports them.
@@ -28,7 +29,7 @@ die() {
 }
 
 case ${1:-} in
-    -h | --help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     '') ;;
     *) echo "usage: deploy/docker/base-images.sh" >&2; exit 2 ;;
 esac
@@ -41,28 +42,46 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/kdelay/docker-base-$hash
 
 command -v docker >/dev/null || die "event=no_docker msg=\"install docker.io (deploy/local/deps.sh --test)\""
 
-# make_root FLAVOUR TARBALL: a bookworm minbase root as a tarball.
+# make_root TARBALL: a bookworm minbase root as a tarball (debian:bookworm).
 make_root() {
-    local flavour=$1 out=$2
-    local -a opts=(--variant=minbase --format=tar --include=ca-certificates
+    local out=$1
+    local -a opts=(--variant=minbase --format=tar
         # as the official images: apt keeps no .debs nor caches in a layer
         --customize-hook="upload $clean /etc/apt/apt.conf.d/docker-clean"
         --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin')
-    if [[ $flavour == slim ]]; then
-        local p
-        for p in '/usr/share/doc/*' '/usr/share/man/*' '/usr/share/info/*' \
-            '/usr/share/locale/*' '/usr/share/lintian/*' '/usr/share/linda/*'; do
-            opts+=(--dpkgopt="path-exclude=$p")
-        done
-        opts+=(--dpkgopt='path-include=/usr/share/doc/*/copyright'
-            --dpkgopt='path-include=/usr/share/locale/locale.alias')
-    fi
     command -v mmdebstrap >/dev/null || die "event=no_mmdebstrap msg=\"install mmdebstrap (deploy/local/deps.sh --test)\""
-    log "event=mmdebstrap flavour=$flavour out=$out"
+    log "event=mmdebstrap out=$out"
     mmdebstrap --quiet "${opts[@]}" bookworm "$out.tmp" \
         "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
         "deb $security bookworm-security main"
     mv "$out.tmp" "$out"
+}
+
+# make_slim FULL TARBALL: debian:bookworm-slim from the full root, as the
+# official slim image is made (debuerreotype's slimify): dpkg is told to
+# leave documentation, man pages and translations out from now on
+# (/etc/dpkg/dpkg.cfg.d/docker-slim) and those already installed are
+# deleted; copyright files and locale.alias stay.
+make_slim() {
+    local full=$1 out=$2 d p
+    d=$(mktemp -d "$cache/slim.XXXXXX")
+    tar -C "$d" --numeric-owner -xpf "$full"
+    {
+        echo "# deploy/docker/base-images.sh: as the official slim image"
+        for p in doc man info groff lintian linda locale; do echo "path-exclude /usr/share/$p/*"; done
+        echo "path-include /usr/share/doc/*/copyright"
+        echo "path-include /usr/share/locale/locale.alias"
+    } >"$d/etc/dpkg/dpkg.cfg.d/docker-slim"
+    find "$d/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+    find "$d/usr/share/doc" -mindepth 1 -depth -type d -empty -delete
+    for p in man info groff lintian linda; do
+        [[ ! -d $d/usr/share/$p ]] || find "$d/usr/share/$p" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+    done
+    find "$d/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+    tar -C "$d" --numeric-owner -cf "$out.tmp" .
+    rm -rf "$d"
+    mv "$out.tmp" "$out"
+    log "event=slimmed from=$full out=$out"
 }
 
 mkdir -p "$cache"
@@ -88,10 +107,13 @@ for flavour in full slim; do
         continue
     fi
     tarball=$cache/bookworm-$flavour.tar
-    [[ -s $tarball ]] || make_root "$flavour" "$tarball"
+    [[ -s $cache/bookworm-full.tar ]] || make_root "$cache/bookworm-full.tar"
+    [[ -s $tarball ]] || make_slim "$cache/bookworm-full.tar" "$tarball"
+    old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
     docker import --change 'CMD ["bash"]' \
         --change "LABEL io.kdelay.base-hash=$hash" \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         "$tarball" "$tag" >/dev/null
     log "event=imported image=$tag hash=$hash from=$tarball"
+    [[ -z $old ]] || docker rmi "$old" >/dev/null 2>&1 || true # an older one of ours, when unused
 done
