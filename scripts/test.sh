@@ -21,13 +21,17 @@
 #   (stack.sh --security: SASL_SSL on Kafka 3.9.x, mTLS on the default
 #   Kafka); then test_kafka_acl (Kafka ACLs, the init step under exactly
 #   the documented ACLs) and test_plain_client on both side by side; and
-#   the stacks stop.
+#   the stacks stop;
+# - beside that last step, the container image and the compose stack,
+#   built and run for real (tests/container/check_compose.sh, about 75 s
+#   warm, 3.5 minutes cold).
 #
 #   scripts/test.sh            # everything
 #   KDELAY_TEST_SKIP_ASAN=1 scripts/test.sh   # plain build only (quicker)
 #   KDELAY_TEST_SKIP_TORTURE=1 scripts/test.sh   # without the torture runs
 #   KDELAY_TEST_SKIP_NODES3=1 scripts/test.sh    # without the 3-node stack
 #   KDELAY_TEST_SKIP_SECURITY=1 scripts/test.sh  # without the secured stacks
+#   KDELAY_TEST_SKIP_CONTAINER=1 scripts/test.sh # without the container check
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -281,6 +285,32 @@ if [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ]; then
   run_ctest build/asan -L '^(unit|mock|asan)$' -j2
 fi
 
+# The image (docker build, Release -Werror) and deploy/docker/compose.yaml
+# with the local Kafka and MariaDB stand-ins: tasks through the
+# containers, a forwarder crashed and back (tests/container/check_compose.sh;
+# it starts dockerd when none runs; exit 77 only where no container
+# runtime can start, said here). It runs in the background beside the
+# secured stacks' tests, which mostly wait.
+container_pid=""
+if [ -z "${KDELAY_TEST_SKIP_CONTAINER:-}" ]; then
+  log event=container_check log=build/check-compose.log
+  tests/container/check_compose.sh >build/check-compose.log 2>&1 &
+  container_pid=$!
+fi
+container_wait() { # sets container_failed
+  [ -n "$container_pid" ] || return 0
+  local rc=0
+  wait "$container_pid" || rc=$?
+  container_pid=""
+  grep -a '^check_compose: ' build/check-compose.log | sed 's/^/  figures: /' >&2 || true
+  case $rc in
+    0) ;;
+    77) log event=container_check_skipped why="\"$(sed -n 's/^check_compose: skipped: //p' build/check-compose.log)\"" ;;
+    *) tail -n 60 build/check-compose.log >&2; log event=failed what=check_compose; container_failed=1 ;;
+  esac
+}
+container_failed=""
+
 # The two secured stacks side by side, each from a directory of its own
 # (build/test/lane-STACK, as the mysql-faults lane): test_kafka_acl and
 # test_plain_client, their output in the lane's log.
@@ -313,7 +343,9 @@ if [ -n "$secured" ]; then
     cat "build/test/lane-$s.log"
     (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
   done
-  [ -z "$secured_failed" ] || { log event=failed what=secured stacks="${secured_failed# }"; exit 1; }
 fi
+container_wait
+[ -z "${secured_failed:-}" ] || { log event=failed what=secured stacks="${secured_failed# }"; exit 1; }
+[ -z "$container_failed" ] || exit 1
 [ -z "$torture_failed" ] || { log event=failed what=torture modes="${torture_failed# }"; exit 1; }
 exit 0

@@ -42,8 +42,11 @@ TEST_PACKAGES=(
     # the client examples run by test_producers and test_clients (python:
     # Kafka and MySQL drivers; java is built with maven; node below)
     python3-confluent-kafka python3-pymysql openjdk-17-jdk-headless
-    # check_deb: a fresh bookworm root to install the .deb into
-    mmdebstrap
+    # check_deb: a fresh bookworm root to install the .deb into;
+    # check_compose: the image built and the compose stack run for real
+    # (a Docker daemon the check starts when none runs, Compose v1, the
+    # Debian base images made by mmdebstrap)
+    mmdebstrap docker.io docker-compose
     # tools/sqlcheck and examples/node (packages from npm): node and npm, added below
     # only when missing, since a NodeSource nodejs holds npm itself and
     # conflicts with Debian's npm package
@@ -71,8 +74,8 @@ packages of the groups asked for, skipping those already installed (runs
             mariadb-client, kcat, curl, openssl
   --test    everything scripts/test.sh uses: --run --build --stack and the
             test tools (CUnit, clang-format, valgrind, promtool, systemd-analyze,
-            man, zsh, the examples' Python and JDK, mmdebstrap; nodejs
-            and npm when node or npm is missing)
+            man, zsh, the examples' Python and JDK, mmdebstrap, docker.io
+            and docker-compose; nodejs and npm when node or npm is missing)
   (none)    the same as --test
 
 No service is started by the install (a temporary /usr/sbin/policy-rc.d

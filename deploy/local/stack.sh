@@ -41,6 +41,8 @@ Verbs:
                   KDELAY_KAFKA_NODES, KDELAY_KAFKA_SECURITY (and KDELAY_MYSQL_CA
                   with --mysql-tls on; KDELAY_KAFKA_CONFIG and
                   KDELAY_CLIENT_CONFIG when secured)
+  kafka-jars    fetch the Kafka jars (once, cached) and print their directory
+                (deploy/docker/standin-images.sh copies them into an image)
   kafka-start   start only Kafka (keeps data), wait until it answers
   kafka-stop    stop only Kafka (keeps data); --kill for SIGKILL
   node-stop I   stop Kafka node I (0..N-1) of a multi-node stack (keeps its
@@ -199,7 +201,7 @@ while (($#)); do
 done
 
 case $verb in
-    up | down | status | env | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
+    up | down | status | env | kafka-jars | kafka-start | kafka-stop | mysql-start | mysql-stop | mysql-pause | mysql-resume) ;;
     topic) [[ -n $topic_name ]] || die "topic needs a NAME" ;;
     acl) ((${#acl_args[@]})) || die "acl needs AclCommand's arguments (e.g. --list)" ;;
     mysql-readonly) [[ $topic_name == on || $topic_name == off ]] || die "mysql-readonly needs on or off" ;;
@@ -1310,7 +1312,7 @@ node_arg() { # checks the node number I of node-start/node-stop and selects it
 }
 
 case $verb in
-    down | mysql-*) ;;
+    down | mysql-* | kafka-jars) ;;
     *) check_layout ;;
 esac
 
@@ -1321,6 +1323,7 @@ case $verb in
     down) cmd_down ;;
     status) cmd_status || exit $? ;;
     env) cmd_env ;;
+    kafka-jars) ensure_kafka_jars; printf '%s\n' "$KAFKA_LIBS" ;;
     kafka-start)
         init_stack_dir; take_lock; preflight_kafka; save_conf
         kafka_launch_all; kafka_wait $(all_nodes)

@@ -59,7 +59,7 @@ static int parse_count(kd_cli_t *cli, const char *opt, const char *arg,
 static int on_opt(int opt, const char *arg, void *ctx)
 {
         plan_args_t *a = ctx;
-        long long v;
+        long long v = 0;
         int rc;
         switch (opt) {
         case OPT_DIST:
@@ -70,7 +70,8 @@ static int on_opt(int opt, const char *arg, void *ctx)
                                    &a->samples);
         case OPT_SEED:
                 rc = parse_count(a->cli, "--seed", arg, 0, INT64_MAX, &v);
-                a->seed = (unsigned long long)v;
+                if (rc == KD_EXIT_OK) /* v is only set on success */
+                        a->seed = (unsigned long long)v;
                 return rc;
         case OPT_JSON:
                 a->json = 1;
