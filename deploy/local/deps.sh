@@ -47,6 +47,8 @@ TEST_PACKAGES=(
     # (a Docker daemon the check starts when none runs, Compose v1, the
     # Debian base images made by mmdebstrap)
     mmdebstrap docker.io docker-compose
+    # check_deb: lintian on the .deb (no copyright or licence tag)
+    lintian
     # tools/sqlcheck and examples/node (packages from npm): node and npm, added below
     # only when missing, since a NodeSource nodejs holds npm itself and
     # conflicts with Debian's npm package

@@ -144,6 +144,11 @@ chroot "$root" dpkg-query -W -f='${Conffiles}\n' kdelay | grep -q '^ /etc/kdelay
 v=$(chroot "$root" kdelay-forwarder --version) || fail event=forwarder_version_failed
 [ "$(dpkg-deb -f "$deb" Version)" = "$deb_version" ] || fail event=bad_package_version got="\"$(dpkg-deb -f "$deb" Version)\"" want="$deb_version"
 [[ $v == "kdelay-forwarder $full_version commit="*" schema="*" librdkafka="* ]] || fail event=bad_version got="\"$v\"" want="\"kdelay-forwarder $full_version ...\""
+# lintian (deps.sh --test): no tag about the copyright file or the
+# licence; the other tags it gives are docs/development.md's list.
+lint=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v '^running with root privileges') || true
+if grep -iE 'copyright|licen[cs]e' <<<"$lint" >&2; then fail event=lintian_copyright_tags; fi
+log event=lintian tags="$(grep -cE '^[EWI]: ' <<<"$lint")" copyright_tags=0
 help=$(chroot "$root" kdelayctl --help) || fail event=kdelayctl_help_failed
 grep -q '^Usage: kdelayctl ' <<<"$help" || fail event=bad_help
 # the default configuration the binaries were built with is Debian's
