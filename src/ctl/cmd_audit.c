@@ -23,7 +23,6 @@
 #include "kd_log.h"
 #include "kd_scan.h"
 #include "kd_util.h"
-#include "kd_watermarks.h"
 #include "kd_wire.h"
 
 /* FIRING rows read per audit run. */
@@ -393,8 +392,6 @@ static kdelay_err_t audit_firing(audit_t *au, char *errstr, size_t errstr_size)
         return err;
 }
 
-/* Reads the head (next record to handle) of every partition with one,
- * and reports those due more than the bound ago. */
 /* The overdue table's header, a blank line after the firing table. */
 static void overdue_header(const audit_t *au)
 {
@@ -405,6 +402,46 @@ static void overdue_header(const audit_t *au)
                        "DUE", "OVERDUE_MS");
 }
 
+/* One partition's head (kd_grouppos_heads): a finding when due more than
+ * the bound ago. */
+static void head_seen(const rd_kafka_message_t *m, void *opaque)
+{
+        audit_t *au = opaque;
+        const kd_grouppos_part_t *p = kd_grouppos_find(
+            &au->pos, rd_kafka_topic_name(m->rkt), m->partition);
+        rd_kafka_headers_t *h = NULL;
+        kd_wire_task_t t;
+        int64_t now = kd_now_ms();
+        if (!p || rd_kafka_message_headers((rd_kafka_message_t *)m, &h) ||
+            kd_wire_decode(h, now, &t) != KD_WIRE_OK ||
+            now - t.fire_at_ms <= au->a->overdue_ms)
+                return;
+        char ts[40];
+        au->overdue++;
+        if (au->json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "tier_topic", p->topic);
+                cJSON_AddNumberToObject(o, "partition", p->partition);
+                cJSON_AddNumberToObject(o, "offset", (double)m->offset);
+                cJSON_AddNumberToObject(o, "overdue_ms",
+                                        (double)(now - t.fire_at_ms));
+                cJSON_AddItemToArray(cJSON_GetObjectItem(au->json, "overdue"),
+                                     o);
+        } else {
+                char where[300];
+                if (!au->overdue_shown++)
+                        overdue_header(au);
+                snprintf(where, sizeof(where), "%s/%d", p->topic,
+                         (int)p->partition);
+                printf("%-40s %12lld %-24s %12lld\n", where,
+                       (long long)m->offset,
+                       kd_ctl_time_format(t.fire_at_ms, ts, sizeof(ts)),
+                       (long long)(now - t.fire_at_ms));
+        }
+}
+
+/* Reads the head (next record to handle) of every partition with one,
+ * and reports those due more than the bound ago. */
 static kdelay_err_t audit_heads(audit_t *au, char *errstr, size_t errstr_size)
 {
         rd_kafka_topic_partition_list_t *l =
@@ -412,138 +449,19 @@ static kdelay_err_t audit_heads(audit_t *au, char *errstr, size_t errstr_size)
         if (!l)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        size_t want = 0;
         for (size_t i = 0; i < au->pos.cnt; i++) {
                 const kd_grouppos_part_t *p = &au->pos.parts[i];
-                if (kd_grouppos_start(p) < p->high) {
+                if (kd_grouppos_start(p) < p->high)
                         rd_kafka_topic_partition_list_add(l, p->topic,
                                                           p->partition)
                             ->offset = kd_grouppos_start(p);
-                        want++;
-                }
         }
         rd_kafka_resp_err_t kerr =
-            want ? rd_kafka_assign(au->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
+            kd_grouppos_heads(au->rk, l, KD_AUDIT_TIMEOUT_MS, head_seen, au);
         rd_kafka_topic_partition_list_destroy(l);
         if (kerr)
                 return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
                                "assign: %s", rd_kafka_err2str(kerr));
-        unsigned char *seen = calloc(au->pos.cnt + 1, 1);
-        if (!seen)
-                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                               "out of memory");
-        int64_t until = kd_mono_ms() + KD_AUDIT_TIMEOUT_MS;
-        size_t got = 0;
-        while (got < want && kd_mono_ms() < until) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(au->rk, 100);
-                if (!m)
-                        continue;
-                const kd_grouppos_part_t *p =
-                    m->rkt ? kd_grouppos_find(&au->pos,
-                                              rd_kafka_topic_name(m->rkt),
-                                              m->partition)
-                           : NULL;
-                size_t i = p ? (size_t)(p - au->pos.parts) : au->pos.cnt;
-                if (!p || seen[i]) {
-                        rd_kafka_message_destroy(m);
-                        continue;
-                }
-                seen[i] = 1;
-                got++;
-                rd_kafka_headers_t *h = NULL;
-                kd_wire_task_t t;
-                int64_t now = kd_now_ms();
-                if (!m->err && !rd_kafka_message_headers(m, &h) &&
-                    kd_wire_decode(h, now, &t) == KD_WIRE_OK &&
-                    now - t.fire_at_ms > au->a->overdue_ms) {
-                        char ts[40];
-                        au->overdue++;
-                        if (au->json) {
-                                cJSON *o = cJSON_CreateObject();
-                                cJSON_AddStringToObject(o, "tier_topic",
-                                                        p->topic);
-                                cJSON_AddNumberToObject(o, "partition",
-                                                        p->partition);
-                                cJSON_AddNumberToObject(o, "offset",
-                                                        (double)m->offset);
-                                cJSON_AddNumberToObject(
-                                    o, "overdue_ms",
-                                    (double)(now - t.fire_at_ms));
-                                cJSON_AddItemToArray(
-                                    cJSON_GetObjectItem(au->json, "overdue"),
-                                    o);
-                        } else {
-                                char where[300];
-                                if (!au->overdue_shown++)
-                                        overdue_header(au);
-                                snprintf(where, sizeof(where), "%s/%d",
-                                         p->topic, (int)p->partition);
-                                printf("%-40s %12lld %-24s %12lld\n", where,
-                                       (long long)m->offset,
-                                       kd_ctl_time_format(t.fire_at_ms, ts,
-                                                          sizeof(ts)),
-                                       (long long)(now - t.fire_at_ms));
-                        }
-                }
-                rd_kafka_message_destroy(m);
-        }
-        free(seen);
-        rd_kafka_assign(au->rk, NULL);
-        return KDELAY_OK;
-}
-
-/* Counts the dead-letter topic's records of the window. */
-static kdelay_err_t audit_dead(audit_t *au, char *errstr, size_t errstr_size)
-{
-        const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_topic_t *rkt =
-            rd_kafka_topic_new(au->rk, au->dead_topic, NULL);
-        if (!rkt)
-                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                               "out of memory");
-        rd_kafka_resp_err_t kerr =
-            rd_kafka_metadata(au->rk, 0, rkt, &md, KD_AUDIT_TIMEOUT_MS);
-        rd_kafka_topic_destroy(rkt);
-        /* A topic kept from us is no empty one (a missing topic is). */
-        if (!kerr && md->topic_cnt == 1 &&
-            md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-                kerr = md->topics[0].err;
-        if (kerr) {
-                if (md)
-                        rd_kafka_metadata_destroy(md);
-                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                               "metadata of %s: %s", au->dead_topic,
-                               rd_kafka_err2str(kerr));
-        }
-        int parts = md->topic_cnt == 1 && !md->topics[0].err
-                        ? md->topics[0].partition_cnt
-                        : 0;
-        rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts ? parts : 1);
-        if (!l)
-                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                               "out of memory");
-        int64_t since = kd_now_ms() - au->a->window_ms;
-        for (int p = 0; p < parts; p++)
-                rd_kafka_topic_partition_list_add(l, au->dead_topic, p)
-                    ->offset = since;
-        kerr = parts
-                   ? rd_kafka_offsets_for_times(au->rk, l, KD_AUDIT_TIMEOUT_MS)
-                   : RD_KAFKA_RESP_ERR_NO_ERROR;
-        for (int p = 0; !kerr && p < parts; p++) {
-                int64_t lo, hi;
-                kerr = kd_watermarks(au->rk, au->dead_topic, p, &lo, &hi,
-                                     KD_AUDIT_TIMEOUT_MS);
-                int64_t from = l->elems[p].offset;
-                if (!kerr && from >= 0 && from < hi)
-                        au->dead += hi - from; /* -1: none since */
-        }
-        rd_kafka_topic_partition_list_destroy(l);
-        if (kerr)
-                return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                               "offsets of %s: %s", au->dead_topic,
-                               rd_kafka_err2str(kerr));
         return KDELAY_OK;
 }
 
@@ -583,29 +501,36 @@ static void dead_row(audit_t *au, const kd_replay_item_t *it, const char *state,
                (int)it->partition, (long long)it->offset);
 }
 
-/* Which dead letters of the window were replayed (history): their copy's
- * id (kd_replay_item_id, or the nested id of earlier releases) has a
- * fate, or is pending in a tier topic. What cannot be read leaves them
- * all findings, said on stderr. */
-static void audit_dead_replayed(audit_t *au)
+/* The dead letters of the window (kd_scan_dead): how many, and which were
+ * replayed (history): their copy's id (kd_replay_item_id, or the nested id
+ * of earlier releases) has a fate, or is pending in a tier topic. A
+ * missing dead-letter topic has none; what cannot be counted is an error;
+ * what cannot be read then leaves them all findings, said on stderr. */
+static kdelay_err_t audit_dead(audit_t *au, char *errstr_out,
+                               size_t errstr_out_size)
 {
         const kdelay_conf_t *conf = au->a->cli->conf;
         kd_replay_items_t items = {0};
         kd_replay_pendings_t pending = {0};
         kd_fate_store_t *store = NULL;
-        kd_scan_progress_t prog;
-        kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS};
+        kd_scan_progress_t prog = {0};
+        kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS,
+                               .missing_empty = 1};
         char errstr[512] = "";
         const char **ids = NULL;
         size_t *lens = NULL;
         kdelay_fate_t *fates = NULL;
         char(*rid)[KDELAY_ID_MAX + 32] = NULL;
         int shown = 0;
-        if (au->dead <= 0)
-                return;
         kdelay_err_t err =
             kd_scan_dead(conf, kd_now_ms() - au->a->window_ms, &opts,
                          dead_item_cb, &items, &prog, errstr, sizeof(errstr));
+        if (!prog.counted) {
+                kd_replay_items_clear(&items);
+                return kd_fail(err ? err : KDELAY_ERR_KAFKA, errstr_out,
+                               errstr_out_size, "%s", errstr);
+        }
+        au->dead = (int64_t)prog.to_read;
         if (!err && !prog.complete)
                 err = kd_fail(KDELAY_ERR_TIMED_OUT, errstr, sizeof(errstr),
                               "not all read within %d s",
@@ -672,6 +597,7 @@ static void audit_dead_replayed(audit_t *au)
         free(fates);
         free(rid);
         kd_replay_items_clear(&items);
+        return KDELAY_OK;
 }
 
 static int summary(audit_t *au)
@@ -757,8 +683,6 @@ static int run(audit_args_t *a)
                 err = audit_heads(&au, errstr, sizeof(errstr));
         if (!err)
                 err = audit_dead(&au, errstr, sizeof(errstr));
-        if (!err)
-                audit_dead_replayed(&au);
         if (!err)
                 err = kd_audit_unclaimed(
                     a->cli->conf, kd_now_ms() - a->window_ms, au.json,

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_json.h"
+#include "ctl_verbs.h"
 #include "db_grants.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
@@ -75,9 +76,6 @@ enum {
         OPT_JSON,
         OPT_PRINT
 };
-
-/* Indexes of the sub-verbs in kd_ctl_db's list. */
-enum { DB_MIGRATE, DB_VERSION, DB_GC, DB_GRANTS };
 
 typedef struct gc_args {
         kd_cli_t *cli;
@@ -369,19 +367,17 @@ static void on_migration(const kd_migration_t *m, void *opaque)
 
 int kd_ctl_db(int argc, char **argv)
 {
-        static const char *const subs[] = {"migrate", "version", "gc", "grants",
-                                           NULL};
         kd_cli_t cli;
         int argi;
         char errstr[512];
         int rc;
-        int sub = kd_cli_subverb(&cli, "kdelayctl db", subs, kd_db_help, argc,
-                                 argv, &rc);
-        if (sub < 0)
+        const char *sub =
+            kd_ctl_subverb(&cli, "db", kd_db_help, argc, argv, &rc);
+        if (!sub)
                 return rc;
-        int migrate = sub == DB_MIGRATE;
-        int gc = sub == DB_GC;
-        int grants = sub == DB_GRANTS;
+        int migrate = !strcmp(sub, "migrate");
+        int gc = !strcmp(sub, "gc");
+        int grants = !strcmp(sub, "grants");
         static const struct option gc_opts[] = {
             {"older-than", required_argument, NULL, OPT_OLDER},
             {"batch", required_argument, NULL, OPT_BATCH},

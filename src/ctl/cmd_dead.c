@@ -16,6 +16,7 @@
 #include "ctl_json.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
+#include "ctl_verbs.h"
 #include "dead_replay.h"
 #include "kd_conf.h"
 #include "kd_util.h"
@@ -357,7 +358,6 @@ static int run(dead_args_t *a)
 
 int kd_ctl_dead(int argc, char **argv)
 {
-        static const char *const subs[] = {"list", "replay", NULL};
         static const struct option opts[] = {
             {"json", no_argument, NULL, OPT_JSON},
             {"reason", required_argument, NULL, OPT_REASON},
@@ -377,9 +377,9 @@ int kd_ctl_dead(int argc, char **argv)
             {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         int rc, argi;
-        int sub = kd_cli_subverb(&cli, "kdelayctl dead", subs, kd_dead_help,
-                                 argc, argv, &rc);
-        if (sub < 0)
+        const char *sub =
+            kd_ctl_subverb(&cli, "dead", kd_dead_help, argc, argv, &rc);
+        if (!sub)
                 return rc;
         dead_args_t *a = calloc(1, sizeof(*a)); /* owned; large */
         if (!a) {
@@ -387,7 +387,7 @@ int kd_ctl_dead(int argc, char **argv)
                 kd_cli_clear(&cli);
                 return KD_EXIT_ERROR;
         }
-        int replay = sub == 1;
+        int replay = !strcmp(sub, "replay");
         a->cli = &cli;
         a->since_ms = replay ? 7 * 86400000LL : 86400000LL;
         a->at_ms = KDELAY_TIME_UNSET;

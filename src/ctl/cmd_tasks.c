@@ -13,6 +13,7 @@
 #include "ctl.h"
 #include "ctl_scan.h"
 #include "ctl_time.h"
+#include "ctl_verbs.h"
 #include "kd_log.h"
 #include "kd_tasks.h"
 
@@ -175,7 +176,6 @@ static int run(tasks_args_t *a, kdelay_client_t *client, int find)
 
 int kd_ctl_tasks(int argc, char **argv)
 {
-        static const char *const subs[] = {"find", "list", NULL};
         static const struct option find_opts[] = {
             {"json", no_argument, NULL, OPT_JSON},
             {"budget", required_argument, NULL, OPT_BUDGET},
@@ -190,11 +190,11 @@ int kd_ctl_tasks(int argc, char **argv)
             {NULL, 0, NULL, 0}};
         kd_cli_t cli;
         int rc, argi;
-        int sub = kd_cli_subverb(&cli, "kdelayctl tasks", subs, kd_tasks_help,
-                                 argc, argv, &rc);
-        if (sub < 0)
+        const char *sub =
+            kd_ctl_subverb(&cli, "tasks", kd_tasks_help, argc, argv, &rc);
+        if (!sub)
                 return rc;
-        int find = sub == 0;
+        int find = !strcmp(sub, "find");
         tasks_args_t a = {.cli = &cli};
         kd_tasks_query_init(&a.q);
         a.q.limit = find ? 0 : 100;

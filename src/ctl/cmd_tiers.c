@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_json.h"
+#include "ctl_verbs.h"
 #include "kd_conf.h"
 #include "kd_plan.h"
 
@@ -144,7 +145,6 @@ static int print_json(const kdelay_conf_t *c, const char *dist,
 
 int kd_ctl_tiers(int argc, char **argv)
 {
-        static const char *const subs[] = {"plan", NULL};
         static const struct option opts[] = {
             {"dist", required_argument, NULL, OPT_DIST},
             {"samples", required_argument, NULL, OPT_SAMPLES},
@@ -158,8 +158,7 @@ int kd_ctl_tiers(int argc, char **argv)
                          .seed = 1};
         char errstr[512];
         int argi, rc;
-        if (kd_cli_subverb(&cli, "kdelayctl tiers", subs, kd_tiers_help, argc,
-                           argv, &rc) < 0)
+        if (!kd_ctl_subverb(&cli, "tiers", kd_tiers_help, argc, argv, &rc))
                 return rc;
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "", opts, on_opt, &a,
                           kd_tiers_help, &argi);

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_json.h"
+#include "ctl_verbs.h"
 #include "kd_topics.h"
 
 static const char kd_topics_help[] =
@@ -46,9 +47,6 @@ static const char kd_topics_help[] =
     "\n";
 
 enum { OPT_PARTITIONS = 0x200, OPT_RF, OPT_JSON };
-
-/* Indexes of the sub-verbs in kd_ctl_topics's list. */
-enum { TOPICS_CREATE, TOPICS_CHECK };
 
 typedef struct topics_args {
         kd_cli_t *cli;
@@ -110,7 +108,6 @@ static const char *state_name(kd_topic_state_t s)
 
 int kd_ctl_topics(int argc, char **argv)
 {
-        static const char *const subs[] = {"create", "check", NULL};
         static const struct option opts[] = {
             {"partitions", required_argument, NULL, OPT_PARTITIONS},
             {"replication-factor", required_argument, NULL, OPT_RF},
@@ -126,11 +123,11 @@ int kd_ctl_topics(int argc, char **argv)
         int argi;
 
         int rc;
-        int sub = kd_cli_subverb(&cli, "kdelayctl topics", subs, kd_topics_help,
-                                 argc, argv, &rc);
-        if (sub < 0)
+        const char *sub =
+            kd_ctl_subverb(&cli, "topics", kd_topics_help, argc, argv, &rc);
+        if (!sub)
                 return rc;
-        int create = sub == TOPICS_CREATE;
+        int create = !strcmp(sub, "create");
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
                           create ? opts : check_opts, on_opt, &a,
                           kd_topics_help, &argi);

@@ -9,34 +9,14 @@
 
 #include "buildinfo.h"
 #include "cli.h"
-#include "ctl.h"
-
-static const struct {
-        const char *name;
-        int (*run)(int argc, char **argv);
-        const char *summary;
-} kd_verbs[] = {
-    {"schedule", kd_ctl_schedule, "schedule a task, print its id"},
-    {"cancel", kd_ctl_cancel, "cancel a task (exit 3 when too late)"},
-    {"status", kd_ctl_status, "show a task's fate"},
-    {"tasks", kd_ctl_tasks, "find or list pending tasks in the tier topics"},
-    {"reschedule", kd_ctl_reschedule, "move a pending task to another time"},
-    {"audit", kd_ctl_audit, "resolve stuck claims, find stalled partitions"},
-    {"topics", kd_ctl_topics, "create or check the tier and dead topics"},
-    {"db", kd_ctl_db, "migrate or show the MySQL schema, gc, grants"},
-    {"tiers", kd_ctl_tiers, "plan: Kafka writes per task of the ladder"},
-    {"stats", kd_ctl_stats, "backlog per tier, group members, fate rows"},
-    {"dead", kd_ctl_dead, "list dead letters of a window, by reason"},
-};
+#include "ctl_verbs.h"
 
 static void usage(FILE *out)
 {
         fprintf(out, "Usage: kdelayctl [COMMON OPTIONS] VERB [OPTIONS] "
                      "[ARGS]\n\n"
                      "Verbs:\n");
-        for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
-                fprintf(out, "  %-10s %s\n", kd_verbs[i].name,
-                        kd_verbs[i].summary);
+        kd_ctl_verbs_print(out);
         fprintf(out, "\n'kdelayctl VERB --help' describes a verb and the "
                      "common options\n"
                      "(-c, -b/--brokers, --mysql, --kafka-config, -X, -v, "
@@ -95,9 +75,9 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return KD_EXIT_USAGE;
         }
-        for (size_t i = 0; i < sizeof(kd_verbs) / sizeof(kd_verbs[0]); i++)
-                if (!strcmp(argv[v], kd_verbs[i].name))
-                        return kd_verbs[i].run(argc - v, argv + v);
+        const kd_ctl_verb_t *verb = kd_ctl_verb_find(argv[v]);
+        if (verb)
+                return verb->run(argc - v, argv + v);
         fprintf(stderr, "kdelayctl: unknown verb \"%s\"\n", argv[v]);
         usage(stderr);
         return KD_EXIT_USAGE;

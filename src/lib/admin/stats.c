@@ -17,45 +17,42 @@
 /* How long the heads of one tier may take to read. */
 #define KD_STATS_HEAD_MS 5000
 
+typedef struct head_ctx {
+        const kdelay_conf_t *conf;
+        int64_t tier_ms, now;
+        kd_tier_stats_t *t;
+} head_ctx_t;
+
+/* One head read (kd_grouppos_heads): t's head figures. */
+static void head_seen(const rd_kafka_message_t *m, void *opaque)
+{
+        head_ctx_t *c = opaque;
+        kd_tier_stats_t *t = c->t;
+        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+        rd_kafka_headers_t *h = NULL;
+        kd_wire_task_t w;
+        int64_t due = ts;
+        rd_kafka_message_headers((rd_kafka_message_t *)m, &h);
+        if (kd_wire_decode(h, c->now, &w) == KD_WIRE_OK)
+                due = kd_path_due(w.fire_at_ms, ts, c->tier_ms,
+                                  c->conf->fwd_hold_horizon_ms);
+        if (ts >= 0 && c->now - ts > t->head_age_ms)
+                t->head_age_ms = c->now - ts;
+        int64_t over = c->now > due ? c->now - due : 0;
+        if (over > t->head_overdue_ms)
+                t->head_overdue_ms = over;
+}
+
 /* Reads the record at each offset of l (the heads: partitions with records
  * pending) within KD_STATS_HEAD_MS and sets t's head figures from them. */
 static void head_stats(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l,
                        const kdelay_conf_t *conf, int64_t tier_ms,
                        kd_tier_stats_t *t)
 {
+        head_ctx_t c = {conf, tier_ms, kd_now_ms(), t};
         t->head_age_ms = t->head_overdue_ms = -1;
-        if (!l->cnt || rd_kafka_assign(rk, l))
-                return;
-        int seen = 0;
-        int64_t now = kd_now_ms(), end = kd_mono_ms() + KD_STATS_HEAD_MS;
-        while (seen < l->cnt && kd_mono_ms() < end) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-                if (!m)
-                        continue;
-                rd_kafka_topic_partition_t *e =
-                    m->err ? NULL
-                           : rd_kafka_topic_partition_list_find(
-                                 l, rd_kafka_topic_name(m->rkt), m->partition);
-                if (e && e->offset >= 0 && m->offset >= e->offset) {
-                        e->offset = -1; /* its head is read */
-                        seen++;
-                        int64_t ts = rd_kafka_message_timestamp(m, NULL);
-                        rd_kafka_headers_t *h = NULL;
-                        kd_wire_task_t w;
-                        int64_t due = ts;
-                        rd_kafka_message_headers(m, &h);
-                        if (kd_wire_decode(h, now, &w) == KD_WIRE_OK)
-                                due = kd_path_due(w.fire_at_ms, ts, tier_ms,
-                                                  conf->fwd_hold_horizon_ms);
-                        if (ts >= 0 && now - ts > t->head_age_ms)
-                                t->head_age_ms = now - ts;
-                        int64_t over = now > due ? now - due : 0;
-                        if (over > t->head_overdue_ms)
-                                t->head_overdue_ms = over;
-                }
-                rd_kafka_message_destroy(m);
-        }
-        rd_kafka_assign(rk, NULL);
+        /* An unassignable list leaves the figures unknown (-1). */
+        (void)kd_grouppos_heads(rk, l, KD_STATS_HEAD_MS, head_seen, &c);
 }
 
 static kdelay_err_t tier_stats(rd_kafka_t *rk, const kdelay_conf_t *conf,

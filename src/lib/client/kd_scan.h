@@ -34,6 +34,10 @@ typedef struct kd_scan_progress {
         uint64_t to_read;         /* at most this many in all */
         int64_t elapsed_ms;
         int complete; /* every partition read to its end */
+        /* The positions were read: to_read is all the scan had to read
+         * (kd_scan_dead: the window's dead letters), whatever came of the
+         * reading. 0: the scan failed before. */
+        int counted;
 } kd_scan_progress_t;
 
 typedef struct kd_scan_opts {
@@ -41,6 +45,10 @@ typedef struct kd_scan_opts {
         /* Called about once a second while the scan runs (may be NULL). */
         void (*progress)(const kd_scan_progress_t *p, void *opaque);
         void *opaque;
+        /* kd_scan_dead, kd_scan_since: a topic that is missing (or has an
+         * error other than authorization) reads as one without records,
+         * not as an error; one kept from us stays an error. */
+        int missing_empty;
 } kd_scan_opts_t;
 
 /* Scans conf's tier topics, calling cb for each record not handled.

@@ -40,6 +40,7 @@ static kdelay_err_t assign(kd_scan_t *s, char *errstr, size_t errstr_size)
                 rd_kafka_topic_partition_list_add(l, p->topic, p->partition)
                     ->offset = start;
         }
+        s->prog.counted = 1;
         rd_kafka_resp_err_t err =
             l->cnt ? rd_kafka_assign(s->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
         rd_kafka_topic_partition_list_destroy(l);
@@ -151,8 +152,9 @@ static kdelay_err_t consume(kd_scan_t *s, const kd_scan_opts_t *o,
 /* topic's partitions as positions: from the first record appended at or
  * after since_ms (none: the end) to the end; no done sets. */
 static kdelay_err_t since_pos(rd_kafka_t *rk, const char *topic,
-                              int64_t since_ms, kd_grouppos_t *pos,
-                              char *errstr, size_t errstr_size)
+                              int64_t since_ms, int missing_empty,
+                              kd_grouppos_t *pos, char *errstr,
+                              size_t errstr_size)
 {
         const struct rd_kafka_metadata *md = NULL;
         memset(pos, 0, sizeof(*pos));
@@ -168,7 +170,17 @@ static kdelay_err_t since_pos(rd_kafka_t *rk, const char *topic,
                                "metadata of %s: %s", topic,
                                rd_kafka_err2str(kerr));
         int parts = kd_grouppos_partitions_of(md, topic);
+        /* A topic kept from us is no empty one (a missing topic is). */
+        rd_kafka_resp_err_t terr =
+            md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_NO_ERROR;
         rd_kafka_metadata_destroy(md);
+        if (parts < 0 && missing_empty) {
+                if (terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                        return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
+                                       "metadata of %s: %s", topic,
+                                       rd_kafka_err2str(terr));
+                parts = 0;
+        }
         if (parts < 0)
                 return kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
                                "topic %s not found (kdelay's own topics: "
@@ -220,12 +232,16 @@ static kdelay_err_t scan_run(const kdelay_conf_t *conf, const char *topic,
         kd_rk_owner_t owner = {conf};
         kd_scan_t s = {.conf = conf};
         s.rk = kd_grouppos_client(&owner, errstr, errstr_size);
-        if (!s.rk)
+        if (!s.rk) {
+                if (progp)
+                        *progp = s.prog;
                 return KDELAY_ERR_KAFKA;
+        }
         kdelay_err_t err =
-            topic
-                ? since_pos(s.rk, topic, since_ms, &s.pos, errstr, errstr_size)
-                : kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
+            topic ? since_pos(s.rk, topic, since_ms,
+                              opts ? opts->missing_empty : 0, &s.pos, errstr,
+                              errstr_size)
+                  : kd_grouppos_read(s.rk, conf, &s.pos, errstr, errstr_size);
         if (!err && !(s.done = calloc(s.pos.cnt ? s.pos.cnt : 1, 1)))
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "out of memory");
