@@ -112,7 +112,7 @@ static void test_decide(void)
              0,
              0},
             {"a refused batch's record, produces in flight",
-             {.txn_open = 1, .members = 4, .inflight = 2},
+             {.txn_open = 1, .members = 4, .inflight = 1},
              1,
              {.key = 1, .aborts = 1, .err = E_RECORD},
              0,
