@@ -109,6 +109,9 @@ typedef enum kd_metric_type {
         X(TASK_STATE_BUGS, "task_state_bugs", COUNTER, "",                     \
           "Task state moves outside the lifecycle's table (a bug; logged "     \
           "as event=bug what=task_state)")                                     \
+        X(TXN_STATE_BUGS, "txn_state_bugs", COUNTER, "",                       \
+          "Transaction state moves outside exactly_once's table (a bug; "      \
+          "logged as event=bug what=txn_state, the process exits)")            \
         X(COMMITS, "commits", COUNTER, "", "Offset commits sent")              \
         X(MYSQL_UP, "mysql_up", GAUGE, "", "1 when the fate store answers")    \
         X(FATE_OUTAGE, "fate_outage_ms", GAUGE, "ms",                          \

@@ -10,12 +10,18 @@
  * txn_set_state), its commit timer, the fires of the open transaction and
  * the accounting of the records of aborted ones (kd_poison.h), which ends
  * an abort loop: a record that keeps its transactions aborting is produced
- * alone and, failing alone, dead-lettered. */
+ * alone and, failing alone, dead-lettered. Its other two parts: when a
+ * record goes alone, waits or is a victim is decided by eos_poison.c
+ * (pure, kd_eos_poison.h), carried out here; the partitions' offsets and
+ * done sets are eos_offsets.c's (kd_eos_offsets.h). */
+#include <assert.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_eos_offsets.h"
+#include "kd_eos_poison.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_perr.h"
@@ -43,29 +49,6 @@
  * later. */
 #define KD_TXN_LATE_MS 1000
 
-/* The done set above the commit point is committed as offset metadata, at
- * most Kafka's default offset.metadata.max.bytes (4096). Its bitmap form
- * needs one character per 6 offsets from the commit point to the last
- * done one, so a record this far above the commit point waits (the
- * partition pauses) until older records are handled; completions in any
- * order never make the set larger. */
-#define KD_OFFSET_METADATA_MAX 4096
-#define KD_DONE_SPAN_MAX       24000
-
-/* A record in a transaction that aborted comes back after the rewind
- * (kd_poison.h counts such records). It is produced alone, in a solo
- * transaction, after one abort whose cause names a record or its target
- * (kd_perr.h), or after this many of any other cause; while a solo
- * transaction is open the other produces wait this long between looks,
- * and a record waiting for its solo turn holds new transactions back at
- * most this long. */
-#define KD_SOLO_AFTER_ABORTS 5
-#define KD_SOLO_WAIT_MS      5
-#define KD_SOLO_WAIT_MAX_MS  1000
-/* The solo attempt after a solo abort waits this long, doubled each time
- * up to forwarder.retry_max, so that the others commit meanwhile. */
-#define KD_SOLO_BACKOFF_MS 250
-
 typedef enum kd_txn_state {
         KD_TXN_READY,      /* none open */
         KD_TXN_OPEN,       /* begun: produces go into it */
@@ -87,23 +70,12 @@ typedef enum kd_txn_result {
 static const char *const txn_state_names[] = {
     "ready", "open", "abortable", "committing", "aborting", "renew", "fatal"};
 
-/* A partition as this mode sees it (p->mode). */
-typedef struct eos_part {
-        kd_part_t *part;              /* borrowed: the partition */
-        struct eos_part *prev, *next; /* eos_state_t.parts */
-        int64_t committed;            /* last commit point sent, -1 none */
-        /* Records above the committed offset that an earlier owner handled
-         * (its committed done set); skipped when read. */
-        kd_offrange_t *skip; /* owned */
-        size_t skip_cnt, skip_pos;
-} eos_part_t;
-
 typedef struct eos_state {
-        eos_part_t *parts;  /* the open partitions */
-        kd_txn_state_t txn; /* changed only by txn_set_state */
-        int has_fire;       /* the open transaction holds a fire */
-        int has_ontime;     /* ... one within KD_TXN_LATE_MS of its time */
-        int dirty;          /* offsets moved since the last commit */
+        kd_eos_offsets_t offsets; /* the open partitions' (eos_offsets.c) */
+        kd_txn_state_t txn;       /* changed only by txn_set_state */
+        int has_fire;             /* the open transaction holds a fire */
+        int has_ontime; /* ... one within KD_TXN_LATE_MS of its time */
+        int dirty;      /* offsets moved since the last commit */
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
         kd_idq_t fired;     /* fired in the open transaction: id, lateness */
         kd_idq_t unclaimed; /* fired without a claim in it (their journal
@@ -152,11 +124,10 @@ static eos_state_t *state_of(const kd_fwd_t *f)
         return f->mode_state;
 }
 
-/* The only place the transaction state changes: transitions outside the
- * table are a bug, logged, and end the process (fatal). */
-static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
+/* The transactions' state machine: the moves it makes, as librdkafka's
+ * rd_kafka_txn_state_transition_is_valid. */
+static int txn_move_allowed(kd_txn_state_t from, kd_txn_state_t to)
 {
-        eos_state_t *s = state_of(f);
         const unsigned end = 1u << KD_TXN_RENEW | 1u << KD_TXN_FATAL;
         const unsigned allowed[] = {
             [KD_TXN_READY] = 1u << KD_TXN_OPEN | end,
@@ -168,13 +139,26 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
             [KD_TXN_ABORTING] = 1u << KD_TXN_READY | end,
             [KD_TXN_RENEW] = 1u << KD_TXN_READY | 1u << KD_TXN_FATAL,
             [KD_TXN_FATAL] = 0};
+        return (allowed[from] & (1u << to)) != 0;
+}
+
+/* The only place the transaction state changes (as librdkafka's
+ * rd_kafka_txn_set_state): a move outside the table is a bug. In Debug
+ * (and sanitizer) builds it aborts at once; in Release it is logged
+ * (event=bug what=txn_state), counted (txn_state_bugs), and ends the
+ * process (fatal). */
+static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
+{
+        eos_state_t *s = state_of(f);
         kd_txn_state_t from = s->txn;
         if (from == to)
                 return;
-        if (!(allowed[from] & (1u << to))) {
+        if (!txn_move_allowed(from, to)) {
+                kd_metric_inc(&f->metrics, KD_M_TXN_STATE_BUGS);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=bug what=txn_state from=%s to=%s action=exit",
                        txn_state_names[from], txn_state_names[to]);
+                assert(!"illegal transaction state move");
                 to = KD_TXN_FATAL;
         }
         kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
@@ -284,23 +268,12 @@ static int txn_begin(kd_fwd_t *f)
         return 0;
 }
 
-/* 1 when the record of e goes alone: its transactions aborted for a
- * cause that names a record or its target, or often for any cause. */
-static int solo_needed(const kd_poison_entry_t *e)
-{
-        if (!e)
-                return 0;
-        if (e->solo_tries > 0)
-                return 1;
-        kd_perr_class_t c = kd_perr_class(e->err);
-        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
-        return e->aborts >= (named ? 1 : KD_SOLO_AFTER_ABORTS);
-}
+/* --- poison isolation: the decisions are eos_poison.c's ------------- */
 
-/* Holds the other produces back while a record waits for its turn to go
- * alone (at most KD_SOLO_WAIT_MS at a time, KD_SOLO_WAIT_MAX_MS in all);
- * begin's answer. */
-static int wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
+/* The record of key waits for its turn to go alone, holding the other
+ * produces back (at most KD_SOLO_WAIT_MS at a time, KD_SOLO_WAIT_MAX_MS
+ * in all); own_txn: for a transaction of its own. */
+static void wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
 {
         eos_state_t *s = state_of(f);
         int64_t now = kd_fwd_mono_ms(f);
@@ -310,7 +283,6 @@ static int wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
                 s->solo_wait_txn = own_txn;
                 arm(f);
         }
-        return KD_SOLO_WAIT_MS;
 }
 
 static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
@@ -324,124 +296,91 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
                e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
 }
 
-/* 1 while the likeliest culprit of e's group has yet to go alone (found,
- * it clears the others): a while, if it is still to come. now: monotonic. */
-static int first_to_come(eos_state_t *s, const kd_poison_entry_t *e,
-                         int64_t now)
-{
-        const kd_poison_entry_t *first =
-            e->first != e->key ? kd_poison_find(&s->poison, e->first) : NULL;
-        return first && first->group == e->group && !first->solo_tries &&
-               now < e->first_until;
-}
-
-/* t's record (entry e), of a batch the broker refused, goes alone into
- * the open transaction: once nothing else is in flight, and with the
- * others held back until its report, so that it is a batch of its own.
- * Refused alone, it is the culprit (eos_failed); delivered, it commits
- * with the others. A round trip, not a transaction, per record.
- * begin's answer. */
-static int alone_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
+/* t's record (entry e) goes alone, as d says (KD_EOS_ALONE: into the open
+ * transaction, a batch of its own, the others held back until its report;
+ * refused alone, it is the culprit (eos_failed), delivered, it commits
+ * with the others. KD_EOS_SOLO: in a transaction of its own). */
+static int go_alone(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e,
+                    kd_eos_act_t act)
 {
         eos_state_t *s = state_of(f);
-        if (first_to_come(s, e, kd_fwd_mono_ms(f)))
-                return KD_SOLO_WAIT_MS;
-        if (f->kafka.inflight > 0)
-                return wait_turn(f, e->key, 0);
         if (txn_begin(f))
                 return -1;
-        s->alone = e->key;
+        if (act == KD_EOS_ALONE)
+                s->alone = e->key;
+        else
+                s->solo = e->key;
         if (s->solo_wait == e->key)
                 s->solo_wait = 0;
         e->solo_tries++;
-        log_alone(f, "batch", t, e);
+        log_alone(f, act == KD_EOS_ALONE ? "batch" : "transaction", t, e);
+        if (act == KD_EOS_SOLO)
+                arm(f);
         return 0;
 }
 
-/* t's record (entry e) goes alone: in a transaction of its own once the
- * open one, if it holds others, has committed. begin's answer. */
-static int solo_begin(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
-{
-        eos_state_t *s = state_of(f);
-        int64_t now = kd_fwd_mono_ms(f);
-        if (now < e->not_before_mono)
-                return (int)(e->not_before_mono - now);
-        /* Of a transaction a target refused: a record of the destination
-         * fewest went to goes first (refused alone, it clears those that
-         * went elsewhere). */
-        if (first_to_come(s, e, now))
-                return KD_SOLO_WAIT_MS;
-        int alone = s->txn == KD_TXN_READY ||
-                    (s->txn == KD_TXN_OPEN && s->poison.members_len == 0);
-        if (!alone)
-                return wait_turn(f, e->key, 1);
-        if (txn_begin(f))
-                return -1;
-        s->solo = e->key;
-        if (s->solo_wait == e->key)
-                s->solo_wait = 0;
-        e->solo_tries++;
-        log_alone(f, "transaction", t, e);
-        arm(f);
-        return 0;
-}
-
-/* 1 when the record of e (t's fire), blamed once with a refused batch,
- * is known to have been a victim: its target is known to refuse what
- * refused that batch, and not t (else it was dead-lettered unproduced).
- * It goes back to shared batches, until it aborts one again. */
-static int victim(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e)
-{
-        if (!e->forgiven &&
-            (e->solo_tries || e->aborts != 1 ||
-             kd_perr_class(e->err) != KD_PERR_RECORD ||
-             !kd_refusals_explains(&f->refusals, t, e->err, kd_fwd_mono_ms(f))))
-                return 0;
-        e->forgiven = 1;
-        return 1;
-}
-
-/* Records of transactions that aborted go alone (solo_begin); while one
- * is alone in the open transaction, or waits for its turn, the others
- * wait. */
+/* Records of transactions that aborted go alone; while one is alone in
+ * the open transaction, or waits for its turn, the others wait
+ * (kd_eos_decide). */
 static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         eos_state_t *s = state_of(f);
         *rk = f->kafka.producer;
-        /* A new producer is due (after an abort for a refused record): no
-         * transaction opens on the old one meanwhile, so that the loop
-         * replaces it with nothing open. */
-        if (f->kafka.reset && s->txn == KD_TXN_READY)
+        uint64_t key = t ? kd_poison_key(t, as) : 0;
+        kd_poison_entry_t *e = t ? kd_poison_find(&s->poison, key) : NULL;
+        kd_eos_view_t v = {
+            .txn_ready = s->txn == KD_TXN_READY,
+            .txn_open = s->txn == KD_TXN_OPEN,
+            .members = s->poison.members_len,
+            .reset_due = f->kafka.reset,
+            .busy = s->solo || s->alone,
+            .inflight = f->kafka.inflight,
+            .solo_wait = s->solo_wait,
+            .solo_wait_at = s->solo_wait_mono,
+            .known_refusal =
+                t && as == KD_TASK_FIRING && t->known_refusal && key,
+        };
+        if (kd_eos_held_back(&v))
                 return KD_SOLO_WAIT_MS;
-        if (s->solo || s->alone)
-                return KD_SOLO_WAIT_MS;
-        kd_poison_entry_t *e =
-            t ? kd_poison_find(&s->poison, kd_poison_key(t, as)) : NULL;
-        if (e && as == KD_TASK_FIRING && victim(f, t, e))
+        /* Blamed once with a refused batch, known a victim: it goes back
+         * to shared batches, until it aborts one again. */
+        if (e && as == KD_TASK_FIRING &&
+            kd_eos_victim(e, kd_eos_victim_possible(e) &&
+                                 kd_refusals_explains(&f->refusals, t, e->err,
+                                                      kd_fwd_mono_ms(f)))) {
+                e->forgiven = 1;
                 e = NULL;
-        /* A replay its target is known to refuse (kd_fire_now) goes
-         * alone, as the record of a refused batch does: delivered, it
-         * commits with the others; refused, it is the culprit and
-         * aborts this transaction only. */
-        if (t && as == KD_TASK_FIRING && t->known_refusal && !solo_needed(e) &&
-            kd_poison_key(t, as)) {
-                if (!e)
-                        e = kd_poison_get(&s->poison, kd_poison_key(t, as));
+        }
+        v.now = kd_fwd_mono_ms(f);
+        const kd_poison_entry_t *first =
+            e && e->first != e->key ? kd_poison_find(&s->poison, e->first)
+                                    : NULL;
+        kd_eos_decision_t d = kd_eos_decide(&v, e, first);
+        if (d.act == KD_EOS_KNOWN) {
+                /* A replay its target is known to refuse (kd_fire_now)
+                 * goes alone, as the record of a refused batch does. */
+                e = kd_poison_get(&s->poison, key);
                 if (kd_perr_class(e->err) != KD_PERR_RECORD)
                         e->err = t->known_refusal;
-                return alone_begin(f, t, e);
+                first = e->first != e->key
+                            ? kd_poison_find(&s->poison, e->first)
+                            : NULL;
+                d = kd_eos_alone(&v, e, first);
         }
-        /* A refused batch's record needs only a batch of its own; a
-         * refusal of a whole transaction (or an unknown cause) names no
-         * record, so each goes in a transaction of its own. */
-        if (solo_needed(e))
-                return kd_perr_class(e->err) == KD_PERR_RECORD
-                           ? alone_begin(f, t, e)
-                           : solo_begin(f, t, e);
-        if (s->solo_wait &&
-            kd_fwd_mono_ms(f) - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
-                return KD_SOLO_WAIT_MS; /* a solo record goes first */
+        switch (d.act) {
+        case KD_EOS_WAIT:
+                return d.wait_ms;
+        case KD_EOS_TURN:
+                wait_turn(f, e->key, d.own_txn);
+                return d.wait_ms;
+        case KD_EOS_ALONE:
+        case KD_EOS_SOLO:
+                return go_alone(f, t, e, d.act);
+        case KD_EOS_SHARED:
+        case KD_EOS_KNOWN:
+                break;
+        }
         s->solo_wait = 0;
         return txn_begin(f);
 }
@@ -476,43 +415,16 @@ static int past(const kd_fwd_t *f, int64_t deadline)
         return deadline && kd_fwd_mono_ms(f) >= deadline;
 }
 
-/* What a failure of a record alone counts toward forwarder.abort_limit:
- * all of it when the broker refused the record itself (it is the
- * culprit); one when the target refused it, when it broke the producer
- * (a transaction whose only partition was refused can leave librdkafka
- * unable to abort it), or when it failed while other transactions
- * committed (the cluster works: the record is what fails); none for the
- * producer's own state or for a cluster that commits nothing. */
-static int solo_weight(const kd_fwd_t *f, const kd_poison_entry_t *e,
-                       rd_kafka_resp_err_t cause, int fatal)
-{
-        const eos_state_t *s = state_of(f);
-        kd_perr_class_t c = kd_perr_class(cause);
-        if (c == KD_PERR_RECORD)
-                return f->conf->fwd_abort_limit;
-        if (c == KD_PERR_TARGET || fatal)
-                return 1;
-        /* A transactional call failing on the producer's state (_STATE
-         * from send_offsets_to_transaction: the partition was refused
-         * while it ran) after the record's target refused it: the same
-         * refusal, seen through the state it left. */
-        kd_perr_class_t was = kd_perr_class(e->err);
-        if (c == KD_PERR_PRODUCER &&
-            (was == KD_PERR_TARGET || was == KD_PERR_RECORD))
-                return 1;
-        return (c == KD_PERR_TRANSIENT || c == KD_PERR_CLUSTER) &&
-               s->commits != e->commits_seen;
-}
-
 /* The solo transaction of key aborted because of cause (fatal: it broke
- * the producer): the record's failures count (solo_weight), and its next
+ * the producer): the record's failures count (kd_eos_solo_weight), and its next
  * solo attempt waits, longer each time, so that the others commit. */
 static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
                          int fatal)
 {
         eos_state_t *s = state_of(f);
         kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
-        int counts = solo_weight(f, e, cause, fatal);
+        int counts = kd_eos_solo_weight(e, cause, fatal, s->commits,
+                                        f->conf->fwd_abort_limit);
         e->solo_fails += counts;
         /* Its target refused it alone: the records of its transaction
          * that went elsewhere were its victims. */
@@ -520,17 +432,9 @@ static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
                 kd_poison_forgive_elsewhere(&s->poison, e->group, e->key,
                                             e->where);
         e->commits_seen = s->commits;
-        /* A named cause stays the record's reason over a vaguer later
-         * one (an abort the coordinator refuses after the refusal). */
-        kd_perr_class_t c = kd_perr_class(cause), was = kd_perr_class(e->err);
-        if (c == KD_PERR_RECORD || c == KD_PERR_TARGET ||
-            (was != KD_PERR_RECORD && was != KD_PERR_TARGET))
-                e->err = cause;
-        int shift = e->solo_tries < 6 ? e->solo_tries - 1 : 5;
-        int64_t backoff = (int64_t)KD_SOLO_BACKOFF_MS
-                          << (shift > 0 ? shift : 0);
-        if (backoff > f->conf->fwd_retry_max_ms)
-                backoff = f->conf->fwd_retry_max_ms;
+        e->err = kd_eos_solo_reason(e->err, cause);
+        int64_t backoff =
+            kd_eos_solo_backoff(e->solo_tries, f->conf->fwd_retry_max_ms);
         e->not_before_mono = kd_fwd_mono_ms(f) + backoff;
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
@@ -591,12 +495,6 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
         arm(f);
 }
 
-static int names_record(rd_kafka_resp_err_t err)
-{
-        kd_perr_class_t c = kd_perr_class(err);
-        return c == KD_PERR_RECORD || c == KD_PERR_TARGET;
-}
-
 /* The refusal that made the open transaction abortable, asked of the
  * producer when what failed named only its state: librdkafka 2.0.2's
  * send_offsets_to_transaction answers _STATE when a partition was refused
@@ -611,14 +509,14 @@ static int names_record(rd_kafka_resp_err_t err)
 static void learn_cause(kd_fwd_t *f)
 {
         eos_state_t *s = state_of(f);
-        if (names_record(s->cause))
+        if (kd_eos_names_record(s->cause))
                 return;
         rd_kafka_error_t *error = rd_kafka_begin_transaction(f->kafka.producer);
         if (!error)
                 return;
         rd_kafka_resp_err_t stored = rd_kafka_error_code(error);
         rd_kafka_error_destroy(error);
-        if (!names_record(stored))
+        if (!kd_eos_names_record(stored))
                 return;
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=txn_abort_cause seen=%s cause=%s",
@@ -692,14 +590,13 @@ static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
         return 0;
 }
 
-static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed);
-
 /* Sends every partition's offset and done set into the transaction;
  * KD_TXN_COMMITTED when the commit may go ahead. */
 static kd_txn_result_t send_offsets(kd_fwd_t *f, int64_t deadline)
 {
         int failed;
-        rd_kafka_topic_partition_list_t *l = offsets(f, &failed);
+        rd_kafka_topic_partition_list_t *l =
+            kd_eos_offsets_list(&state_of(f)->offsets, f->conf, &failed);
         if (failed)
                 return txn_abort(f, "done_set", deadline);
         if (!l)
@@ -778,150 +675,42 @@ static void commit_cb(kd_timer_t *tm, void *arg)
                 f->hooks.rewind(f);
 }
 
-/* --- offsets and done sets ------------------------------------------- */
+/* --- offsets and done sets (eos_offsets.c) -------------------------- */
 
-/* Offsets and done sets of the assigned partitions; NULL when none has a
- * commit point, or when *failed (a done set that cannot be written: the
- * transaction must abort). Caller destroys it. */
-static rd_kafka_topic_partition_list_t *offsets(kd_fwd_t *f, int *failed)
-{
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(8);
-        *failed = !l;
-        for (eos_part_t *ep = l ? state_of(f)->parts : NULL; ep;
-             ep = ep->next) {
-                const kd_part_t *p = ep->part;
-                /* Runs the previous owner committed that we have not read
-                 * yet stay in the set. */
-                const kd_offrange_t *tail = ep->skip + ep->skip_pos;
-                size_t tail_cnt = ep->skip_cnt - ep->skip_pos;
-                int64_t cp = kd_offtrack_commit_after(&p->track, ep->committed,
-                                                      &tail, &tail_cnt);
-                if (cp < 0)
-                        continue; /* nothing read, nothing committed */
-                char meta[KD_OFFSET_METADATA_MAX];
-                if (kd_offtrack_encode(&p->track, cp, tail, tail_cnt, meta,
-                                       sizeof(meta))) {
-                        /* Bounded by KD_DONE_SPAN_MAX; committing less would
-                         * let the next owner redo what is done here. */
-                        char qt[300];
-                        kd_log(f->conf, KDELAY_LOG_ERROR,
-                               "event=done_set_too_large topic=%s "
-                               "partition=%d commit=%lld action=abort",
-                               kd_log_quote(p->topic, qt, sizeof(qt)),
-                               p->partition, (long long)cp);
-                        *failed = 1;
-                        break;
-                }
-                rd_kafka_topic_partition_t *tp =
-                    rd_kafka_topic_partition_list_add(l, p->topic,
-                                                      p->partition);
-                tp->offset = cp;
-                tp->metadata = strdup(meta);
-                tp->metadata_size = tp->metadata ? strlen(meta) : 0;
-                if (!tp->metadata)
-                        *failed = 1;
-                ep->committed = cp;
-        }
-        if (!l || l->cnt == 0 || *failed) {
-                if (l)
-                        rd_kafka_topic_partition_list_destroy(l);
-                return NULL;
-        }
-        return l;
-}
-
-/* The committed offsets and done sets of parts, read with require-stable
- * semantics (a read_committed consumer waits for pending transactional
- * commits), written into parts as the offsets to start at. Retried until
- * it succeeds; -1 only when stopping or fatal. */
 static int eos_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
-        if (parts->cnt == 0)
+        int r =
+            kd_eos_offsets_fetch(f->kafka.consumer, f->conf, parts, f->stop);
+        if (!r)
                 return 0;
-        for (int attempt = 1;; attempt++) {
-                rd_kafka_resp_err_t err =
-                    rd_kafka_committed(f->kafka.consumer, parts, 10000);
-                if (!err)
-                        return 0;
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=committed_fetch_failed attempt=%d err=\"%s\"",
-                       attempt, rd_kafka_err2str(err));
-                if (*f->stop || attempt >= 30) {
-                        if (attempt >= 30)
-                                txn_set_state(f, KD_TXN_FATAL);
-                        *f->stop = 1;
-                        return -1;
-                }
-        }
+        if (r == -2)
+                txn_set_state(f, KD_TXN_FATAL);
+        *f->stop = 1;
+        return -1;
 }
 
-/* p opens at tp's committed offset; tp's metadata, our done set, names
- * the records above it that the previous owner handled. */
 static size_t eos_opened(kd_fwd_t *f, kd_part_t *p,
                          const rd_kafka_topic_partition_t *tp)
 {
-        eos_state_t *s = state_of(f);
-        eos_part_t *ep = p->mode;
-        ep->part = p;
-        ep->committed = tp->offset;
-        ep->next = s->parts;
-        if (s->parts)
-                s->parts->prev = ep;
-        s->parts = ep;
-        if (tp->offset < 0 || !tp->metadata)
-                return 0;
-        if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
-                               &ep->skip, &ep->skip_cnt)) {
-                /* Not ours (another tool committed here): nothing to skip. */
-                char qt[300];
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=done_set_unreadable topic=%s partition=%d "
-                       "offset=%lld",
-                       kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
-                       (long long)tp->offset);
-                return 0;
-        }
-        size_t n = 0;
-        for (size_t k = 0; k < ep->skip_cnt; k++)
-                n += (size_t)(ep->skip[k].last - ep->skip[k].first + 1);
-        return n;
+        return kd_eos_offsets_opened(&state_of(f)->offsets, f->conf, p, tp);
 }
 
 static void eos_closed(kd_fwd_t *f, kd_part_t *p)
 {
-        eos_state_t *s = state_of(f);
-        eos_part_t *ep = p->mode;
-        if (ep->prev)
-                ep->prev->next = ep->next;
-        else
-                s->parts = ep->next;
-        if (ep->next)
-                ep->next->prev = ep->prev;
-        ep->prev = ep->next = NULL;
-        free(ep->skip);
-        ep->skip = NULL;
-        ep->skip_cnt = ep->skip_pos = 0;
+        kd_eos_offsets_closed(&state_of(f)->offsets, p);
 }
 
-/* Records come in offset order: the done set is walked once. */
 static int eos_handled(kd_fwd_t *f, kd_part_t *p, int64_t offset)
 {
         (void)f;
-        eos_part_t *ep = p->mode;
-        while (ep->skip_pos < ep->skip_cnt &&
-               ep->skip[ep->skip_pos].last < offset)
-                ep->skip_pos++;
-        return ep->skip_pos < ep->skip_cnt &&
-               ep->skip[ep->skip_pos].first <= offset;
+        return kd_eos_offsets_handled(p, offset);
 }
 
 static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
                      int low)
 {
         (void)f;
-        return t->rec.offset - kd_offtrack_commit_point(&p->track) <=
-               (low ? KD_DONE_SPAN_MAX / 2 : KD_DONE_SPAN_MAX);
+        return kd_eos_offsets_admit(p, t, low);
 }
 
 /* --- produce and settle ---------------------------------------------- */
@@ -1016,21 +805,16 @@ static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
         /* The transaction cannot commit: abort it, and read again from
          * the committed offsets. The first error that is not a purge is
          * its cause. */
-        kd_perr_class_t c = kd_perr_class(err);
-        int named = c == KD_PERR_RECORD || c == KD_PERR_TARGET;
-        /* A refusal is the cause even when a transactional call failed
-         * on its account first (send_offsets: _STATE). */
-        if (c != KD_PERR_PURGED &&
-            (!s->cause ||
-             (named && kd_perr_class(s->cause) == KD_PERR_PRODUCER)))
-                s->cause = err;
+        int named = kd_eos_names_record(err);
+        s->cause = kd_eos_cause(s->cause, err);
         if (s->alone && s->alone == kd_poison_key(t, t->state)) {
                 s->alone = 0;
                 if (named) {
                         /* Refused alone: the culprit. */
                         kd_poison_entry_t *e = kd_poison_get(
                             &s->poison, kd_poison_key(t, t->state));
-                        e->solo_fails += solo_weight(f, e, err, 0);
+                        e->solo_fails += kd_eos_solo_weight(
+                            e, err, 0, s->commits, f->conf->fwd_abort_limit);
                         e->err = err;
                         /* Its batch-mates were its victims. */
                         kd_poison_forgive(&s->poison, e->group, e->key);
@@ -1228,7 +1012,7 @@ const kd_mode_ops_t kd_mode_eos = {
     .init = eos_init,
     .destroy = eos_destroy,
     .start = eos_start,
-    .part_size = sizeof(eos_part_t),
+    .part_size = sizeof(kd_eos_part_t),
     .assigning = eos_assigning,
     .opened = eos_opened,
     .closed = eos_closed,

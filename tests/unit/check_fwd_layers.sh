@@ -3,8 +3,10 @@
 # The forwarder's pipeline has one direction: no module of src/fwd/
 # includes the declarations of a module that (directly or not) includes
 # its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
-# kd_mode.h) are one module, the top (fwd.c, loop.c, main.c, kd_fwd.h)
-# another. Also: only the mode files name the exactly-once mode ("eos"),
+# kd_mode.h, and exactly_once's parts eos_*.c, kd_eos_*.h) are one
+# module, the top (fwd.c, loop.c, main.c, kd_fwd.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
+# exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
+# forwarder (kd_fwd_t): they get what they need as arguments;
 # and the mode files keep to their own state (kd_mode.h): they touch no
 # other stage's state in kd_fwd_t (f->intake, f->claim, f->held, f->pace,
 # f->store, f->settle, f->clock) and never set f->shutdown_deadline.
@@ -19,7 +21,7 @@ module() { # file -> module name
     local b=${1%.*}
     b=${b#kd_}
     case $b in
-    mode | mode_*) echo mode ;;
+    mode | mode_* | eos_*) echo mode ;;
     fwd | loop | main) echo top ;;
     *) echo "$b" ;;
     esac
@@ -43,7 +45,7 @@ fi
 order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
 echo "modules, each including only later ones:" $order
 
-eos=$(grep -ln 'eos' ./*.c | grep -v '^\./mode_' || true)
+eos=$(grep -ln 'eos' ./*.c | grep -vE '^\./(mode_|eos_)' || true)
 if [ -n "$eos" ]; then
     echo "check_fwd_layers: outside the mode files, these name eos:" $eos >&2
     exit 1
@@ -51,13 +53,23 @@ fi
 echo "eos named only in: $(grep -ln eos ./*.c | tr '\n' ' ')"
 
 # The mode seam (kd_mode.h): a mode keeps its own state.
-leaks=$(grep -nE 'f->(intake|claim|held|pace|store|settle|clock)\b|shutdown_deadline *=[^=]' ./mode_*.c || true)
+leaks=$(grep -nE 'f->(intake|claim|held|pace|store|settle|clock)\b|shutdown_deadline *=[^=]' ./mode_*.c ./eos_*.c || true)
 if [ -n "$leaks" ]; then
     echo "check_fwd_layers: a mode file touches another stage's state:" >&2
     printf '%s\n' "$leaks" >&2
     exit 1
 fi
 echo "mode files keep to their own state"
+
+# exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
+# need as arguments: the poison decisions are pure (test_eos_poison).
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode\.h' ./eos_*.c ./kd_eos_*.h || true)
+if [ -n "$fwd" ]; then
+    echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
+    printf '%s\n' "$fwd" >&2
+    exit 1
+fi
+echo "exactly_once's parts know no forwarder: $(ls ./eos_*.c | tr '\n' ' ')"
 
 # One clock (kd_timer.h's kd_clocksrc_t): every other file reads the time
 # through the forwarder's (kd_fwd_mono_ms, kd_fwd_wall_ms, kd_timers_now).
