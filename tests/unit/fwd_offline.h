@@ -9,4 +9,16 @@
 /* 0 and *fp (the caller's, kd_fwd_destroy frees it), or -1. */
 int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance);
 
+/* The same on a manual clock reading mono_ms and wall_ms (kd_timer.h),
+ * with the settings kv (name, value, ..., NULL) besides: a stage's
+ * timeline in virtual time. 0 and *fp, or -1. */
+int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
+                   int64_t wall_ms, const char *const *kv);
+
+/* A task as the intake leaves it in its partition's backlog (QUEUED, in
+ * no partition), with id, target and fire-at; NULL when out of memory. */
+kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);
+/* Takes t out of wherever it waits and the held set, and frees it. */
+void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t);
+
 #endif
