@@ -112,6 +112,8 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
                 CU_ASSERT_EQUAL(at_mono[i + 1] - due, 101 * i);
         }
         fwd->hooks.claim = kd_claim_enqueue;
+        /* Every move was a legal one (kd_lifecycle.h). */
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         for (int i = 0; i < N; i++)
                 kd_test_task_drop(fwd, slow[i]);
         kd_test_task_drop(fwd, other);
@@ -161,6 +163,8 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
         CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
         CU_ASSERT_EQUAL(fired_within(t[2], 1000) - fire_at, 502);
         fwd->hooks.claim = kd_claim_enqueue;
+        /* Every move was a legal one (kd_lifecycle.h). */
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         for (int i = 0; i < 3; i++)
                 kd_test_task_drop(fwd, t[i]);
 }

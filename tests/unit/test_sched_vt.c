@@ -126,6 +126,8 @@ static void test_claimed_claim_ahead_before_and_fired_at_fire_at(void)
         CU_ASSERT_EQUAL(t->state, KD_TASK_RETRY);
         CU_ASSERT_EQUAL(t->retry_as, KD_TASK_FIRING);
         fwd->hooks.claim = kd_claim_enqueue;
+        /* Every move was a legal one (kd_lifecycle.h). */
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_test_task_drop(fwd, t);
         CU_ASSERT_EQUAL(fwd->held.cnt, 0);
 }
