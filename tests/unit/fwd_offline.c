@@ -38,12 +38,23 @@ int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
         return born(fp, instance, NULL, NULL);
 }
 
+/* The forwarder's monotonic clock, for the store's leases. */
+static int64_t fwd_mono(void *arg)
+{
+        return kd_clocksrc_mono_ms(arg);
+}
+
 int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
                    int64_t wall_ms, const char *const *kv)
 {
         kd_clocksrc_t clock;
         kd_clocksrc_manual(&clock, mono_ms, wall_ms);
-        return born(fp, instance, &clock, kv);
+        if (born(fp, instance, &clock, kv))
+                return -1;
+        /* The store's leases pass in the forwarder's time. */
+        kd_fate_mem_set_lease_clock((*fp)->store.fate, fwd_mono,
+                                    &(*fp)->timers.clock);
+        return 0;
 }
 
 kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms)

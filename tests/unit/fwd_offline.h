@@ -11,7 +11,8 @@ int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance);
 
 /* The same on a manual clock reading mono_ms and wall_ms (kd_timer.h),
  * with the settings kv (name, value, ..., NULL) besides: a stage's
- * timeline in virtual time. 0 and *fp, or -1. */
+ * timeline in virtual time; the in-memory store's leases pass on the same
+ * clock (kd_fate_mem_set_lease_clock). 0 and *fp, or -1. */
 int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
                    int64_t wall_ms, const char *const *kv);
 
