@@ -2,6 +2,7 @@
 /* A forwarder made but never run (fwd_offline.h). */
 #include "fwd_offline.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "kd_fate_mem.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
+#include "kd_store.h"
 #include "kd_timer.h"
 
 static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
@@ -79,4 +81,15 @@ void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t)
         kd_task_detach(f, t);
         kd_held_remove(f, t);
         kd_task_free(t);
+}
+
+int kd_test_store_answers(kd_fwd_t *f)
+{
+        while (f->store.inflight > 0) {
+                struct pollfd pfd = {.fd = kd_store_fd(f), .events = POLLIN};
+                if (poll(&pfd, 1, 10000) != 1)
+                        return -1;
+                kd_store_serve(f);
+        }
+        return 0;
 }

@@ -22,4 +22,10 @@ kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);
 /* Takes t out of wherever it waits and the held set, and frees it. */
 void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t);
 
+/* Waits for every request out on the fate store's worker to come back
+ * and runs its answer (kd_store_serve), as the loop does when the
+ * worker's fd is readable; a manual clock stands still meanwhile. 0, or
+ * -1 when one took more than 10 s. */
+int kd_test_store_answers(kd_fwd_t *f);
+
 #endif
