@@ -34,7 +34,17 @@ typedef struct kd_fate_mem {
         /* kdelay_reconcile: a few journals' markers; guarded by lock. */
         kd_fate_pending_t pending[KD_FATE_MEM_JOURNALS];
         size_t npending;
+        /* The leases' clock (kd_fate_mem_set_lease_clock); NULL: the
+         * host's monotonic clock. Guarded by lock. */
+        int64_t (*lease_mono)(void *arg);
+        void *lease_mono_arg;
 } kd_fate_mem_t;
+
+/* Now by the leases' clock (lock held). */
+static int64_t lease_now(const kd_fate_mem_t *m)
+{
+        return m->lease_mono ? m->lease_mono(m->lease_mono_arg) : kd_mono_ms();
+}
 
 /* 1 when some journal is pending (lock held). */
 static int any_pending(const kd_fate_mem_t *m)
@@ -172,11 +182,11 @@ static kdelay_err_t mem_status(void *impl, const char *id, size_t id_len,
 }
 
 /* What the read-back says of a row's lease: ms left, 0 expired, -1 none. */
-static int64_t lease_left(const kd_memrow_t *r)
+static int64_t lease_left(const kd_fate_mem_t *m, const kd_memrow_t *r)
 {
         if (!r || !r->has_lease)
                 return -1;
-        int64_t left = r->lease_until_mono - kd_mono_ms();
+        int64_t left = r->lease_until_mono - lease_now(m);
         return left > 0 ? left : 0;
 }
 
@@ -189,17 +199,17 @@ static void read_back(kd_fate_mem_t *m, kd_fate_claim_t *items, size_t n)
                 items[i].fate = r ? r->fate : KDELAY_FATE_UNDECIDED;
                 kd_strlcpy(items[i].row_owner, r ? r->owner : "",
                            sizeof(items[i].row_owner));
-                items[i].lease_left_ms = lease_left(r);
+                items[i].lease_left_ms = lease_left(m, r);
         }
 }
 
 /* INSERT IGNORE of FIRING rows: every row is allocated before any is
  * linked, so running out of memory changes nothing. */
 /* lease_ms from now (the store's clock is monotonic); 0: none. */
-static void set_lease(kd_memrow_t *r, int64_t lease_ms)
+static void set_lease(const kd_fate_mem_t *m, kd_memrow_t *r, int64_t lease_ms)
 {
         r->has_lease = lease_ms > 0;
-        r->lease_until_mono = lease_ms > 0 ? kd_mono_ms() + lease_ms : 0;
+        r->lease_until_mono = lease_ms > 0 ? lease_now(m) + lease_ms : 0;
 }
 
 /* The ON DUPLICATE KEY UPDATE of a claim meeting a row: a FIRING row of
@@ -213,7 +223,7 @@ static void renew(kd_fate_mem_t *m, const kd_fate_claim_t *items, size_t i,
         if (r && r->fate == KDELAY_FATE_FIRING && items[i].lease_ms > 0 &&
             r->has_owner && len && strlen(r->owner) == len &&
             !memcmp(r->owner, tok, len))
-                set_lease(r, items[i].lease_ms);
+                set_lease(m, r, items[i].lease_ms);
 }
 
 static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
@@ -248,7 +258,7 @@ static kdelay_err_t insert_firing(kd_fate_mem_t *m, kd_fate_claim_t *items,
                 r->fire_at_ms = items[i].fire_at_ms;
                 if (len)
                         set_owner(r, tok, len);
-                set_lease(r, items[i].lease_ms);
+                set_lease(m, r, items[i].lease_ms);
                 set_source(r, &items[i]);
                 r->decided_at_ms = r->updated_at_ms = now;
                 kd_memtab_link(&m->rows, r);
@@ -316,11 +326,11 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
                 if (!r || r->fate != KDELAY_FATE_FIRING ||
                     !owner_is(r, items[i].row_owner) ||
-                    (lease_left(r) > 0 && !items[i].own_previous))
+                    (lease_left(m, r) > 0 && !items[i].own_previous))
                         continue;
                 const kd_fate_claim_t *first = &items[first_of(items, i)];
                 set_owner(r, first->token, strlen(first->token));
-                set_lease(r, first->lease_ms);
+                set_lease(m, r, first->lease_ms);
                 /* The statement's source CASE names only items with one. */
                 for (size_t j = 0; j <= i; j++)
                         if (items[j].src_topic &&
@@ -940,6 +950,18 @@ kdelay_err_t kd_fate_mem_set_delay(kd_fate_store_t *store, int ms)
         return KDELAY_OK;
 }
 
+kdelay_err_t kd_fate_mem_set_lease_clock(kd_fate_store_t *store,
+                                         int64_t (*mono)(void *arg), void *arg)
+{
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        m->lease_mono = mono;
+        m->lease_mono_arg = arg;
+        pthread_mutex_unlock(&m->lock);
+        return KDELAY_OK;
+}
+
 uint64_t kd_fate_mem_calls(const kd_fate_store_t *store)
 {
         const kd_fate_mem_t *m = kd_fate_store_impl(store, &kd_fate_mem_ops);
@@ -965,7 +987,7 @@ kdelay_err_t kd_fate_mem_get(kd_fate_store_t *store, const char *id,
                 row->decided_at_ms = r->decided_at_ms;
                 row->updated_at_ms = r->updated_at_ms;
                 kd_strlcpy(row->owner, r->owner, sizeof(row->owner));
-                row->lease_ms = lease_left(r);
+                row->lease_ms = lease_left(m, r);
         }
         pthread_mutex_unlock(&m->lock);
         return KDELAY_OK;
@@ -997,7 +1019,7 @@ kdelay_err_t kd_fate_mem_put(kd_fate_store_t *store, const char *id,
                 r->owner[0] = '\0';
                 if (len)
                         set_owner(r, row->owner, len);
-                set_lease(r, row->lease_ms);
+                set_lease(m, r, row->lease_ms);
                 if (fresh)
                         kd_memtab_link(&m->rows, r);
         }

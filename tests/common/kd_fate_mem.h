@@ -40,6 +40,14 @@ kdelay_err_t kd_fate_mem_fail_next(kd_fate_store_t *store, unsigned n,
  * wait with an error. */
 kdelay_err_t kd_fate_mem_set_delay(kd_fate_store_t *store, int ms);
 
+/* Leases are set and read by mono(arg) (milliseconds, monotonic; called
+ * on the store's caller's thread, under the store's lock) instead of the
+ * host's monotonic clock: a test on a manual clock (kd_timer.h) passes
+ * one reading it, so that leases pass in its virtual time; NULL: the
+ * host's clock again. */
+kdelay_err_t kd_fate_mem_set_lease_clock(kd_fate_store_t *store,
+                                         int64_t (*mono)(void *arg), void *arg);
+
 /* Calls made so far, failed ones included; 0 for another kind of store. */
 uint64_t kd_fate_mem_calls(const kd_fate_store_t *store);
 

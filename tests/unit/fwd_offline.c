@@ -2,11 +2,20 @@
 /* A forwarder made but never run (fwd_offline.h). */
 #include "fwd_offline.h"
 
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <kdelay/conf.h>
 
 #include "kd_fate_mem.h"
+#include "kd_held.h"
+#include "kd_lifecycle.h"
+#include "kd_store.h"
+#include "kd_timer.h"
 
-int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
+static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
+                const char *const *kv)
 {
         kdelay_conf_t *c = kdelay_conf_new();
         kd_fate_store_t *store = NULL;
@@ -15,8 +24,72 @@ int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
             kdelay_conf_set(c, "brokers", "127.0.0.1:1", errstr,
                             sizeof(errstr)) ||
             kdelay_conf_set(c, "forwarder.instance", instance, errstr,
-                            sizeof(errstr)) ||
-            kd_fate_mem_new(&store))
+                            sizeof(errstr)))
                 return -1;
-        return kd_fwd_new(fp, c, store, NULL, errstr, sizeof(errstr)) ? -1 : 0;
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+                if (kdelay_conf_set(c, kv[i], kv[i + 1], errstr,
+                                    sizeof(errstr)))
+                        return -1;
+        if (kd_fate_mem_new(&store))
+                return -1;
+        return kd_fwd_new(fp, c, store, clock, errstr, sizeof(errstr)) ? -1 : 0;
+}
+
+int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
+{
+        return born(fp, instance, NULL, NULL);
+}
+
+/* The forwarder's monotonic clock, for the store's leases. */
+static int64_t fwd_mono(void *arg)
+{
+        return kd_clocksrc_mono_ms(arg);
+}
+
+int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
+                   int64_t wall_ms, const char *const *kv)
+{
+        kd_clocksrc_t clock;
+        kd_clocksrc_manual(&clock, mono_ms, wall_ms);
+        if (born(fp, instance, &clock, kv))
+                return -1;
+        /* The store's leases pass in the forwarder's time. */
+        kd_fate_mem_set_lease_clock((*fp)->store.fate, fwd_mono,
+                                    &(*fp)->timers.clock);
+        return 0;
+}
+
+kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms)
+{
+        kd_task_t *t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        kd_timer_init(&t->timer, NULL, NULL);
+        if (kd_task_set_ids(t, id, strlen(id), target, strlen(target))) {
+                free(t);
+                return NULL;
+        }
+        t->rec.fire_at_ms = fire_at_ms;
+        t->rec.append_ms = fire_at_ms - 60000;
+        t->state = KD_TASK_QUEUED;
+        t->bytes = 100;
+        return t;
+}
+
+void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_task_detach(f, t);
+        kd_held_remove(f, t);
+        kd_task_free(t);
+}
+
+int kd_test_store_answers(kd_fwd_t *f)
+{
+        while (f->store.inflight > 0) {
+                struct pollfd pfd = {.fd = kd_store_fd(f), .events = POLLIN};
+                if (poll(&pfd, 1, 10000) != 1)
+                        return -1;
+                kd_store_serve(f);
+        }
+        return 0;
 }

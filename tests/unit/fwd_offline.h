@@ -9,4 +9,23 @@
 /* 0 and *fp (the caller's, kd_fwd_destroy frees it), or -1. */
 int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance);
 
+/* The same on a manual clock reading mono_ms and wall_ms (kd_timer.h),
+ * with the settings kv (name, value, ..., NULL) besides: a stage's
+ * timeline in virtual time; the in-memory store's leases pass on the same
+ * clock (kd_fate_mem_set_lease_clock). 0 and *fp, or -1. */
+int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
+                   int64_t wall_ms, const char *const *kv);
+
+/* A task as the intake leaves it in its partition's backlog (QUEUED, in
+ * no partition), with id, target and fire-at; NULL when out of memory. */
+kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);
+/* Takes t out of wherever it waits and the held set, and frees it. */
+void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t);
+
+/* Waits for every request out on the fate store's worker to come back
+ * and runs its answer (kd_store_serve), as the loop does when the
+ * worker's fd is readable; a manual clock stands still meanwhile. 0, or
+ * -1 when one took more than 10 s. */
+int kd_test_store_answers(kd_fwd_t *f);
+
 #endif

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pacing in virtual time (kd_pace.h): a forwarder made but never run, on a
+ * manual clock stepped a millisecond at a time, single-threaded; the claim
+ * stage is stood in for (a claim is won the moment it is asked for). The
+ * tasks to a target under forwarder.target_rate_limits go to their claims
+ * at the rule's rate, in due order, a task to another target is not held
+ * up by them; forwarder.max_fire_rate spreads fires due together. */
+#include <stdio.h>
+
+#include "fwd_offline.h"
+#include "kd_claim.h"
+#include "kd_fwd.h"
+#include "kd_lifecycle.h"
+#include "kd_pace.h"
+#include "kd_sched.h"
+#include "kd_test.h"
+#include "kd_timer.h"
+
+#define MONO0    1000000
+#define WALL0    1700000000000
+#define AHEAD_MS 1000
+#define N        6
+
+static const char *const settings[] = {"forwarder.claim_ahead",
+                                       "1s",
+                                       "forwarder.target_rate_limits",
+                                       "slow=10/1",
+                                       "forwarder.max_fire_rate",
+                                       "4",
+                                       NULL};
+
+static kd_fwd_t *fwd;
+static kd_task_t *order[N + 1];
+static int64_t at_mono[N + 1];
+static int claims;
+static int won; /* the stand-in claims them */
+
+static int setup(void)
+{
+        return kd_test_fwd_vt(&fwd, "pace", MONO0, WALL0, settings);
+}
+
+static int teardown(void)
+{
+        kd_fwd_destroy(fwd);
+        return 0;
+}
+
+static int64_t mono(void)
+{
+        return kd_fwd_mono_ms(fwd);
+}
+
+static void step(int64_t ms)
+{
+        for (int64_t i = 0; i < ms; i++) {
+                CU_ASSERT_EQUAL_FATAL(
+                    kd_clocksrc_advance(&fwd->timers.clock, 1), 0);
+                kd_timers_run(&fwd->timers, 1000);
+        }
+}
+
+static void claim_asked(kd_fwd_t *f, kd_task_t *t)
+{
+        if (claims <= N) {
+                order[claims] = t;
+                at_mono[claims] = kd_fwd_mono_ms(f);
+        }
+        claims++;
+        if (won) {
+                kd_task_set_state(f, t, KD_TASK_CLAIMING);
+                kd_pace_claimed(f, t);
+        }
+}
+
+static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
+{
+        kd_task_t *slow[N], *other;
+        int64_t fire_at = kd_fwd_now(fwd) + 5000;
+        fwd->hooks.claim = claim_asked;
+        claims = 0;
+        won = 0;
+        for (int i = 0; i < N; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "s%d", i);
+                slow[i] = kd_test_task(id, "slow", fire_at);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(slow[i]);
+                kd_sched_take(fwd, slow[i], KD_SCHED_HOLD);
+        }
+        other = kd_test_task("o", "fast", fire_at);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+        kd_sched_take(fwd, other, KD_SCHED_HOLD);
+        int64_t due = mono() + 5000 - AHEAD_MS; /* their claims are due */
+        step(5000 - AHEAD_MS - 1);
+        CU_ASSERT_EQUAL(claims, 0);
+        step(1);
+        /* The burst (1) lets the first through; the other target's task
+         * is not held up behind the rest. */
+        CU_ASSERT_EQUAL(claims, 2);
+        CU_ASSERT_PTR_EQUAL(order[0], slow[0]);
+        CU_ASSERT_PTR_EQUAL(order[1], other);
+        CU_ASSERT_EQUAL(at_mono[1], due);
+        CU_ASSERT_EQUAL(fwd->pace.lim[0].q.len, N - 1);
+        CU_ASSERT_EQUAL(slow[1]->where, KD_WHERE_TARGET_Q);
+        step(2000);
+        CU_ASSERT_EQUAL(claims, N + 1);
+        /* The rest in due order, one a token: 10/s is a token every
+         * 100 ms, and the bucket's wait is rounded up a millisecond (never
+         * faster than the rate): exactly 101 ms apart. */
+        for (int i = 1; i < N; i++) {
+                CU_ASSERT_PTR_EQUAL(order[i + 1], slow[i]);
+                CU_ASSERT_EQUAL(at_mono[i + 1] - due, 101 * i);
+        }
+        fwd->hooks.claim = kd_claim_enqueue;
+        /* Every move was a legal one (kd_lifecycle.h). */
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
+        for (int i = 0; i < N; i++)
+                kd_test_task_drop(fwd, slow[i]);
+        kd_test_task_drop(fwd, other);
+}
+
+/* Wall time t went to its fire (kd_fire_now: RETRY, waiting for the
+ * broker's clock, this forwarder never having run), stepping at most
+ * limit ms; -1 if not. */
+static int64_t fired_within(kd_task_t *t, int64_t limit)
+{
+        for (int64_t i = 0; i <= limit; i++) {
+                if (i)
+                        step(1);
+                if (t->state == KD_TASK_RETRY)
+                        return kd_fwd_now(fwd);
+        }
+        return -1;
+}
+
+static void test_max_fire_rate_spreads_fires_due_together(void)
+{
+        kd_task_t *t[3];
+        int64_t fire_at = kd_fwd_now(fwd) + 3000;
+        fwd->hooks.claim = claim_asked;
+        claims = 0;
+        won = 1;
+        for (int i = 0; i < 3; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "f%d", i);
+                t[i] = kd_test_task(id, "fast", fire_at);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
+                kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
+        }
+        step(3000 - 1);
+        CU_ASSERT_EQUAL(claims, 3);
+        for (int i = 0; i < 3; i++)
+                CU_ASSERT_EQUAL(t[i]->state, KD_TASK_CLAIMED);
+        /* 4/s, a burst of one: the first at its fire time, the next two
+         * queued (PACED), then a token every 250 ms (+1, rounded up). */
+        step(1);
+        CU_ASSERT_EQUAL(kd_fwd_now(fwd), fire_at);
+        CU_ASSERT_EQUAL(t[0]->state, KD_TASK_RETRY);
+        CU_ASSERT_EQUAL(t[1]->state, KD_TASK_PACED);
+        CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
+        CU_ASSERT_EQUAL(fwd->pace.q.len, 2);
+        CU_ASSERT_EQUAL(fired_within(t[1], 1000) - fire_at, 251);
+        CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
+        CU_ASSERT_EQUAL(fired_within(t[2], 1000) - fire_at, 502);
+        fwd->hooks.claim = kd_claim_enqueue;
+        /* Every move was a legal one (kd_lifecycle.h). */
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
+        for (int i = 0; i < 3; i++)
+                kd_test_task_drop(fwd, t[i]);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_a_limited_target_goes_at_its_rate_others_at_once),
+            KD_TEST(test_max_fire_rate_spreads_fires_due_together),
+            KD_TEST_END};
+        return kd_test_run("pace_vt", cases, setup, teardown);
+}
