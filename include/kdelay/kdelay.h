@@ -37,7 +37,7 @@ extern "C" {
  * KDELAY_VERSION_STR, "" in its release commit (docs/development.md
  * "Cutting a release"). The binaries print 0.3.0-dev+<commit> for the
  * former, 0.3.0 for the latter (cmake/version.sh). */
-#define KDELAY_VERSION_PRE "dev"
+#define KDELAY_VERSION_PRE ""
 
 /* Wire format v1 header names. */
 #define KDELAY_HDR_ID          "kdelay-id"
