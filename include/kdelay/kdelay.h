@@ -32,12 +32,12 @@ extern "C" {
 
 /* The release (semantic versioning; CHANGELOG.md, RELEASES). CMakeLists.txt
  * reads it from here: the one place it is written. */
-#define KDELAY_VERSION_STR "0.3.0"
+#define KDELAY_VERSION_STR "0.4.0"
 /* The pre-release marker: "dev" while the tree heads for
  * KDELAY_VERSION_STR, "" in its release commit (docs/development.md
  * "Cutting a release"). The binaries print 0.3.0-dev+<commit> for the
  * former, 0.3.0 for the latter (cmake/version.sh). */
-#define KDELAY_VERSION_PRE ""
+#define KDELAY_VERSION_PRE "dev"
 
 /* Wire format v1 header names. */
 #define KDELAY_HDR_ID          "kdelay-id"
