@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The journal, its reconciliation and the pending mark in virtual time
+ * (forwarder.fate_outage_policy=fire: journal.c, outage.c, store.c's
+ * gate, settle.c's fires kept until applied): a forwarder made but never
+ * run (kd_test_fwd_vt), its store hung by never serving the fate worker's
+ * answers (as test_outage_after), then answering again when the test
+ * serves them, against the in-memory fate store, whose marker
+ * (kd_fate_pending_get) is what the test reads.
+ *
+ * The reconciliation run reads the journal topic on a thread of its own
+ * (reconcile.c): here it is the test's stand-in, linked instead of
+ * reconcile.c (kd_reconcile.h's five functions, defined below; kd_fwd is a
+ * static library, so reconcile.o is never pulled in). The test says when
+ * a run ends and how; a run that ends reads the marker as the real one
+ * does before the ends it reads to. What is tested is what the forwarder
+ * decides around the run:
+ *  - once fires without claims began, MySQL's first statement when it
+ *    answers again is the mark (at the gate's next check, 25 ms), before
+ *    the request it goes with;
+ *  - the mark is cleared only after a run succeeded and this process's
+ *    own fires without a claim are settled and applied, at the settle
+ *    poll's tick after that;
+ *  - a mark by another forwarder since the run read the marker keeps the
+ *    journal pending, and a run begins again;
+ *  - claims wait for a run at most KD_OUTAGE_APPLY_WAIT_MS; a failed run
+ *    leaves the mark and is tried again KD_OUTAGE_RETRY_MS later;
+ *  - a failed journal record holds fires for claims 10 s. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fwd_offline.h"
+#include "kd_claim.h"
+#include "kd_fate_mem.h"
+#include "kd_fwd.h"
+#include "kd_intake.h"
+#include "kd_journal.h"
+#include "kd_mode.h"
+#include "kd_outage.h"
+#include "kd_part.h"
+#include "kd_reconcile.h"
+#include "kd_settle.h"
+#include "kd_store.h"
+#include "kd_test.h"
+#include "kd_timer.h"
+
+#define MONO0 1000000
+#define WALL0 1700000000000
+/* store.c: a ping once nothing answered for 5 s; a request unanswered
+ * 5 s more means the store is down, since it went out; fires without
+ * claims fate_outage_after (7 s) from then. */
+#define FIRING_AT 12000
+/* The test's MySQL answers again then. */
+#define BACK_AT 15000
+/* store.c: while gated, a ping (which carries the mark) every 25 ms. */
+#define GATE_CHECK_MS 25
+/* outage.c: a run is looked at every 100 ms; claims wait for it 30 s at
+ * most; a failed one is tried again 30 s on; after a run, own fires
+ * without a claim are looked at every 100 ms until settled. */
+#define POLL_MS       100
+#define APPLY_WAIT_MS 30000
+#define RETRY_MS      30000
+/* journal.c: a failed record holds fires for claims this long. */
+#define BROKEN_MS 10000
+
+/* The reconciliation run's stand-in (kd_reconcile.h). */
+struct kd_reconcile {
+        int unused;
+};
+
+static struct {
+        struct kd_reconcile run;
+        kd_fwd_t *f;
+        int starts, ends;        /* runs begun, ended */
+        int64_t started_at;      /* test ms of the last start */
+        int done;                /* the run going on is over */
+        kdelay_err_t result;     /* how */
+        kd_reconcile_stats_t st; /* what it read */
+        int after_cancel_logs;
+} fake;
+
+/* The test's time: ms since the forwarder's birth. */
+static int64_t at(const kd_fwd_t *f)
+{
+        return kd_clocksrc_mono_ms(&f->timers.clock) - MONO0;
+}
+
+kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf,
+                                const char *by)
+{
+        (void)conf;
+        (void)by;
+        fake.starts++;
+        fake.started_at = fake.f ? at(fake.f) : -1;
+        fake.done = 0;
+        fake.result = KDELAY_OK;
+        memset(&fake.st, 0, sizeof(fake.st));
+        *rp = &fake.run;
+        return KDELAY_OK;
+}
+
+void kd_reconcile_progress(kd_reconcile_t *r, kd_reconcile_stats_t *st)
+{
+        (void)r;
+        *st = fake.st;
+}
+
+int kd_reconcile_finished(kd_reconcile_t *r)
+{
+        (void)r;
+        return fake.done;
+}
+
+kdelay_err_t kd_reconcile_end(kd_reconcile_t *r, kd_reconcile_stats_t *st,
+                              char *errstr, size_t errstr_size)
+{
+        (void)r;
+        fake.ends++;
+        if (st)
+                *st = fake.st;
+        kdelay_err_t err = fake.done ? fake.result : KDELAY_ERR_TIMED_OUT;
+        if (err)
+                snprintf(errstr, errstr_size, "the test's run failed");
+        return err;
+}
+
+void kd_reconcile_log_after_cancel(const kdelay_conf_t *conf,
+                                   const kd_fate_unclaimed_t *it, int delivered)
+{
+        (void)conf;
+        (void)it;
+        (void)delivered;
+        fake.after_cancel_logs++;
+}
+
+static const char *const settings[] = {"forwarder.fate_outage_policy", "fire",
+                                       "forwarder.fate_outage_after", "7s",
+                                       NULL};
+
+static kd_fwd_t *born(void)
+{
+        memset(&fake, 0, sizeof(fake));
+        kd_fwd_t *f = NULL;
+        if (kd_test_fwd_vt(&f, "journal", MONO0, WALL0, settings))
+                return NULL;
+        fake.f = f;
+        return f;
+}
+
+static void tick(kd_fwd_t *f)
+{
+        CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1), 0);
+        kd_timers_run(&f->timers, 1000);
+}
+
+/* Steps to ms, the store's answers never read (MySQL hangs). */
+static void step_to(kd_fwd_t *f, int64_t ms)
+{
+        while (at(f) < ms)
+                tick(f);
+}
+
+/* Steps to ms, every answer served in the millisecond its request went
+ * out (MySQL answers at once). */
+static void step_serving_to(kd_fwd_t *f, int64_t ms)
+{
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        while (at(f) < ms) {
+                tick(f);
+                CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        }
+}
+
+/* The journal's marker as the store has it. */
+static kd_fate_pending_t marker(kd_fwd_t *f)
+{
+        kd_fate_pending_t p;
+        char errstr[256];
+        memset(&p, 0, sizeof(p));
+        CU_ASSERT_EQUAL(kd_fate_pending_get(f->store.fate, f->journal.topic, &p,
+                                            errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        return p;
+}
+
+static int journal_pending(kd_fwd_t *f)
+{
+        return marker(f).since_ms >= 0;
+}
+
+/* The run going on ends with err; it read the marker as it is now. */
+static void run_ends(kd_fwd_t *f, kdelay_err_t err)
+{
+        kd_fate_pending_t p = marker(f);
+        fake.st.read = 1;
+        fake.st.pending = p.since_ms >= 0;
+        fake.st.epoch = p.epoch;
+        fake.result = err;
+        fake.done = 1;
+}
+
+/* Fires without claims from FIRING_AT; MySQL answers again at BACK_AT,
+ * a run begins; the gate's mark is made at BACK_AT + GATE_CHECK_MS. */
+static void outage_and_back(kd_fwd_t *f)
+{
+        step_to(f, FIRING_AT - 1);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        step_to(f, FIRING_AT);
+        CU_ASSERT_TRUE(kd_outage_firing(f));
+        step_to(f, BACK_AT);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        CU_ASSERT_FALSE(f->store.down);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        CU_ASSERT_EQUAL(fake.started_at, BACK_AT);
+        step_serving_to(f, BACK_AT + GATE_CHECK_MS);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_FALSE(f->store.gate);
+}
+
+/* Fires without claims began: the journal is marked pending with
+ * MySQL's first statement when it answers again, before anything else. */
+static int64_t resumed_pings = -1, resumed_at = -1;
+static int resumes;
+
+static void claims_resume_seen(kd_fwd_t *f)
+{
+        resumes++;
+        resumed_at = at(f);
+        resumed_pings = kd_metric_get(&f->metrics, KD_M_STORE_PINGS);
+        kd_claim_resume(f);
+}
+
+static void test_the_gate_marks_the_journal_pending_first(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        resumes = 0;
+        step_to(f, FIRING_AT);
+        CU_ASSERT_TRUE(kd_outage_firing(f));
+        CU_ASSERT_TRUE(f->store.gate);
+        /* Not before MySQL answers: nothing reaches it meanwhile. */
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        CU_ASSERT_EQUAL(p.epoch, 0);
+        step_to(f, BACK_AT);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0); /* the old ping */
+        CU_ASSERT_FALSE(f->store.down);
+        CU_ASSERT_EQUAL(fake.starts, 1); /* the outage's end begins a run */
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        CU_ASSERT_FALSE(journal_pending(f));
+        /* The first request after the return goes at the gate's next
+         * check, and the mark with it. */
+        while (f->store.inflight == 0 && at(f) < BACK_AT + 1000)
+                tick(f);
+        CU_ASSERT_EQUAL(at(f), BACK_AT + GATE_CHECK_MS);
+        CU_ASSERT_EQUAL(f->store.inflight, 2);
+        int64_t pings = kd_metric_get(&f->metrics, KD_M_STORE_PINGS);
+        f->hooks.claims_resume = claims_resume_seen;
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        /* The mark's answer came first: the ping's was not in yet. */
+        CU_ASSERT_EQUAL(resumes, 1);
+        CU_ASSERT_EQUAL(resumed_at, BACK_AT + GATE_CHECK_MS);
+        CU_ASSERT_EQUAL(resumed_pings, pings);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_STORE_PINGS),
+                        pings + 1);
+        p = marker(f);
+        CU_ASSERT(p.since_ms >= 0);
+        CU_ASSERT_EQUAL(p.epoch, 1);
+        CU_ASSERT_STRING_EQUAL(p.by, f->claim.instance);
+        CU_ASSERT_FALSE(f->store.gate);
+        /* Marked once: the next requests go alone. */
+        step_serving_to(f, BACK_AT + 2000);
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        kd_fwd_destroy(f);
+}
+
+static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        /* A task fired without a claim, its journal record's report not
+         * in yet (at_least_once: KD_TASK_JOURNAL). */
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        kd_task_t *u = kd_test_task("u", "out", kd_fwd_now(f) + FIRING_AT);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        u->rec.offset = 7;
+        CU_ASSERT_EQUAL(kd_offtrack_add(&part->track, 7), 0);
+        u->part = part;
+        part->tasks = u;
+        u->unclaimed = 1;
+        u->state = KD_TASK_JOURNAL;
+        outage_and_back(f);
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        /* The run ends between two looks: seen at the next. */
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        CU_ASSERT_EQUAL(fake.st.epoch, 1);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 1);
+        CU_ASSERT_EQUAL(fake.ends, 0);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f)); /* claims go on */
+        /* u's record may still reach the journal past the run's ends:
+         * the mark stays. */
+        step_serving_to(f, BACK_AT + 2050);
+        CU_ASSERT_TRUE(journal_pending(f));
+        /* u settles (its record delivered): kept until applied. */
+        f->mode->delivered(f, u);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 1);
+        /* The next look applies it from memory (a FIRED row)... */
+        step_serving_to(f, BACK_AT + 2099);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        step_serving_to(f, BACK_AT + 2100);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        kd_fate_mem_row_t row;
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_TRUE(journal_pending(f));
+        /* ... and the one after clears the mark, with the run's epoch. */
+        step_serving_to(f, BACK_AT + 2199);
+        CU_ASSERT_TRUE(journal_pending(f));
+        step_serving_to(f, BACK_AT + 2200);
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        CU_ASSERT_EQUAL(p.epoch, 1);
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        outage_and_back(f);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK); /* read epoch 1 */
+        /* Another forwarder fires without a claim and marks it since. */
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             "other:1.1:1", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        /* The clear with epoch 1 goes as the run is seen over, and finds
+         * the mark: kept, and a run begins again at once. */
+        step_serving_to(f, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT(p.since_ms >= 0);
+        CU_ASSERT_EQUAL(p.epoch, 2);
+        CU_ASSERT_STRING_EQUAL(p.by, "other:1.1:1");
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_EQUAL(fake.started_at, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_TRUE(f->outage.clear_wanted);
+        /* That run reads epoch 2; its end clears the mark. */
+        step_serving_to(f, BACK_AT + 10 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 10 * POLL_MS - 1);
+        CU_ASSERT_TRUE(journal_pending(f));
+        step_serving_to(f, BACK_AT + 10 * POLL_MS);
+        p = marker(f);
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        CU_ASSERT_EQUAL(p.epoch, 2);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        kd_fwd_destroy(f);
+}
+
+static void test_claims_wait_30s_a_failed_run_is_tried_again_30s_on(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        outage_and_back(f);
+        /* The run goes on: claims wait for it 30 s from its start. */
+        step_serving_to(f, BACK_AT + APPLY_WAIT_MS - 1);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, BACK_AT + APPLY_WAIT_MS);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        CU_ASSERT_FALSE(f->outage.applying);
+        CU_ASSERT_EQUAL(fake.ends, 0);
+        /* It fails: the mark stays; the next run 30 s after. */
+        const int64_t failed = BACK_AT + APPLY_WAIT_MS + 10 * POLL_MS;
+        step_serving_to(f, failed - 50);
+        run_ends(f, KDELAY_ERR_KAFKA);
+        step_serving_to(f, failed);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_TRUE(f->outage.apply_again);
+        step_serving_to(f, failed + RETRY_MS - 1);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        step_serving_to(f, failed + RETRY_MS);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_EQUAL(fake.started_at, failed + RETRY_MS);
+        CU_ASSERT_FALSE(f->outage.apply_again);
+        /* That one succeeds: the mark is cleared as it is seen over. */
+        step_serving_to(f, failed + RETRY_MS + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, failed + RETRY_MS + POLL_MS - 1);
+        CU_ASSERT_TRUE(journal_pending(f));
+        step_serving_to(f, failed + RETRY_MS + POLL_MS);
+        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        kd_fwd_destroy(f);
+}
+
+static void test_a_failed_journal_record_holds_fires_10s(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        /* A record fails a second before fires would begin: they begin
+         * BROKEN_MS after it instead. */
+        const int64_t broke = FIRING_AT - 1000;
+        step_to(f, broke);
+        kd_journal_broken(f, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_FAILED), 1);
+        step_to(f, broke + BROKEN_MS - 1);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_FALSE(f->outage.firing);
+        step_to(f, broke + BROKEN_MS);
+        CU_ASSERT_TRUE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(f->outage.firing_since_mono - MONO0, broke + BROKEN_MS);
+        /* One fails while firing: due tasks wait for claims 10 s. */
+        const int64_t again = broke + BROKEN_MS + 4000;
+        step_to(f, again);
+        kd_journal_broken(f, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        step_to(f, again + BROKEN_MS - 1);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        step_to(f, again + BROKEN_MS);
+        CU_ASSERT_TRUE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_FAILED), 2);
+        kd_fwd_destroy(f);
+}
+
+int main(void)
+{
+        static const kd_test_case_t cases[] = {
+            KD_TEST(test_the_gate_marks_the_journal_pending_first),
+            KD_TEST(
+                test_the_mark_is_cleared_once_the_run_and_own_fires_are_done),
+            KD_TEST(test_a_mark_since_the_run_read_keeps_the_journal_pending),
+            KD_TEST(test_claims_wait_30s_a_failed_run_is_tried_again_30s_on),
+            KD_TEST(test_a_failed_journal_record_holds_fires_10s),
+            KD_TEST_END};
+        return kd_test_run("journal_vt", cases, NULL, NULL);
+}
