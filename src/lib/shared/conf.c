@@ -53,6 +53,8 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
         conf->kafka_file_kv = NULL;
         conf->kafka_file_kv_cnt = 0;
         conf->kafka_file_brokers = NULL;
+        memset(&conf->fwd_targets, 0, sizeof(conf->fwd_targets));
+        memset(&conf->fwd_rate_rules, 0, sizeof(conf->fwd_rate_rules));
         for (size_t i = 0; i < kd_props_cnt; i++) {
                 const kd_prop_t *p = &kd_props[i];
                 if (!KD_PROP_IS_TEXT(p))
@@ -69,6 +71,13 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
                 if (s && !(*field = strdup(s)))
                         goto fail;
         }
+        /* The parsed forms that own memory, parsed again from their text
+         * (checked when it was set). */
+        if (kd_targets_parse(&conf->fwd_targets, conf->fwd_allowed_targets,
+                             NULL, 0) ||
+            kd_ratelimits_parse(&conf->fwd_rate_rules,
+                                conf->fwd_target_rate_limits, NULL, 0))
+                goto fail;
         if (!(conf->rk_conf = rd_kafka_conf_dup(src->rk_conf)))
                 goto fail;
         for (size_t i = 0; i < src->kafka_kv_cnt; i += 2)
@@ -103,6 +112,8 @@ void kdelay_conf_destroy(kdelay_conf_t *conf)
                 if (KD_PROP_IS_TEXT(p))
                         free(*(char **)((char *)conf + p->offset));
         }
+        kd_targets_clear(&conf->fwd_targets);
+        kd_ratelimits_clear(&conf->fwd_rate_rules);
         if (conf->rk_conf)
                 rd_kafka_conf_destroy(conf->rk_conf);
         kd_conf_kv_free(conf->kafka_kv, conf->kafka_kv_cnt);

@@ -257,92 +257,115 @@ const kd_prop_t *kd_prop_find(const char *name)
         return NULL;
 }
 
+/* A text property's value parsed, for the types that have a parsed form
+ * (kept in the conf beside the text, which kdelay_conf_get reads back). */
+typedef struct text_parsed {
+        kd_targets_t targets;         /* KD_PROP_TARGETS */
+        kd_ratelimits_t rates;        /* KD_PROP_RATES */
+        kd_listen_t listen;           /* KD_PROP_LISTEN */
+        kd_mysql_ssl_mode_t ssl_mode; /* KD_PROP_SSLMODE */
+} text_parsed_t;
+
+/* Checks value, non-empty, against p's type and parses it into *out (the
+ * kafka_config file is read, into conf, here). */
+static kdelay_err_t text_check(kdelay_conf_t *conf, const kd_prop_t *p,
+                               const char *value, text_parsed_t *out,
+                               char *errstr, size_t errstr_size)
+{
+        switch (p->type) {
+        case KD_PROP_TARGETS:
+                return kd_targets_parse(&out->targets, value, errstr,
+                                        errstr_size);
+        case KD_PROP_RATES:
+                return kd_ratelimits_parse(&out->rates, value, errstr,
+                                           errstr_size);
+        case KD_PROP_LISTEN:
+                return kd_listen_parse(&out->listen, value, errstr,
+                                       errstr_size);
+        case KD_PROP_SSLMODE:
+                if (kd_mysql_ssl_mode_parse(value, &out->ssl_mode))
+                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: \"%s\" is not DISABLED, PREFERRED, "
+                                       "REQUIRED, VERIFY_CA or VERIFY_IDENTITY",
+                                       p->name, value);
+                return KDELAY_OK;
+        case KD_PROP_KFILE:
+                return kd_conf_kfile_load(conf, value, errstr, errstr_size);
+        case KD_PROP_MYSQLURL: {
+                kd_mysql_params_t mp;
+                kdelay_err_t err =
+                    kd_mysql_url_parse(value, &mp, errstr, errstr_size);
+                if (!err)
+                        kd_mysql_params_clear(&mp);
+                return err;
+        }
+        default:
+                return KDELAY_OK;
+        }
+}
+
+/* kd_prop_set of a text property (KD_PROP_IS_TEXT): "" unsets one without
+ * a default. */
+static kdelay_err_t text_set(kdelay_conf_t *conf, const kd_prop_t *p,
+                             const char *value, char *errstr,
+                             size_t errstr_size)
+{
+        text_parsed_t parsed;
+        memset(&parsed, 0, sizeof(parsed)); /* ssl_mode KD_MYSQL_SSL_UNSET */
+        kdelay_err_t err = KDELAY_OK;
+        /* The longest generated name is "<prefix>.tier.<tier>". */
+        if (p->type == KD_PROP_TOPICPFX &&
+            (!kd_wire_topic_valid(value, strlen(value)) ||
+             strlen(value) > KD_TOPIC_PREFIX_MAX))
+                return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr, errstr_size,
+                               "%s: \"%s\" does not make valid Kafka topic "
+                               "names ([A-Za-z0-9._-], at most %d chars)",
+                               p->name, value, KD_TOPIC_PREFIX_MAX);
+        /* An empty kafka_config reads no file: the one read before goes. */
+        if (*value || p->type == KD_PROP_KFILE)
+                err = text_check(conf, p, value, &parsed, errstr, errstr_size);
+        if (!err && !*value && p->def)
+                err = kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
+                              "%s must not be empty", p->name);
+        char *copy = NULL;
+        if (!err && *value && !(copy = strdup(value)))
+                err = KDELAY_ERR_NO_MEMORY;
+        if (err) {
+                kd_targets_clear(&parsed.targets);
+                kd_ratelimits_clear(&parsed.rates);
+                return err;
+        }
+        char **field = (char **)((char *)conf + p->offset);
+        free(*field);
+        *field = copy;
+        switch (p->type) {
+        case KD_PROP_TARGETS:
+                kd_targets_clear(&conf->fwd_targets);
+                conf->fwd_targets = parsed.targets;
+                break;
+        case KD_PROP_RATES:
+                kd_ratelimits_clear(&conf->fwd_rate_rules);
+                conf->fwd_rate_rules = parsed.rates;
+                break;
+        case KD_PROP_LISTEN:
+                conf->fwd_http_addr = parsed.listen;
+                break;
+        case KD_PROP_SSLMODE:
+                conf->mysql_ssl_mode_id = (int)parsed.ssl_mode;
+                break;
+        default:
+                break;
+        }
+        return KDELAY_OK;
+}
+
 kdelay_err_t kd_prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                          const char *value, char *errstr, size_t errstr_size)
 {
         void *field = (char *)conf + p->offset;
+        if (KD_PROP_IS_TEXT(p))
+                return text_set(conf, p, value, errstr, errstr_size);
         switch (p->type) {
-        case KD_PROP_TOPICPFX:
-                /* The longest generated name is "<prefix>.tier.<tier>". */
-                if (!kd_wire_topic_valid(value, strlen(value)) ||
-                    strlen(value) > KD_TOPIC_PREFIX_MAX)
-                        return kd_fail(KDELAY_ERR_INVALID_TOPIC, errstr,
-                                       errstr_size,
-                                       "%s: \"%s\" does not make valid "
-                                       "Kafka topic names ([A-Za-z0-9._-], "
-                                       "at most %d chars)",
-                                       p->name, value, KD_TOPIC_PREFIX_MAX);
-                /* fallthrough */
-        case KD_PROP_TARGETS:
-                if (p->type == KD_PROP_TARGETS && *value) {
-                        kd_targets_t t;
-                        kdelay_err_t err =
-                            kd_targets_parse(&t, value, errstr, errstr_size);
-                        if (err)
-                                return err;
-                        kd_targets_clear(&t);
-                }
-                /* fallthrough */
-        case KD_PROP_RATES:
-                if (p->type == KD_PROP_RATES && *value) {
-                        kd_ratelimits_t l;
-                        kdelay_err_t err =
-                            kd_ratelimits_parse(&l, value, errstr, errstr_size);
-                        if (err)
-                                return err;
-                        kd_ratelimits_clear(&l);
-                }
-                /* fallthrough */
-        case KD_PROP_LISTEN:
-                if (p->type == KD_PROP_LISTEN && *value) {
-                        kd_listen_t l;
-                        kdelay_err_t err =
-                            kd_listen_parse(&l, value, errstr, errstr_size);
-                        if (err)
-                                return err;
-                }
-                /* fallthrough */
-        case KD_PROP_SSLMODE:
-                if (p->type == KD_PROP_SSLMODE && *value) {
-                        kd_mysql_ssl_mode_t m;
-                        if (kd_mysql_ssl_mode_parse(value, &m))
-                                return kd_fail(
-                                    KDELAY_ERR_CONFIG, errstr, errstr_size,
-                                    "%s: \"%s\" is not DISABLED, PREFERRED, "
-                                    "REQUIRED, VERIFY_CA or VERIFY_IDENTITY",
-                                    p->name, value);
-                }
-                /* fallthrough */
-        case KD_PROP_KFILE:
-                if (p->type == KD_PROP_KFILE) {
-                        kdelay_err_t err = kd_conf_kfile_load(
-                            conf, value, errstr, errstr_size);
-                        if (err)
-                                return err;
-                }
-                /* fallthrough */
-        case KD_PROP_MYSQLURL:
-                if (p->type == KD_PROP_MYSQLURL && *value) {
-                        kd_mysql_params_t mp;
-                        kdelay_err_t err =
-                            kd_mysql_url_parse(value, &mp, errstr, errstr_size);
-                        if (err)
-                                return err;
-                        kd_mysql_params_clear(&mp);
-                }
-                /* fallthrough */
-        case KD_PROP_STRING:
-        case KD_PROP_SECRET: {
-                if (!*value && p->def)
-                        return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                                       "%s must not be empty", p->name);
-                char *copy = *value ? strdup(value) : NULL;
-                if (*value && !copy)
-                        return KDELAY_ERR_NO_MEMORY;
-                free(*(char **)field);
-                *(char **)field = copy;
-                return KDELAY_OK;
-        }
         case KD_PROP_INT: {
                 char *end;
                 errno = 0;
@@ -402,6 +425,8 @@ kdelay_err_t kd_prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 *(kd_tiers_t *)field = t;
                 return KDELAY_OK;
         }
+        default: /* the text types: text_set */
+                break;
         }
         return KDELAY_ERR_INVALID_ARG;
 }

@@ -11,6 +11,9 @@
 
 #include <kdelay/conf.h>
 
+#include "kd_listen.h"
+#include "kd_ratelimits.h"
+#include "kd_targets.h"
 #include "kd_tiers.h"
 
 /* forwarder.delivery (docs/reliability.md). */
@@ -34,6 +37,9 @@ struct kdelay_conf_s {
         char *mysql_password_env;  /* owned */
         char *mysql_password_file; /* owned; NULL = none */
         char *mysql_ssl_mode;      /* owned; NULL = the URL's or PREFERRED */
+        int mysql_ssl_mode_id;     /* mysql_ssl_mode parsed: a
+                                      kd_mysql_ssl_mode_t, 0 (UNSET) when
+                                      mysql_ssl_mode is NULL */
         char *mysql_ssl_ca;        /* owned; NULL = the URL's or none */
         char *mysql_ssl_cert;      /* owned; NULL = the URL's or none */
         char *mysql_ssl_key;       /* owned; NULL = the URL's or none */
@@ -71,11 +77,15 @@ struct kdelay_conf_s {
         int fwd_abort_limit;          /* solo aborts before dead letter */
         int fwd_max_fire_rate;        /* fires per second; 0 = no limit */
         char *fwd_allowed_targets;    /* owned; NULL = every topic */
+        kd_targets_t fwd_targets;     /* owned; fwd_allowed_targets parsed */
         char *fwd_target_rate_limits; /* owned; NULL = none limited */
-        char *fwd_http_listen;        /* owned; NULL or "" = no HTTP */
-        rd_kafka_conf_t *rk_conf;     /* owned; validates pass-through props */
-        char **kafka_kv;     /* owned; name,value,name,value... as set */
-        size_t kafka_kv_cnt; /* number of strings (2 per property) */
+        kd_ratelimits_t fwd_rate_rules; /* owned; fwd_target_rate_limits
+                                           parsed */
+        char *fwd_http_listen;          /* owned; NULL or "" = no HTTP */
+        kd_listen_t fwd_http_addr;      /* fwd_http_listen parsed */
+        rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
+        char **kafka_kv;          /* owned; name,value,name,value... as set */
+        size_t kafka_kv_cnt;      /* number of strings (2 per property) */
         /* kafka_config: the path, and its file's properties (applied
          * before kafka_kv, which wins) and bootstrap.servers (used while
          * brokers_set is 0). */

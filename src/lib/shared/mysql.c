@@ -310,11 +310,10 @@ static kdelay_err_t tls_apply(const kdelay_conf_t *conf,
                               kd_mysql_ssl_mode_t *modep, char *errstr,
                               size_t errstr_size)
 {
-        kd_mysql_ssl_mode_t mode = p->ssl_mode;
-        if (conf->mysql_ssl_mode &&
-            kd_mysql_ssl_mode_parse(conf->mysql_ssl_mode, &mode))
-                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                               "mysql.ssl_mode: unknown mode");
+        kd_mysql_ssl_mode_t mode =
+            conf->mysql_ssl_mode_id
+                ? (kd_mysql_ssl_mode_t)conf->mysql_ssl_mode_id
+                : p->ssl_mode;
         if (mode == KD_MYSQL_SSL_UNSET)
                 mode = KD_MYSQL_SSL_PREFERRED;
         *modep = mode;
