@@ -1103,6 +1103,14 @@ static void test_typed_fields(void)
         CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.ssl_mode", "verify_ca",
                                         errstr, sizeof(errstr)),
                         KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://u:p%40ss@[::1]:3307/fate",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.host, "::1");
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.password, "p@ss");
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.db, "fate");
+        CU_ASSERT_EQUAL(conf->mysql_params.port, 3307);
         CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 2);
         CU_ASSERT(kd_targets_allow(&conf->fwd_targets, "events.a", 8));
         CU_ASSERT(!kd_targets_allow(&conf->fwd_targets, "other", 5));
@@ -1131,6 +1139,10 @@ static void test_typed_fields(void)
         CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "mysql.ssl_mode", "sometimes",
                                             errstr, sizeof(errstr)),
                             KDELAY_OK);
+        CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "mysql.url", "mysql://x",
+                                            errstr, sizeof(errstr)),
+                            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.db, "fate");
         CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 2);
         CU_ASSERT_EQUAL(conf->fwd_rate_rules.cnt, 2);
         CU_ASSERT_EQUAL(conf->fwd_http_addr.port, 9464);
@@ -1147,11 +1159,14 @@ static void test_typed_fields(void)
                                 conf->fwd_rate_rules.buf);
         CU_ASSERT_EQUAL(dup->fwd_http_addr.port, 9464);
         CU_ASSERT_EQUAL(dup->mysql_ssl_mode_id, KD_MYSQL_SSL_VERIFY_CA);
+        CU_ASSERT_PTR_NOT_EQUAL(dup->mysql_params.db, conf->mysql_params.db);
+        if (dup->mysql_params.db)
+                CU_ASSERT_STRING_EQUAL(dup->mysql_params.db, "fate");
 
         /* "" unsets each. */
-        const char *names[] = {"forwarder.allowed_targets",
-                               "forwarder.target_rate_limits",
-                               "forwarder.http_listen", "mysql.ssl_mode"};
+        const char *names[] = {
+            "forwarder.allowed_targets", "forwarder.target_rate_limits",
+            "forwarder.http_listen", "mysql.ssl_mode", "mysql.url"};
         for (size_t i = 0; i < KD_ARRAY_LEN(names); i++)
                 CU_ASSERT_EQUAL(
                     kdelay_conf_set(conf, names[i], "", errstr, sizeof(errstr)),
@@ -1160,7 +1175,10 @@ static void test_typed_fields(void)
         CU_ASSERT_EQUAL(conf->fwd_rate_rules.cnt, 0);
         CU_ASSERT_EQUAL(conf->fwd_http_addr.host[0], '\0');
         CU_ASSERT_EQUAL(conf->mysql_ssl_mode_id, KD_MYSQL_SSL_UNSET);
+        CU_ASSERT_PTR_NULL(conf->mysql_params.host);
+        CU_ASSERT_PTR_NULL(conf->mysql_params.db);
         CU_ASSERT_EQUAL(dup->fwd_targets.cnt, 2); /* the copy's own */
+        CU_ASSERT_STRING_EQUAL(dup->mysql_params.host, "::1");
         kdelay_conf_destroy(dup);
         kdelay_conf_destroy(conf);
 }

@@ -55,6 +55,7 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
         conf->kafka_file_brokers = NULL;
         memset(&conf->fwd_targets, 0, sizeof(conf->fwd_targets));
         memset(&conf->fwd_rate_rules, 0, sizeof(conf->fwd_rate_rules));
+        memset(&conf->mysql_params, 0, sizeof(conf->mysql_params));
         for (size_t i = 0; i < kd_props_cnt; i++) {
                 const kd_prop_t *p = &kd_props[i];
                 if (!KD_PROP_IS_TEXT(p))
@@ -76,7 +77,9 @@ kdelay_conf_t *kdelay_conf_dup(const kdelay_conf_t *src)
         if (kd_targets_parse(&conf->fwd_targets, conf->fwd_allowed_targets,
                              NULL, 0) ||
             kd_ratelimits_parse(&conf->fwd_rate_rules,
-                                conf->fwd_target_rate_limits, NULL, 0))
+                                conf->fwd_target_rate_limits, NULL, 0) ||
+            (conf->mysql_url &&
+             kd_mysql_url_parse(conf->mysql_url, &conf->mysql_params, NULL, 0)))
                 goto fail;
         if (!(conf->rk_conf = rd_kafka_conf_dup(src->rk_conf)))
                 goto fail;
@@ -114,6 +117,7 @@ void kdelay_conf_destroy(kdelay_conf_t *conf)
         }
         kd_targets_clear(&conf->fwd_targets);
         kd_ratelimits_clear(&conf->fwd_rate_rules);
+        kd_mysql_params_clear(&conf->mysql_params);
         if (conf->rk_conf)
                 rd_kafka_conf_destroy(conf->rk_conf);
         kd_conf_kv_free(conf->kafka_kv, conf->kafka_kv_cnt);

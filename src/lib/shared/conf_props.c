@@ -264,6 +264,7 @@ typedef struct text_parsed {
         kd_ratelimits_t rates;        /* KD_PROP_RATES */
         kd_listen_t listen;           /* KD_PROP_LISTEN */
         kd_mysql_ssl_mode_t ssl_mode; /* KD_PROP_SSLMODE */
+        kd_mysql_params_t mysql;      /* KD_PROP_MYSQLURL */
 } text_parsed_t;
 
 /* Checks value, non-empty, against p's type and parses it into *out (the
@@ -291,14 +292,9 @@ static kdelay_err_t text_check(kdelay_conf_t *conf, const kd_prop_t *p,
                 return KDELAY_OK;
         case KD_PROP_KFILE:
                 return kd_conf_kfile_load(conf, value, errstr, errstr_size);
-        case KD_PROP_MYSQLURL: {
-                kd_mysql_params_t mp;
-                kdelay_err_t err =
-                    kd_mysql_url_parse(value, &mp, errstr, errstr_size);
-                if (!err)
-                        kd_mysql_params_clear(&mp);
-                return err;
-        }
+        case KD_PROP_MYSQLURL:
+                return kd_mysql_url_parse(value, &out->mysql, errstr,
+                                          errstr_size);
         default:
                 return KDELAY_OK;
         }
@@ -333,6 +329,7 @@ static kdelay_err_t text_set(kdelay_conf_t *conf, const kd_prop_t *p,
         if (err) {
                 kd_targets_clear(&parsed.targets);
                 kd_ratelimits_clear(&parsed.rates);
+                kd_mysql_params_clear(&parsed.mysql);
                 return err;
         }
         char **field = (char **)((char *)conf + p->offset);
@@ -351,7 +348,11 @@ static kdelay_err_t text_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 conf->fwd_http_addr = parsed.listen;
                 break;
         case KD_PROP_SSLMODE:
-                conf->mysql_ssl_mode_id = (int)parsed.ssl_mode;
+                conf->mysql_ssl_mode_id = parsed.ssl_mode;
+                break;
+        case KD_PROP_MYSQLURL:
+                kd_mysql_params_clear(&conf->mysql_params);
+                conf->mysql_params = parsed.mysql;
                 break;
         default:
                 break;
