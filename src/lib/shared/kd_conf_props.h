@@ -11,16 +11,21 @@
 
 #include "kd_conf.h"
 
+/* A property's type: its field's, and what kd_prop_set accepts. The text
+ * types (up to KD_PROP_MYSQLURL) keep the value as given, which
+ * kdelay_conf_get reads back; those marked "parsed" also keep its parsed
+ * form in the named field of kdelay_conf_s, set with the text (one
+ * property per such type). */
 typedef enum kd_prop_type {
         KD_PROP_STRING,   /* char * */
         KD_PROP_SECRET,   /* char *, read back as "***" */
         KD_PROP_TOPICPFX, /* char *, must make valid topic names */
-        KD_PROP_SSLMODE,  /* char *, a kd_mysql_ssl_mode_t name */
-        KD_PROP_TARGETS,  /* char *, a kd_targets_t list */
-        KD_PROP_RATES,    /* char *, a kd_ratelimits_t list */
-        KD_PROP_LISTEN,   /* char *, a kd_listen_t host:port */
+        KD_PROP_SSLMODE,  /* char *, parsed: mysql_ssl_mode_id */
+        KD_PROP_TARGETS,  /* char *, parsed: fwd_targets */
+        KD_PROP_RATES,    /* char *, parsed: fwd_rate_rules */
+        KD_PROP_LISTEN,   /* char *, parsed: fwd_http_addr */
         KD_PROP_KFILE,    /* char *, a Kafka client properties file, read */
-        KD_PROP_MYSQLURL, /* char *, parsed when set */
+        KD_PROP_MYSQLURL, /* char *, parsed: mysql_params */
         KD_PROP_INT,      /* int, >= min */
         KD_PROP_BYTES,    /* int64_t, >= min */
         KD_PROP_DURATION, /* int64_t ms */
