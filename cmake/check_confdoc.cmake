@@ -19,6 +19,6 @@ if(KD_DIFF)
 endif()
 message(FATAL_ERROR
   "docs/configuration.md differs from what docs/configuration.md.in and the "
-  "property table in src/lib/shared/conf.c generate (diff above: - committed, "
+  "property table in src/lib/shared/conf_props.c generate (diff above: - committed, "
   "+ generated, ${OUT}). Edit those two, not the .md, then refresh it:\n"
   "  cmake --build ${BUILD_DIR} --target configuration_md")

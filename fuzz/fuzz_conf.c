@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for the config loader (src/lib/shared/conf.c): a config
+/* libFuzzer target for the config loader (src/lib/shared/conf_file.c): a config
  * file's text (kd_conf_load_text, what kdelay_conf_load_file does after reading
  * the file) and name=value settings (kdelay_conf_set_pair, as -X passes
  * them). Whatever the input, nothing crashes or leaks (libFuzzer's leak

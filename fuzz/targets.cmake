@@ -9,7 +9,7 @@
 #   offmeta   the done set in exactly_once commit metadata (offtrack.c)
 #   time      durations and kdelayctl's --at times (duration.c, ctl_time.c)
 #   logquote  log value quoting and line cutting (log.c)
-#   conf      config file text and name=value settings (conf.c)
+#   conf      config file text and name=value settings (conf_file.c, conf_props.c)
 set(KD_FUZZ_TARGETS wire offmeta time logquote conf)
 
 # Adds fuzz target `name`'s sources and libraries to target `tgt`.

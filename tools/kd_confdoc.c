@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kd_confdoc: writes docs/configuration.md from its hand-written frame,
- * docs/configuration.md.in, and the property table in src/lib/shared/conf.c
- * (via kd_conf_write_reference): the frame's line "@KDELAY_PROPERTIES@" becomes
- * the table. Usage: kd_confdoc TEMPLATE [OUTPUT] (default: stdout). CMake
- * runs it for the targets confdoc and configuration_md, and the test
- * test_configuration_md (docs/development.md). Exit 0 ok, 1 error.
- * kd_confdoc --man VERSION CONFIG [OUTPUT] writes kdelay.conf(5) from the
- * same table instead (CONFIG: the installed file's path). */
+ * docs/configuration.md.in, and the property table in
+ * src/lib/shared/conf_props.c (via kd_conf_write_reference): the frame's line
+ * "@KDELAY_PROPERTIES@" becomes the table. Usage: kd_confdoc TEMPLATE [OUTPUT]
+ * (default: stdout). CMake runs it for the targets confdoc and
+ * configuration_md, and the test test_configuration_md (docs/development.md).
+ * Exit 0 ok, 1 error. kd_confdoc --man VERSION CONFIG [OUTPUT] writes
+ * kdelay.conf(5) from the same table instead (CONFIG: the installed file's
+ * path). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -46,7 +47,7 @@ static int expand(FILE *tmpl, const char *tmpl_path, FILE *out)
                 fprintf(stderr, "kd_confdoc: cannot write the property table: "
                                 "a property without help text, or with '|' "
                                 "or a newline in it "
-                                "(src/lib/shared/conf.c)\n");
+                                "(src/lib/shared/conf_props.c)\n");
                 return -1;
         }
         if (markers != 1) {

@@ -25,7 +25,7 @@
 
 const crypto = require('crypto');
 
-// kdelay's default ladder (property `tiers`, src/lib/shared/conf.c).
+// kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c).
 const DEFAULT_TIERS = '1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d';
 const DEFAULT_PREFIX = 'kdelay';
 const PROG = 'schedule.js';

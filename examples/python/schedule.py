@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-# kdelay's default ladder (property `tiers`, src/lib/shared/conf.c).
+# kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c).
 DEFAULT_TIERS = "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d"
 DEFAULT_PREFIX = "kdelay"
 

@@ -310,12 +310,9 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
                     "--user %s: want USER or USER@HOST without quotes, "
                     "backslashes, backticks or control characters",
                     kd_log_quote(a->user, q, sizeof(q)));
-        kd_mysql_params_t p = {0};
-        char errstr[512];
-        if (cli->conf->mysql_url && kd_mysql_url_parse(cli->conf->mysql_url, &p,
-                                                       errstr, sizeof(errstr)))
-                return kd_cli_usage_error(cli, "%s", errstr);
-        const char *db = p.db ? p.db : "kdelay";
+        /* mysql.url, parsed when set (zero when unset). */
+        const kd_mysql_params_t *p = &cli->conf->mysql_params;
+        const char *db = p->db ? p->db : "kdelay";
         int rc = KD_EXIT_OK;
         if (strpbrk(db, "`\n"))
                 rc = kd_cli_usage_error(cli,
@@ -325,7 +322,6 @@ static int run_grants(kd_cli_t *cli, const gc_args_t *a)
                 kd_db_grants_write(stdout, a->role, db, account);
         else
                 rc = grants_json(a->role, db, account);
-        kd_mysql_params_clear(&p);
         return rc;
 }
 

@@ -77,7 +77,7 @@ static int on_opt(int opt, const char *arg, void *ctx)
 
 /* The rate-limited targets' recent lateness (kd_targetlate.h). */
 typedef struct stats_targets {
-        kd_ratelimits_t rules;
+        const kd_ratelimits_t *rules; /* the conf's */
         kd_target_late_t v[64];
         size_t cnt;
         int64_t window_ms;
@@ -152,11 +152,11 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
         cJSON_AddNumberToObject(dl, "total", (double)d->counts.total);
         cJSON_AddBoolToObject(dl, "complete", d->complete);
         kd_ctl_reasons_json(&d->counts, dl, "by_reason");
-        if (tg->rules.cnt) {
+        if (tg->rules->cnt) {
                 cJSON *ta = cJSON_AddArrayToObject(o, "rate_limited_targets");
                 for (size_t i = 0; i < tg->cnt; i++) {
                         const kd_target_late_t *t = &tg->v[i];
-                        const kd_ratelimit_t *r = &tg->rules.v[t->rule];
+                        const kd_ratelimit_t *r = &tg->rules->v[t->rule];
                         cJSON *j = cJSON_CreateObject();
                         cJSON_AddStringToObject(j, "limit", r->as);
                         cJSON_AddNumberToObject(j, "rate", r->rate);
@@ -227,7 +227,7 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                d->counts.total);
         kd_ctl_reasons_print(&d->counts);
         printf("%s\n", d->complete ? "" : " (incomplete)");
-        if (!tg->rules.cnt)
+        if (!tg->rules->cnt)
                 return;
         printf("\nrate-limited targets, fires of the last %s:\n",
                kdelay_duration_format(tg->window_ms, w, sizeof(w)));
@@ -237,7 +237,7 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
                        "LATE_P99_MS", "LATE_MAX_MS");
         for (size_t i = 0; i < tg->cnt; i++) {
                 const kd_target_late_t *t = &tg->v[i];
-                const kd_ratelimit_t *r = &tg->rules.v[t->rule];
+                const kd_ratelimit_t *r = &tg->rules->v[t->rule];
                 printf("%-20s %10g %-36s %8llu %12lld %12lld %12lld%s\n", r->as,
                        r->rate, t->topic, (unsigned long long)t->fires,
                        (long long)t->p50_ms, (long long)t->p99_ms,
@@ -297,12 +297,9 @@ int kd_ctl_stats(int argc, char **argv)
         }
         static stats_targets_t tg; /* large */
         tg.window_ms = a.targets_window_ms;
+        tg.rules = &cli.conf->fwd_rate_rules;
         if (!err)
-                err = kd_ratelimits_parse(&tg.rules,
-                                          cli.conf->fwd_target_rate_limits,
-                                          errstr, sizeof(errstr));
-        if (!err)
-                err = kd_target_late_read(cli.conf, &tg.rules, tg.window_ms,
+                err = kd_target_late_read(cli.conf, tg.rules, tg.window_ms,
                                           5000, tg.v, 64, &tg.cnt, errstr,
                                           sizeof(errstr));
         if (err) {
@@ -322,7 +319,6 @@ int kd_ctl_stats(int argc, char **argv)
                         rc = KD_EXIT_ERROR;
                 }
         }
-        kd_ratelimits_clear(&tg.rules);
         kd_cli_clear(&cli);
         return rc;
 }

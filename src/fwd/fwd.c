@@ -460,9 +460,9 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         kd_outage_init(f);
         f->mode = kd_mode_select(conf);
         const char *const *defaults, *const *forced;
-        kdelay_err_t err = kd_targets_parse(
-            &f->allowed, conf->fwd_allowed_targets, errstr, errstr_size);
-        if (!err && !f->allowed.cnt)
+        kdelay_err_t err = KDELAY_OK;
+        f->allowed = &conf->fwd_targets;
+        if (!f->allowed->cnt)
                 kd_log(conf, KDELAY_LOG_WARNING,
                        "event=allowed_targets_unset reason=\"a task may "
                        "name any topic this forwarder may write as its "
@@ -527,7 +527,6 @@ void kd_fwd_destroy(kd_fwd_t *f)
                         if (k->io_fds[i][j] >= 0)
                                 close(k->io_fds[i][j]);
         kd_fate_store_destroy(f->store.fate);
-        kd_targets_clear(&f->allowed);
         kd_pace_clear(f);
         kdelay_conf_destroy(f->conf);
         free(f);

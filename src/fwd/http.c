@@ -118,19 +118,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                     "not found: /metrics, /healthz, /readyz\n");
 }
 
-/* forwarder.http_listen into a socket address (a name is resolved). */
-static int listen_addr(const char *listen, struct sockaddr_storage *ss,
-                       char *errstr, size_t errstr_size)
+/* forwarder.http_listen, parsed (at) and as written (listen), into a
+ * socket address (a name is resolved). */
+static int listen_addr(const kd_listen_t *at, const char *listen,
+                       struct sockaddr_storage *ss, char *errstr,
+                       size_t errstr_size)
 {
-        kd_listen_t l;
-        if (kd_listen_parse(&l, listen, errstr, errstr_size))
-                return -1;
         char port[8];
-        snprintf(port, sizeof(port), "%u", l.port);
+        snprintf(port, sizeof(port), "%u", at->port);
         struct addrinfo hints = {0}, *res = NULL;
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
         hints.ai_socktype = SOCK_STREAM;
-        int rc = getaddrinfo(l.host, port, &hints, &res);
+        int rc = getaddrinfo(at->host, port, &hints, &res);
         if (rc || !res) {
                 kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                         "forwarder.http_listen: \"%s\": %s", listen,
@@ -212,12 +211,12 @@ static struct MHD_Daemon *daemon_start(kd_http_t *h,
             connection_notice, h, MHD_OPTION_END);
 }
 
-kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen,
-                           const kd_clocksrc_t *clock, char *errstr,
-                           size_t errstr_size)
+kdelay_err_t kd_http_start(kd_http_t **hp, const kd_listen_t *at,
+                           const char *listen, const kd_clocksrc_t *clock,
+                           char *errstr, size_t errstr_size)
 {
         struct sockaddr_storage ss;
-        if (listen_addr(listen, &ss, errstr, errstr_size))
+        if (listen_addr(at, listen, &ss, errstr, errstr_size))
                 return KDELAY_ERR_CONFIG;
         kd_http_t *h = calloc(1, sizeof(*h));
         if (!h)

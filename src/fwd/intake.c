@@ -169,7 +169,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 return;
         }
         if (kd_wire_topic_internal(w.target, w.target_len) ||
-            !kd_targets_allow(&f->allowed, w.target, w.target_len)) {
+            !kd_targets_allow(f->allowed, w.target, w.target_len)) {
                 t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
                 return;
         }

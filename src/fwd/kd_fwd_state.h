@@ -219,11 +219,12 @@ typedef struct kd_fwd_pace {
         double tokens;
         int64_t tokens_mono; /* last refill; 0 = never */
         kd_taskq_t q;
-        kd_timer_t timer;      /* monotonic: the next token for q's head */
-        kd_ratelimits_t rules; /* forwarder.target_rate_limits, parsed */
-        kd_fwd_rlim_t *lim;    /* owned: one per rule */
-        double share;          /* this forwarder's part of each limit */
-        int64_t share_mono;    /* when share was worked out; 0 = never */
+        kd_timer_t timer; /* monotonic: the next token for q's head */
+        /* forwarder.target_rate_limits: the conf's, parsed when set */
+        const kd_ratelimits_t *rules;
+        kd_fwd_rlim_t *lim; /* owned: one per rule */
+        double share;       /* this forwarder's part of each limit */
+        int64_t share_mono; /* when share was worked out; 0 = never */
 } kd_fwd_pace_t;
 
 /* Settled fates waiting for the fate store (settle.c). */
@@ -319,7 +320,8 @@ struct kd_fwd {
         void *mode_state;          /* owned by the mode */
         kd_fwd_hooks_t hooks;
         kd_metrics_t metrics;
-        kd_targets_t allowed;   /* forwarder.allowed_targets, parsed */
+        /* forwarder.allowed_targets: the conf's, parsed when set */
+        const kd_targets_t *allowed;
         kd_refusals_t refusals; /* what targets were seen to refuse */
         kd_timer_t stats_timer;
         /* The ladder's tier topics that do not exist (tiercheck.c): their

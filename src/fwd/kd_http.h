@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kd_listen.h"
+
 #include <kdelay/kdelay.h>
 
 /* /healthz answers 503 once the loop has not turned for this long (a
@@ -36,16 +38,17 @@
 typedef struct kd_http kd_http_t;
 typedef struct kd_clocksrc kd_clocksrc_t;
 
-/* Listens on listen ("host:port", "[v6]:port", kd_listen_parse; port 0 =
- * any free one): KDELAY_ERR_CONFIG when listen is not one (or the name
- * does not resolve), KDELAY_ERR_SYSTEM when it cannot listen there (errno
+/* Listens on at (forwarder.http_listen as kd_listen_parse made it when the
+ * property was set, written as listen: "host:port", "[v6]:port"; port 0 =
+ * any free one): KDELAY_ERR_CONFIG when its host name does not resolve,
+ * KDELAY_ERR_SYSTEM when it cannot listen there (errno
  * says why: EADDRINUSE when another process has the port). *hp owned by
  * the caller (kd_http_stop). clock (borrowed, outliving *hp): the
  * forwarder's, that /healthz measures the loop's last turn with, from the
  * server's thread. */
-kdelay_err_t kd_http_start(kd_http_t **hp, const char *listen,
-                           const kd_clocksrc_t *clock, char *errstr,
-                           size_t errstr_size);
+kdelay_err_t kd_http_start(kd_http_t **hp, const kd_listen_t *at,
+                           const char *listen, const kd_clocksrc_t *clock,
+                           char *errstr, size_t errstr_size);
 /* The port listened on. */
 unsigned kd_http_port(const kd_http_t *h);
 /* Connections refused so far to keep the loopback reserve. */

@@ -87,7 +87,8 @@ static kdelay_err_t http_start(kd_fwd_t *f)
         if (!listen || !*listen)
                 return KDELAY_OK;
         kdelay_err_t err =
-            kd_http_start(&f->http, listen, &f->timers.clock, why, sizeof(why));
+            kd_http_start(&f->http, &f->conf->fwd_http_addr, listen,
+                          &f->timers.clock, why, sizeof(why));
         if (err) {
                 int taken = err == KDELAY_ERR_SYSTEM && errno == EADDRINUSE;
                 f->http_failed = 1;

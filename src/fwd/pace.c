@@ -129,7 +129,7 @@ static double share(kd_fwd_t *f, int64_t mono)
 
 static bucket_t rule_bucket(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
-        const kd_ratelimit_t *r = &f->pace.rules.v[l - f->pace.lim];
+        const kd_ratelimit_t *r = &f->pace.rules->v[l - f->pace.lim];
         double s = share(f, mono), burst = r->burst * s;
         return (bucket_t){&l->tokens, &l->tokens_mono, r->rate * s,
                           burst < 1.0 ? 1.0 : burst};
@@ -149,8 +149,8 @@ static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
 /* The rule limiting t's target (an index of f->pace.lim), or -1. */
 static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
 {
-        return f->pace.rules.cnt && t->rec.target
-                   ? kd_ratelimits_match(&f->pace.rules, t->rec.target,
+        return f->pace.rules->cnt && t->rec.target
+                   ? kd_ratelimits_match(f->pace.rules, t->rec.target,
                                          strlen(t->rec.target))
                    : -1;
 }
@@ -324,16 +324,13 @@ kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         kd_fwd_pace_t *p = &f->pace;
         kd_timer_init(&p->timer, NULL, f);
-        kdelay_err_t err = kd_ratelimits_parse(
-            &p->rules, f->conf->fwd_target_rate_limits, errstr, errstr_size);
-        if (err || !p->rules.cnt)
-                return err;
-        if (!(p->lim = calloc(p->rules.cnt, sizeof(*p->lim)))) {
-                kd_ratelimits_clear(&p->rules);
+        p->rules = &f->conf->fwd_rate_rules;
+        if (!p->rules->cnt)
+                return KDELAY_OK;
+        if (!(p->lim = calloc(p->rules->cnt, sizeof(*p->lim))))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        }
-        for (size_t i = 0; i < p->rules.cnt; i++) {
+        for (size_t i = 0; i < p->rules->cnt; i++) {
                 p->lim[i].f = f;
                 kd_timer_init(&p->lim[i].timer, NULL, &p->lim[i]);
         }
@@ -344,14 +341,13 @@ void kd_pace_clear(kd_fwd_t *f)
 {
         free(f->pace.lim);
         f->pace.lim = NULL;
-        kd_ratelimits_clear(&f->pace.rules);
 }
 
 void kd_pace_log(kd_fwd_t *f)
 {
         kd_fwd_pace_t *p = &f->pace;
-        for (size_t i = 0; i < p->rules.cnt; i++) {
-                const kd_ratelimit_t *r = &p->rules.v[i];
+        for (size_t i = 0; i < p->rules->cnt; i++) {
+                const kd_ratelimit_t *r = &p->rules->v[i];
                 char q[KD_LOG_QUOTED_MAX(256)];
                 kd_log(f->conf, KDELAY_LOG_INFO,
                        "event=target_rate_limit target=%s limit=%g share=%.3f "
@@ -373,25 +369,25 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
             *len < size ? buf + *len : NULL, *len < size ? size - *len : 0,
             "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
         *len += n > 0 ? (size_t)n : 0;
-        for (size_t i = 0; i < p->rules.cnt; i++) {
+        for (size_t i = 0; i < p->rules->cnt; i++) {
                 const kd_fwd_rlim_t *l = &p->lim[i];
                 double v = which == 0   ? (double)l->waited_ms / 1000.0
                            : which == 1 ? (double)l->waited
                            : which == 2 ? (double)l->q.len
-                                        : p->rules.v[i].rate *
+                                        : p->rules->v[i].rate *
                                               (p->share_mono ? p->share : 1.0);
                 /* Label values: topic characters and '*' only. */
                 n = snprintf(*len < size ? buf + *len : NULL,
                              *len < size ? size - *len : 0,
                              "%s{target=\"%s\"} %.17g\n", name,
-                             p->rules.v[i].as, v);
+                             p->rules->v[i].as, v);
                 *len += n > 0 ? (size_t)n : 0;
         }
 }
 
 void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
 {
-        if (!f->pace.rules.cnt)
+        if (!f->pace.rules->cnt)
                 return;
         family(f, "kdelay_forwarder_rate_limited_seconds_total", "counter",
                "Time fires to a rate-limited target waited for its limit, "

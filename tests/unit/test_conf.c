@@ -17,6 +17,7 @@
 #include "kd_kprops.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_ratelimits.h"
 #include "kd_secret.h"
 #include "kd_targets.h"
 #include "kd_test.h"
@@ -1074,6 +1075,114 @@ static void test_mysql_url_variants(void)
         kdelay_conf_destroy(conf);
 }
 
+/* The values with a parsed form are parsed once, when set, into their
+ * typed fields, which the forwarder and kdelayctl read: set, a refused
+ * value (the field keeps the previous one), unset with "", and copied by
+ * kdelay_conf_dup. */
+static void test_typed_fields(void)
+{
+        char errstr[512];
+        kdelay_conf_t *conf = kdelay_conf_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 0);
+        CU_ASSERT_EQUAL(conf->fwd_rate_rules.cnt, 0);
+        CU_ASSERT_EQUAL(conf->mysql_ssl_mode_id, KD_MYSQL_SSL_UNSET);
+        CU_ASSERT_EQUAL(conf->fwd_http_addr.host[0], '\0');
+
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "forwarder.allowed_targets",
+                                        "orders, events.*", errstr,
+                                        sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "forwarder.target_rate_limits",
+                                        "payments=500,orders.*=2000/400",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "forwarder.http_listen",
+                                        "[::1]:9464", errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.ssl_mode", "verify_ca",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kdelay_conf_set(conf, "mysql.url",
+                                        "mysql://u:p%40ss@[::1]:3307/fate",
+                                        errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.host, "::1");
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.password, "p@ss");
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.db, "fate");
+        CU_ASSERT_EQUAL(conf->mysql_params.port, 3307);
+        CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 2);
+        CU_ASSERT(kd_targets_allow(&conf->fwd_targets, "events.a", 8));
+        CU_ASSERT(!kd_targets_allow(&conf->fwd_targets, "other", 5));
+        CU_ASSERT_EQUAL_FATAL(conf->fwd_rate_rules.cnt, 2);
+        CU_ASSERT_EQUAL(
+            kd_ratelimits_match(&conf->fwd_rate_rules, "orders.x", 8), 1);
+        CU_ASSERT_EQUAL(conf->fwd_rate_rules.v[1].burst, 400.0);
+        CU_ASSERT_STRING_EQUAL(conf->fwd_http_addr.host, "::1");
+        CU_ASSERT_EQUAL(conf->fwd_http_addr.port, 9464);
+        CU_ASSERT_EQUAL(conf->fwd_http_addr.v6, 1);
+        CU_ASSERT_EQUAL(conf->mysql_ssl_mode_id, KD_MYSQL_SSL_VERIFY_CA);
+        GET_IS(conf, "mysql.ssl_mode", "verify_ca"); /* read back as given */
+
+        /* Refused: text and parsed form stay as they were. */
+        CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "forwarder.allowed_targets",
+                                            "bad topic", errstr,
+                                            sizeof(errstr)),
+                            KDELAY_OK);
+        CU_ASSERT_NOT_EQUAL(
+            kdelay_conf_set(conf, "forwarder.target_rate_limits", "payments=0",
+                            errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "forwarder.http_listen",
+                                            ":9464", errstr, sizeof(errstr)),
+                            KDELAY_OK);
+        CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "mysql.ssl_mode", "sometimes",
+                                            errstr, sizeof(errstr)),
+                            KDELAY_OK);
+        CU_ASSERT_NOT_EQUAL(kdelay_conf_set(conf, "mysql.url", "mysql://x",
+                                            errstr, sizeof(errstr)),
+                            KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(conf->mysql_params.db, "fate");
+        CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 2);
+        CU_ASSERT_EQUAL(conf->fwd_rate_rules.cnt, 2);
+        CU_ASSERT_EQUAL(conf->fwd_http_addr.port, 9464);
+        CU_ASSERT_EQUAL(conf->mysql_ssl_mode_id, KD_MYSQL_SSL_VERIFY_CA);
+        GET_IS(conf, "forwarder.allowed_targets", "orders, events.*");
+
+        /* A copy has parsed forms of its own. */
+        kdelay_conf_t *dup = kdelay_conf_dup(conf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dup);
+        CU_ASSERT_EQUAL(dup->fwd_targets.cnt, 2);
+        CU_ASSERT_PTR_NOT_EQUAL(dup->fwd_targets.buf, conf->fwd_targets.buf);
+        CU_ASSERT_EQUAL(dup->fwd_rate_rules.cnt, 2);
+        CU_ASSERT_PTR_NOT_EQUAL(dup->fwd_rate_rules.buf,
+                                conf->fwd_rate_rules.buf);
+        CU_ASSERT_EQUAL(dup->fwd_http_addr.port, 9464);
+        CU_ASSERT_EQUAL(dup->mysql_ssl_mode_id, KD_MYSQL_SSL_VERIFY_CA);
+        CU_ASSERT_PTR_NOT_EQUAL(dup->mysql_params.db, conf->mysql_params.db);
+        if (dup->mysql_params.db)
+                CU_ASSERT_STRING_EQUAL(dup->mysql_params.db, "fate");
+
+        /* "" unsets each. */
+        const char *names[] = {
+            "forwarder.allowed_targets", "forwarder.target_rate_limits",
+            "forwarder.http_listen", "mysql.ssl_mode", "mysql.url"};
+        for (size_t i = 0; i < KD_ARRAY_LEN(names); i++)
+                CU_ASSERT_EQUAL(
+                    kdelay_conf_set(conf, names[i], "", errstr, sizeof(errstr)),
+                    KDELAY_OK);
+        CU_ASSERT_EQUAL(conf->fwd_targets.cnt, 0);
+        CU_ASSERT_EQUAL(conf->fwd_rate_rules.cnt, 0);
+        CU_ASSERT_EQUAL(conf->fwd_http_addr.host[0], '\0');
+        CU_ASSERT_EQUAL(conf->mysql_ssl_mode_id, KD_MYSQL_SSL_UNSET);
+        CU_ASSERT_PTR_NULL(conf->mysql_params.host);
+        CU_ASSERT_PTR_NULL(conf->mysql_params.db);
+        CU_ASSERT_EQUAL(dup->fwd_targets.cnt, 2); /* the copy's own */
+        CU_ASSERT_STRING_EQUAL(dup->mysql_params.host, "::1");
+        kdelay_conf_destroy(dup);
+        kdelay_conf_destroy(conf);
+}
+
 /* forwarder.allowed_targets: names and prefix* patterns, checked when set,
  * a list in the file. */
 static void test_allowed_targets(void)
@@ -1897,6 +2006,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_secret_refs),
     KD_TEST(test_secret_not_regular),
     KD_TEST(test_allowed_targets),
+    KD_TEST(test_typed_fields),
     KD_TEST(test_kprops_parse),
     KD_TEST(test_kafka_config),
     KD_TEST(test_kafka_config_from_file),

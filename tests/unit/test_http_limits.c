@@ -233,8 +233,10 @@ static kd_http_t *serve(unsigned *port)
         static kd_clocksrc_t clock;
         kd_http_t *h = NULL;
         char why[256];
+        kd_listen_t at;
         kd_clocksrc_real(&clock);
-        if (kd_http_start(&h, "127.0.0.1:0", &clock, why, sizeof(why))) {
+        if (kd_listen_parse(&at, "127.0.0.1:0", why, sizeof(why)) ||
+            kd_http_start(&h, &at, "127.0.0.1:0", &clock, why, sizeof(why))) {
                 printf("\n  %s", why);
                 return NULL;
         }

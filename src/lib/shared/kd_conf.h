@@ -11,6 +11,10 @@
 
 #include <kdelay/conf.h>
 
+#include "kd_listen.h"
+#include "kd_mysql_url.h"
+#include "kd_ratelimits.h"
+#include "kd_targets.h"
 #include "kd_tiers.h"
 
 /* forwarder.delivery (docs/reliability.md). */
@@ -37,6 +41,10 @@ struct kdelay_conf_s {
         char *mysql_ssl_ca;        /* owned; NULL = the URL's or none */
         char *mysql_ssl_cert;      /* owned; NULL = the URL's or none */
         char *mysql_ssl_key;       /* owned; NULL = the URL's or none */
+        /* Owned: mysql_url parsed when set (all zero while it is NULL). */
+        kd_mysql_params_t mysql_params;
+        /* mysql_ssl_mode parsed when set; KD_MYSQL_SSL_UNSET while NULL. */
+        kd_mysql_ssl_mode_t mysql_ssl_mode_id;
         int mysql_connect_timeout_s;
         int64_t fate_retention_ms; /* gc keeps rows this long past due */
         int topics_partitions;
@@ -73,9 +81,13 @@ struct kdelay_conf_s {
         char *fwd_allowed_targets;    /* owned; NULL = every topic */
         char *fwd_target_rate_limits; /* owned; NULL = none limited */
         char *fwd_http_listen;        /* owned; NULL or "" = no HTTP */
-        rd_kafka_conf_t *rk_conf;     /* owned; validates pass-through props */
-        char **kafka_kv;     /* owned; name,value,name,value... as set */
-        size_t kafka_kv_cnt; /* number of strings (2 per property) */
+        /* The three parsed when set: owned, all zero while unset. */
+        kd_targets_t fwd_targets;       /* fwd_allowed_targets */
+        kd_ratelimits_t fwd_rate_rules; /* fwd_target_rate_limits */
+        kd_listen_t fwd_http_addr;      /* fwd_http_listen */
+        rd_kafka_conf_t *rk_conf; /* owned; validates pass-through props */
+        char **kafka_kv;          /* owned; name,value,name,value... as set */
+        size_t kafka_kv_cnt;      /* number of strings (2 per property) */
         /* kafka_config: the path, and its file's properties (applied
          * before kafka_kv, which wins) and bootstrap.servers (used while
          * brokers_set is 0). */

@@ -310,11 +310,8 @@ static kdelay_err_t tls_apply(const kdelay_conf_t *conf,
                               kd_mysql_ssl_mode_t *modep, char *errstr,
                               size_t errstr_size)
 {
-        kd_mysql_ssl_mode_t mode = p->ssl_mode;
-        if (conf->mysql_ssl_mode &&
-            kd_mysql_ssl_mode_parse(conf->mysql_ssl_mode, &mode))
-                return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                               "mysql.ssl_mode: unknown mode");
+        kd_mysql_ssl_mode_t mode =
+            conf->mysql_ssl_mode_id ? conf->mysql_ssl_mode_id : p->ssl_mode;
         if (mode == KD_MYSQL_SSL_UNSET)
                 mode = KD_MYSQL_SSL_PREFERRED;
         *modep = mode;
@@ -377,41 +374,33 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                               char *errstr, size_t errstr_size)
 {
         char from_file[512] = "", hbuf[300];
-        kd_mysql_params_t p;
         kdelay_err_t err;
 
         if (!conf->mysql_url)
                 return kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
                                "no MySQL configured (set mysql.url or pass "
                                "--mysql mysql://user@host:port/db)");
-        if ((err =
-                 kd_mysql_url_parse(conf->mysql_url, &p, errstr, errstr_size)))
-                return err;
+        const kd_mysql_params_t *p = &conf->mysql_params; /* parsed when set */
         const char *password = conf->mysql_password;
         if (!password)
-                password = p.password;
+                password = p->password;
         if (!password && conf->mysql_password_file) {
                 if (password_file(conf->mysql_password_file, from_file,
-                                  sizeof(from_file), errstr, errstr_size)) {
-                        kd_mysql_params_clear(&p);
+                                  sizeof(from_file), errstr, errstr_size))
                         return KDELAY_ERR_CONFIG;
-                }
                 password = from_file;
         }
         if (!password && conf->mysql_password_env)
                 password = getenv(conf->mysql_password_env);
 
         MYSQL *conn = mysql_init(NULL);
-        if (!conn) {
-                kd_mysql_params_clear(&p);
+        if (!conn)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "cannot start a MySQL connection: out of "
                                "memory");
-        }
         kd_mysql_ssl_mode_t mode = KD_MYSQL_SSL_PREFERRED;
-        if ((err = tls_apply(conf, &p, conn, &mode, errstr, errstr_size))) {
+        if ((err = tls_apply(conf, p, conn, &mode, errstr, errstr_size))) {
                 mysql_close(conn);
-                kd_mysql_params_clear(&p);
                 return err;
         }
         unsigned timeout = (unsigned)conf->mysql_connect_timeout_s;
@@ -430,20 +419,20 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
         /* Force TCP even for "localhost": the URL names a host and port. */
         unsigned proto = MYSQL_PROTOCOL_TCP;
         mysql_optionsv(conn, MYSQL_OPT_PROTOCOL, &proto);
-        int connected = mysql_real_connect(conn, p.host, p.user, password, p.db,
-                                           p.port, NULL, 0) != NULL;
+        int connected = mysql_real_connect(conn, p->host, p->user, password,
+                                           p->db, p->port, NULL, 0) != NULL;
         /* The file's copy of the secret is not kept. */
         for (volatile char *c = from_file; c < from_file + sizeof(from_file);
              c++)
                 *c = '\0';
         if (!connected) {
-                err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                              "cannot connect to MySQL at %s:%u as %s "
-                              "(db %s, ssl_mode %s): %s",
-                              host_text(&p, hbuf, sizeof(hbuf)), p.port, p.user,
-                              p.db, kd_ssl_mode_names[mode], mysql_error(conn));
+                err =
+                    kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
+                            "cannot connect to MySQL at %s:%u as %s "
+                            "(db %s, ssl_mode %s): %s",
+                            host_text(p, hbuf, sizeof(hbuf)), p->port, p->user,
+                            p->db, kd_ssl_mode_names[mode], mysql_error(conn));
                 mysql_close(conn);
-                kd_mysql_params_clear(&p);
                 return err;
         }
         /* The connector may fall back to plaintext when the server offers
@@ -452,10 +441,9 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                 err = kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
                               "cannot connect to MySQL at %s:%u: ssl_mode "
                               "%s, but the server offers no TLS",
-                              host_text(&p, hbuf, sizeof(hbuf)), p.port,
+                              host_text(p, hbuf, sizeof(hbuf)), p->port,
                               kd_ssl_mode_names[mode]);
                 mysql_close(conn);
-                kd_mysql_params_clear(&p);
                 return err;
         }
         /* Each fate statement must be durable on its own, whatever the
@@ -464,15 +452,13 @@ kdelay_err_t kd_mysql_connect(const kdelay_conf_t *conf, MYSQL **connp,
                 err = kd_mysql_fail(conn, "enable autocommit", errstr,
                                     errstr_size);
                 mysql_close(conn);
-                kd_mysql_params_clear(&p);
                 return err;
         }
         char qhost[300], qdb[200];
         kd_log(conf, KDELAY_LOG_DEBUG,
                "event=mysql_connected host=%s port=%u db=%s",
-               kd_log_quote(p.host, qhost, sizeof(qhost)), p.port,
-               kd_log_quote(p.db, qdb, sizeof(qdb)));
-        kd_mysql_params_clear(&p);
+               kd_log_quote(p->host, qhost, sizeof(qhost)), p->port,
+               kd_log_quote(p->db, qdb, sizeof(qdb)));
         *connp = conn;
         return KDELAY_OK;
 }

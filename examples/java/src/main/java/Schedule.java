@@ -45,7 +45,7 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class Schedule {
-    /** kdelay's default ladder (property `tiers`, src/lib/shared/conf.c). */
+    /** kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c). */
     public static final String DEFAULT_TIERS = "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d";
     public static final String DEFAULT_PREFIX = "kdelay";
 
