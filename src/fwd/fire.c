@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fire stage, produce half (kd_fire.h): fire, hop, dead-letter, retries, the
- * delivery report callback. Owns the in-flight count in f->kafka. Calls
- * the mode and the settle stage. */
+ * delivery report callback. Produces through the producer room
+ * (kd_producer.h), which counts them in flight. Calls the mode and the
+ * settle stage. */
 #include "kd_fire.h"
 
 #include <stdio.h>
@@ -16,9 +17,9 @@
 #include "kd_outage.h"
 #include "kd_perr.h"
 #include "kd_probe.h"
+#include "kd_producer.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
-#include "kd_tophandles.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -213,9 +214,9 @@ static void fire_journal(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_JOURNAL);
         rd_kafka_resp_err_t err =
-            kd_journal_write(f, t, f->kafka.producer, t, 0);
+            kd_journal_write(f, t, kd_producer_main(f), t, 0);
         if (!err) {
-                f->kafka.inflight++;
+                kd_producer_sent(f);
                 t->where = KD_WHERE_FLIGHT;
                 return;
         }
@@ -233,9 +234,9 @@ static void fire_intent(kd_fwd_t *f, kd_task_t *t)
         kd_task_set_state(f, t, KD_TASK_INTENT);
         t->sent_ms = kd_fwd_wall_ms(f);
         rd_kafka_resp_err_t err =
-            kd_journal_write(f, t, f->kafka.producer, t, 1);
+            kd_journal_write(f, t, kd_producer_main(f), t, 1);
         if (!err) {
-                f->kafka.inflight++;
+                kd_producer_sent(f);
                 t->where = KD_WHERE_FLIGHT;
                 return;
         }
@@ -286,21 +287,12 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
             {.vtype = RD_KAFKA_VTYPE_MSGFLAGS, .u.i = RD_KAFKA_MSG_F_COPY},
             {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = t}};
         /* Through the producer's handle of the topic when there is one
-         * (its metadata asked for at the claim, kd_tophandles.h), else by
-         * name. */
-        rd_kafka_topic_t *rkt =
-            rk == f->kafka.producer ? kd_tophandles_get(f, topic) : NULL;
-        if (rkt) {
-                vu[0].vtype = RD_KAFKA_VTYPE_RKT;
-                vu[0].u.rkt = rkt;
-        }
+         * (its metadata asked for at the claim, kd_producer_topic), else by
+         * name: the producer room's. */
         t->sent_ms = kd_fwd_wall_ms(f);
-        rd_kafka_error_t *error =
-            rd_kafka_produceva(rk, vu, sizeof(vu) / sizeof(vu[0]));
-        err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
-        rd_kafka_error_destroy(error);
+        err = kd_producer_produce(f, rk, vu, sizeof(vu) / sizeof(vu[0]),
+                                  KD_PRODUCE_COUNTED | KD_PRODUCE_BY_HANDLE);
         if (!err) {
-                f->kafka.inflight++;
                 t->where = KD_WHERE_FLIGHT;
                 if (t->unclaimed && f->mode->journal_with_fire &&
                     (as == KD_TASK_FIRING ||
@@ -600,8 +592,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 kd_journal_reported(f, m);
                 return;
         }
-        f->kafka.inflight--;
-        f->kafka.last_report_mono = kd_fwd_mono_ms(f);
+        kd_producer_reported(f, 1);
         t->where = KD_WHERE_NONE; /* reported */
         headers_returned(t, m);
         if (!m->err) {

@@ -33,8 +33,8 @@ static void pause_resume(kd_fwd_t *f, kd_part_t *p, int pause)
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__FAIL;
         if (l) {
                 rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
-                err = pause ? rd_kafka_pause_partitions(f->kafka.consumer, l)
-                            : rd_kafka_resume_partitions(f->kafka.consumer, l);
+                err = pause ? rd_kafka_pause_partitions(f->consumer.rk, l)
+                            : rd_kafka_resume_partitions(f->consumer.rk, l);
                 rd_kafka_topic_partition_list_destroy(l);
         }
         if (err) {
@@ -244,7 +244,7 @@ static void consumer_fatal(kd_fwd_t *f)
 {
         char why[512], q[600], qi[KD_LOG_QUOTED_MAX(64)];
         rd_kafka_resp_err_t err =
-            rd_kafka_fatal_error(f->kafka.consumer, why, sizeof(why));
+            rd_kafka_fatal_error(f->consumer.rk, why, sizeof(why));
         kd_log_quote(f->claim.instance, qi, sizeof(qi));
         if (err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
                 kd_log(f->conf, KDELAY_LOG_ERROR,

@@ -7,7 +7,7 @@
 #include "kd_journal_rec.h"
 #include "kd_log.h"
 #include "kd_mode.h"
-#include "kd_tophandles.h"
+#include "kd_producer.h"
 #include "kd_util.h"
 
 /* After a failed journal record, fires wait for claims this long before a
@@ -41,23 +41,18 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
                 return RD_KAFKA_RESP_ERR__INVALID_ARG;
         /* Through the main producer's handle of the topic (its metadata
          * known: a produce by name to a topic new to the producer waits
-         * up to a second, and at_least_once's fire waits for this one). */
-        rd_kafka_topic_t *rkt = rk == f->kafka.producer
-                                    ? kd_tophandles_get(f, f->journal.topic)
-                                    : NULL;
-        rd_kafka_resp_err_t err =
-            rkt ? rd_kafka_producev(
-                      rk, RD_KAFKA_V_RKT(rkt),
-                      RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
-                      RD_KAFKA_V_VALUE(value, (size_t)n),
-                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                      RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END)
-                : rd_kafka_producev(
-                      rk, RD_KAFKA_V_TOPIC(f->journal.topic),
-                      RD_KAFKA_V_KEY(t->rec.id, strlen(t->rec.id)),
-                      RD_KAFKA_V_VALUE(value, (size_t)n),
-                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                      RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+         * up to a second, and at_least_once's fire waits for this one).
+         * Counted here (a record in the fire's transaction) or by the
+         * fire stage (kd_producer_sent). */
+        rd_kafka_vu_t vu[] = {
+            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = f->journal.topic},
+            {.vtype = RD_KAFKA_VTYPE_KEY,
+             .u.mem = {t->rec.id, strlen(t->rec.id)}},
+            {.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {value, (size_t)n}},
+            {.vtype = RD_KAFKA_VTYPE_MSGFLAGS, .u.i = RD_KAFKA_MSG_F_COPY},
+            {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = opaque}};
+        rd_kafka_resp_err_t err = kd_producer_produce(
+            f, rk, vu, sizeof(vu) / sizeof(vu[0]), KD_PRODUCE_BY_HANDLE);
         if (!err && opaque == kd_journal_marker(f))
                 f->journal.inflight++;
         return err;
@@ -65,7 +60,7 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
 
 void kd_journal_warm(kd_fwd_t *f)
 {
-        (void)kd_tophandles_get(f, f->journal.topic);
+        (void)kd_producer_topic(f, f->journal.topic);
 }
 
 void *kd_journal_marker(kd_fwd_t *f)

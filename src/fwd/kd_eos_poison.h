@@ -35,7 +35,7 @@ typedef struct kd_eos_view {
         int txn_ready;        /* no transaction open */
         int txn_open;         /* one open, produces go into it */
         size_t members;       /* records produced into the open one */
-        int reset_due;        /* a new producer is due (kafka.reset) */
+        int reset_due;        /* a new producer is due (a reset) */
         int busy;             /* a record is alone or solo in the open one */
         size_t inflight;      /* produces in flight */
         uint64_t solo_wait;   /* a record waiting for its solo turn; 0 none */

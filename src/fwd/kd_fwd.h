@@ -22,29 +22,6 @@ void kd_fwd_destroy(kd_fwd_t *f);
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event);
 /* fwd.c: the metrics and readiness to the HTTP endpoint (when on). */
 void kd_fwd_publish(kd_fwd_t *f);
-/* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
- * -1 (errno) when the pipe cannot be made. */
-int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
-/* fwd.c: the producer failed for good (err, why: its fatal error, or 0
- * when the mode found it): replaces it with a new one of the same
- * properties, whose queue wakes fds[1] of f->kafka.io_fds, and lets the
- * mode recover. -1 when it cannot: a fence (another process owns the
- * transactional.id), a renewal within KD_RENEW_MIN_INTERVAL_MS of the
- * last (unless the mode set renew_for_record: one record alone in its
- * transaction broke the producer, and it goes to the dead letters), or
- * the new producer failing; the caller stops and exits non-zero. */
-#define KD_RENEW_MIN_INTERVAL_MS 30000
-int kd_fwd_producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err,
-                          const char *why);
-/* fwd.c: replaces the healthy producer with a new one (the mode asked:
- * f->kafka.reset), as a renewal does but with none of its limits; -1 as
- * kd_fwd_producer_renew when the new one fails. */
-int kd_fwd_producer_reset(kd_fwd_t *f, const char *why);
-
-/* fwd.c: ends the solo producer (if any): its produces purged and
- * reported (the fire stage retries them); a later need makes a new one. */
-void kd_fwd_solo_close(kd_fwd_t *f);
-
 /* loop.c: runs until *stop is set, then shuts down cleanly. */
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd);
 

@@ -9,7 +9,7 @@
  * in its own header (kd_intake.h, kd_sched.h, kd_claim.h, kd_pace.h,
  * kd_fire.h, kd_settle.h), which only stages upstream of it include; a
  * stage reaches upstream only through the hooks below (kd_fwd_hooks_t:
- * room, rewind, reclaim, solo_producer). The delivery
+ * room, rewind, reclaim, claim, renewed, ...). The delivery
  * mode is an ops table (kd_mode.h) with one implementation per mode,
  * between the fire and settle stages. */
 #ifndef KD_FWD_STATE_H
@@ -39,53 +39,19 @@
 typedef struct kd_fwd kd_fwd_t;
 typedef struct kd_mode_ops kd_mode_ops_t;
 
-/* The Kafka clients (fwd.c creates them; loop.c polls them). */
-#define KD_WARM_TARGETS_MAX 64
-/* The producer's topic handle cache (tophandles.c): slots, direct-mapped. */
-#define KD_TOPHANDLE_SLOTS 1024
-
 /* The longest /readyz reason for missing tier topics (tiercheck.c). */
 #define KD_TIERS_WHY_MAX 480
 
-typedef struct kd_fwd_kafka {
-        rd_kafka_t *consumer;         /* owned */
-        rd_kafka_t *producer;         /* owned */
-        rd_kafka_queue_t *consumer_q; /* owned reference */
-        rd_kafka_queue_t *producer_q; /* owned reference */
-        /* at_least_once: a second producer that sends one record a batch,
-         * for records whose batch the broker refused as a whole (made
-         * when first needed: f->hooks.solo_producer); NULL = none. */
-        rd_kafka_t *solo;         /* owned */
-        rd_kafka_queue_t *solo_q; /* owned reference; wakes io_fds[1] */
-        int io_fds[2][2];         /* consumer, producer queue wake-up pipes */
-        size_t inflight;          /* produces awaiting a report */
-        int64_t last_report_mono; /* when a delivery report last came */
-        /* The producer failed for good and a new one may recover
-         * (kd_fwd_producer_renew, from the loop). */
-        int renew;
-        int64_t renewed_mono; /* the last renewal; 0 = none */
-        /* The renewal is for a record alone in its transaction (the
-         * mode dead-letters it): exempt from the renewal interval. */
-        int renew_for_record;
-        /* The mode wants a new producer though the old one is healthy
-         * (exactly_once, after an abort for a refused record: librdkafka
-         * 2.0.2 keeps the refused batch's sequence numbers, and the next
-         * transaction to write that partition fails on the gap; a new
-         * producer starts a new epoch). From the loop, when set. */
-        int reset;
-        /* The mode's producer properties, for a renewal (valid until the
-         * mode's destroy). */
-        const char *const *producer_defaults, *const *producer_forced;
-        /* The producer's handles of every ladder tier and the dead topic,
-         * made at start so that their metadata is fetched before the first
-         * hop (a first produce to a topic waits about a second for it). */
-        rd_kafka_topic_t *warm[KD_TIERS_MAX + 1]; /* owned */
-        size_t warm_cnt;
-        /* The handles of the topics fires go to (kd_tophandles.h); a new
-         * producer's made at once for the targets its predecessor wrote
-         * (at most KD_WARM_TARGETS_MAX). */
-        rd_kafka_topic_t *tophandles[KD_TOPHANDLE_SLOTS]; /* owned */
-} kd_fwd_kafka_t;
+/* The consumer (fwd.c creates it; loop.c polls it). The producers are the
+ * producer room's (kd_producer.h), f->producer. */
+typedef struct kd_fwd_consumer {
+        rd_kafka_t *rk;      /* owned */
+        rd_kafka_queue_t *q; /* owned reference */
+        int io_fds[2];       /* its queue's wake-up pipe */
+} kd_fwd_consumer_t;
+
+/* The producer room's state: opaque outside producer*.c. */
+typedef struct kd_producer kd_producer_t;
 
 /* Requests kept for reuse, per kind (claims and takeovers; marks): as
  * many as a catch-up has out at once (four claims, two batches of marks;
@@ -292,9 +258,10 @@ typedef struct kd_fwd_hooks {
         /* Held task t may be claimed now: its target's rate limit let it
          * through (the pacing stage, upstream of the claim's answer). */
         void (*claim)(kd_fwd_t *f, kd_task_t *t);
-        /* The solo producer (f->kafka.solo), made now if missing; NULL
-         * when it cannot be made (logged). */
-        rd_kafka_t *(*solo_producer)(kd_fwd_t *f);
+        /* The producer room replaced the producer (kd_producer_recover):
+         * the mode recovers with the new one. NULL when it did, else what
+         * failed (errstr says why). */
+        const char *(*renewed)(kd_fwd_t *f, char *errstr, size_t errstr_size);
         /* The fate store went down or came back (f->store.down). */
         void (*store_changed)(kd_fwd_t *f);
         /* Claims may go out again, or fire without a claim: the claim
@@ -306,7 +273,8 @@ struct kd_fwd {
         kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
         kdelay_conf_t *conf; /* owned */
         kd_timers_t timers;
-        kd_fwd_kafka_t kafka;
+        kd_fwd_consumer_t consumer;
+        kd_producer_t *producer; /* owned: the producer room */
         kd_fwd_store_t store;
         kd_fwd_intake_t intake;
         kd_fwd_held_t held;
@@ -348,6 +316,10 @@ struct kd_fwd {
         const char *fatal_why; /* static: the first reason */
         int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
 };
+
+/* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
+ * -1 (errno) when the pipe cannot be made. */
+int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
 
 /* Monotonic now, from the forwarder's one clock (f->timers.clock): what
  * every interval, backoff and threshold is measured with. */

@@ -7,7 +7,7 @@
  * no rebalance, and no timers. While it runs f->pumping is set, and the
  * paths that must not run nested consult it: a rewind asked for meanwhile
  * waits for the loop's next turn (kd_rebalance_rewind), a producer renewal
- * never starts inside it (kd_fwd_producer_renew). Everything else a
+ * never starts inside it (kd_producer_recover). Everything else a
  * report sets off (settling a task, a dead letter produced, a retry timer
  * armed) is safe nested: it only queues work. */
 #ifndef KD_LOOP_PUMP_H

@@ -20,6 +20,7 @@
 #include "kd_notify.h"
 #include "kd_outage.h"
 #include "kd_probe.h"
+#include "kd_producer.h"
 #include "kd_rebalance.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -48,7 +49,7 @@ static int serve_consumer(kd_fwd_t *f)
 {
         for (int i = 0; i < KD_LOOP_BATCH; i++) {
                 rd_kafka_message_t *m =
-                    rd_kafka_consumer_poll(f->kafka.consumer, 0);
+                    rd_kafka_consumer_poll(f->consumer.rk, 0);
                 if (!m)
                         return 0;
                 kd_intake_message(f, m);
@@ -171,7 +172,7 @@ static kdelay_err_t subscribe(kd_fwd_t *f)
                 return KDELAY_ERR_CONFIG;
         }
         rd_kafka_topic_partition_list_add(l, pattern, RD_KAFKA_PARTITION_UA);
-        rd_kafka_resp_err_t err = rd_kafka_subscribe(f->kafka.consumer, l);
+        rd_kafka_resp_err_t err = rd_kafka_subscribe(f->consumer.rk, l);
         rd_kafka_topic_partition_list_destroy(l);
         if (err) {
                 kd_log(c, KDELAY_LOG_ERROR, "event=subscribe_failed err=\"%s\"",
@@ -187,23 +188,24 @@ static void shutdown_clean(kd_fwd_t *f)
 {
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=forwarder_stopping held=%zu inflight=%zu", f->held.cnt,
-               f->kafka.inflight);
+               kd_producer_inflight(f));
         kd_notify_stopping(f);
         /* One deadline for the whole shutdown, revoke included. */
         f->shutdown_deadline =
             kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
-        rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->kafka.consumer);
+        rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->consumer.rk);
         if (err)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=consumer_close_failed err=\"%s\"",
                        rd_kafka_err2str(err));
-        if (f->kafka.renew) { /* failed during the revoke: unresolved */
+        if (kd_producer_renew_due(
+                f)) { /* failed during the revoke: unresolved */
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=producer_fatal what=shutdown action=exit");
                 kd_fwd_fatal(f, "producer_unresolved");
         }
         /* Orphans from the revoke report here; mark what they delivered. */
-        kd_loop_pump(f, f->shutdown_deadline, kd_pump_produces_done);
+        kd_producer_drain(f, f->shutdown_deadline);
         kd_settle_flush(f);
         if (kd_loop_pump(f, f->shutdown_deadline, kd_pump_store_idle))
                 kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -218,13 +220,10 @@ static void shutdown_clean(kd_fwd_t *f)
  * *stopped set when a signal came while the mode waited for the broker. */
 static kdelay_err_t start(kd_fwd_t *f, int *stopped)
 {
-        kd_fwd_kafka_t *k = &f->kafka;
         char why[512];
-        k->consumer_q = rd_kafka_queue_get_consumer(k->consumer);
-        k->producer_q = rd_kafka_queue_get_main(k->producer);
-        if (!k->consumer_q || !k->producer_q ||
-            kd_fwd_io_wakeup(k->consumer_q, k->io_fds[0]) ||
-            kd_fwd_io_wakeup(k->producer_q, k->io_fds[1])) {
+        f->consumer.q = rd_kafka_queue_get_consumer(f->consumer.rk);
+        if (!f->consumer.q || kd_producer_start(f) ||
+            kd_fwd_io_wakeup(f->consumer.q, f->consumer.io_fds)) {
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=startup_failed what=io_wakeup err=\"%s\"",
                        strerror(errno));
@@ -262,26 +261,6 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         return sub;
 }
 
-/* The solo producer's reports; one that failed for good goes (its
- * produces are retried, through a new one). */
-static void serve_solo(kd_fwd_t *f)
-{
-        char why[512];
-        if (!f->kafka.solo)
-                return;
-        while (rd_kafka_poll(f->kafka.solo, 0) > 0)
-                ;
-        rd_kafka_resp_err_t err =
-            rd_kafka_fatal_error(f->kafka.solo, why, sizeof(why));
-        if (!err)
-                return;
-        char q[600];
-        kd_log(f->conf, KDELAY_LOG_ERROR,
-               "event=solo_producer_fatal err=%s code=%s action=renew",
-               kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err));
-        kd_fwd_solo_close(f);
-}
-
 int kd_fwd_http_failed(const kd_fwd_t *f)
 {
         return f->http_failed;
@@ -295,29 +274,19 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
         kdelay_err_t result = start(f, &stopped);
         if (result || stopped)
                 return result;
-        struct pollfd fds[4] = {{f->kafka.io_fds[0][0], POLLIN, 0},
-                                {f->kafka.io_fds[1][0], POLLIN, 0},
+        struct pollfd fds[4] = {{f->consumer.io_fds[0], POLLIN, 0},
+                                {kd_producer_wake_fd(f), POLLIN, 0},
                                 {kd_store_fd(f), POLLIN, 0},
                                 {wake_fd, POLLIN, 0}};
         int more = 1; /* the queues may hold events from before io setup */
         while (!*stop) {
-                char why[512] = "a transactional call failed for good";
-                /* A fatal producer error (sequence loss, a transaction
-                 * the coordinator refuses) cannot be retried away: a new
-                 * producer replaces the old, or, fenced or failing again
-                 * soon, the forwarder stops cleanly and exits non-zero so
-                 * that a supervisor starts a fresh process. */
-                rd_kafka_resp_err_t ferr =
-                    rd_kafka_fatal_error(f->kafka.producer, why, sizeof(why));
-                if (ferr || f->kafka.renew || f->kafka.reset) {
-                        if (ferr || f->kafka.renew
-                                ? kd_fwd_producer_renew(
-                                      f, ferr ? ferr : RD_KAFKA_RESP_ERR__FATAL,
-                                      why)
-                                : kd_fwd_producer_reset(f, "sequence_gap"))
-                                break;
-                        f->kafka.reset = 0;
-                        fds[1].fd = f->kafka.io_fds[1][0];
+                /* The producer room replaces a producer that failed for
+                 * good, or that the mode asked to (kd_producer_recover). */
+                int recovered = kd_producer_recover(f);
+                if (recovered < 0)
+                        break;
+                if (recovered) {
+                        fds[1].fd = kd_producer_wake_fd(f);
                         more = 1;
                         continue;
                 }
@@ -343,9 +312,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 drain_fd(fds[1].fd);
                 kd_store_serve(f);
                 more = serve_consumer(f);
-                while (rd_kafka_poll(f->kafka.producer, 0) > 0)
-                        ;
-                serve_solo(f);
+                kd_producer_serve(f);
         }
         shutdown_clean(f);
         if (f->fatal) {

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The nested event pump (kd_loop_pump.h). */
+/* The nested event pump (kd_loop_pump.h): the producer room's drain, and
+ * the fate store's answers meanwhile. */
 #include "kd_loop_pump.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 
+#include "kd_producer.h"
 #include "kd_store.h"
 #include "kd_util.h"
 
@@ -16,29 +18,21 @@ int kd_pump_store_idle(kd_fwd_t *f)
 
 int kd_pump_produces_done(kd_fwd_t *f)
 {
-        return f->kafka.inflight == 0 ||
-               kd_fwd_mono_ms(f) - f->kafka.last_report_mono >=
-                   KD_PUMP_STALL_MS;
+        return kd_producer_quiet(f);
 }
 
 /* One turn: what the store finished, and the producers' reports, waiting
  * at most wait_ms for either. -1 when the store's fd cannot be polled. */
 static int turn(kd_fwd_t *f, int wait_ms)
 {
-        int produces = f->kafka.inflight > 0;
+        int produces = kd_producer_inflight(f) > 0;
         if (f->store.inflight > 0) {
                 struct pollfd p = {kd_store_fd(f), POLLIN, 0};
                 if (poll(&p, 1, produces ? 0 : wait_ms) < 0 && errno != EINTR)
                         return -1;
                 kd_store_serve(f);
         }
-        if (f->kafka.producer)
-                rd_kafka_poll(f->kafka.producer,
-                              !produces                            ? 0
-                              : f->store.inflight || f->kafka.solo ? 10
-                                                                   : wait_ms);
-        if (f->kafka.solo)
-                rd_kafka_poll(f->kafka.solo, 0);
+        kd_producer_poll(f, !produces ? 0 : f->store.inflight ? 10 : wait_ms);
         return 0;
 }
 
@@ -50,7 +44,7 @@ int kd_loop_pump(kd_fwd_t *f, int64_t deadline, kd_pump_until_t until)
                 return -1;
         }
         f->pumping = 1;
-        f->kafka.last_report_mono = kd_fwd_mono_ms(f);
+        kd_producer_drain_begin(f);
         int rc = 0;
         while (!until(f)) {
                 int64_t left = deadline - kd_fwd_mono_ms(f);

@@ -9,6 +9,7 @@
 
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_producer.h"
 #include "kd_settle.h"
 #include "kd_util.h"
 
@@ -65,7 +66,7 @@ static void commit(kd_fwd_t *f, int sync)
         }
         if (l->cnt > 0) {
                 rd_kafka_resp_err_t err =
-                    rd_kafka_commit(f->kafka.consumer, l, sync ? 0 : 1);
+                    rd_kafka_commit(f->consumer.rk, l, sync ? 0 : 1);
                 kd_metric_inc(&f->metrics, KD_M_COMMITS);
                 if (err)
                         kd_log(f->conf, KDELAY_LOG_WARNING,
@@ -156,8 +157,8 @@ static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         (void)as;
-        *rk = t && (t->solo || t->known_refusal) ? f->hooks.solo_producer(f)
-                                                 : f->kafka.producer;
+        *rk = t && (t->solo || t->known_refusal) ? kd_producer_solo(f)
+                                                 : kd_producer_main(f);
         return *rk ? 0 : -1;
 }
 

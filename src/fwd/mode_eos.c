@@ -26,6 +26,7 @@
 #include "kd_mode.h"
 #include "kd_perr.h"
 #include "kd_poison.h"
+#include "kd_producer.h"
 #include "kd_settle.h"
 #include "kd_util.h"
 
@@ -56,7 +57,7 @@ typedef enum kd_txn_state {
         KD_TXN_COMMITTING, /* sending offsets, committing */
         KD_TXN_ABORTING,   /* aborting */
         KD_TXN_RENEW,      /* the producer failed for good: a new one
-                              (kd_fwd_producer_renew) ends the transaction */
+                              (kd_producer_recover) ends the transaction */
         KD_TXN_FATAL       /* unrecoverable: the process exits */
 } kd_txn_state_t;
 
@@ -165,10 +166,10 @@ static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
                txn_state_names[from], txn_state_names[to]);
         s->txn = to;
         if (to == KD_TXN_RENEW) {
-                f->kafka.renew = 1; /* the loop's next turn */
-                /* One record's doing (it is dead-lettered next): not a
-                 * reason to give up on renewals. */
-                f->kafka.renew_for_record = s->solo != 0;
+                /* The loop's next turn. One record's doing (it is
+                 * dead-lettered next): not a reason to give up on
+                 * renewals. */
+                kd_producer_renew_soon(f, s->solo != 0);
         }
         if (to == KD_TXN_FATAL) {
                 kd_fwd_fatal(f, "transaction");
@@ -256,7 +257,8 @@ static int txn_begin(kd_fwd_t *f)
                 return 0;
         if (s->txn != KD_TXN_READY)
                 return -1; /* failed or fatal: deferred until the abort */
-        rd_kafka_error_t *error = rd_kafka_begin_transaction(f->kafka.producer);
+        rd_kafka_error_t *error =
+            rd_kafka_begin_transaction(kd_producer_main(f));
         if (error) {
                 classify(f, error, "begin_transaction");
                 return -1;
@@ -326,16 +328,16 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         eos_state_t *s = state_of(f);
-        *rk = f->kafka.producer;
+        *rk = kd_producer_main(f);
         uint64_t key = t ? kd_poison_key(t, as) : 0;
         kd_poison_entry_t *e = t ? kd_poison_find(&s->poison, key) : NULL;
         kd_eos_view_t v = {
             .txn_ready = s->txn == KD_TXN_READY,
             .txn_open = s->txn == KD_TXN_OPEN,
             .members = s->poison.members_len,
-            .reset_due = f->kafka.reset,
+            .reset_due = kd_producer_reset_due(f),
             .busy = s->solo || s->alone,
-            .inflight = f->kafka.inflight,
+            .inflight = kd_producer_inflight(f),
             .solo_wait = s->solo_wait,
             .solo_wait_at = s->solo_wait_mono,
             .known_refusal =
@@ -511,7 +513,8 @@ static void learn_cause(kd_fwd_t *f)
         eos_state_t *s = state_of(f);
         if (kd_eos_names_record(s->cause))
                 return;
-        rd_kafka_error_t *error = rd_kafka_begin_transaction(f->kafka.producer);
+        rd_kafka_error_t *error =
+            rd_kafka_begin_transaction(kd_producer_main(f));
         if (!error)
                 return;
         rd_kafka_resp_err_t stored = rd_kafka_error_code(error);
@@ -536,7 +539,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
                 txn_set_state(f, KD_TXN_ABORTING);
                 for (;;) {
                         rd_kafka_error_t *error = rd_kafka_abort_transaction(
-                            f->kafka.producer, KD_TXN_CALL_TIMEOUT_MS);
+                            kd_producer_main(f), KD_TXN_CALL_TIMEOUT_MS);
                         if (!error)
                                 break;
                         /* A commit still in progress: only a commit call
@@ -555,8 +558,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
                 /* Reports of the purged and the in-flight produces come
                  * now; what they say delivered belongs to the aborted
                  * transaction. */
-                while (rd_kafka_poll(f->kafka.producer, 0) > 0)
-                        ;
+                kd_producer_serve_main(f);
                 txn_set_state(f, KD_TXN_READY);
         }
         txn_over(f, 0, 0);
@@ -568,7 +570,7 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
          * on the gap (OUT_OF_ORDER_SEQUENCE_NUMBER). A new producer starts
          * a new epoch first. */
         if (kd_perr_class(s->last_cause) == KD_PERR_RECORD)
-                f->kafka.reset = 1;
+                kd_producer_reset_soon(f);
         return KD_TXN_ABORTED;
 }
 
@@ -602,11 +604,11 @@ static kd_txn_result_t send_offsets(kd_fwd_t *f, int64_t deadline)
         if (!l)
                 return KD_TXN_COMMITTED;
         rd_kafka_consumer_group_metadata_t *cgmd =
-            rd_kafka_consumer_group_metadata(f->kafka.consumer);
+            rd_kafka_consumer_group_metadata(f->consumer.rk);
         kd_txn_result_t r = KD_TXN_COMMITTED;
         rd_kafka_error_t *error;
         while ((error = rd_kafka_send_offsets_to_transaction(
-                    f->kafka.producer, l, cgmd, KD_TXN_CALL_TIMEOUT_MS)) &&
+                    kd_producer_main(f), l, cgmd, KD_TXN_CALL_TIMEOUT_MS)) &&
                again(f, error, "send_offsets_to_transaction", deadline, &r))
                 ;
         rd_kafka_consumer_group_metadata_destroy(cgmd);
@@ -642,7 +644,7 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
          * records are redone from the committed offsets if aborted). */
         rd_kafka_error_t *error;
         int64_t local = 0;
-        while ((error = rd_kafka_commit_transaction(f->kafka.producer,
+        while ((error = rd_kafka_commit_transaction(kd_producer_main(f),
                                                     KD_TXN_CALL_TIMEOUT_MS))) {
                 kd_txn_next_t next = classify(f, error, "commit_transaction");
                 if (next == KD_NEXT_FATAL)
@@ -679,8 +681,7 @@ static void commit_cb(kd_timer_t *tm, void *arg)
 
 static int eos_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
-        int r =
-            kd_eos_offsets_fetch(f->kafka.consumer, f->conf, parts, f->stop);
+        int r = kd_eos_offsets_fetch(f->consumer.rk, f->conf, parts, f->stop);
         if (!r)
                 return 0;
         if (r == -2)
@@ -957,7 +958,7 @@ static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         for (;;) {
                 rd_kafka_error_t *error = rd_kafka_init_transactions(
-                    f->kafka.producer, KD_TXN_CALL_TIMEOUT_MS);
+                    kd_producer_main(f), KD_TXN_CALL_TIMEOUT_MS);
                 if (!error)
                         return KDELAY_OK;
                 /* A broker still starting is worth waiting for. */

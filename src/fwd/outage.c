@@ -8,10 +8,10 @@
 
 #include "kd_journal.h"
 #include "kd_log.h"
+#include "kd_producer.h"
 #include "kd_reconcile.h"
 #include "kd_settle.h"
 #include "kd_store.h"
-#include "kd_tophandles.h"
 #include "kd_util.h"
 
 /* How often a reconciliation is looked at while it runs. */
@@ -58,9 +58,9 @@ void kd_outage_start(kd_fwd_t *f)
  * 2 s); 0 when it exists or cannot be told. */
 static int journal_gone(kd_fwd_t *f)
 {
-        rd_kafka_topic_t *rkt = kd_tophandles_get(f, f->journal.topic);
+        rd_kafka_topic_t *rkt = kd_producer_topic(f, f->journal.topic);
         const struct rd_kafka_metadata *md = NULL;
-        if (!rkt || rd_kafka_metadata(f->kafka.producer, 0, rkt, &md, 2000))
+        if (!rkt || rd_kafka_metadata(kd_producer_main(f), 0, rkt, &md, 2000))
                 return 0;
         int gone = md->topic_cnt == 1 &&
                    md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
@@ -73,7 +73,7 @@ void kd_outage_stop(kd_fwd_t *f)
         kd_fwd_outage_t *o = &f->outage;
         /* Fires of its own not applied (the store down): logged; each id
          * when the journal that holds them failed or is gone. */
-        if (kd_settle_unclaimed(f) > 0 && f->kafka.producer)
+        if (kd_settle_unclaimed(f) > 0 && kd_producer_main(f))
                 kd_settle_unclaimed_left(
                     f, kd_metric_get(&f->metrics, KD_M_JOURNAL_FAILED) > 0 ||
                            journal_gone(f));

@@ -12,7 +12,7 @@
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_tophandles.h"
+#include "kd_producer.h"
 #include "kd_util.h"
 
 /* A bucket: tokens refilled at rate per second, at most burst. */
@@ -314,8 +314,8 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 {
         kd_task_set_state(f, t, KD_TASK_CLAIMED);
         /* Its target's metadata asked for now, before the fire (none
-         * made: the fire goes by name, kd_tophandles.h). */
-        (void)kd_tophandles_get(f, t->rec.target);
+         * made: the fire goes by name, kd_producer.h). */
+        (void)kd_producer_topic(f, t->rec.target);
         if (kd_task_arm(f, t, KD_CLOCK_WALL, kd_pace_fire_at(f, t), due_cb))
                 kd_fwd_oom(f, "fire_timer");
 }

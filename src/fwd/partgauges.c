@@ -52,8 +52,8 @@ void kd_partgauges_format(const kd_fwd_t *f, char *buf, size_t size,
         for (const kd_part_t *p = f->intake.parts; p; p = p->next) {
                 int64_t lo = -1, hi = -1;
                 int64_t commit = kd_offtrack_commit_point(&p->track);
-                if (!f->kafka.consumer ||
-                    rd_kafka_get_watermark_offsets(f->kafka.consumer, p->topic,
+                if (!f->consumer.rk ||
+                    rd_kafka_get_watermark_offsets(f->consumer.rk, p->topic,
                                                    p->partition, &lo, &hi) ||
                     hi < 0 || commit < 0)
                         continue;

@@ -7,6 +7,7 @@
 
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_producer.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
 
@@ -71,15 +72,19 @@ static int probe_send(kd_fwd_t *f)
                 return -1;
         }
         c->sent_ms = kd_fwd_wall_ms(f);
-        rd_kafka_resp_err_t err = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_HEADERS(h),
-            RD_KAFKA_V_OPAQUE(&c->marker), RD_KAFKA_V_END);
+        /* By name; counted in flight (kd_producer_reported at its
+         * report). */
+        rd_kafka_vu_t vu[] = {
+            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = topic},
+            {.vtype = RD_KAFKA_VTYPE_HEADERS, .u.headers = h},
+            {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = &c->marker}};
+        rd_kafka_resp_err_t err = kd_producer_produce(
+            f, rk, vu, sizeof(vu) / sizeof(vu[0]), KD_PRODUCE_COUNTED);
         if (err) {
                 rd_kafka_headers_destroy(h);
                 return -1;
         }
         c->out = 1;
-        f->kafka.inflight++;
         kd_metric_inc(&f->metrics, KD_M_PROBES);
         return 0;
 }
@@ -118,7 +123,7 @@ void kd_probe_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
 {
         kd_fwd_clock_t *c = &f->clock;
         c->out = 0;
-        f->kafka.inflight--;
+        kd_producer_reported(f, 0);
         if (m->err) {
                 kd_log(f->conf, KDELAY_LOG_INFO,
                        "event=probe_failed err=\"%s\" retry_in_ms=1000",

@@ -5,8 +5,9 @@
  * and the mode commit, then drops them; a rewind (an aborted transaction)
  * drops every partition and reads again from the committed offsets. It
  * runs inside librdkafka's rebalance callback: it waits only through the
- * nested pump (kd_loop_pump.h). Calls the intake (partitions), claim,
- * fire, held, settle and the mode. */
+ * producer room (kd_producer.h): the nested pump (kd_loop_pump.h), or the
+ * room's wait for a claimed task's fire time. Calls the intake
+ * (partitions), claim, fire, held, settle and the mode. */
 #include "kd_rebalance.h"
 
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_pace.h"
+#include "kd_producer.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -30,7 +32,7 @@
  * partitions that move, and the others keep flowing. */
 static int cooperative(const kd_fwd_t *f)
 {
-        return !strcmp(rd_kafka_rebalance_protocol(f->kafka.consumer),
+        return !strcmp(rd_kafka_rebalance_protocol(f->consumer.rk),
                        "COOPERATIVE");
 }
 
@@ -43,11 +45,11 @@ static void assign(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
         rd_kafka_error_t *error = NULL;
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
         if (!cooperative(f))
-                err = rd_kafka_assign(f->kafka.consumer, add ? parts : NULL);
+                err = rd_kafka_assign(f->consumer.rk, add ? parts : NULL);
         else if (add)
-                error = rd_kafka_incremental_assign(f->kafka.consumer, parts);
+                error = rd_kafka_incremental_assign(f->consumer.rk, parts);
         else
-                error = rd_kafka_incremental_unassign(f->kafka.consumer, parts);
+                error = rd_kafka_incremental_unassign(f->consumer.rk, parts);
         if (!err && !error)
                 return;
         why = error ? rd_kafka_error_string(error) : rd_kafka_err2str(err);
@@ -195,8 +197,10 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                 if (next == INT64_MAX ||
                     kd_fwd_mono_ms(f) + (next - now) >= deadline)
                         return;
-                /* Wait for the next fire time, serving reports meanwhile. */
-                rd_kafka_poll(f->kafka.producer, (int)(next - now));
+                /* Wait for the next fire time, serving the main
+                 * producer's reports meanwhile (the producer room's wait;
+                 * the store's answers wait for the pumps below). */
+                kd_producer_wait(f, (int)(next - now));
         }
 }
 
@@ -248,7 +252,7 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
                 if (l->elems[i].offset < 0)
                         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
         rd_kafka_error_t *error =
-            rd_kafka_seek_partitions(f->kafka.consumer, l, 10000);
+            rd_kafka_seek_partitions(f->consumer.rk, l, 10000);
         for (int i = 0; !error && i < l->cnt; i++)
                 if (l->elems[i].err)
                         error = rd_kafka_error_new(l->elems[i].err, "%s [%d]",
@@ -290,7 +294,7 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         }
         /* Let in-flight produces finish so their offsets are committed
          * and the next owner does not produce them again. */
-        kd_loop_pump(f, deadline, kd_pump_produces_done);
+        kd_producer_drain(f, deadline);
         int aborted = f->mode->revoke(f, deadline);
         kd_settle_flush(f);
         store_deadline = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
@@ -300,7 +304,7 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=partitions_revoked count=%d inflight_abandoned=%zu "
                "kept=%d",
-               parts->cnt, f->kafka.inflight, f->intake.parts != NULL);
+               parts->cnt, kd_producer_inflight(f), f->intake.parts != NULL);
         assign(f, parts, 0);
         if (!coop)
                 return;

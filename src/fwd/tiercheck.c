@@ -66,7 +66,7 @@ static void check(kd_fwd_t *f)
 {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t err = rd_kafka_metadata(
-            f->kafka.consumer, 1, NULL, &md, KD_TIERCHECK_TIMEOUT_MS);
+            f->consumer.rk, 1, NULL, &md, KD_TIERCHECK_TIMEOUT_MS);
         if (err) {
                 kd_log(f->conf, KDELAY_LOG_INFO,
                        "event=tier_topics_unchecked err=%s",
@@ -128,11 +128,11 @@ static void instance_check(kd_fwd_t *f)
         }
         const struct rd_kafka_group_list *gl = NULL;
         rd_kafka_resp_err_t err =
-            rd_kafka_list_groups(f->kafka.consumer, f->conf->fwd_group_id, &gl,
+            rd_kafka_list_groups(f->consumer.rk, f->conf->fwd_group_id, &gl,
                                  KD_TIERCHECK_TIMEOUT_MS);
         if (err || !gl)
                 return; /* unknown: the last figure stays */
-        char *me = rd_kafka_memberid(f->kafka.consumer);
+        char *me = rd_kafka_memberid(f->consumer.rk);
         char hosts[256] = "";
         size_t hl = 0;
         int others = 0;
@@ -154,7 +154,7 @@ static void instance_check(kd_fwd_t *f)
                         }
                 }
         if (me)
-                rd_kafka_mem_free(f->kafka.consumer, me);
+                rd_kafka_mem_free(f->consumer.rk, me);
         rd_kafka_group_list_destroy(gl);
         f->metrics.v[KD_M_INSTANCE_IN_USE] = others;
         if (!others)

@@ -302,7 +302,7 @@ enum { N_INNOCENT = 20, N_FORBIDDEN = 1 };
  * forbidden records went alone (event=txn_solo) -- unless the producer
  * refused them before they joined a transaction: with no ACL at all the
  * metadata of the target's handle (asked for at the claim,
- * kd_tophandles.h) already says TOPIC_AUTHORIZATION_FAILED, the produce
+ * kd_producer.h) already says TOPIC_AUTHORIZATION_FAILED, the produce
  * fails at once and nothing aborts. With Describe only the topic looks
  * writable until the broker answers the produce, so that case still
  * aborts and goes solo. */

@@ -4,7 +4,9 @@
 # includes the declarations of a module that (directly or not) includes
 # its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
 # kd_mode.h, and exactly_once's parts eos_*.c, kd_eos_*.h) are one
-# module, the top (fwd.c, loop.c, main.c, kd_fwd.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
+# module, the top (fwd.c, loop.c, main.c, kd_fwd.h) another, the producer
+# room (producer*.c, kd_producer*.h, and the nested pump that is its
+# drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
 # exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
 # forwarder (kd_fwd_t): they get what they need as arguments;
 # and the mode files keep to their own state (kd_mode.h): they touch no
@@ -12,6 +14,9 @@
 # f->store, f->settle, f->clock) and never set f->shutdown_deadline.
 # And the forwarder tells the time one way: no module but the timer
 # service (timer.c, its clock source) reads the host's clocks.
+# And the producer room owns the producers: no other file touches their
+# state (f->kafka, f->producer->..., kd_producer_state.h) or polls,
+# flushes, purges or produces on a producer itself.
 # Usage: check_fwd_layers.sh SRC_FWD_DIR
 set -euo pipefail
 dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
@@ -23,6 +28,7 @@ module() { # file -> module name
     case $b in
     mode | mode_* | eos_*) echo mode ;;
     fwd | loop | main) echo top ;;
+    producer | producer_* | loop_pump) echo producer ;;
     *) echo "$b" ;;
     esac
 }
@@ -81,3 +87,14 @@ if [ -n "$reads" ]; then
     exit 1
 fi
 echo "the host's clocks read only in timer.c ($(grep -cE "$real" ./timer.c) reads)"
+
+# The producer room (kd_producer.h): the producers' state is its own, and
+# so are their polls (the reports), flushes, purges and produces.
+room='\bf->kafka\b|->kafka\.|->producer->|kd_producer_state\.h|\brd_kafka_(poll|flush|purge|produce|producev|produceva)\('
+touch=$(grep -nE "$room" ./*.c ./*.h | grep -vE '^\./(producer[a-z_]*\.c|kd_producer[a-z_]*\.h):' || true)
+if [ -n "$touch" ]; then
+    echo "check_fwd_layers: the producer room's state or producers touched outside it:" >&2
+    printf '%s\n' "$touch" >&2
+    exit 1
+fi
+echo "the producers touched only in the room: $(ls ./producer*.c | tr '\n' ' ')"

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The producer's topic handles by name (kd_tophandles.h): owns
- * f->kafka.tophandles. */
-#include "kd_tophandles.h"
-
+/* The producer room's topic handles by name (kd_producer_topic). */
 #include <stdint.h>
 #include <string.h>
+
+#include "kd_producer_state.h"
 
 /* FNV-1a of name, reduced to a slot. */
 static size_t slot_of(const char *name)
@@ -15,17 +14,17 @@ static size_t slot_of(const char *name)
         return (size_t)(h % KD_TOPHANDLE_SLOTS);
 }
 
-rd_kafka_topic_t *kd_tophandles_get(kd_fwd_t *f, const char *topic)
+rd_kafka_topic_t *kd_producer_topic(kd_fwd_t *f, const char *topic)
 {
-        kd_fwd_kafka_t *k = &f->kafka;
-        if (!k->producer)
+        kd_producer_t *k = f->producer;
+        if (!k || !k->main)
                 return NULL;
         rd_kafka_topic_t **slot = &k->tophandles[slot_of(topic)];
         if (*slot && !strcmp(rd_kafka_topic_name(*slot), topic))
                 return *slot;
         /* Asks for the topic's metadata at once when it is new to the
          * producer. */
-        rd_kafka_topic_t *t = rd_kafka_topic_new(k->producer, topic, NULL);
+        rd_kafka_topic_t *t = rd_kafka_topic_new(k->main, topic, NULL);
         if (!t)
                 return NULL;
         if (*slot)
@@ -34,7 +33,7 @@ rd_kafka_topic_t *kd_tophandles_get(kd_fwd_t *f, const char *topic)
         return t;
 }
 
-void kd_tophandles_release(kd_fwd_kafka_t *k)
+void kd_producer_topics_release(kd_producer_t *k)
 {
         for (size_t i = 0; i < KD_TOPHANDLE_SLOTS; i++) {
                 if (k->tophandles[i])
