@@ -329,6 +329,7 @@ void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r)
 
 static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
 
+/* r is s->gate_req: the store keeps it for the next mark (not freed). */
 static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fwd_store_t *s = &f->store;
@@ -344,7 +345,6 @@ static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
                 if (f->hooks.claims_resume)
                         f->hooks.claims_resume(f);
         }
-        (void)r; /* s->gate_req, kept */
 }
 
 void kd_store_gate(kd_fwd_t *f)
