@@ -2,6 +2,7 @@
 /* exactly_once's offset bookkeeping (kd_eos_offsets.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kd_eos_offsets.h"
 #include "kd_log.h"
@@ -72,6 +73,13 @@ int kd_eos_offsets_fetch(rd_kafka_t *consumer, const kdelay_conf_t *conf,
                         return -2;
                 if (*stop)
                         return -1;
+                /* An error such as "Not coordinator" (a restarted broker
+                 * still loading the group) comes back at once: wait
+                 * 100 ms, doubling to 1 s, so that the 30 attempts span
+                 * about 25 s instead of a few milliseconds. */
+                long ms = attempt < 4 ? 100L << (attempt - 1) : 1000L;
+                struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
         }
 }
 
