@@ -26,6 +26,7 @@ void kd_claim_init(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
         const kdelay_conf_t *conf = f->conf;
+        kd_taskq_init(&c->q, KD_WHERE_CLAIM_Q);
         if (conf->fwd_instance) {
                 kd_strlcpy(c->instance, conf->fwd_instance,
                            sizeof(c->instance));
@@ -117,7 +118,6 @@ void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
         if (!c->q.head)
                 c->q_since_mono = kd_fwd_mono_ms(f);
         kd_taskq_push(&c->q, t);
-        t->where = KD_WHERE_CLAIM_Q;
         if (c->q.len == 1 || c->q.len == (size_t)f->conf->fwd_claim_batch)
                 arm(f);
 }
@@ -337,7 +337,6 @@ static int claim_batch(kd_fwd_t *f)
         }
         for (size_t i = 0; i < n; i++) {
                 kd_task_t *t = kd_taskq_pop(&c->q);
-                t->where = KD_WHERE_NONE;
                 int fresh = !t->token[0]; /* token made here: no row yet */
                 if (fresh)
                         snprintf(t->token, sizeof(t->token), "%s%llu",
@@ -464,10 +463,8 @@ static void go_unclaimed(kd_fwd_t *f, kd_task_t *t)
 static void fire_unclaimed(kd_fwd_t *f)
 {
         kd_task_t *t;
-        while ((t = kd_taskq_pop(&f->claim.q))) {
-                t->where = KD_WHERE_NONE;
+        while ((t = kd_taskq_pop(&f->claim.q)))
                 go_unclaimed(f, t);
-        }
         /* Those whose claim is out on a store that does not answer (hung:
          * its answer may take the client's read timeout) go too; the
          * answer, when it comes, finds them gone. */

@@ -116,7 +116,6 @@ static void process(kd_fwd_t *f, kd_part_t *p)
                         return;
                 }
                 kd_task_t *t = kd_taskq_pop(&p->backlog);
-                t->where = KD_WHERE_NONE;
                 low = 0;
                 kd_sched_take(f, t, what);
         }
@@ -312,7 +311,6 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
         decode(f, p, t, kd_fwd_now(f));
         kd_task_set_state(f, t, KD_TASK_QUEUED);
         kd_taskq_push(&p->backlog, t);
-        t->where = KD_WHERE_BACKLOG;
         if (p->flow == KD_PART_FLOWING)
                 process(f, p);
 }
@@ -321,6 +319,8 @@ kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
                                int32_t partition, int64_t tier_ms)
 {
         kd_part_t *p = calloc(1, sizeof(*p));
+        if (p)
+                kd_taskq_init(&p->backlog, KD_WHERE_BACKLOG);
         size_t mode_size = f->mode->part_size;
         if (p && mode_size && !(p->mode = calloc(1, mode_size))) {
                 free(p);

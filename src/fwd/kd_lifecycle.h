@@ -4,7 +4,10 @@
  * kd_task_set_state, which checks the move against a table of the moves
  * the pipeline makes (lifecycle.c), as mode_eos.c's txn_set_state does
  * for the transaction; and takes a task out of wherever it waits with
- * kd_task_detach, whatever its state. Below the stages (they all call
+ * kd_task_detach, whatever its state. The queues set a task's place
+ * as it joins and leaves them (kd_taskq_t); a task's own timer, a claim
+ * request and a produce in flight are set by kd_task_arm, the claim
+ * stage and the fire stage. Below the stages (they all call
  * it), above the store (a claim request is a place). */
 #ifndef KD_LIFECYCLE_H
 #define KD_LIFECYCLE_H
@@ -12,8 +15,9 @@
 #include "kd_fwd_state.h"
 
 /* Moves t to state `to`. A move outside the table is a bug: logged
- * (event=bug what=task_state), counted (task_state_bugs), and made all
- * the same, so that the pipeline goes on as it would have. */
+ * (event=bug what=task_state) and counted (task_state_bugs); then Debug
+ * and sanitizer builds abort, and Release builds make the move all the
+ * same, so that the pipeline goes on as it would have. */
 void kd_task_set_state(kd_fwd_t *f, kd_task_t *t, kd_task_state_t to);
 /* 1 when the table allows the move from -> to. */
 int kd_task_move_allowed(kd_task_state_t from, kd_task_state_t to);

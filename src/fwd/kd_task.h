@@ -168,16 +168,24 @@ int kd_task_set_ids(kd_task_t *t, const char *id, size_t id_len,
  * (kd_settle_release takes it out first). */
 void kd_task_free(kd_task_t *t);
 
-/* A FIFO of tasks linked through qnext (a task is in at most one). */
+/* A FIFO of tasks linked through qnext (a task is in at most one). The
+ * queue is a place (kd_task_where_t): it records it in each task it takes
+ * and sets KD_WHERE_NONE in each it lets go, so no stage sets a queued
+ * task's place by hand. */
 typedef struct kd_taskq {
         kd_task_t *head, *tail;
         size_t len;
+        kd_task_where_t where; /* the place it is (kd_taskq_init) */
 } kd_taskq_t;
 
+/* An empty queue that is the place `where` (not KD_WHERE_NONE). */
+void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where);
+/* t (nowhere) joins q: t->where = q->where. */
 void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
 void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t);
-kd_task_t *kd_taskq_pop(kd_taskq_t *q); /* NULL when empty */
-/* Removes t if queued; 1 when it was. */
+/* The head, taken out (its where KD_WHERE_NONE); NULL when empty. */
+kd_task_t *kd_taskq_pop(kd_taskq_t *q);
+/* Removes t if queued (its where KD_WHERE_NONE); 1 when it was. */
 int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);
 
 #endif

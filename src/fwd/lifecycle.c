@@ -5,6 +5,8 @@
  * kd_taskq_t. */
 #include "kd_lifecycle.h"
 
+#include <assert.h>
+
 #include "kd_log.h"
 #include "kd_store.h"
 
@@ -106,14 +108,18 @@ void kd_task_set_state(kd_fwd_t *f, kd_task_t *t, kd_task_state_t to)
 {
         kd_task_state_t from = t->state;
         if (!kd_task_move_allowed(from, to)) {
-                /* Made all the same: exiting over a move the table missed
-                 * would cost more than going on as before the table. */
+                /* Debug and sanitizer builds stop here, as librdkafka
+                 * asserts its transaction moves: a test meets the bug
+                 * where it happens. In Release the move is made all the
+                 * same: exiting over a move the table missed would cost
+                 * more than going on as before the table. */
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(&f->metrics, KD_M_TASK_STATE_BUGS);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=bug what=task_state from=%s to=%s id=%s",
                        kd_task_state_name(from), kd_task_state_name(to),
                        t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-");
+                assert(!"illegal task state move");
         }
         t->state = to;
 }

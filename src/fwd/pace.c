@@ -72,7 +72,6 @@ static void global_run_cb(kd_timer_t *tm, void *arg)
         refill(global_bucket(f), kd_fwd_mono_ms(f));
         while (p->q.head && p->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&p->q);
-                t->where = KD_WHERE_NONE;
                 p->tokens -= 1.0;
                 kd_fire_now(f, t, kd_fwd_now(f));
         }
@@ -98,7 +97,6 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
         if (t->state != KD_TASK_PACED)
                 kd_task_set_state(f, t, KD_TASK_PACED);
         kd_taskq_push(&p->q, t);
-        t->where = KD_WHERE_PACE_Q;
         if (p->q.len == 1)
                 global_arm(f);
 }
@@ -186,7 +184,6 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         int64_t now = kd_fwd_now(f);
         while (l->q.head && l->tokens >= 1.0) {
                 kd_task_t *t = kd_taskq_pop(&l->q);
-                t->where = KD_WHERE_NONE;
                 l->tokens -= 1.0;
                 if (now > t->rate_since)
                         l->waited_ms += now - t->rate_since;
@@ -254,7 +251,6 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
         t->rlim = (unsigned)(l - f->pace.lim);
         t->rate_since = kd_fwd_now(f);
         kd_taskq_push(&l->q, t);
-        t->where = KD_WHERE_TARGET_Q;
         if (l->q.len == 1)
                 rule_arm(f, l);
 }
@@ -324,6 +320,7 @@ kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
         kd_fwd_pace_t *p = &f->pace;
         kd_timer_init(&p->timer, NULL, f);
+        kd_taskq_init(&p->q, KD_WHERE_PACE_Q);
         p->rules = &f->conf->fwd_rate_rules;
         if (!p->rules->cnt)
                 return KDELAY_OK;
@@ -332,6 +329,7 @@ kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
                                "out of memory");
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 p->lim[i].f = f;
+                kd_taskq_init(&p->lim[i].q, KD_WHERE_TARGET_Q);
                 kd_timer_init(&p->lim[i].timer, NULL, &p->lim[i]);
         }
         return KDELAY_OK;

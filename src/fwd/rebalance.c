@@ -111,8 +111,8 @@ void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
  * (kd_settle_release). */
 static void part_drop(kd_fwd_t *f, kd_part_t *p)
 {
-        for (kd_task_t *t; (t = kd_taskq_pop(&p->backlog));)
-                t->where = KD_WHERE_NONE; /* at once, not one by one */
+        while (kd_taskq_pop(&p->backlog)) /* at once, not one by one */
+                ;
         for (kd_task_t *t = p->tasks, *next; t; t = next) {
                 next = t->next;
                 t->part = NULL;

@@ -3,6 +3,7 @@
  * FIFO. Owns nothing beyond each task's record (kd_task.h). */
 #include "kd_task.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,8 +72,26 @@ void kd_task_free(kd_task_t *t)
         free(t);
 }
 
+void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where)
+{
+        assert(where != KD_WHERE_NONE);
+        *q = (kd_taskq_t){.where = where};
+}
+
+/* t takes q's place. A queue never initialised, or a task still in
+ * another queue, a request or in flight, is a bug: Debug and sanitizer
+ * builds stop on it. (A task's timer place outlasts its run until the
+ * task moves on: disarming a timer that ran does nothing.) */
+static void joined(kd_taskq_t *q, kd_task_t *t)
+{
+        assert(q->where != KD_WHERE_NONE);
+        assert(t->where == KD_WHERE_NONE || t->where == KD_WHERE_TIMER);
+        t->where = q->where;
+}
+
 void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
 {
+        joined(q, t);
         t->qnext = NULL;
         if (q->tail)
                 q->tail->qnext = t;
@@ -84,6 +103,7 @@ void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
 
 void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t)
 {
+        joined(q, t);
         t->qnext = q->head;
         q->head = t;
         if (!q->tail)
@@ -100,6 +120,7 @@ kd_task_t *kd_taskq_pop(kd_taskq_t *q)
         if (!q->head)
                 q->tail = NULL;
         t->qnext = NULL;
+        t->where = KD_WHERE_NONE;
         q->len--;
         return t;
 }
@@ -117,6 +138,7 @@ int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t)
         if (q->tail == t)
                 q->tail = prev;
         t->qnext = NULL;
+        t->where = KD_WHERE_NONE;
         q->len--;
         return 1;
 }
