@@ -7,13 +7,16 @@
  * (KD_TXN_LATE_MS), hops, dead letters or offsets after
  * forwarder.transaction_interval. docs/reliability.md states the
  * guarantee. Owns the transaction state (one enum, changed only through
- * txn_set_state), its commit timer, the fires of the open transaction and
- * the accounting of the records of aborted ones (kd_poison.h), which ends
- * an abort loop: a record that keeps its transactions aborting is produced
- * alone and, failing alone, dead-lettered. Its other two parts: when a
- * record goes alone, waits or is a victim is decided by eos_poison.c
- * (pure, kd_eos_poison.h), carried out here; the partitions' offsets and
- * done sets are eos_offsets.c's (kd_eos_offsets.h). */
+ * txn_set_state), its commit timer and the fires of the open transaction.
+ * Its other two parts: poison isolation (eos_poison.c, kd_eos_poison.h),
+ * which ends an abort loop — a record that keeps its transactions aborting
+ * is produced alone and, failing alone, dead-lettered — keeps its own
+ * state (kd_eos_iso_t: the records of aborted transactions, kd_poison.h;
+ * the record alone or waiting; the transaction's cause) and decides when a
+ * record goes alone, waits or is a victim (pure), carried out here; the
+ * partitions' offsets and done sets are eos_offsets.c's
+ * (kd_eos_offsets.h). Like every mode it sees only its context
+ * (kd_mode_ctx.h). */
 #define KD_MODE_SEAM 1 /* kd_mode_ctx.h: the forwarder stays out */
 
 #include <assert.h>
@@ -89,20 +92,8 @@ typedef struct eos_state {
         kd_timer_t commit;
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
-        kd_poison_t poison;     /* records of aborted transactions */
-        uint64_t solo;          /* the key of the record alone in the open
-                                   transaction; 0 = a shared one */
-        uint64_t alone;     /* the key of a record in flight alone (a batch of
-                               its own) in the open shared transaction, until
-                               its report; 0 = none */
-        uint64_t solo_wait; /* a record waiting for its solo turn */
-        int64_t solo_wait_mono;    /* since when */
-        int solo_wait_txn;         /* it waits for a transaction of its own (not
-                                      only for the produces in flight) */
-        rd_kafka_resp_err_t cause; /* why the open transaction fails: the
-                                      first error seen; 0 = none yet */
+        kd_eos_iso_t iso;       /* poison isolation's state (eos_poison.c) */
         rd_kafka_resp_err_t last_cause; /* of the last abort */
-        uint64_t commits;               /* transactions committed */
         int abort_streak;               /* aborted since the last commit */
         unsigned fire_commits;          /* committed transactions with fires */
 } eos_state_t;
@@ -170,7 +161,7 @@ static void txn_set_state(kd_mode_ctx_t *m, kd_txn_state_t to)
                 /* The loop's next turn. One record's doing (it is
                  * dead-lettered next): not a reason to give up on
                  * renewals. */
-                kd_mode_producer_renew_soon(m, s->solo != 0);
+                kd_mode_producer_renew_soon(m, s->iso.solo != 0);
         }
         if (to == KD_TXN_FATAL) {
                 kd_mode_fatal(m, "transaction");
@@ -189,9 +180,10 @@ static void arm(kd_mode_ctx_t *m)
         int64_t at = INT64_MAX, interval = m->conf->fwd_txn_interval_ms;
         if (s->txn == KD_TXN_ABORTABLE)
                 at = 0;
-        else if (s->txn == KD_TXN_OPEN && s->solo_wait && s->solo_wait_txn)
+        else if (s->txn == KD_TXN_OPEN && s->iso.solo_wait &&
+                 s->iso.solo_wait_txn)
                 at = 0; /* a record waits for a transaction of its own */
-        else if (s->txn == KD_TXN_OPEN && (s->has_ontime || s->solo))
+        else if (s->txn == KD_TXN_OPEN && (s->has_ontime || s->iso.solo))
                 at = s->last_mono + KD_TXN_SETTLE_MS;
         else if (s->txn == KD_TXN_OPEN && s->has_fire)
                 at = s->last_mono + interval; /* a catch-up's fires only */
@@ -243,8 +235,8 @@ static kd_txn_next_t classify(kd_mode_ctx_t *m, rd_kafka_error_t *error,
                                        : "abort");
         rd_kafka_error_destroy(error);
         eos_state_t *s = state_of(m);
-        if (next != KD_NEXT_RETRY && !s->cause)
-                s->cause = code; /* the transaction's records learn why */
+        if (next != KD_NEXT_RETRY) /* the transaction's records learn why */
+                kd_eos_iso_cause(&s->iso, code);
         if (next == KD_NEXT_FATAL)
                 txn_set_state(m, KD_TXN_RENEW);
         return next;
@@ -278,13 +270,8 @@ static int txn_begin(kd_mode_ctx_t *m)
 static void wait_turn(kd_mode_ctx_t *m, uint64_t key, int own_txn)
 {
         eos_state_t *s = state_of(m);
-        int64_t now = kd_mode_mono_ms(m);
-        if (!s->solo_wait || now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
-                s->solo_wait = key;
-                s->solo_wait_mono = now;
-                s->solo_wait_txn = own_txn;
+        if (kd_eos_iso_wait_turn(&s->iso, key, own_txn, kd_mode_mono_ms(m)))
                 arm(m);
-        }
 }
 
 static void log_alone(kd_mode_ctx_t *m, const char *how, const kd_task_t *t,
@@ -308,13 +295,7 @@ static int go_alone(kd_mode_ctx_t *m, const kd_task_t *t, kd_poison_entry_t *e,
         eos_state_t *s = state_of(m);
         if (txn_begin(m))
                 return -1;
-        if (act == KD_EOS_ALONE)
-                s->alone = e->key;
-        else
-                s->solo = e->key;
-        if (s->solo_wait == e->key)
-                s->solo_wait = 0;
-        e->solo_tries++;
+        kd_eos_iso_alone(&s->iso, e, act);
         log_alone(m, act == KD_EOS_ALONE ? "batch" : "transaction", t, e);
         if (act == KD_EOS_SOLO)
                 arm(m);
@@ -330,19 +311,16 @@ static int eos_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
         eos_state_t *s = state_of(m);
         *rk = kd_mode_producer_main(m);
         uint64_t key = t ? kd_poison_key(t, as) : 0;
-        kd_poison_entry_t *e = t ? kd_poison_find(&s->poison, key) : NULL;
+        kd_poison_entry_t *e = t ? kd_poison_find(&s->iso.poison, key) : NULL;
         kd_eos_view_t v = {
             .txn_ready = s->txn == KD_TXN_READY,
             .txn_open = s->txn == KD_TXN_OPEN,
-            .members = s->poison.members_len,
             .reset_due = kd_mode_producer_reset_due(m),
-            .busy = s->solo || s->alone,
             .inflight = kd_mode_producer_inflight(m),
-            .solo_wait = s->solo_wait,
-            .solo_wait_at = s->solo_wait_mono,
             .known_refusal =
                 t && as == KD_TASK_FIRING && t->known_refusal && key,
         };
+        kd_eos_iso_view(&s->iso, &v);
         if (kd_eos_held_back(&v))
                 return KD_SOLO_WAIT_MS;
         /* Blamed once with a refused batch, known a victim: it goes back
@@ -356,17 +334,17 @@ static int eos_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
         }
         v.now = kd_mode_mono_ms(m);
         const kd_poison_entry_t *first =
-            e && e->first != e->key ? kd_poison_find(&s->poison, e->first)
+            e && e->first != e->key ? kd_poison_find(&s->iso.poison, e->first)
                                     : NULL;
         kd_eos_decision_t d = kd_eos_decide(&v, e, first);
         if (d.act == KD_EOS_KNOWN) {
                 /* A replay its target is known to refuse (kd_fire_now)
                  * goes alone, as the record of a refused batch does. */
-                e = kd_poison_get(&s->poison, key);
+                e = kd_poison_get(&s->iso.poison, key);
                 if (kd_perr_class(e->err) != KD_PERR_RECORD)
                         e->err = t->known_refusal;
                 first = e->first != e->key
-                            ? kd_poison_find(&s->poison, e->first)
+                            ? kd_poison_find(&s->iso.poison, e->first)
                             : NULL;
                 d = kd_eos_alone(&v, e, first);
         }
@@ -383,7 +361,7 @@ static int eos_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
         case KD_EOS_KNOWN:
                 break;
         }
-        s->solo_wait = 0;
+        kd_eos_iso_shared(&s->iso);
         return txn_begin(m);
 }
 
@@ -418,32 +396,17 @@ static int past(const kd_mode_ctx_t *m, int64_t deadline)
         return deadline && kd_mode_mono_ms(m) >= deadline;
 }
 
-/* The solo transaction of key aborted because of cause (fatal: it broke
- * the producer): the record's failures count (kd_eos_solo_weight), and its next
- * solo attempt waits, longer each time, so that the others commit. */
-static void solo_aborted(kd_mode_ctx_t *m, uint64_t key,
-                         rd_kafka_resp_err_t cause, int fatal)
+/* A solo transaction aborted because of cause: its record's failures
+ * counted (kd_eos_solo_weight), and its next solo attempt waits, longer
+ * each time, so that the others commit (kd_eos_iso_aborted). */
+static void log_solo_aborted(kd_mode_ctx_t *m, rd_kafka_resp_err_t cause,
+                             const kd_eos_solo_abort_t *sa)
 {
-        eos_state_t *s = state_of(m);
-        kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
-        int counts = kd_eos_solo_weight(e, cause, fatal, s->commits,
-                                        m->conf->fwd_abort_limit);
-        e->solo_fails += counts;
-        /* Its target refused it alone: the records of its transaction
-         * that went elsewhere were its victims. */
-        if (kd_perr_class(cause) == KD_PERR_TARGET)
-                kd_poison_forgive_elsewhere(&s->poison, e->group, e->key,
-                                            e->where);
-        e->commits_seen = s->commits;
-        e->err = kd_eos_solo_reason(e->err, cause);
-        int64_t backoff =
-            kd_eos_solo_backoff(e->solo_tries, m->conf->fwd_retry_max_ms);
-        e->not_before_mono = kd_mode_mono_ms(m) + backoff;
         kd_log(m->conf, KDELAY_LOG_WARNING,
                "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
                "limit=%d retry_in_ms=%lld",
-               rd_kafka_err2name(cause), counts, e->solo_fails,
-               m->conf->fwd_abort_limit, (long long)backoff);
+               rd_kafka_err2name(cause), sa->counted, sa->e->solo_fails,
+               m->conf->fwd_abort_limit, (long long)sa->backoff_ms);
 }
 
 /* The open transaction is over, committed or not: the one place that
@@ -464,24 +427,18 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
                         kd_mode_settle_dead(
                             m, s->dead.ids[i],
                             kd_mode_dead_reason((int)s->dead.vals[i]));
-                kd_poison_committed(&s->poison);
-                s->commits++;
+                kd_eos_iso_committed(&s->iso);
                 s->abort_streak = 0;
                 kd_metric_inc(m->metrics, KD_M_TXN_COMMITS);
         } else {
-                rd_kafka_resp_err_t cause =
-                    s->cause ? s->cause : RD_KAFKA_RESP_ERR__FAIL;
                 kd_metric_add(m->metrics, KD_M_RECORD_ABORTS,
-                              s->poison.members_len);
-                if (s->journal_failed) {
-                        kd_poison_members_clear(&s->poison);
-                } else if (s->solo) {
-                        kd_poison_members_clear(&s->poison);
-                        solo_aborted(m, s->solo, cause, fatal);
-                } else {
-                        kd_poison_aborted(&s->poison, cause,
-                                          kd_mode_mono_ms(m));
-                }
+                              s->iso.poison.members_len);
+                kd_eos_solo_abort_t sa;
+                rd_kafka_resp_err_t cause = kd_eos_iso_aborted(
+                    &s->iso, s->journal_failed, fatal, m->conf->fwd_abort_limit,
+                    m->conf->fwd_retry_max_ms, kd_mode_mono_ms(m), &sa);
+                if (sa.e)
+                        log_solo_aborted(m, cause, &sa);
                 s->last_cause = cause;
                 s->abort_streak++;
                 kd_metric_inc(m->metrics, KD_M_TXN_ABORTS);
@@ -493,9 +450,7 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
         s->journal_failed = 0;
         s->has_fire = s->has_ontime = 0;
         s->dirty = 0; /* committed, or the rewind starts from the commit */
-        s->solo = 0;
-        s->alone = 0;
-        s->cause = 0;
+        kd_eos_iso_over(&s->iso);
         s->last_mono = kd_mode_mono_ms(m);
         arm(m);
 }
@@ -514,19 +469,18 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
 static void learn_cause(kd_mode_ctx_t *m)
 {
         eos_state_t *s = state_of(m);
-        if (kd_eos_names_record(s->cause))
+        if (kd_eos_iso_cause_named(&s->iso))
                 return;
         rd_kafka_error_t *error = kd_mode_txn_begin(m);
         if (!error)
                 return;
         rd_kafka_resp_err_t stored = rd_kafka_error_code(error);
         rd_kafka_error_destroy(error);
-        if (!kd_eos_names_record(stored))
-                return;
-        kd_log(m->conf, KDELAY_LOG_INFO,
-               "event=txn_abort_cause seen=%s cause=%s",
-               rd_kafka_err2name(s->cause), rd_kafka_err2name(stored));
-        s->cause = stored;
+        rd_kafka_resp_err_t seen = s->iso.cause;
+        if (kd_eos_iso_learn_stored(&s->iso, stored))
+                kd_log(m->conf, KDELAY_LOG_INFO,
+                       "event=txn_abort_cause seen=%s cause=%s",
+                       rd_kafka_err2name(seen), rd_kafka_err2name(stored));
 }
 
 /* Aborts the open transaction (if any) and forgets its fires. */
@@ -663,7 +617,7 @@ static kd_txn_result_t txn_commit(kd_mode_ctx_t *m, int64_t deadline)
                "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld "
                "solo=%d",
                s->fired.len, (long long)(kd_mode_mono_ms(m) - t0),
-               (long long)(t1 - t0), s->solo != 0);
+               (long long)(t1 - t0), s->iso.solo != 0);
         if (s->fired.len)
                 fault_after_commit(m, s);
         txn_over(m, 1, 0);
@@ -738,7 +692,7 @@ static int eos_poisoned(kd_mode_ctx_t *m, const kd_task_t *t,
                         kd_task_state_t as, rd_kafka_resp_err_t *err)
 {
         const kd_poison_entry_t *e =
-            kd_poison_find(&state_of(m)->poison, kd_poison_key(t, as));
+            kd_poison_find(&state_of(m)->iso.poison, kd_poison_key(t, as));
         if (!e || e->solo_fails < m->conf->fwd_abort_limit)
                 return 0;
         *err = e->err;
@@ -765,13 +719,13 @@ static void eos_produced(kd_mode_ctx_t *m, kd_task_t *t)
         uint64_t where = t->state == KD_TASK_FIRING && t->rec.target
                              ? kd_poison_where(t->rec.target)
                              : 0;
-        if (kd_poison_member(&s->poison, kd_poison_key(t, t->state), where))
+        if (kd_poison_member(&s->iso.poison, kd_poison_key(t, t->state), where))
                 kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_member "
                        "action=not_accounted");
         if (kd_offtrack_done(&t->part->track, t->rec.offset) == 0)
                 kd_mode_room(m);
-        if (s->solo)
+        if (s->iso.solo)
                 arm(m); /* commit it at once */
         if (t->state == KD_TASK_FIRING) {
                 int ontime =
@@ -789,8 +743,7 @@ static void eos_produced(kd_mode_ctx_t *m, kd_task_t *t)
 static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
 {
         eos_state_t *s = state_of(m);
-        if (s->alone && s->alone == kd_poison_key(t, t->state))
-                s->alone = 0; /* the others go on */
+        kd_eos_iso_delivered(&s->iso, kd_poison_key(t, t->state));
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
             kd_idq_push(t->unclaimed ? &s->unclaimed : &s->fired, t->rec.id,
@@ -821,25 +774,14 @@ static int eos_failed(kd_mode_ctx_t *m, kd_task_t *t, rd_kafka_resp_err_t err,
         /* The transaction cannot commit: abort it, and read again from
          * the committed offsets. The first error that is not a purge is
          * its cause. */
-        int named = kd_eos_names_record(err);
-        s->cause = kd_eos_cause(s->cause, err);
-        if (s->alone && s->alone == kd_poison_key(t, t->state)) {
-                s->alone = 0;
-                if (named) {
-                        /* Refused alone: the culprit. */
-                        kd_poison_entry_t *e = kd_poison_get(
-                            &s->poison, kd_poison_key(t, t->state));
-                        e->solo_fails += kd_eos_solo_weight(
-                            e, err, 0, s->commits, m->conf->fwd_abort_limit);
-                        e->err = err;
-                        /* Its batch-mates were its victims. */
-                        kd_poison_forgive(&s->poison, e->group, e->key);
-                        kd_refusals_learn(m->refusals, t, err,
-                                          kd_mode_mono_ms(m), kd_mode_now(m));
-                }
-        }
-        if (named && kd_poison_blame(&s->poison, kd_poison_key(t, t->state),
-                                     kd_poison_likely(t, err)))
+        int oom;
+        /* Refused alone: the culprit, whose refusal is learnt. */
+        if (kd_eos_iso_failed(&s->iso, kd_poison_key(t, t->state),
+                              kd_poison_likely(t, err), err,
+                              m->conf->fwd_abort_limit, &oom))
+                kd_refusals_learn(m->refusals, t, err, kd_mode_mono_ms(m),
+                                  kd_mode_now(m));
+        if (oom)
                 kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_blame "
                        "action=count_every_record");
@@ -863,8 +805,7 @@ static void eos_journal_failed(kd_mode_ctx_t *m, rd_kafka_resp_err_t err)
 {
         eos_state_t *s = state_of(m);
         s->journal_failed = 1;
-        if (!s->cause)
-                s->cause = err;
+        kd_eos_iso_cause(&s->iso, err);
         if (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_COMMITTING) {
                 txn_set_state(m, KD_TXN_ABORTABLE);
                 arm(m);
@@ -961,7 +902,7 @@ static void eos_destroy(kd_mode_ctx_t *m)
         kd_idq_clear(&s->fired);
         kd_idq_clear(&s->unclaimed);
         kd_idq_clear(&s->dead);
-        kd_poison_destroy(&s->poison);
+        kd_eos_iso_destroy(&s->iso);
         free(s->txn_id);
         free(s);
         m->state = NULL;
@@ -1000,7 +941,7 @@ static kdelay_err_t eos_renewed(kd_mode_ctx_t *m, char *errstr,
 {
         eos_state_t *s = state_of(m);
         /* No transaction open (a reset after an abort): nothing to redo. */
-        int idle = s->txn == KD_TXN_READY && s->poison.members_len == 0;
+        int idle = s->txn == KD_TXN_READY && s->iso.poison.members_len == 0;
         kdelay_err_t err = eos_start(m, errstr, errstr_size);
         if (err)
                 return err;
