@@ -186,11 +186,11 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 kd_log(f->conf, KDELAY_LOG_INFO, "event=task_cancelled id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
                 kd_settle_note_cancelled(f, t->rec.id, t->rec.fire_at_ms);
-                f->mode->done(f, t);
+                f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_DONE:
                 kd_metric_inc(&f->metrics, KD_M_ALREADY_FIRED);
-                f->mode->done(f, t);
+                f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_UNDECIDED:
                 kd_task_set_state(f, t, KD_TASK_HELD);
@@ -205,7 +205,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 return KD_SETTLED;
         case KD_VERDICT_OTHER_COPY:
                 kd_metric_inc(&f->metrics, KD_M_DUP_COPIES);
-                f->mode->done(f, t);
+                f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_TAKEOVER_OWN:
                 kd_metric_inc(&f->metrics, KD_M_OWN_TAKEOVERS);
@@ -410,7 +410,8 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                        out, out ? "none" : "drop");
                 if (out)
                         continue;
-                f->mode->done(f, t); /* detaches it (kd_settle_release) */
+                f->mode->done(&f->mode_ctx,
+                              t); /* detaches it (kd_settle_release) */
         }
         kd_store_req_done(f, r);
 }

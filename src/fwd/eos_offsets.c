@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* exactly_once's offset bookkeeping (kd_eos_offsets.h). */
+#define KD_MODE_SEAM 1 /* the compiler keeps the forwarder out */
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,15 +57,13 @@ kd_eos_offsets_list(kd_eos_offsets_t *o, const kdelay_conf_t *conf, int *failed)
         return l;
 }
 
-int kd_eos_offsets_fetch(rd_kafka_t *consumer, const kdelay_conf_t *conf,
-                         rd_kafka_topic_partition_list_t *parts,
-                         volatile sig_atomic_t *stop)
+int kd_eos_offsets_fetch(const kd_eos_consumer_t *c, const kdelay_conf_t *conf,
+                         rd_kafka_topic_partition_list_t *parts)
 {
         if (parts->cnt == 0)
                 return 0;
         for (int attempt = 1;; attempt++) {
-                rd_kafka_resp_err_t err =
-                    rd_kafka_committed(consumer, parts, 10000);
+                rd_kafka_resp_err_t err = c->committed(c->arg, parts, 10000);
                 if (!err)
                         return 0;
                 kd_log(conf, KDELAY_LOG_WARNING,
@@ -71,7 +71,7 @@ int kd_eos_offsets_fetch(rd_kafka_t *consumer, const kdelay_conf_t *conf,
                        attempt, rd_kafka_err2str(err));
                 if (attempt >= 30)
                         return -2;
-                if (*stop)
+                if (c->stopping(c->arg))
                         return -1;
                 /* An error such as "Not coordinator" (a restarted broker
                  * still loading the group) comes back at once: wait

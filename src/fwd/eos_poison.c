@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exactly_once's poison isolation, its decisions (kd_eos_poison.h): pure,
- * over the view mode_eos.c fills; the mode carries them out. */
+/* exactly_once's poison isolation (kd_eos_poison.h): its decisions, pure,
+ * over the view mode_eos.c fills, and its state (kd_eos_iso_t), changed
+ * only here; the mode carries the decisions out. */
+#define KD_MODE_SEAM 1 /* the compiler keeps the forwarder out */
+
 #include "kd_eos_poison.h"
 #include "kd_perr.h"
 
@@ -151,4 +154,143 @@ rd_kafka_resp_err_t kd_eos_cause(rd_kafka_resp_err_t cur,
                       kd_perr_class(cur) == KD_PERR_PRODUCER)))
                 return err;
         return cur;
+}
+
+/* --- the state ------------------------------------------------------- */
+
+void kd_eos_iso_destroy(kd_eos_iso_t *s)
+{
+        kd_poison_destroy(&s->poison);
+}
+
+void kd_eos_iso_view(const kd_eos_iso_t *s, kd_eos_view_t *v)
+{
+        v->members = s->poison.members_len;
+        v->busy = s->solo || s->alone;
+        v->solo_wait = s->solo_wait;
+        v->solo_wait_at = s->solo_wait_mono;
+}
+
+int kd_eos_iso_wait_turn(kd_eos_iso_t *s, uint64_t key, int own_txn,
+                         int64_t now)
+{
+        if (s->solo_wait && now - s->solo_wait_mono < KD_SOLO_WAIT_MAX_MS)
+                return 0;
+        s->solo_wait = key;
+        s->solo_wait_mono = now;
+        s->solo_wait_txn = own_txn;
+        return 1;
+}
+
+void kd_eos_iso_alone(kd_eos_iso_t *s, kd_poison_entry_t *e, kd_eos_act_t act)
+{
+        if (act == KD_EOS_ALONE)
+                s->alone = e->key;
+        else
+                s->solo = e->key;
+        if (s->solo_wait == e->key)
+                s->solo_wait = 0;
+        e->solo_tries++;
+}
+
+void kd_eos_iso_shared(kd_eos_iso_t *s)
+{
+        s->solo_wait = 0;
+}
+
+void kd_eos_iso_cause(kd_eos_iso_t *s, rd_kafka_resp_err_t err)
+{
+        if (!s->cause)
+                s->cause = err;
+}
+
+int kd_eos_iso_cause_named(const kd_eos_iso_t *s)
+{
+        return kd_eos_names_record(s->cause);
+}
+
+int kd_eos_iso_learn_stored(kd_eos_iso_t *s, rd_kafka_resp_err_t stored)
+{
+        if (kd_eos_names_record(s->cause) || !kd_eos_names_record(stored))
+                return 0;
+        s->cause = stored;
+        return 1;
+}
+
+void kd_eos_iso_delivered(kd_eos_iso_t *s, uint64_t key)
+{
+        if (s->alone && s->alone == key)
+                s->alone = 0; /* the others go on */
+}
+
+kd_poison_entry_t *kd_eos_iso_failed(kd_eos_iso_t *s, uint64_t key,
+                                     int64_t likely, rd_kafka_resp_err_t err,
+                                     int abort_limit, int *oom)
+{
+        kd_poison_entry_t *culprit = NULL;
+        int named = kd_eos_names_record(err);
+        s->cause = kd_eos_cause(s->cause, err);
+        if (s->alone && s->alone == key) {
+                s->alone = 0;
+                if (named) {
+                        /* Refused alone: the culprit. */
+                        culprit = kd_poison_get(&s->poison, key);
+                        culprit->solo_fails += kd_eos_solo_weight(
+                            culprit, err, 0, s->commits, abort_limit);
+                        culprit->err = err;
+                        /* Its batch-mates were its victims. */
+                        kd_poison_forgive(&s->poison, culprit->group,
+                                          culprit->key);
+                }
+        }
+        *oom = named && kd_poison_blame(&s->poison, key, likely);
+        return culprit;
+}
+
+void kd_eos_iso_committed(kd_eos_iso_t *s)
+{
+        kd_poison_committed(&s->poison);
+        s->commits++;
+}
+
+rd_kafka_resp_err_t kd_eos_iso_aborted(kd_eos_iso_t *s, int journal_failed,
+                                       int fatal, int abort_limit,
+                                       int64_t retry_max_ms, int64_t now,
+                                       kd_eos_solo_abort_t *sa)
+{
+        rd_kafka_resp_err_t cause =
+            s->cause ? s->cause : RD_KAFKA_RESP_ERR__FAIL;
+        *sa = (kd_eos_solo_abort_t){0};
+        if (journal_failed) {
+                kd_poison_members_clear(&s->poison);
+        } else if (s->solo) {
+                kd_poison_members_clear(&s->poison);
+                /* Its failures count, and its next solo attempt waits,
+                 * longer each time, so that the others commit. */
+                kd_poison_entry_t *e = kd_poison_get(&s->poison, s->solo);
+                sa->counted = kd_eos_solo_weight(e, cause, fatal, s->commits,
+                                                 abort_limit);
+                e->solo_fails += sa->counted;
+                /* Its target refused it alone: the records of its
+                 * transaction that went elsewhere were its victims. */
+                if (kd_perr_class(cause) == KD_PERR_TARGET)
+                        kd_poison_forgive_elsewhere(&s->poison, e->group,
+                                                    e->key, e->where);
+                e->commits_seen = s->commits;
+                e->err = kd_eos_solo_reason(e->err, cause);
+                sa->backoff_ms =
+                    kd_eos_solo_backoff(e->solo_tries, retry_max_ms);
+                e->not_before_mono = now + sa->backoff_ms;
+                sa->e = e;
+        } else {
+                kd_poison_aborted(&s->poison, cause, now);
+        }
+        return cause;
+}
+
+void kd_eos_iso_over(kd_eos_iso_t *s)
+{
+        s->solo = 0;
+        s->alone = 0;
+        s->cause = 0;
 }

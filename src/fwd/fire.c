@@ -120,7 +120,7 @@ static void dead_letter_too_large(kd_fwd_t *f, kd_task_t *t)
                "offset=%lld why=too_large",
                t->dead_reason, topic, partition, (long long)r->offset);
         kd_metric_dead(&f->metrics, t->dead_reason);
-        f->mode->done(f, t);
+        f->mode->done(&f->mode_ctx, t);
 }
 
 /* Does what the failure policy (kd_perr_then) says after a produce of t
@@ -156,7 +156,7 @@ static void after_failure(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                        t->part ? t->part->partition : -1,
                        (long long)t->rec.offset, rd_kafka_err2str(err));
                 kd_metric_dead(&f->metrics, t->dead_reason);
-                f->mode->done(f, t);
+                f->mode->done(&f->mode_ctx, t);
                 return;
         }
 }
@@ -203,7 +203,7 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
                 return;
         kd_journal_broken(f, err);
         if (f->mode->journal_failed)
-                f->mode->journal_failed(f, err);
+                f->mode->journal_failed(&f->mode_ctx, err);
 }
 
 /* A fire without a claim (or its dead letter) was delivered
@@ -262,13 +262,13 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
 {
         rd_kafka_resp_err_t err;
         kd_task_set_state(f, t, as);
-        if (f->mode->poisoned && f->mode->poisoned(f, t, as, &err)) {
+        if (f->mode->poisoned && f->mode->poisoned(&f->mode_ctx, t, as, &err)) {
                 headers_unused(t, hdrs);
                 poisoned(f, t, as, err);
                 return;
         }
         rd_kafka_t *rk = NULL;
-        int wait = f->mode->begin(f, t, as, &rk);
+        int wait = f->mode->begin(&f->mode_ctx, t, as, &rk);
         if (wait) {
                 headers_unused(t, hdrs);
                 if (wait > 0)
@@ -299,7 +299,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                      (as == KD_TASK_DEAD && t->fire_failed)))
                         journal_with_fire(f, t, rk);
                 if (f->mode->produced)
-                        f->mode->produced(f, t);
+                        f->mode->produced(&f->mode_ctx, t);
                 return;
         }
         headers_unused(t, hdrs);
@@ -555,7 +555,7 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
                 refusal_disproved(f, t);
         if (t->state == KD_TASK_JOURNAL) {
                 f->journal.delivered++;
-                f->mode->delivered(f, t);
+                f->mode->delivered(&f->mode_ctx, t);
                 return;
         }
         if (t->state == KD_TASK_HOPPING) {
@@ -576,7 +576,7 @@ static void delivered(kd_fwd_t *f, kd_task_t *t)
                 fire_journal(f, t);
                 return;
         }
-        f->mode->delivered(f, t);
+        f->mode->delivered(&f->mode_ctx, t);
 }
 
 void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -628,7 +628,7 @@ void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 return;
         }
         if (f->mode->failed &&
-            f->mode->failed(f, t, m->err, kd_perr_permanent(m->err)))
+            f->mode->failed(&f->mode_ctx, t, m->err, kd_perr_permanent(m->err)))
                 return;
         if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
                 kd_settle_release(f, t);

@@ -68,7 +68,7 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         (void)rk;
         kd_fwd_t *f = opaque;
         if (f->mode->committed)
-                f->mode->committed(f, err, offsets);
+                f->mode->committed(&f->mode_ctx, err, offsets);
 }
 
 static rd_kafka_t *consumer_new(kd_fwd_t *f, const char *const *defaults,
@@ -174,7 +174,8 @@ int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2])
 /* The producer room replaced the producer: the mode recovers. */
 static const char *mode_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
-        if (f->mode->renewed && f->mode->renewed(f, errstr, errstr_size))
+        if (f->mode->renewed &&
+            f->mode->renewed(&f->mode_ctx, errstr, errstr_size))
                 return f->mode->name;
         return NULL;
 }
@@ -196,6 +197,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->owner.conf = conf;
         f->stop = &f->no_stop;
         f->wake_fd = -1;
+        kd_mode_ctx_init(&f->mode_ctx, f);
         kd_timers_init(&f->timers);
         if (clock && clock->manual)
                 kd_clocksrc_manual(&f->timers.clock, kd_clocksrc_mono_ms(clock),
@@ -234,7 +236,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         if (!err)
                 err = kd_pace_init(f, errstr, errstr_size);
         if (!err)
-                err = f->mode->init(f, &defaults, &forced, errstr, errstr_size);
+                err = f->mode->init(&f->mode_ctx, &defaults, &forced, errstr,
+                                    errstr_size);
         if (!err && store)
                 f->store.fate = store;
         else if (!err)
@@ -273,7 +276,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
         kd_store_stop(f);
         kd_settle_clear(f);
         if (f->mode)
-                f->mode->destroy(f);
+                f->mode->destroy(&f->mode_ctx);
         kd_timers_clear(&f->timers);
         for (int j = 0; j < 2; j++)
                 if (f->consumer.io_fds[j] >= 0)

@@ -228,7 +228,7 @@ static void append_time_check(kd_fwd_t *f, kd_part_t *p,
  * too, so that our commits keep saying so. */
 static int handled_before(kd_fwd_t *f, kd_part_t *p, int64_t offset)
 {
-        if (!f->mode->handled || !f->mode->handled(f, p, offset))
+        if (!f->mode->handled || !f->mode->handled(&f->mode_ctx, p, offset))
                 return 0;
         if (kd_offtrack_add(&p->track, offset) == 0)
                 kd_offtrack_done(&p->track, offset);
@@ -303,7 +303,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 p->tasks->prev = t;
         p->tasks = t;
         if (probe) { /* a forwarder's clock probe: skip */
-                f->mode->done(f, t);
+                f->mode->done(&f->mode_ctx, t);
                 return;
         }
         kd_metric_inc(&f->metrics, KD_M_READ);

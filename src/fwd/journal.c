@@ -82,7 +82,7 @@ void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
         }
         kd_journal_broken(f, m->err);
         if (f->mode->journal_failed)
-                f->mode->journal_failed(f, m->err);
+                f->mode->journal_failed(&f->mode_ctx, m->err);
 }
 
 void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)

@@ -8,7 +8,6 @@
 #ifndef KD_EOS_OFFSETS_H
 #define KD_EOS_OFFSETS_H
 
-#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,13 +50,23 @@ rd_kafka_topic_partition_list_t *kd_eos_offsets_list(kd_eos_offsets_t *o,
                                                      const kdelay_conf_t *conf,
                                                      int *failed);
 
+/* How the fetch reaches the consumer (mode_eos.c passes its context's
+ * services): committed, rd_kafka_committed of parts; stopping, 1 once the
+ * forwarder is asked to stop. */
+typedef struct kd_eos_consumer {
+        rd_kafka_resp_err_t (*committed)(void *arg,
+                                         rd_kafka_topic_partition_list_t *parts,
+                                         int timeout_ms);
+        int (*stopping)(void *arg);
+        void *arg;
+} kd_eos_consumer_t;
+
 /* The committed offsets and done sets of parts, read with require-stable
  * semantics (a read_committed consumer waits for pending transactional
  * commits), written into parts as the offsets to start at. Retried until
- * it succeeds: 0; -1 when *stop; -2 after 30 failed attempts. */
-int kd_eos_offsets_fetch(rd_kafka_t *consumer, const kdelay_conf_t *conf,
-                         rd_kafka_topic_partition_list_t *parts,
-                         volatile sig_atomic_t *stop);
+ * it succeeds: 0; -1 when stopping; -2 after 30 failed attempts. */
+int kd_eos_offsets_fetch(const kd_eos_consumer_t *c, const kdelay_conf_t *conf,
+                         rd_kafka_topic_partition_list_t *parts);
 
 /* p (its p->mode a kd_eos_part_t) opens at tp's committed offset; tp's
  * metadata, our done set, names the records above it that the previous

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exactly_once's poison isolation, its decisions (eos_poison.c): when a
- * record of an aborted transaction (kd_poison.h) goes alone, waits for
- * its turn, or goes back to shared transactions as a victim; what its
- * solo aborts count and how long its next attempt waits; which error is
- * the open transaction's cause. Pure functions over a small view of the
- * transaction (kd_eos_view_t), the record's entry and a clock reading: no
- * forwarder, no librdkafka handle. mode_eos.c fills the view and carries
- * out the answer (test_eos_poison tests each branch). */
+/* exactly_once's poison isolation (eos_poison.c): its state
+ * (kd_eos_iso_t: the records of aborted transactions, the record alone
+ * or waiting for its turn, the open transaction's cause) and its
+ * decisions: when a record of an aborted transaction (kd_poison.h) goes
+ * alone, waits for its turn, or goes back to shared transactions as a
+ * victim; what its solo aborts count and how long its next attempt waits;
+ * which error is the open transaction's cause. The decisions are pure
+ * functions over a small view of the transaction (kd_eos_view_t), the
+ * record's entry and a clock reading; the state changes only through the
+ * kd_eos_iso_ functions. No forwarder, no librdkafka handle: mode_eos.c,
+ * the transaction state machine, keeps a kd_eos_iso_t, fills the view,
+ * carries out the answer and logs (test_eos_poison tests each branch). */
 #ifndef KD_EOS_POISON_H
 #define KD_EOS_POISON_H
 
@@ -127,5 +131,94 @@ int kd_eos_names_record(rd_kafka_resp_err_t err);
  * of the producer's state seen first. */
 rd_kafka_resp_err_t kd_eos_cause(rd_kafka_resp_err_t cur,
                                  rd_kafka_resp_err_t err);
+
+/* --- the state ------------------------------------------------------- */
+
+/* Poison isolation's state, beside the transaction's (mode_eos.c reads
+ * it; only the functions below change it). Zeroed: nothing aborted. */
+typedef struct kd_eos_iso {
+        kd_poison_t poison; /* records of aborted transactions */
+        uint64_t solo;      /* the key of the record alone in the open
+                               transaction; 0 = a shared one */
+        uint64_t alone;     /* the key of a record in flight alone (a batch of
+                               its own) in the open shared transaction, until
+                               its report; 0 = none */
+        uint64_t solo_wait; /* a record waiting for its solo turn */
+        int64_t solo_wait_mono;    /* since when */
+        int solo_wait_txn;         /* it waits for a transaction of its own (not
+                                      only for the produces in flight) */
+        rd_kafka_resp_err_t cause; /* why the open transaction fails: the
+                                      first error seen; 0 = none yet */
+        uint64_t commits;          /* transactions committed */
+} kd_eos_iso_t;
+
+/* Frees what s holds. */
+void kd_eos_iso_destroy(kd_eos_iso_t *s);
+
+/* v's fields that are s's: members, busy, solo_wait, solo_wait_at. */
+void kd_eos_iso_view(const kd_eos_iso_t *s, kd_eos_view_t *v);
+
+/* The record of key waits for its turn to go alone (KD_EOS_TURN; own_txn:
+ * for a transaction of its own), unless another waits, for less than
+ * KD_SOLO_WAIT_MAX_MS: 1 when it became the record waiting (the commit
+ * timer is to be re-armed). */
+int kd_eos_iso_wait_turn(kd_eos_iso_t *s, uint64_t key, int own_txn,
+                         int64_t now);
+
+/* e's record goes alone as act says (KD_EOS_ALONE: a batch of its own in
+ * the open transaction; KD_EOS_SOLO: a transaction of its own). */
+void kd_eos_iso_alone(kd_eos_iso_t *s, kd_poison_entry_t *e, kd_eos_act_t act);
+
+/* A produce goes into the shared transaction: no record waits. */
+void kd_eos_iso_shared(kd_eos_iso_t *s);
+
+/* An error that ends the open transaction (a transactional call's, a
+ * journal record's): its cause unless one is known. */
+void kd_eos_iso_cause(kd_eos_iso_t *s, rd_kafka_resp_err_t err);
+
+/* 1 when the open transaction's cause is known to name a record or its
+ * target; else learn_stored takes stored (what the producer kept as its
+ * abortable error) when stored does: 1 when it did. */
+int kd_eos_iso_cause_named(const kd_eos_iso_t *s);
+int kd_eos_iso_learn_stored(kd_eos_iso_t *s, rd_kafka_resp_err_t stored);
+
+/* The produce of key was delivered: a record alone lets the others go. */
+void kd_eos_iso_delivered(kd_eos_iso_t *s, uint64_t key);
+
+/* The produce of key failed with err in the open transaction (likely:
+ * kd_poison_likely): err may become its cause. Refused alone (err names
+ * it), the record is the culprit: its failures count toward abort_limit,
+ * its batch-mates are forgiven, and its entry is returned (the caller
+ * learns the refusal); else NULL. A cause that names a record blames key;
+ * *oom is set when that could not be recorded (then every record
+ * counts). */
+kd_poison_entry_t *kd_eos_iso_failed(kd_eos_iso_t *s, uint64_t key,
+                                     int64_t likely, rd_kafka_resp_err_t err,
+                                     int abort_limit, int *oom);
+
+/* A solo transaction's abort, as kd_eos_iso_aborted counted it. */
+typedef struct kd_eos_solo_abort {
+        const kd_poison_entry_t *e; /* its record's; NULL: not a solo one */
+        int counted;                /* toward abort_limit */
+        int64_t backoff_ms;         /* its next attempt waits so long */
+} kd_eos_solo_abort_t;
+
+/* The open transaction committed: its records' entries go. */
+void kd_eos_iso_committed(kd_eos_iso_t *s);
+
+/* The open transaction aborted at now (fatal: a new producer ended it;
+ * journal_failed: a journal record failed, no record's fault): its cause
+ * (_FAIL when none was seen) is returned. Its records are accounted
+ * (kd_poison_aborted), or, when it was a solo one, the record's failures
+ * count (kd_eos_solo_weight, toward abort_limit) and its next attempt
+ * waits (kd_eos_solo_backoff, up to retry_max_ms): *sa says so. */
+rd_kafka_resp_err_t kd_eos_iso_aborted(kd_eos_iso_t *s, int journal_failed,
+                                       int fatal, int abort_limit,
+                                       int64_t retry_max_ms, int64_t now,
+                                       kd_eos_solo_abort_t *sa);
+
+/* The open transaction is over (after committed or aborted): no record
+ * alone, no cause. */
+void kd_eos_iso_over(kd_eos_iso_t *s);
 
 #endif

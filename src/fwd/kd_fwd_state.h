@@ -15,6 +15,13 @@
 #ifndef KD_FWD_STATE_H
 #define KD_FWD_STATE_H
 
+/* The delivery modes see the forwarder only through their context
+ * (kd_mode_ctx.h): a mode file defines KD_MODE_SEAM, and any header that
+ * would show it the forwarder's fields stops its compilation here. */
+#ifdef KD_MODE_SEAM
+#error "a delivery mode sees the forwarder only through kd_mode_ctx.h"
+#endif
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +35,7 @@
 #include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_metrics.h"
+#include "kd_mode_ctx.h"
 #include "kd_part.h"
 #include "kd_ratelimits.h"
 #include "kd_refusals.h"
@@ -285,7 +293,9 @@ struct kd_fwd {
         kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;
         const kd_mode_ops_t *mode; /* the delivery mode */
-        void *mode_state;          /* owned by the mode */
+        /* What the mode sees (kd_mode_ctx.h), the argument of its
+         * operations; its state, mode_ctx.state, is the mode's. */
+        kd_mode_ctx_t mode_ctx;
         kd_fwd_hooks_t hooks;
         kd_metrics_t metrics;
         /* forwarder.allowed_targets: the conf's, parsed when set */

@@ -233,7 +233,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         kdelay_err_t err = http_start(f);
         if (err)
                 return err;
-        if (f->mode->start && f->mode->start(f, why, sizeof(why))) {
+        if (f->mode->start && f->mode->start(&f->mode_ctx, why, sizeof(why))) {
                 if (*f->stop && !f->fatal) {
                         /* Nothing was consumed or produced. */
                         kd_log(f->conf, KDELAY_LOG_NOTICE,

@@ -4,13 +4,13 @@
  * committed every forwarder.commit_interval and on revoke. A crash between
  * a delivery and the next commit re-reads, and the fate table mostly
  * stops a second fire (docs/reliability.md). Owns its commit timer. */
+#define KD_MODE_SEAM 1 /* kd_mode_ctx.h: the forwarder stays out */
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "kd_log.h"
 #include "kd_mode.h"
-#include "kd_producer.h"
-#include "kd_settle.h"
 #include "kd_util.h"
 
 /* Producer defaults the user may override. A report within 30 s: a fire
@@ -45,16 +45,16 @@ typedef struct alo_state {
  * revoke) every partition with a commit point, so that one whose last
  * async commit is still out or failed unseen is committed before it
  * goes. */
-static void commit(kd_fwd_t *f, int sync)
+static void commit(kd_mode_ctx_t *m, int sync)
 {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(8);
         if (!l) {
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=commit action=retry");
                 return;
         }
-        const alo_state_t *s = f->mode_state;
+        const alo_state_t *s = m->state;
         for (alo_part_t *ap = s->parts; ap; ap = ap->next) {
                 const kd_part_t *p = ap->part;
                 int64_t cp = kd_offtrack_commit_point(&p->track);
@@ -65,11 +65,10 @@ static void commit(kd_fwd_t *f, int sync)
                 ap->committed = cp;
         }
         if (l->cnt > 0) {
-                rd_kafka_resp_err_t err =
-                    rd_kafka_commit(f->consumer.rk, l, sync ? 0 : 1);
-                kd_metric_inc(&f->metrics, KD_M_COMMITS);
+                rd_kafka_resp_err_t err = kd_mode_commit(m, l, sync ? 0 : 1);
+                kd_metric_inc(m->metrics, KD_M_COMMITS);
                 if (err)
-                        kd_log(f->conf, KDELAY_LOG_WARNING,
+                        kd_log(m->conf, KDELAY_LOG_WARNING,
                                "event=commit_failed partitions=%d err=\"%s\"",
                                l->cnt, rd_kafka_err2str(err));
         }
@@ -78,15 +77,15 @@ static void commit(kd_fwd_t *f, int sync)
 
 static void commit_cb(kd_timer_t *tm, void *arg)
 {
-        kd_fwd_t *f = arg;
-        commit(f, 0);
-        if (kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO,
-                         kd_fwd_mono_ms(f) + f->conf->fwd_commit_interval_ms,
-                         commit_cb, f))
-                kd_fwd_oom(f, "commit_timer");
+        kd_mode_ctx_t *m = arg;
+        commit(m, 0);
+        if (kd_timer_arm(m->timers, tm, KD_CLOCK_MONO,
+                         kd_mode_mono_ms(m) + m->conf->fwd_commit_interval_ms,
+                         commit_cb, m))
+                kd_mode_oom(m, "commit_timer");
 }
 
-static kdelay_err_t alo_init(kd_fwd_t *f, const char *const **defaults,
+static kdelay_err_t alo_init(kd_mode_ctx_t *m, const char *const **defaults,
                              const char *const **forced, char *errstr,
                              size_t errstr_size)
 {
@@ -94,39 +93,40 @@ static kdelay_err_t alo_init(kd_fwd_t *f, const char *const **defaults,
         if (!s)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        kd_timer_init(&s->commit, commit_cb, f);
-        f->mode_state = s;
+        kd_timer_init(&s->commit, commit_cb, m);
+        m->state = s;
         *defaults = alo_producer_defaults;
         *forced = kd_producer_forced;
         return KDELAY_OK;
 }
 
-static void alo_destroy(kd_fwd_t *f)
+static void alo_destroy(kd_mode_ctx_t *m)
 {
-        alo_state_t *s = f->mode_state;
+        alo_state_t *s = m->state;
         if (!s)
                 return;
-        kd_timer_disarm(&f->timers, &s->commit);
+        kd_timer_disarm(m->timers, &s->commit);
         free(s);
-        f->mode_state = NULL;
+        m->state = NULL;
 }
 
-static kdelay_err_t alo_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+static kdelay_err_t alo_start(kd_mode_ctx_t *m, char *errstr,
+                              size_t errstr_size)
 {
-        alo_state_t *s = f->mode_state;
-        if (kd_timer_arm(&f->timers, &s->commit, KD_CLOCK_MONO,
-                         kd_fwd_mono_ms(f) + f->conf->fwd_commit_interval_ms,
-                         commit_cb, f))
+        alo_state_t *s = m->state;
+        if (kd_timer_arm(m->timers, &s->commit, KD_CLOCK_MONO,
+                         kd_mode_mono_ms(m) + m->conf->fwd_commit_interval_ms,
+                         commit_cb, m))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         return KDELAY_OK;
 }
 
-static size_t alo_opened(kd_fwd_t *f, kd_part_t *p,
+static size_t alo_opened(kd_mode_ctx_t *m, kd_part_t *p,
                          const rd_kafka_topic_partition_t *tp)
 {
         (void)tp;
-        alo_state_t *s = f->mode_state;
+        alo_state_t *s = m->state;
         alo_part_t *ap = p->mode;
         ap->part = p;
         ap->committed = -1;
@@ -137,9 +137,9 @@ static size_t alo_opened(kd_fwd_t *f, kd_part_t *p,
         return 0;
 }
 
-static void alo_closed(kd_fwd_t *f, kd_part_t *p)
+static void alo_closed(kd_mode_ctx_t *m, kd_part_t *p)
 {
-        alo_state_t *s = f->mode_state;
+        alo_state_t *s = m->state;
         alo_part_t *ap = p->mode;
         if (ap->prev)
                 ap->prev->next = ap->next;
@@ -153,40 +153,40 @@ static void alo_closed(kd_fwd_t *f, kd_part_t *p)
 /* A record the broker refused in a batch goes out alone, through the
  * solo producer (batches of one): delivered, or found to be the cause.
  * So does a replay its target is known to refuse (kd_fire_now). */
-static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+static int alo_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         (void)as;
-        *rk = t && (t->solo || t->known_refusal) ? kd_producer_solo(f)
-                                                 : kd_producer_main(f);
+        *rk = t && (t->solo || t->known_refusal) ? kd_mode_producer_solo(m)
+                                                 : kd_mode_producer_main(m);
         return *rk ? 0 : -1;
 }
 
-static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
+static void alo_delivered(kd_mode_ctx_t *m, kd_task_t *t)
 {
         /* A task without a claim: its journal record (JOURNAL) stands for
          * its FIRED or DEAD mark. */
         if (t->state == KD_TASK_FIRING ||
             (t->state == KD_TASK_JOURNAL && !t->fire_failed))
-                kd_settle_fired(f, t->rec.id, t->late_ms, t->unclaimed);
+                kd_mode_settle_fired(m, t->rec.id, t->late_ms, t->unclaimed);
         else if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed)
-                kd_settle_dead(f, t->rec.id, t->dead_reason);
-        kd_settle_done(f, t);
+                kd_mode_settle_dead(m, t->rec.id, t->dead_reason);
+        kd_mode_settle_done(m, t);
 }
 
-static int alo_revoke(kd_fwd_t *f, int64_t deadline)
+static int alo_revoke(kd_mode_ctx_t *m, int64_t deadline)
 {
         (void)deadline; /* a synchronous commit has its own timeout */
-        commit(f, 1);
+        commit(m, 1);
         return 0; /* a failed commit is sent again (alo_committed) */
 }
 
 /* A commit that failed is sent again with the next one: its partitions
  * forget what they last sent (unless a later point went out since). */
-static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
+static void alo_committed(kd_mode_ctx_t *m, rd_kafka_resp_err_t err,
                           const rd_kafka_topic_partition_list_t *offsets)
 {
-        const alo_state_t *s = f->mode_state;
+        const alo_state_t *s = m->state;
         int failed = 0;
         rd_kafka_resp_err_t first = err;
         for (int i = 0; offsets && i < offsets->cnt; i++) {
@@ -203,7 +203,7 @@ static void alo_committed(kd_fwd_t *f, rd_kafka_resp_err_t err,
                                 ap->committed = -1;
         }
         if (failed)
-                kd_log(f->conf, KDELAY_LOG_WARNING,
+                kd_log(m->conf, KDELAY_LOG_WARNING,
                        "event=commit_failed partitions=%d err=\"%s\" "
                        "action=commit_again",
                        failed, rd_kafka_err2str(first));
@@ -221,7 +221,7 @@ const kd_mode_ops_t kd_mode_alo = {
     .closed = alo_closed,
     .begin = alo_begin,
     .delivered = alo_delivered,
-    .done = kd_settle_done,
+    .done = kd_mode_settle_done,
     .revoke = alo_revoke,
     /* A new producer: the old one's produces were purged, and the fire
      * stage produces them again (renewed: NULL). */

@@ -7,13 +7,18 @@
  * (KD_TXN_LATE_MS), hops, dead letters or offsets after
  * forwarder.transaction_interval. docs/reliability.md states the
  * guarantee. Owns the transaction state (one enum, changed only through
- * txn_set_state), its commit timer, the fires of the open transaction and
- * the accounting of the records of aborted ones (kd_poison.h), which ends
- * an abort loop: a record that keeps its transactions aborting is produced
- * alone and, failing alone, dead-lettered. Its other two parts: when a
- * record goes alone, waits or is a victim is decided by eos_poison.c
- * (pure, kd_eos_poison.h), carried out here; the partitions' offsets and
- * done sets are eos_offsets.c's (kd_eos_offsets.h). */
+ * txn_set_state), its commit timer and the fires of the open transaction.
+ * Its other two parts: poison isolation (eos_poison.c, kd_eos_poison.h),
+ * which ends an abort loop — a record that keeps its transactions aborting
+ * is produced alone and, failing alone, dead-lettered — keeps its own
+ * state (kd_eos_iso_t: the records of aborted transactions, kd_poison.h;
+ * the record alone or waiting; the transaction's cause) and decides when a
+ * record goes alone, waits or is a victim (pure), carried out here; the
+ * partitions' offsets and done sets are eos_offsets.c's
+ * (kd_eos_offsets.h). Like every mode it sees only its context
+ * (kd_mode_ctx.h). */
+#define KD_MODE_SEAM 1 /* kd_mode_ctx.h: the forwarder stays out */
+
 #include <assert.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,12 +27,11 @@
 
 #include "kd_eos_offsets.h"
 #include "kd_eos_poison.h"
+#include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_perr.h"
 #include "kd_poison.h"
-#include "kd_producer.h"
-#include "kd_settle.h"
 #include "kd_util.h"
 
 /* Longest a single transactional call may block the loop before it is
@@ -88,41 +92,29 @@ typedef struct eos_state {
         kd_timer_t commit;
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
-        kd_poison_t poison;     /* records of aborted transactions */
-        uint64_t solo;          /* the key of the record alone in the open
-                                   transaction; 0 = a shared one */
-        uint64_t alone;     /* the key of a record in flight alone (a batch of
-                               its own) in the open shared transaction, until
-                               its report; 0 = none */
-        uint64_t solo_wait; /* a record waiting for its solo turn */
-        int64_t solo_wait_mono;    /* since when */
-        int solo_wait_txn;         /* it waits for a transaction of its own (not
-                                      only for the produces in flight) */
-        rd_kafka_resp_err_t cause; /* why the open transaction fails: the
-                                      first error seen; 0 = none yet */
+        kd_eos_iso_t iso;       /* poison isolation's state (eos_poison.c) */
         rd_kafka_resp_err_t last_cause; /* of the last abort */
-        uint64_t commits;               /* transactions committed */
         int abort_streak;               /* aborted since the last commit */
         unsigned fire_commits;          /* committed transactions with fires */
 } eos_state_t;
 
 /* forwarder.fault.kill_after_commit: the crash between a commit and the
  * FIRED marks, on demand (tests of kdelayctl audit). */
-static void fault_after_commit(kd_fwd_t *f, eos_state_t *s)
+static void fault_after_commit(kd_mode_ctx_t *m, eos_state_t *s)
 {
-        int n = f->conf->fwd_fault_kill_after_commit;
+        int n = m->conf->fwd_fault_kill_after_commit;
         if (n <= 0 || ++s->fire_commits != (unsigned)n)
                 return;
-        kd_log(f->conf, KDELAY_LOG_WARNING,
+        kd_log(m->conf, KDELAY_LOG_WARNING,
                "event=fault_injected what=kill_after_commit commit=%d "
                "fires=%zu",
                n, s->fired.len);
         raise(SIGKILL);
 }
 
-static eos_state_t *state_of(const kd_fwd_t *f)
+static eos_state_t *state_of(const kd_mode_ctx_t *m)
 {
-        return f->mode_state;
+        return m->state;
 }
 
 /* The transactions' state machine: the moves it makes, as librdkafka's
@@ -148,31 +140,31 @@ static int txn_move_allowed(kd_txn_state_t from, kd_txn_state_t to)
  * (and sanitizer) builds it aborts at once; in Release it is logged
  * (event=bug what=txn_state), counted (txn_state_bugs), and ends the
  * process (fatal). */
-static void txn_set_state(kd_fwd_t *f, kd_txn_state_t to)
+static void txn_set_state(kd_mode_ctx_t *m, kd_txn_state_t to)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         kd_txn_state_t from = s->txn;
         if (from == to)
                 return;
         if (!txn_move_allowed(from, to)) {
-                kd_metric_inc(&f->metrics, KD_M_TXN_STATE_BUGS);
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+                kd_metric_inc(m->metrics, KD_M_TXN_STATE_BUGS);
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=bug what=txn_state from=%s to=%s action=exit",
                        txn_state_names[from], txn_state_names[to]);
                 assert(!"illegal transaction state move");
                 to = KD_TXN_FATAL;
         }
-        kd_log(f->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
+        kd_log(m->conf, KDELAY_LOG_DEBUG, "event=txn_state from=%s to=%s",
                txn_state_names[from], txn_state_names[to]);
         s->txn = to;
         if (to == KD_TXN_RENEW) {
                 /* The loop's next turn. One record's doing (it is
                  * dead-lettered next): not a reason to give up on
                  * renewals. */
-                kd_producer_renew_soon(f, s->solo != 0);
+                kd_mode_producer_renew_soon(m, s->iso.solo != 0);
         }
         if (to == KD_TXN_FATAL) {
-                kd_fwd_fatal(f, "transaction");
+                kd_mode_fatal(m, "transaction");
         }
 }
 
@@ -182,15 +174,16 @@ static void commit_cb(kd_timer_t *tm, void *arg);
 
 /* When the transaction is due for its commit; re-armed whenever an input
  * changes. */
-static void arm(kd_fwd_t *f)
+static void arm(kd_mode_ctx_t *m)
 {
-        eos_state_t *s = state_of(f);
-        int64_t at = INT64_MAX, interval = f->conf->fwd_txn_interval_ms;
+        eos_state_t *s = state_of(m);
+        int64_t at = INT64_MAX, interval = m->conf->fwd_txn_interval_ms;
         if (s->txn == KD_TXN_ABORTABLE)
                 at = 0;
-        else if (s->txn == KD_TXN_OPEN && s->solo_wait && s->solo_wait_txn)
+        else if (s->txn == KD_TXN_OPEN && s->iso.solo_wait &&
+                 s->iso.solo_wait_txn)
                 at = 0; /* a record waits for a transaction of its own */
-        else if (s->txn == KD_TXN_OPEN && (s->has_ontime || s->solo))
+        else if (s->txn == KD_TXN_OPEN && (s->has_ontime || s->iso.solo))
                 at = s->last_mono + KD_TXN_SETTLE_MS;
         else if (s->txn == KD_TXN_OPEN && s->has_fire)
                 at = s->last_mono + interval; /* a catch-up's fires only */
@@ -199,10 +192,10 @@ static void arm(kd_fwd_t *f)
         else if (s->txn == KD_TXN_READY && s->dirty)
                 at = s->last_mono + interval;
         if (at == INT64_MAX)
-                kd_timer_disarm(&f->timers, &s->commit);
-        else if (kd_timer_arm(&f->timers, &s->commit, KD_CLOCK_MONO, at,
-                              commit_cb, f))
-                kd_fwd_oom(f, "txn_timer");
+                kd_timer_disarm(m->timers, &s->commit);
+        else if (kd_timer_arm(m->timers, &s->commit, KD_CLOCK_MONO, at,
+                              commit_cb, m))
+                kd_mode_oom(m, "txn_timer");
 }
 
 /* What a failed transactional call leaves us to do. */
@@ -220,7 +213,7 @@ static int dead(const eos_state_t *s)
 
 /* Logs error (taken) and classifies it. A fatal error asks for a new
  * producer: the loop makes one, or exits when it cannot (fenced). */
-static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
+static kd_txn_next_t classify(kd_mode_ctx_t *m, rd_kafka_error_t *error,
                               const char *what)
 {
         kd_txn_next_t next = KD_NEXT_ABORT;
@@ -232,7 +225,7 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
         else if (rd_kafka_error_is_retriable(error))
                 next = KD_NEXT_RETRY;
         char q[600];
-        kd_log(f->conf,
+        kd_log(m->conf,
                next == KD_NEXT_RETRY ? KDELAY_LOG_WARNING : KDELAY_LOG_ERROR,
                "event=txn_error what=%s err=%s code=%s action=%s", what,
                kd_log_quote(rd_kafka_error_string(error), q, sizeof(q)),
@@ -241,32 +234,31 @@ static kd_txn_next_t classify(kd_fwd_t *f, rd_kafka_error_t *error,
                : next == KD_NEXT_RETRY ? "retry"
                                        : "abort");
         rd_kafka_error_destroy(error);
-        eos_state_t *s = state_of(f);
-        if (next != KD_NEXT_RETRY && !s->cause)
-                s->cause = code; /* the transaction's records learn why */
+        eos_state_t *s = state_of(m);
+        if (next != KD_NEXT_RETRY) /* the transaction's records learn why */
+                kd_eos_iso_cause(&s->iso, code);
         if (next == KD_NEXT_FATAL)
-                txn_set_state(f, KD_TXN_RENEW);
+                txn_set_state(m, KD_TXN_RENEW);
         return next;
 }
 
 /* Begins a transaction unless one is open; -1 when none can be. */
-static int txn_begin(kd_fwd_t *f)
+static int txn_begin(kd_mode_ctx_t *m)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (s->txn == KD_TXN_OPEN)
                 return 0;
         if (s->txn != KD_TXN_READY)
                 return -1; /* failed or fatal: deferred until the abort */
-        rd_kafka_error_t *error =
-            rd_kafka_begin_transaction(kd_producer_main(f));
+        rd_kafka_error_t *error = kd_mode_txn_begin(m);
         if (error) {
-                classify(f, error, "begin_transaction");
+                classify(m, error, "begin_transaction");
                 return -1;
         }
-        txn_set_state(f, KD_TXN_OPEN);
+        txn_set_state(m, KD_TXN_OPEN);
         s->has_fire = s->has_ontime = 0;
-        s->opened_mono = kd_fwd_mono_ms(f);
-        arm(f);
+        s->opened_mono = kd_mode_mono_ms(m);
+        arm(m);
         return 0;
 }
 
@@ -275,24 +267,19 @@ static int txn_begin(kd_fwd_t *f)
 /* The record of key waits for its turn to go alone, holding the other
  * produces back (at most KD_SOLO_WAIT_MS at a time, KD_SOLO_WAIT_MAX_MS
  * in all); own_txn: for a transaction of its own. */
-static void wait_turn(kd_fwd_t *f, uint64_t key, int own_txn)
+static void wait_turn(kd_mode_ctx_t *m, uint64_t key, int own_txn)
 {
-        eos_state_t *s = state_of(f);
-        int64_t now = kd_fwd_mono_ms(f);
-        if (!s->solo_wait || now - s->solo_wait_mono >= KD_SOLO_WAIT_MAX_MS) {
-                s->solo_wait = key;
-                s->solo_wait_mono = now;
-                s->solo_wait_txn = own_txn;
-                arm(f);
-        }
+        eos_state_t *s = state_of(m);
+        if (kd_eos_iso_wait_turn(&s->iso, key, own_txn, kd_mode_mono_ms(m)))
+                arm(m);
 }
 
-static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
+static void log_alone(kd_mode_ctx_t *m, const char *how, const kd_task_t *t,
                       const kd_poison_entry_t *e)
 {
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        kd_metric_inc(&f->metrics, KD_M_SOLO);
-        kd_log(f->conf, KDELAY_LOG_NOTICE,
+        kd_metric_inc(m->metrics, KD_M_SOLO);
+        kd_log(m->conf, KDELAY_LOG_NOTICE,
                "event=txn_solo how=%s id=%s aborts=%d solo_aborts=%d err=%s",
                how, t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
                e->aborts, e->solo_fails, rd_kafka_err2name(e->err));
@@ -302,71 +289,62 @@ static void log_alone(kd_fwd_t *f, const char *how, const kd_task_t *t,
  * transaction, a batch of its own, the others held back until its report;
  * refused alone, it is the culprit (eos_failed), delivered, it commits
  * with the others. KD_EOS_SOLO: in a transaction of its own). */
-static int go_alone(kd_fwd_t *f, const kd_task_t *t, kd_poison_entry_t *e,
+static int go_alone(kd_mode_ctx_t *m, const kd_task_t *t, kd_poison_entry_t *e,
                     kd_eos_act_t act)
 {
-        eos_state_t *s = state_of(f);
-        if (txn_begin(f))
+        eos_state_t *s = state_of(m);
+        if (txn_begin(m))
                 return -1;
-        if (act == KD_EOS_ALONE)
-                s->alone = e->key;
-        else
-                s->solo = e->key;
-        if (s->solo_wait == e->key)
-                s->solo_wait = 0;
-        e->solo_tries++;
-        log_alone(f, act == KD_EOS_ALONE ? "batch" : "transaction", t, e);
+        kd_eos_iso_alone(&s->iso, e, act);
+        log_alone(m, act == KD_EOS_ALONE ? "batch" : "transaction", t, e);
         if (act == KD_EOS_SOLO)
-                arm(f);
+                arm(m);
         return 0;
 }
 
 /* Records of transactions that aborted go alone; while one is alone in
  * the open transaction, or waits for its turn, the others wait
  * (kd_eos_decide). */
-static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
+static int eos_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
-        eos_state_t *s = state_of(f);
-        *rk = kd_producer_main(f);
+        eos_state_t *s = state_of(m);
+        *rk = kd_mode_producer_main(m);
         uint64_t key = t ? kd_poison_key(t, as) : 0;
-        kd_poison_entry_t *e = t ? kd_poison_find(&s->poison, key) : NULL;
+        kd_poison_entry_t *e = t ? kd_poison_find(&s->iso.poison, key) : NULL;
         kd_eos_view_t v = {
             .txn_ready = s->txn == KD_TXN_READY,
             .txn_open = s->txn == KD_TXN_OPEN,
-            .members = s->poison.members_len,
-            .reset_due = kd_producer_reset_due(f),
-            .busy = s->solo || s->alone,
-            .inflight = kd_producer_inflight(f),
-            .solo_wait = s->solo_wait,
-            .solo_wait_at = s->solo_wait_mono,
+            .reset_due = kd_mode_producer_reset_due(m),
+            .inflight = kd_mode_producer_inflight(m),
             .known_refusal =
                 t && as == KD_TASK_FIRING && t->known_refusal && key,
         };
+        kd_eos_iso_view(&s->iso, &v);
         if (kd_eos_held_back(&v))
                 return KD_SOLO_WAIT_MS;
         /* Blamed once with a refused batch, known a victim: it goes back
          * to shared batches, until it aborts one again. */
         if (e && as == KD_TASK_FIRING &&
             kd_eos_victim(e, kd_eos_victim_possible(e) &&
-                                 kd_refusals_explains(&f->refusals, t, e->err,
-                                                      kd_fwd_mono_ms(f)))) {
+                                 kd_refusals_explains(m->refusals, t, e->err,
+                                                      kd_mode_mono_ms(m)))) {
                 e->forgiven = 1;
                 e = NULL;
         }
-        v.now = kd_fwd_mono_ms(f);
+        v.now = kd_mode_mono_ms(m);
         const kd_poison_entry_t *first =
-            e && e->first != e->key ? kd_poison_find(&s->poison, e->first)
+            e && e->first != e->key ? kd_poison_find(&s->iso.poison, e->first)
                                     : NULL;
         kd_eos_decision_t d = kd_eos_decide(&v, e, first);
         if (d.act == KD_EOS_KNOWN) {
                 /* A replay its target is known to refuse (kd_fire_now)
                  * goes alone, as the record of a refused batch does. */
-                e = kd_poison_get(&s->poison, key);
+                e = kd_poison_get(&s->iso.poison, key);
                 if (kd_perr_class(e->err) != KD_PERR_RECORD)
                         e->err = t->known_refusal;
                 first = e->first != e->key
-                            ? kd_poison_find(&s->poison, e->first)
+                            ? kd_poison_find(&s->iso.poison, e->first)
                             : NULL;
                 d = kd_eos_alone(&v, e, first);
         }
@@ -374,25 +352,25 @@ static int eos_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
         case KD_EOS_WAIT:
                 return d.wait_ms;
         case KD_EOS_TURN:
-                wait_turn(f, e->key, d.own_txn);
+                wait_turn(m, e->key, d.own_txn);
                 return d.wait_ms;
         case KD_EOS_ALONE:
         case KD_EOS_SOLO:
-                return go_alone(f, t, e, d.act);
+                return go_alone(m, t, e, d.act);
         case KD_EOS_SHARED:
         case KD_EOS_KNOWN:
                 break;
         }
-        s->solo_wait = 0;
-        return txn_begin(f);
+        kd_eos_iso_shared(&s->iso);
+        return txn_begin(m);
 }
 
 /* The transaction state cannot be recovered here: exit for a restart. */
-static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
+static kd_txn_result_t give_up(kd_mode_ctx_t *m, const char *what)
 {
-        kd_log(f->conf, KDELAY_LOG_ERROR,
+        kd_log(m->conf, KDELAY_LOG_ERROR,
                "event=txn_unrecoverable what=%s action=exit", what);
-        txn_set_state(f, KD_TXN_FATAL);
+        txn_set_state(m, KD_TXN_FATAL);
         return KD_TXN_EXIT;
 }
 
@@ -400,101 +378,81 @@ static kd_txn_result_t give_up(kd_fwd_t *f, const char *what)
  * revoke's; 0 = none), or, when a signal came before a shutdown began,
  * shutdown_timeout after the first retry that saw it (*local: 0 until
  * then); 0 = no end (not stopping). */
-static int64_t retry_deadline(kd_fwd_t *f, int64_t deadline, int64_t *local)
+static int64_t retry_deadline(kd_mode_ctx_t *m, int64_t deadline,
+                              int64_t *local)
 {
         if (deadline)
                 return deadline;
-        if (!*f->stop)
+        if (!kd_mode_stopping(m))
                 return 0;
         if (!*local)
-                *local = kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
+                *local = kd_mode_mono_ms(m) + m->conf->fwd_shutdown_timeout_ms;
         return *local;
 }
 
 /* deadline (monotonic; 0 = none) has come. */
-static int past(const kd_fwd_t *f, int64_t deadline)
+static int past(const kd_mode_ctx_t *m, int64_t deadline)
 {
-        return deadline && kd_fwd_mono_ms(f) >= deadline;
+        return deadline && kd_mode_mono_ms(m) >= deadline;
 }
 
-/* The solo transaction of key aborted because of cause (fatal: it broke
- * the producer): the record's failures count (kd_eos_solo_weight), and its next
- * solo attempt waits, longer each time, so that the others commit. */
-static void solo_aborted(kd_fwd_t *f, uint64_t key, rd_kafka_resp_err_t cause,
-                         int fatal)
+/* A solo transaction aborted because of cause: its record's failures
+ * counted (kd_eos_solo_weight), and its next solo attempt waits, longer
+ * each time, so that the others commit (kd_eos_iso_aborted). */
+static void log_solo_aborted(kd_mode_ctx_t *m, rd_kafka_resp_err_t cause,
+                             const kd_eos_solo_abort_t *sa)
 {
-        eos_state_t *s = state_of(f);
-        kd_poison_entry_t *e = kd_poison_get(&s->poison, key);
-        int counts = kd_eos_solo_weight(e, cause, fatal, s->commits,
-                                        f->conf->fwd_abort_limit);
-        e->solo_fails += counts;
-        /* Its target refused it alone: the records of its transaction
-         * that went elsewhere were its victims. */
-        if (kd_perr_class(cause) == KD_PERR_TARGET)
-                kd_poison_forgive_elsewhere(&s->poison, e->group, e->key,
-                                            e->where);
-        e->commits_seen = s->commits;
-        e->err = kd_eos_solo_reason(e->err, cause);
-        int64_t backoff =
-            kd_eos_solo_backoff(e->solo_tries, f->conf->fwd_retry_max_ms);
-        e->not_before_mono = kd_fwd_mono_ms(f) + backoff;
-        kd_log(f->conf, KDELAY_LOG_WARNING,
+        kd_log(m->conf, KDELAY_LOG_WARNING,
                "event=txn_solo_aborted err=%s counted=%d solo_aborts=%d "
                "limit=%d retry_in_ms=%lld",
-               rd_kafka_err2name(cause), counts, e->solo_fails,
-               f->conf->fwd_abort_limit, (long long)backoff);
+               rd_kafka_err2name(cause), sa->counted, sa->e->solo_fails,
+               m->conf->fwd_abort_limit, (long long)sa->backoff_ms);
 }
 
 /* The open transaction is over, committed or not: the one place that
  * ends its bookkeeping. Committed, what it fired and dead-lettered is
  * marked FIRED or DEAD; aborted (or ended by a new producer), none of it
  * happened, and its records are accounted (kd_poison.h). */
-static void txn_over(kd_fwd_t *f, int committed, int fatal)
+static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (committed) {
                 for (size_t i = 0; i < s->fired.len; i++)
-                        kd_settle_fired(f, s->fired.ids[i], s->fired.vals[i],
-                                        0);
+                        kd_mode_settle_fired(m, s->fired.ids[i],
+                                             s->fired.vals[i], 0);
                 for (size_t i = 0; i < s->unclaimed.len; i++)
-                        kd_settle_fired(f, s->unclaimed.ids[i],
-                                        s->unclaimed.vals[i], 1);
+                        kd_mode_settle_fired(m, s->unclaimed.ids[i],
+                                             s->unclaimed.vals[i], 1);
                 for (size_t i = 0; i < s->dead.len; i++)
-                        kd_settle_dead(f, s->dead.ids[i],
-                                       kd_settle_dead_reasons[s->dead.vals[i]]);
-                kd_poison_committed(&s->poison);
-                s->commits++;
+                        kd_mode_settle_dead(
+                            m, s->dead.ids[i],
+                            kd_mode_dead_reason((int)s->dead.vals[i]));
+                kd_eos_iso_committed(&s->iso);
                 s->abort_streak = 0;
-                kd_metric_inc(&f->metrics, KD_M_TXN_COMMITS);
+                kd_metric_inc(m->metrics, KD_M_TXN_COMMITS);
         } else {
-                rd_kafka_resp_err_t cause =
-                    s->cause ? s->cause : RD_KAFKA_RESP_ERR__FAIL;
-                kd_metric_add(&f->metrics, KD_M_RECORD_ABORTS,
-                              s->poison.members_len);
-                if (s->journal_failed) {
-                        kd_poison_members_clear(&s->poison);
-                } else if (s->solo) {
-                        kd_poison_members_clear(&s->poison);
-                        solo_aborted(f, s->solo, cause, fatal);
-                } else {
-                        kd_poison_aborted(&s->poison, cause, kd_fwd_mono_ms(f));
-                }
+                kd_metric_add(m->metrics, KD_M_RECORD_ABORTS,
+                              s->iso.poison.members_len);
+                kd_eos_solo_abort_t sa;
+                rd_kafka_resp_err_t cause = kd_eos_iso_aborted(
+                    &s->iso, s->journal_failed, fatal, m->conf->fwd_abort_limit,
+                    m->conf->fwd_retry_max_ms, kd_mode_mono_ms(m), &sa);
+                if (sa.e)
+                        log_solo_aborted(m, cause, &sa);
                 s->last_cause = cause;
                 s->abort_streak++;
-                kd_metric_inc(&f->metrics, KD_M_TXN_ABORTS);
+                kd_metric_inc(m->metrics, KD_M_TXN_ABORTS);
         }
-        kd_metric_set(&f->metrics, KD_M_TXN_ABORT_STREAK, s->abort_streak);
+        kd_metric_set(m->metrics, KD_M_TXN_ABORT_STREAK, s->abort_streak);
         kd_idq_clear(&s->fired);
         kd_idq_clear(&s->unclaimed);
         kd_idq_clear(&s->dead);
         s->journal_failed = 0;
         s->has_fire = s->has_ontime = 0;
         s->dirty = 0; /* committed, or the rewind starts from the commit */
-        s->solo = 0;
-        s->alone = 0;
-        s->cause = 0;
-        s->last_mono = kd_fwd_mono_ms(f);
-        arm(f);
+        kd_eos_iso_over(&s->iso);
+        s->last_mono = kd_mode_mono_ms(m);
+        arm(m);
 }
 
 /* The refusal that made the open transaction abortable, asked of the
@@ -508,38 +466,37 @@ static void txn_over(kd_fwd_t *f, int committed, int fatal)
  * state returns the stored error: begin_transaction, which outside READY
  * changes nothing (were it READY, the abort that follows ends the
  * transaction it began). */
-static void learn_cause(kd_fwd_t *f)
+static void learn_cause(kd_mode_ctx_t *m)
 {
-        eos_state_t *s = state_of(f);
-        if (kd_eos_names_record(s->cause))
+        eos_state_t *s = state_of(m);
+        if (kd_eos_iso_cause_named(&s->iso))
                 return;
-        rd_kafka_error_t *error =
-            rd_kafka_begin_transaction(kd_producer_main(f));
+        rd_kafka_error_t *error = kd_mode_txn_begin(m);
         if (!error)
                 return;
         rd_kafka_resp_err_t stored = rd_kafka_error_code(error);
         rd_kafka_error_destroy(error);
-        if (!kd_eos_names_record(stored))
-                return;
-        kd_log(f->conf, KDELAY_LOG_INFO,
-               "event=txn_abort_cause seen=%s cause=%s",
-               rd_kafka_err2name(s->cause), rd_kafka_err2name(stored));
-        s->cause = stored;
+        rd_kafka_resp_err_t seen = s->iso.cause;
+        if (kd_eos_iso_learn_stored(&s->iso, stored))
+                kd_log(m->conf, KDELAY_LOG_INFO,
+                       "event=txn_abort_cause seen=%s cause=%s",
+                       rd_kafka_err2name(seen), rd_kafka_err2name(stored));
 }
 
 /* Aborts the open transaction (if any) and forgets its fires. */
-static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
+static kd_txn_result_t txn_abort(kd_mode_ctx_t *m, const char *why,
+                                 int64_t deadline)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (dead(s))
                 return KD_TXN_EXIT;
         if (s->txn != KD_TXN_READY) {
                 int64_t local = 0;
-                learn_cause(f);
-                txn_set_state(f, KD_TXN_ABORTING);
+                learn_cause(m);
+                txn_set_state(m, KD_TXN_ABORTING);
                 for (;;) {
-                        rd_kafka_error_t *error = rd_kafka_abort_transaction(
-                            kd_producer_main(f), KD_TXN_CALL_TIMEOUT_MS);
+                        rd_kafka_error_t *error =
+                            kd_mode_txn_abort(m, KD_TXN_CALL_TIMEOUT_MS);
                         if (!error)
                                 break;
                         /* A commit still in progress: only a commit call
@@ -548,21 +505,21 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
                         int conflict = rd_kafka_error_code(error) ==
                                        RD_KAFKA_RESP_ERR__CONFLICT;
                         kd_txn_next_t next =
-                            classify(f, error, "abort_transaction");
+                            classify(m, error, "abort_transaction");
                         if (next == KD_NEXT_FATAL)
                                 return KD_TXN_EXIT;
                         if (next != KD_NEXT_RETRY || conflict ||
-                            past(f, retry_deadline(f, deadline, &local)))
-                                return give_up(f, "abort_transaction");
+                            past(m, retry_deadline(m, deadline, &local)))
+                                return give_up(m, "abort_transaction");
                 }
                 /* Reports of the purged and the in-flight produces come
                  * now; what they say delivered belongs to the aborted
                  * transaction. */
-                kd_producer_serve_main(f);
-                txn_set_state(f, KD_TXN_READY);
+                kd_mode_producer_serve_main(m);
+                txn_set_state(m, KD_TXN_READY);
         }
-        txn_over(f, 0, 0);
-        kd_log(f->conf, KDELAY_LOG_WARNING,
+        txn_over(m, 0, 0);
+        kd_log(m->conf, KDELAY_LOG_WARNING,
                "event=txn_aborted why=%s cause=%s streak=%d action=rewind", why,
                rd_kafka_err2name(s->last_cause), s->abort_streak);
         /* A refused batch's sequence numbers stay used in librdkafka
@@ -570,46 +527,46 @@ static kd_txn_result_t txn_abort(kd_fwd_t *f, const char *why, int64_t deadline)
          * on the gap (OUT_OF_ORDER_SEQUENCE_NUMBER). A new producer starts
          * a new epoch first. */
         if (kd_perr_class(s->last_cause) == KD_PERR_RECORD)
-                kd_producer_reset_soon(f);
+                kd_mode_producer_reset_soon(m);
         return KD_TXN_ABORTED;
 }
 
 /* After a failed call: 1 to call again (retriable, and not past the
  * shutdown deadline), else *result says what the transaction came to. */
-static int again(kd_fwd_t *f, rd_kafka_error_t *error, const char *what,
+static int again(kd_mode_ctx_t *m, rd_kafka_error_t *error, const char *what,
                  int64_t deadline, kd_txn_result_t *result)
 {
-        kd_txn_next_t next = classify(f, error, what);
+        kd_txn_next_t next = classify(m, error, what);
         if (next == KD_NEXT_FATAL) {
                 *result = KD_TXN_EXIT;
                 return 0;
         }
         /* A signal during a long outage ends the retries (abort). */
-        int stopping = deadline ? kd_fwd_mono_ms(f) >= deadline : *f->stop;
+        int stopping =
+            deadline ? kd_mode_mono_ms(m) >= deadline : kd_mode_stopping(m);
         if (next == KD_NEXT_RETRY && !stopping)
                 return 1;
-        *result = txn_abort(f, what, deadline);
+        *result = txn_abort(m, what, deadline);
         return 0;
 }
 
 /* Sends every partition's offset and done set into the transaction;
  * KD_TXN_COMMITTED when the commit may go ahead. */
-static kd_txn_result_t send_offsets(kd_fwd_t *f, int64_t deadline)
+static kd_txn_result_t send_offsets(kd_mode_ctx_t *m, int64_t deadline)
 {
         int failed;
         rd_kafka_topic_partition_list_t *l =
-            kd_eos_offsets_list(&state_of(f)->offsets, f->conf, &failed);
+            kd_eos_offsets_list(&state_of(m)->offsets, m->conf, &failed);
         if (failed)
-                return txn_abort(f, "done_set", deadline);
+                return txn_abort(m, "done_set", deadline);
         if (!l)
                 return KD_TXN_COMMITTED;
-        rd_kafka_consumer_group_metadata_t *cgmd =
-            rd_kafka_consumer_group_metadata(f->consumer.rk);
+        rd_kafka_consumer_group_metadata_t *cgmd = kd_mode_group_metadata(m);
         kd_txn_result_t r = KD_TXN_COMMITTED;
         rd_kafka_error_t *error;
-        while ((error = rd_kafka_send_offsets_to_transaction(
-                    kd_producer_main(f), l, cgmd, KD_TXN_CALL_TIMEOUT_MS)) &&
-               again(f, error, "send_offsets_to_transaction", deadline, &r))
+        while ((error = kd_mode_txn_send_offsets(m, l, cgmd,
+                                                 KD_TXN_CALL_TIMEOUT_MS)) &&
+               again(m, error, "send_offsets_to_transaction", deadline, &r))
                 ;
         rd_kafka_consumer_group_metadata_destroy(cgmd);
         rd_kafka_topic_partition_list_destroy(l);
@@ -618,23 +575,23 @@ static kd_txn_result_t send_offsets(kd_fwd_t *f, int64_t deadline)
 
 /* Commits the open transaction (or, when only offsets moved, one holding
  * just them) with every partition's offset and done set. */
-static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
+static kd_txn_result_t txn_commit(kd_mode_ctx_t *m, int64_t deadline)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (dead(s))
                 return KD_TXN_EXIT;
         if (s->txn == KD_TXN_ABORTABLE)
-                return txn_abort(f, "delivery_failed", deadline);
+                return txn_abort(m, "delivery_failed", deadline);
         if (s->txn == KD_TXN_READY && !s->dirty)
                 return KD_TXN_COMMITTED;
-        if (txn_begin(f))
-                return dead(s) ? KD_TXN_EXIT : txn_abort(f, "begin", deadline);
-        int64_t t0 = kd_fwd_mono_ms(f);
-        txn_set_state(f, KD_TXN_COMMITTING);
-        kd_txn_result_t r = send_offsets(f, deadline);
+        if (txn_begin(m))
+                return dead(s) ? KD_TXN_EXIT : txn_abort(m, "begin", deadline);
+        int64_t t0 = kd_mode_mono_ms(m);
+        txn_set_state(m, KD_TXN_COMMITTING);
+        kd_txn_result_t r = send_offsets(m, deadline);
         if (r != KD_TXN_COMMITTED)
                 return r;
-        int64_t t1 = kd_fwd_mono_ms(f);
+        int64_t t1 = kd_mode_mono_ms(m);
         /* A commit that timed out goes on in the background, and only
          * another commit call ends it: an abort meanwhile is refused
          * (_CONFLICT). So a retriable failure is committed again, even
@@ -644,73 +601,85 @@ static kd_txn_result_t txn_commit(kd_fwd_t *f, int64_t deadline)
          * records are redone from the committed offsets if aborted). */
         rd_kafka_error_t *error;
         int64_t local = 0;
-        while ((error = rd_kafka_commit_transaction(kd_producer_main(f),
-                                                    KD_TXN_CALL_TIMEOUT_MS))) {
-                kd_txn_next_t next = classify(f, error, "commit_transaction");
+        while ((error = kd_mode_txn_commit(m, KD_TXN_CALL_TIMEOUT_MS))) {
+                kd_txn_next_t next = classify(m, error, "commit_transaction");
                 if (next == KD_NEXT_FATAL)
                         return KD_TXN_EXIT;
                 if (next == KD_NEXT_ABORT)
-                        return txn_abort(f, "commit_transaction", deadline);
-                if (past(f, retry_deadline(f, deadline, &local)))
-                        return give_up(f, "commit_transaction");
+                        return txn_abort(m, "commit_transaction", deadline);
+                if (past(m, retry_deadline(m, deadline, &local)))
+                        return give_up(m, "commit_transaction");
         }
         if (s->txn == KD_TXN_ABORTABLE) /* a report failed meanwhile */
-                return txn_abort(f, "delivery_failed", deadline);
-        txn_set_state(f, KD_TXN_READY);
-        kd_log(f->conf, KDELAY_LOG_DEBUG,
+                return txn_abort(m, "delivery_failed", deadline);
+        txn_set_state(m, KD_TXN_READY);
+        kd_log(m->conf, KDELAY_LOG_DEBUG,
                "event=txn_committed fires=%zu ms=%lld offsets_ms=%lld "
                "solo=%d",
-               s->fired.len, (long long)(kd_fwd_mono_ms(f) - t0),
-               (long long)(t1 - t0), s->solo != 0);
+               s->fired.len, (long long)(kd_mode_mono_ms(m) - t0),
+               (long long)(t1 - t0), s->iso.solo != 0);
         if (s->fired.len)
-                fault_after_commit(f, s);
-        txn_over(f, 1, 0);
+                fault_after_commit(m, s);
+        txn_over(m, 1, 0);
         return KD_TXN_COMMITTED;
 }
 
 static void commit_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
-        kd_fwd_t *f = arg;
+        kd_mode_ctx_t *m = arg;
         /* The loop's timer: the shutdown's deadline, if one began. */
-        if (txn_commit(f, f->shutdown_deadline) == KD_TXN_ABORTED)
-                f->hooks.rewind(f);
+        if (txn_commit(m, kd_mode_shutdown_deadline(m)) == KD_TXN_ABORTED)
+                kd_mode_rewind(m);
 }
 
 /* --- offsets and done sets (eos_offsets.c) -------------------------- */
 
-static int eos_assigning(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
+static rd_kafka_resp_err_t
+committed_of(void *arg, rd_kafka_topic_partition_list_t *parts, int timeout_ms)
 {
-        int r = kd_eos_offsets_fetch(f->consumer.rk, f->conf, parts, f->stop);
+        return kd_mode_committed(arg, parts, timeout_ms);
+}
+
+static int stopping_of(void *arg)
+{
+        return kd_mode_stopping(arg);
+}
+
+static int eos_assigning(kd_mode_ctx_t *m,
+                         rd_kafka_topic_partition_list_t *parts)
+{
+        const kd_eos_consumer_t c = {committed_of, stopping_of, m};
+        int r = kd_eos_offsets_fetch(&c, m->conf, parts);
         if (!r)
                 return 0;
         if (r == -2)
-                txn_set_state(f, KD_TXN_FATAL);
-        *f->stop = 1;
+                txn_set_state(m, KD_TXN_FATAL);
+        kd_mode_stop(m);
         return -1;
 }
 
-static size_t eos_opened(kd_fwd_t *f, kd_part_t *p,
+static size_t eos_opened(kd_mode_ctx_t *m, kd_part_t *p,
                          const rd_kafka_topic_partition_t *tp)
 {
-        return kd_eos_offsets_opened(&state_of(f)->offsets, f->conf, p, tp);
+        return kd_eos_offsets_opened(&state_of(m)->offsets, m->conf, p, tp);
 }
 
-static void eos_closed(kd_fwd_t *f, kd_part_t *p)
+static void eos_closed(kd_mode_ctx_t *m, kd_part_t *p)
 {
-        kd_eos_offsets_closed(&state_of(f)->offsets, p);
+        kd_eos_offsets_closed(&state_of(m)->offsets, p);
 }
 
-static int eos_handled(kd_fwd_t *f, kd_part_t *p, int64_t offset)
+static int eos_handled(kd_mode_ctx_t *m, kd_part_t *p, int64_t offset)
 {
-        (void)f;
+        (void)m;
         return kd_eos_offsets_handled(p, offset);
 }
 
-static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
-                     int low)
+static int eos_admit(const kd_mode_ctx_t *m, const kd_part_t *p,
+                     const kd_task_t *t, int low)
 {
-        (void)f;
+        (void)m;
         return kd_eos_offsets_admit(p, t, low);
 }
 
@@ -719,12 +688,12 @@ static int eos_admit(const kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
 /* A record whose solo transactions aborted as often as the limit allows
  * (once when the broker refused the record itself) goes elsewhere: the
  * fire stage dead-letters it with *err. */
-static int eos_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
-                        rd_kafka_resp_err_t *err)
+static int eos_poisoned(kd_mode_ctx_t *m, const kd_task_t *t,
+                        kd_task_state_t as, rd_kafka_resp_err_t *err)
 {
         const kd_poison_entry_t *e =
-            kd_poison_find(&state_of(f)->poison, kd_poison_key(t, as));
-        if (!e || e->solo_fails < f->conf->fwd_abort_limit)
+            kd_poison_find(&state_of(m)->iso.poison, kd_poison_key(t, as));
+        if (!e || e->solo_fails < m->conf->fwd_abort_limit)
                 return 0;
         *err = e->err;
         return 1;
@@ -732,144 +701,131 @@ static int eos_poisoned(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
 
 /* The offset of t is done as far as the transaction goes: its commit
  * carries it, and an abort rewinds it. */
-static void moved(kd_fwd_t *f)
+static void moved(kd_mode_ctx_t *m)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (!s->dirty) {
                 s->dirty = 1;
-                arm(f);
+                arm(m);
         }
 }
 
-static void eos_produced(kd_fwd_t *f, kd_task_t *t)
+static void eos_produced(kd_mode_ctx_t *m, kd_task_t *t)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         if (!t->part)
                 return;
         /* Its destination: a fire's target, else kdelay's own topics. */
         uint64_t where = t->state == KD_TASK_FIRING && t->rec.target
                              ? kd_poison_where(t->rec.target)
                              : 0;
-        if (kd_poison_member(&s->poison, kd_poison_key(t, t->state), where))
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+        if (kd_poison_member(&s->iso.poison, kd_poison_key(t, t->state), where))
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_member "
                        "action=not_accounted");
         if (kd_offtrack_done(&t->part->track, t->rec.offset) == 0)
-                f->hooks.room(f);
-        if (s->solo)
-                arm(f); /* commit it at once */
+                kd_mode_room(m);
+        if (s->iso.solo)
+                arm(m); /* commit it at once */
         if (t->state == KD_TASK_FIRING) {
                 int ontime =
-                    t->sent_ms - f->timers.wall_ahead_ms - t->rec.fire_at_ms <=
+                    t->sent_ms - m->timers->wall_ahead_ms - t->rec.fire_at_ms <=
                     KD_TXN_LATE_MS;
                 if (!s->has_fire || (ontime && !s->has_ontime)) {
                         s->has_fire = 1;
                         s->has_ontime |= ontime;
-                        arm(f);
+                        arm(m);
                 }
         }
-        moved(f);
+        moved(m);
 }
 
-static void eos_delivered(kd_fwd_t *f, kd_task_t *t)
+static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
 {
-        eos_state_t *s = state_of(f);
-        if (s->alone && s->alone == kd_poison_key(t, t->state))
-                s->alone = 0; /* the others go on */
+        eos_state_t *s = state_of(m);
+        kd_eos_iso_delivered(&s->iso, kd_poison_key(t, t->state));
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
             kd_idq_push(t->unclaimed ? &s->unclaimed : &s->fired, t->rec.id,
                         t->late_ms)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+                kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=fired_mark id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
-        int dead = kd_settle_dead_index(t->dead_reason);
+        int dead = kd_mode_dead_index(t->dead_reason);
         if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed &&
             dead >= 0 && kd_idq_push(&s->dead, t->rec.id, dead)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+                kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=dead_mark id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
-        kd_settle_done(f, t);
+        kd_mode_settle_done(m, t);
 }
 
-static int eos_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err,
+static int eos_failed(kd_mode_ctx_t *m, kd_task_t *t, rd_kafka_resp_err_t err,
                       int permanent)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         (void)permanent;
         /* The transaction cannot commit: abort it, and read again from
          * the committed offsets. The first error that is not a purge is
          * its cause. */
-        int named = kd_eos_names_record(err);
-        s->cause = kd_eos_cause(s->cause, err);
-        if (s->alone && s->alone == kd_poison_key(t, t->state)) {
-                s->alone = 0;
-                if (named) {
-                        /* Refused alone: the culprit. */
-                        kd_poison_entry_t *e = kd_poison_get(
-                            &s->poison, kd_poison_key(t, t->state));
-                        e->solo_fails += kd_eos_solo_weight(
-                            e, err, 0, s->commits, f->conf->fwd_abort_limit);
-                        e->err = err;
-                        /* Its batch-mates were its victims. */
-                        kd_poison_forgive(&s->poison, e->group, e->key);
-                        kd_refusals_learn(&f->refusals, t, err,
-                                          kd_fwd_mono_ms(f), kd_fwd_now(f));
-                }
-        }
-        if (named && kd_poison_blame(&s->poison, kd_poison_key(t, t->state),
-                                     kd_poison_likely(t, err)))
-                kd_log(f->conf, KDELAY_LOG_ERROR,
+        int oom;
+        /* Refused alone: the culprit, whose refusal is learnt. */
+        if (kd_eos_iso_failed(&s->iso, kd_poison_key(t, t->state),
+                              kd_poison_likely(t, err), err,
+                              m->conf->fwd_abort_limit, &oom))
+                kd_refusals_learn(m->refusals, t, err, kd_mode_mono_ms(m),
+                                  kd_mode_now(m));
+        if (oom)
+                kd_log(m->conf, KDELAY_LOG_ERROR,
                        "event=out_of_memory what=txn_blame "
                        "action=count_every_record");
         if (t->part && (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_COMMITTING)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-                txn_set_state(f, KD_TXN_ABORTABLE);
-                kd_log(f->conf, KDELAY_LOG_WARNING,
+                txn_set_state(m, KD_TXN_ABORTABLE);
+                kd_log(m->conf, KDELAY_LOG_WARNING,
                        "event=delivery_failed id=%s err=\"%s\" "
                        "action=abort_transaction",
                        t->rec.id ? kd_log_quote(t->rec.id, q, sizeof(q)) : "-",
                        rd_kafka_err2str(err));
-                arm(f);
+                arm(m);
         }
-        kd_settle_release(f, t);
+        kd_mode_settle_release(m, t);
         return 1;
 }
 
 /* A journal record of the open transaction failed: it must not commit
  * (librdkafka fails the commit too), and its abort blames no record. */
-static void eos_journal_failed(kd_fwd_t *f, rd_kafka_resp_err_t err)
+static void eos_journal_failed(kd_mode_ctx_t *m, rd_kafka_resp_err_t err)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         s->journal_failed = 1;
-        if (!s->cause)
-                s->cause = err;
+        kd_eos_iso_cause(&s->iso, err);
         if (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_COMMITTING) {
-                txn_set_state(f, KD_TXN_ABORTABLE);
-                arm(f);
+                txn_set_state(m, KD_TXN_ABORTABLE);
+                arm(m);
         }
 }
 
-static void eos_done(kd_fwd_t *f, kd_task_t *t)
+static void eos_done(kd_mode_ctx_t *m, kd_task_t *t)
 {
         if (t->part)
-                moved(f);
-        kd_settle_done(f, t);
+                moved(m);
+        kd_mode_settle_done(m, t);
 }
 
-static int eos_revoke(kd_fwd_t *f, int64_t deadline)
+static int eos_revoke(kd_mode_ctx_t *m, int64_t deadline)
 {
         /* The fires and hand-overs commit with the offsets while this
          * generation still owns the partitions; aborted, the next owner
          * redoes them from our last commit. Retries end at the deadline:
          * the whole group waits for this. */
-        return txn_commit(f, deadline) == KD_TXN_ABORTED;
+        return txn_commit(m, deadline) == KD_TXN_ABORTED;
 }
 
 /* --- lifecycle ------------------------------------------------------- */
@@ -894,11 +850,11 @@ static const char *const eos_producer_defaults[] = {
     "1048588",
     NULL};
 
-static kdelay_err_t eos_init(kd_fwd_t *f, const char *const **defaults,
+static kdelay_err_t eos_init(kd_mode_ctx_t *m, const char *const **defaults,
                              const char *const **forced, char *errstr,
                              size_t errstr_size)
 {
-        const kdelay_conf_t *c = f->conf;
+        const kdelay_conf_t *c = m->conf;
         if (!c->fwd_txn_id && !c->fwd_instance)
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
                                "forwarder.delivery=exactly_once needs a "
@@ -909,8 +865,8 @@ static kdelay_err_t eos_init(kd_fwd_t *f, const char *const **defaults,
         if (!s)
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        f->mode_state = s;
-        kd_timer_init(&s->commit, commit_cb, f);
+        m->state = s;
+        kd_timer_init(&s->commit, commit_cb, m);
         /* The whole id, never truncated: two instances must not share
          * one. */
         int n = c->fwd_txn_id ? snprintf(NULL, 0, "%s", c->fwd_txn_id)
@@ -937,33 +893,35 @@ static kdelay_err_t eos_init(kd_fwd_t *f, const char *const **defaults,
         return KDELAY_OK;
 }
 
-static void eos_destroy(kd_fwd_t *f)
+static void eos_destroy(kd_mode_ctx_t *m)
 {
-        eos_state_t *s = f->mode_state;
+        eos_state_t *s = m->state;
         if (!s)
                 return;
-        kd_timer_disarm(&f->timers, &s->commit);
+        kd_timer_disarm(m->timers, &s->commit);
         kd_idq_clear(&s->fired);
         kd_idq_clear(&s->unclaimed);
         kd_idq_clear(&s->dead);
-        kd_poison_destroy(&s->poison);
+        kd_eos_iso_destroy(&s->iso);
         free(s->txn_id);
         free(s);
-        f->mode_state = NULL;
+        m->state = NULL;
 }
 
 /* init_transactions: fences an earlier process with the same
  * transactional.id and aborts its open transaction. */
-static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+static kdelay_err_t eos_start(kd_mode_ctx_t *m, char *errstr,
+                              size_t errstr_size)
 {
         for (;;) {
-                rd_kafka_error_t *error = rd_kafka_init_transactions(
-                    kd_producer_main(f), KD_TXN_CALL_TIMEOUT_MS);
+                rd_kafka_error_t *error =
+                    kd_mode_txn_init(m, KD_TXN_CALL_TIMEOUT_MS);
                 if (!error)
                         return KDELAY_OK;
                 /* A broker still starting is worth waiting for. */
                 int retry = rd_kafka_error_is_retriable(error) &&
-                            !rd_kafka_error_is_fatal(error) && !*f->stop;
+                            !rd_kafka_error_is_fatal(error) &&
+                            !kd_mode_stopping(m);
                 if (!retry) {
                         kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
                                 "init_transactions: %s",
@@ -971,19 +929,20 @@ static kdelay_err_t eos_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
                         rd_kafka_error_destroy(error);
                         return KDELAY_ERR_KAFKA;
                 }
-                classify(f, error, "init_transactions");
+                classify(m, error, "init_transactions");
         }
 }
 
 /* A new producer (the old one failed for good): its init_transactions
  * fences the old and aborts the open transaction, whose records are redone
  * from the committed offsets. */
-static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
+static kdelay_err_t eos_renewed(kd_mode_ctx_t *m, char *errstr,
+                                size_t errstr_size)
 {
-        eos_state_t *s = state_of(f);
+        eos_state_t *s = state_of(m);
         /* No transaction open (a reset after an abort): nothing to redo. */
-        int idle = s->txn == KD_TXN_READY && s->poison.members_len == 0;
-        kdelay_err_t err = eos_start(f, errstr, errstr_size);
+        int idle = s->txn == KD_TXN_READY && s->iso.poison.members_len == 0;
+        kdelay_err_t err = eos_start(m, errstr, errstr_size);
         if (err)
                 return err;
         if (idle)
@@ -992,17 +951,17 @@ static kdelay_err_t eos_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
          * one's init_transactions. */
         if (s->txn == KD_TXN_OPEN || s->txn == KD_TXN_ABORTABLE ||
             s->txn == KD_TXN_COMMITTING)
-                txn_set_state(f, KD_TXN_ABORTING);
-        txn_set_state(f, KD_TXN_READY);
+                txn_set_state(m, KD_TXN_ABORTING);
+        txn_set_state(m, KD_TXN_READY);
         /* Fenced, the open transaction aborted: nothing in it fired or
          * was dead-lettered (its dead marks too: the dead letters are
          * produced again after the rewind). */
-        txn_over(f, 0, 1);
-        kd_log(f->conf, KDELAY_LOG_WARNING,
+        txn_over(m, 0, 1);
+        kd_log(m->conf, KDELAY_LOG_WARNING,
                "event=txn_aborted why=producer_renewed cause=%s streak=%d "
                "action=rewind",
                rd_kafka_err2name(s->last_cause), s->abort_streak);
-        f->hooks.rewind(f);
+        kd_mode_rewind(m);
         return KDELAY_OK;
 }
 

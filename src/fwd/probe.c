@@ -67,7 +67,8 @@ static int probe_send(kd_fwd_t *f)
         rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1, "1", -1);
         rd_kafka_header_add(h, KD_PROBE_HDR, -1, f->claim.instance, -1);
         rd_kafka_t *rk = NULL;
-        if (f->mode->begin(f, NULL, KD_TASK_HOPPING, &rk)) { /* not now */
+        if (f->mode->begin(&f->mode_ctx, NULL, KD_TASK_HOPPING,
+                           &rk)) { /* not now */
                 rd_kafka_headers_destroy(h);
                 return -1;
         }

@@ -79,7 +79,7 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
                 if (!p)
                         return -1;
                 if (f->mode->opened)
-                        *skipped += f->mode->opened(f, p, tp);
+                        *skipped += f->mode->opened(&f->mode_ctx, p, tp);
         }
         return 0;
 }
@@ -87,7 +87,7 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
 void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         kd_claim_new_generation(f);
-        if (f->mode->assigning && f->mode->assigning(f, parts)) {
+        if (f->mode->assigning && f->mode->assigning(&f->mode_ctx, parts)) {
                 if (!cooperative(f))
                         assign(f, NULL, 0);
                 return; /* the mode stops the forwarder */
@@ -123,7 +123,7 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
         kd_intake_part_flowing(f, p); /* a pause outlives the assignment */
         kd_offtrack_clear(&p->track);
         if (f->mode->closed)
-                f->mode->closed(f, p);
+                f->mode->closed(&f->mode_ctx, p);
 }
 
 /* Drops every partition (only those revoking), their names into l when
@@ -245,7 +245,7 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 {
         size_t skipped;
         kd_claim_new_generation(f);
-        if ((f->mode->assigning && f->mode->assigning(f, l)) ||
+        if ((f->mode->assigning && f->mode->assigning(&f->mode_ctx, l)) ||
             open_parts(f, l, &skipped))
                 return; /* the forwarder stops */
         for (int i = 0; i < l->cnt; i++)
@@ -295,7 +295,7 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         /* Let in-flight produces finish so their offsets are committed
          * and the next owner does not produce them again. */
         kd_producer_drain(f, deadline);
-        int aborted = f->mode->revoke(f, deadline);
+        int aborted = f->mode->revoke(&f->mode_ctx, deadline);
         kd_settle_flush(f);
         store_deadline = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
         kd_loop_pump(f, store_deadline < deadline ? store_deadline : deadline,

@@ -29,7 +29,7 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
                 *wake_at = due - c->fwd_lookahead_ms;
                 return KD_SCHED_WAIT;
         }
-        if (f->mode->admit && !f->mode->admit(f, p, t, low))
+        if (f->mode->admit && !f->mode->admit(&f->mode_ctx, p, t, low))
                 return KD_SCHED_SPAN;
         if (kd_path_hops(kd_task_due_at(t), now, c->fwd_hold_horizon_ms,
                          c->fwd_lookahead_ms))

@@ -107,7 +107,7 @@ static void commit_failed(kd_fwd_t *f, const kd_part_t *p, int64_t offset)
             rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
         tp->offset = offset;
         tp->err = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
-        f->mode->committed(f, RD_KAFKA_RESP_ERR_NO_ERROR, l);
+        f->mode->committed(&f->mode_ctx, RD_KAFKA_RESP_ERR_NO_ERROR, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
 
@@ -120,10 +120,11 @@ static void test_offsets_are_committed_every_interval_when_moved(void)
         CU_ASSERT_STRING_EQUAL(f->mode->name, "at_least_once");
         CU_ASSERT_EQUAL(f->conf->fwd_commit_interval_ms, INTERVAL);
         char why[256];
-        CU_ASSERT_EQUAL_FATAL(f->mode->start(f, why, sizeof(why)), KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(f->mode->start(&f->mode_ctx, why, sizeof(why)),
+                              KDELAY_OK);
         kd_part_t *p = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        CU_ASSERT_EQUAL(f->mode->opened(f, p, NULL), 0);
+        CU_ASSERT_EQUAL(f->mode->opened(&f->mode_ctx, p, NULL), 0);
         kd_task_t *t[4];
         for (int i = 0; i < 4; i++)
                 t[i] = read_rec(f, p, 10 + i);
@@ -132,9 +133,9 @@ static void test_offsets_are_committed_every_interval_when_moved(void)
         /* 11 and 10 settle at 1,000 ms (out of order): the point is 12,
          * committed at the first tick, not before. */
         step_to(f, 1000);
-        f->mode->done(f, t[1]);
+        f->mode->done(&f->mode_ctx, t[1]);
         CU_ASSERT_EQUAL(kd_offtrack_commit_point(&p->track), 10);
-        f->mode->done(f, t[0]);
+        f->mode->done(&f->mode_ctx, t[0]);
         CU_ASSERT_EQUAL(kd_offtrack_commit_point(&p->track), 12);
         step_to(f, INTERVAL - 1);
         CU_ASSERT_EQUAL(commits(f), 0);
@@ -146,7 +147,7 @@ static void test_offsets_are_committed_every_interval_when_moved(void)
         /* 12 settles a millisecond after that commit: it waits for the
          * next tick, a whole interval after the last. */
         step_to(f, INTERVAL + 1);
-        f->mode->done(f, t[2]);
+        f->mode->done(&f->mode_ctx, t[2]);
         CU_ASSERT_EQUAL(kd_offtrack_commit_point(&p->track), 13);
         step_to(f, 2 * INTERVAL - 1);
         CU_ASSERT_EQUAL(commits(f), 1);
@@ -160,7 +161,7 @@ static void test_offsets_are_committed_every_interval_when_moved(void)
 
         /* 13 settles mid-interval: the point (14) goes at the fourth. */
         step_to(f, 3 * INTERVAL + INTERVAL / 2);
-        f->mode->done(f, t[3]);
+        f->mode->done(&f->mode_ctx, t[3]);
         CU_ASSERT_EQUAL(kd_offtrack_commit_point(&p->track), 14);
         step_to(f, 4 * INTERVAL - 1);
         CU_ASSERT_EQUAL(commits(f), 2);
@@ -195,32 +196,33 @@ static void test_only_partitions_whose_point_moved_are_committed(void)
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&f, "commit", MONO0, WALL0, settings), 0);
         char why[256];
-        CU_ASSERT_EQUAL_FATAL(f->mode->start(f, why, sizeof(why)), KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(f->mode->start(&f->mode_ctx, why, sizeof(why)),
+                              KDELAY_OK);
         kd_part_t *p[2];
         kd_task_t *t[2][2];
         for (int i = 0; i < 2; i++) {
                 p[i] = kd_intake_part_open(f, "kdelay-1m", i, 60000);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
-                CU_ASSERT_EQUAL(f->mode->opened(f, p[i], NULL), 0);
+                CU_ASSERT_EQUAL(f->mode->opened(&f->mode_ctx, p[i], NULL), 0);
                 for (int j = 0; j < 2; j++)
                         t[i][j] = read_rec(f, p[i], 100 * i + j);
         }
         /* The first tick commits both (each its first point: 0 is the
          * point of a partition whose first record is not done). */
-        f->mode->done(f, t[1][0]);
+        f->mode->done(&f->mode_ctx, t[1][0]);
         step_to(f, INTERVAL);
         CU_ASSERT_EQUAL(commits(f), 1);
         CU_ASSERT_EQUAL(sent.cnt, 2);
         CU_ASSERT_EQUAL(sent.at[0], 0);
         CU_ASSERT_EQUAL(sent.at[1], 101);
         /* Then only the one that moved, each time. */
-        f->mode->done(f, t[0][0]);
-        f->mode->done(f, t[0][1]);
+        f->mode->done(&f->mode_ctx, t[0][0]);
+        f->mode->done(&f->mode_ctx, t[0][1]);
         step_to(f, 2 * INTERVAL);
         CU_ASSERT_EQUAL(commits(f), 2);
         CU_ASSERT_EQUAL(sent.cnt, 1);
         CU_ASSERT_EQUAL(sent.at[0], 2);
-        f->mode->done(f, t[1][1]);
+        f->mode->done(&f->mode_ctx, t[1][1]);
         step_to(f, 3 * INTERVAL);
         CU_ASSERT_EQUAL(commits(f), 3);
         CU_ASSERT_EQUAL(sent.cnt, 1);

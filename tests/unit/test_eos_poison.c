@@ -420,6 +420,101 @@ static void test_reasons_backoff_causes(void)
         CU_ASSERT_FALSE(kd_eos_names_record(0));
 }
 
+/* Poison isolation's state (kd_eos_iso_t), changed only by its functions:
+ * a record waits for its turn, goes alone, is refused alone (the culprit),
+ * aborts its solo transaction; the transaction's cause; what is cleared
+ * when a transaction is over. */
+static void test_iso(void)
+{
+        static kd_eos_iso_t s; /* the table is large: not on the stack */
+        enum { LIMIT = 3, RETRY_MAX = 60000 };
+        kd_eos_view_t v = {0};
+
+        /* The first to wait is the one waiting, until KD_SOLO_WAIT_MAX_MS. */
+        CU_ASSERT_TRUE(kd_eos_iso_wait_turn(&s, 11, 1, 1000));
+        CU_ASSERT_FALSE(kd_eos_iso_wait_turn(&s, 12, 0, 1001));
+        CU_ASSERT_EQUAL(s.solo_wait, 11);
+        CU_ASSERT_TRUE(
+            kd_eos_iso_wait_turn(&s, 12, 0, 1000 + KD_SOLO_WAIT_MAX_MS));
+        CU_ASSERT_EQUAL(s.solo_wait, 12);
+        CU_ASSERT_EQUAL(s.solo_wait_txn, 0);
+        kd_eos_iso_view(&s, &v);
+        CU_ASSERT_EQUAL(v.solo_wait, 12);
+        CU_ASSERT_EQUAL(v.solo_wait_at, 1000 + KD_SOLO_WAIT_MAX_MS);
+        CU_ASSERT_FALSE(v.busy);
+
+        /* It goes alone, a batch of its own: busy until its report. */
+        kd_poison_entry_t *e = kd_poison_get(&s.poison, 12);
+        kd_eos_iso_alone(&s, e, KD_EOS_ALONE);
+        CU_ASSERT_EQUAL(s.alone, 12);
+        CU_ASSERT_EQUAL(s.solo_wait, 0);
+        CU_ASSERT_EQUAL(e->solo_tries, 1);
+        kd_eos_iso_view(&s, &v);
+        CU_ASSERT_TRUE(v.busy);
+        kd_eos_iso_delivered(&s, 13); /* another's report */
+        CU_ASSERT_EQUAL(s.alone, 12);
+        kd_eos_iso_delivered(&s, 12);
+        CU_ASSERT_EQUAL(s.alone, 0);
+
+        /* Refused alone: the culprit, counted in full. */
+        int oom = -1;
+        kd_eos_iso_alone(&s, e, KD_EOS_ALONE);
+        CU_ASSERT_PTR_EQUAL(kd_eos_iso_failed(&s, 12, 1, E_RECORD, LIMIT, &oom),
+                            e);
+        CU_ASSERT_EQUAL(oom, 0);
+        CU_ASSERT_EQUAL(s.alone, 0);
+        CU_ASSERT_EQUAL(e->solo_fails, LIMIT);
+        CU_ASSERT_EQUAL(e->err, E_RECORD);
+        CU_ASSERT_EQUAL(s.cause, E_RECORD);
+        /* Not alone: no culprit; the first cause stays. */
+        CU_ASSERT_PTR_NULL(kd_eos_iso_failed(&s, 14, 1, E_TARGET, LIMIT, &oom));
+        CU_ASSERT_EQUAL(s.cause, E_RECORD);
+        kd_eos_iso_over(&s);
+        CU_ASSERT_EQUAL(s.cause, 0);
+
+        /* The cause: the first error; a stored refusal over the state. */
+        kd_eos_iso_cause(&s, E_STATE);
+        kd_eos_iso_cause(&s, E_CLUSTER);
+        CU_ASSERT_EQUAL(s.cause, E_STATE);
+        CU_ASSERT_FALSE(kd_eos_iso_cause_named(&s));
+        CU_ASSERT_FALSE(kd_eos_iso_learn_stored(&s, E_CLUSTER));
+        CU_ASSERT_TRUE(kd_eos_iso_learn_stored(&s, E_TARGET));
+        CU_ASSERT_EQUAL(s.cause, E_TARGET);
+        CU_ASSERT_TRUE(kd_eos_iso_cause_named(&s));
+        CU_ASSERT_FALSE(kd_eos_iso_learn_stored(&s, E_RECORD));
+        kd_eos_iso_over(&s);
+
+        /* A solo transaction aborts: counted, its next attempt waits. */
+        kd_poison_entry_t *f = kd_poison_get(&s.poison, 21);
+        kd_eos_iso_alone(&s, f, KD_EOS_SOLO);
+        CU_ASSERT_EQUAL(s.solo, 21);
+        kd_eos_iso_cause(&s, E_CLUSTER);
+        kd_eos_solo_abort_t sa;
+        CU_ASSERT_EQUAL(
+            kd_eos_iso_aborted(&s, 0, 0, LIMIT, RETRY_MAX, 5000, &sa),
+            E_CLUSTER);
+        CU_ASSERT_PTR_EQUAL(sa.e, f);
+        CU_ASSERT_EQUAL(sa.counted, f->solo_fails);
+        CU_ASSERT_EQUAL(sa.backoff_ms, kd_eos_solo_backoff(1, RETRY_MAX));
+        CU_ASSERT_EQUAL(f->not_before_mono, 5000 + sa.backoff_ms);
+        kd_eos_iso_over(&s);
+        CU_ASSERT_EQUAL(s.solo, 0);
+
+        /* No cause seen: _FAIL; a journal record's failure counts none. */
+        kd_eos_iso_alone(&s, f, KD_EOS_SOLO);
+        int fails = f->solo_fails;
+        CU_ASSERT_EQUAL(
+            kd_eos_iso_aborted(&s, 1, 0, LIMIT, RETRY_MAX, 6000, &sa), E_FAIL);
+        CU_ASSERT_PTR_NULL(sa.e);
+        CU_ASSERT_EQUAL(f->solo_fails, fails);
+        kd_eos_iso_over(&s);
+
+        /* Committed: counted. */
+        kd_eos_iso_committed(&s);
+        CU_ASSERT_EQUAL(s.commits, 1);
+        kd_eos_iso_destroy(&s);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -428,6 +523,7 @@ int main(void)
             KD_TEST(test_victim),
             KD_TEST(test_solo_weight),
             KD_TEST(test_reasons_backoff_causes),
+            KD_TEST(test_iso),
             KD_TEST_END};
         return kd_test_run("eos_poison", cases, NULL, NULL);
 }

@@ -307,7 +307,7 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
         step_serving_to(f, BACK_AT + 2050);
         CU_ASSERT_TRUE(journal_pending(f));
         /* u settles (its record delivered): kept until applied. */
-        f->mode->delivered(f, u);
+        f->mode->delivered(&f->mode_ctx, u);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 1);
         /* The next look applies it from memory (a FIRED row)... */
