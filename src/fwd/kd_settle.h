@@ -18,6 +18,27 @@ void kd_settle_release(kd_fwd_t *f, kd_task_t *t);
  * it. */
 void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
 
+/* How a produce is put on record: the settle stage's decision, from the
+ * claim stage's result (t->claim). */
+typedef enum kd_settle_mark {
+        KD_MARK_NONE,   /* nothing to mark: a hop, the dead letter of a task
+                           never claimed (malformed, forbidden ...) */
+        KD_MARK_ROW,    /* its row in the fate store: FIRED (a fire) or DEAD
+                           (the dead letter of a fire that failed for good) */
+        KD_MARK_JOURNAL /* its journal record (kd_journal.h): the fire was
+                           let go without a claim (KD_CLAIM_UNCLAIMED); the
+                           record stands for the mark until the fires kept
+                           for kd_settle_apply_unclaimed are applied */
+} kd_settle_mark_t;
+/* How a produce of t as `as` (KD_TASK_FIRING, _HOPPING, _DEAD; _JOURNAL:
+ * the record itself) is put on record. */
+kd_settle_mark_t kd_settle_mark(const kd_task_t *t, kd_task_state_t as);
+/* t's produce was delivered (at_least_once): its mark as kd_settle_mark
+ * says (a fire FIRED, or counted and kept when its journal record stands
+ * for it; the dead letter of a claimed fire DEAD), its offset done, t
+ * freed. */
+void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t);
+
 /* Task id was delivered (exactly_once: committed), late_ms after its fire
  * time: counted, and its FIRED mark queued (a copy of id is kept) unless
  * it was fired without a claim (its journal record stands for it). */

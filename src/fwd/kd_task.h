@@ -85,6 +85,20 @@ typedef enum kd_task_where {
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
 
+/* The claim stage's result for a task it let go to its fire (kd_claim.h),
+ * which says how the settle stage puts the fire on record (kd_settle.h):
+ * by its row, or by a journal record. Set only by the claim stage: ROW as
+ * each claim begins, UNCLAIMED where a fate-store outage lets it fire
+ * without one. */
+typedef enum kd_task_claim {
+        KD_CLAIM_ROW,      /* claimed (or not yet): its FIRING row is
+                              marked FIRED or DEAD */
+        KD_CLAIM_UNCLAIMED /* fired without a claim through a fate-store
+                              outage (forwarder.fate_outage_policy=fire):
+                              its journal record stands for the FIRED
+                              mark */
+} kd_task_claim_t;
+
 typedef struct kd_task {
         kd_taskrec_t rec;
         kd_task_state_t state;
@@ -114,17 +128,16 @@ typedef struct kd_task {
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */
-        int solo; /* produce it alone (at_least_once): the broker refused
-                     a batch it was in, maybe for a batch-mate */
+        int solo; /* the delivery mode's alone-fallback (at_least_once,
+                     mode_alo.c): produce it alone, the broker refused a
+                     batch it was in, maybe for a batch-mate */
         rd_kafka_resp_err_t known_refusal; /* a replay its target is known to
                                               refuse with this, learned
                                               before the replay: its fire
                                               goes alone, for real, in
                                               either mode (kd_fire_now);
                                               0 = not so */
-        int unclaimed;     /* fired without a claim through a fate-store
-                              outage (forwarder.fate_outage_policy=fire): its
-                              journal record stands for the FIRED mark */
+        kd_task_claim_t claim;             /* the claim stage's result */
         int hdrs_lent;     /* its headers went out with its fire, not a copy
                               (rec.hdrs NULL): back with the delivery
                               report, or when the produce fails */

@@ -9,7 +9,9 @@
 
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_perr.h"
 #include "kd_producer.h"
+#include "kd_refusals.h"
 #include "kd_settle.h"
 #include "kd_util.h"
 
@@ -150,28 +152,38 @@ static void alo_closed(kd_fwd_t *f, kd_part_t *p)
         ap->prev = ap->next = NULL;
 }
 
-/* A record the broker refused in a batch goes out alone, through the
- * solo producer (batches of one): delivered, or found to be the cause.
- * So does a replay its target is known to refuse (kd_fire_now). */
+/* The alone-fallback: the broker refuses a whole batch for what one of
+ * its records is (KD_PERR_RECORD) and reports the error on each, so a
+ * record refused in a batch goes out again alone, through the solo
+ * producer (batches of one): delivered, or found to be the cause. So
+ * does a replay its target is known to refuse (kd_fire_now). */
+
+/* 1 when t goes alone. */
+static int alone(const kd_task_t *t)
+{
+        return t->solo || t->known_refusal;
+}
+
 static int alo_begin(kd_fwd_t *f, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         (void)as;
-        *rk = t && (t->solo || t->known_refusal) ? kd_producer_solo(f)
-                                                 : kd_producer_main(f);
+        *rk = t && alone(t) ? kd_producer_solo(f) : kd_producer_main(f);
         return *rk ? 0 : -1;
 }
 
-static void alo_delivered(kd_fwd_t *f, kd_task_t *t)
+/* Refused in a batch: alone next time. A fire refused alone for good:
+ * what that says of its target is learned (kd_refusals.h). */
+static int alo_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
 {
-        /* A task without a claim: its journal record (JOURNAL) stands for
-         * its FIRED or DEAD mark. */
-        if (t->state == KD_TASK_FIRING ||
-            (t->state == KD_TASK_JOURNAL && !t->fire_failed))
-                kd_settle_fired(f, t->rec.id, t->late_ms, t->unclaimed);
-        else if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed)
-                kd_settle_dead(f, t->rec.id, t->dead_reason);
-        kd_settle_done(f, t);
+        if (kd_perr_class(err) == KD_PERR_RECORD && !alone(t)) {
+                t->solo = 1;
+                return 1;
+        }
+        if (alone(t) && t->state == KD_TASK_FIRING && kd_perr_permanent(err))
+                kd_refusals_learn(&f->refusals, t, err, kd_fwd_mono_ms(f),
+                                  kd_fwd_now(f));
+        return 0;
 }
 
 static int alo_revoke(kd_fwd_t *f, int64_t deadline)
@@ -220,7 +232,8 @@ const kd_mode_ops_t kd_mode_alo = {
     .opened = alo_opened,
     .closed = alo_closed,
     .begin = alo_begin,
-    .delivered = alo_delivered,
+    .delivered = kd_settle_delivered,
+    .refused = alo_refused,
     .done = kd_settle_done,
     .revoke = alo_revoke,
     /* A new producer: the old one's produces were purged, and the fire
