@@ -261,12 +261,12 @@ static void fire_intent(kd_fwd_t *f, kd_task_t *t)
  * own (lent), destroyed if a copy. */
 static void headers_unused(kd_task_t *t, rd_kafka_headers_t *hdrs)
 {
-        if (!t->hdrs_lent) {
+        if (t->hdrs != KD_HDRS_LENT) {
                 rd_kafka_headers_destroy(hdrs);
                 return;
         }
         t->rec.hdrs = hdrs;
-        t->hdrs_lent = 0;
+        t->hdrs = KD_HDRS_UNROUTED;
 }
 
 /* Sends t with headers hdrs (taken) to topic as `as`. */
@@ -325,7 +325,7 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
         rd_kafka_headers_t *h = t->rec.hdrs;
         if (!h)
                 return rd_kafka_headers_new(1);
-        if (t->hdrs_unrouted) {
+        if (t->hdrs == KD_HDRS_UNROUTED) {
                 /* Removed first: an add that failed before left one. */
                 rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
                 rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
@@ -334,7 +334,7 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
                     rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
                                         KDELAY_WIRE_VERSION, -1))
                         return NULL;
-                t->hdrs_unrouted = 0;
+                t->hdrs = KD_HDRS_AS_READ;
         }
         return rd_kafka_headers_copy(h);
 }
@@ -349,22 +349,21 @@ static rd_kafka_headers_t *headers_lend(kd_task_t *t)
         if (!h)
                 return rd_kafka_headers_new(1);
         t->rec.hdrs = NULL;
-        t->hdrs_lent = 1;
-        if (!t->hdrs_unrouted) {
+        if (t->hdrs == KD_HDRS_AS_READ) {
                 rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
                 rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
                 rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
-                t->hdrs_unrouted = 1;
         }
+        t->hdrs = KD_HDRS_LENT;
         return h;
 }
 
 /* The report of t's fire brings its lent headers back. */
 static void headers_returned(kd_task_t *t, const rd_kafka_message_t *m)
 {
-        if (!t->hdrs_lent)
+        if (t->hdrs != KD_HDRS_LENT)
                 return;
-        t->hdrs_lent = 0;
+        t->hdrs = KD_HDRS_UNROUTED;
         /* m is librdkafka's until the callback returns, and its headers
          * are the ones the produce took: detached, they are t's again and
          * librdkafka no longer destroys them with m. */
@@ -395,9 +394,9 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
         if (!f->hooks.claim_holds(f, t)) {
                 /* Its lease may pass before its fire is delivered, or the
-                 * outage that let it fire without a claim ended: claimed
-                 * again (which renews it, finds it lost, or claims it
-                 * after all). */
+                 * claim stage no longer lets it fire without a claim:
+                 * claimed again (which renews it, finds it lost, or claims
+                 * it after all). */
                 kd_task_detach(f, t);
                 f->hooks.reclaim(f, t);
                 return;

@@ -31,7 +31,7 @@ typedef struct kd_taskrec {
         size_t value_len;
         rd_kafka_headers_t *hdrs; /* owned (taken from the message); may be
                                      NULL; NULL while lent to its fire
-                                     (kd_task_t.hdrs_lent) */
+                                     (kd_task_t.hdrs, KD_HDRS_LENT) */
         /* Decoded from the headers (NULL/0 when the record is malformed). */
         char *id;      /* owned, NUL-terminated: one block with target */
         size_t id_len; /* strlen(id) */
@@ -84,6 +84,17 @@ typedef enum kd_task_where {
                                detachable */
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
+
+/* Where a task's own headers (rec.hdrs) stand, for its fire (fire.c). */
+typedef enum kd_task_hdrs {
+        KD_HDRS_AS_READ,  /* as read, kdelay-target and kdelay-v in */
+        KD_HDRS_UNROUTED, /* without kdelay-target and kdelay-v, removed
+                             for its fire: put back before a hop or a dead
+                             letter copies them */
+        KD_HDRS_LENT      /* unrouted, and lent to its fire rather than
+                             copied (rec.hdrs NULL): back with the delivery
+                             report, or when the produce fails */
+} kd_task_hdrs_t;
 
 /* The claim stage's result for a task it let go to its fire (kd_claim.h),
  * which says how the settle stage puts the fire on record (kd_settle.h):
@@ -138,14 +149,9 @@ typedef struct kd_task {
                                               either mode (kd_fire_now);
                                               0 = not so */
         kd_task_claim_t claim;             /* the claim stage's result */
-        int hdrs_lent;     /* its headers went out with its fire, not a copy
-                              (rec.hdrs NULL): back with the delivery
-                              report, or when the produce fails */
-        int hdrs_unrouted; /* its headers lack kdelay-target and kdelay-v,
-                              removed for its fire: put back before a hop
-                              or a dead letter copies them */
-        rd_kafka_resp_err_t dead_err; /* why its produce failed for good;
-                                         0 = it did not */
+        kd_task_hdrs_t hdrs;               /* where its own headers stand */
+        rd_kafka_resp_err_t dead_err;      /* why its produce failed for good;
+                                              0 = it did not */
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this
