@@ -595,10 +595,11 @@ static void reported(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
         headers_returned(t, m);
 }
 
-/* What report m of t's produce says. The mode has its say on a failed
- * fire, hop or dead letter: exactly_once takes every one (failed), and
- * at_least_once sends one refused in a batch again alone, or learns what
- * a refusal of it alone says of its target (refused). */
+/* What report m of t's produce says (a task's own report taken in
+ * first: reported). The mode has its say on a failed fire, hop or dead
+ * letter: exactly_once takes every one (failed), and at_least_once sends
+ * one refused in a batch again alone, or learns what a refusal of it
+ * alone says of its target (refused). */
 static kd_fire_outcome_t classify(kd_fwd_t *f, kd_task_t *t,
                                   const rd_kafka_message_t *m)
 {
