@@ -115,6 +115,7 @@ void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
         kd_fwd_claim_t *c = &f->claim;
         kd_store_req_detach(t); /* a lease renewal may be out for it */
         kd_task_set_state(f, t, KD_TASK_CLAIMING);
+        t->claim = KD_CLAIM_ROW; /* a claim again: its result is new */
         if (!c->q.head)
                 c->q_since_mono = kd_fwd_mono_ms(f);
         kd_taskq_push(&c->q, t);
@@ -456,7 +457,7 @@ static void renew_cb(kd_timer_t *tm, void *arg)
  * the journal. */
 static void go_unclaimed(kd_fwd_t *f, kd_task_t *t)
 {
-        t->unclaimed = 1;
+        t->claim = KD_CLAIM_UNCLAIMED;
         t->lease_mono = 0; /* nothing to renew */
         kd_pace_claimed(f, t);
 }
@@ -478,6 +479,19 @@ static void fire_unclaimed(kd_fwd_t *f)
                                 kd_task_detach(f, u);
                                 go_unclaimed(f, u);
                         }
+}
+
+int kd_claim_holds(const kd_fwd_t *f, const kd_task_t *t)
+{
+        /* Without a claim: while the outage lets it (it ended, or the
+         * journal failed, before its fire: claimed after all). */
+        if (t->claim == KD_CLAIM_UNCLAIMED)
+                return kd_outage_firing(f);
+        /* Claimed: half its lease is left (in-flight fires get theirs
+         * renewed, renew_cb). */
+        return !t->lease_mono ||
+               kd_fwd_mono_ms(f) + f->conf->fwd_claim_lease_ms / 2 <
+                   t->lease_mono;
 }
 
 void kd_claim_resume(kd_fwd_t *f)

@@ -14,10 +14,10 @@
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
-#include "kd_outage.h"
 #include "kd_perr.h"
 #include "kd_probe.h"
 #include "kd_producer.h"
+#include "kd_refusals.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -192,6 +192,19 @@ static void wait_turn(kd_fwd_t *f, kd_task_t *t, kd_task_state_t as,
                 kd_fwd_oom(f, "wait_timer");
 }
 
+/* 1 when a produce of t as `as` is put on record by its journal record
+ * (the settle stage says, kd_settle_mark: the claim stage let t fire
+ * without a claim), and the mode writes that record with the produce (with
+ * 1: exactly_once, in the produce's transaction) or around it (with 0:
+ * at_least_once, a record of intent before the fire and a record of its
+ * delivery after). */
+static int journal_with(const kd_fwd_t *f, const kd_task_t *t,
+                        kd_task_state_t as, int with)
+{
+        return kd_settle_mark(t, as) == KD_MARK_JOURNAL &&
+               !f->mode->journal_with_fire == !with;
+}
+
 /* A fire without a claim (or its dead letter), just produced through rk
  * in a transaction: its journal record goes in the same one. If it
  * cannot, the transaction must not commit the fire. */
@@ -248,12 +261,12 @@ static void fire_intent(kd_fwd_t *f, kd_task_t *t)
  * own (lent), destroyed if a copy. */
 static void headers_unused(kd_task_t *t, rd_kafka_headers_t *hdrs)
 {
-        if (!t->hdrs_lent) {
+        if (t->hdrs != KD_HDRS_LENT) {
                 rd_kafka_headers_destroy(hdrs);
                 return;
         }
         t->rec.hdrs = hdrs;
-        t->hdrs_lent = 0;
+        t->hdrs = KD_HDRS_UNROUTED;
 }
 
 /* Sends t with headers hdrs (taken) to topic as `as`. */
@@ -294,9 +307,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                                   KD_PRODUCE_COUNTED | KD_PRODUCE_BY_HANDLE);
         if (!err) {
                 t->where = KD_WHERE_FLIGHT;
-                if (t->unclaimed && f->mode->journal_with_fire &&
-                    (as == KD_TASK_FIRING ||
-                     (as == KD_TASK_DEAD && t->fire_failed)))
+                if (journal_with(f, t, as, 1))
                         journal_with_fire(f, t, rk);
                 if (f->mode->produced)
                         f->mode->produced(&f->mode_ctx, t);
@@ -314,7 +325,7 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
         rd_kafka_headers_t *h = t->rec.hdrs;
         if (!h)
                 return rd_kafka_headers_new(1);
-        if (t->hdrs_unrouted) {
+        if (t->hdrs == KD_HDRS_UNROUTED) {
                 /* Removed first: an add that failed before left one. */
                 rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
                 rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
@@ -323,7 +334,7 @@ static rd_kafka_headers_t *headers_copy(kd_task_t *t)
                     rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
                                         KDELAY_WIRE_VERSION, -1))
                         return NULL;
-                t->hdrs_unrouted = 0;
+                t->hdrs = KD_HDRS_AS_READ;
         }
         return rd_kafka_headers_copy(h);
 }
@@ -338,37 +349,27 @@ static rd_kafka_headers_t *headers_lend(kd_task_t *t)
         if (!h)
                 return rd_kafka_headers_new(1);
         t->rec.hdrs = NULL;
-        t->hdrs_lent = 1;
-        if (!t->hdrs_unrouted) {
+        if (t->hdrs == KD_HDRS_AS_READ) {
                 rd_kafka_header_remove(h, KDELAY_HDR_TARGET);
                 rd_kafka_header_remove(h, KDELAY_HDR_VERSION);
                 rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
-                t->hdrs_unrouted = 1;
         }
+        t->hdrs = KD_HDRS_LENT;
         return h;
 }
 
 /* The report of t's fire brings its lent headers back. */
 static void headers_returned(kd_task_t *t, const rd_kafka_message_t *m)
 {
-        if (!t->hdrs_lent)
+        if (t->hdrs != KD_HDRS_LENT)
                 return;
-        t->hdrs_lent = 0;
+        t->hdrs = KD_HDRS_UNROUTED;
         /* m is librdkafka's until the callback returns, and its headers
          * are the ones the produce took: detached, they are t's again and
          * librdkafka no longer destroys them with m. */
         rd_kafka_headers_t *h = NULL;
         if (!rd_kafka_message_detach_headers((rd_kafka_message_t *)m, &h))
                 t->rec.hdrs = h;
-}
-
-/* 1 when t's claim surely holds through its fire: half its lease is
- * left (in-flight fires get theirs renewed, claim.c). */
-static int lease_holds(const kd_fwd_t *f, const kd_task_t *t)
-{
-        return !t->lease_mono ||
-               kd_fwd_mono_ms(f) + f->conf->fwd_claim_lease_ms / 2 <
-                   t->lease_mono;
 }
 
 /* When t was due as far as the forwarder goes, what its lateness counts
@@ -391,17 +392,13 @@ static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now);
 
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
-        if (t->unclaimed && !kd_outage_firing(f)) {
-                /* The outage ended (or the journal failed) before its
-                 * fire: claimed after all. */
-                t->unclaimed = 0;
+        if (!f->hooks.claim_holds(f, t)) {
+                /* Its lease may pass before its fire is delivered, or the
+                 * claim stage no longer lets it fire without a claim:
+                 * claimed again (which renews it, finds it lost, or claims
+                 * it after all). */
                 kd_task_detach(f, t);
                 f->hooks.reclaim(f, t);
-                return;
-        }
-        if (!lease_holds(f, t)) {
-                kd_task_detach(f, t);
-                f->hooks.reclaim(f, t); /* renews it, or finds it lost */
                 return;
         }
         if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */
@@ -443,7 +440,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 fire_failed(f, t, known);
                 return;
         }
-        if (t->unclaimed && !f->mode->journal_with_fire) {
+        if (journal_with(f, t, KD_TASK_FIRING, 0)) {
                 fire_intent(f, t);
                 return;
         }
@@ -514,14 +511,8 @@ void kd_fire_dead(kd_fwd_t *f, kd_task_t *t, const char *reason)
         produce(f, t, topic, h, KD_TASK_DEAD);
 }
 
-/* 1 when t, just delivered, still owes its journal record (at_least_once
- * writes it after the fire or dead letter of a task without a claim). */
-static int owes_journal(const kd_fwd_t *f, const kd_task_t *t)
-{
-        return t->unclaimed && !f->mode->journal_with_fire &&
-               (t->state == KD_TASK_FIRING ||
-                (t->state == KD_TASK_DEAD && t->fire_failed));
-}
+/* The delivery-report path: each report is classified into one outcome
+ * (classify), and one row of the table below says what follows. */
 
 /* t's fire was delivered: what its target was known to refuse and t
  * was, it no longer refuses (the topic changed). */
@@ -540,114 +531,252 @@ static void refusal_disproved(kd_fwd_t *f, const kd_task_t *t)
                id_of(t, q, sizeof(q)));
 }
 
-static void delivered(kd_fwd_t *f, kd_task_t *t)
+/* The report m of a produce that was not a fire (a hop, a dead letter, a
+ * journal record) samples the broker's clock when its topic stamps the
+ * append time. */
+static void clock_sample(kd_fwd_t *f, const kd_task_t *t,
+                         const rd_kafka_message_t *m)
 {
-        if (t->state == KD_TASK_INTENT) {
-                f->journal.delivered++;
-                if (!t->part) { /* revoked: the next owner re-reads it */
-                        kd_settle_release(f, t);
-                        return;
-                }
-                fire_produce(f, t, kd_fwd_now(f)); /* the fire announced */
-                return;
-        }
-        if (t->state == KD_TASK_FIRING)
-                refusal_disproved(f, t);
-        if (t->state == KD_TASK_JOURNAL) {
-                f->journal.delivered++;
-                f->mode->delivered(&f->mode_ctx, t);
-                return;
-        }
-        if (t->state == KD_TASK_HOPPING) {
-                kd_metric_hop(&f->metrics, t->hop_tier);
-        } else if (t->state == KD_TASK_DEAD) {
-                kd_metric_dead(&f->metrics, t->dead_reason);
-                char qt[300];
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=dead_lettered reason=%s topic=%s partition=%d "
-                       "offset=%lld",
-                       t->dead_reason,
-                       kd_log_quote(t->part ? t->part->topic : "-", qt,
-                                    sizeof(qt)),
-                       t->part ? t->part->partition : -1,
-                       (long long)t->rec.offset);
-        }
-        if (owes_journal(f, t)) {
+        rd_kafka_timestamp_type_t tt;
+        int64_t ts = rd_kafka_message_timestamp(m, &tt);
+        if (tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME)
+                kd_probe_sample(f, t->sent_ms, ts);
+}
+
+/* t's produce, delivered, is settled through the mode; or, when its
+ * journal record is still owed (at_least_once writes it after the fire or
+ * dead letter of a task without a claim), that record goes first. */
+static void settle_delivered(kd_fwd_t *f, kd_task_t *t)
+{
+        if (journal_with(f, t, t->state, 0)) {
                 fire_journal(f, t);
                 return;
         }
         f->mode->delivered(&f->mode_ctx, t);
 }
 
-void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+/* The outcomes of a delivery report. */
+typedef enum kd_fire_outcome {
+        KD_FIRE_DELIVERED,         /* delivered, as nothing below: settled */
+        KD_FIRE_FIRED,             /* a fire delivered */
+        KD_FIRE_HOPPED,            /* a hop delivered */
+        KD_FIRE_DEAD_LETTERED,     /* a dead letter delivered */
+        KD_FIRE_INTENT_DELIVERED,  /* a record of intent delivered */
+        KD_FIRE_JOURNAL_DELIVERED, /* the journal record of a fire without
+                                      a claim delivered */
+        KD_FIRE_PROBE,             /* a clock probe's report */
+        KD_FIRE_JOURNAL_WITH,      /* a journal record written with its fire */
+        KD_FIRE_INTENT_FAILED,     /* a record of intent failed */
+        KD_FIRE_JOURNAL_FAILED,    /* a fire's journal record failed */
+        KD_FIRE_MODE_TOOK,         /* failed: the mode took it (exactly_once:
+                                      the transaction aborts) */
+        KD_FIRE_REVOKED,           /* failed, its partition gone */
+        KD_FIRE_ALONE,             /* refused in a batch: the mode sends it
+                                      again alone */
+        KD_FIRE_REFUSED,           /* a fire its target refuses for good */
+        KD_FIRE_FAILED,            /* failed otherwise: the failure policy */
+        KD_FIRE_OUTCOMES
+} kd_fire_outcome_t;
+
+/* What a delivered produce as each state is. */
+static const kd_fire_outcome_t delivered_as[KD_TASK_STATES] = {
+    [KD_TASK_FIRING] = KD_FIRE_FIRED,
+    [KD_TASK_HOPPING] = KD_FIRE_HOPPED,
+    [KD_TASK_DEAD] = KD_FIRE_DEAD_LETTERED,
+    [KD_TASK_INTENT] = KD_FIRE_INTENT_DELIVERED,
+    [KD_TASK_JOURNAL] = KD_FIRE_JOURNAL_DELIVERED};
+
+/* Takes in the report m of t's own produce: out of flight, its lent
+ * headers back. */
+static void reported(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 {
-        (void)opaque;
-        kd_task_t *t = m->_private;
-        kd_fwd_t *f = rd_kafka_opaque(rk);
-        if (kd_probe_is(f, t)) {
-                kd_probe_reported(f, m);
-                return;
-        }
-        if (kd_journal_is(f, t)) {
-                kd_journal_reported(f, m);
-                return;
-        }
         kd_producer_reported(f, 1);
         t->where = KD_WHERE_NONE; /* reported */
         headers_returned(t, m);
-        if (!m->err) {
-                rd_kafka_timestamp_type_t tt;
-                int64_t ts = rd_kafka_message_timestamp(m, &tt);
-                if (tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME &&
-                    t->state != KD_TASK_FIRING)
-                        kd_probe_sample(f, t->sent_ms, ts);
-                delivered(f, t);
-                return;
-        }
-        if (t->state == KD_TASK_JOURNAL) {
-                /* The fire was delivered: only its record is written
-                 * again, for as long as it takes (the task holds its
-                 * offset meanwhile). */
-                kd_journal_broken(f, m->err);
-                if (!t->part) {
-                        kd_settle_release(f, t);
-                        return;
-                }
-                retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", m->err);
-                return;
-        }
-        if (t->state == KD_TASK_INTENT) {
-                /* Nothing was fired: with the journal broken, t waits for
-                 * its claim (kd_fire_now). */
-                kd_journal_broken(f, m->err);
-                if (!t->part) {
-                        kd_settle_release(f, t);
-                        return;
-                }
-                retry_later(f, t, KD_TASK_FIRING, "journal_failed", m->err);
-                return;
-        }
+}
+
+/* What report m of t's produce says (a task's own report taken in
+ * first: reported). The mode has its say on a failed fire, hop or dead
+ * letter: exactly_once takes every one (failed), and at_least_once sends
+ * one refused in a batch again alone, or learns what a refusal of it
+ * alone says of its target (refused). */
+static kd_fire_outcome_t classify(kd_fwd_t *f, kd_task_t *t,
+                                  const rd_kafka_message_t *m)
+{
+        rd_kafka_resp_err_t err = m->err;
+        if (kd_probe_is(f, t))
+                return KD_FIRE_PROBE;
+        if (kd_journal_is(f, t))
+                return KD_FIRE_JOURNAL_WITH;
+        reported(f, t, m);
+        if (!err)
+                return delivered_as[t->state];
+        if (t->state == KD_TASK_INTENT || t->state == KD_TASK_JOURNAL)
+                return t->state == KD_TASK_INTENT ? KD_FIRE_INTENT_FAILED
+                                                  : KD_FIRE_JOURNAL_FAILED;
         if (f->mode->failed &&
-            f->mode->failed(&f->mode_ctx, t, m->err, kd_perr_permanent(m->err)))
-                return;
-        if (!t->part) { /* revoked meanwhile: the next owner re-reads it */
+            f->mode->failed(&f->mode_ctx, t, err, kd_perr_permanent(err)))
+                return KD_FIRE_MODE_TOOK;
+        if (!t->part)
+                return KD_FIRE_REVOKED;
+        if (f->mode->refused && f->mode->refused(&f->mode_ctx, t, err))
+                return KD_FIRE_ALONE;
+        if (t->state == KD_TASK_FIRING && kd_perr_permanent(err))
+                return KD_FIRE_REFUSED;
+        return KD_FIRE_FAILED;
+}
+
+static void on_delivered(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        clock_sample(f, t, m);
+        settle_delivered(f, t);
+}
+
+static void on_fired(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        (void)m; /* a fire's own append time says nothing of the clock */
+        refusal_disproved(f, t);
+        settle_delivered(f, t);
+}
+
+static void on_hopped(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        clock_sample(f, t, m);
+        kd_metric_hop(&f->metrics, t->hop_tier);
+        settle_delivered(f, t);
+}
+
+static void on_dead_lettered(kd_fwd_t *f, kd_task_t *t,
+                             const rd_kafka_message_t *m)
+{
+        clock_sample(f, t, m);
+        kd_metric_dead(&f->metrics, t->dead_reason);
+        char qt[300];
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=dead_lettered reason=%s topic=%s partition=%d "
+               "offset=%lld",
+               t->dead_reason,
+               kd_log_quote(t->part ? t->part->topic : "-", qt, sizeof(qt)),
+               t->part ? t->part->partition : -1, (long long)t->rec.offset);
+        settle_delivered(f, t);
+}
+
+/* The fire it announced goes now (revoked meanwhile: the next owner
+ * re-reads it). */
+static void on_intent_delivered(kd_fwd_t *f, kd_task_t *t,
+                                const rd_kafka_message_t *m)
+{
+        clock_sample(f, t, m);
+        f->journal.delivered++;
+        if (!t->part) {
                 kd_settle_release(f, t);
                 return;
         }
-        if (kd_perr_class(m->err) == KD_PERR_RECORD && !t->solo &&
-            !t->known_refusal) {
-                /* The broker refused the batch, maybe for a batch-mate:
-                 * produced again alone, it is delivered or found out. */
-                t->solo = 1;
-                retry_later(f, t, t->state, "batch_refused", m->err);
+        fire_produce(f, t, kd_fwd_now(f));
+}
+
+static void on_journal_delivered(kd_fwd_t *f, kd_task_t *t,
+                                 const rd_kafka_message_t *m)
+{
+        clock_sample(f, t, m);
+        f->journal.delivered++;
+        f->mode->delivered(&f->mode_ctx, t);
+}
+
+static void on_probe(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        (void)t;
+        kd_probe_reported(f, m);
+}
+
+static void on_journal_with(kd_fwd_t *f, kd_task_t *t,
+                            const rd_kafka_message_t *m)
+{
+        (void)t;
+        kd_journal_reported(f, m);
+}
+
+/* Nothing was fired: with the journal broken, t waits for its claim
+ * (kd_fire_now asks the claim stage again). */
+static void on_intent_failed(kd_fwd_t *f, kd_task_t *t,
+                             const rd_kafka_message_t *m)
+{
+        kd_journal_broken(f, m->err);
+        if (!t->part) {
+                kd_settle_release(f, t);
                 return;
         }
-        if (t->state == KD_TASK_FIRING && kd_perr_permanent(m->err)) {
-                if (t->solo || t->known_refusal) /* refused alone */
-                        kd_refusals_learn(&f->refusals, t, m->err,
-                                          kd_fwd_mono_ms(f), kd_fwd_now(f));
-                fire_failed(f, t, m->err); /* librdkafka retried already */
+        retry_later(f, t, KD_TASK_FIRING, "journal_failed", m->err);
+}
+
+/* The fire was delivered: only its record is written again, for as long
+ * as it takes (the task holds its offset meanwhile). */
+static void on_journal_failed(kd_fwd_t *f, kd_task_t *t,
+                              const rd_kafka_message_t *m)
+{
+        kd_journal_broken(f, m->err);
+        if (!t->part) {
+                kd_settle_release(f, t);
                 return;
         }
+        retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", m->err);
+}
+
+static void on_mode_took(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        (void)f; /* t is the mode's, freed */
+        (void)t;
+        (void)m;
+}
+
+/* The next owner re-reads it. */
+static void on_revoked(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        (void)m;
+        kd_settle_release(f, t);
+}
+
+/* The broker refused the batch, maybe for a batch-mate: produced again
+ * alone, it is delivered or found out. */
+static void on_alone(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        retry_later(f, t, t->state, "batch_refused", m->err);
+}
+
+/* librdkafka retried already. */
+static void on_refused(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
+        fire_failed(f, t, m->err);
+}
+
+static void on_failed(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
+{
         produce_failed(f, t, t->state, m->err, "delivery_failed");
+}
+
+/* One row per outcome: what follows it. */
+static void (*const then[KD_FIRE_OUTCOMES])(kd_fwd_t *f, kd_task_t *t,
+                                            const rd_kafka_message_t *m) = {
+    [KD_FIRE_DELIVERED] = on_delivered,
+    [KD_FIRE_FIRED] = on_fired,
+    [KD_FIRE_HOPPED] = on_hopped,
+    [KD_FIRE_DEAD_LETTERED] = on_dead_lettered,
+    [KD_FIRE_INTENT_DELIVERED] = on_intent_delivered,
+    [KD_FIRE_JOURNAL_DELIVERED] = on_journal_delivered,
+    [KD_FIRE_PROBE] = on_probe,
+    [KD_FIRE_JOURNAL_WITH] = on_journal_with,
+    [KD_FIRE_INTENT_FAILED] = on_intent_failed,
+    [KD_FIRE_JOURNAL_FAILED] = on_journal_failed,
+    [KD_FIRE_MODE_TOOK] = on_mode_took,
+    [KD_FIRE_REVOKED] = on_revoked,
+    [KD_FIRE_ALONE] = on_alone,
+    [KD_FIRE_REFUSED] = on_refused,
+    [KD_FIRE_FAILED] = on_failed};
+
+void kd_fire_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+        (void)opaque;
+        kd_fwd_t *f = rd_kafka_opaque(rk);
+        kd_task_t *t = m->_private;
+        then[classify(f, t, m)](f, t, m);
 }

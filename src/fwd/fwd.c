@@ -206,6 +206,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         f->hooks.room = kd_intake_room;
         f->hooks.rewind = kd_rebalance_rewind;
         f->hooks.reclaim = kd_claim_enqueue;
+        f->hooks.claim_holds = kd_claim_holds;
         f->hooks.claim = kd_claim_enqueue;
         f->hooks.renewed = mode_renewed;
         f->hooks.store_changed = kd_outage_store_changed;

@@ -263,6 +263,10 @@ typedef struct kd_fwd_hooks {
         /* Claimed task t is due but its claim's lease may pass before its
          * fire is delivered: claim it again (which renews the lease). */
         void (*reclaim)(kd_fwd_t *f, kd_task_t *t);
+        /* Due task t may fire on its claim stage's result (a lease that
+         * lasts through its fire, or an outage that still lets it fire
+         * without a claim): 1, else 0 and it is reclaimed. */
+        int (*claim_holds)(const kd_fwd_t *f, const kd_task_t *t);
         /* Held task t may be claimed now: its target's rate limit let it
          * through (the pacing stage, upstream of the claim's answer). */
         void (*claim)(kd_fwd_t *f, kd_task_t *t);

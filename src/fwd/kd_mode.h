@@ -91,6 +91,16 @@ struct kd_mode_ops {
          * Optional (NULL: 0). */
         int (*failed)(kd_mode_ctx_t *m, kd_task_t *t, rd_kafka_resp_err_t err,
                       int permanent);
+        /* The alone-fallback: t's fire, hop or dead letter failed for
+         * good with err, the fire stage to handle it (failed is NULL or
+         * left it), its partition kept. 1 when t goes again alone, after
+         * the retry backoff (logged event=batch_refused): the broker
+         * refused a batch it was in for what one of its records is, maybe
+         * a batch-mate's, and alone it is delivered or found out (begin
+         * picks the producer); 0 when the fire stage goes on (a fire
+         * refused alone: the mode learned what that says of its target,
+         * kd_refusals.h). Optional (NULL: 0). */
+        int (*refused)(kd_mode_ctx_t *m, kd_task_t *t, rd_kafka_resp_err_t err);
         /* A journal record produced with a fire (journal_with_fire) failed
          * with err: the fire must not count. Optional. */
         void (*journal_failed)(kd_mode_ctx_t *m, rd_kafka_resp_err_t err);

@@ -85,6 +85,10 @@ void kd_mode_rewind(kd_mode_ctx_t *m);
 /* --- the settle stage (kd_settle.h) ----------------------------------- */
 
 void kd_mode_settle_done(kd_mode_ctx_t *m, kd_task_t *t);
+/* kd_settle_delivered: at_least_once's delivered op. */
+void kd_mode_settle_delivered(kd_mode_ctx_t *m, kd_task_t *t);
+/* kd_settle_mark: how a produce of t as `as` is put on record. */
+kd_settle_mark_t kd_mode_mark(const kd_task_t *t, kd_task_state_t as);
 void kd_mode_settle_release(kd_mode_ctx_t *m, kd_task_t *t);
 void kd_mode_settle_fired(kd_mode_ctx_t *m, const char *id, int64_t late_ms,
                           int unclaimed);

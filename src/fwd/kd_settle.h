@@ -18,6 +18,15 @@ void kd_settle_release(kd_fwd_t *f, kd_task_t *t);
  * it. */
 void kd_settle_done(kd_fwd_t *f, kd_task_t *t);
 
+/* How a produce of t as `as` (KD_TASK_FIRING, _HOPPING, _DEAD; _JOURNAL:
+ * the record itself) is put on record (kd_settle_mark_t, kd_task.h). */
+kd_settle_mark_t kd_settle_mark(const kd_task_t *t, kd_task_state_t as);
+/* t's produce was delivered (at_least_once): its mark as kd_settle_mark
+ * says (a fire FIRED, or counted and kept when its journal record stands
+ * for it; the dead letter of a claimed fire DEAD), its offset done, t
+ * freed. */
+void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t);
+
 /* Task id was delivered (exactly_once: committed), late_ms after its fire
  * time: counted, and its FIRED mark queued (a copy of id is kept) unless
  * it was fired without a claim (its journal record stands for it). */

@@ -31,7 +31,7 @@ typedef struct kd_taskrec {
         size_t value_len;
         rd_kafka_headers_t *hdrs; /* owned (taken from the message); may be
                                      NULL; NULL while lent to its fire
-                                     (kd_task_t.hdrs_lent) */
+                                     (kd_task_t.hdrs, KD_HDRS_LENT) */
         /* Decoded from the headers (NULL/0 when the record is malformed). */
         char *id;      /* owned, NUL-terminated: one block with target */
         size_t id_len; /* strlen(id) */
@@ -85,6 +85,45 @@ typedef enum kd_task_where {
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
 
+/* Where a task's own headers (rec.hdrs) stand, for its fire (fire.c). */
+typedef enum kd_task_hdrs {
+        KD_HDRS_AS_READ,  /* as read, kdelay-target and kdelay-v in */
+        KD_HDRS_UNROUTED, /* without kdelay-target and kdelay-v, removed
+                             for its fire: put back before a hop or a dead
+                             letter copies them */
+        KD_HDRS_LENT      /* unrouted, and lent to its fire rather than
+                             copied (rec.hdrs NULL): back with the delivery
+                             report, or when the produce fails */
+} kd_task_hdrs_t;
+
+/* The claim stage's result for a task it let go to its fire (kd_claim.h),
+ * which says how the settle stage puts the fire on record (kd_settle.h):
+ * by its row, or by a journal record. Set only by the claim stage: ROW as
+ * each claim begins, UNCLAIMED where a fate-store outage lets it fire
+ * without one. */
+typedef enum kd_task_claim {
+        KD_CLAIM_ROW,      /* claimed (or not yet): its FIRING row is
+                              marked FIRED or DEAD */
+        KD_CLAIM_UNCLAIMED /* fired without a claim through a fate-store
+                              outage (forwarder.fate_outage_policy=fire):
+                              its journal record stands for the FIRED
+                              mark */
+} kd_task_claim_t;
+
+/* How a produce is put on record: the settle stage's decision
+ * (kd_settle_mark), from the claim stage's result (t->claim). Here, beside
+ * that result, so that the delivery modes see it too (kd_mode_mark). */
+typedef enum kd_settle_mark {
+        KD_MARK_NONE,   /* nothing to mark: a hop, the dead letter of a task
+                           never claimed (malformed, forbidden ...) */
+        KD_MARK_ROW,    /* its row in the fate store: FIRED (a fire) or DEAD
+                           (the dead letter of a fire that failed for good) */
+        KD_MARK_JOURNAL /* its journal record (kd_journal.h): the fire was
+                           let go without a claim (KD_CLAIM_UNCLAIMED); the
+                           record stands for the mark until the fires kept
+                           for kd_settle_apply_unclaimed are applied */
+} kd_settle_mark_t;
+
 typedef struct kd_task {
         kd_taskrec_t rec;
         kd_task_state_t state;
@@ -114,25 +153,19 @@ typedef struct kd_task {
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */
-        int solo; /* produce it alone (at_least_once): the broker refused
-                     a batch it was in, maybe for a batch-mate */
+        int solo; /* the delivery mode's alone-fallback (at_least_once,
+                     mode_alo.c): produce it alone, the broker refused a
+                     batch it was in, maybe for a batch-mate */
         rd_kafka_resp_err_t known_refusal; /* a replay its target is known to
                                               refuse with this, learned
                                               before the replay: its fire
                                               goes alone, for real, in
                                               either mode (kd_fire_now);
                                               0 = not so */
-        int unclaimed;     /* fired without a claim through a fate-store
-                              outage (forwarder.fate_outage_policy=fire): its
-                              journal record stands for the FIRED mark */
-        int hdrs_lent;     /* its headers went out with its fire, not a copy
-                              (rec.hdrs NULL): back with the delivery
-                              report, or when the produce fails */
-        int hdrs_unrouted; /* its headers lack kdelay-target and kdelay-v,
-                              removed for its fire: put back before a hop
-                              or a dead letter copies them */
-        rd_kafka_resp_err_t dead_err; /* why its produce failed for good;
-                                         0 = it did not */
+        kd_task_claim_t claim;             /* the claim stage's result */
+        kd_task_hdrs_t hdrs;               /* where its own headers stand */
+        rd_kafka_resp_err_t dead_err;      /* why its produce failed for good;
+                                              0 = it did not */
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this

@@ -11,6 +11,8 @@
 
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_perr.h"
+#include "kd_refusals.h"
 #include "kd_util.h"
 
 /* Producer defaults the user may override. A report within 30 s: a fire
@@ -150,28 +152,39 @@ static void alo_closed(kd_mode_ctx_t *m, kd_part_t *p)
         ap->prev = ap->next = NULL;
 }
 
-/* A record the broker refused in a batch goes out alone, through the
- * solo producer (batches of one): delivered, or found to be the cause.
- * So does a replay its target is known to refuse (kd_fire_now). */
+/* The alone-fallback: the broker refuses a whole batch for what one of
+ * its records is (KD_PERR_RECORD) and reports the error on each, so a
+ * record refused in a batch goes out again alone, through the solo
+ * producer (batches of one): delivered, or found to be the cause. So
+ * does a replay its target is known to refuse (kd_fire_now). */
+
+/* 1 when t goes alone. */
+static int alone(const kd_task_t *t)
+{
+        return t->solo || t->known_refusal;
+}
+
 static int alo_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
         (void)as;
-        *rk = t && (t->solo || t->known_refusal) ? kd_mode_producer_solo(m)
-                                                 : kd_mode_producer_main(m);
+        *rk =
+            t && alone(t) ? kd_mode_producer_solo(m) : kd_mode_producer_main(m);
         return *rk ? 0 : -1;
 }
 
-static void alo_delivered(kd_mode_ctx_t *m, kd_task_t *t)
+/* Refused in a batch: alone next time. A fire refused alone for good:
+ * what that says of its target is learned (kd_refusals.h). */
+static int alo_refused(kd_mode_ctx_t *m, kd_task_t *t, rd_kafka_resp_err_t err)
 {
-        /* A task without a claim: its journal record (JOURNAL) stands for
-         * its FIRED or DEAD mark. */
-        if (t->state == KD_TASK_FIRING ||
-            (t->state == KD_TASK_JOURNAL && !t->fire_failed))
-                kd_mode_settle_fired(m, t->rec.id, t->late_ms, t->unclaimed);
-        else if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed)
-                kd_mode_settle_dead(m, t->rec.id, t->dead_reason);
-        kd_mode_settle_done(m, t);
+        if (kd_perr_class(err) == KD_PERR_RECORD && !alone(t)) {
+                t->solo = 1;
+                return 1;
+        }
+        if (alone(t) && t->state == KD_TASK_FIRING && kd_perr_permanent(err))
+                kd_refusals_learn(m->refusals, t, err, kd_mode_mono_ms(m),
+                                  kd_mode_now(m));
+        return 0;
 }
 
 static int alo_revoke(kd_mode_ctx_t *m, int64_t deadline)
@@ -220,7 +233,8 @@ const kd_mode_ops_t kd_mode_alo = {
     .opened = alo_opened,
     .closed = alo_closed,
     .begin = alo_begin,
-    .delivered = alo_delivered,
+    .delivered = kd_mode_settle_delivered,
+    .refused = alo_refused,
     .done = kd_mode_settle_done,
     .revoke = alo_revoke,
     /* A new producer: the old one's produces were purged, and the fire

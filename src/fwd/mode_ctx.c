@@ -72,6 +72,16 @@ void kd_mode_settle_dead(kd_mode_ctx_t *m, const char *id, const char *reason)
         kd_settle_dead(m->fwd, id, reason);
 }
 
+void kd_mode_settle_delivered(kd_mode_ctx_t *m, kd_task_t *t)
+{
+        kd_settle_delivered(m->fwd, t);
+}
+
+kd_settle_mark_t kd_mode_mark(const kd_task_t *t, kd_task_state_t as)
+{
+        return kd_settle_mark(t, as);
+}
+
 int kd_mode_dead_index(const char *reason)
 {
         return kd_settle_dead_index(reason);

@@ -746,8 +746,10 @@ static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
         kd_eos_iso_delivered(&s->iso, kd_poison_key(t, t->state));
         /* FIRED (and counted) once the transaction commits. */
         if (t->state == KD_TASK_FIRING &&
-            kd_idq_push(t->unclaimed ? &s->unclaimed : &s->fired, t->rec.id,
-                        t->late_ms)) {
+            kd_idq_push(kd_mode_mark(t, t->state) == KD_MARK_JOURNAL
+                            ? &s->unclaimed
+                            : &s->fired,
+                        t->rec.id, t->late_ms)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
                 kd_log(m->conf, KDELAY_LOG_ERROR,
@@ -755,8 +757,9 @@ static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
         int dead = kd_mode_dead_index(t->dead_reason);
-        if (t->state == KD_TASK_DEAD && t->fire_failed && !t->unclaimed &&
-            dead >= 0 && kd_idq_push(&s->dead, t->rec.id, dead)) {
+        if (t->state == KD_TASK_DEAD &&
+            kd_mode_mark(t, t->state) == KD_MARK_ROW && dead >= 0 &&
+            kd_idq_push(&s->dead, t->rec.id, dead)) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
                 kd_log(m->conf, KDELAY_LOG_ERROR,

@@ -286,7 +286,7 @@ static int fires_unsettled(const kd_fwd_t *f)
                 return 1;
         for (const kd_part_t *p = f->intake.parts; p; p = p->next)
                 for (const kd_task_t *t = p->tasks; t; t = t->next)
-                        if (t->unclaimed)
+                        if (t->claim == KD_CLAIM_UNCLAIMED)
                                 return 1;
         return 0;
 }

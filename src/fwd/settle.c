@@ -112,6 +112,38 @@ static int uf_push(kd_fwd_settle_t *s, const char *id, int64_t fire_at_ms,
         return 0;
 }
 
+kd_settle_mark_t kd_settle_mark(const kd_task_t *t, kd_task_state_t as)
+{
+        kd_settle_mark_t by =
+            t->claim == KD_CLAIM_UNCLAIMED ? KD_MARK_JOURNAL : KD_MARK_ROW;
+        switch (as) {
+        case KD_TASK_FIRING:
+                return by;
+        case KD_TASK_DEAD:
+                return t->fire_failed ? by : KD_MARK_NONE;
+        case KD_TASK_JOURNAL:
+                return KD_MARK_JOURNAL;
+        default:
+                return KD_MARK_NONE;
+        }
+}
+
+void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t)
+{
+        /* A task without a claim: its journal record (JOURNAL) stands for
+         * its FIRED or DEAD mark. */
+        int fired = t->state == KD_TASK_FIRING ||
+                    (t->state == KD_TASK_JOURNAL && !t->fire_failed);
+        kd_settle_mark_t mark =
+            kd_settle_mark(t, fired ? KD_TASK_FIRING : t->state);
+        if (fired)
+                kd_settle_fired(f, t->rec.id, t->late_ms,
+                                mark == KD_MARK_JOURNAL);
+        else if (mark == KD_MARK_ROW)
+                kd_settle_dead(f, t->rec.id, t->dead_reason);
+        kd_settle_done(f, t);
+}
+
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                      int unclaimed)
 {

@@ -288,7 +288,7 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
         CU_ASSERT_EQUAL(kd_offtrack_add(&part->track, 7), 0);
         u->part = part;
         part->tasks = u;
-        u->unclaimed = 1;
+        u->claim = KD_CLAIM_UNCLAIMED;
         u->state = KD_TASK_JOURNAL;
         outage_and_back(f);
         CU_ASSERT_EQUAL(marker(f).epoch, 1);
