@@ -64,7 +64,7 @@
 #include "kd_util.h"
 
 #ifdef BL_JEMALLOC
-/* The forwarder's jemalloc options (src/fwd/main.c), for the copy too. */
+/* The forwarder's jemalloc options (src/fwd/top/main.c), for the copy too. */
 const char *malloc_conf = "background_thread:true";
 #endif
 

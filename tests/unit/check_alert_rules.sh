@@ -50,7 +50,7 @@ for path in glob.glob(src + "/src/**/*.[ch]", recursive=True):
 events = set(re.findall(r"event=([a-z_]+)", code)) | set(re.findall(r'"([a-z_]+)"', code))
 metrics = {"kdelay_build_info"} | set(re.findall(r"kdelay_forwarder_[a-z_]+", code))
 metrics |= {"kdelay_forwarder_" + n for n in re.findall(r'PREFIX "([a-z_]+)', code)}
-table = open(src + "/src/fwd/kd_metrics.h").read()
+table = open(src + "/src/fwd/core/kd_metrics.h").read()
 for name, kind, unit in re.findall(r'X\(\w+, "(\w+)", (COUNTER|GAUGE|HISTOGRAM), "(\w*)"', table):
     base = "kdelay_forwarder_" + (name[:-3] + "_seconds" if unit == "ms" and name.endswith("_ms") else name)
     metrics.add(base + ("_total" if kind == "COUNTER" else ""))

@@ -20,10 +20,62 @@
 # And the producer room owns the producers: no other file touches their
 # state (f->kafka, f->producer->..., kd_producer_state.h) or polls,
 # flushes, purges or produces on a producer itself.
+# And every file lives in a room (a subfolder of src/fwd/ by role, the
+# rooms below), each file name once, and docs/development.md names every
+# file of src/fwd/ with its room.
 # Usage: check_fwd_layers.sh SRC_FWD_DIR
 set -euo pipefail
 dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
 cd "$dir"
+ROOMS=(core pipeline modes producer store ops top)
+
+# --- the rooms -----------------------------------------------------------
+loose=$(find . -maxdepth 1 -type f | sort)
+if [ -n "$loose" ]; then
+    echo "check_fwd_layers: files outside a room of src/fwd:" $loose >&2
+    exit 1
+fi
+for d in $(find . -mindepth 1 -maxdepth 1 -type d | sort); do
+    case " ${ROOMS[*]} " in
+    *" ${d#./} "*) ;;
+    *)
+        echo "check_fwd_layers: $d is not a room (${ROOMS[*]})" >&2
+        exit 1
+        ;;
+    esac
+done
+dups=$(find . -type f -name '*.[ch]' -printf '%f\n' | sort | uniq -d)
+if [ -n "$dups" ]; then
+    echo "check_fwd_layers: file names in two rooms:" $dups >&2
+    exit 1
+fi
+dev=../../docs/development.md
+if [ -e "$dev" ]; then
+    unnamed=""
+    for f in $(find . -type f -name '*.[ch]' | sort); do
+        grep -qF "src/fwd/${f#./}" "$dev" || grep -qF "\`${f#./}\`" "$dev" ||
+            unnamed="$unnamed ${f#./}"
+    done
+    if [ -n "$unnamed" ]; then
+        echo "check_fwd_layers: docs/development.md does not name these with their room:$unnamed" >&2
+        exit 1
+    fi
+fi
+echo "rooms: $(for r in "${ROOMS[*]}"; do echo $r; done) ($(find . -type f -name '*.[ch]' | wc -l) files, each named in development.md)"
+
+# From here on the rooms are one flat set of files: F holds their paths.
+mapfile -t F < <(find . -type f -name '*.[ch]' | sort)
+files_named() { # PATTERN... -> the paths of files whose names match
+    local f p
+    for f in "${F[@]}"; do
+        for p in "$@"; do
+            # shellcheck disable=SC2053
+            [[ ${f##*/} == $p ]] && echo "$f" && break
+        done
+    done
+    return 0
+}
+path_of() { files_named "$1" | head -1; }
 
 module() { # file -> module name
     # The modes' view of the forwarder is declared with the forwarder's
@@ -40,11 +92,11 @@ module() { # file -> module name
     esac
 }
 
-edges=$(for f in *.c *.h; do
-    m=$(module "$f")
+edges=$(for f in "${F[@]}"; do
+    m=$(module "${f##*/}")
     grep -o '^#include "kd_[a-z_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/' |
         while read -r h; do
-            [ -e "$h" ] || continue # a library header
+            [ -n "$(path_of "$h")" ] || continue # a library header
             d=$(module "$h")
             [ "$m" = "$d" ] || echo "$m $d"
         done
@@ -58,18 +110,18 @@ fi
 order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
 echo "modules, each including only later ones:" $order
 
-eos=$(grep -ln 'eos' ./*.c | grep -vE '^\./(mode_|eos_)' || true)
+eos=$(grep -ln 'eos' $(files_named '*.c') | grep -vE '/(mode_|eos_)[a-z_]*\.c$' || true)
 if [ -n "$eos" ]; then
     echo "check_fwd_layers: outside the mode files, these name eos:" $eos >&2
     exit 1
 fi
-echo "eos named only in: $(grep -ln eos ./*.c | tr '\n' ' ')"
+echo "eos named only in: $(grep -ln eos $(files_named '*.c') | tr '\n' ' ')"
 
 # The mode seam (kd_mode.h, kd_mode_ctx.h) is the compiler's: a mode file
 # defines KD_MODE_SEAM before its first include, and kd_fwd_state.h then
 # refuses to compile in it, so no mode can name kd_fwd_t's fields (nor
 # another stage's state). This only checks the switch is on in each.
-mode_files=$(ls ./mode_*.c ./eos_*.c | grep -v '^\./mode_ctx\.c$')
+mode_files=$(files_named 'mode_*.c' 'eos_*.c' | grep -v '/mode_ctx\.c$')
 for m in $mode_files; do
     first=$(grep -m1 -nE '^#(include|define KD_MODE_SEAM\b)' "$m" || true)
     case $first in
@@ -85,32 +137,32 @@ echo "the compiler keeps the forwarder out of:" $mode_files
 # exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
 # need as arguments, not even the mode context: the poison decisions are
 # pure (test_eos_poison).
-fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx)?\.h|kd_mode_ctx_t' ./eos_*.c ./kd_eos_*.h || true)
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
 if [ -n "$fwd" ]; then
     echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
     printf '%s\n' "$fwd" >&2
     exit 1
 fi
-echo "exactly_once's parts know no forwarder: $(ls ./eos_*.c | tr '\n' ' ')"
+echo "exactly_once's parts know no forwarder: $(files_named 'eos_*.c' | tr '\n' ' ')"
 
 # One clock (kd_timer.h's kd_clocksrc_t): every other file reads the time
 # through the forwarder's (kd_fwd_mono_ms, kd_fwd_wall_ms, kd_timers_now).
 real='\bkd_(mono|now)_ms\b|clock_gettime|gettimeofday|time\(NULL\)|CLOCK_(REALTIME|MONOTONIC)'
-reads=$(grep -nE "$real" ./*.c ./*.h | grep -v '^\./timer\.c:' || true)
+reads=$(grep -nE "$real" "${F[@]}" | grep -v '/timer\.c:' || true)
 if [ -n "$reads" ]; then
     echo "check_fwd_layers: the host's clock read outside timer.c:" >&2
     printf '%s\n' "$reads" >&2
     exit 1
 fi
-echo "the host's clocks read only in timer.c ($(grep -cE "$real" ./timer.c) reads)"
+echo "the host's clocks read only in timer.c ($(grep -cE "$real" "$(path_of timer.c)") reads)"
 
 # The producer room (kd_producer.h): the producers' state is its own, and
 # so are their polls (the reports), flushes, purges and produces.
 room='\bf->kafka\b|->kafka\.|->producer->|kd_producer_state\.h|\brd_kafka_(poll|flush|purge|produce|producev|produceva)\('
-touch=$(grep -nE "$room" ./*.c ./*.h | grep -vE '^\./(producer[a-z_]*\.c|kd_producer[a-z_]*\.h):' || true)
+touch=$(grep -nE "$room" "${F[@]}" | grep -vE '/(producer[a-z_]*\.c|kd_producer[a-z_]*\.h):' || true)
 if [ -n "$touch" ]; then
     echo "check_fwd_layers: the producer room's state or producers touched outside it:" >&2
     printf '%s\n' "$touch" >&2
     exit 1
 fi
-echo "the producers touched only in the room: $(ls ./producer*.c | tr '\n' ' ')"
+echo "the producers touched only in the room: $(files_named 'producer*.c' | tr '\n' ' ')"

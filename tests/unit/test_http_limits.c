@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The forwarder's HTTP endpoint without Kafka (src/fwd/http.c): the
+/* The forwarder's HTTP endpoint without Kafka (src/fwd/ops/http.c): the
  * forwarder.http_listen parser and its refusals (the property, and the
  * forwarder exiting 2 at startup), and probes that slow clients cannot
  * starve. Slow clients connect to 127.0.0.1 from loopback addresses
