@@ -2,13 +2,13 @@
 /* Integration: kdelay-forwarder end to end against the real broker and
  * MariaDB, in one timeline that exercises every path and fault at once:
  *
- *   2,000 tasks due from +3 s to +150 s, from the library and from a plain
+ *   2,000 tasks due from +3 s to +80 s, from the library and from a plain
  *   producer writing the headers itself, across every tier path (held at
  *   once, hops 1m -> 1s, repeated 1s hops); malformed records interleaved;
  *   two forwarders in one group; 10% cancelled before due; some cancelled
  *   after delivery (exit 3); forwarder A stopped with SIGTERM and
  *   restarted; forwarder B killed with SIGKILL and restarted; MySQL
- *   stopped for 6 s while tasks come due.
+ *   stopped for 5 s while tasks come due.
  *
  * Then it checks: nothing lost, nothing early, no acknowledged cancel
  * delivered, duplicates only among tasks in flight at the SIGKILL (same
@@ -17,7 +17,21 @@
  * behaviour bound (p99 under a second), and within each fault window
  * bounded by the time the fault ends. The windows are derived from when
  * the faults happened and the session timeout and foreign-claim wait the
- * forwarders run with. */
+ * forwarders run with.
+ *
+ * What each case proves, and where stage logic is proven instead (issue
+ * 37: integration keeps what needs the real broker or MySQL):
+ *   backpressure_bounds_the_held_set   kept: real partitions paused and
+ *       resumed at half the held set (also test_fwd_mock, mock cluster)
+ *   second_signal_exits_at_once        kept: a real process's signals
+ *   max_fire_rate_paces_in_due_order   moved: test_pace_vt (tokens, due
+ *       order, the burst, rate_limited counted) and test_fwd_mock's
+ *       fire_rate_limit_spreads_due_tasks_in_due_order (both modes)
+ *   forwarder_timeline                 shortened from 150 s to 80 s (the
+ *       same faults, closer together): rebalances on a SIGTERM and a
+ *       SIGKILL, a real MySQL stop, dead letters, cancels and audit
+ *       --fix against real SQL; hold/claim/fire timing is proven by
+ *       test_sched_vt, test_claim_vt and test_takeover_vt. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +47,7 @@
 #define N_TASKS         2000
 #define N_RAW           400 /* of which written by a plain producer */
 #define SPREAD_FIRST_MS 3000
-#define SPREAD_LAST_MS  150000
+#define SPREAD_LAST_MS  80000
 #define N_TARGETS       3
 
 /* What the forwarders run with, set explicitly so that the bounds below
@@ -322,12 +336,12 @@ static task_t *task_by_id(const char *id)
 
 /* When the faults happen, on the timeline (ms after start): each lasts a
  * fixed time, there being no event to wait for. */
-#define A_STOP_AT     35000  /* A stopped with SIGTERM ... */
-#define A_DOWN_MS     5000   /* ... and restarted after this */
-#define B_KILL_AT     70000  /* B killed with SIGKILL ... */
-#define B_DOWN_MS     5000   /* ... and restarted after this */
-#define MYSQL_AT      100000 /* MySQL stopped ... */
-#define MYSQL_DOWN_MS 6000   /* ... and started after this */
+#define A_STOP_AT     12000 /* A stopped with SIGTERM ... */
+#define A_DOWN_MS     4000  /* ... and restarted after this */
+#define B_KILL_AT     26000 /* B killed with SIGKILL ... */
+#define B_DOWN_MS     5000  /* ... and restarted after this */
+#define MYSQL_AT      48000 /* MySQL stopped ... */
+#define MYSQL_DOWN_MS 5000  /* ... and started after this */
 
 /* Fault windows (wall clock), filled in as the faults happen: a task due
  * inside one may be late until the window closes. */
@@ -549,7 +563,7 @@ static void test_forwarder_timeline(void)
                               KDELAY_OK);
         int cancelled = 0;
         for (int i = 0; i < N_TASKS && cancelled < N_TASKS / 10; i++) {
-                if (i % 7 != 3 || tasks[i].fire_at < kd_now_ms() + 15000)
+                if (i % 5 != 3 || tasks[i].fire_at < kd_now_ms() + 15000)
                         continue;
                 kdelay_err_t err =
                     kdelay_cancel(c, tasks[i].id, errstr, sizeof(errstr));
@@ -725,7 +739,9 @@ static void test_forwarder_timeline(void)
                 printf(" [%lld, %lld]", (long long)(faults[i][0] - start),
                        (long long)(faults[i][1] - start));
         printf("; late beyond their bound: %d", over_bound);
-        CU_ASSERT(n_quiet >= N_TASKS / 2);
+        /* The faults' windows cover about half the spread: a third of
+         * the tasks at least is due outside them. */
+        CU_ASSERT(n_quiet >= N_TASKS / 3);
         CU_ASSERT(p99_quiet < QUIET_P99_MS);
         CU_ASSERT(max_quiet < QUIET_MAX_MS);
         CU_ASSERT_EQUAL(over_bound, 0);
@@ -823,69 +839,6 @@ static void test_backpressure_bounds_the_held_set(void)
         CU_ASSERT(pauses <= 2 * (N / 3 + 1));
 }
 
-/* forwarder.max_fire_rate=100: 200 tasks due within 200 ms (as after an
- * outage) fire no faster than the rate allows, and in due order. */
-static void test_max_fire_rate_paces_in_due_order(void)
-{
-        enum { N = 200, RATE = 100 };
-        char pfx[40], grp[64], errstr[512], target[96];
-        kdelay_client_t *c =
-            scratch("itrate", 1, pfx, sizeof(pfx), grp, sizeof(grp));
-        snprintf(target, sizeof(target), "%s.target", pfx);
-        CU_ASSERT_EQUAL_FATAL(it_create_topic(target, 1), 0);
-        int64_t due = kd_now_ms() + 3000;
-        for (int i = 0; i < N; i++) {
-                kdelay_task_t t;
-                kdelay_task_init(&t);
-                t.topic = target;
-                t.value = "r";
-                t.value_len = 1;
-                t.fire_at_ms = due + i;
-                CU_ASSERT_EQUAL_FATAL(kdelay_schedule_async(c, &t, NULL, NULL,
-                                                            NULL, 0, errstr,
-                                                            sizeof(errstr)),
-                                      KDELAY_OK);
-        }
-        CU_ASSERT_EQUAL(kdelay_flush(c, 30000), KDELAY_OK);
-        kdelay_client_destroy(c);
-        it_fwd_t f = {"fwRATE", -1, ""};
-        fwd_start_ex(&f, pfx, grp, "forwarder.max_fire_rate=100");
-        const char *tl[] = {target, NULL};
-        static it_msg_t msgs[N + 8];
-        size_t got = it_consume(tl, msgs, N, 60000);
-        CU_ASSERT_EQUAL(got, N);
-        int early = 0, out_of_order = 0;
-        int64_t prev = 0, first_ts = INT64_MAX, last_ts = 0;
-        for (size_t k = 0; k < got; k++) {
-                char *fa = it_header(&msgs[k], KDELAY_HDR_FIRE_AT);
-                int64_t at = fa ? atoll(fa) : 0;
-                early += msgs[k].ts < at;
-                out_of_order += at < prev;
-                prev = at;
-                first_ts = msgs[k].ts < first_ts ? msgs[k].ts : first_ts;
-                last_ts = msgs[k].ts > last_ts ? msgs[k].ts : last_ts;
-                free(fa);
-                it_msg_free(&msgs[k]);
-        }
-        CU_ASSERT_EQUAL(it_fwd_stop(&f, SIGTERM), 0);
-        int64_t limited =
-            it_log_sum(f.log, "event=forwarder_stopped", "rate_limited");
-        printf("\n  max_fire_rate=%d: %zu fires over %lld ms, %d out of due "
-               "order, %d early, rate_limited=%lld",
-               RATE, got, (long long)(last_ts - first_ts), out_of_order, early,
-               (long long)limited);
-        CU_ASSERT_EQUAL(early, 0);
-        CU_ASSERT_EQUAL(out_of_order, 0);
-        /* A bucket of RATE/10 fires at once, then RATE per second: the
-         * last one cannot come before (N - RATE/10) / RATE seconds. */
-        CU_ASSERT(last_ts - first_ts >= (N - RATE / 10) * 1000 / RATE - 50);
-        /* Nor much after: pacing delays, it does not stall (a behaviour
-         * bound, three times the paced time). */
-        CU_ASSERT(last_ts - first_ts < 3 * N * 1000 / RATE);
-        /* The limiter did it: the fires it delayed were counted. */
-        CU_ASSERT(limited > 0);
-}
-
 /* SIGTERM waits for produces in flight; a second signal does not. A fire
  * to a target that does not exist stays in flight (librdkafka waits for
  * the topic to appear), which holds the first shutdown up. */
@@ -927,7 +880,6 @@ int main(void)
         static const kd_test_case_t cases[] = {
             KD_TEST(test_backpressure_bounds_the_held_set),
             KD_TEST(test_second_signal_exits_at_once),
-            KD_TEST(test_max_fire_rate_paces_in_due_order),
             KD_TEST(test_forwarder_timeline), KD_TEST_END};
         return kd_test_run("forwarder", cases, suite_init, suite_cleanup);
 }

@@ -15,7 +15,8 @@
 #include "kd_timer.h"
 
 static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
-                const char *const *kv)
+                const char *const *kv, kdelay_log_cb_t *log_cb,
+                void *log_opaque)
 {
         kdelay_conf_t *c = kdelay_conf_new();
         kd_fate_store_t *store = NULL;
@@ -30,6 +31,8 @@ static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
                 if (kdelay_conf_set(c, kv[i], kv[i + 1], errstr,
                                     sizeof(errstr)))
                         return -1;
+        if (log_cb)
+                kdelay_conf_set_log_cb(c, log_cb, KDELAY_LOG_INFO, log_opaque);
         if (kd_fate_mem_new(&store))
                 return -1;
         return kd_fwd_new(fp, c, store, clock, errstr, sizeof(errstr)) ? -1 : 0;
@@ -37,7 +40,7 @@ static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
 
 int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance)
 {
-        return born(fp, instance, NULL, NULL);
+        return born(fp, instance, NULL, NULL, NULL, NULL);
 }
 
 /* The forwarder's monotonic clock, for the store's leases. */
@@ -49,9 +52,17 @@ static int64_t fwd_mono(void *arg)
 int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
                    int64_t wall_ms, const char *const *kv)
 {
+        return kd_test_fwd_vt_log(fp, instance, mono_ms, wall_ms, kv, NULL,
+                                  NULL);
+}
+
+int kd_test_fwd_vt_log(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
+                       int64_t wall_ms, const char *const *kv,
+                       kdelay_log_cb_t *log_cb, void *log_opaque)
+{
         kd_clocksrc_t clock;
         kd_clocksrc_manual(&clock, mono_ms, wall_ms);
-        if (born(fp, instance, &clock, kv))
+        if (born(fp, instance, &clock, kv, log_cb, log_opaque))
                 return -1;
         /* The store's leases pass in the forwarder's time. */
         kd_fate_mem_set_lease_clock((*fp)->store.fate, fwd_mono,

@@ -15,6 +15,11 @@ int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance);
  * clock (kd_fate_mem_set_lease_clock). 0 and *fp, or -1. */
 int kd_test_fwd_vt(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
                    int64_t wall_ms, const char *const *kv);
+/* The same, its log lines (up to INFO) passed to log_cb with log_opaque
+ * (borrowed: they must outlive the forwarder). */
+int kd_test_fwd_vt_log(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
+                       int64_t wall_ms, const char *const *kv,
+                       kdelay_log_cb_t *log_cb, void *log_opaque);
 
 /* A task as the intake leaves it in its partition's backlog (QUEUED, in
  * no partition), with id, target and fire-at; NULL when out of memory. */

@@ -4,7 +4,8 @@
  * stage is stood in for (a claim is won the moment it is asked for). The
  * tasks to a target under forwarder.target_rate_limits go to their claims
  * at the rule's rate, in due order, a task to another target is not held
- * up by them; forwarder.max_fire_rate spreads fires due together. */
+ * up by them; forwarder.max_fire_rate spreads fires due together, in due
+ * order, and counts each fire that waited for a token (rate_limited). */
 #include <stdio.h>
 
 #include "fwd_offline.h"
@@ -137,6 +138,7 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
 {
         kd_task_t *t[3];
         int64_t fire_at = kd_fwd_now(fwd) + 3000;
+        int64_t limited = kd_metric_get(&fwd->metrics, KD_M_RATE_LIMITED);
         fwd->hooks.claim = claim_asked;
         claims = 0;
         won = 1;
@@ -162,6 +164,9 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
         CU_ASSERT_EQUAL(fired_within(t[1], 1000) - fire_at, 251);
         CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
         CU_ASSERT_EQUAL(fired_within(t[2], 1000) - fire_at, 502);
+        /* The two that waited for a token were counted (rate_limited). */
+        CU_ASSERT_EQUAL(
+            kd_metric_get(&fwd->metrics, KD_M_RATE_LIMITED) - limited, 2);
         fwd->hooks.claim = kd_claim_enqueue;
         /* Every move was a legal one (kd_lifecycle.h). */
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);

@@ -6,7 +6,10 @@
  * owner's lease holds, the claim waits for it (and KD_LEASE_SLACK_MS); once
  * it passed, at_least_once waits forwarder.foreign_claim_wait once more
  * for the owner's FIRED mark, then takes the claim over — at those
- * moments, not a millisecond before. */
+ * moments, not a millisecond before. An owner that keeps renewing its
+ * lease keeps its claim: the claim waits for each renewed lease in turn
+ * and never takes it over (moved here from test_fwd_mock's
+ * a_live_claim_with_a_lease_is_never_taken_over, issue 37). */
 #include <stdio.h>
 
 #include "fwd_offline.h"
@@ -118,10 +121,55 @@ static void test_taken_over_once_the_lease_and_foreign_wait_passed(void)
         kd_fwd_destroy(f);
 }
 
+/* The other owner renews its lease (800 ms) every 300 ms for 10 s: the
+ * claim looks at the row each time the lease it saw passed, finds it
+ * renewed, and waits again; it is never taken over. */
+static void test_a_renewed_lease_is_never_taken_over(void)
+{
+        enum { LEASE = 800, RENEW_EVERY = 300, RENEWING_MS = 10000 };
+        kd_fwd_t *f = NULL;
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&f, "takeover", MONO0, WALL0, settings), 0);
+        kd_task_t *t = kd_test_task("t", "out", WALL0 + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->state = KD_TASK_HELD;
+        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_FIRING,
+                                 .fire_at_ms = t->rec.fire_at_ms,
+                                 .lease_ms = LEASE};
+        snprintf(row.owner, sizeof(row.owner), "%s", OTHER);
+        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+        char buf[KD_FATE_OWNER_MAX + 1];
+
+        kd_claim_enqueue(f, t);
+        int64_t looked = 0, prev_where = t->where;
+        for (int ms = 1; ms <= RENEWING_MS; ms++) {
+                if (ms % RENEW_EVERY == 0)
+                        CU_ASSERT_EQUAL_FATAL(
+                            kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+                step(f, 1);
+                CU_ASSERT_NOT_EQUAL_FATAL(t->state, KD_TASK_CLAIMED);
+                /* Each time it goes back to the claim queue, the row is
+                 * looked at again. */
+                looked += t->where == KD_WHERE_CLAIM_Q &&
+                          prev_where != KD_WHERE_CLAIM_Q;
+                prev_where = t->where;
+        }
+        printf("\n  looked at the row again %lld times in %d ms",
+               (long long)looked, RENEWING_MS);
+        CU_ASSERT(looked >= 2);
+        CU_ASSERT_STRING_EQUAL(owner_of(f, "t", buf, sizeof(buf)), OTHER);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TAKEOVERS), 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        /* Dropped while it waits on its timer (no claim out). */
+        CU_ASSERT(step_until(f, t, KD_WHERE_TIMER, 10000) > 0);
+        kd_test_task_drop(f, t);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_taken_over_once_the_lease_and_foreign_wait_passed),
-            KD_TEST_END};
+            KD_TEST(test_a_renewed_lease_is_never_taken_over), KD_TEST_END};
         return kd_test_run("takeover_vt", cases, NULL, NULL);
 }
