@@ -81,6 +81,9 @@ static void kd_log_cb(kdelay_log_level_t level, const char *line, void *opaque)
 {
         fm_env_t *e = opaque;
         log_add(&e->log, "%d %s", (int)level, line);
+        void (*on_line)(fm_env_t *, const char *) = atomic_load(&e->on_line);
+        if (on_line)
+                on_line(e, line);
 }
 
 /* librdkafka's, for the handles made here. */

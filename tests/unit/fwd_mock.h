@@ -82,6 +82,12 @@ typedef struct fm_env {
         fm_log_t log;
         size_t log_mark; /* fm_wait_assigned looks at lines from here */
         int started;     /* fm_start succeeded (fm_destroy undoes it) */
+        /* Called with each line of the forwarder's log (the forwarder, the
+         * library, the forwarder's librdkafka handles) once collected, in
+         * the thread that logs it, while the forwarder runs: a case may
+         * act at a given point of the forwarder's own thread (stop it,
+         * wait there). NULL: none. */
+        void (*_Atomic on_line)(struct fm_env *e, const char *line);
 } fm_env_t;
 
 /* Creates the mock cluster (`brokers` brokers, ids from 1), the tier,

@@ -32,6 +32,7 @@
  * beside test_pace_vt, test_claim_vt and test_takeover_vt: they prove
  * those stages together with the producer and the mock's partitions, in
  * each mode, in a few seconds each. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,9 @@
 #include "kd_util.h"
 
 /* Kafka protocol API keys (librdkafka's rdkafka_protocol.h is private). */
-#define API_PRODUCE 0
-#define API_END_TXN 26
+#define API_PRODUCE   0
+#define API_HEARTBEAT 12
+#define API_END_TXN   26
 
 /* How long a forwarder may take to get its partitions (the mock's first
  * join alone takes 3 s). */
@@ -1357,6 +1359,79 @@ static void c_commit_timeout_stop(fm_env_t *e)
         CU_ASSERT(fm_metric(e, KD_M_TXN_COMMITS) >= 1);
 }
 
+/* A stop during a rebalance, its assignment on the way (seen once in an
+ * exactly_once torture run: SIGTERM while the group's assignment came,
+ * exit 139). librdkafka 2.0.2's consumer_close terminates the group while
+ * an assignment waits in the consumer's queue, then serves it to the
+ * rebalance callback: the group is gone, rd_kafka_rebalance_protocol()
+ * answers NULL, and the forwarder read it with strcmp. The case makes that
+ * order certain from the log (librdkafka's cgrp and consumer debug lines,
+ * through the forwarder's log in its own threads): the group's revoke
+ * stops the forwarder (in its thread), the stop waits until the next
+ * assignment is handed to it, and the close until the group has
+ * terminated. The forwarder drops the assignment and stops cleanly. */
+static atomic_int sa_assign_pending, sa_group_gone;
+
+/* Waits until *flag is set, up to timeout_ms. */
+static void wait_flag(atomic_int *flag, int timeout_ms)
+{
+        for (int waited = 0; !atomic_load(flag) && waited < timeout_ms;
+             waited += 10)
+                fm_sleep_ms(10);
+}
+
+static void stop_while_assigning(fm_env_t *e, const char *line)
+{
+        if (strstr(line, "event=partitions_revoked")) {
+                e->stop = 1; /* the forwarder's thread: after this revoke */
+        } else if (strstr(line, "delegating assign")) {
+                atomic_store(&sa_assign_pending, 1);
+        } else if (strstr(line, "Consumer group sub-system terminated")) {
+                atomic_store(&sa_group_gone, 1);
+        } else if (strstr(line, "event=forwarder_stopping")) {
+                wait_flag(&sa_assign_pending, 20000); /* before the close */
+        } else if (strstr(line, "Waiting for close events")) {
+                wait_flag(&sa_group_gone, 20000); /* in the close */
+        }
+}
+
+/* librdkafka's lines that order the case; a short session so that the
+ * mock's rebalance waits 3 s, not 9. */
+static const char *const assigning_overrides[] = {"session.timeout.ms=4000",
+                                                  "debug=cgrp,consumer", NULL};
+
+static void c_stop_while_assigning(fm_env_t *e)
+{
+        int assigned = fm_log_count(e, "event=partitions_assigned", NULL, NULL);
+        int revoked = fm_log_count(e, "event=partitions_revoked", NULL, NULL);
+        atomic_store(&sa_assign_pending, 0);
+        atomic_store(&sa_group_gone, 0);
+        atomic_store(&e->on_line, stop_while_assigning);
+        /* The group rebalances: the forwarder's next heartbeat is told so
+         * (eager: revoke everything, join again, get an assignment). */
+        rd_kafka_mock_push_request_errors(
+            e->mock, API_HEARTBEAT, 1, RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+        /* The revoke stops it; fm_stop would stop it at once. */
+        CU_ASSERT_EQUAL(
+            fm_log_wait(e, 1, "event=forwarder_stopped", NULL, 60000), 0);
+        kdelay_err_t err = fm_stop(e);
+        atomic_store(&e->on_line, NULL);
+        CU_ASSERT_EQUAL(err, KDELAY_OK);
+        /* The order the case is about happened. */
+        CU_ASSERT(atomic_load(&sa_assign_pending));
+        CU_ASSERT(atomic_load(&sa_group_gone));
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=partitions_revoked", NULL, NULL),
+                        revoked + 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=assignment_dropped",
+                                     "why=group_closed", NULL),
+                        1);
+        CU_ASSERT_EQUAL(
+            fm_log_count(e, "event=partitions_assigned", NULL, NULL), assigned);
+        CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
+        CU_ASSERT_EQUAL(
+            fm_log_count(e, "event=committed_fetch_failed", NULL, NULL), 0);
+}
+
 /* The group's rebalance after the first forwarder leaves waits
  * session.timeout.ms - 1 s in the mock before the next one is let in (and
  * its first join waits 3 s, which the session must outlast). A hold
@@ -1532,7 +1607,9 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
         X(refused_hops_take_a_quarter_of_the_held_limit_and_pause_partitions,  \
           c_out_share, out_overrides, ALO_ONLY, 2)                             \
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
-          c_settle_and_restart, restart_overrides, 0, 1)
+          c_settle_and_restart, restart_overrides, 0, 1)                       \
+        X(a_stop_while_an_assignment_arrives_drops_it_and_exits_cleanly,       \
+          c_stop_while_assigning, assigning_overrides, 0, 1)
 
 enum {
 #define FM_ENUM(name, fn, ov, eos, nb) I_##name,

@@ -29,11 +29,22 @@
 
 /* 1 when the group rebalances incrementally (a cooperative assignor such
  * as cooperative-sticky): an assignment or revoke names only the
- * partitions that move, and the others keep flowing. */
+ * partitions that move, and the others keep flowing. 0 once the group has
+ * closed (group_closed): everything it gave goes, as in an eager
+ * rebalance. */
 static int cooperative(const kd_fwd_t *f)
 {
-        return !strcmp(rd_kafka_rebalance_protocol(f->consumer.rk),
-                       "COOPERATIVE");
+        const char *protocol = rd_kafka_rebalance_protocol(f->consumer.rk);
+        return protocol && !strcmp(protocol, "COOPERATIVE");
+}
+
+/* 1 when the consumer group has terminated: the rebalance protocol is
+ * NULL then. librdkafka 2.0.2's rd_kafka_consumer_close terminates the
+ * group while an assignment waits in the consumer's queue (a stop during
+ * a rebalance), then serves it to the rebalance callback. */
+static int group_closed(const kd_fwd_t *f)
+{
+        return rd_kafka_rebalance_protocol(f->consumer.rk) == NULL;
 }
 
 /* Eager protocol: the whole assignment becomes parts (NULL: none).
@@ -86,6 +97,16 @@ static int open_parts(kd_fwd_t *f, const rd_kafka_topic_partition_list_t *parts,
 
 void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
+        if (group_closed(f)) {
+                /* Nothing would be read or committed: the partitions are
+                 * the group's next owner's. The answer (an unassign) is
+                 * one librdkafka no longer waits for. */
+                kd_log(f->conf, KDELAY_LOG_NOTICE,
+                       "event=assignment_dropped count=%d why=group_closed",
+                       parts->cnt);
+                assign(f, NULL, 0);
+                return;
+        }
         kd_claim_new_generation(f);
         if (f->mode->assigning && f->mode->assigning(&f->mode_ctx, parts)) {
                 if (!cooperative(f))
