@@ -104,3 +104,24 @@ int kd_test_store_answers(kd_fwd_t *f)
         }
         return 0;
 }
+
+int64_t kd_test_since(const kd_fwd_t *f, int64_t mono0)
+{
+        return kd_clocksrc_mono_ms(&f->timers.clock) - mono0;
+}
+
+int kd_test_step(kd_fwd_t *f, int64_t ms)
+{
+        for (int64_t i = 0; i < ms; i++) {
+                if (kd_clocksrc_advance(&f->timers.clock, 1))
+                        return -1;
+                kd_timers_run(&f->timers, 1000);
+        }
+        return 0;
+}
+
+int kd_test_step_to(kd_fwd_t *f, int64_t mono0, int64_t ms)
+{
+        int64_t left = ms - kd_test_since(f, mono0);
+        return left > 0 ? kd_test_step(f, left) : 0;
+}

@@ -21,6 +21,14 @@ int kd_test_fwd_vt_log(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
                        int64_t wall_ms, const char *const *kv,
                        kdelay_log_cb_t *log_cb, void *log_opaque);
 
+/* Virtual time: ms the manual clock moved since mono0; and the clock
+ * stepped a millisecond at a time, ms times (or up to since == ms),
+ * running what is due after each step, as the loop would. 0, or -1 when
+ * the clock could not move (not a manual one). */
+int64_t kd_test_since(const kd_fwd_t *f, int64_t mono0);
+int kd_test_step(kd_fwd_t *f, int64_t ms);
+int kd_test_step_to(kd_fwd_t *f, int64_t mono0, int64_t ms);
+
 /* A task as the intake leaves it in its partition's backlog (QUEUED, in
  * no partition), with id, target and fire-at; NULL when out of memory. */
 kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);

@@ -40,11 +40,7 @@ static kd_fwd_t *born(void)
 
 static void step(kd_fwd_t *f, int64_t ms)
 {
-        for (int64_t i = 0; i < ms; i++) {
-                CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1),
-                                      0);
-                kd_timers_run(&f->timers, 1000);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step(f, ms), 0);
 }
 
 static void serve_all(kd_fwd_t *f)

@@ -54,21 +54,11 @@ rd_kafka_resp_err_t rd_kafka_commit(rd_kafka_t *rk,
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
-/* The test's time: ms since the mode started. */
-static int64_t at(const kd_fwd_t *f)
-{
-        return kd_clocksrc_mono_ms(&f->timers.clock) - MONO0;
-}
-
 /* Steps the clock a millisecond at a time up to ms since the start,
  * running what is due. */
 static void step_to(kd_fwd_t *f, int64_t ms)
 {
-        while (at(f) < ms) {
-                CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1),
-                                      0);
-                kd_timers_run(&f->timers, 1000);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(f, MONO0, ms), 0);
 }
 
 /* Commits sent so far: the metric and the calls agree, all async. */

@@ -43,18 +43,9 @@ static const char *const settings[] = {"forwarder.fate_outage_policy", "fire",
                                        "forwarder.fate_outage_after", "7s",
                                        NULL};
 
-static int64_t at(const kd_fwd_t *f)
-{
-        return kd_clocksrc_mono_ms(&f->timers.clock) - MONO0;
-}
-
 static void step_to(kd_fwd_t *f, int64_t ms)
 {
-        while (at(f) < ms) {
-                CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1),
-                                      0);
-                kd_timers_run(&f->timers, 1000);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(f, MONO0, ms), 0);
 }
 
 /* A held task of partition part, to target "out", fire-at fire_ms of the

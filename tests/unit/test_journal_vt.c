@@ -81,7 +81,7 @@ static struct {
 /* The test's time: ms since the forwarder's birth. */
 static int64_t at(const kd_fwd_t *f)
 {
-        return kd_clocksrc_mono_ms(&f->timers.clock) - MONO0;
+        return kd_test_since(f, MONO0);
 }
 
 kdelay_err_t kd_reconcile_start(kd_reconcile_t **rp, const kdelay_conf_t *conf,

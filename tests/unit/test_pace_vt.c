@@ -54,11 +54,7 @@ static int64_t mono(void)
 
 static void step(int64_t ms)
 {
-        for (int64_t i = 0; i < ms; i++) {
-                CU_ASSERT_EQUAL_FATAL(
-                    kd_clocksrc_advance(&fwd->timers.clock, 1), 0);
-                kd_timers_run(&fwd->timers, 1000);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step(fwd, ms), 0);
 }
 
 static void claim_asked(kd_fwd_t *f, kd_task_t *t)

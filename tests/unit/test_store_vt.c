@@ -40,7 +40,7 @@ static struct {
 
 static int64_t at(void)
 {
-        return kd_clocksrc_mono_ms(&fwd->timers.clock) - MONO0;
+        return kd_test_since(fwd, MONO0);
 }
 
 static void logged(kdelay_log_level_t level, const char *line, void *opaque)
@@ -64,11 +64,7 @@ static void logged(kdelay_log_level_t level, const char *line, void *opaque)
 
 static void step(int64_t ms)
 {
-        for (int64_t i = 0; i < ms; i++) {
-                CU_ASSERT_EQUAL_FATAL(
-                    kd_clocksrc_advance(&fwd->timers.clock, 1), 0);
-                kd_timers_run(&fwd->timers, 1000);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step(fwd, ms), 0);
 }
 
 static void test_a_hang_is_logged_down_once_and_up_once(void)

@@ -68,19 +68,34 @@ static const char *owner_of(kd_fwd_t *f, const char *id, char *buf, size_t size)
         return buf;
 }
 
+/* Another owner holds task t's row FIRING, with a lease of lease_ms (put
+ * again: renewed). */
+static void other_holds(kd_fwd_t *f, const kd_task_t *t, int64_t lease_ms)
+{
+        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_FIRING,
+                                 .fire_at_ms = t->rec.fire_at_ms,
+                                 .lease_ms = lease_ms};
+        snprintf(row.owner, sizeof(row.owner), "%s", OTHER);
+        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+}
+
+/* Task "t", held, due a minute on, its row held by another owner with a
+ * lease of lease_ms. */
+static kd_task_t *held_under_other(kd_fwd_t *f, int64_t lease_ms)
+{
+        kd_task_t *t = kd_test_task("t", "out", WALL0 + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->state = KD_TASK_HELD;
+        other_holds(f, t, lease_ms);
+        return t;
+}
+
 static void test_taken_over_once_the_lease_and_foreign_wait_passed(void)
 {
         kd_fwd_t *f = NULL;
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&f, "takeover", MONO0, WALL0, settings), 0);
-        kd_task_t *t = kd_test_task("t", "out", WALL0 + 60000);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-        t->state = KD_TASK_HELD;
-        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_FIRING,
-                                 .fire_at_ms = t->rec.fire_at_ms,
-                                 .lease_ms = THEIRS_MS};
-        snprintf(row.owner, sizeof(row.owner), "%s", OTHER);
-        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+        kd_task_t *t = held_under_other(f, THEIRS_MS);
         char buf[KD_FATE_OWNER_MAX + 1];
 
         /* The claim goes out after its batch's linger and finds the other
@@ -130,22 +145,14 @@ static void test_a_renewed_lease_is_never_taken_over(void)
         kd_fwd_t *f = NULL;
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&f, "takeover", MONO0, WALL0, settings), 0);
-        kd_task_t *t = kd_test_task("t", "out", WALL0 + 60000);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-        t->state = KD_TASK_HELD;
-        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_FIRING,
-                                 .fire_at_ms = t->rec.fire_at_ms,
-                                 .lease_ms = LEASE};
-        snprintf(row.owner, sizeof(row.owner), "%s", OTHER);
-        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+        kd_task_t *t = held_under_other(f, LEASE);
         char buf[KD_FATE_OWNER_MAX + 1];
 
         kd_claim_enqueue(f, t);
         int64_t looked = 0, prev_where = t->where;
         for (int ms = 1; ms <= RENEWING_MS; ms++) {
                 if (ms % RENEW_EVERY == 0)
-                        CU_ASSERT_EQUAL_FATAL(
-                            kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+                        other_holds(f, t, LEASE);
                 step(f, 1);
                 CU_ASSERT_NOT_EQUAL_FATAL(t->state, KD_TASK_CLAIMED);
                 /* Each time it goes back to the claim queue, the row is
