@@ -366,9 +366,12 @@ def lang_main(lang):
         a_due = now_ms() + 6000
         a = lang.schedule("A", a_due, f"key-{lang.name}", f"value of {lang.name} ✓",
                           f"trace={lang.name}-7")
-        # B: due 8 s after it is scheduled, cancelled at once: cancelled
-        # twice, never arrives.
-        b = lang.schedule("B", now_ms() + 8000, f"key-{lang.name}-b", "never", "trace=b")
+        # B: due 15 s after it is scheduled, cancelled at once: cancelled
+        # twice, never arrives. (8 s was once too short for a JVM to start
+        # and cancel it on a loaded 2-core machine: too_late.) The run
+        # watches until 3 s after it is due.
+        b_due = now_ms() + 15000
+        b = lang.schedule("B", b_due, f"key-{lang.name}-b", "never", "trace=b")
         unseen = f"unseen-{s.tag}-{lang.name}"
         if b:
             got = lang.fate_cmd("cancel", [b, b, unseen], want_rc=0)
@@ -408,7 +411,8 @@ def lang_main(lang):
             got = lang.fate_cmd("cancel", [a], want_rc=3)
             if got and got[0][0]["outcome"] != "too_late":
                 lang.err(f"cancel of fired A: {got[0][0]}")
-        time.sleep(max(0, t_race + RACE_N * RACE_STEP_MS + 3000 - now_ms()) / 1000)
+        time.sleep(max(0, max(t_race + RACE_N * RACE_STEP_MS, b_due) + 3000
+                       - now_ms()) / 1000)
         ids = [i for i in (a, b, unseen) if i] + [lang.race[0][0], lang.race[-1][0]]
         lang.check_status(ids)
     except Exception as e:  # a crash of the harness is a failure too

@@ -170,11 +170,106 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
                 kd_test_task_drop(fwd, t[i]);
 }
 
+/* Fires to a limited target keep its burst whatever the loop does: 60
+ * tasks due together to a target limited to 100/s with a burst of 10; the
+ * claims let through are answered late and together (a slow fate store),
+ * then the loop is held up 300 ms (a commit, a slow host: no timer runs)
+ * while they fire. After it, no more than the burst fire at once, and no
+ * window of W ms holds more than the burst and W ms of the rate. (The
+ * fires were booked ahead before, and the slots of the stall all went
+ * at its end: 30 at once.) */
+#define BUSY_N     60
+#define BUSY_RATE  100
+#define BUSY_BURST 10
+#define STALL_MS   300
+
+static void test_a_held_up_loop_does_not_bunch_a_limited_targets_fires(void)
+{
+        static const char *const busy[] = {"forwarder.claim_ahead", "1s",
+                                           "forwarder.target_rate_limits",
+                                           "busy=100/10", NULL};
+        kd_fwd_t *was = fwd;
+        kd_task_t *t[BUSY_N];
+        int64_t fired[BUSY_N];
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "pace-busy", MONO0, WALL0, busy), 0);
+        fwd->hooks.claim = claim_asked;
+        claims = 0;
+        won = 0; /* answered below, together */
+        int64_t fire_at = kd_fwd_now(fwd) + 3000;
+        for (int i = 0; i < BUSY_N; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "b%d", i);
+                t[i] = kd_test_task(id, "busy", fire_at);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
+                kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
+                fired[i] = -1;
+        }
+        int answered = 0, stalled = 0, went = 0;
+        while (went < BUSY_N && kd_fwd_now(fwd) < fire_at + 5000) {
+                if (!answered && kd_fwd_now(fwd) >= fire_at + 200) {
+                        answered = 1; /* every claim asked, at once */
+                        CU_ASSERT_EQUAL(claims, BUSY_N);
+                        for (int i = 0; i < BUSY_N; i++) {
+                                kd_task_set_state(fwd, t[i], KD_TASK_CLAIMING);
+                                kd_pace_claimed(fwd, t[i]);
+                        }
+                }
+                if (!stalled && kd_fwd_now(fwd) >= fire_at + 250) {
+                        stalled = 1; /* nothing runs for STALL_MS */
+                        CU_ASSERT_EQUAL_FATAL(
+                            kd_clocksrc_advance(&fwd->timers.clock, STALL_MS),
+                            0);
+                        kd_timers_run(&fwd->timers, 100000);
+                } else {
+                        step(1);
+                }
+                /* kd_fire_now: RETRY, waiting for the broker's clock. */
+                for (int i = 0; i < BUSY_N; i++)
+                        if (fired[i] < 0 && t[i]->state == KD_TASK_RETRY) {
+                                fired[i] = kd_fwd_now(fwd) - fire_at;
+                                went++;
+                        }
+        }
+        CU_ASSERT_EQUAL(went, BUSY_N);
+        CU_ASSERT(answered && stalled);
+        /* None early, in due order, and no window of w ms holds more than
+         * the burst and w ms of the rate. */
+        int worst_at_once = 0, over = 0;
+        for (int i = 0; i < BUSY_N; i++) {
+                CU_ASSERT(fired[i] >= 0);
+                if (i)
+                        CU_ASSERT(fired[i] >= fired[i - 1]);
+                for (int j = i; j < BUSY_N; j++) {
+                        int64_t w = fired[j] - fired[i];
+                        int n = j - i + 1;
+                        if (!w && n > worst_at_once)
+                                worst_at_once = n;
+                        if (n > BUSY_BURST + w * BUSY_RATE / 1000 + 1)
+                                over++;
+                }
+        }
+        CU_ASSERT(worst_at_once <= BUSY_BURST);
+        CU_ASSERT_EQUAL(over, 0);
+        printf("  fires of %d due together at %d/s, burst %d, through a "
+               "%d ms stall: most at one instant %d, windows over the "
+               "limit %d, the last at +%lld ms\n",
+               BUSY_N, BUSY_RATE, BUSY_BURST, STALL_MS, worst_at_once, over,
+               (long long)fired[BUSY_N - 1]);
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
+        fwd->hooks.claim = kd_claim_enqueue;
+        for (int i = 0; i < BUSY_N; i++)
+                kd_test_task_drop(fwd, t[i]);
+        kd_fwd_destroy(fwd);
+        fwd = was;
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_a_limited_target_goes_at_its_rate_others_at_once),
             KD_TEST(test_max_fire_rate_spreads_fires_due_together),
+            KD_TEST(test_a_held_up_loop_does_not_bunch_a_limited_targets_fires),
             KD_TEST_END};
         return kd_test_run("pace_vt", cases, setup, teardown);
 }

@@ -177,13 +177,19 @@ typedef struct kd_fwd_rlim {
         double tokens;
         int64_t tokens_mono; /* last refill; 0 = never */
         kd_taskq_t q;
-        kd_timer_t timer;    /* monotonic: the next token for q's head */
-        uint64_t waited;     /* tasks that waited for it (counter) */
-        int64_t waited_ms;   /* how long they waited, summed (counter) */
-        double fire_tat;     /* the fires' own pacing (GCRA): the next fire's
-                                theoretical time, monotonic ms; 0 = none */
-        int64_t defer_until; /* the last turn given to a task sent back
-                                to Kafka (wall ms; 0 = none) */
+        kd_timer_t timer;  /* monotonic: the next token for q's head */
+        uint64_t waited;   /* tasks that waited for it (counter) */
+        int64_t waited_ms; /* how long they waited, summed (counter) */
+        /* The fires' own bucket (same rate and burst), taken when a fire
+         * is produced, and the claimed due tasks waiting for it in due
+         * order: a loop held up (a commit, a slow host) or claims answered
+         * together cannot bunch the fires past the burst. */
+        double fire_tokens;
+        int64_t fire_tokens_mono; /* last refill; 0 = never */
+        kd_taskq_t fire_q;
+        kd_timer_t fire_timer; /* monotonic: the next token for fire_q */
+        int64_t defer_until;   /* the last turn given to a task sent back
+                                  to Kafka (wall ms; 0 = none) */
 } kd_fwd_rlim_t;
 
 /* forwarder.max_fire_rate: a token bucket and the due tasks waiting for

@@ -160,6 +160,12 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
                         kd_timer_disarm(&f->timers, &l->timer);
                 break;
         }
+        case KD_WHERE_FIRE_Q: {
+                kd_fwd_rlim_t *l = &f->pace.lim[t->rlim];
+                if (kd_taskq_remove(&l->fire_q, t) && !l->fire_q.head)
+                        kd_timer_disarm(&f->timers, &l->fire_timer);
+                break;
+        }
         case KD_WHERE_FLIGHT:
                 return -1;
         }

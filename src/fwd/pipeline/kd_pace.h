@@ -18,6 +18,12 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
  * token) if that is later. */
 int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t);
 
+/* Sends on the fires waiting for their target's rule that its bucket
+ * lets go now (what the rules' timers do, for a loop that does not run
+ * them: a revoke's wait, kd_rebalance); the monotonic time the next may
+ * go, INT64_MAX when none waits. */
+int64_t kd_pace_release(kd_fwd_t *f);
+
 /* The hold timer of a held task (fire_at - claim_ahead, kd_sched_take):
  * claimed now, or, when its target's rule limits it, once a token lets
  * it through. */
@@ -25,8 +31,9 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
 
 /* forwarder.target_rate_limits (docs/forwarder.md, "Target rate limits"):
  * a task to a limited target waits unclaimed in its rule's queue, in due
- * order, for a token of the rule's bucket, then is claimed, fires at its
- * fire time and goes on to max_fire_rate. A
+ * order, for a token of the rule's bucket, then is claimed; due, it waits
+ * in due order for a token of the rule's second bucket, which counts the
+ * fires as they go, and goes on to max_fire_rate. A
  * rule's limit is the group's: each forwarder takes the share of it that
  * its tier partitions are of all (f->tier_partitions), as the tasks are
  * spread over them. */

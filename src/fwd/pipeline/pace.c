@@ -266,44 +266,96 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg)
                 rule_hold(f, &f->pace.lim[r], t);
 }
 
-static void fire_cb(kd_timer_t *tm, void *arg)
-{
-        global_admit(arg, kd_task_of_timer(tm));
-}
-
-/* When a fire through rule l may go at the earliest (monotonic), booked
- * now: the generic cell rate algorithm over the rule's rate and burst, so
- * that the fires, not only the tokens before the claims, keep the limit in
- * any second (claims answered late and together would bunch them). */
-static int64_t fire_slot(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+/* The fires' own bucket of rule l: the same rate and burst as its
+ * claims', taken at each fire as it goes, so that the fires, not only the
+ * tokens before the claims, keep the limit in any second: claims answered
+ * late and together, or a loop held up (a commit, a slow host) that runs
+ * its timers late, do not bunch them past the burst. */
+static bucket_t fire_bucket(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
         bucket_t b = rule_bucket(f, l, mono);
-        double gap = 1000.0 / b.rate, at = (double)mono;
-        double allowed = l->fire_tat - (b.burst - 1.0) * gap;
-        if (allowed > at)
-                at = allowed;
-        l->fire_tat = (l->fire_tat > at ? l->fire_tat : at) + gap;
-        return (int64_t)at + (at > (double)(int64_t)at);
+        b.tokens = &l->fire_tokens;
+        b.tokens_mono = &l->fire_tokens_mono;
+        return b;
 }
 
-/* t (claimed) is due: its target's rule books its fire (it let t through
- * before its claim), then max_fire_rate. */
+static void fire_run_cb(kd_timer_t *tm, void *arg);
+
+static void fire_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
+{
+        if (l->fire_q.head &&
+            kd_timer_arm(&f->timers, &l->fire_timer, KD_CLOCK_MONO,
+                         next_token(fire_bucket(f, l, kd_fwd_mono_ms(f))),
+                         fire_run_cb, l))
+                kd_fwd_oom(f, "target_rate_timer");
+}
+
+/* Sends on the queued fires of rule l the bucket has tokens for now. */
+static void fire_run(kd_fwd_t *f, kd_fwd_rlim_t *l)
+{
+        int64_t mono = kd_fwd_mono_ms(f);
+        refill(fire_bucket(f, l, mono), mono);
+        while (l->fire_q.head && l->fire_tokens >= 1.0) {
+                kd_task_t *t = kd_taskq_pop(&l->fire_q);
+                l->fire_tokens -= 1.0;
+                global_admit(f, t);
+        }
+}
+
+static void fire_run_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_rlim_t *l = arg;
+        fire_run(l->f, l);
+        fire_arm(l->f, l);
+}
+
+/* t (claimed, due) to a target of rule l: on to max_fire_rate with a
+ * token of the fires' bucket if nothing waits before it, else queued
+ * (PACED) in due order. */
+static void fire_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
+{
+        int64_t mono = kd_fwd_mono_ms(f);
+        refill(fire_bucket(f, l, mono), mono);
+        if (!l->fire_q.head && l->fire_tokens >= 1.0) {
+                l->fire_tokens -= 1.0;
+                global_admit(f, t);
+                return;
+        }
+        kd_task_set_state(f, t, KD_TASK_PACED);
+        t->rlim = (unsigned)(l - f->pace.lim);
+        kd_taskq_push(&l->fire_q, t);
+        if (l->fire_q.len == 1)
+                fire_arm(f, l);
+}
+
+/* t (claimed) is due: its target's rule lets its fire go (it let t
+ * through before its claim), then max_fire_rate. */
 static void due_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
         int r = t->rate_passed ? rule_of(f, t) : -1;
-        if (r >= 0) {
-                int64_t mono = kd_fwd_mono_ms(f);
-                int64_t at = fire_slot(f, &f->pace.lim[r], mono);
-                if (at > mono) {
-                        t->rate_slot_mono = at; /* kd_pace_fire_at */
-                        if (kd_task_arm(f, t, KD_CLOCK_MONO, at, fire_cb))
-                                kd_fwd_oom(f, "target_rate_timer");
-                        return;
+        if (r >= 0)
+                fire_admit(f, &f->pace.lim[r], t);
+        else
+                global_admit(f, t);
+}
+
+int64_t kd_pace_release(kd_fwd_t *f)
+{
+        kd_fwd_pace_t *p = &f->pace;
+        int64_t next = INT64_MAX;
+        for (size_t i = 0; i < p->rules->cnt; i++) {
+                kd_fwd_rlim_t *l = &p->lim[i];
+                fire_run(f, l);
+                if (l->fire_q.head) {
+                        int64_t at =
+                            next_token(fire_bucket(f, l, kd_fwd_mono_ms(f)));
+                        next = at < next ? at : next;
                 }
         }
-        global_admit(f, t);
+        return next;
 }
 
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
@@ -331,6 +383,8 @@ kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
                 p->lim[i].f = f;
                 kd_taskq_init(&p->lim[i].q, KD_WHERE_TARGET_Q);
                 kd_timer_init(&p->lim[i].timer, NULL, &p->lim[i]);
+                kd_taskq_init(&p->lim[i].fire_q, KD_WHERE_FIRE_Q);
+                kd_timer_init(&p->lim[i].fire_timer, NULL, &p->lim[i]);
         }
         return KDELAY_OK;
 }

@@ -194,7 +194,12 @@ static void mark_revoking(kd_fwd_t *f,
 static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
+                /* Fires waiting for their target's rule go as it lets
+                 * them (the rules' timers do not run here). */
+                int64_t rel = kd_pace_release(f);
                 int64_t now = kd_fwd_now(f), next = INT64_MAX;
+                if (rel != INT64_MAX)
+                        rel = now + (rel - kd_fwd_mono_ms(f));
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                         if (!p->revoking)
                                 continue;
@@ -204,9 +209,16 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                                     t->state != KD_TASK_PACED)
                                         continue;
                                 /* A target rate limit's slot is kept
-                                 * (kd_pace_fire_at); max_fire_rate
+                                 * (kd_pace_fire_at) and its fires wait
+                                 * for its bucket (above); max_fire_rate
                                  * yields to the rebalance. */
-                                int64_t at = kd_pace_fire_at(f, t);
+                                int64_t at = t->where == KD_WHERE_FIRE_Q
+                                                 ? INT64_MAX
+                                                 : kd_pace_fire_at(f, t);
+                                if (at == INT64_MAX) {
+                                        next = rel < next ? rel : next;
+                                        continue;
+                                }
                                 if (at <= now) {
                                         kd_task_detach(f, t);
                                         kd_fire_now(f, t, now);
