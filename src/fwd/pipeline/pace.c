@@ -405,7 +405,8 @@ void kd_pace_log(kd_fwd_t *f)
                        "event=target_rate_limit target=%s limit=%g share=%.3f "
                        "waiting=%zu waited=%llu waited_s=%.3f",
                        kd_log_quote(r->as, q, sizeof(q)), r->rate,
-                       share(f, kd_fwd_mono_ms(f)), p->lim[i].q.len,
+                       share(f, kd_fwd_mono_ms(f)),
+                       p->lim[i].q.len + p->lim[i].fire_q.len,
                        (unsigned long long)p->lim[i].waited,
                        (double)p->lim[i].waited_ms / 1000.0);
         }
@@ -425,7 +426,7 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
                 const kd_fwd_rlim_t *l = &p->lim[i];
                 double v = which == 0   ? (double)l->waited_ms / 1000.0
                            : which == 1 ? (double)l->waited
-                           : which == 2 ? (double)l->q.len
+                           : which == 2 ? (double)(l->q.len + l->fire_q.len)
                                         : p->rules->v[i].rate *
                                               (p->share_mono ? p->share : 1.0);
                 /* Label values: topic characters and '*' only. */
@@ -449,8 +450,9 @@ void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
                "Fires that waited for their target's rate limit", 1, buf, size,
                len);
         family(f, "kdelay_forwarder_rate_limit_waiting", "gauge",
-               "Due tasks waiting for their target's rate limit now", 2, buf,
-               size, len);
+               "Due tasks waiting for their target's rate limit now (for "
+               "their claims or, claimed, for their fires)",
+               2, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_fires_per_second", "gauge",
                "This forwarder's part of the target's limit (its share of "
                "the tier partitions)",
