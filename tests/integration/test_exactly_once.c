@@ -304,7 +304,12 @@ static void test_exactly_once_through_kill_and_restart(void)
 
 /* Two processes with one instance name share a transactional.id: the
  * second one's init_transactions fences the first, whose next transaction
- * fails fatally, so it exits 1 and says why. */
+ * fails fatally, so it exits 1 and says why. They never both run on: the
+ * first's commit has also failed with a fatal error other than a fence
+ * (UNKNOWN, once in a loaded run), which a new producer is made for
+ * (docs/forwarder.md), and that producer fences the second, which exits
+ * 1 instead. Either way exactly one exits 1 with event=producer_fatal
+ * ... action=exit, and the other stops cleanly. */
 static void test_same_instance_is_fenced(void)
 {
         char pfx[40], target[96], errstr[512];
@@ -328,11 +333,24 @@ static void test_same_instance_is_fenced(void)
                     kdelay_schedule(c, &t, NULL, 0, errstr, sizeof(errstr)),
                     KDELAY_OK);
         }
-        int rc = it_wait_pid(first.pid, 60000);
-        printf("\n  fenced forwarder: exit %d", rc);
+        it_fwd_t *gone = NULL, *other = NULL;
+        int rc = -1;
+        for (int waited = 0; !gone && waited < 60000; waited += 500) {
+                if ((rc = it_wait_pid(first.pid, 250)) != -1)
+                        gone = &first, other = &second;
+                else if ((rc = it_wait_pid(second.pid, 250)) != -1)
+                        gone = &second, other = &first;
+        }
+        printf("\n  fenced forwarder: the %s, exit %d",
+               gone == &second ? "second (the first renewed its producer)"
+                               : "first",
+               rc);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(gone);
+        gone->pid = -1;
         CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT(it_log_count(first.log, "event=producer_fatal") > 0);
         CU_ASSERT(it_log_count(first.log, "action=exit") > 0);
-        CU_ASSERT_EQUAL(it_fwd_stop(&second, SIGTERM), 0);
+        CU_ASSERT_EQUAL(it_fwd_stop(other, SIGTERM), 0);
         kdelay_client_destroy(c);
 }
 
