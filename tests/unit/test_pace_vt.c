@@ -70,6 +70,20 @@ static void claim_asked(kd_fwd_t *f, kd_task_t *t)
         }
 }
 
+/* n tasks to target due at fire_at, ids tag0, tag1 ..., held (their
+ * claims due claim_ahead before). */
+static void hold(kd_task_t **t, int n, char tag, const char *target,
+                 int64_t fire_at)
+{
+        for (int i = 0; i < n; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "%c%d", tag, i);
+                t[i] = kd_test_task(id, target, fire_at);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
+                kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
+        }
+}
+
 static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
 {
         kd_task_t *slow[N], *other;
@@ -77,13 +91,7 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
         fwd->hooks.claim = claim_asked;
         claims = 0;
         won = 0;
-        for (int i = 0; i < N; i++) {
-                char id[8];
-                snprintf(id, sizeof(id), "s%d", i);
-                slow[i] = kd_test_task(id, "slow", fire_at);
-                CU_ASSERT_PTR_NOT_NULL_FATAL(slow[i]);
-                kd_sched_take(fwd, slow[i], KD_SCHED_HOLD);
-        }
+        hold(slow, N, 's', "slow", fire_at);
         other = kd_test_task("o", "fast", fire_at);
         CU_ASSERT_PTR_NOT_NULL_FATAL(other);
         kd_sched_take(fwd, other, KD_SCHED_HOLD);
@@ -138,13 +146,7 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
         fwd->hooks.claim = claim_asked;
         claims = 0;
         won = 1;
-        for (int i = 0; i < 3; i++) {
-                char id[8];
-                snprintf(id, sizeof(id), "f%d", i);
-                t[i] = kd_test_task(id, "fast", fire_at);
-                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
-                kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
-        }
+        hold(t, 3, 'f', "fast", fire_at);
         step(3000 - 1);
         CU_ASSERT_EQUAL(claims, 3);
         for (int i = 0; i < 3; i++)
@@ -197,14 +199,9 @@ static void test_a_held_up_loop_does_not_bunch_a_limited_targets_fires(void)
         claims = 0;
         won = 0; /* answered below, together */
         int64_t fire_at = kd_fwd_now(fwd) + 3000;
-        for (int i = 0; i < BUSY_N; i++) {
-                char id[8];
-                snprintf(id, sizeof(id), "b%d", i);
-                t[i] = kd_test_task(id, "busy", fire_at);
-                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
-                kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
+        hold(t, BUSY_N, 'b', "busy", fire_at);
+        for (int i = 0; i < BUSY_N; i++)
                 fired[i] = -1;
-        }
         int answered = 0, stalled = 0, went = 0;
         while (went < BUSY_N && kd_fwd_now(fwd) < fire_at + 5000) {
                 if (!answered && kd_fwd_now(fwd) >= fire_at + 200) {

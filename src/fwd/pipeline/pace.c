@@ -42,6 +42,27 @@ static int64_t next_token(bucket_t b)
                (missing > 0 ? (int64_t)(missing * 1000.0 / b.rate) + 1 : 0);
 }
 
+/* 1 with a token of bucket b taken when nothing waits in q before it
+ * and b has one now (refilled to mono), else 0. */
+static int take_first(bucket_t b, const kd_taskq_t *q, int64_t mono)
+{
+        refill(b, mono);
+        if (q->head || *b.tokens < 1.0)
+                return 0;
+        *b.tokens -= 1.0;
+        return 1;
+}
+
+/* Arms tm, a queue's timer, for bucket b's next token while q holds a
+ * task (what names the timer in an out-of-memory exit). */
+static void arm_for(kd_fwd_t *f, const kd_taskq_t *q, kd_timer_t *tm,
+                    bucket_t b, kd_timer_cb_t *cb, void *arg, const char *what)
+{
+        if (q->head &&
+            kd_timer_arm(&f->timers, tm, KD_CLOCK_MONO, next_token(b), cb, arg))
+                kd_fwd_oom(f, what);
+}
+
 /* --- forwarder.max_fire_rate ------------------------------------------- */
 
 /* The bucket holds a tenth of a second of fires (at least one). */
@@ -56,11 +77,8 @@ static void global_run_cb(kd_timer_t *tm, void *arg);
 
 static void global_arm(kd_fwd_t *f)
 {
-        kd_fwd_pace_t *p = &f->pace;
-        if (p->q.head &&
-            kd_timer_arm(&f->timers, &p->timer, KD_CLOCK_MONO,
-                         next_token(global_bucket(f)), global_run_cb, f))
-                kd_fwd_oom(f, "pace_timer");
+        arm_for(f, &f->pace.q, &f->pace.timer, global_bucket(f), global_run_cb,
+                f, "pace_timer");
 }
 
 /* Fires queued tasks as the rate allows. */
@@ -87,9 +105,7 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
-        refill(global_bucket(f), kd_fwd_mono_ms(f));
-        if (!p->q.head && p->tokens >= 1.0) {
-                p->tokens -= 1.0;
+        if (take_first(global_bucket(f), &p->q, kd_fwd_mono_ms(f))) {
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
         }
@@ -137,11 +153,8 @@ static void rule_run_cb(kd_timer_t *tm, void *arg);
 
 static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
 {
-        if (l->q.head &&
-            kd_timer_arm(&f->timers, &l->timer, KD_CLOCK_MONO,
-                         next_token(rule_bucket(f, l, kd_fwd_mono_ms(f))),
-                         rule_run_cb, l))
-                kd_fwd_oom(f, "target_rate_timer");
+        arm_for(f, &l->q, &l->timer, rule_bucket(f, l, kd_fwd_mono_ms(f)),
+                rule_run_cb, l, "target_rate_timer");
 }
 
 /* The rule limiting t's target (an index of f->pace.lim), or -1. */
@@ -236,9 +249,7 @@ static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
 static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         int64_t mono = kd_fwd_mono_ms(f);
-        refill(rule_bucket(f, l, mono), mono);
-        if (!l->q.head && l->tokens >= 1.0) {
-                l->tokens -= 1.0;
+        if (take_first(rule_bucket(f, l, mono), &l->q, mono)) {
                 rule_pass(f, t);
                 return;
         }
@@ -283,11 +294,9 @@ static void fire_run_cb(kd_timer_t *tm, void *arg);
 
 static void fire_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
 {
-        if (l->fire_q.head &&
-            kd_timer_arm(&f->timers, &l->fire_timer, KD_CLOCK_MONO,
-                         next_token(fire_bucket(f, l, kd_fwd_mono_ms(f))),
-                         fire_run_cb, l))
-                kd_fwd_oom(f, "target_rate_timer");
+        arm_for(f, &l->fire_q, &l->fire_timer,
+                fire_bucket(f, l, kd_fwd_mono_ms(f)), fire_run_cb, l,
+                "target_rate_timer");
 }
 
 /* Sends on the queued fires of rule l the bucket has tokens for now. */
@@ -316,9 +325,7 @@ static void fire_run_cb(kd_timer_t *tm, void *arg)
 static void fire_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         int64_t mono = kd_fwd_mono_ms(f);
-        refill(fire_bucket(f, l, mono), mono);
-        if (!l->fire_q.head && l->fire_tokens >= 1.0) {
-                l->fire_tokens -= 1.0;
+        if (take_first(fire_bucket(f, l, mono), &l->fire_q, mono)) {
                 global_admit(f, t);
                 return;
         }
