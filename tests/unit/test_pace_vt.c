@@ -76,7 +76,7 @@ static void hold(kd_task_t **t, int n, char tag, const char *target,
                  int64_t fire_at)
 {
         for (int i = 0; i < n; i++) {
-                char id[8];
+                char id[16];
                 snprintf(id, sizeof(id), "%c%d", tag, i);
                 t[i] = kd_test_task(id, target, fire_at);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
