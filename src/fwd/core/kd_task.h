@@ -50,7 +50,8 @@ typedef enum kd_task_state {
                              rate-limited target) in its rule's queue */
         KD_TASK_CLAIMING, /* in the claim queue */
         KD_TASK_CLAIMED,  /* FIRING in the fate store, timer at fire_at */
-        KD_TASK_PACED,    /* due, claimed, waiting for max_fire_rate */
+        KD_TASK_PACED,    /* due, claimed, waiting for its target rate
+                             limit's fires' bucket or max_fire_rate */
         KD_TASK_FIRING,   /* produced to its target, awaiting the report */
         KD_TASK_HOPPING,  /* produced to a tier, awaiting the report */
         KD_TASK_DEAD,     /* produced to the dead topic, awaiting report */

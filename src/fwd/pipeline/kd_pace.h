@@ -18,10 +18,13 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
  * token) if that is later. */
 int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t);
 
-/* Sends on the fires waiting for their target's rule that its bucket
- * lets go now (what the rules' timers do, for a loop that does not run
- * them: a revoke's wait, kd_rebalance); the monotonic time the next may
- * go, INT64_MAX when none waits. */
+/* For a loop that does not run the timers (a revoke's wait,
+ * kd_rebalance): claimed task t (taken out of its timer) is due now: its
+ * target's rule lets it go as its fires' bucket allows, queued else;
+ * max_fire_rate yields. And kd_pace_release sends on the fires waiting
+ * for their target's rule that its bucket lets go now; the monotonic
+ * time the next may go, INT64_MAX when none waits. */
+void kd_pace_due_now(kd_fwd_t *f, kd_task_t *t);
 int64_t kd_pace_release(kd_fwd_t *f);
 
 /* The hold timer of a held task (fire_at - claim_ahead, kd_sched_take):

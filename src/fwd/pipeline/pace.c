@@ -349,6 +349,15 @@ static void due_cb(kd_timer_t *tm, void *arg)
                 global_admit(f, t);
 }
 
+void kd_pace_due_now(kd_fwd_t *f, kd_task_t *t)
+{
+        int r = t->rate_passed ? rule_of(f, t) : -1;
+        if (r >= 0)
+                fire_admit(f, &f->pace.lim[r], t);
+        else
+                kd_fire_now(f, t, kd_fwd_now(f));
+}
+
 int64_t kd_pace_release(kd_fwd_t *f)
 {
         kd_fwd_pace_t *p = &f->pace;

@@ -185,47 +185,56 @@ static void mark_revoking(kd_fwd_t *f,
                                   parts, p->topic, p->partition) != NULL;
 }
 
+/* 1 when a task of a revoking partition waits in its rule's fire queue. */
+static int revoking_in_fire_q(const kd_fwd_t *f)
+{
+        for (const kd_part_t *p = f->intake.parts; p; p = p->next)
+                for (const kd_task_t *t = p->tasks; p->revoking && t;
+                     t = t->next)
+                        if (t->where == KD_WHERE_FIRE_Q)
+                                return 1;
+        return 0;
+}
+
 /* Fires the tasks already claimed here (due within claim_ahead) when they
  * come due, rather than leaving them to the next owner, which would find
  * our claim and wait before taking it over. A task to a rate-limited
  * target is claimed only once its limit let it through (pace.c): those
  * still waiting in their rule's queue are held, handed over unclaimed
- * (hand_over), never flushed to their target. */
+ * (hand_over), never flushed to their target; the claimed ones keep
+ * their slots and wait for their rule's fires' bucket. max_fire_rate
+ * yields to the rebalance. */
 static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
-                /* Fires waiting for their target's rule go as it lets
-                 * them (the rules' timers do not run here). */
-                int64_t rel = kd_pace_release(f);
                 int64_t now = kd_fwd_now(f), next = INT64_MAX;
-                if (rel != INT64_MAX)
-                        rel = now + (rel - kd_fwd_mono_ms(f));
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                         if (!p->revoking)
                                 continue;
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                                 nx = t->next; /* a produce may free t */
-                                if (t->state != KD_TASK_CLAIMED &&
-                                    t->state != KD_TASK_PACED)
+                                if ((t->state != KD_TASK_CLAIMED &&
+                                     t->state != KD_TASK_PACED) ||
+                                    t->where == KD_WHERE_FIRE_Q)
                                         continue;
-                                /* A target rate limit's slot is kept
-                                 * (kd_pace_fire_at) and its fires wait
-                                 * for its bucket (above); max_fire_rate
-                                 * yields to the rebalance. */
-                                int64_t at = t->where == KD_WHERE_FIRE_Q
-                                                 ? INT64_MAX
-                                                 : kd_pace_fire_at(f, t);
-                                if (at == INT64_MAX) {
-                                        next = rel < next ? rel : next;
-                                        continue;
-                                }
+                                int64_t at = kd_pace_fire_at(f, t);
                                 if (at <= now) {
                                         kd_task_detach(f, t);
-                                        kd_fire_now(f, t, now);
+                                        if (t->state == KD_TASK_CLAIMED)
+                                                kd_pace_due_now(f, t);
+                                        else /* max_fire_rate's queue */
+                                                kd_fire_now(f, t, now);
                                 } else if (at < next) {
                                         next = at;
                                 }
                         }
+                }
+                /* The fires waiting for their rule's bucket go as it lets
+                 * them (its timer does not run here). */
+                int64_t rel = kd_pace_release(f);
+                if (rel != INT64_MAX && revoking_in_fire_q(f)) {
+                        rel = now + (rel - kd_fwd_mono_ms(f));
+                        next = rel < next ? rel : next;
                 }
                 if (next == INT64_MAX ||
                     kd_fwd_mono_ms(f) + (next - now) >= deadline)
@@ -233,7 +242,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
                 /* Wait for the next fire time, serving the main
                  * producer's reports meanwhile (the producer room's wait;
                  * the store's answers wait for the pumps below). */
-                kd_producer_wait(f, (int)(next - now));
+                kd_producer_wait(f, next - now > 1 ? (int)(next - now) : 1);
         }
 }
 
