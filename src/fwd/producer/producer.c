@@ -26,19 +26,12 @@ static rd_kafka_t *producer_new(kd_fwd_t *f, const char *const *forced,
                                 char *errstr, size_t errstr_size)
 {
         kd_producer_t *k = f->producer;
-        char why[512];
         rd_kafka_conf_t *rkc = kd_conf_rk_conf(f->conf, &f->owner, k->defaults,
                                                forced, errstr, errstr_size);
         if (!rkc)
                 return NULL;
         rd_kafka_conf_set_dr_msg_cb(rkc, k->dr_cb);
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why, sizeof(why));
-        if (!rk) {
-                rd_kafka_conf_destroy(rkc);
-                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                        "cannot create Kafka %s: %s", "producer", why);
-        }
-        return rk;
+        return kd_conf_rk_make(RD_KAFKA_PRODUCER, rkc, errstr, errstr_size);
 }
 
 /* Topic handles for every topic the producer writes but the targets: a

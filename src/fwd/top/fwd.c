@@ -75,20 +75,13 @@ static rd_kafka_t *consumer_new(kd_fwd_t *f, const char *const *defaults,
                                 const char *const *forced, char *errstr,
                                 size_t errstr_size)
 {
-        char why[512];
         rd_kafka_conf_t *rkc = kd_conf_rk_conf(f->conf, &f->owner, defaults,
                                                forced, errstr, errstr_size);
         if (!rkc)
                 return NULL;
         rd_kafka_conf_set_rebalance_cb(rkc, rebalance_cb);
         rd_kafka_conf_set_offset_commit_cb(rkc, offset_commit_cb);
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, rkc, why, sizeof(why));
-        if (!rk) {
-                rd_kafka_conf_destroy(rkc);
-                kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                        "cannot create Kafka %s: %s", "consumer", why);
-        }
-        return rk;
+        return kd_conf_rk_make(RD_KAFKA_CONSUMER, rkc, errstr, errstr_size);
 }
 
 /* The MySQL fate store from conf. A schema mismatch is fatal; MySQL being

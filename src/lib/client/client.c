@@ -141,7 +141,6 @@ static rd_kafka_t *producer_get(kdelay_client_t *c)
 static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
                                    size_t errstr_size)
 {
-        char why[512];
         kdelay_err_t err = KDELAY_OK;
         pthread_mutex_lock(&c->rk_lock);
         if (!producer_get(c)) {
@@ -153,16 +152,10 @@ static kdelay_err_t producer_start(kdelay_client_t *c, char *errstr,
                         err = KDELAY_ERR_CONFIG;
                 } else {
                         rd_kafka_conf_set_dr_msg_cb(rkc, dr_msg_cb);
-                        rk = rd_kafka_new(RD_KAFKA_PRODUCER, rkc, why,
-                                          sizeof(why));
-                        if (!rk) {
-                                rd_kafka_conf_destroy(rkc);
-                                err = kd_fail(KDELAY_ERR_KAFKA, errstr,
-                                              errstr_size,
-                                              "cannot create Kafka producer: "
-                                              "%s",
-                                              why);
-                        }
+                        rk = kd_conf_rk_make(RD_KAFKA_PRODUCER, rkc, errstr,
+                                             errstr_size);
+                        if (!rk)
+                                err = KDELAY_ERR_KAFKA;
                 }
                 atomic_store_explicit(&c->rk, rk, memory_order_release);
         }

@@ -370,20 +370,26 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
         return rkc;
 }
 
-rd_kafka_t *kd_conf_rk_new(kd_rk_owner_t *owner, rd_kafka_type_t type,
-                           const char *const *forced, char *errstr,
-                           size_t errstr_size)
+rd_kafka_t *kd_conf_rk_make(rd_kafka_type_t type, rd_kafka_conf_t *rkc,
+                            char *errstr, size_t errstr_size)
 {
         char why[512];
-        rd_kafka_conf_t *rkc = kd_conf_rk_conf(owner->conf, owner, NULL, forced,
-                                               errstr, errstr_size);
-        if (!rkc)
-                return NULL;
         rd_kafka_t *rk = rd_kafka_new(type, rkc, why, sizeof(why));
         if (!rk) {
                 rd_kafka_conf_destroy(rkc);
                 kd_fail(KDELAY_ERR_KAFKA, errstr, errstr_size,
-                        "cannot create Kafka client: %s", why);
+                        "cannot create Kafka %s: %s",
+                        type == RD_KAFKA_PRODUCER ? "producer" : "consumer",
+                        why);
         }
         return rk;
+}
+
+rd_kafka_t *kd_conf_rk_new(kd_rk_owner_t *owner, rd_kafka_type_t type,
+                           const char *const *forced, char *errstr,
+                           size_t errstr_size)
+{
+        rd_kafka_conf_t *rkc = kd_conf_rk_conf(owner->conf, owner, NULL, forced,
+                                               errstr, errstr_size);
+        return rkc ? kd_conf_rk_make(type, rkc, errstr, errstr_size) : NULL;
 }

@@ -156,6 +156,12 @@ rd_kafka_conf_t *kd_conf_rk_conf(const kdelay_conf_t *conf,
  * comes still fails the produce (message timeout), as an error. */
 int kd_conf_rk_log_level(int level, const char *fac, const char *msg);
 
+/* A client of `type` made from rkc (kd_conf_rk_conf's, its callbacks
+ * set), which it takes: rd_kafka_new's on success, destroyed on failure.
+ * NULL on failure, with errstr set ("cannot create Kafka producer: ..."). */
+rd_kafka_t *kd_conf_rk_make(rd_kafka_type_t type, rd_kafka_conf_t *rkc,
+                            char *errstr, size_t errstr_size);
+
 /* A client of `type` on kd_conf_rk_conf(owner->conf, owner, NULL, forced):
  * the tools' short-lived clients (admin, offsets). NULL on failure, with
  * errstr set; owner must outlive it. */
