@@ -53,6 +53,16 @@ static int take_first(bucket_t b, const kd_taskq_t *q, int64_t mono)
         return 1;
 }
 
+/* q's head, taken out with a token of bucket b (refilled by the caller),
+ * or NULL when q is empty or b has none. */
+static kd_task_t *pop_with_token(bucket_t b, kd_taskq_t *q)
+{
+        if (!q->head || *b.tokens < 1.0)
+                return NULL;
+        *b.tokens -= 1.0;
+        return kd_taskq_pop(q);
+}
+
 /* Arms tm, a queue's timer, for bucket b's next token while q holds a
  * task (what names the timer in an out-of-memory exit). */
 static void arm_for(kd_fwd_t *f, const kd_taskq_t *q, kd_timer_t *tm,
@@ -86,13 +96,10 @@ static void global_run_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        kd_fwd_pace_t *p = &f->pace;
-        refill(global_bucket(f), kd_fwd_mono_ms(f));
-        while (p->q.head && p->tokens >= 1.0) {
-                kd_task_t *t = kd_taskq_pop(&p->q);
-                p->tokens -= 1.0;
+        bucket_t b = global_bucket(f);
+        refill(b, kd_fwd_mono_ms(f));
+        for (kd_task_t *t; (t = pop_with_token(b, &f->pace.q));)
                 kd_fire_now(f, t, kd_fwd_now(f));
-        }
         global_arm(f);
 }
 
@@ -193,11 +200,10 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_rlim_t *l = arg;
         kd_fwd_t *f = l->f;
-        refill(rule_bucket(f, l, kd_fwd_mono_ms(f)), kd_fwd_mono_ms(f));
-        int64_t now = kd_fwd_now(f);
-        while (l->q.head && l->tokens >= 1.0) {
-                kd_task_t *t = kd_taskq_pop(&l->q);
-                l->tokens -= 1.0;
+        int64_t mono = kd_fwd_mono_ms(f), now = kd_fwd_now(f);
+        bucket_t b = rule_bucket(f, l, mono);
+        refill(b, mono);
+        for (kd_task_t *t; (t = pop_with_token(b, &l->q));) {
                 if (now > t->rate_since)
                         l->waited_ms += now - t->rate_since;
                 rule_pass(f, t);
@@ -303,12 +309,10 @@ static void fire_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
 static void fire_run(kd_fwd_t *f, kd_fwd_rlim_t *l)
 {
         int64_t mono = kd_fwd_mono_ms(f);
-        refill(fire_bucket(f, l, mono), mono);
-        while (l->fire_q.head && l->fire_tokens >= 1.0) {
-                kd_task_t *t = kd_taskq_pop(&l->fire_q);
-                l->fire_tokens -= 1.0;
+        bucket_t b = fire_bucket(f, l, mono);
+        refill(b, mono);
+        for (kd_task_t *t; (t = pop_with_token(b, &l->fire_q));)
                 global_admit(f, t);
-        }
 }
 
 static void fire_run_cb(kd_timer_t *tm, void *arg)
@@ -337,24 +341,26 @@ static void fire_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 }
 
 /* t (claimed) is due: its target's rule lets its fire go (it let t
- * through before its claim), then max_fire_rate. */
+ * through before its claim), and 1; 0 when no rule limits it. */
+static int via_rule(kd_fwd_t *f, kd_task_t *t)
+{
+        int r = t->rate_passed ? rule_of(f, t) : -1;
+        if (r >= 0)
+                fire_admit(f, &f->pace.lim[r], t);
+        return r >= 0;
+}
+
 static void due_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
-        int r = t->rate_passed ? rule_of(f, t) : -1;
-        if (r >= 0)
-                fire_admit(f, &f->pace.lim[r], t);
-        else
+        if (!via_rule(f, t))
                 global_admit(f, t);
 }
 
 void kd_pace_due_now(kd_fwd_t *f, kd_task_t *t)
 {
-        int r = t->rate_passed ? rule_of(f, t) : -1;
-        if (r >= 0)
-                fire_admit(f, &f->pace.lim[r], t);
-        else
+        if (!via_rule(f, t))
                 kd_fire_now(f, t, kd_fwd_now(f));
 }
 
