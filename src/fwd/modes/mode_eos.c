@@ -743,27 +743,24 @@ static void eos_produced(kd_mode_ctx_t *m, kd_task_t *t)
 static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
 {
         eos_state_t *s = state_of(m);
-        kd_eos_iso_delivered(&s->iso, kd_poison_key(t, t->state));
-        /* FIRED (and counted) once the transaction commits. */
-        if (t->state == KD_TASK_FIRING &&
-            kd_idq_push(kd_mode_mark(t, t->state) == KD_MARK_JOURNAL
-                            ? &s->unclaimed
-                            : &s->fired,
-                        t->rec.id, t->late_ms)) {
+        if (s->iso.alone) /* a record alone: this one? (hashed only then) */
+                kd_eos_iso_delivered(&s->iso, kd_poison_key(t, t->state));
+        /* FIRED (and counted), DEAD, once the transaction commits. */
+        kd_settle_mark_t mark = kd_mode_mark(t, t->state);
+        int dead = -1, lost = 0;
+        if (t->state == KD_TASK_FIRING)
+                lost = kd_idq_push(mark == KD_MARK_JOURNAL ? &s->unclaimed
+                                                           : &s->fired,
+                                   t->rec.id, t->late_ms);
+        else if (t->state == KD_TASK_DEAD && mark == KD_MARK_ROW &&
+                 (dead = kd_mode_dead_index(t->dead_reason)) >= 0)
+                lost = kd_idq_push(&s->dead, t->rec.id, dead);
+        if (lost) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
                 kd_log(m->conf, KDELAY_LOG_ERROR,
-                       "event=out_of_memory what=fired_mark id=%s",
-                       kd_log_quote(t->rec.id, q, sizeof(q)));
-        }
-        int dead = kd_mode_dead_index(t->dead_reason);
-        if (t->state == KD_TASK_DEAD &&
-            kd_mode_mark(t, t->state) == KD_MARK_ROW && dead >= 0 &&
-            kd_idq_push(&s->dead, t->rec.id, dead)) {
-                char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-                kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
-                kd_log(m->conf, KDELAY_LOG_ERROR,
-                       "event=out_of_memory what=dead_mark id=%s",
+                       "event=out_of_memory what=%s id=%s",
+                       t->state == KD_TASK_FIRING ? "fired_mark" : "dead_mark",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
         }
         kd_mode_settle_done(m, t);
