@@ -153,11 +153,8 @@ static void gc_progress(kd_cli_t *cli, const char *table, uint64_t deleted,
 static void gc_pause(const gc_args_t *a, int64_t *batch_t0)
 {
         if (*batch_t0 >= 0 && a->pause > 0) {
-                double ms = (double)(kd_mono_ms() - *batch_t0) * a->pause;
-                struct timespec ts = {(time_t)(ms / 1000),
-                                      (long)((int64_t)ms % 1000) * 1000000L};
-                while (nanosleep(&ts, &ts) && errno == EINTR)
-                        ;
+                kd_sleep_ms(
+                    (int64_t)((double)(kd_mono_ms() - *batch_t0) * a->pause));
         }
         *batch_t0 = kd_mono_ms();
 }

@@ -9,13 +9,6 @@
 #include "fate_contract.h"
 #include "kd_util.h"
 
-static void sleep_ms(int ms)
-{
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts))
-                ;
-}
-
 static kd_fate_claim_t sourced(const char *id, const char *token,
                                const char *topic, int32_t p, int64_t off)
 {
@@ -47,9 +40,9 @@ void test_firing_rows_carry_their_source(void)
         CU_ASSERT_EQUAL(kd_fate_claim(kd_fc_store, &a, 1, NULL, kd_fc_errstr,
                                       sizeof(kd_fc_errstr)),
                         KDELAY_OK);
-        sleep_ms(5);
+        kd_sleep_ms(5);
         kd_fc_claim1("b", 6, "fw-b"); /* no source */
-        sleep_ms(5);
+        kd_sleep_ms(5);
         kd_fc_claim1("c", 7, "fw-c");
         kd_fc_fire1("c");
         CU_ASSERT_EQUAL(kd_fc_cancel1("d"), KDELAY_OK);

@@ -2,7 +2,6 @@
 /* The fate store contract (kd_fate_contract.h): updates of rows that
  * exist — takeover, mark fired, note cancelled — and gc. */
 #include <string.h>
-#include <time.h>
 
 #include "fate_contract.h"
 #include "kd_util.h"
@@ -11,13 +10,6 @@ static kdelay_err_t takeover1(kd_fate_claim_t *c)
 {
         return kd_fate_takeover(kd_fc_store, c, 1, kd_fc_errstr,
                                 sizeof(kd_fc_errstr));
-}
-
-static void kd_sleep_ms(int ms)
-{
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts))
-                ;
 }
 
 /* A claim's lease, by the store's clock: while it holds, no takeover;

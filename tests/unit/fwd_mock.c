@@ -21,13 +21,6 @@
 #define FM_TARGET_PARTITIONS 3
 #define FM_LOG_MAX           100000
 
-void fm_sleep_ms(int ms)
-{
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) && errno == EINTR)
-                ;
-}
-
 /* --- the log ------------------------------------------------------------ */
 
 /* Each line starts with the wall clock's milliseconds within the minute,
@@ -120,7 +113,7 @@ int fm_log_wait(fm_env_t *e, int want, const char *n1, const char *n2,
         while (fm_log_count(e, n1, n2, NULL) < want) {
                 if (kd_mono_ms() >= end)
                         return -1;
-                fm_sleep_ms(10);
+                kd_sleep_ms(10);
         }
         return 0;
 }
@@ -422,7 +415,7 @@ int fm_wait_assigned(fm_env_t *e, int timeout_ms)
                         return 0;
                 if (!e->running || kd_mono_ms() >= end)
                         return -1;
-                fm_sleep_ms(20);
+                kd_sleep_ms(20);
         }
 }
 
@@ -823,7 +816,7 @@ int fm_wait_fates(fm_env_t *e, const char *const *ids, size_t n,
                         return 0;
                 if (kd_mono_ms() >= end)
                         return -1;
-                fm_sleep_ms(20);
+                kd_sleep_ms(20);
         }
 }
 

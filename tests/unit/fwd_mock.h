@@ -217,7 +217,4 @@ int fm_committed(fm_env_t *e, const char *topic, int cnt, int64_t *offs);
 /* "<prefix>.tier.<tier name>" of tier idx of the environment's tiers. */
 void fm_tier_topic(const fm_env_t *e, size_t idx, char *buf, size_t size);
 
-/* Sleeps ms milliseconds. */
-void fm_sleep_ms(int ms);
-
 #endif

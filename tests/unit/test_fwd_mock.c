@@ -248,7 +248,7 @@ static int wait_delivered(fm_env_t *e, const fm_task_t *tasks, size_t n,
                         return 0;
                 if (kd_mono_ms() >= end)
                         return -1;
-                fm_sleep_ms(50);
+                kd_sleep_ms(50);
         }
 }
 
@@ -535,7 +535,7 @@ static void c_foreign(fm_env_t *e)
                                    ? t[LIVE].fire_at_ms
                                    : acked_ms;
                 while (kd_now_ms() < from + 250)
-                        fm_sleep_ms(10);
+                        kd_sleep_ms(10);
                 kd_fate_mem_row_t row = fm_fate(e, t[LIVE].id);
                 CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRING);
                 CU_ASSERT_STRING_EQUAL(row.owner, other); /* still waited on */
@@ -968,7 +968,7 @@ static void c_store_hung(fm_env_t *e)
         int64_t until = kd_now_ms() + 10000;
         while ((hops[0] < 2 || hops[1] < 2 || dead < 1) &&
                kd_now_ms() < until) {
-                fm_sleep_ms(200);
+                kd_sleep_ms(200);
                 hops[0] = hops[1] = 0;
                 for (size_t k = 0; k < 2; k++) {
                         fm_msg_t *msgs;
@@ -1024,7 +1024,7 @@ static void c_store_hung_stop(fm_env_t *e)
         /* The claim reaches the store (and hangs there). */
         int64_t until = kd_now_ms() + 10000;
         while (kd_fate_mem_calls(e->store) == calls && kd_now_ms() < until)
-                fm_sleep_ms(20);
+                kd_sleep_ms(20);
         CU_ASSERT_FATAL(kd_fate_mem_calls(e->store) > calls);
         int64_t t0 = kd_now_ms();
         CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
@@ -1257,7 +1257,7 @@ static void c_txn_fatal_dead_letter(fm_env_t *e)
         /* When the row first says DEAD (looked at every 5 ms). */
         int64_t dead_seen_ms = 0;
         for (int64_t end = kd_mono_ms() + 30000; kd_mono_ms() < end;
-             fm_sleep_ms(5))
+             kd_sleep_ms(5))
                 if (fm_fate(e, t.id).fate == KDELAY_FATE_DEAD) {
                         dead_seen_ms = kd_now_ms();
                         break;
@@ -1266,7 +1266,7 @@ static void c_txn_fatal_dead_letter(fm_env_t *e)
         CU_ASSERT(dead_seen_ms > 0);
         /* A copy read again after a DEAD mark comes to nothing: give it
          * the time a dead letter would take. */
-        fm_sleep_ms(1500);
+        kd_sleep_ms(1500);
         CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
 
         fm_msg_t *msgs;
@@ -1340,7 +1340,7 @@ static void c_commit_timeout_stop(fm_env_t *e)
                 int ended = fm_log_count(e, "event=txn_committed", NULL, NULL) +
                             fm_log_count(e, "event=txn_aborted", NULL, NULL);
                 blocked_ms = begun > ended ? blocked_ms + 50 : 0;
-                fm_sleep_ms(50);
+                kd_sleep_ms(50);
         }
         CU_ASSERT_FATAL(blocked_ms >= 1000);
         int64_t t0 = kd_mono_ms();
@@ -1377,7 +1377,7 @@ static void wait_flag(atomic_int *flag, int timeout_ms)
 {
         for (int waited = 0; !atomic_load(flag) && waited < timeout_ms;
              waited += 10)
-                fm_sleep_ms(10);
+                kd_sleep_ms(10);
 }
 
 static void stop_while_assigning(fm_env_t *e, const char *line)
@@ -1471,7 +1471,7 @@ static void c_settle_and_restart(fm_env_t *e)
         if (held_by < acked_ms + 300)
                 held_by = acked_ms + 300;
         while (kd_now_ms() < held_by)
-                fm_sleep_ms(20);
+                kd_sleep_ms(20);
         CU_ASSERT(kd_now_ms() < t[HELD].fire_at_ms - 1000); /* still held */
 
         char tiers[2][256];

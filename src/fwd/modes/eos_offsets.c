@@ -71,15 +71,14 @@ int kd_eos_offsets_fetch(const kd_eos_consumer_t *c, const kdelay_conf_t *conf,
                        attempt, rd_kafka_err2str(err));
                 if (attempt >= 30)
                         return -2;
-                if (c->stopping(c->arg))
-                        return -1;
                 /* An error such as "Not coordinator" (a restarted broker
                  * still loading the group) comes back at once: wait
                  * 100 ms, doubling to 1 s, so that the 30 attempts span
-                 * about 25 s instead of a few milliseconds. */
-                long ms = attempt < 4 ? 100L << (attempt - 1) : 1000L;
-                struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-                nanosleep(&ts, NULL);
+                 * about 25 s instead of a few milliseconds; a stop asked
+                 * meanwhile ends them before the next fetch. */
+                kd_sleep_ms(attempt < 4 ? 100L << (attempt - 1) : 1000L);
+                if (c->stopping(c->arg))
+                        return -1;
         }
 }
 

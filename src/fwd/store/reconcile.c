@@ -51,14 +51,6 @@ typedef struct run {
         char topic[256];
 } run_t;
 
-static void sleep_ms(int64_t ms)
-{
-        struct timespec ts = {(time_t)(ms / 1000),
-                              (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts))
-                ;
-}
-
 static int stopping(const kd_reconcile_t *r)
 {
         return atomic_load(&r->stop);
@@ -259,7 +251,7 @@ static kdelay_err_t flush(run_t *u, kd_reconcile_stats_t *d)
                        "retry_in_ms=%lld",
                        u->n, kd_log_quote(errstr, q, sizeof(q)),
                        (long long)backoff);
-                sleep_ms(backoff);
+                kd_sleep_ms(backoff);
                 backoff = backoff * 2 > KD_RECONCILE_BACKOFF_MAX_MS
                               ? KD_RECONCILE_BACKOFF_MAX_MS
                               : backoff * 2;

@@ -31,6 +31,10 @@ void kd_clock_offset_set(int64_t ms);
 /* Monotonic time in milliseconds (for deadlines, never for due times). */
 int64_t kd_mono_ms(void);
 
+/* Sleeps ms milliseconds (none when ms <= 0), all of them: a signal
+ * meanwhile does not cut it short. */
+void kd_sleep_ms(int64_t ms);
+
 /* A malloc'ed copy of n bytes at p (caller frees); NULL for p NULL or out of
  * memory (n 0 gives a valid 1-byte block). */
 void *kd_memdup(const void *p, size_t n);

@@ -48,6 +48,16 @@ int64_t kd_mono_ms(void)
         return clock_ms(CLOCK_MONOTONIC);
 }
 
+void kd_sleep_ms(int64_t ms)
+{
+        if (ms <= 0)
+                return;
+        struct timespec ts = {(time_t)(ms / 1000),
+                              (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts))
+                ;
+}
+
 void *kd_memdup(const void *p, size_t n)
 {
         if (!p)
