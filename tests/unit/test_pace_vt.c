@@ -193,12 +193,17 @@ static int64_t busy_fired[BUSY_N], busy_fire_at;
 static int busy_went;
 
 /* BUSY_N tasks to "busy" (BUSY_RATE/s, a burst of BUSY_BURST) due in 3 s,
- * held on a forwarder of their own; their claims won when asked if won. */
-static void busy_begin(int claims_won)
+ * held on a forwarder of their own (with max_fire_rate, max_rate fires/s,
+ * unless 0); their claims won when asked if claims_won. */
+static void busy_begin(int claims_won, const char *max_rate)
 {
-        static const char *const busy[] = {"forwarder.claim_ahead", "1s",
-                                           "forwarder.target_rate_limits",
-                                           "busy=100/10", NULL};
+        const char *const busy[] = {"forwarder.claim_ahead",
+                                    "1s",
+                                    "forwarder.target_rate_limits",
+                                    "busy=100/10",
+                                    "forwarder.max_fire_rate",
+                                    max_rate,
+                                    NULL};
         set_aside = fwd;
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "pace-busy", MONO0, WALL0, busy), 0);
@@ -223,10 +228,11 @@ static void busy_look(void)
                 }
 }
 
-/* All went, none early, in due order, no more than the burst at one
- * instant and no window of w ms over the burst and w ms of the rate;
- * prints how (what: the case). Then drops the forwarder. */
-static void busy_end(const char *what)
+/* All went, none early, in due order, the burst at one instant and no
+ * more, no window of w ms over the burst and w ms of the rate, the last
+ * at last_ms (virtual time: exact); prints how (what: the case). Then
+ * drops the forwarder. */
+static void busy_end(const char *what, int64_t last_ms)
 {
         int worst_at_once = 0, over = 0;
         CU_ASSERT_EQUAL(busy_went, BUSY_N);
@@ -243,8 +249,9 @@ static void busy_end(const char *what)
                                 over++;
                 }
         }
-        CU_ASSERT(worst_at_once <= BUSY_BURST);
+        CU_ASSERT_EQUAL(worst_at_once, BUSY_BURST);
         CU_ASSERT_EQUAL(over, 0);
+        CU_ASSERT_EQUAL(busy_fired[BUSY_N - 1], last_ms);
         printf("  %d fires due together at %d/s, burst %d, %s: most at one "
                "instant %d, windows over the limit %d, the last at +%lld "
                "ms\n",
@@ -264,7 +271,7 @@ static void busy_end(const char *what)
  * slots of the stall all went at its end: 30 at once.) */
 static void test_a_held_up_loop_does_not_bunch_a_limited_targets_fires(void)
 {
-        busy_begin(0); /* answered below, together */
+        busy_begin(0, "0"); /* answered below, together */
         int answered = 0, stalled = 0;
         while (busy_went < BUSY_N && kd_fwd_now(fwd) < busy_fire_at + 5000) {
                 if (!answered && kd_fwd_now(fwd) >= busy_fire_at + 200) {
@@ -288,27 +295,32 @@ static void test_a_held_up_loop_does_not_bunch_a_limited_targets_fires(void)
                 busy_look();
         }
         CU_ASSERT(answered && stalled);
-        busy_end("claims answered together, then a 300 ms stall");
+        /* 25 by the stall's end (the burst twice, 5 between), then one
+         * every 10 ms: the last 350 ms on. */
+        busy_end("claims answered together, then a 300 ms stall", 910);
 }
 
 /* A revoke's wait runs no timers (kd_rebalance's fire_claimed): the
  * claimed tasks it finds due go through their rule's fires' bucket
  * (kd_pace_due_now), the rest of them as kd_pace_release lets them out,
- * never all at once. */
+ * never all at once; max_fire_rate (here 20/s) yields to the rebalance:
+ * none is left in its queue, where the revoke would not fire it. */
 static void test_a_revokes_wait_keeps_a_limited_targets_burst(void)
 {
-        busy_begin(1);
+        busy_begin(1, "20");
         step(3000 - 1); /* all claimed, their fire timers armed */
         CU_ASSERT_EQUAL(claims, BUSY_N);
         /* The revoke comes 1 s after they were due: each is due. */
         CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&fwd->timers.clock, 1001), 0);
+        int queued = 0;
         for (int i = 0; i < BUSY_N; i++) {
                 CU_ASSERT_EQUAL(busy_t[i]->state, KD_TASK_CLAIMED);
                 kd_task_detach(fwd, busy_t[i]);
-                kd_pace_due_now(fwd, busy_t[i]);
+                queued += kd_pace_due_now(fwd, busy_t[i]);
         }
         busy_look();
         CU_ASSERT_EQUAL(busy_went, BUSY_BURST);
+        CU_ASSERT_EQUAL(queued, BUSY_N - BUSY_BURST);
         int releases = 0;
         for (int64_t next; (next = kd_pace_release(fwd)) != INT64_MAX;) {
                 busy_look();
@@ -318,7 +330,10 @@ static void test_a_revokes_wait_keeps_a_limited_targets_burst(void)
                     kd_clocksrc_advance(&fwd->timers.clock, next - mono), 0);
         }
         busy_look();
-        busy_end("due at a revoke's wait");
+        CU_ASSERT_EQUAL(fwd->pace.q.len, 0);
+        /* Due at +1001, the burst then, one every 10 ms after. */
+        busy_end("due at a revoke's wait",
+                 1001 + 10 * (BUSY_N - BUSY_BURST) - 1);
 }
 
 int main(void)

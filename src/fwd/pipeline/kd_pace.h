@@ -19,12 +19,13 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
 int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t);
 
 /* For a loop that does not run the timers (a revoke's wait,
- * kd_rebalance): claimed task t (taken out of its timer) is due now: its
- * target's rule lets it go as its fires' bucket allows, queued else;
- * max_fire_rate yields. And kd_pace_release sends on the fires waiting
- * for their target's rule that its bucket lets go now; the monotonic
- * time the next may go, INT64_MAX when none waits. */
-void kd_pace_due_now(kd_fwd_t *f, kd_task_t *t);
+ * kd_rebalance), where max_fire_rate yields: claimed task t (taken out of
+ * its timer) is due now: produced at once, or, when its target's rule's
+ * fires' bucket has no token for it, queued for one, and 1 (t is not
+ * touched after a produce, which may free it). And kd_pace_release
+ * produces the fires waiting for their target's rule that its bucket lets
+ * go now; the monotonic time the next may go, INT64_MAX when none waits. */
+int kd_pace_due_now(kd_fwd_t *f, kd_task_t *t);
 int64_t kd_pace_release(kd_fwd_t *f);
 
 /* The hold timer of a held task (fire_at - claim_ahead, kd_sched_take):

@@ -178,9 +178,10 @@ static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
  * later, without asking the rule again: its fire keeps the tokens'
  * cadence whatever its claim took (a batch of claims answered at once
  * would otherwise fire together: 738 in one second at 500/s). */
-static void rule_pass(kd_fwd_t *f, kd_task_t *t)
+static void rule_pass(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         t->rate_passed = 1;
+        t->rlim = (unsigned)(l - f->pace.lim); /* its fire's rule */
         t->rate_slot_mono = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
         f->hooks.claim(f, t);
 }
@@ -206,7 +207,7 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         for (kd_task_t *t; (t = pop_with_token(b, &l->q));) {
                 if (now > t->rate_since)
                         l->waited_ms += now - t->rate_since;
-                rule_pass(f, t);
+                rule_pass(f, l, t);
         }
         rule_arm(f, l);
 }
@@ -256,7 +257,7 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         int64_t mono = kd_fwd_mono_ms(f);
         if (take_first(rule_bucket(f, l, mono), &l->q, mono)) {
-                rule_pass(f, t);
+                rule_pass(f, l, t);
                 return;
         }
         if (l->q.len >= rule_room(f, l, mono)) {
@@ -305,63 +306,61 @@ static void fire_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
                 "target_rate_timer");
 }
 
+/* Where a fire let through by its rule goes next: max_fire_rate
+ * (global_admit), or, in a revoke's wait, which max_fire_rate yields to,
+ * its produce at once (fire_at_once). */
+typedef void next_fn(kd_fwd_t *f, kd_task_t *t);
+
+static void fire_at_once(kd_fwd_t *f, kd_task_t *t)
+{
+        kd_fire_now(f, t, kd_fwd_now(f));
+}
+
 /* Sends on the queued fires of rule l the bucket has tokens for now. */
-static void fire_run(kd_fwd_t *f, kd_fwd_rlim_t *l)
+static void fire_run(kd_fwd_t *f, kd_fwd_rlim_t *l, next_fn *then)
 {
         int64_t mono = kd_fwd_mono_ms(f);
         bucket_t b = fire_bucket(f, l, mono);
         refill(b, mono);
         for (kd_task_t *t; (t = pop_with_token(b, &l->fire_q));)
-                global_admit(f, t);
+                then(f, t);
 }
 
 static void fire_run_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_rlim_t *l = arg;
-        fire_run(l->f, l);
+        fire_run(l->f, l, global_admit);
         fire_arm(l->f, l);
 }
 
-/* t (claimed, due) to a target of rule l: on to max_fire_rate with a
- * token of the fires' bucket if nothing waits before it, else queued
- * (PACED) in due order. */
-static void fire_admit(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
+/* t (claimed, due): when its target's rule let it through before its
+ * claim (t->rlim), on to then with a token of the rule's fires' bucket if
+ * nothing waits before it, else queued (PACED) in due order, and 1;
+ * without a rule, on to then, and 0. */
+static int fire_admit(kd_fwd_t *f, kd_task_t *t, next_fn *then)
 {
+        kd_fwd_rlim_t *l = t->rate_passed ? &f->pace.lim[t->rlim] : NULL;
         int64_t mono = kd_fwd_mono_ms(f);
-        if (take_first(fire_bucket(f, l, mono), &l->fire_q, mono)) {
-                global_admit(f, t);
-                return;
+        if (!l || take_first(fire_bucket(f, l, mono), &l->fire_q, mono)) {
+                then(f, t);
+                return 0;
         }
         kd_task_set_state(f, t, KD_TASK_PACED);
-        t->rlim = (unsigned)(l - f->pace.lim);
         kd_taskq_push(&l->fire_q, t);
         if (l->fire_q.len == 1)
                 fire_arm(f, l);
-}
-
-/* t (claimed) is due: its target's rule lets its fire go (it let t
- * through before its claim), and 1; 0 when no rule limits it. */
-static int via_rule(kd_fwd_t *f, kd_task_t *t)
-{
-        int r = t->rate_passed ? rule_of(f, t) : -1;
-        if (r >= 0)
-                fire_admit(f, &f->pace.lim[r], t);
-        return r >= 0;
+        return 1;
 }
 
 static void due_cb(kd_timer_t *tm, void *arg)
 {
-        kd_fwd_t *f = arg;
-        kd_task_t *t = kd_task_of_timer(tm);
-        if (!via_rule(f, t))
-                global_admit(f, t);
+        fire_admit(arg, kd_task_of_timer(tm), global_admit);
 }
 
-void kd_pace_due_now(kd_fwd_t *f, kd_task_t *t)
+int kd_pace_due_now(kd_fwd_t *f, kd_task_t *t)
 {
-        if (!via_rule(f, t))
-                kd_fire_now(f, t, kd_fwd_now(f));
+        return fire_admit(f, t, fire_at_once);
 }
 
 int64_t kd_pace_release(kd_fwd_t *f)
@@ -370,7 +369,7 @@ int64_t kd_pace_release(kd_fwd_t *f)
         int64_t next = INT64_MAX;
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 kd_fwd_rlim_t *l = &p->lim[i];
-                fire_run(f, l);
+                fire_run(f, l, fire_at_once);
                 if (l->fire_q.head) {
                         int64_t at =
                             next_token(fire_bucket(f, l, kd_fwd_mono_ms(f)));

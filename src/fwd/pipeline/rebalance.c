@@ -185,17 +185,6 @@ static void mark_revoking(kd_fwd_t *f,
                                   parts, p->topic, p->partition) != NULL;
 }
 
-/* 1 when a task of a revoking partition waits in its rule's fire queue. */
-static int revoking_in_fire_q(const kd_fwd_t *f)
-{
-        for (const kd_part_t *p = f->intake.parts; p; p = p->next)
-                for (const kd_task_t *t = p->tasks; p->revoking && t;
-                     t = t->next)
-                        if (t->where == KD_WHERE_FIRE_Q)
-                                return 1;
-        return 0;
-}
-
 /* Fires the tasks already claimed here (due within claim_ahead) when they
  * come due, rather than leaving them to the next owner, which would find
  * our claim and wait before taking it over. A task to a rate-limited
@@ -208,31 +197,35 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
 {
         for (;;) {
                 int64_t now = kd_fwd_now(f), next = INT64_MAX;
+                int waiting = 0; /* for a rule's fires' bucket */
                 for (kd_part_t *p = f->intake.parts; p; p = p->next) {
                         if (!p->revoking)
                                 continue;
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
                                 nx = t->next; /* a produce may free t */
-                                if ((t->state != KD_TASK_CLAIMED &&
-                                     t->state != KD_TASK_PACED) ||
-                                    t->where == KD_WHERE_FIRE_Q)
+                                if (t->where == KD_WHERE_FIRE_Q) {
+                                        waiting = 1;
+                                        continue;
+                                }
+                                if (t->state != KD_TASK_CLAIMED &&
+                                    t->state != KD_TASK_PACED)
                                         continue;
                                 int64_t at = kd_pace_fire_at(f, t);
-                                if (at <= now) {
-                                        kd_task_detach(f, t);
-                                        if (t->state == KD_TASK_CLAIMED)
-                                                kd_pace_due_now(f, t);
-                                        else /* max_fire_rate's queue */
-                                                kd_fire_now(f, t, now);
-                                } else if (at < next) {
-                                        next = at;
+                                if (at > now) {
+                                        next = at < next ? at : next;
+                                        continue;
                                 }
+                                kd_task_detach(f, t);
+                                if (t->state == KD_TASK_CLAIMED)
+                                        waiting |= kd_pace_due_now(f, t);
+                                else /* max_fire_rate's queue */
+                                        kd_fire_now(f, t, now);
                         }
                 }
                 /* The fires waiting for their rule's bucket go as it lets
                  * them (its timer does not run here). */
                 int64_t rel = kd_pace_release(f);
-                if (rel != INT64_MAX && revoking_in_fire_q(f)) {
+                if (waiting && rel != INT64_MAX) {
                         rel = now + (rel - kd_fwd_mono_ms(f));
                         next = rel < next ? rel : next;
                 }
