@@ -21,8 +21,8 @@
 # state (f->kafka, f->producer->..., kd_producer_state.h) or polls,
 # flushes, purges or produces on a producer itself.
 # And every file lives in a room (a subfolder of src/fwd/ by role, the
-# rooms below), each file name once, and docs/development.md names every
-# file of src/fwd/ with its room.
+# rooms below, none nested), each file name once, and docs/development.md's
+# rooms table names every file of src/fwd/ in its room's row.
 # Usage: check_fwd_layers.sh SRC_FWD_DIR
 set -euo pipefail
 dir=${1:?usage: check_fwd_layers.sh SRC_FWD_DIR}
@@ -49,17 +49,27 @@ if [ -n "$dups" ]; then
     echo "check_fwd_layers: file names in two rooms:" $dups >&2
     exit 1
 fi
+nested=$(find . -mindepth 2 -type d | sort)
+if [ -n "$nested" ]; then
+    echo "check_fwd_layers: folders inside a room:" $nested >&2
+    exit 1
+fi
+# Each file named, in backquotes, in its own room's row of the rooms
+# table of docs/development.md.
 dev=../../docs/development.md
-if [ -e "$dev" ]; then
-    unnamed=""
-    for f in $(find . -type f -name '*.[ch]' | sort); do
-        grep -qF "src/fwd/${f#./}" "$dev" || grep -qF "\`${f#./}\`" "$dev" ||
-            unnamed="$unnamed ${f#./}"
-    done
-    if [ -n "$unnamed" ]; then
-        echo "check_fwd_layers: docs/development.md does not name these with their room:$unnamed" >&2
-        exit 1
-    fi
+if [ ! -e "$dev" ]; then
+    echo "check_fwd_layers: $dev is missing" >&2
+    exit 1
+fi
+unnamed=""
+for f in $(find . -type f -name '*.[ch]' | sort); do
+    f=${f#./}
+    grep -E "^\| \`${f%%/*}/\`" "$dev" | grep -qF "\`$f\`" ||
+        unnamed="$unnamed $f"
+done
+if [ -n "$unnamed" ]; then
+    echo "check_fwd_layers: docs/development.md's rooms table does not name these in their room's row:$unnamed" >&2
+    exit 1
 fi
 echo "rooms: $(for r in "${ROOMS[*]}"; do echo $r; done) ($(find . -type f -name '*.[ch]' | wc -l) files, each named in development.md)"
 
