@@ -48,7 +48,7 @@ static void fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
         kd_fire_dead(f, t, kd_perr_dead_reason(err));
 }
 
-static void fire_journal(kd_fwd_t *f, kd_task_t *t);
+static void journal_send(kd_fwd_t *f, kd_task_t *t, int intent);
 
 static void retry_cb(kd_timer_t *tm, void *arg)
 {
@@ -57,7 +57,7 @@ static void retry_cb(kd_timer_t *tm, void *arg)
         if (t->retry_as == KD_TASK_FIRING)
                 kd_fire_now(f, t, kd_fwd_now(f));
         else if (t->retry_as == KD_TASK_JOURNAL)
-                fire_journal(f, t);
+                journal_send(f, t, 0);
         else if (t->retry_as == KD_TASK_HOPPING)
                 kd_fire_hop(f, t);
         else
@@ -219,42 +219,30 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
                 f->mode->journal_failed(&f->mode_ctx, err);
 }
 
-/* A fire without a claim (or its dead letter) was delivered
- * (at_least_once): its journal record now; the task is settled on the
- * record's delivery, so that its offset is never committed with the fire
- * unrecorded. */
-static void fire_journal(kd_fwd_t *f, kd_task_t *t)
+/* A fire without a claim, at_least_once: its journal record, produced
+ * around the fire. With intent, t is to fire: its record of intent goes
+ * first, and the fire only once it is acknowledged (delivered), so that
+ * whatever the crash point no fire is delivered with nothing in the
+ * journal; a record that cannot be written breaks the journal, and t is
+ * claimed instead (kd_fire_now asks again). Without, the fire (or its
+ * dead letter) was delivered: its record of delivery now, and the task is
+ * settled on the record's delivery, so that its offset is never committed
+ * with the fire unrecorded (written again until it is). */
+static void journal_send(kd_fwd_t *f, kd_task_t *t, int intent)
 {
-        kd_task_set_state(f, t, KD_TASK_JOURNAL);
+        kd_task_set_state(f, t, intent ? KD_TASK_INTENT : KD_TASK_JOURNAL);
+        if (intent)
+                t->sent_ms = kd_fwd_wall_ms(f);
         rd_kafka_resp_err_t err =
-            kd_journal_write(f, t, kd_producer_main(f), t, 0);
+            kd_journal_write(f, t, kd_producer_main(f), t, intent);
         if (!err) {
                 kd_producer_sent(f);
                 t->where = KD_WHERE_FLIGHT;
                 return;
         }
         kd_journal_broken(f, err);
-        retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", err);
-}
-
-/* t is to fire without a claim (at_least_once): its record of intent
- * goes first, and the fire only once it is acknowledged (delivered), so
- * that whatever the crash point no fire is delivered with nothing in the
- * journal. A record that cannot be written breaks the journal: t is
- * claimed instead (kd_fire_now asks again). */
-static void fire_intent(kd_fwd_t *f, kd_task_t *t)
-{
-        kd_task_set_state(f, t, KD_TASK_INTENT);
-        t->sent_ms = kd_fwd_wall_ms(f);
-        rd_kafka_resp_err_t err =
-            kd_journal_write(f, t, kd_producer_main(f), t, 1);
-        if (!err) {
-                kd_producer_sent(f);
-                t->where = KD_WHERE_FLIGHT;
-                return;
-        }
-        kd_journal_broken(f, err);
-        retry_later(f, t, KD_TASK_FIRING, "journal_failed", err);
+        retry_later(f, t, intent ? KD_TASK_FIRING : KD_TASK_JOURNAL,
+                    "journal_failed", err);
 }
 
 /* Headers hdrs of t's that did not go out: back to t if they were its
@@ -441,7 +429,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 return;
         }
         if (journal_with(f, t, KD_TASK_FIRING, 0)) {
-                fire_intent(f, t);
+                journal_send(f, t, 1);
                 return;
         }
         fire_produce(f, t, now);
@@ -549,7 +537,7 @@ static void clock_sample(kd_fwd_t *f, const kd_task_t *t,
 static void settle_delivered(kd_fwd_t *f, kd_task_t *t)
 {
         if (journal_with(f, t, t->state, 0)) {
-                fire_journal(f, t);
+                journal_send(f, t, 0);
                 return;
         }
         f->mode->delivered(&f->mode_ctx, t);
@@ -696,9 +684,12 @@ static void on_journal_with(kd_fwd_t *f, kd_task_t *t,
         kd_journal_reported(f, m);
 }
 
-/* Nothing was fired: with the journal broken, t waits for its claim
- * (kd_fire_now asks the claim stage again). */
-static void on_intent_failed(kd_fwd_t *f, kd_task_t *t,
+/* A journal record's report failed, and the journal is broken. Of a
+ * record of intent: nothing was fired, t waits for its claim (kd_fire_now
+ * asks the claim stage again). Of a record of delivery: the fire was
+ * delivered, only its record is written again, for as long as it takes
+ * (the task holds its offset meanwhile). */
+static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
                              const rd_kafka_message_t *m)
 {
         kd_journal_broken(f, m->err);
@@ -706,20 +697,9 @@ static void on_intent_failed(kd_fwd_t *f, kd_task_t *t,
                 kd_settle_release(f, t);
                 return;
         }
-        retry_later(f, t, KD_TASK_FIRING, "journal_failed", m->err);
-}
-
-/* The fire was delivered: only its record is written again, for as long
- * as it takes (the task holds its offset meanwhile). */
-static void on_journal_failed(kd_fwd_t *f, kd_task_t *t,
-                              const rd_kafka_message_t *m)
-{
-        kd_journal_broken(f, m->err);
-        if (!t->part) {
-                kd_settle_release(f, t);
-                return;
-        }
-        retry_later(f, t, KD_TASK_JOURNAL, "journal_failed", m->err);
+        retry_later(
+            f, t, t->state == KD_TASK_INTENT ? KD_TASK_FIRING : KD_TASK_JOURNAL,
+            "journal_failed", m->err);
 }
 
 static void on_mode_took(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
@@ -765,8 +745,8 @@ static void (*const then[KD_FIRE_OUTCOMES])(kd_fwd_t *f, kd_task_t *t,
     [KD_FIRE_JOURNAL_DELIVERED] = on_journal_delivered,
     [KD_FIRE_PROBE] = on_probe,
     [KD_FIRE_JOURNAL_WITH] = on_journal_with,
-    [KD_FIRE_INTENT_FAILED] = on_intent_failed,
-    [KD_FIRE_JOURNAL_FAILED] = on_journal_failed,
+    [KD_FIRE_INTENT_FAILED] = on_record_failed,
+    [KD_FIRE_JOURNAL_FAILED] = on_record_failed,
     [KD_FIRE_MODE_TOOK] = on_mode_took,
     [KD_FIRE_REVOKED] = on_revoked,
     [KD_FIRE_ALONE] = on_alone,
