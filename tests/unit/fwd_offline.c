@@ -120,6 +120,31 @@ int kd_test_step(kd_fwd_t *f, int64_t ms)
         return 0;
 }
 
+kd_task_t *kd_test_task_in(kd_part_t *part, const char *id, const char *target,
+                           int64_t fire_at_ms, kd_task_state_t state)
+{
+        kd_task_t *t = kd_test_task(id, target, fire_at_ms);
+        if (!t)
+                return NULL;
+        t->rec.offset = 7;
+        if (kd_offtrack_add(&part->track, 7)) {
+                kd_task_free(t);
+                return NULL;
+        }
+        t->part = part;
+        part->tasks = t;
+        t->state = state;
+        return t;
+}
+
+int kd_test_step_serving(kd_fwd_t *f, int64_t ms)
+{
+        for (int64_t i = 0; i < ms; i++)
+                if (kd_test_step(f, 1) || kd_test_store_answers(f))
+                        return -1;
+        return 0;
+}
+
 int kd_test_step_to(kd_fwd_t *f, int64_t mono0, int64_t ms)
 {
         int64_t left = ms - kd_test_since(f, mono0);

@@ -28,10 +28,18 @@ int kd_test_fwd_vt_log(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
 int64_t kd_test_since(const kd_fwd_t *f, int64_t mono0);
 int kd_test_step(kd_fwd_t *f, int64_t ms);
 int kd_test_step_to(kd_fwd_t *f, int64_t mono0, int64_t ms);
+/* kd_test_step with the fate store answering at once: after each
+ * millisecond, every answer out is served (kd_test_store_answers). 0, or
+ * -1 as kd_test_step or when an answer took more than 10 s. */
+int kd_test_step_serving(kd_fwd_t *f, int64_t ms);
 
 /* A task as the intake leaves it in its partition's backlog (QUEUED, in
  * no partition), with id, target and fire-at; NULL when out of memory. */
 kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);
+/* kd_test_task's, read from offset 7 of partition part (tracked there,
+ * the partition's only task), in state; NULL when out of memory. */
+kd_task_t *kd_test_task_in(kd_part_t *part, const char *id, const char *target,
+                           int64_t fire_at_ms, kd_task_state_t state);
 /* Takes t out of wherever it waits and the held set, and frees it. */
 void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t);
 

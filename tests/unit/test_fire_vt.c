@@ -52,13 +52,9 @@ static void step_to(kd_fwd_t *f, int64_t ms)
  * test's time; keyless, so that a target can refuse it as keyless. */
 static kd_task_t *held(kd_part_t *part, const char *id, int64_t fire_ms)
 {
-        kd_task_t *t = kd_test_task(id, "out", WALL0 + fire_ms);
+        kd_task_t *t =
+            kd_test_task_in(part, id, "out", WALL0 + fire_ms, KD_TASK_HELD);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-        t->rec.offset = 7;
-        CU_ASSERT_EQUAL(kd_offtrack_add(&part->track, 7), 0);
-        t->part = part;
-        part->tasks = t;
-        t->state = KD_TASK_HELD;
         return t;
 }
 

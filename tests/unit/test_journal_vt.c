@@ -148,15 +148,13 @@ static kd_fwd_t *born(void)
 
 static void tick(kd_fwd_t *f)
 {
-        CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1), 0);
-        kd_timers_run(&f->timers, 1000);
+        CU_ASSERT_EQUAL_FATAL(kd_test_step(f, 1), 0);
 }
 
 /* Steps to ms, the store's answers never read (MySQL hangs). */
 static void step_to(kd_fwd_t *f, int64_t ms)
 {
-        while (at(f) < ms)
-                tick(f);
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(f, MONO0, ms), 0);
 }
 
 /* Steps to ms, every answer served in the millisecond its request went
@@ -164,10 +162,8 @@ static void step_to(kd_fwd_t *f, int64_t ms)
 static void step_serving_to(kd_fwd_t *f, int64_t ms)
 {
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
-        while (at(f) < ms) {
-                tick(f);
-                CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
-        }
+        if (at(f) < ms)
+                CU_ASSERT_EQUAL_FATAL(kd_test_step_serving(f, ms - at(f)), 0);
 }
 
 /* The journal's marker as the store has it. */
@@ -282,14 +278,10 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
          * in yet (at_least_once: KD_TASK_JOURNAL). */
         kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(part);
-        kd_task_t *u = kd_test_task("u", "out", kd_fwd_now(f) + FIRING_AT);
+        kd_task_t *u = kd_test_task_in(
+            part, "u", "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-        u->rec.offset = 7;
-        CU_ASSERT_EQUAL(kd_offtrack_add(&part->track, 7), 0);
-        u->part = part;
-        part->tasks = u;
         u->claim = KD_CLAIM_UNCLAIMED;
-        u->state = KD_TASK_JOURNAL;
         outage_and_back(f);
         CU_ASSERT_EQUAL(marker(f).epoch, 1);
         /* The run ends between two looks: seen at the next. */

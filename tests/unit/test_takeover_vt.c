@@ -37,12 +37,7 @@ static const char *const settings[] = {"forwarder.claim_ahead",
 
 static void step(kd_fwd_t *f, int64_t ms)
 {
-        for (int64_t i = 0; i < ms; i++) {
-                CU_ASSERT_EQUAL_FATAL(kd_clocksrc_advance(&f->timers.clock, 1),
-                                      0);
-                kd_timers_run(&f->timers, 1000);
-                CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
-        }
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_serving(f, ms), 0);
 }
 
 /* Steps until t is in place `where` (at most limit ms): the monotonic
