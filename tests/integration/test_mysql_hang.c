@@ -86,6 +86,18 @@ static int64_t last_stat(const char *path, const char *key)
         return p ? strtoll(p + strlen(needle), NULL, 10) : -1;
 }
 
+/* Waits until the stats line's key reaches at least min (at most
+ * timeout_ms): 0, or -1. */
+static int wait_stat(const char *path, const char *key, int64_t min,
+                     int timeout_ms)
+{
+        for (int64_t end = kd_mono_ms() + timeout_ms; kd_mono_ms() < end;
+             usleep(100000))
+                if (last_stat(path, key) >= min)
+                        return 0;
+        return -1;
+}
+
 /* 1 when the file at path has a line containing needle. */
 static int log_has(const char *path, const char *needle)
 {
@@ -349,7 +361,10 @@ static void run_both(void)
         for (int m = 0; m < N_MODES; m++)
                 schedule(runs[m].prefix, runs[m].url, runs[m].target, runs[m].t,
                          N_HOP, t0 + HOP_DUE_MS);
-        usleep(3000000); /* hops under way */
+        /* Hops under way: each task hopped once (stats every second). */
+        for (int m = 0; m < N_MODES; m++)
+                CU_ASSERT_EQUAL_FATAL(
+                    wait_stat(runs[m].f.log, "hopped", N_HOP, 30000), 0);
         int64_t hang_at = kd_now_ms();
         for (int m = 0; m < N_MODES; m++)
                 schedule(runs[m].prefix, runs[m].url, runs[m].target,
