@@ -1423,7 +1423,7 @@ static void c_stop_while_assigning(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_log_count(e, "event=partitions_revoked", NULL, NULL),
                         revoked + 1);
         CU_ASSERT_EQUAL(fm_log_count(e, "event=assignment_dropped",
-                                     "why=group_closed", NULL),
+                                     "why=group_closed unassign=ok", NULL),
                         1);
         CU_ASSERT_EQUAL(
             fm_log_count(e, "event=partitions_assigned", NULL, NULL), assigned);

@@ -101,10 +101,13 @@ void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                 /* Nothing would be read or committed: the partitions are
                  * the group's next owner's. The answer (an unassign) is
                  * one librdkafka no longer waits for. */
+                rd_kafka_resp_err_t err = rd_kafka_assign(f->consumer.rk, NULL);
+                /* The stop goes on: a failed unassign here loses nothing
+                 * (none of them was opened), unlike assign()'s. */
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
-                       "event=assignment_dropped count=%d why=group_closed",
-                       parts->cnt);
-                assign(f, NULL, 0);
+                       "event=assignment_dropped count=%d why=group_closed "
+                       "unassign=%s",
+                       parts->cnt, err ? rd_kafka_err2name(err) : "ok");
                 return;
         }
         kd_claim_new_generation(f);
