@@ -131,6 +131,14 @@ int kd_task_arm(kd_fwd_t *f, kd_task_t *t, kd_clock_t clock, int64_t at,
         return kd_timer_arm(&f->timers, &t->timer, clock, at, cb, f);
 }
 
+/* t leaves pacing queue q, whose timer tm serves its head: disarmed
+ * once q is empty. */
+static void leave(kd_fwd_t *f, kd_taskq_t *q, kd_timer_t *tm, kd_task_t *t)
+{
+        if (kd_taskq_remove(q, t) && !q->head)
+                kd_timer_disarm(&f->timers, tm);
+}
+
 int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
 {
         switch (t->where) {
@@ -150,22 +158,16 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
                 kd_store_req_detach(t); /* its answer will be ignored */
                 break;
         case KD_WHERE_PACE_Q:
-                /* The pacing timer serves the queue's head: none, none. */
-                if (kd_taskq_remove(&f->pace.q, t) && !f->pace.q.head)
-                        kd_timer_disarm(&f->timers, &f->pace.timer);
+                leave(f, &f->pace.q, &f->pace.timer, t);
                 break;
-        case KD_WHERE_TARGET_Q: {
-                kd_fwd_rlim_t *l = &f->pace.lim[t->rlim];
-                if (kd_taskq_remove(&l->q, t) && !l->q.head)
-                        kd_timer_disarm(&f->timers, &l->timer);
+        case KD_WHERE_TARGET_Q:
+                leave(f, &f->pace.lim[t->rlim].q, &f->pace.lim[t->rlim].timer,
+                      t);
                 break;
-        }
-        case KD_WHERE_FIRE_Q: {
-                kd_fwd_rlim_t *l = &f->pace.lim[t->rlim];
-                if (kd_taskq_remove(&l->fire_q, t) && !l->fire_q.head)
-                        kd_timer_disarm(&f->timers, &l->fire_timer);
+        case KD_WHERE_FIRE_Q:
+                leave(f, &f->pace.lim[t->rlim].fire_q,
+                      &f->pace.lim[t->rlim].fire_timer, t);
                 break;
-        }
         case KD_WHERE_FLIGHT:
                 return -1;
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kd_dlist.h"
 #include "kd_eos_offsets.h"
 #include "kd_log.h"
 
@@ -88,10 +89,7 @@ size_t kd_eos_offsets_opened(kd_eos_offsets_t *o, const kdelay_conf_t *conf,
         kd_eos_part_t *ep = p->mode;
         ep->part = p;
         ep->committed = tp->offset;
-        ep->next = o->parts;
-        if (o->parts)
-                o->parts->prev = ep;
-        o->parts = ep;
+        KD_DLIST_PUSH(o->parts, ep);
         if (tp->offset < 0 || !tp->metadata)
                 return 0;
         if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
@@ -114,13 +112,7 @@ size_t kd_eos_offsets_opened(kd_eos_offsets_t *o, const kdelay_conf_t *conf,
 void kd_eos_offsets_closed(kd_eos_offsets_t *o, kd_part_t *p)
 {
         kd_eos_part_t *ep = p->mode;
-        if (ep->prev)
-                ep->prev->next = ep->next;
-        else
-                o->parts = ep->next;
-        if (ep->next)
-                ep->next->prev = ep->prev;
-        ep->prev = ep->next = NULL;
+        KD_DLIST_UNLINK(o->parts, ep);
         free(ep->skip);
         ep->skip = NULL;
         ep->skip_cnt = ep->skip_pos = 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_dlist.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_perr.h"
@@ -132,10 +133,7 @@ static size_t alo_opened(kd_mode_ctx_t *m, kd_part_t *p,
         alo_part_t *ap = p->mode;
         ap->part = p;
         ap->committed = -1;
-        ap->next = s->parts;
-        if (s->parts)
-                s->parts->prev = ap;
-        s->parts = ap;
+        KD_DLIST_PUSH(s->parts, ap);
         return 0;
 }
 
@@ -143,13 +141,7 @@ static void alo_closed(kd_mode_ctx_t *m, kd_part_t *p)
 {
         alo_state_t *s = m->state;
         alo_part_t *ap = p->mode;
-        if (ap->prev)
-                ap->prev->next = ap->next;
-        else
-                s->parts = ap->next;
-        if (ap->next)
-                ap->next->prev = ap->prev;
-        ap->prev = ap->next = NULL;
+        KD_DLIST_UNLINK(s->parts, ap);
 }
 
 /* The alone-fallback: the broker refuses a whole batch for what one of

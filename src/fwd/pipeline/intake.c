@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_dlist.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
@@ -298,10 +299,7 @@ void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m)
                 return;
         }
         t->part = p;
-        t->next = p->tasks;
-        if (p->tasks)
-                p->tasks->prev = t;
-        p->tasks = t;
+        KD_DLIST_PUSH(p->tasks, t);
         if (probe) { /* a forwarder's clock probe: skip */
                 f->mode->done(&f->mode_ctx, t);
                 return;

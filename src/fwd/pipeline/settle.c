@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd_dlist.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
@@ -28,14 +29,8 @@ void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
         int orphan = kd_task_detach(f, t) != 0; /* in flight */
         kd_part_t *p = t->part;
         if (p) {
-                if (t->prev)
-                        t->prev->next = t->next;
-                else
-                        p->tasks = t->next;
-                if (t->next)
-                        t->next->prev = t->prev;
+                KD_DLIST_UNLINK(p->tasks, t);
                 t->part = NULL;
-                t->prev = t->next = NULL;
         }
         if (orphan)
                 return; /* its report releases it again */
