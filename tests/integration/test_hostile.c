@@ -7,7 +7,8 @@
  * header missing, bad targets including kdelay's own topics, an existing
  * topic forwarder.allowed_targets does not allow, null keys and
  * values, no headers at all), interleaved with 300 valid tasks (library
- * and raw, odd but valid ids and fire-at forms) due within 5-15 s.
+ * and raw, odd but valid ids and fire-at forms, some raw ones with a
+ * forged kdelay-not-before) due within 5-15 s.
  *
  * It checks: the forwarder survives and exits 0 on SIGTERM; every hostile
  * record is dead-lettered exactly once with the reason docs/wire-format.md
@@ -763,6 +764,31 @@ static size_t tier_for(int64_t remaining)
         return kd_tiers_choose(&tiers, remaining);
 }
 
+/* Valid raw tasks with a forged kdelay-not-before, a header only
+ * forwarders write (a rate limit's turn): absurd, malformed, or an hour
+ * after fire-at. No rule limits the targets here, so each is ignored
+ * (counted, not_before_ignored) and the task fires at its fire-at. */
+static int forged_not_before;
+
+static void forge_not_before(rd_kafka_headers_t *h, const valid_t *t, int i)
+{
+        char nb[40];
+        if (i % 7 != 3)
+                return;
+        switch (forged_not_before++ % 3) {
+        case 0:
+                snprintf(nb, sizeof(nb), "999999999999999");
+                break;
+        case 1:
+                snprintf(nb, sizeof(nb), "soon");
+                break;
+        default:
+                snprintf(nb, sizeof(nb), "%lld",
+                         (long long)(t->fire_at + 3600000));
+        }
+        hadd(h, KDELAY_HDR_NOT_BEFORE, nb, -1);
+}
+
 static void send_valid_raw(rd_kafka_t *rk, int i)
 {
         valid_t *t = &valids[i];
@@ -790,6 +816,7 @@ static void send_valid_raw(rd_kafka_t *rk, int i)
                 hadd(h, "test-dup", "b", -1);
         hadd(h, KDELAY_HDR_ID, t->id, -1);
         hadd(h, KDELAY_HDR_VERSION, "1", 1);
+        forge_not_before(h, t, i);
         /* Every other one in a tier larger than its delay needs: still on
          * time (docs/forwarder.md, hold horizon). */
         size_t tier = tier_for(t->fire_at - t->sent_ms);
@@ -1251,6 +1278,17 @@ static void test_hostile_input(void)
         CU_ASSERT_EQUAL(it_wait_pid(fwd.pid, 0), -1);
         kill(fwd.pid, SIGTERM);
         CU_ASSERT_EQUAL(it_wait_pid(fwd.pid, 60000), 0);
+        /* Each forged kdelay-not-before ignored once (a hop drops it), and
+         * its task on time with the others (check_targets). */
+        int64_t ignored = it_log_sum(fwd.log, "event=forwarder_stopped ",
+                                     "not_before_ignored");
+        printf("\n  forged kdelay-not-before: %d sent, %lld ignored, "
+               "%d logged",
+               forged_not_before, (long long)ignored,
+               it_log_count(fwd.log, "event=not_before_ignored "));
+        CU_ASSERT(forged_not_before > 0);
+        CU_ASSERT_EQUAL(ignored, forged_not_before);
+        CU_ASSERT(it_log_count(fwd.log, "event=not_before_ignored ") >= 1);
         printf("\n  took %lld ms; forwarder log: %s\n",
                (long long)(kd_mono_ms() - start), fwd.log);
 }

@@ -538,27 +538,56 @@ static void test_user_header_valid(void)
         CU_ASSERT_FALSE(kd_wire_user_header_valid(NULL));
 }
 
-/* kdelay-not-before (forwarders only): the last one, digits only, at
- * most 15; anything else reads as none. */
+/* kdelay-not-before (written by forwarders, checked like any input): the
+ * last one; decimal epoch ms (leading zeros allowed) within 2^63 - 1, else
+ * bad; beyond now + 10 years + 1 day, absurd (as fire-at). */
 static void test_not_before(void)
 {
+        const int64_t now = 1764780000000LL;
+        const int64_t horizon = now + KDELAY_MAX_DELAY_MS + 86400000LL;
         rd_kafka_headers_t *h = rd_kafka_headers_new(4);
-        CU_ASSERT_EQUAL(kd_wire_not_before(NULL), 0);
-        CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+        int64_t ms = -1;
+        CU_ASSERT_EQUAL(kd_wire_not_before(NULL, now, &ms), KD_WIRE_NB_NONE);
+        CU_ASSERT_EQUAL(ms, 0);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms), KD_WIRE_NB_NONE);
         rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, "1764780000000", -1);
-        CU_ASSERT_EQUAL(kd_wire_not_before(h), 1764780000000LL);
-        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, "1764780000123", -1);
-        CU_ASSERT_EQUAL(kd_wire_not_before(h), 1764780000123LL);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms), KD_WIRE_NB_OK);
+        CU_ASSERT_EQUAL(ms, 1764780000000LL);
+        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, "0001764780000123",
+                            -1);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms), KD_WIRE_NB_OK);
+        CU_ASSERT_EQUAL(ms, 1764780000123LL);
         static const char *const bad[] = {"", "-5", "12a", " 1",
-                                          "1234567890123456"};
+                                          "9223372036854775808"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
                 rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, bad[i], -1);
-                CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+                ms = -1;
+                CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms),
+                                KD_WIRE_NB_BAD);
+                CU_ASSERT_EQUAL(ms, 0);
+        }
+        char v[24];
+        snprintf(v, sizeof(v), "%lld", (long long)horizon);
+        rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
+        rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, v, -1);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms), KD_WIRE_NB_OK);
+        CU_ASSERT_EQUAL(ms, horizon);
+        static const char *const absurd[] = {"999999999999999",
+                                             "9223372036854775807"};
+        snprintf(v, sizeof(v), "%lld", (long long)horizon + 1);
+        const char *const vs[] = {absurd[0], absurd[1], v};
+        for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
+                rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, vs[i], -1);
+                ms = -1;
+                CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms),
+                                KD_WIRE_NB_ABSURD);
+                CU_ASSERT_EQUAL(ms, 0);
         }
         rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
         rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, NULL, 0);
-        CU_ASSERT_EQUAL(kd_wire_not_before(h), 0);
+        CU_ASSERT_EQUAL(kd_wire_not_before(h, now, &ms), KD_WIRE_NB_BAD);
         rd_kafka_headers_destroy(h);
 }
 

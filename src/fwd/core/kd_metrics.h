@@ -46,6 +46,9 @@ typedef enum kd_metric_type {
         X(RATE_DEFERRED, "rate_deferred", COUNTER, "",                         \
           "Tasks to a rate-limited target sent back to a tier topic until "    \
           "their turn (the rule's queue was full)")                            \
+        X(NOT_BEFORE_IGNORED, "not_before_ignored", COUNTER, "",               \
+          "Tasks whose kdelay-not-before was ignored: malformed, beyond 10 "   \
+          "years, or on a target no rate limit limits")                        \
         X(DEAD, "dead", COUNTER, "", "Records dead-lettered (or dropped)")     \
         X(CREATE_TIME, "create_time", COUNTER, "",                             \
           "Tier records with the producer's time, not LogAppendTime")          \

@@ -29,8 +29,9 @@ struct kd_part {
         kd_taskq_t backlog;   /* read, not yet processed */
         kd_task_t *tasks;     /* every live task from here */
         kd_offtrack_t track;
-        int create_time; /* a record without LogAppendTime was logged */
-        int revoking;    /* in the revoke being handled */
+        int create_time;       /* a record without LogAppendTime was logged */
+        int not_before_logged; /* an ignored kdelay-not-before was logged */
+        int revoking;          /* in the revoke being handled */
         /* The delivery mode's state of this partition: part_size bytes
          * (kd_mode.h), zeroed; the block is intake's, its contents the
          * mode's (opened/closed). NULL when the mode keeps none. */

@@ -457,11 +457,12 @@ void kd_fire_hop(kd_fwd_t *f, kd_task_t *t)
         size_t tier =
             kd_tiers_choose(&f->conf->tiers, kd_task_due_at(t) - kd_fwd_now(f));
         rd_kafka_headers_t *h = headers_copy(t);
+        if (h) /* the header read, ignored or replaced by the turn now */
+                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
         if (h && t->rec.not_before_ms) { /* a rate limit's turn goes along */
                 char nb[24];
                 snprintf(nb, sizeof(nb), "%lld",
                          (long long)t->rec.not_before_ms);
-                rd_kafka_header_remove(h, KDELAY_HDR_NOT_BEFORE);
                 if (rd_kafka_header_add(h, KDELAY_HDR_NOT_BEFORE, -1, nb, -1)) {
                         rd_kafka_headers_destroy(h);
                         h = NULL;

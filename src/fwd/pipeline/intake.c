@@ -14,6 +14,7 @@
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_pace.h"
 #include "kd_probe.h"
 #include "kd_sched.h"
 #include "kd_util.h"
@@ -147,6 +148,58 @@ void kd_intake_room(kd_fwd_t *f)
                 kd_fwd_oom(f, "room_timer");
 }
 
+/* Why t's kdelay-not-before is not its turn, or NULL when it is (or when
+ * it has none): a producer can write the header too, so it is taken only
+ * as what a forwarder writes, a turn of the rule limiting the task's
+ * target (docs/wire-format.md). */
+static const char *not_before_flaw(kd_fwd_t *f, kd_task_t *t, int64_t now)
+{
+        int64_t nb;
+        switch (kd_wire_not_before(t->rec.hdrs, now, &nb)) {
+        case KD_WIRE_NB_NONE:
+                return NULL;
+        case KD_WIRE_NB_BAD:
+                return "not_epoch_ms";
+        case KD_WIRE_NB_ABSURD:
+                return "beyond_10_years";
+        case KD_WIRE_NB_OK:
+                break;
+        }
+        if (!kd_pace_limits(f, t->rec.target))
+                return "target_not_limited";
+        t->rec.not_before_ms = nb;
+        return NULL;
+}
+
+/* Sets t's turn from its kdelay-not-before, or ignores the header (the
+ * task is due at its fire-at, through its rule if one limits it): counted
+ * always, logged once per partition and assignment. */
+static void not_before_read(kd_fwd_t *f, kd_part_t *p, kd_task_t *t,
+                            int64_t now)
+{
+        const char *why = not_before_flaw(f, t, now);
+        if (!why)
+                return;
+        kd_metric_inc(&f->metrics, KD_M_NOT_BEFORE_IGNORED);
+        if (p->not_before_logged)
+                return;
+        p->not_before_logged = 1;
+        const void *v = NULL;
+        size_t len = 0;
+        rd_kafka_header_get_last(t->rec.hdrs, KDELAY_HDR_NOT_BEFORE, &v, &len);
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        char qt[KD_LOG_QUOTED_MAX(255)], qv[KD_LOG_QUOTED_MAX(32)];
+        kd_log_quote_mem(v, len > 32 ? 32 : len, qv, sizeof(qv));
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=not_before_ignored id=%s topic=%s partition=%d "
+               "offset=%lld not_before=%s why=%s action=due_at_fire_at "
+               "more=\"counted as not_before_ignored, not logged again for "
+               "this partition\"",
+               kd_log_quote(t->rec.id, q, sizeof(q)),
+               kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
+               (long long)t->rec.offset, qv, why);
+}
+
 /* Copies the decoded wire fields into t, or marks it for the dead topic. */
 static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
 {
@@ -162,7 +215,6 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 return;
         }
         r->fire_at_ms = w.fire_at_ms;
-        r->not_before_ms = kd_wire_not_before(r->hdrs);
         if (kd_conf_is_own_topic(f->conf, r->target)) {
                 /* would loop through us */
                 t->dead_reason = kd_wire_defect_str(KD_WIRE_BAD_TARGET);
@@ -173,6 +225,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
                 return;
         }
+        not_before_read(f, p, t, now);
         /* A task due before its tier lets it be handled (its own delay
          * fitted a smaller tier) fires late by up to this tier's delay;
          * one written already past due belongs in the smallest tier. */

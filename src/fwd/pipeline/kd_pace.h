@@ -42,6 +42,11 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
  * its tier partitions are of all (f->tier_partitions), as the tasks are
  * spread over them. */
 
+/* 1 when a rule of forwarder.target_rate_limits limits target (a topic
+ * name, NUL-terminated): only then can a task to it carry a turn
+ * (kdelay-not-before) a forwarder wrote. */
+int kd_pace_limits(const kd_fwd_t *f, const char *target);
+
 /* Parses the rules and sets up their buckets (kd_fwd_new). */
 kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size);
 

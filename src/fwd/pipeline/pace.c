@@ -173,6 +173,12 @@ static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
                    : -1;
 }
 
+int kd_pace_limits(const kd_fwd_t *f, const char *target)
+{
+        return f->pace.rules->cnt && target &&
+               kd_ratelimits_match(f->pace.rules, target, strlen(target)) >= 0;
+}
+
 /* t leaves its rule's queue with a token: claimed now, it fires at its
  * fire time, or at its slot (claim_ahead after the token) when that is
  * later, without asking the rule again: its fire keeps the tokens'

@@ -51,10 +51,21 @@ int kd_wire_topic_valid(const char *name, size_t len);
  * `__transaction_state`, any name starting with `__`): never a target. */
 int kd_wire_topic_internal(const char *name, size_t len);
 
-/* The kdelay-not-before header of hdrs (epoch ms), or 0 when absent or
- * not a decimal of at most 15 digits (a bad one is ignored: the task then
- * fires at its fire-at). */
-int64_t kd_wire_not_before(const rd_kafka_headers_t *hdrs);
+/* What the kdelay-not-before header of a record says. Forwarders write
+ * it (a rate limit's turn), but any producer can: it is checked like any
+ * input (docs/wire-format.md). */
+typedef enum kd_wire_nb {
+        KD_WIRE_NB_NONE = 0, /* absent */
+        KD_WIRE_NB_OK,       /* a turn: *ms */
+        KD_WIRE_NB_BAD,      /* not decimal epoch ms within 2^63 - 1 */
+        KD_WIRE_NB_ABSURD    /* beyond now + 10 years + 1 day, as fire-at */
+} kd_wire_nb_t;
+
+/* Reads the last kdelay-not-before header of hdrs (may be NULL) into
+ * *ms (0 unless KD_WIRE_NB_OK); now_ms bounds it as kd_wire_decode
+ * bounds fire-at. */
+kd_wire_nb_t kd_wire_not_before(const rd_kafka_headers_t *hdrs, int64_t now_ms,
+                                int64_t *ms);
 
 /* Non-zero when a user header name is usable: non-empty and not in the
  * reserved "kdelay-" namespace. */

@@ -96,22 +96,33 @@ int kd_wire_topic_valid(const char *name, size_t len)
         return 1;
 }
 
-int64_t kd_wire_not_before(const rd_kafka_headers_t *hdrs)
+/* The latest epoch ms a task's times may name: now + 10 years + 1 day,
+ * saturated (a clock near INT64_MAX must not overflow the bound). */
+static int64_t absurd_after(int64_t now_ms)
+{
+        const int64_t ahead = KDELAY_MAX_DELAY_MS + 86400000LL;
+        return now_ms > INT64_MAX - ahead ? INT64_MAX : now_ms + ahead;
+}
+
+kd_wire_nb_t kd_wire_not_before(const rd_kafka_headers_t *hdrs, int64_t now_ms,
+                                int64_t *ms)
 {
         const void *v;
         size_t len;
+        *ms = 0;
         if (!hdrs ||
-            rd_kafka_header_get_last(hdrs, KDELAY_HDR_NOT_BEFORE, &v, &len) ||
-            !v || len == 0 || len > 15)
-                return 0;
-        int64_t ms = 0;
-        for (size_t i = 0; i < len; i++) {
-                char c = ((const char *)v)[i];
-                if (c < '0' || c > '9')
-                        return 0;
-                ms = ms * 10 + (c - '0');
-        }
-        return ms;
+            rd_kafka_header_get_last(hdrs, KDELAY_HDR_NOT_BEFORE, &v, &len))
+                return KD_WIRE_NB_NONE;
+        const char *d = v;
+        int64_t at;
+        while (d && len > 1 && d[0] == '0') /* leading zeros, as fire-at */
+                d++, len--;
+        if (!d || kd_parse_i64(d, len, &at) != 0)
+                return KD_WIRE_NB_BAD;
+        if (at > absurd_after(now_ms))
+                return KD_WIRE_NB_ABSURD;
+        *ms = at;
+        return KD_WIRE_NB_OK;
 }
 
 int kd_wire_user_header_valid(const char *name)
@@ -176,11 +187,7 @@ kd_wire_defect_t kd_wire_decode(const rd_kafka_headers_t *hdrs, int64_t now_ms,
                 v++, len--;
         if (kd_parse_i64(v, len, &task->fire_at_ms) != 0)
                 return KD_WIRE_BAD_FIRE_AT;
-        /* now + 10 years + 1 day, saturated: a clock near INT64_MAX must
-         * not overflow the bound. */
-        const int64_t ahead = KDELAY_MAX_DELAY_MS + 86400000LL;
-        int64_t limit = now_ms > INT64_MAX - ahead ? INT64_MAX : now_ms + ahead;
-        if (task->fire_at_ms > limit)
+        if (task->fire_at_ms > absurd_after(now_ms))
                 return KD_WIRE_ABSURD_FIRE_AT;
         return KD_WIRE_OK;
 }
