@@ -39,8 +39,10 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
  * span) to the tasks of other targets. kd_pace_rule: the rule limiting
  * t's target (an index), or -1. kd_pace_horizon: how far ahead of its
  * turn (kd_task_due_at) a task of rule is held at most — the time the
- * rule's rate takes to let half its share through, at least claim_ahead
- * and twice the lookahead (and the smallest tier), at most hold_horizon;
+ * rule's rate takes to let its share through less the 10 s it may wait
+ * in the rule's queue (or half that time when that is more), at least
+ * claim_ahead and twice the lookahead (and
+ * the smallest tier), at most hold_horizon;
  * further away it hops like any task beyond the hold horizon.
  * kd_pace_share_full: 1 when t does not fit into its rule's share of the
  * held set (kd_held_share_full). kd_pace_defer: t, due within the

@@ -213,18 +213,24 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
 }
 
 /* A rule's share of the held set (its tasks held, queued for a token,
- * claimed and not yet fired): twice what its rate (this forwarder's
- * share) lets through in the hold horizon and lookahead, and its burst,
- * but never more than an eighth of forwarder.max_held (kd_held.h bounds
- * all rules together to half of it), so that a limited target's backlog
- * cannot fill the held set (nor, in exactly_once, the offset span) and
- * hold up the tasks of other targets; at least one. */
+ * claimed and not yet fired): what its rate (this forwarder's share)
+ * lets through in the hold horizon and lookahead and KD_RATE_QUEUE_S
+ * more, and its burst, but never more than an eighth of
+ * forwarder.max_held (kd_held.h bounds all rules together to half of
+ * it), so that a limited target's backlog cannot fill the held set and
+ * hold up the tasks of other targets; at least one. Its tasks are held
+ * only within the rule's horizon of their turns (kd_pace_horizon), the
+ * share's time less KD_RATE_QUEUE_S (or half the share's time, when that
+ * is more): no task of it waits more than that for a token after its
+ * turn, nor keeps exactly_once's offset span open longer than the hold
+ * horizon and that. */
+#define KD_RATE_QUEUE_S 10
 static size_t rule_share(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
         const kdelay_conf_t *c = f->conf;
         bucket_t b = rule_bucket(f, l, mono);
         double ahead = (double)(c->fwd_hold_horizon_ms + c->fwd_lookahead_ms);
-        double room = 2.0 * b.rate * ahead / 1000.0 + b.burst;
+        double room = b.rate * (ahead / 1000.0 + KD_RATE_QUEUE_S) + b.burst;
         double cap = (double)c->fwd_max_held / 8.0;
         if (room > cap)
                 room = cap;
@@ -273,8 +279,14 @@ int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
         kd_fwd_rlim_t *l = &f->pace.lim[rule];
         int64_t mono = kd_fwd_mono_ms(f);
         bucket_t b = rule_bucket(f, l, mono);
-        int64_t w =
-            (int64_t)((double)rule_share(f, l, mono) * 1000.0 / (2.0 * b.rate));
+        /* The share's time less the queue's, or, when that is less (a
+         * share under 20 s of the rate), half the share's: the other half
+         * for the queue and the claims. */
+        int64_t all =
+            (int64_t)((double)rule_share(f, l, mono) * 1000.0 / b.rate);
+        int64_t w = all - KD_RATE_QUEUE_S * 1000;
+        if (w < all / 2)
+                w = all / 2;
         int64_t floor = c->fwd_claim_ahead_ms + 2 * c->fwd_lookahead_ms;
         if (c->tiers.cnt && floor < c->tiers.v[0].delay_ms)
                 floor = c->tiers.v[0].delay_ms;
