@@ -225,7 +225,7 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
  * turn, nor keeps exactly_once's offset span open longer than the hold
  * horizon and that. */
 #define KD_RATE_QUEUE_S 10
-static size_t rule_share(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+static size_t rule_held_share(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
         const kdelay_conf_t *c = f->conf;
         bucket_t b = rule_bucket(f, l, mono);
@@ -283,7 +283,7 @@ int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
          * share under 20 s of the rate), half the share's: the other half
          * for the queue and the claims. */
         int64_t all =
-            (int64_t)((double)rule_share(f, l, mono) * 1000.0 / b.rate);
+            (int64_t)((double)rule_held_share(f, l, mono) * 1000.0 / b.rate);
         int64_t w = all - KD_RATE_QUEUE_S * 1000;
         if (w < all / 2)
                 w = all / 2;
@@ -297,7 +297,7 @@ int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
 
 int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule)
 {
-        size_t cap = rule_share(f, &f->pace.lim[rule], kd_fwd_mono_ms(f));
+        size_t cap = rule_held_share(f, &f->pace.lim[rule], kd_fwd_mono_ms(f));
         return kd_held_share_full(f, t, (unsigned)rule, cap);
 }
 
@@ -323,7 +323,7 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
                 rule_pass(f, l, t);
                 return;
         }
-        if (l->q.len >= rule_share(f, l, mono)) {
+        if (l->q.len >= rule_held_share(f, l, mono)) {
                 rule_defer(f, l, t, mono);
                 return;
         }
@@ -495,7 +495,7 @@ void kd_pace_log(kd_fwd_t *f)
                        (unsigned long long)p->lim[i].waited,
                        (double)p->lim[i].waited_ms / 1000.0,
                        kd_held_share(f, (unsigned)i),
-                       rule_share(f, &p->lim[i], kd_fwd_mono_ms(f)),
+                       rule_held_share(f, &p->lim[i], kd_fwd_mono_ms(f)),
                        (long long)kd_pace_horizon(f, (int)i));
         }
 }
