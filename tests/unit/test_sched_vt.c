@@ -4,7 +4,10 @@
  * millisecond at a time, single-threaded. A backlog head waits until
  * fire_at - hold_horizon - lookahead and is held from then, not a
  * millisecond before; held, its claim is due claim_ahead before its fire
- * time, and, claimed, it goes to its fire at fire_at exactly. */
+ * time, and, claimed, it goes to its fire at fire_at exactly. A task to a
+ * rate-limited target is held only within its rule's horizon of its turn
+ * and while its rule's share of the held set has room. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "fwd_offline.h"
@@ -30,7 +33,17 @@ static const char *const settings[] = {"forwarder.hold_horizon",
                                        "200ms",
                                        "forwarder.claim_ahead",
                                        "1s",
+                                       "forwarder.target_rate_limits",
+                                       "slow=10/1",
+                                       "forwarder.max_held",
+                                       "80",
                                        NULL};
+/* slow's share of the held set: 10 s and the horizon of its rate, at
+ * most max_held / 8; its horizon: half the share's time (1 s), at least
+ * claim_ahead and twice the lookahead (kd_pace.h). */
+#define SHARE       10
+#define RULE_WINDOW (AHEAD_MS + 2 * LOOK_MS)
+#define GAP_MS      101 /* a turn every 1000 / 10 ms, rounded up */
 
 static kd_fwd_t *fwd;
 static int64_t claimed_at; /* wall time the claim hook ran; -1: not yet */
@@ -132,11 +145,76 @@ static void test_claimed_claim_ahead_before_and_fired_at_fire_at(void)
         CU_ASSERT_EQUAL(fwd->held.cnt, 0);
 }
 
+/* A limited task sent back with its turn (kdelay-not-before) is read
+ * and held only within its rule's horizon of that turn, not the hold
+ * horizon (before, held from 10 s ahead: tasks sent back refilled the
+ * held set); and only while its rule's share has room: past it, sent
+ * back with a turn after the share's, while the held set keeps room for
+ * other targets' tasks. */
+static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
+{
+        kd_part_t p = {.tier_ms = 60000};
+        int64_t now = wall(), wake = 0;
+        kd_task_t *t = kd_test_task("s", "slow", now - 1000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->rec.append_ms = now; /* its tier is due in a minute */
+        t->rec.not_before_ms = now + 5000;
+        CU_ASSERT_EQUAL(kd_pace_horizon(fwd, 0), RULE_WINDOW);
+        /* Read in the tier's time only within the rule's horizon. */
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
+                        KD_SCHED_WAIT);
+        CU_ASSERT_EQUAL(wake, now + 5000 - RULE_WINDOW - LOOK_MS);
+        /* Read earlier (its tier came due), it hops: not held yet. */
+        t->rec.append_ms = now - 60000;
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
+                        KD_SCHED_HOP);
+        t->rec.not_before_ms = now + RULE_WINDOW + LOOK_MS;
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
+                        KD_SCHED_HOLD);
+        /* Its share held, the next goes back; another target's task is
+         * held. */
+        kd_task_t *held[SHARE];
+        for (int i = 0; i < SHARE; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "h%d", i);
+                held[i] = kd_test_task(id, "slow", now + 1000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(held[i]);
+                kd_sched_take(fwd, held[i], KD_SCHED_HOLD);
+        }
+        CU_ASSERT_EQUAL(fwd->held.limited.cnt, SHARE);
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
+                        KD_SCHED_DEFER);
+        kd_task_t *o = kd_test_task("o", "out", now + 1000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        o->rec.append_ms = now - 60000;
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, o, now, 0, &wake),
+                        KD_SCHED_HOLD);
+        /* Its turn: after the share's, then after the turns given. */
+        int64_t due = t->rec.not_before_ms;
+        kd_pace_defer(fwd, t, 0);
+        CU_ASSERT_EQUAL(t->rec.not_before_ms, due + (SHARE + 1) * GAP_MS);
+        kd_task_t *t2 = kd_test_task("s2", "slow", now - 1000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t2);
+        t2->rec.not_before_ms = due;
+        kd_pace_defer(fwd, t2, 0);
+        CU_ASSERT_EQUAL(t2->rec.not_before_ms, due + (SHARE + 2) * GAP_MS);
+        kd_test_task_drop(fwd, t2);
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_RATE_DEFERRED), 2);
+        for (int i = 0; i < SHARE; i++)
+                kd_test_task_drop(fwd, held[i]);
+        CU_ASSERT_EQUAL(fwd->held.limited.cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held.rule[0].cnt, 0);
+        kd_test_task_drop(fwd, t);
+        kd_test_task_drop(fwd, o);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_held_from_fire_at_less_horizon_and_lookahead),
             KD_TEST(test_claimed_claim_ahead_before_and_fired_at_fire_at),
+            KD_TEST(
+                test_a_limited_task_held_within_its_rules_horizon_and_share),
             KD_TEST_END};
         return kd_test_run("sched_vt", cases, setup, teardown);
 }

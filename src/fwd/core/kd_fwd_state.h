@@ -157,10 +157,23 @@ typedef struct kd_fwd_claim {
         kd_timer_t renew;     /* monotonic: leases to renew */
 } kd_fwd_claim_t;
 
+/* Tasks of one forwarder.target_rate_limits rule in the held set, or of
+ * every rule together (held.c). */
+typedef struct kd_held_share {
+        size_t cnt;
+        int64_t bytes;
+} kd_held_share_t;
+
 /* The held set: tasks kept in memory until due (held.c). */
 typedef struct kd_fwd_held {
         size_t cnt;
         int64_t bytes;
+        /* Of them, the tasks to rate-limited targets, per rule (a task's
+         * held_rule) and of all rules together: each rule keeps to its
+         * share (kd_held_share_full), so that a limited target's backlog
+         * leaves room for the tasks of other targets. */
+        kd_held_share_t rule[KD_RATELIMITS_MAX];
+        kd_held_share_t limited;
         size_t out_cnt; /* hops and dead letters not yet settled */
         int64_t out_bytes;
         /* A partition paused for room: until then (monotonic), or until

@@ -3,6 +3,20 @@
  * f->held. */
 #include "kd_held.h"
 
+/* Counts t into (sign 1) or out of (-1) its rule's share and the
+ * limited tasks' (t->held_rule; none when 0). */
+static void share_count(kd_fwd_t *f, const kd_task_t *t, int sign)
+{
+        if (!t->held_rule || t->held_rule > KD_RATELIMITS_MAX)
+                return;
+        kd_held_share_t *s[2] = {&f->held.rule[t->held_rule - 1],
+                                 &f->held.limited};
+        for (int i = 0; i < 2; i++) {
+                s[i]->cnt += (size_t)sign;
+                s[i]->bytes += sign * (int64_t)t->bytes;
+        }
+}
+
 void kd_held_add(kd_fwd_t *f, kd_task_t *t)
 {
         if (t->held)
@@ -10,6 +24,7 @@ void kd_held_add(kd_fwd_t *f, kd_task_t *t)
         t->held = 1;
         f->held.cnt++;
         f->held.bytes += (int64_t)t->bytes;
+        share_count(f, t, 1);
         kd_metric_max(&f->metrics, KD_M_HELD_MAX, (int64_t)f->held.cnt);
 }
 
@@ -46,6 +61,8 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
                 t->held = 0;
                 f->held.cnt--;
                 f->held.bytes -= (int64_t)t->bytes;
+                share_count(f, t, -1);
+                t->held_rule = 0;
         }
         if (f->held.low_until_mono && at_half(f)) {
                 f->held.low_until_mono = 0; /* drained */
@@ -98,4 +115,21 @@ int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low)
                 return 1;
         return h->out_cnt + 1 > max ||
                h->out_bytes + (int64_t)t->bytes > max_bytes;
+}
+
+int kd_held_share_full(const kd_fwd_t *f, const kd_task_t *t, unsigned rule,
+                       size_t cap)
+{
+        const kd_held_share_t *r = &f->held.rule[rule], *all = &f->held.limited;
+        size_t max = (size_t)f->conf->fwd_max_held;
+        int64_t max_bytes = f->conf->fwd_max_held_bytes;
+        int64_t bytes = (int64_t)t->bytes;
+        return rule >= KD_RATELIMITS_MAX || r->cnt + 1 > cap ||
+               r->bytes + bytes > max_bytes / 8 || all->cnt + 1 > max / 2 ||
+               all->bytes + bytes > max_bytes / 2;
+}
+
+size_t kd_held_share(const kd_fwd_t *f, unsigned rule)
+{
+        return rule < KD_RATELIMITS_MAX ? f->held.rule[rule].cnt : 0;
 }

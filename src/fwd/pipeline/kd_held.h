@@ -14,6 +14,18 @@ void kd_held_add(kd_fwd_t *f, kd_task_t *t);
 void kd_held_add_out(kd_fwd_t *f, kd_task_t *t);
 /* Takes t out of the held set or the out share, whichever it is in. */
 void kd_held_remove(kd_fwd_t *f, kd_task_t *t);
+
+/* The shares of the rate-limited targets. A task held with t->held_rule
+ * set (its forwarder.target_rate_limits rule + 1) counts in its rule's
+ * share until it leaves the held set. 1 when t does not fit into rule's
+ * share now: cap tasks of the rule (the pacing stage's, kd_pace.h), an
+ * eighth of max_held_bytes; nor into all rules' together: half of
+ * max_held and of max_held_bytes. The other half always stays for the
+ * tasks of other targets. */
+int kd_held_share_full(const kd_fwd_t *f, const kd_task_t *t, unsigned rule,
+                       size_t cap);
+/* Tasks of rule (an index of the rules) held now. */
+size_t kd_held_share(const kd_fwd_t *f, unsigned rule);
 /* 1 when t does not fit into the held set now (held and out together
  * within max_held and max_held_bytes); low (draining, kd_held_low): also
  * while the set is above half the limits. */

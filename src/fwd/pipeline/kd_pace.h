@@ -33,6 +33,27 @@ int64_t kd_pace_release(kd_fwd_t *f);
  * it through. */
 void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
 
+/* The schedule stage's side of a target rate limit: a task to a limited
+ * target is held only within its rule's horizon and share, so that a
+ * backlog of any size leaves the held set (and exactly_once's offset
+ * span) to the tasks of other targets. kd_pace_rule: the rule limiting
+ * t's target (an index), or -1. kd_pace_horizon: how far ahead of its
+ * turn (kd_task_due_at) a task of rule is held at most — the time the
+ * rule's rate takes to let its share through less the 10 s it may wait
+ * in the rule's queue (or half that time when that is more), at least
+ * claim_ahead and twice the lookahead (and
+ * the smallest tier), at most hold_horizon;
+ * further away it hops like any task beyond the hold horizon.
+ * kd_pace_share_full: 1 when t does not fit into its rule's share of the
+ * held set (kd_held_share_full). kd_pace_defer: t, due within the
+ * horizon but without room in the share, gets its turn
+ * (t->rec.not_before_ms: after the share and the turns given before, at
+ * the rule's rate), counted in rate_deferred; the caller hops it. */
+int kd_pace_rule(kd_fwd_t *f, const kd_task_t *t);
+int64_t kd_pace_horizon(kd_fwd_t *f, int rule);
+int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule);
+void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule);
+
 /* forwarder.target_rate_limits (docs/forwarder.md, "Target rate limits"):
  * a task to a limited target waits unclaimed in its rule's queue, in due
  * order, for a token of the rule's bucket, then is claimed; due, it waits

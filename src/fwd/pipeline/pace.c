@@ -218,39 +218,102 @@ static void rule_run_cb(kd_timer_t *tm, void *arg)
         rule_arm(f, l);
 }
 
-/* How many tasks a rule's queue holds at most: KD_RATE_QUEUE_S of its
- * rate (this forwarder's share) and its burst, but never more than an
- * eighth of forwarder.max_held, so that a limited target's backlog
- * cannot fill the held set (nor, in exactly_once, the offset span) and
- * hold up the tasks of other targets; at least one. */
+/* A rule's share of the held set (its tasks held, queued for a token,
+ * claimed and not yet fired): what its rate (this forwarder's share)
+ * lets through in the hold horizon and lookahead and KD_RATE_QUEUE_S
+ * more, and its burst, but never more than an eighth of
+ * forwarder.max_held (kd_held.h bounds all rules together to half of
+ * it), so that a limited target's backlog cannot fill the held set and
+ * hold up the tasks of other targets; at least one. Its tasks are held
+ * only within the rule's horizon of their turns (kd_pace_horizon), the
+ * share's time less KD_RATE_QUEUE_S (or half the share's time, when that
+ * is more): no task of it waits more than that for a token after its
+ * turn, nor keeps exactly_once's offset span open longer than the hold
+ * horizon and that. */
 #define KD_RATE_QUEUE_S 10
-static size_t rule_room(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
+static size_t rule_held_share(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
+        const kdelay_conf_t *c = f->conf;
         bucket_t b = rule_bucket(f, l, mono);
-        double room = b.rate * KD_RATE_QUEUE_S + b.burst;
-        double cap = (double)f->conf->fwd_max_held / 8.0;
+        double ahead = (double)(c->fwd_hold_horizon_ms + c->fwd_lookahead_ms);
+        double room = b.rate * (ahead / 1000.0 + KD_RATE_QUEUE_S) + b.burst;
+        double cap = (double)c->fwd_max_held / 8.0;
         if (room > cap)
                 room = cap;
         return room < 1.0 ? 1 : (size_t)room;
 }
 
-/* The queue is full: t goes back to a tier topic with its turn
- * (kdelay-not-before: after the queue and the tasks sent back before it,
- * at the rule's rate), its offset is done, and the forwarder that reads
- * it then holds it until that turn and queues it again. */
-static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
-                       int64_t mono)
+/* The next turn of rule l for a task due at base with ahead tasks before
+ * it: one gap of the rule's rate after each, and after the turns given
+ * before (l->defer_until, which it becomes). */
+static int64_t rule_turn(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t base,
+                         size_t ahead, int64_t mono)
 {
         bucket_t b = rule_bucket(f, l, mono);
         int64_t gap = (int64_t)(1000.0 / b.rate) + 1;
-        int64_t turn = kd_fwd_now(f) + (int64_t)(l->q.len + 1) * gap;
+        int64_t turn = base + (int64_t)(ahead + 1) * gap;
         if (turn < l->defer_until + gap)
                 turn = l->defer_until + gap;
         l->defer_until = turn;
-        t->rec.not_before_ms = turn;
+        return turn;
+}
+
+/* t's claim is due but the queue holds the rule's share (it shrank: a
+ * rebalance lowered this forwarder's part of the rate): t goes back to a
+ * tier topic with its turn (kdelay-not-before: after the queue and the
+ * tasks sent back before it, at the rule's rate), its offset is done,
+ * and the forwarder that reads it holds it near that turn and queues it
+ * again. */
+static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
+                       int64_t mono)
+{
+        t->rec.not_before_ms = rule_turn(f, l, kd_fwd_now(f), l->q.len, mono);
         kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
         kd_held_remove(f, t);
+        kd_held_add_out(f, t);
         kd_fire_hop(f, t);
+}
+
+int kd_pace_rule(kd_fwd_t *f, const kd_task_t *t)
+{
+        return rule_of(f, t);
+}
+
+int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
+{
+        const kdelay_conf_t *c = f->conf;
+        kd_fwd_rlim_t *l = &f->pace.lim[rule];
+        int64_t mono = kd_fwd_mono_ms(f);
+        bucket_t b = rule_bucket(f, l, mono);
+        /* The share's time less the queue's, or, when that is less (a
+         * share under 20 s of the rate), half the share's: the other half
+         * for the queue and the claims. */
+        int64_t all =
+            (int64_t)((double)rule_held_share(f, l, mono) * 1000.0 / b.rate);
+        int64_t w = all - KD_RATE_QUEUE_S * 1000;
+        if (w < all / 2)
+                w = all / 2;
+        int64_t floor = c->fwd_claim_ahead_ms + 2 * c->fwd_lookahead_ms;
+        if (c->tiers.cnt && floor < c->tiers.v[0].delay_ms)
+                floor = c->tiers.v[0].delay_ms;
+        if (w < floor)
+                w = floor;
+        return w < c->fwd_hold_horizon_ms ? w : c->fwd_hold_horizon_ms;
+}
+
+int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule)
+{
+        size_t cap = rule_held_share(f, &f->pace.lim[rule], kd_fwd_mono_ms(f));
+        return kd_held_share_full(f, t, (unsigned)rule, cap);
+}
+
+void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule)
+{
+        int64_t now = kd_fwd_now(f), due = kd_task_due_at(t);
+        t->rec.not_before_ms =
+            rule_turn(f, &f->pace.lim[rule], due > now ? due : now,
+                      kd_held_share(f, (unsigned)rule), kd_fwd_mono_ms(f));
+        kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
 }
 
 /* t (held, its claim due) goes on to its claim if its target's rule
@@ -266,7 +329,7 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
                 rule_pass(f, l, t);
                 return;
         }
-        if (l->q.len >= rule_room(f, l, mono)) {
+        if (l->q.len >= rule_held_share(f, l, mono)) {
                 rule_defer(f, l, t, mono);
                 return;
         }
@@ -430,12 +493,16 @@ void kd_pace_log(kd_fwd_t *f)
                 char q[KD_LOG_QUOTED_MAX(256)];
                 kd_log(f->conf, KDELAY_LOG_INFO,
                        "event=target_rate_limit target=%s limit=%g share=%.3f "
-                       "waiting=%zu waited=%llu waited_s=%.3f",
+                       "waiting=%zu waited=%llu waited_s=%.3f held=%zu "
+                       "held_share=%zu horizon_ms=%lld",
                        kd_log_quote(r->as, q, sizeof(q)), r->rate,
                        share(f, kd_fwd_mono_ms(f)),
                        p->lim[i].q.len + p->lim[i].fire_q.len,
                        (unsigned long long)p->lim[i].waited,
-                       (double)p->lim[i].waited_ms / 1000.0);
+                       (double)p->lim[i].waited_ms / 1000.0,
+                       kd_held_share(f, (unsigned)i),
+                       rule_held_share(f, &p->lim[i], kd_fwd_mono_ms(f)),
+                       (long long)kd_pace_horizon(f, (int)i));
         }
 }
 
@@ -454,6 +521,7 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
                 double v = which == 0   ? (double)l->waited_ms / 1000.0
                            : which == 1 ? (double)l->waited
                            : which == 2 ? (double)(l->q.len + l->fire_q.len)
+                           : which == 4 ? (double)kd_held_share(f, (unsigned)i)
                                         : p->rules->v[i].rate *
                                               (p->share_mono ? p->share : 1.0);
                 /* Label values: topic characters and '*' only. */
@@ -480,6 +548,11 @@ void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
                "Due tasks waiting for their target's rate limit now (for "
                "their claims or, claimed, for their fires)",
                2, buf, size, len);
+        family(f, "kdelay_forwarder_rate_limit_held", "gauge",
+               "Tasks to the target held in memory now (its share of the "
+               "held set: waiting for their claims, for a token, or, "
+               "claimed, for their fires)",
+               4, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_fires_per_second", "gauge",
                "This forwarder's part of the target's limit (its share of "
                "the tier partitions)",

@@ -13,9 +13,8 @@
 #include "kd_pace.h"
 #include "kd_path.h"
 
-kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
-                           const kd_task_t *t, int64_t now, int low,
-                           int64_t *wake_at)
+kd_sched_t kd_sched_decide(kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
+                           int64_t now, int low, int64_t *wake_at)
 {
         const kdelay_conf_t *c = f->conf;
         /* Draining (kd_held.h): every partition waits for half. */
@@ -23,27 +22,44 @@ kd_sched_t kd_sched_decide(const kd_fwd_t *f, const kd_part_t *p,
         if (t->dead_reason)
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_DEAD;
+        /* A limited target's task is held only within its rule's horizon
+         * (kd_pace.h): further from its turn it is read and hops like
+         * any task beyond the hold horizon. */
+        int rule = kd_pace_rule(f, t);
+        int64_t horizon =
+            rule < 0 ? c->fwd_hold_horizon_ms : kd_pace_horizon(f, rule);
         int64_t due = kd_path_due(kd_task_due_at(t), t->rec.append_ms,
-                                  p->tier_ms, c->fwd_hold_horizon_ms);
+                                  p->tier_ms, horizon);
         if (due - c->fwd_lookahead_ms > now) {
                 *wake_at = due - c->fwd_lookahead_ms;
                 return KD_SCHED_WAIT;
         }
         if (f->mode->admit && !f->mode->admit(&f->mode_ctx, p, t, low))
                 return KD_SCHED_SPAN;
-        if (kd_path_hops(kd_task_due_at(t), now, c->fwd_hold_horizon_ms,
-                         c->fwd_lookahead_ms))
+        if (kd_path_hops(kd_task_due_at(t), now, horizon, c->fwd_lookahead_ms))
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_HOP;
+        /* Its rule's share is full: back to Kafka with a turn, whatever
+         * room the held set has for other targets. */
+        if (rule >= 0 && kd_pace_share_full(f, t, rule))
+                return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
+                                                        : KD_SCHED_DEFER;
         return kd_held_full(f, t, held_low) ? KD_SCHED_FULL : KD_SCHED_HOLD;
 }
 
 void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
 {
+        int rule = kd_pace_rule(f, t);
         switch (what) {
         case KD_SCHED_DEAD:
                 kd_held_add_out(f, t);
                 kd_fire_dead(f, t, t->dead_reason);
+                return;
+        case KD_SCHED_DEFER:
+                if (rule >= 0) /* it is: kd_sched_decide said so */
+                        kd_pace_defer(f, t, rule);
+                kd_held_add_out(f, t);
+                kd_fire_hop(f, t);
                 return;
         case KD_SCHED_HOP:
                 kd_held_add_out(f, t);
@@ -54,6 +70,7 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
         default:
                 return;
         }
+        t->held_rule = rule < 0 ? 0 : (unsigned)rule + 1;
         kd_held_add(f, t);
         kd_task_set_state(f, t, KD_TASK_HELD);
         kd_metric_inc(&f->metrics, KD_M_HELD);
