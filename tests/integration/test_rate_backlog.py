@@ -31,7 +31,9 @@ topics are deleted.
 A measurement may set the sizes from the environment: KDELAY_BACKLOG_N,
 _RATE, _BURST, _AT, _OTHERS, _FROM_MS, _SPAN_MS, _MAX_HELD (a comma list;
 "default" keeps the forwarder's own), _MODES (alo,eos) and _HORIZON (a
-forwarder.hold_horizon; "default" keeps the forwarder's own)."""
+forwarder.hold_horizon; "default" keeps the forwarder's own), and
+KDELAY_TEST_TIERS the ladder (test_outage's 1s,10s,1m by default; the
+issue's trials ran on the default ladder)."""
 import os
 import re
 import sys
