@@ -24,19 +24,24 @@
  *    journal pending, and a run begins again;
  *  - claims wait for a run at most KD_OUTAGE_APPLY_WAIT_MS; a failed run
  *    leaves the mark and is tried again KD_OUTAGE_RETRY_MS later;
- *  - a failed journal record holds fires for claims 10 s. */
+ *  - a failed journal record holds fires for claims 10 s;
+ *  - a record of delivery the journal refuses for good ("unknown topic":
+ *    the topic deleted while it was in flight) is not written again: its
+ *    fire is applied from memory, and the mark clears (issue 43, case 2). */
 #include <stdio.h>
 #include <string.h>
 
 #include "fwd_offline.h"
 #include "kd_claim.h"
 #include "kd_fate_mem.h"
+#include "kd_fire.h"
 #include "kd_fwd.h"
 #include "kd_intake.h"
 #include "kd_journal.h"
 #include "kd_mode.h"
 #include "kd_outage.h"
 #include "kd_part.h"
+#include "kd_producer.h"
 #include "kd_reconcile.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -189,6 +194,7 @@ static void run_ends(kd_fwd_t *f, kdelay_err_t err)
         kd_fate_pending_t p = marker(f);
         fake.st.read = 1;
         fake.st.pending = p.since_ms >= 0;
+        fake.st.pending_since_ms = p.since_ms;
         fake.st.epoch = p.epoch;
         fake.result = err;
         fake.done = 1;
@@ -428,6 +434,80 @@ static void test_a_failed_journal_record_holds_fires_10s(void)
         kd_fwd_destroy(f);
 }
 
+/* A task fired without a claim (at_least_once), its record of delivery
+ * in flight to the journal. */
+static kd_task_t *delivery_record_in_flight(kd_fwd_t *f, const char *id)
+{
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        kd_task_t *u = kd_test_task_in(
+            part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        u->claim = KD_CLAIM_UNCLAIMED;
+        u->where = KD_WHERE_FLIGHT;
+        kd_producer_sent(f);
+        return u;
+}
+
+/* The broker answers u's record: its topic is gone. */
+static void answered_unknown_topic(kd_fwd_t *f, kd_task_t *u)
+{
+        rd_kafka_message_t m;
+        memset(&m, 0, sizeof(m));
+        m.err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        m.partition = 0;
+        m.offset = -1;
+        m._private = u;
+        kd_fire_dr_cb(kd_producer_main(f), &m, NULL);
+}
+
+/* Issue 43, case 2: the journal topic deleted while a record of delivery
+ * is in flight. The run finds no topic (nothing to apply); the record is
+ * answered "unknown topic": not written again, its fire applied from
+ * memory (a FIRED row; a report of the cancel it beat), the mark
+ * cleared. Before: written again every few seconds for ever, the mark
+ * kept, every cancel UNKNOWN. */
+static void test_a_record_refused_for_good_is_applied_from_memory(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_CANCELLED,
+                                 .fire_at_ms = WALL0};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_part_t *part = u->part;
+        outage_and_back(f);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        fake.st.journal_gone = 1;
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_TRUE(f->outage.clear_wanted);
+        /* u's record is still out: the mark stays. */
+        step_serving_to(f, BACK_AT + 2000);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        /* The delete lands on it. */
+        answered_unknown_topic(f, u);
+        CU_ASSERT_PTR_NULL(part->tasks); /* settled, not retried */
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 1);
+        /* The settle poll applies it from memory, then clears the mark. */
+        step_serving_to(f, BACK_AT + 2000 + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
+        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -437,6 +517,7 @@ int main(void)
             KD_TEST(test_a_mark_since_the_run_read_keeps_the_journal_pending),
             KD_TEST(test_claims_wait_30s_a_failed_run_is_tried_again_30s_on),
             KD_TEST(test_a_failed_journal_record_holds_fires_10s),
+            KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
             KD_TEST_END};
         return kd_test_run("journal_vt", cases, NULL, NULL);
 }

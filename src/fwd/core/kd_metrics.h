@@ -123,6 +123,9 @@ typedef enum kd_metric_type {
           "Tasks fired without a claim through a fate-store outage")           \
         X(JOURNAL_FAILED, "journal_failed", COUNTER, "",                       \
           "Journal records that failed (fires then wait for claims)")          \
+        X(JOURNAL_REFUSED, "journal_refused", COUNTER, "",                     \
+          "Journal records of delivery refused for good (the topic gone): "    \
+          "their fires applied from memory instead")                           \
         X(JOURNAL_APPLIED, "journal_applied", COUNTER, "",                     \
           "Journal records applied to the fate table after an outage")         \
         X(FIRED_AFTER_CANCEL, "fired_after_cancel", COUNTER, "",               \

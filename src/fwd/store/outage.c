@@ -250,7 +250,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kd_log(f->conf, err ? KDELAY_LOG_ERROR : KDELAY_LOG_NOTICE,
                "event=journal_applied ok=%d records=%llu applied=%llu "
                "recorded=%llu fired_after_cancel=%llu intents=%llu "
-               "unconfirmed=%llu malformed=%llu ms=%lld err=%s",
+               "unconfirmed=%llu malformed=%llu ms=%lld err=%s journal=%s",
                !err, (unsigned long long)st.records,
                (unsigned long long)st.applied, (unsigned long long)st.recorded,
                (unsigned long long)st.after_cancel,
@@ -258,7 +258,8 @@ static void poll_cb(kd_timer_t *tm, void *arg)
                (unsigned long long)st.unconfirmed,
                (unsigned long long)st.malformed,
                (long long)(now - o->applying_since_mono),
-               kd_log_quote(err ? errstr : "", q, sizeof(q)));
+               kd_log_quote(err ? errstr : "", q, sizeof(q)),
+               st.journal_gone ? "gone" : "read");
         if (err) { /* the records stay: applied by the retry */
                 apply_later(f);
                 return;
