@@ -138,6 +138,10 @@ typedef enum kd_metric_type {
         X(RECONCILE_PENDING, "reconcile_pending", GAUGE, "",                   \
           "1 while this forwarder holds its journal marked pending: cancels "  \
           "answer unknown until its fires without a claim are applied")        \
+        X(RECONCILE_PENDING_AGE, "reconcile_pending_age_ms", GAUGE, "ms",      \
+          "How long the journal has been marked pending, by any forwarder, "   \
+          "as this one last read it (every 30 s): cancels answer unknown "     \
+          "meanwhile (0 = not pending)")                                       \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \

@@ -14,9 +14,10 @@
  *
  * It runs on a thread of its own, with its own consumer and its own MySQL
  * connection, so that the loop never waits for it; the loop polls it.
- * Every forwarder with the policy runs it at its start and after each
- * outage it fired through; several at once apply the same records, which
- * is idempotent.
+ * Every forwarder runs it at its start and every KD_OUTAGE_SWEEP_MS,
+ * whatever its policy (a journal left by a forwarder that is gone), and
+ * one with the policy fire after each outage it fired through; several at
+ * once apply the same records, which is idempotent.
  *
  * Cancels wait for it (docs/fate-protocol.md, "While a reconciliation is
  * pending"): a run reads the journal's marker before the ends it reads to
