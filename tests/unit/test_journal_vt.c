@@ -477,12 +477,12 @@ static kd_task_t *delivery_record_in_flight(kd_fwd_t *f, const char *id)
         return u;
 }
 
-/* The broker answers u's record: its topic is gone. */
-static void answered_unknown_topic(kd_fwd_t *f, kd_task_t *u)
+/* u's record is answered err: its topic is gone. */
+static void answered_gone(kd_fwd_t *f, kd_task_t *u, rd_kafka_resp_err_t err)
 {
         rd_kafka_message_t m;
         memset(&m, 0, sizeof(m));
-        m.err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        m.err = err;
         m.partition = 0;
         m.offset = -1;
         m._private = u;
@@ -504,6 +504,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "u", 1, &row),
                         KDELAY_OK);
         kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *v = delivery_record_in_flight(f, "v");
         kd_part_t *part = u->part;
         outage_and_back(f);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
@@ -516,17 +517,22 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         step_serving_to(f, BACK_AT + 2000);
         CU_ASSERT_TRUE(journal_pending(f));
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
-        /* The delete lands on it. */
-        answered_unknown_topic(f, u);
+        /* The delete lands on them: the broker says the topic is
+         * unknown, librdkafka that the partition it chose is. */
+        answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+        answered_gone(f, v, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
         CU_ASSERT_PTR_NULL(part->tasks); /* settled, not retried */
         CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
-        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
-        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 1);
-        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 1);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 2);
         /* The settle poll applies it from memory, then clears the mark. */
         step_serving_to(f, BACK_AT + 2000 + 3 * POLL_MS);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "v", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);

@@ -220,7 +220,7 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
 }
 
 /* The journal refuses t's record of delivery for good (its topic gone,
- * say: kd_perr_permanent): the fire was delivered, and a record that can
+ * say: kd_journal_refuses): the fire was delivered, and a record that can
  * never be written would hold t, its offset and the journal's mark for
  * ever. t is settled as if its record had gone: its fire is kept in memory
  * and applied to the fate table from there (settle.c), like every fire of
@@ -261,7 +261,7 @@ static void journal_send(kd_fwd_t *f, kd_task_t *t, int intent)
                 t->where = KD_WHERE_FLIGHT;
                 return;
         }
-        if (!intent && kd_perr_permanent(err)) {
+        if (!intent && kd_journal_refuses(err)) {
                 journal_refused(f, t, err);
                 return;
         }
@@ -723,7 +723,7 @@ static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
                 kd_settle_release(f, t);
                 return;
         }
-        if (t->state == KD_TASK_JOURNAL && kd_perr_permanent(m->err)) {
+        if (t->state == KD_TASK_JOURNAL && kd_journal_refuses(m->err)) {
                 journal_refused(f, t, m->err);
                 return;
         }
