@@ -60,7 +60,9 @@ typedef struct kd_reconcile_stats {
         int64_t pending_since_ms; /* pending since (marker's clock); -1 */
         int journal_gone;         /* the journal topic does not exist: no
                                      record to read (a run that succeeds) */
-        int read;                 /* the ones above were read (else all 0) */
+        /* The ones above were read (else all 0): a run that failed past
+         * its first read of the marker has them too. */
+        int read;
 } kd_reconcile_stats_t;
 
 /* Logs event=fired_after_cancel for item it, put on record with prior

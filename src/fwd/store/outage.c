@@ -334,7 +334,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
         kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);
-        if (!err && st.read)
+        if (st.read) /* a run that failed may have read it */
                 o->pending_seen_since_ms =
                     st.pending ? st.pending_since_ms : -1;
         if (!err && st.marked)

@@ -92,6 +92,10 @@ static kdelay_err_t find_ends(run_t *u, int64_t *lag)
                         : -1;
         e = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__FAIL;
         rd_kafka_metadata_destroy(md);
+        if (e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                return run_fail(u, KDELAY_ERR_KAFKA, "journal topic",
+                                "hidden from this principal (no ACL Describe "
+                                "and Read on it: docs/security.md)");
         if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
                 /* No topic, no record to apply: the fires of a journal
                  * deleted are applied from memory by the forwarders that
@@ -388,6 +392,8 @@ static kdelay_err_t run_body(run_t *u)
                 err = marker(u, &p, 0, 0, &d);
         if (!err)
                 err = find_ends(u, &lag);
+        if (err && d.read)
+                add_stats(r, &d); /* the mark as read: what cancels see */
         if (!err)
                 err = marker(u, &p, 1, lag, &d);
         if (err)
