@@ -49,6 +49,7 @@ void test_apply_unclaimed_dead_letters(void);
 void test_apply_unclaimed_intents(void);
 void test_cancel_waits_for_a_pending_journal(void);
 void test_pending_clear_needs_the_epoch_read(void);
+void test_pending_clear_leaves_a_live_owners_mark(void);
 
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
@@ -66,6 +67,7 @@ void test_pending_clear_needs_the_epoch_read(void);
             KD_TEST(test_apply_unclaimed_dead_letters),                        \
             KD_TEST(test_apply_unclaimed_intents),                             \
             KD_TEST(test_cancel_waits_for_a_pending_journal),                  \
-            KD_TEST(test_pending_clear_needs_the_epoch_read)
+            KD_TEST(test_pending_clear_needs_the_epoch_read),                  \
+            KD_TEST(test_pending_clear_leaves_a_live_owners_mark)
 
 #endif

@@ -55,7 +55,7 @@ void test_cancel_waits_for_a_pending_journal(void)
         CU_ASSERT(p.since_ms >= t0 && p.since_ms <= kd_now_ms());
         kd_fate_pending_t after;
         CU_ASSERT_EQUAL(kd_fate_pending_clear(kd_fc_store, "j.journal", p.epoch,
-                                              "fw-2", &after, kd_fc_errstr,
+                                              "fw-2", -1, &after, kd_fc_errstr,
                                               sizeof(kd_fc_errstr)),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(after.since_ms, -1);
@@ -80,7 +80,7 @@ void test_pending_clear_needs_the_epoch_read(void)
         CU_ASSERT_STRING_EQUAL(p.by, "");
         CU_ASSERT_EQUAL(
             kd_fate_pending_clear(kd_fc_store, "a.journal", read.epoch, "fw-1",
-                                  &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                                  -1, &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
             KDELAY_OK);
         CU_ASSERT(p.since_ms >= 0); /* marked again since */
         CU_ASSERT_EQUAL(kd_fc_cancel1("x"), KDELAY_ERR_RECONCILING);
@@ -88,13 +88,13 @@ void test_pending_clear_needs_the_epoch_read(void)
         CU_ASSERT_EQUAL(get("b.journal").epoch, 1);
         CU_ASSERT_EQUAL(kd_fate_pending_clear(
                             kd_fc_store, "a.journal", read.epoch + 1, "fw-1",
-                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                            -1, &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_STRING_EQUAL(get(NULL).journal, "b.journal");
         CU_ASSERT_EQUAL(kd_fc_cancel1("x"), KDELAY_ERR_RECONCILING);
         CU_ASSERT_EQUAL(kd_fate_pending_clear(kd_fc_store, "b.journal", 1, NULL,
-                                              &p, kd_fc_errstr,
+                                              -1, &p, kd_fc_errstr,
                                               sizeof(kd_fc_errstr)),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(kd_fc_cancel1("x"), KDELAY_OK);
@@ -119,4 +119,61 @@ void test_pending_clear_needs_the_epoch_read(void)
                                              sizeof(kd_fc_errstr)),
                         KDELAY_ERR_INVALID_ARG);
         CU_ASSERT_EQUAL(kd_fc_stmts(), before);
+}
+
+/* A clear with stale_ms clears only its own mark (marked or renewed by
+ * it last), or one nobody renewed for stale_ms: a live forwarder's mark
+ * is not cleared by another. A renewal keeps the epoch and the since, and
+ * changes nothing when the journal is not pending. */
+void test_pending_clear_leaves_a_live_owners_mark(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fate_pending_t p;
+        mark("o.journal", "fw-1");
+        kd_fate_pending_t read = get("o.journal");
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(
+                            kd_fc_store, "o.journal", read.epoch, "fw-2", 60000,
+                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(p.since_ms >= 0); /* fw-1's, renewed within 60 s */
+        CU_ASSERT_EQUAL(p.epoch, read.epoch);
+        CU_ASSERT_STRING_EQUAL(p.by, "fw-1");
+        /* fw-2 renews it: now fw-2's; fw-1 cannot clear it. */
+        CU_ASSERT_EQUAL(kd_fate_pending_renew(kd_fc_store, "o.journal", "fw-2",
+                                              kd_fc_errstr,
+                                              sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        p = get("o.journal");
+        CU_ASSERT_EQUAL(p.epoch, read.epoch);
+        CU_ASSERT_EQUAL(p.since_ms, read.since_ms);
+        CU_ASSERT_STRING_EQUAL(p.by, "fw-2");
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(
+                            kd_fc_store, "o.journal", read.epoch, "fw-1", 60000,
+                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(p.since_ms >= 0);
+        /* Nobody renewed it for 0 ms... after a moment: stale, cleared. */
+        kd_sleep_ms(5);
+        CU_ASSERT_EQUAL(
+            kd_fate_pending_clear(kd_fc_store, "o.journal", read.epoch, "fw-1",
+                                  1, &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        /* Not pending: a renewal changes nothing. */
+        CU_ASSERT_EQUAL(kd_fate_pending_renew(kd_fc_store, "o.journal", "fw-3",
+                                              kd_fc_errstr,
+                                              sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        p = get("o.journal");
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        CU_ASSERT_STRING_EQUAL(p.by, "fw-2");
+        /* Its owner clears it at once. */
+        mark("o.journal", "fw-3");
+        read = get("o.journal");
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(
+                            kd_fc_store, "o.journal", read.epoch, "fw-3", 60000,
+                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(p.since_ms, -1);
+        CU_ASSERT_EQUAL(kd_fc_cancel1("o"), KDELAY_OK);
 }

@@ -816,18 +816,41 @@ static kdelay_err_t mem_pending_get(void *impl, const char *journal,
         return leave(m, 1, KDELAY_OK);
 }
 
-static kdelay_err_t mem_pending_clear(void *impl, const char *journal,
-                                      uint64_t epoch, const char *by,
-                                      kd_fate_pending_t *p, char *errstr,
+static kdelay_err_t mem_pending_renew(void *impl, const char *journal,
+                                      const char *by, char *errstr,
                                       size_t errstr_size)
 {
         kd_fate_mem_t *m = impl;
-        (void)by;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        kd_fate_pending_t *p = pending_of(m, journal, 0);
+        if (p && p->since_ms >= 0) {
+                p->marked_at_ms = kd_now_ms();
+                kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
+        }
+        return leave(m, 1, KDELAY_OK);
+}
+
+/* 1 when a clear by `by` with stale_ms may clear q (kd_fate.h). */
+static int clear_allowed(const kd_fate_pending_t *q, const char *by,
+                         int64_t stale_ms)
+{
+        return stale_ms < 0 || !strcmp(q->by, by ? by : "") ||
+               q->marked_at_ms < kd_now_ms() - stale_ms;
+}
+
+static kdelay_err_t mem_pending_clear(void *impl, const char *journal,
+                                      uint64_t epoch, const char *by,
+                                      int64_t stale_ms, kd_fate_pending_t *p,
+                                      char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
         kd_fate_pending_t *q = pending_of(m, journal, 0);
-        if (q && q->epoch == epoch)
+        if (q && q->epoch == epoch && clear_allowed(q, by, stale_ms))
                 q->since_ms = -1;
         if (q)
                 *p = *q;
@@ -876,6 +899,7 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .gc_unclaimed = mem_gc_unclaimed,
     .pending_mark = mem_pending_mark,
     .pending_get = mem_pending_get,
+    .pending_renew = mem_pending_renew,
     .pending_clear = mem_pending_clear,
     .statements = mem_statements,
     .interrupt = mem_interrupt,
@@ -1025,4 +1049,17 @@ kdelay_err_t kd_fate_mem_put(kd_fate_store_t *store, const char *id,
         }
         pthread_mutex_unlock(&m->lock);
         return err;
+}
+
+kdelay_err_t kd_fate_mem_pending_age(kd_fate_store_t *store,
+                                     const char *journal, int64_t ms)
+{
+        kd_fate_mem_t *m = hook(store);
+        if (!m)
+                return KDELAY_ERR_INVALID_ARG;
+        kd_fate_pending_t *p = pending_of(m, journal, 0);
+        if (p)
+                p->marked_at_ms -= ms;
+        pthread_mutex_unlock(&m->lock);
+        return p ? KDELAY_OK : KDELAY_ERR_NOT_FOUND;
 }

@@ -71,4 +71,10 @@ kdelay_err_t kd_fate_mem_get(kd_fate_store_t *store, const char *id,
 kdelay_err_t kd_fate_mem_put(kd_fate_store_t *store, const char *id,
                              size_t id_len, const kd_fate_mem_row_t *row);
 
+/* Moves journal's last mark or renewal ms into the past, as if its
+ * marker had stopped renewing it ms earlier. Not a call either;
+ * KDELAY_ERR_NOT_FOUND when the journal has no marker. */
+kdelay_err_t kd_fate_mem_pending_age(kd_fate_store_t *store,
+                                     const char *journal, int64_t ms);
+
 #endif

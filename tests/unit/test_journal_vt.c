@@ -24,19 +24,29 @@
  *    journal pending, and a run begins again;
  *  - claims wait for a run at most KD_OUTAGE_APPLY_WAIT_MS; a failed run
  *    leaves the mark and is tried again KD_OUTAGE_RETRY_MS later;
- *  - a failed journal record holds fires for claims 10 s. */
+ *  - a failed journal record holds fires for claims 10 s;
+ *  - a record of delivery the journal refuses for good ("unknown topic":
+ *    the topic deleted while it was in flight) is not written again: its
+ *    fire is applied from memory, and the mark clears (issue 43, case 2);
+ *  - a forwarder renews its mark while its fires are unsettled; another
+ *    forwarder's clear leaves a renewed mark and clears a stale one;
+ *  - any forwarder, hold policy too, applies a journal at its start and
+ *    every KD_OUTAGE_SWEEP_MS, marks what it finds unmarked, and clears a
+ *    mark left by a forwarder that is gone (issue 43, case 3). */
 #include <stdio.h>
 #include <string.h>
 
 #include "fwd_offline.h"
 #include "kd_claim.h"
 #include "kd_fate_mem.h"
+#include "kd_fire.h"
 #include "kd_fwd.h"
 #include "kd_intake.h"
 #include "kd_journal.h"
 #include "kd_mode.h"
 #include "kd_outage.h"
 #include "kd_part.h"
+#include "kd_producer.h"
 #include "kd_reconcile.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -136,14 +146,19 @@ static const char *const settings[] = {"forwarder.fate_outage_policy", "fire",
                                        "forwarder.fate_outage_after", "7s",
                                        NULL};
 
-static kd_fwd_t *born(void)
+static kd_fwd_t *born_with(const char *const *kv)
 {
         memset(&fake, 0, sizeof(fake));
         kd_fwd_t *f = NULL;
-        if (kd_test_fwd_vt(&f, "journal", MONO0, WALL0, settings))
+        if (kd_test_fwd_vt(&f, "journal", MONO0, WALL0, kv))
                 return NULL;
         fake.f = f;
         return f;
+}
+
+static kd_fwd_t *born(void)
+{
+        return born_with(settings);
 }
 
 static void tick(kd_fwd_t *f)
@@ -189,6 +204,7 @@ static void run_ends(kd_fwd_t *f, kdelay_err_t err)
         kd_fate_pending_t p = marker(f);
         fake.st.read = 1;
         fake.st.pending = p.since_ms >= 0;
+        fake.st.pending_since_ms = p.since_ms;
         fake.st.epoch = p.epoch;
         fake.result = err;
         fake.done = 1;
@@ -349,16 +365,34 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
         CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(fake.started_at, BACK_AT + 5 * POLL_MS);
         CU_ASSERT_TRUE(f->outage.clear_wanted);
-        /* That run reads epoch 2; its end clears the mark. */
+        /* That run reads epoch 2; its end's clear leaves the mark: the
+         * other forwarder made it and is alive (it marked within
+         * KD_OUTAGE_MARK_STALE_MS), its fires may be on their way. */
         step_serving_to(f, BACK_AT + 10 * POLL_MS - 50);
         run_ends(f, KDELAY_OK);
         step_serving_to(f, BACK_AT + 10 * POLL_MS - 1);
         CU_ASSERT_TRUE(journal_pending(f));
         step_serving_to(f, BACK_AT + 10 * POLL_MS);
         p = marker(f);
+        CU_ASSERT(p.since_ms >= 0);
+        CU_ASSERT_EQUAL(p.epoch, 2);
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        /* The other one stops without clearing it: nobody renews it. The
+         * next run (at most KD_OUTAGE_SWEEP_MS on) clears it. */
+        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store.fate, f->journal.topic,
+                                                KD_OUTAGE_MARK_STALE_MS + 1),
+                        KDELAY_OK);
+        int64_t refused = at(f);
+        while (fake.starts == 2 && at(f) < refused + KD_OUTAGE_SWEEP_MS)
+                step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL_FATAL(fake.starts, 3);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f)); /* a sweep's */
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + POLL_MS);
+        p = marker(f);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(p.epoch, 2);
-        CU_ASSERT_EQUAL(fake.starts, 2);
         kd_fwd_destroy(f);
 }
 
@@ -428,6 +462,214 @@ static void test_a_failed_journal_record_holds_fires_10s(void)
         kd_fwd_destroy(f);
 }
 
+/* A task fired without a claim (at_least_once), its record of delivery
+ * in flight to the journal. */
+static kd_task_t *delivery_record_in_flight(kd_fwd_t *f, const char *id)
+{
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        kd_task_t *u = kd_test_task_in(
+            part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        u->claim = KD_CLAIM_UNCLAIMED;
+        u->where = KD_WHERE_FLIGHT;
+        kd_producer_sent(f);
+        return u;
+}
+
+/* u's record is answered err: its topic is gone. */
+static void answered_gone(kd_fwd_t *f, kd_task_t *u, rd_kafka_resp_err_t err)
+{
+        rd_kafka_message_t m;
+        memset(&m, 0, sizeof(m));
+        m.err = err;
+        m.partition = 0;
+        m.offset = -1;
+        m._private = u;
+        kd_fire_dr_cb(kd_producer_main(f), &m, NULL);
+}
+
+/* Issue 43, case 2: the journal topic deleted while a record of delivery
+ * is in flight. The run finds no topic (nothing to apply); the record is
+ * answered "unknown topic": not written again, its fire applied from
+ * memory (a FIRED row; a report of the cancel it beat), the mark
+ * cleared. Before: written again every few seconds for ever, the mark
+ * kept, every cancel UNKNOWN. */
+static void test_a_record_refused_for_good_is_applied_from_memory(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_fate_mem_row_t row = {.fate = KDELAY_FATE_CANCELLED,
+                                 .fire_at_ms = WALL0};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *v = delivery_record_in_flight(f, "v");
+        kd_part_t *part = u->part;
+        outage_and_back(f);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        fake.st.journal_gone = 1;
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_TRUE(f->outage.clear_wanted);
+        /* u's record is still out: the mark stays. */
+        step_serving_to(f, BACK_AT + 2000);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        /* The delete lands on them: the broker says the topic is
+         * unknown, librdkafka that the partition it chose is. */
+        answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+        answered_gone(f, v, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+        CU_ASSERT_PTR_NULL(part->tasks); /* settled, not retried */
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 2);
+        /* The settle poll applies it from memory, then clears the mark. */
+        step_serving_to(f, BACK_AT + 2000 + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "v", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
+        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+/* Its own fires unsettled, a forwarder renews its mark every
+ * KD_OUTAGE_RENEW_MS: another forwarder's clear (a sweep's) leaves it,
+ * however long ago it was made. */
+static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        outage_and_back(f);
+        CU_ASSERT_TRUE(f->outage.owns_mark);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        /* Made long ago, as far as the store knows. */
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_pending_age(f->store.fate, f->journal.topic, 600000),
+            KDELAY_OK);
+        int64_t old = marker(f).marked_at_ms;
+        step_serving_to(f, FIRING_AT + KD_OUTAGE_RENEW_MS * 2);
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT(p.marked_at_ms >= old + 600000 - 1000);
+        CU_ASSERT_STRING_EQUAL(p.by, f->claim.instance);
+        CU_ASSERT_EQUAL(p.epoch, 1); /* a renewal is no mark */
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
+                                              p.epoch, "other:1.1:1",
+                                              KD_OUTAGE_MARK_STALE_MS, &p,
+                                              errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(p.since_ms >= 0);
+        /* Its record delivered, applied: cleared, no renewal after. */
+        kd_producer_reported(f, 0);
+        u->where = KD_WHERE_NONE;
+        f->mode->delivered(&f->mode_ctx, u);
+        step_serving_to(f, at(f) + 3 * POLL_MS);
+        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_FALSE(f->outage.owns_mark);
+        kd_fwd_destroy(f);
+}
+
+static const char *const hold[] = {"forwarder.fate_outage_policy", "hold",
+                                   NULL};
+
+/* Issue 43, case 3: a forwarder under fire stopped before MySQL came
+ * back left records nobody marked. One under hold applies them at its
+ * start (claims do not wait), marking the journal first as the run
+ * does, and clears its own mark; and again every KD_OUTAGE_SWEEP_MS.
+ * Before: only a forwarder under fire ran the journal, at its start. */
+static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        /* The run found records and no mark: it marks, then reads. */
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             f->claim.instance, errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        fake.st.marked = 1;
+        fake.st.records = fake.st.applied = fake.st.recorded = 40;
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 40);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        /* The next run KD_OUTAGE_SWEEP_MS after the start. */
+        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS - 1);
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 2);
+        kd_fwd_destroy(f);
+}
+
+/* Issue 43, case 3: a forwarder under fire stopped after it marked the
+ * journal (nobody renews the mark). One under hold leaves the mark while
+ * it is fresh, and clears it at the first run after it went stale: the
+ * time cancels answer UNKNOWN is bounded. Before: the mark stayed until
+ * a forwarder under fire started. */
+static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             "gone:1.1:1", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        CU_ASSERT_TRUE(journal_pending(f)); /* renewed just now: left */
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        kd_outage_gauges(f);
+        CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING), 0);
+        /* Its forwarder is gone: nobody renews it. */
+        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store.fate, f->journal.topic,
+                                                KD_OUTAGE_MARK_STALE_MS + 1),
+                        KDELAY_OK);
+        int64_t from = at(f);
+        while (fake.starts == 1 && at(f) < from + KD_OUTAGE_SWEEP_MS)
+                step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL_FATAL(fake.starts, 2);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + 2 * POLL_MS);
+        CU_ASSERT_FALSE(journal_pending(f));
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT_EQUAL(p.epoch, 1);
+        kd_outage_gauges(f);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE),
+                        0);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -437,6 +679,10 @@ int main(void)
             KD_TEST(test_a_mark_since_the_run_read_keeps_the_journal_pending),
             KD_TEST(test_claims_wait_30s_a_failed_run_is_tried_again_30s_on),
             KD_TEST(test_a_failed_journal_record_holds_fires_10s),
+            KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
+            KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
+            KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
+            KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST_END};
         return kd_test_run("journal_vt", cases, NULL, NULL);
 }

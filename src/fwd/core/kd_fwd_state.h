@@ -115,6 +115,20 @@ typedef struct kd_fwd_outage {
         int64_t settle_since_mono;  /* waiting for them since */
         int64_t settle_logged_mono; /* the wait last logged */
         kd_timer_t settle;          /* monotonic: settled yet? */
+        /* Every forwarder, either policy: a run every KD_OUTAGE_SWEEP_MS
+         * applies a journal left by a forwarder that is gone, and clears
+         * a mark nobody renews (outage.c). */
+        kd_timer_t sweep;    /* monotonic: the next run */
+        int sweeping;        /* the run going on is in the background (claims do
+                                not wait; a failure waits for the next sweep) */
+        const char *run_why; /* static: why it began */
+        int sweep_failed;    /* the last background run failed (logged) */
+        int owns_mark;       /* this process marked the journal and has not
+                                cleared it: renewed every KD_OUTAGE_RENEW_MS */
+        int renew_out;       /* a renewal is on the store */
+        kd_timer_t renew;    /* monotonic: the next renewal */
+        int64_t pending_seen_since_ms; /* the mark as the last run read it
+                                          (the marker's clock); -1 = none */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per

@@ -126,6 +126,9 @@ typedef enum kd_metric_type {
           "Tasks fired without a claim through a fate-store outage")           \
         X(JOURNAL_FAILED, "journal_failed", COUNTER, "",                       \
           "Journal records that failed (fires then wait for claims)")          \
+        X(JOURNAL_REFUSED, "journal_refused", COUNTER, "",                     \
+          "Journal records of delivery refused for good (the topic gone): "    \
+          "their fires applied from memory instead")                           \
         X(JOURNAL_APPLIED, "journal_applied", COUNTER, "",                     \
           "Journal records applied to the fate table after an outage")         \
         X(FIRED_AFTER_CANCEL, "fired_after_cancel", COUNTER, "",               \
@@ -138,6 +141,10 @@ typedef enum kd_metric_type {
         X(RECONCILE_PENDING, "reconcile_pending", GAUGE, "",                   \
           "1 while this forwarder holds its journal marked pending: cancels "  \
           "answer unknown until its fires without a claim are applied")        \
+        X(RECONCILE_PENDING_AGE, "reconcile_pending_age_ms", GAUGE, "ms",      \
+          "How long the journal has been marked pending, by any forwarder, "   \
+          "as this one last read it (every 30 s): cancels answer unknown "     \
+          "meanwhile (0 = not pending)")                                       \
         X(STORE_INFLIGHT, "store_inflight", GAUGE, "",                         \
           "Fate-store requests sent to its thread and not yet back")           \
         X(STORE_MS, "store_ms", HISTOGRAM, "ms",                               \

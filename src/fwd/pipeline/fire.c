@@ -219,6 +219,27 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
                 f->mode->journal_failed(&f->mode_ctx, err);
 }
 
+/* The journal refuses t's record of delivery for good (its topic gone,
+ * say: kd_journal_refuses): the fire was delivered, and a record that can
+ * never be written would hold t, its offset and the journal's mark for
+ * ever. t is settled as if its record had gone: its fire is kept in memory
+ * and applied to the fate table from there (settle.c), like every fire of
+ * a journal lost while this process lives. */
+static void journal_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
+{
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
+        kd_journal_broken(f, err);
+        kd_metric_inc(&f->metrics, KD_M_JOURNAL_REFUSED);
+        kd_log(f->conf, KDELAY_LOG_WARNING,
+               "event=journal_record_refused id=%s journal=%s err=\"%s\" "
+               "dead=%s action=apply_from_memory",
+               id_of(t, q, sizeof(q)),
+               kd_log_quote(f->journal.topic, qt, sizeof(qt)),
+               rd_kafka_err2str(err),
+               t->fire_failed && t->dead_reason ? t->dead_reason : "-");
+        f->mode->delivered(&f->mode_ctx, t);
+}
+
 /* A fire without a claim, at_least_once: its journal record, produced
  * around the fire. With intent, t is to fire: its record of intent goes
  * first, and the fire only once it is acknowledged (delivered), so that
@@ -238,6 +259,10 @@ static void journal_send(kd_fwd_t *f, kd_task_t *t, int intent)
         if (!err) {
                 kd_producer_sent(f);
                 t->where = KD_WHERE_FLIGHT;
+                return;
+        }
+        if (!intent && kd_journal_refuses(err)) {
+                journal_refused(f, t, err);
                 return;
         }
         kd_journal_broken(f, err);
@@ -688,16 +713,22 @@ static void on_journal_with(kd_fwd_t *f, kd_task_t *t,
 /* A journal record's report failed, and the journal is broken. Of a
  * record of intent: nothing was fired, t waits for its claim (kd_fire_now
  * asks the claim stage again). Of a record of delivery: the fire was
- * delivered, only its record is written again, for as long as it takes
- * (the task holds its offset meanwhile). */
+ * delivered, only its record is written again while the error may pass
+ * (the task holds its offset meanwhile); refused for good (the topic
+ * gone), the fire is applied from memory instead (journal_refused). */
 static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
                              const rd_kafka_message_t *m)
 {
-        kd_journal_broken(f, m->err);
         if (!t->part) {
+                kd_journal_broken(f, m->err);
                 kd_settle_release(f, t);
                 return;
         }
+        if (t->state == KD_TASK_JOURNAL && kd_journal_refuses(m->err)) {
+                journal_refused(f, t, m->err);
+                return;
+        }
+        kd_journal_broken(f, m->err);
         retry_later(
             f, t, t->state == KD_TASK_INTENT ? KD_TASK_FIRING : KD_TASK_JOURNAL,
             "journal_failed", m->err);

@@ -90,8 +90,13 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                     kd_fate_apply_unclaimed(w->store, r->uitems, r->n, e, es);
                 break;
         case KD_FW_CLEAR_PENDING:
-                r->err = kd_fate_pending_clear(w->store, r->journal, r->epoch,
-                                               r->by, &r->pending, e, es);
+                r->err =
+                    kd_fate_pending_clear(w->store, r->journal, r->epoch, r->by,
+                                          r->stale_ms, &r->pending, e, es);
+                break;
+        case KD_FW_RENEW_PENDING:
+                r->err =
+                    kd_fate_pending_renew(w->store, r->journal, r->by, e, es);
                 break;
         }
         r->statements = kd_fate_statements(w->store) - before;

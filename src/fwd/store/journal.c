@@ -7,6 +7,7 @@
 #include "kd_journal_rec.h"
 #include "kd_log.h"
 #include "kd_mode.h"
+#include "kd_perr.h"
 #include "kd_producer.h"
 #include "kd_util.h"
 
@@ -98,6 +99,12 @@ void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)
                        rd_kafka_err2str(err), KD_JOURNAL_BROKEN_MS);
         }
         f->journal.broken_until_mono = now + KD_JOURNAL_BROKEN_MS;
+}
+
+int kd_journal_refuses(rd_kafka_resp_err_t err)
+{
+        return kd_perr_permanent(err) ||
+               err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
 }
 
 int kd_journal_usable(const kd_fwd_t *f)

@@ -34,8 +34,9 @@ typedef enum kd_fw_op {
         KD_FW_PING, /* kd_fate_status of the empty id, which no task has: a
                        primary-key lookup, the cheapest statement there is */
         KD_FW_MARK_PENDING,   /* kd_fate_pending_mark(journal, by) */
-        KD_FW_CLEAR_PENDING,  /* kd_fate_pending_clear(journal, epoch, by)
-                                into pending */
+        KD_FW_CLEAR_PENDING,  /* kd_fate_pending_clear(journal, epoch, by,
+                                stale_ms) into pending */
+        KD_FW_RENEW_PENDING,  /* kd_fate_pending_renew(journal, by) */
         KD_FW_APPLY_UNCLAIMED /* kd_fate_apply_unclaimed(uitems) */
 } kd_fw_op_t;
 
@@ -53,6 +54,7 @@ typedef struct kd_fw_req {
         const char *journal;         /* *_PENDING: borrowed (outlives r) */
         const char *by;              /* *_PENDING: borrowed */
         uint64_t epoch;              /* CLEAR_PENDING */
+        int64_t stale_ms;            /* CLEAR_PENDING */
         kd_fate_pending_t pending;   /* CLEAR_PENDING: the marker after */
         kd_fate_unclaimed_t *uitems; /* APPLY_UNCLAIMED: n (owned by the
                                         submitter; ids point into ids) */

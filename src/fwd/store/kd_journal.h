@@ -37,5 +37,10 @@ void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m);
 void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err);
 /* 1 unless a journal record failed lately. */
 int kd_journal_usable(const kd_fwd_t *f);
+/* 1 when err says the journal refuses a record for good: its topic or
+ * partition gone (librdkafka says "Unknown partition" for a record it
+ * partitioned before the delete), an ACL, the record refused
+ * (kd_perr_permanent). */
+int kd_journal_refuses(rd_kafka_resp_err_t err);
 
 #endif

@@ -13,10 +13,21 @@
 
 /* Claims wait at most this long for the journal to be applied. */
 #define KD_OUTAGE_APPLY_WAIT_MS 30000
+/* Every forwarder, either policy, applies the journal at its start and
+ * this often after (a journal left by a forwarder that is gone). */
+#define KD_OUTAGE_SWEEP_MS 30000
+/* A forwarder renews the journal's mark it made this often until it
+ * clears it; a mark nobody renewed for KD_OUTAGE_MARK_STALE_MS is taken
+ * for a gone forwarder's, and any forwarder's run clears it. Cancels
+ * answer UNKNOWN after the last forwarder that fired stops for at most
+ * about KD_OUTAGE_MARK_STALE_MS + 1 s + a run (docs/reliability.md). */
+#define KD_OUTAGE_RENEW_MS      5000
+#define KD_OUTAGE_MARK_STALE_MS 30000
 
 void kd_outage_init(kd_fwd_t *f);
-/* The loop starts: with the policy fire, the journal left by an earlier
- * process is applied (a crash during reconciliation). */
+/* The loop starts: the journal left by an earlier process is applied
+ * (either policy; under fire claims wait for it), and again every
+ * KD_OUTAGE_SWEEP_MS. */
 void kd_outage_start(kd_fwd_t *f);
 /* Shutdown: a reconciliation still running is stopped (its records are
  * applied again by the next one). */

@@ -7,11 +7,17 @@
  * what the row was before), and the offsets committed only after their
  * records were applied: a crash re-applies, which changes nothing.
  *
+ * A journal topic that does not exist holds nothing to apply: the run
+ * succeeds (journal_gone), so that a mark can clear once the forwarders
+ * that fired apply their fires from memory. A committed offset past the
+ * end (the topic made again) reads the topic from its start.
+ *
  * It runs on a thread of its own, with its own consumer and its own MySQL
  * connection, so that the loop never waits for it; the loop polls it.
- * Every forwarder with the policy runs it at its start and after each
- * outage it fired through; several at once apply the same records, which
- * is idempotent.
+ * Every forwarder runs it at its start and every KD_OUTAGE_SWEEP_MS,
+ * whatever its policy (a journal left by a forwarder that is gone), and
+ * one with the policy fire after each outage it fired through; several at
+ * once apply the same records, which is idempotent.
  *
  * Cancels wait for it (docs/fate-protocol.md, "While a reconciliation is
  * pending"): a run reads the journal's marker before the ends it reads to
@@ -48,10 +54,15 @@ typedef struct kd_reconcile_stats {
         /* The journal's reconciliation marker (kd_fate_pending_t) as the
          * run read it before the ends it reads to, after marking it
          * itself when it found records to apply and no mark: */
-        int pending;    /* the journal was pending */
-        uint64_t epoch; /* its epoch: a clear names it */
-        int marked;     /* the run marked it */
-        int read;       /* the three above were read (else all 0) */
+        int pending;              /* the journal was pending */
+        uint64_t epoch;           /* its epoch: a clear names it */
+        int marked;               /* the run marked it */
+        int64_t pending_since_ms; /* pending since (marker's clock); -1 */
+        int journal_gone;         /* the journal topic does not exist: no
+                                     record to read (a run that succeeds) */
+        /* The ones above were read (else all 0): a run that failed past
+         * its first read of the marker has them too. */
+        int read;
 } kd_reconcile_stats_t;
 
 /* Logs event=fired_after_cancel for item it, put on record with prior

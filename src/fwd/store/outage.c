@@ -31,7 +31,9 @@
 static void outage_cb(kd_timer_t *tm, void *arg);
 static void poll_cb(kd_timer_t *tm, void *arg);
 static void settle_cb(kd_timer_t *tm, void *arg);
-static void reconcile_begin(kd_fwd_t *f, const char *why);
+static void sweep_cb(kd_timer_t *tm, void *arg);
+static void renew_cb(kd_timer_t *tm, void *arg);
+static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait);
 static void settle_again(kd_fwd_t *f, int64_t in_ms);
 
 static int policy_fire(const kd_fwd_t *f)
@@ -39,19 +41,100 @@ static int policy_fire(const kd_fwd_t *f)
         return f->conf->fwd_outage_policy == KD_OUTAGE_FIRE;
 }
 
+/* A run this process needs for fires of its own (or, at its start, of
+ * its past): under fire, claims wait for it (at most
+ * KD_OUTAGE_APPLY_WAIT_MS), so that no claim fires again what the journal
+ * says was fired. */
+static void run_begin(kd_fwd_t *f, const char *why)
+{
+        reconcile_begin(f, why, policy_fire(f));
+}
+
 void kd_outage_init(kd_fwd_t *f)
 {
         kd_timer_init(&f->outage.timer, outage_cb, f);
         kd_timer_init(&f->outage.poll, poll_cb, f);
         kd_timer_init(&f->outage.settle, settle_cb, f);
+        kd_timer_init(&f->outage.sweep, sweep_cb, f);
+        kd_timer_init(&f->outage.renew, renew_cb, f);
+        f->outage.pending_seen_since_ms = -1;
+}
+
+static void sweep_again(kd_fwd_t *f, int64_t in_ms)
+{
+        if (kd_timer_arm(&f->timers, &f->outage.sweep, KD_CLOCK_MONO,
+                         kd_fwd_mono_ms(f) + in_ms, sweep_cb, f))
+                kd_fwd_oom(f, "outage_sweep_timer");
 }
 
 void kd_outage_start(kd_fwd_t *f)
 {
-        if (!policy_fire(f))
+        if (policy_fire(f))
+                kd_journal_warm(f);
+        run_begin(f, "start");
+        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+}
+
+/* Every forwarder, either policy: the journal is read from the journal
+ * group's committed offsets, so records a forwarder that is gone left
+ * unapplied (it stopped before MySQL came back) are applied, marked
+ * pending first; a mark nobody renews any more is cleared once its run is
+ * done (clear_done). Claims do not wait for it. Skipped while a run, a
+ * clear or this process's own outage is under way: they decide. */
+static void sweep_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        kd_fwd_outage_t *o = &f->outage;
+        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+        if (f->store.down || o->firing || o->reconcile || o->clear_out ||
+            o->clear_wanted)
                 return;
-        kd_journal_warm(f);
-        reconcile_begin(f, "start");
+        reconcile_begin(f, "sweep", 0);
+}
+
+static void renew_again(kd_fwd_t *f)
+{
+        if (kd_timer_arm(&f->timers, &f->outage.renew, KD_CLOCK_MONO,
+                         kd_fwd_mono_ms(f) + KD_OUTAGE_RENEW_MS, renew_cb, f))
+                kd_fwd_oom(f, "outage_renew_timer");
+}
+
+/* This process marked the journal (or will, with MySQL's first answer):
+ * it renews the mark until it clears it, so that no other forwarder takes
+ * it for a gone one's. */
+static void own_mark(kd_fwd_t *f)
+{
+        if (f->outage.owns_mark)
+                return;
+        f->outage.owns_mark = 1;
+        renew_again(f);
+}
+
+static void renew_done(kd_fwd_t *f, kd_store_req_t *r)
+{
+        f->outage.renew_out = 0; /* failed: the store's backoff logs it */
+        kd_store_req_done(f, r);
+}
+
+static void renew_cb(kd_timer_t *tm, void *arg)
+{
+        (void)tm;
+        kd_fwd_t *f = arg;
+        kd_fwd_outage_t *o = &f->outage;
+        if (!o->owns_mark)
+                return;
+        renew_again(f);
+        if (o->renew_out || f->store.down || f->store.gate ||
+            !kd_store_ready(f))
+                return; /* the gate's mark goes first */
+        kd_store_req_t *r = kd_store_req_new(f, KD_FW_RENEW_PENDING, 0);
+        if (!r)
+                return; /* again at the next tick */
+        r->fw.journal = f->journal.topic;
+        r->fw.by = f->claim.instance;
+        o->renew_out = 1;
+        kd_store_submit(f, r, renew_done);
 }
 
 /* 1 when the journal topic is known gone (its metadata says so within
@@ -80,6 +163,8 @@ void kd_outage_stop(kd_fwd_t *f)
         kd_timer_disarm(&f->timers, &o->timer);
         kd_timer_disarm(&f->timers, &o->poll);
         kd_timer_disarm(&f->timers, &o->settle);
+        kd_timer_disarm(&f->timers, &o->sweep);
+        kd_timer_disarm(&f->timers, &o->renew);
         if (!o->reconcile)
                 return;
         char errstr[256];
@@ -111,10 +196,10 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         int64_t now = kd_fwd_mono_ms(f);
         if (!f->store.down) {
                 if (o->apply_again) /* a failed run's retry */
-                        reconcile_begin(f, "retry");
+                        run_begin(f, "retry");
                 return;
         }
-        if (o->firing)
+        if (o->firing || !policy_fire(f))
                 return;
         if (!kd_journal_usable(f)) { /* looked at again when it may be */
                 arm(f, f->journal.broken_until_mono);
@@ -126,6 +211,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
          * that no cancel answers "cancelled" for what is fired now until
          * the journal is applied. */
         kd_store_gate(f);
+        own_mark(f);
         kd_journal_warm(f); /* a renewed producer has no handle yet */
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
         char qt[300];
@@ -152,7 +238,7 @@ void kd_outage_store_changed(kd_fwd_t *f)
         kd_timer_disarm(&f->timers, &o->timer);
         if (!o->firing) {
                 if (o->apply_again)
-                        reconcile_begin(f, "retry");
+                        run_begin(f, "retry");
                 return;
         }
         o->firing = 0;
@@ -160,7 +246,7 @@ void kd_outage_store_changed(kd_fwd_t *f)
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=fate_outage_over fired_ms=%lld action=apply_journal",
                (long long)(kd_fwd_mono_ms(f) - o->firing_since_mono));
-        reconcile_begin(f, "outage_over");
+        run_begin(f, "outage_over");
 }
 
 static void claims_go(kd_fwd_t *f)
@@ -181,8 +267,8 @@ static void apply_later(kd_fwd_t *f)
                 settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
 }
 
-/* Starts applying the journal; claims wait for it. */
-static void reconcile_begin(kd_fwd_t *f, const char *why)
+/* Starts applying the journal; claims wait for it with claims_wait. */
+static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
 {
         kd_fwd_outage_t *o = &f->outage;
         if (o->reconcile)
@@ -205,9 +291,11 @@ static void reconcile_begin(kd_fwd_t *f, const char *why)
         o->journal_at_start = f->journal.delivered;
         if (!o->applying)
                 o->applying_since_mono = kd_fwd_mono_ms(f);
-        o->applying = 1;
-        kd_log(f->conf, KDELAY_LOG_INFO, "event=journal_apply_started why=%s",
-               why);
+        o->applying = o->applying || claims_wait;
+        o->sweeping = !claims_wait; /* a run in the background */
+        o->run_why = why;
+        kd_log(f->conf, o->sweeping ? KDELAY_LOG_DEBUG : KDELAY_LOG_INFO,
+               "event=journal_apply_started why=%s", why);
         if (kd_timer_arm(&f->timers, &o->poll, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + KD_OUTAGE_POLL_MS, poll_cb, f))
                 kd_fwd_oom(f, "outage_poll_timer");
@@ -246,11 +334,26 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
         kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);
+        if (st.read) /* a run that failed may have read it */
+                o->pending_seen_since_ms =
+                    st.pending ? st.pending_since_ms : -1;
+        if (!err && st.marked)
+                own_mark(f); /* it found records nobody had marked */
         char q[300];
-        kd_log(f->conf, err ? KDELAY_LOG_ERROR : KDELAY_LOG_NOTICE,
+        /* A background run that found nothing is not news; one failing
+         * (the journal hidden from this principal, say) is logged once
+         * until one succeeds. */
+        int quiet =
+            o->sweeping && (err ? o->sweep_failed : !st.records && !st.pending);
+        kd_log(f->conf,
+               quiet         ? KDELAY_LOG_DEBUG
+               : !err        ? KDELAY_LOG_NOTICE
+               : o->sweeping ? KDELAY_LOG_WARNING
+                             : KDELAY_LOG_ERROR,
                "event=journal_applied ok=%d records=%llu applied=%llu "
                "recorded=%llu fired_after_cancel=%llu intents=%llu "
-               "unconfirmed=%llu malformed=%llu ms=%lld err=%s",
+               "unconfirmed=%llu malformed=%llu ms=%lld err=%s journal=%s "
+               "why=%s",
                !err, (unsigned long long)st.records,
                (unsigned long long)st.applied, (unsigned long long)st.recorded,
                (unsigned long long)st.after_cancel,
@@ -258,11 +361,20 @@ static void poll_cb(kd_timer_t *tm, void *arg)
                (unsigned long long)st.unconfirmed,
                (unsigned long long)st.malformed,
                (long long)(now - o->applying_since_mono),
-               kd_log_quote(err ? errstr : "", q, sizeof(q)));
+               kd_log_quote(err ? errstr : "", q, sizeof(q)),
+               st.journal_gone ? "gone" : "read", o->run_why);
+        if (err && o->sweeping) { /* the next sweep tries again */
+                o->sweep_failed = 1;
+                claims_go(f);
+                if (kd_settle_unclaimed(f) > 0)
+                        settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
+                return;
+        }
         if (err) { /* the records stay: applied by the retry */
                 apply_later(f);
                 return;
         }
+        o->sweep_failed = 0;
         claims_go(f);
         if (st.pending) {
                 o->clear_wanted = 1;
@@ -272,7 +384,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         /* Records delivered since it began may be past the ends it read
          * to: once more (the run reads from where this one committed). */
         if (f->journal.delivered != o->journal_at_start && !f->store.down)
-                reconcile_begin(f, "more_records");
+                run_begin(f, "more_records");
         else if (o->clear_wanted || kd_settle_unclaimed(f))
                 settle_cb(&o->settle, f);
 }
@@ -306,6 +418,27 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
         char q[300];
         if (fw->err) { /* the store's backoff logs it */
                 settle_again(f, 1000);
+        } else if (fw->pending.since_ms >= 0 &&
+                   fw->pending.epoch == o->clear_epoch) {
+                /* Not marked since, but another forwarder renewed it
+                 * within KD_OUTAGE_MARK_STALE_MS: its fires may still be
+                 * on their way to the journal. It clears it, or, if it is
+                 * gone, a run once the mark is stale. */
+                o->clear_wanted = 0;
+                o->owns_mark = 0;
+                int64_t ago = kd_fwd_wall_ms(f) - fw->pending.marked_at_ms;
+                int64_t in = KD_OUTAGE_MARK_STALE_MS - ago + 1000;
+                if (in < 1000 || in > KD_OUTAGE_SWEEP_MS)
+                        in = in < 1000 ? 1000 : KD_OUTAGE_SWEEP_MS;
+                char qb[300];
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=reconcile_pending_owned journal=%s by=%s "
+                       "renewed_ms_ago=%lld action=clear_when_stale "
+                       "next_run_in_ms=%lld",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       kd_log_quote(fw->pending.by, qb, sizeof(qb)),
+                       (long long)ago, (long long)in);
+                sweep_again(f, in);
         } else if (fw->pending.since_ms >= 0) {
                 /* Marked again since the run read it: another forwarder
                  * fired without a claim, or a run found records. */
@@ -315,9 +448,11 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                        kd_log_quote(f->journal.topic, q, sizeof(q)),
                        (unsigned long long)fw->pending.epoch);
                 if (!o->reconcile && !f->store.down)
-                        reconcile_begin(f, "marked_again");
+                        run_begin(f, "marked_again");
         } else {
                 o->clear_wanted = 0;
+                o->owns_mark = 0;
+                o->pending_seen_since_ms = -1;
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=reconcile_pending_cleared journal=%s "
                        "settle_ms=%lld action=cancels_answer_again",
@@ -344,7 +479,7 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         if (f->store.down || kd_outage_firing(f))
                 return; /* the outage's end runs it again */
         if (o->clear_wanted && f->journal.delivered != o->journal_at_start) {
-                reconcile_begin(f, "more_records");
+                run_begin(f, "more_records");
                 return;
         }
         if (fires_unsettled(f)) {
@@ -377,6 +512,7 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         r->fw.journal = f->journal.topic;
         r->fw.by = f->claim.instance;
         r->fw.epoch = o->clear_epoch;
+        r->fw.stale_ms = KD_OUTAGE_MARK_STALE_MS;
         o->clear_out = 1;
         kd_store_submit(f, r, clear_done);
 }
@@ -402,7 +538,12 @@ void kd_outage_gauges(kd_fwd_t *f)
             f->store.down ? kd_fwd_mono_ms(f) - f->store.down_since_mono : 0);
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
-                      f->store.gate || f->outage.clear_wanted);
+                      f->store.gate || f->outage.owns_mark);
+        int64_t since = f->outage.pending_seen_since_ms;
+        int64_t age = since >= 0 ? kd_fwd_wall_ms(f) - since : 0;
+        if (since >= 0 && age < 1)
+                age = 1; /* pending: never 0 (another host's clock) */
+        kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING_AGE, age);
         if (f->outage.firing &&
             kd_settle_unclaimed(f) >= KD_OUTAGE_UNCLAIMED_MAX &&
             !f->settle.uf_full_logged) {

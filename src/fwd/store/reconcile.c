@@ -48,6 +48,7 @@ typedef struct run {
         kd_journal_rec_t recs[KD_RECONCILE_BATCH];
         kd_fate_unclaimed_t items[KD_RECONCILE_BATCH];
         size_t n;
+        int gone; /* the journal topic does not exist */
         char topic[256];
 } run_t;
 
@@ -91,6 +92,18 @@ static kdelay_err_t find_ends(run_t *u, int64_t *lag)
                         : -1;
         e = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__FAIL;
         rd_kafka_metadata_destroy(md);
+        if (e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                return run_fail(u, KDELAY_ERR_KAFKA, "journal topic",
+                                "hidden from this principal (no ACL Describe "
+                                "and Read on it: docs/security.md)");
+        if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                /* No topic, no record to apply: the fires of a journal
+                 * deleted are applied from memory by the forwarders that
+                 * made them (settle.c), or lost with those gone. */
+                *lag = 0;
+                u->gone = 1;
+                return KDELAY_OK;
+        }
         if (parts <= 0)
                 return run_fail(u, KDELAY_ERR_KAFKA, "journal topic",
                                 e ? rd_kafka_err2str(e) : "no partitions");
@@ -120,7 +133,9 @@ static kdelay_err_t find_ends(run_t *u, int64_t *lag)
                         return run_fail(u, KDELAY_ERR_KAFKA,
                                         "journal watermarks",
                                         rd_kafka_err2str(e));
-                if (tp->offset < lo) /* none committed, or gone by retention */
+                /* None committed, gone by retention, or past the end: the
+                 * topic was made again since (read it all). */
+                if (tp->offset < lo || tp->offset > hi)
                         tp->offset = lo;
                 u->end[p] = hi;
                 if (hi > tp->offset)
@@ -152,6 +167,8 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
                 r->st.pending = d->pending;
                 r->st.epoch = d->epoch;
                 r->st.marked = d->marked;
+                r->st.pending_since_ms = d->pending_since_ms;
+                r->st.journal_gone = d->journal_gone;
         }
         pthread_mutex_unlock(&r->lock);
 }
@@ -357,7 +374,9 @@ static kdelay_err_t marker(run_t *u, kd_fate_pending_t *p, int after_ends,
                 return run_fail(u, err, "journal reconciliation marker",
                                 errstr);
         d->pending = p->since_ms >= 0;
+        d->pending_since_ms = p->since_ms;
         d->epoch = p->epoch;
+        d->journal_gone = u->gone;
         d->read = 1;
         return KDELAY_OK;
 }
@@ -373,6 +392,8 @@ static kdelay_err_t run_body(run_t *u)
                 err = marker(u, &p, 0, 0, &d);
         if (!err)
                 err = find_ends(u, &lag);
+        if (err && d.read)
+                add_stats(r, &d); /* the mark as read: what cancels see */
         if (!err)
                 err = marker(u, &p, 1, lag, &d);
         if (err)

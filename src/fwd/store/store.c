@@ -19,6 +19,7 @@ static const char *const op_name[] = {
     [KD_FW_PING] = "ping",
     [KD_FW_MARK_PENDING] = "reconcile_mark",
     [KD_FW_CLEAR_PENDING] = "reconcile_clear",
+    [KD_FW_RENEW_PENDING] = "reconcile_renew",
     [KD_FW_APPLY_UNCLAIMED] = "apply_unclaimed",
 };
 
@@ -115,7 +116,7 @@ int kd_store_fd(const kd_fwd_t *f)
 static int req_kind(kd_fw_op_t op)
 {
         if (op == KD_FW_PING || op == KD_FW_MARK_PENDING ||
-            op == KD_FW_CLEAR_PENDING)
+            op == KD_FW_CLEAR_PENDING || op == KD_FW_RENEW_PENDING)
                 return 0;
         return op == KD_FW_CLAIM || op == KD_FW_TAKEOVER ? 1 : 2;
 }

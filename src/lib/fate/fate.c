@@ -442,15 +442,26 @@ kdelay_err_t kd_fate_pending_get(kd_fate_store_t *store, const char *journal,
                                        errstr_size);
 }
 
+kdelay_err_t kd_fate_pending_renew(kd_fate_store_t *store, const char *journal,
+                                   const char *by, char *errstr,
+                                   size_t errstr_size)
+{
+        kdelay_err_t err = check_mark_args(journal, by, errstr, errstr_size);
+        if (err)
+                return err;
+        return store->ops->pending_renew(store->impl, journal, by, errstr,
+                                         errstr_size);
+}
+
 kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
                                    uint64_t epoch, const char *by,
-                                   kd_fate_pending_t *p, char *errstr,
-                                   size_t errstr_size)
+                                   int64_t stale_ms, kd_fate_pending_t *p,
+                                   char *errstr, size_t errstr_size)
 {
         pending_none(p);
         kdelay_err_t err = check_mark_args(journal, by, errstr, errstr_size);
         if (err)
                 return err;
-        return store->ops->pending_clear(store->impl, journal, epoch, by, p,
-                                         errstr, errstr_size);
+        return store->ops->pending_clear(store->impl, journal, epoch, by,
+                                         stale_ms, p, errstr, errstr_size);
 }

@@ -796,6 +796,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .gc_unclaimed = kd_fate_mysql_gc_unclaimed,
     .pending_mark = kd_fate_mysql_pending_mark,
     .pending_get = kd_fate_mysql_pending_get,
+    .pending_renew = kd_fate_mysql_pending_renew,
     .pending_clear = kd_fate_mysql_pending_clear,
     .statements = my_statements,
     .interrupt = my_interrupt,

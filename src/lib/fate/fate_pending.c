@@ -74,16 +74,36 @@ kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
         return KDELAY_OK;
 }
 
-kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
-                                         uint64_t epoch, const char *by,
-                                         kd_fate_pending_t *p, char *errstr,
+kdelay_err_t kd_fate_mysql_pending_renew(void *impl, const char *journal,
+                                         const char *by, char *errstr,
                                          size_t errstr_size)
 {
         kd_sql_t sql = {0};
         kd_sql_add(&sql,
+                   "UPDATE kdelay_reconcile SET marked_at_ms = %lld, "
+                   "marked_by = ",
+                   (long long)kd_now_ms());
+        add_str(&sql, by);
+        kd_sql_add(&sql, " WHERE journal = ");
+        add_str(&sql, journal);
+        kd_sql_add(&sql, " AND pending_since_ms IS NOT NULL");
+        kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile renew",
+                                              NULL, errstr, errstr_size);
+        free(sql.buf);
+        return err;
+}
+
+kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
+                                         uint64_t epoch, const char *by,
+                                         int64_t stale_ms, kd_fate_pending_t *p,
+                                         char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        long long now = (long long)kd_now_ms();
+        kd_sql_add(&sql,
                    "UPDATE kdelay_reconcile SET pending_since_ms = NULL, "
                    "cleared_at_ms = %lld, cleared_by = ",
-                   (long long)kd_now_ms());
+                   now);
         add_str(&sql, by);
         kd_sql_add(&sql, " WHERE journal = ");
         add_str(&sql, journal);
@@ -91,6 +111,12 @@ kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
                    " AND epoch = %llu AND pending_since_ms IS NOT "
                    "NULL",
                    (unsigned long long)epoch);
+        if (stale_ms >= 0) { /* its owner's, or nobody's any more */
+                kd_sql_add(&sql, " AND (marked_by <=> ");
+                add_str(&sql, by);
+                kd_sql_add(&sql, " OR marked_at_ms < %lld)",
+                           now - (long long)stale_ms);
+        }
         kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile clear",
                                               NULL, errstr, errstr_size);
         free(sql.buf);

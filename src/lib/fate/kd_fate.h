@@ -294,13 +294,24 @@ kdelay_err_t kd_fate_pending_get(kd_fate_store_t *store, const char *journal,
                                  kd_fate_pending_t *p, char *errstr,
                                  size_t errstr_size);
 
+/* Renews journal's mark, by `by`: marked_at becomes now and marked_by
+ * `by`, the epoch and pending_since stay; nothing when it is not pending.
+ * A forwarder whose own fires without a claim are not settled renews its
+ * mark so that no other clears it (kd_fate_pending_clear's stale_ms). One
+ * statement. */
+kdelay_err_t kd_fate_pending_renew(kd_fate_store_t *store, const char *journal,
+                                   const char *by, char *errstr,
+                                   size_t errstr_size);
+
 /* Clears journal's mark if its epoch is still `epoch` (no mark since the
- * caller read it), by `by`; *p gets the marker as it is afterwards: still
- * pending (since_ms >= 0) when marked again since. Two statements. */
+ * caller read it), by `by`, and, with stale_ms >= 0, only if `by` marked
+ * or renewed it last or nobody did for stale_ms (its owner is gone); *p
+ * gets the marker as it is afterwards: still pending (since_ms >= 0) when
+ * marked again since, or owned by a live forwarder. Two statements. */
 kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
                                    uint64_t epoch, const char *by,
-                                   kd_fate_pending_t *p, char *errstr,
-                                   size_t errstr_size);
+                                   int64_t stale_ms, kd_fate_pending_t *p,
+                                   char *errstr, size_t errstr_size);
 
 /* Makes a call blocked in the store (on another thread) fail soon, and
  * every later call fail at once: for stopping a thread that uses the

@@ -94,9 +94,12 @@ kdelay_err_t kd_fate_mysql_pending_mark(void *impl, const char *journal,
 kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
                                        kd_fate_pending_t *p, char *errstr,
                                        size_t errstr_size);
+kdelay_err_t kd_fate_mysql_pending_renew(void *impl, const char *journal,
+                                         const char *by, char *errstr,
+                                         size_t errstr_size);
 kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
                                          uint64_t epoch, const char *by,
-                                         kd_fate_pending_t *p, char *errstr,
-                                         size_t errstr_size);
+                                         int64_t stale_ms, kd_fate_pending_t *p,
+                                         char *errstr, size_t errstr_size);
 
 #endif

@@ -65,10 +65,13 @@ typedef struct kd_fate_ops {
         kdelay_err_t (*pending_get)(void *impl, const char *journal,
                                     kd_fate_pending_t *p, char *errstr,
                                     size_t errstr_size);
+        kdelay_err_t (*pending_renew)(void *impl, const char *journal,
+                                      const char *by, char *errstr,
+                                      size_t errstr_size);
         kdelay_err_t (*pending_clear)(void *impl, const char *journal,
                                       uint64_t epoch, const char *by,
-                                      kd_fate_pending_t *p, char *errstr,
-                                      size_t errstr_size);
+                                      int64_t stale_ms, kd_fate_pending_t *p,
+                                      char *errstr, size_t errstr_size);
         uint64_t (*statements)(const void *impl);
         /* Called from another thread while a call may be blocked in the
          * store: that call, and every later one, fails soon. */
