@@ -425,6 +425,16 @@ int tt_verifier_dead_back(tt_verifier_t *v)
         return rc;
 }
 
+int tt_verifier_dead_resume(tt_verifier_t *v)
+{
+        rd_kafka_topic_partition_list_t *l = dead_parts(v, 0);
+        int rc = !l || rd_kafka_resume_partitions(v->rk, l) ? -1 : 0;
+        if (l)
+                rd_kafka_topic_partition_list_destroy(l);
+        tt_log("event=verifier_dead_topic_resumed rc=%d", rc);
+        return rc;
+}
+
 size_t tt_verifier_wait(tt_verifier_t *v, size_t seen, int64_t deadline_ms)
 {
         struct timespec ts = {(time_t)(deadline_ms / 1000),

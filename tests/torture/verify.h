@@ -65,9 +65,15 @@ int tt_verifier_catch_up(tt_verifier_t *v, int timeout_ms);
 int tt_verifier_dead_gone(tt_verifier_t *v, int timeout_ms);
 /* After the topic was made again: reads it from its beginning (the seek
  * tried again for up to TT_VERIFIER_SEEK_BOUND_MS while the new topic's
- * metadata arrives). 0 when the seek succeeded. */
+ * metadata arrives). 0 when the seek succeeded; a seek that failed for
+ * good is counted in seek_failed. Once per new topic: each call starts
+ * the count of its offsets again. */
 #define TT_VERIFIER_SEEK_BOUND_MS 60000
 int tt_verifier_dead_back(tt_verifier_t *v);
+
+/* When the topic was not deleted after all: reads on from where
+ * tt_verifier_dead_gone() paused it. 0 on success. */
+int tt_verifier_dead_resume(tt_verifier_t *v);
 
 void tt_verifier_stop(tt_verifier_t *v);
 
