@@ -696,7 +696,8 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
         fprintf(fp, "idx,id,cat,via,fire_at,sched_at,acked_at,state,"
                     "cancel,cancel_at,cancel_sent,answer,copies,first_ts,"
                     "first_rx,early,dead,fate,target,malformed,poison,"
-                    "mate\n");
+                    "mate,tier_partition,tier_offset,fate_owner,"
+                    "fate_src_partition,fate_src_offset\n");
         for (size_t i = 0; i < in->n; i++) {
                 const tt_task_t *t = &in->tasks[i];
                 int64_t z = in->t0;
@@ -704,7 +705,7 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                 fprintf(
                     fp,
                     "%zu,%s,%d,%d,%lld,%lld,%lld,%d,%d,%lld,%lld,%d,%d,"
-                    "%lld,%lld,%d,%d,%d,%d,%d,%d,%d\n",
+                    "%lld,%lld,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%s,%d,%lld\n",
                     i, t->id, t->cat, t->via, (long long)(t->fire_at - z),
                     (long long)(t->sched_at - z),
                     (long long)(t->acked_at ? t->acked_at - z : -1),
@@ -715,7 +716,10 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                     (long long)(copies ? t->first_ts - z : -1),
                     (long long)(copies ? t->first_rx - z : -1),
                     t->early_ts + t->early_rx, atomic_load(&t->dead_copies),
-                    t->fate, t->target, t->malformed, t->poison, t->mate);
+                    t->fate, t->target, t->malformed, t->poison, t->mate,
+                    (int)t->tier_partition, (long long)t->tier_offset,
+                    t->fate_owner, (int)t->fate_src_partition,
+                    (long long)t->fate_src_offset);
         }
         return fclose(fp) ? -1 : 0;
 }
