@@ -617,9 +617,10 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         fprintf(out, "  %-42s %s\n", "faults injected", note);
         snprintf(note, sizeof(note),
                  "skipped=%d crashes=%d unclean_sigterm=%d "
-                 "unclean_final_stop=%d sigterm_exit1_kafka_down=%d",
+                 "unclean_final_stop=%d stuck_sigkilled=%d "
+                 "sigterm_exit1_kafka_down=%d",
                  f->skipped, f->crashes, f->unclean_terms, in->stop_unclean,
-                 f->terms_kafka_down);
+                 in->fleet->stuck, f->terms_kafka_down);
         fprintf(out, "  %-42s %s\n", "fault notes", note);
         harness_rows(in, out);
         snprintf(note, sizeof(note),
