@@ -236,7 +236,9 @@ static void mysql_window(tt_faults_t *fs, const tt_fault_t *f)
         c->mysql_wins++;
 }
 
-static int stack(tt_faults_t *fs, const char *verb)
+/* One `stack.sh VERB [ARG]` ("verb arg": split at the space); its output
+ * goes to the stack log. */
+static int stack_once(tt_faults_t *fs, const char *verb)
 {
         char *out = NULL, *err = NULL, word[64];
         kd_strlcpy(word, verb, sizeof(word));
@@ -252,9 +254,38 @@ static int stack(tt_faults_t *fs, const char *verb)
         }
         free(out);
         free(err);
-        if (rc)
-                atomic_fetch_add(&fs->counts.failed, 1);
         return rc;
+}
+
+/* Runs op until it returns 0, every TT_FAULT_RETRY_EVERY_MS for up to
+ * TT_FAULT_RETRY_BOUND_MS (or the run's stop); each failed try logged. */
+static int retry_bounded(tt_faults_t *fs, const char *what,
+                         int (*op)(tt_faults_t *fs, const void *arg),
+                         const void *arg)
+{
+        int64_t end = kd_mono_ms() + TT_FAULT_RETRY_BOUND_MS;
+        for (int attempt = 1;; attempt++) {
+                int rc = op(fs, arg);
+                if (!rc || kd_mono_ms() >= end ||
+                    tt_sleep_ms(TT_FAULT_RETRY_EVERY_MS, fs->stop))
+                        return rc;
+                atomic_fetch_add(&fs->counts.retried, 1);
+                tt_log("event=fault_retry what=\"%s\" attempt=%d rc=%d "
+                       "whose=harness",
+                       what, attempt, rc);
+        }
+}
+
+static int stack_op(tt_faults_t *fs, const void *verb)
+{
+        return stack_once(fs, verb);
+}
+
+/* stack.sh verb, tried again within the bound (a stop slow under load, a
+ * start while the previous stop still holds the stack's lock). */
+static int stack(tt_faults_t *fs, const char *verb)
+{
+        return retry_bounded(fs, verb, stack_op, verb);
 }
 
 /* The planned slot when running, else the next running regular one. */
@@ -304,18 +335,73 @@ static void note_term(tt_faults_t *fs, int slot, int rc, int64_t term_ms)
                rc, down);
 }
 
+static int start_op(tt_faults_t *fs, const void *slot)
+{
+        return tt_fleet_start(fs->fleet, *(const int *)slot);
+}
+
+/* Starts slot's forwarder, tried again within the bound. */
 static int start_slot(tt_faults_t *fs, int slot)
 {
-        int rc = tt_fleet_start(fs->fleet, slot);
-        if (rc)
-                atomic_fetch_add(&fs->counts.failed, 1);
+        return retry_bounded(fs, "forwarder start", start_op, &slot);
+}
+
+/* 1 while Kafka is stopped by the stack thread and not started again. */
+static int kafka_stopped(const tt_faults_t *fs)
+{
+        return atomic_load(&fs->kafka_stop_ms) >
+               atomic_load(&fs->kafka_start_ms);
+}
+
+static int dead_create_op(tt_faults_t *fs, const void *arg)
+{
+        (void)arg;
+        return fs->dead_create(fs->dead_create_arg);
+}
+
+/* The dead-letter topic made again once Kafka is back (its precondition:
+ * a restart of the stack thread may be under way), tried again within
+ * the bound; then the verifier reads it from its beginning. The fault's
+ * result is the topic's: a seek the verifier could not make is its own
+ * failure (counted there), and is not tried again here (a second seek
+ * of the same topic would start its count again). */
+static int dead_topic_create(tt_faults_t *fs)
+{
+        for (int64_t end = kd_mono_ms() + TT_FAULT_RETRY_BOUND_MS;
+             kafka_stopped(fs) && kd_mono_ms() < end;)
+                if (tt_sleep_ms(500, fs->stop))
+                        return -1;
+        int rc =
+            retry_bounded(fs, "kdelayctl topics create", dead_create_op, NULL);
+        if (!rc)
+                tt_verifier_dead_back(fs->verifier);
         return rc;
+}
+
+/* Test hook of the harness's own failure paths (docs/torture.md,
+ * "Verdict"): KDELAY_TORTURE_FAULT_FAIL=KIND:N makes the first N tries of
+ * every fault of kind KIND fail as if the harness could not inject it
+ * (nothing is done). 1 when this try of f is to fail so. */
+static int hook_fails(const tt_fault_t *f)
+{
+        const char *spec = getenv("KDELAY_TORTURE_FAULT_FAIL");
+        const char *name = tt_fault_name(f->kind);
+        size_t len = strlen(name);
+        if (!spec || strncmp(spec, name, len) || spec[len] != ':')
+                return 0;
+        return f->defers < atoi(spec + len + 1);
 }
 
 static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
 {
         tt_fleet_t *fl = fs->fleet;
         tt_fault_counts_t *c = &fs->counts;
+        if (hook_fails(f)) {
+                tt_log("event=fault_hook kind=%s try=%d action=fail",
+                       tt_fault_name(f->kind), f->defers + 1);
+                f->rc = -1;
+                return;
+        }
         switch (f->kind) {
         case TT_F_KILL9:
         case TT_F_TERM:
@@ -346,7 +432,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
         case TT_F_MYSQL_STOP:
                 f->rc = stack(fs, "mysql-stop");
                 fs->mysql_down = 1;
-                c->mysql++;
+                c->mysql += f->rc == 0;
                 break;
         case TT_F_MYSQL_START:
                 f->rc = stack(fs, "mysql-start");
@@ -362,6 +448,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 if (*in_outage)
                         break;
                 f->done_slot = f->slot;
+                f->rc = 0;
                 if (tt_fleet_running(fl, f->slot)) {
                         int64_t at = kd_now_ms();
                         note_term(fs, f->slot,
@@ -370,12 +457,12 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                         tt_fleet_wait(fl, f->slot, 30000);
                 }
                 f->rc = start_slot(fs, f->slot);
-                c->clock += f->kind == TT_F_CLOCK_OFF;
+                c->clock += f->kind == TT_F_CLOCK_OFF && f->rc == 0;
                 break;
         case TT_F_MYSQL_RO:
                 f->rc = stack(fs, "mysql-readonly on");
                 fs->mysql_ro = f->rc == 0;
-                c->mysql_ro++;
+                c->mysql_ro += f->rc == 0;
                 break;
         case TT_F_MYSQL_RW:
                 f->rc = stack(fs, "mysql-readonly off");
@@ -385,7 +472,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
         case TT_F_MYSQL_PAUSE:
                 f->rc = stack(fs, "mysql-pause");
                 fs->mysql_paused = f->rc == 0;
-                c->mysql_pause++;
+                c->mysql_pause += f->rc == 0;
                 break;
         case TT_F_MYSQL_RESUME:
                 f->rc = stack(fs, "mysql-resume");
@@ -396,7 +483,7 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 atomic_store(&fs->kafka_stop_ms, kd_now_ms());
                 f->rc = stack(fs, "kafka-stop");
                 fs->kafka_down = 1;
-                c->kafka++;
+                c->kafka += f->rc == 0;
                 break;
         case TT_F_KAFKA_START:
                 f->rc = stack(fs, "kafka-start");
@@ -412,14 +499,15 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 if (!tt_fleet_running(fl, f->slot))
                         break;
                 f->done_slot = f->slot;
-                f->rc = tt_fleet_stop(fl, f->slot, SIGTERM);
+                /* Its exit status is the product's (note_term), not a
+                 * fault the harness failed to inject. */
+                note_term(fs, f->slot, tt_fleet_stop(fl, f->slot, SIGTERM),
+                          kd_now_ms());
                 c->removed++;
-                note_term(fs, f->slot, f->rc, kd_now_ms());
                 break;
         case TT_F_OUTAGE_BEGIN:
                 c->outage_begin = kd_now_ms();
-                f->rc = tt_fleet_stop_all(fl);
-                c->unclean_terms += f->rc;
+                c->unclean_terms += tt_fleet_stop_all(fl);
                 *in_outage = 1;
                 c->outage++;
                 f->done_slot = 0;
@@ -445,17 +533,17 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                      (f->rc = it_delete_topic(fs->dead_topic)) &&
                      kd_mono_ms() < end && !tt_sleep_ms(1000, fs->stop);)
                         ;
-                if (f->rc)
-                        atomic_fetch_add(&c->failed, 1);
                 fs->dead_gone = f->rc == 0;
                 c->dead_topic += f->rc == 0;
                 break;
         case TT_F_DEAD_CREATE:
-                f->rc = fs->dead_create(fs->dead_create_arg);
-                if (!f->rc)
-                        f->rc = tt_verifier_dead_back(fs->verifier);
-                if (f->rc)
-                        atomic_fetch_add(&c->failed, 1);
+                if (!fs->dead_gone) {
+                        /* Its delete was not injected: the same topic,
+                         * read on from where the verifier paused it. */
+                        f->rc = tt_verifier_dead_resume(fs->verifier);
+                        break;
+                }
+                f->rc = dead_topic_create(fs);
                 fs->dead_gone = f->rc != 0;
                 break;
         case TT_F_KINDS:
@@ -495,38 +583,84 @@ static int lane_of(tt_fault_kind_t k)
                    : TT_LANE_PROCESS;
 }
 
+/* When f may run, ms after T0: its planned time (or the later one it was
+ * put off to); an ending fault keeps its planned gap after its
+ * beginning's end. */
+static int64_t due_rel(const tt_faults_t *fs, const tt_fault_t *f)
+{
+        int64_t at = f->retry_rel > f->at_rel ? f->retry_rel : f->at_rel;
+        if (f->ref >= 0) {
+                const tt_fault_t *b = &fs->v[f->ref];
+                int64_t kept = b->ended_rel + (f->at_rel - b->at_rel);
+                at = kept > at ? kept : at;
+        }
+        return at;
+}
+
+/* After a run of f: done, put off for later, or (out of tries) not
+ * injected: the harness's failure, counted by kind. */
+static void settle(tt_faults_t *fs, tt_fault_t *f)
+{
+        if (!f->rc) {
+                f->done = 1;
+                return;
+        }
+        /* The dead-letter topic goes at its planned time or not at all:
+         * the plan keeps malformed tasks out of the seconds before it. */
+        if (f->defers < TT_FAULT_DEFERS && f->kind != TT_F_DEAD_DELETE &&
+            !atomic_load(fs->stop)) {
+                f->defers++;
+                f->retry_rel = f->ended_rel + TT_FAULT_DEFER_MS;
+                fs->counts.deferred++;
+                tt_log("event=fault_deferred kind=%s defers=%d retry_s=%.3f "
+                       "whose=harness",
+                       tt_fault_name(f->kind), f->defers,
+                       (double)f->retry_rel / 1000.0);
+                return;
+        }
+        f->done = 1;
+        atomic_fetch_add(&fs->counts.failed, 1);
+        fs->counts.not_injected[f->kind]++;
+        tt_log("event=fault_not_injected kind=%s planned_s=%.3f tries=%d "
+               "whose=harness",
+               tt_fault_name(f->kind), (double)f->at_rel / 1000.0,
+               f->defers + 1);
+}
+
+/* Runs the lane's faults in their planned order (a stop of MySQL never
+ * overtakes the end of a pause that ran late); a fault put off for later
+ * holds up the lane's next ones, which keep their order and gaps. */
 static void *injector(void *arg)
 {
         tt_faults_t *fs = ((tt_injector_t *)arg)->fs;
         int lane = ((tt_injector_t *)arg)->lane;
         int in_outage = 0;
-        for (size_t i = 0; i < fs->n; i++) {
+        for (size_t i = 0; i < fs->n;) {
                 tt_fault_t *f = &fs->v[i];
-                if (lane_of(f->kind) != lane)
+                if (lane_of(f->kind) != lane) {
+                        i++;
                         continue;
-                int64_t at = f->at_rel;
-                if (f->ref >= 0) {
-                        const tt_fault_t *b = &fs->v[f->ref];
-                        int64_t kept = b->ended_rel + (f->at_rel - b->at_rel);
-                        at = kept > at ? kept : at;
                 }
-                if (tt_sleep_until(fs->t0 + at, fs->stop))
+                if (tt_sleep_until(fs->t0 + due_rel(fs, f), fs->stop))
                         break;
                 if (lane == TT_LANE_PROCESS)
                         restart_crashed(fs, in_outage);
+                f->rc = 0;
                 f->began_rel = kd_now_ms() - fs->t0;
                 run_one(fs, f, &in_outage);
                 f->ended_rel = kd_now_ms() - fs->t0;
                 if (needs_slot(f->kind) && f->done_slot < 0)
                         fs->counts.skipped++;
                 tt_log("event=fault kind=%s slot=%d planned_s=%.3f "
-                       "began_s=%.3f ended_s=%.3f rc=%d%s",
+                       "began_s=%.3f ended_s=%.3f rc=%d try=%d%s",
                        tt_fault_name(f->kind), f->done_slot,
                        (double)f->at_rel / 1000.0,
                        (double)f->began_rel / 1000.0,
-                       (double)f->ended_rel / 1000.0, f->rc,
+                       (double)f->ended_rel / 1000.0, f->rc, f->defers + 1,
                        needs_slot(f->kind) && f->done_slot < 0 ? " skipped=1"
                                                                : "");
+                settle(fs, f);
+                i += f->done;
         }
         return NULL;
 }
@@ -558,8 +692,7 @@ void tt_faults_join(tt_faults_t *fs)
                 fs->mysql_down = 0;
         if (fs->kafka_down && stack(fs, "kafka-start") == 0)
                 fs->kafka_down = 0;
-        if (fs->dead_gone && fs->dead_create(fs->dead_create_arg) == 0 &&
-            tt_verifier_dead_back(fs->verifier) == 0)
+        if (fs->dead_gone && dead_topic_create(fs) == 0)
                 fs->dead_gone = 0;
         fs->counts.crashes += tt_fleet_reap(fs->fleet);
         for (int s = 0; s < fs->fleet->base; s++)

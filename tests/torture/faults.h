@@ -45,8 +45,23 @@ typedef struct tt_fault {
         /* filled when executed */
         int done_slot; /* the slot acted on, -1 = skipped */
         int64_t began_rel, ended_rel;
-        int rc;
+        int rc;     /* 0, or the harness could not inject it */
+        int done;   /* ran for good (injected, skipped or given up) */
+        int defers; /* times it was put off for later (TT_FAULT_DEFERS) */
+        int64_t retry_rel; /* put off until then, ms after T0; 0 = not */
 } tt_fault_t;
+
+/* A fault whose precondition is not met yet (a broker still starting, a
+ * slow stop under load) is tried again every TT_FAULT_RETRY_EVERY_MS for
+ * up to TT_FAULT_RETRY_BOUND_MS; one still not injected then is put off
+ * TT_FAULT_DEFER_MS later in the schedule (its lane's later faults wait
+ * behind it, in their order), up to TT_FAULT_DEFERS times, before it
+ * counts as not injected (a harness failure, not the product's:
+ * docs/torture.md, "Verdict"). */
+#define TT_FAULT_RETRY_BOUND_MS 60000
+#define TT_FAULT_RETRY_EVERY_MS 2000
+#define TT_FAULT_DEFER_MS       10000
+#define TT_FAULT_DEFERS         2
 
 #define TT_MYSQL_WINS_MAX 32
 
@@ -54,9 +69,15 @@ typedef struct tt_fault {
 typedef struct tt_fault_counts {
         int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
             removed, outage, dead_topic, skipped;
-        int dead_unread;   /* the verifier had not read the dead-letter topic
-                              to its end when it was deleted */
-        atomic_int failed; /* stack.sh or restart failures */
+        int dead_unread; /* the verifier had not read the dead-letter topic
+                            to its end when it was deleted */
+        /* The harness's own trouble: planned faults never injected after
+         * every try (by kind), tries that failed before one succeeded,
+         * faults put off for later. */
+        atomic_int failed;
+        int not_injected[TT_F_KINDS];
+        atomic_int retried;
+        int deferred;
         int crashes;       /* forwarders found dead on their own */
         int unclean_terms; /* SIGTERM not answered by exit 0 */
         /* SIGTERM answered by exit 1 while Kafka was down or its

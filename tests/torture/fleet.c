@@ -169,6 +169,7 @@ int tt_fleet_wait(tt_fleet_t *f, int slot, int timeout_ms)
                        "action=sigkill log=%s",
                        slot, (int)s->pid, s->stopping, s->log);
                 kill(s->pid, SIGKILL);
+                f->stuck++;
                 rc = it_wait_pid(s->pid, 30000);
         }
         s->pid = -1;

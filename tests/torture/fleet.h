@@ -30,6 +30,9 @@ typedef struct tt_fleet {
         const tt_names_t *names; /* borrowed */
         int base;
         tt_slot_t slots[TT_MAX_SLOTS];
+        /* forwarders that had not exited 30 s after a signal and were
+         * killed (SIGKILL) by tt_fleet_wait */
+        int stuck;
 } tt_fleet_t;
 
 void tt_fleet_init(tt_fleet_t *f, const tt_opts_t *o, const tt_names_t *n);

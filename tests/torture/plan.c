@@ -182,6 +182,8 @@ void tt_plan_tasks(tt_task_t *tasks, size_t n, const tt_opts_t *o,
                 int64_t fire_rel = tt_rng_range(&r, lead > SEC ? lead : SEC, w);
                 t->fire_at = t0 + fire_rel;
                 t->sched_at = t->fire_at - lead;
+                t->tier_partition = t->fate_src_partition = -1;
+                t->tier_offset = t->fate_src_offset = -1;
                 t->via = (uint8_t)pick_via(&r);
                 t->target = (uint8_t)tt_rng_range(&r, 0, TT_TARGETS_PLAIN - 1);
                 /* Every fifth library task gets a generated ULID; it is

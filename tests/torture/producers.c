@@ -132,10 +132,15 @@ static void raw_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
         (void)rk;
         (void)opaque;
+        tt_task_t *t = m->_private;
         if (m->err)
                 tt_log("event=schedule_failed via=raw err=\"%s\"",
                        rd_kafka_err2str(m->err));
-        set_state(m->_private, m->err == 0);
+        else {
+                t->tier_partition = m->partition;
+                t->tier_offset = m->offset;
+        }
+        set_state(t, m->err == 0);
 }
 
 static rd_kafka_t *raw_producer(const tt_producers_t *p)

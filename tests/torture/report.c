@@ -85,6 +85,24 @@ typedef struct counts {
 #define TT_THROUGH_FIRE_SLACK_MS 5000
 #define TT_THROUGH_CANCEL_GAP_MS 15000
 
+/* The names of the checks that failed, comma-separated. */
+typedef struct why {
+        char buf[512];
+        size_t len;
+        int n;
+} why_t;
+
+static void why_add(why_t *w, int cond, const char *name)
+{
+        if (!cond)
+                return;
+        w->n++;
+        int k = snprintf(w->buf + w->len, sizeof(w->buf) - w->len, "%s%s",
+                         w->len ? "," : "", name);
+        if (k > 0 && (size_t)k < sizeof(w->buf) - w->len)
+                w->len += (size_t)k;
+}
+
 static int policy_fire(const tt_opts_t *o)
 {
         return tt_policy_fire(o);
@@ -152,6 +170,37 @@ static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
                                t->fate_reason_ok);
 }
 
+static const char *fate_name(int fate)
+{
+        static const char *const names[] = {"none", "FIRING", "FIRED",
+                                            "CANCELLED", "DEAD"};
+        return fate >= 0 && fate <= TT_FATE_DEAD ? names[fate] : "?";
+}
+
+/* A lost task (acknowledged, never seen on its target after the drain
+ * and the final read, not cancelled) with its last known place: the
+ * tier record its schedule was acknowledged at (raw tasks), its fate row
+ * (state, owner, the tier record claimed), and what the verifier saw of
+ * it (dead-letter copies; never a copy on its target). */
+static void log_lost(const tt_report_in_t *in, size_t i)
+{
+        const tt_task_t *t = &in->tasks[i];
+        tt_log("event=lost idx=%zu id=%s fire_at_s=%.3f sched_at_s=%.3f "
+               "acked_at_s=%.3f cat=%d via=%d cancel=%d answer=%d "
+               "tier_partition=%d tier_offset=%lld fate=%s fate_owner=%s "
+               "fate_src_partition=%d fate_src_offset=%lld verifier=%s "
+               "dead=%d",
+               i, t->id, (double)(t->fire_at - in->t0) / 1e3,
+               (double)(t->sched_at - in->t0) / 1e3,
+               (double)(t->acked_at - in->t0) / 1e3, t->cat, t->via,
+               t->cancel_kind, t->answer, (int)t->tier_partition,
+               (long long)t->tier_offset, fate_name(t->fate),
+               t->fate_owner[0] ? t->fate_owner : "-",
+               (int)t->fate_src_partition, (long long)t->fate_src_offset,
+               atomic_load(&t->dead_copies) ? "dead_letter_only" : "never_seen",
+               atomic_load(&t->dead_copies));
+}
+
 static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                   lat_t *cts, lat_t *crx, lat_t *mts)
 {
@@ -206,18 +255,7 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 if (acked && !copies && !cancelled) {
                         c->lost++;
                         if (shown++ < 20)
-                                tt_log("event=lost idx=%zu id=%s "
-                                       "fire_at_s=%.3f sched_at_s=%.3f "
-                                       "acked_at_s=%.3f cat=%d via=%d "
-                                       "cancel=%d answer=%d fate=%d "
-                                       "dead=%d",
-                                       i, t->id,
-                                       (double)(t->fire_at - in->t0) / 1e3,
-                                       (double)(t->sched_at - in->t0) / 1e3,
-                                       (double)(t->acked_at - in->t0) / 1e3,
-                                       t->cat, t->via, t->cancel_kind,
-                                       t->answer, t->fate,
-                                       atomic_load(&t->dead_copies));
+                                log_lost(in, i);
                 }
                 if (t->target == TT_TARGET_COMPACT ||
                     t->target == TT_TARGET_SMALL) {
@@ -280,6 +318,39 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
         }
 }
 
+/* What the harness could not do (never the product's failure): faults
+ * not injected by kind, tries and put-offs it needed, the verifier's
+ * own trouble. */
+static void harness_rows(const tt_report_in_t *in, FILE *out)
+{
+        const tt_fault_counts_t *f = in->faults;
+        char kinds[256] = "";
+        size_t len = 0;
+        for (int k = 0; k < TT_F_KINDS; k++) {
+                if (!f->not_injected[k])
+                        continue;
+                int w = snprintf(kinds + len, sizeof(kinds) - len, "%s%s=%d",
+                                 len ? " " : "", tt_fault_name(k),
+                                 f->not_injected[k]);
+                if (w < 0 || (size_t)w >= sizeof(kinds) - len)
+                        break;
+                len += (size_t)w;
+        }
+        fprintf(out,
+                "  %-42s not_injected=%d%s%s%s retried=%d deferred=%d "
+                "dead_topic_unread=%d\n",
+                "harness: faults", atomic_load(&f->failed), len ? " (" : "",
+                kinds, len ? ")" : "", atomic_load(&f->retried), f->deferred,
+                f->dead_unread);
+        fprintf(out,
+                "  %-42s seek_failed=%d seek_retries=%d rereads_skipped=%llu "
+                "(a re-read record, by topic/partition/offset, is never a "
+                "second copy)\n",
+                "harness: verifier", atomic_load(&in->verifier->seek_failed),
+                atomic_load(&in->verifier->seek_retries),
+                (unsigned long long)in->verifier->rereads);
+}
+
 static void stats_rows(const tt_report_in_t *in, FILE *out)
 {
         char buf[512] = "";
@@ -320,22 +391,32 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 return 1;
         }
         count(in, &c, &ts, &rx, &cts, &crx, &mts);
-        int fail = c.lost || c.early_ts || c.early_rx ||
-                   c.cancel_then_delivered || c.bad || c.dead_tasks ||
-                   c.mal_missing || c.mal_delivered || c.mal_bad_reason ||
-                   (o->exactly_once && c.mal_dups) || c.fate_cancel_delivered ||
-                   (in->fate_rows >= 0 && c.fired_no_row) ||
-                   (o->exactly_once && c.dups) || c.p_missing[0] ||
-                   c.p_delivered[0] || c.p_bad_reason[0] || c.p_fate_bad[0] ||
-                   c.p_no_error[0] || (o->exactly_once && c.p_dups[0]) ||
-                   c.inn_lost || c.fate_dead_innocent || c.through_unrecorded;
-        /* What the run itself must have done for the figures to count:
-         * read every copy (else a late duplicate or delivery is missing),
-         * injected every fault it planned, and seen no forwarder die on
-         * its own or exit non-zero on SIGTERM (docs/forwarder.md: exit
-         * 0). */
+        /* The product's guarantees (docs/torture.md, "Verdict"): any of
+         * these fails the run. */
+        why_t prod = {.len = 0}, harness = {.len = 0};
+        why_add(&prod, c.lost, "lost");
+        why_add(&prod, c.early_ts || c.early_rx, "early");
+        why_add(&prod, c.cancel_then_delivered, "cancel_then_delivered");
+        why_add(&prod, c.bad, "corrupted");
+        why_add(&prod, c.dead_tasks, "innocent_dead_lettered");
+        why_add(&prod,
+                c.mal_missing || c.mal_delivered || c.mal_bad_reason ||
+                    (o->exactly_once && c.mal_dups),
+                "malformed");
+        why_add(&prod, c.fate_cancel_delivered, "fate_cancelled_delivered");
+        why_add(&prod, in->fate_rows >= 0 && c.fired_no_row,
+                "delivered_without_row");
+        why_add(&prod, o->exactly_once && c.dups, "duplicates");
+        why_add(&prod,
+                c.p_missing[0] || c.p_delivered[0] || c.p_bad_reason[0] ||
+                    c.p_fate_bad[0] || c.p_no_error[0] ||
+                    (o->exactly_once && c.p_dups[0]),
+                "poison");
+        why_add(&prod, c.inn_lost, "innocent_lost");
+        why_add(&prod, c.fate_dead_innocent, "innocent_dead_row");
+        why_add(&prod, c.through_unrecorded, "fired_through_unrecorded");
         int64_t rss_kb = tt_fleet_peak_rss_kb(in->fleet);
-        fail = fail || rss_kb > TT_RSS_BOUND_KB;
+        why_add(&prod, rss_kb > TT_RSS_BOUND_KB, "rss");
         /* The CreateTime tier was read (its warning logged once per
          * partition and process). */
         int create_time_seen =
@@ -376,12 +457,28 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         bounded -= poison_aborts;
         long long claimed_poison =
             c.p_n[TT_POISON_KEYLESS] + c.p_n[TT_POISON_TOO_LARGE];
-        fail = fail || (o->exactly_once && bounded > faults_n) ||
-               rec_aborts > TT_POISON_ABORTS_MAX * claimed_poison;
-        int invalid = !in->caught_up || !create_time_seen || f->dead_unread ||
-                      atomic_load(&f->failed) || f->crashes ||
-                      f->unclean_terms || in->stop_unclean;
-        fail = fail || invalid;
+        why_add(&prod,
+                (o->exactly_once && bounded > faults_n) ||
+                    rec_aborts > TT_POISON_ABORTS_MAX * claimed_poison,
+                "aborts");
+        /* The forwarders' own conduct: read the CreateTime tier, never
+         * died on their own, exited 0 on SIGTERM (docs/forwarder.md). */
+        why_add(&prod, !create_time_seen, "create_time_tier_unread");
+        why_add(&prod, f->crashes, "crashes");
+        why_add(&prod, f->unclean_terms || in->stop_unclean, "unclean_exit");
+        why_add(&prod, in->fate_rows >= 0 && c.fate_firing > 0,
+                "firing_after_audit");
+        /* The harness's own failures: a planned fault it could not
+         * inject after every try, a check it could not make. They never
+         * fail the run; they make it incomplete (exit 3). */
+        why_add(&harness, atomic_load(&f->failed), "fault_not_injected");
+        why_add(&harness, f->dead_unread, "dead_topic_unread");
+        why_add(&harness, atomic_load(&in->verifier->seek_failed),
+                "verifier_seek_failed");
+        why_add(&harness, !in->caught_up, "verifier_not_read_to_end");
+        why_add(&harness, !in->audit_ok, "audit_failed");
+        why_add(&harness, in->fate_rows < 0, "fate_unread");
+        int fail = prod.n > 0;
 
         fprintf(out,
                 "\nkdelay-torture: mode=%s profile=%s seed=%llu tasks=%zu "
@@ -519,13 +616,20 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                  f->dead_topic);
         fprintf(out, "  %-42s %s\n", "faults injected", note);
         snprintf(note, sizeof(note),
-                 "skipped=%d failed=%d crashes=%d unclean_sigterm=%d "
-                 "unclean_final_stop=%d dead_topic_unread=%d "
+                 "skipped=%d crashes=%d unclean_sigterm=%d "
+                 "unclean_final_stop=%d stuck_sigkilled=%d "
                  "sigterm_exit1_kafka_down=%d",
-                 f->skipped, atomic_load(&f->failed), f->crashes,
-                 f->unclean_terms, in->stop_unclean, f->dead_unread,
-                 f->terms_kafka_down);
+                 f->skipped, f->crashes, f->unclean_terms, in->stop_unclean,
+                 in->fleet->stuck, f->terms_kafka_down);
         fprintf(out, "  %-42s %s\n", "fault notes", note);
+        harness_rows(in, out);
+        snprintf(note, sizeof(note),
+                 "%.1f s (%s; stops after %lld s without a new arrival, at "
+                 "most %lld s after the last due time)",
+                 (double)in->drain_ms / 1e3, in->drain_why,
+                 (long long)(o->drain_idle_ms / 1000),
+                 (long long)(o->drain_cap_ms / 1000));
+        fprintf(out, "  %-42s %s\n", "drain", note);
         if (f->outage_begin)
                 fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",
                         "outage (all forwarders stopped)",
@@ -563,15 +667,26 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         fprintf(out, "  %-42s %.1f s\n", "wall time",
                 (double)in->wall_ms / 1e3);
         fprintf(out, "  %-42s %s\n", "run dir (logs)", in->names->run_dir);
-        fail = fail || !in->audit_ok || in->fate_rows < 0 || c.fate_firing > 0;
-        fprintf(out, "RESULT: %s\n", fail ? "FAIL" : "PASS");
+        if (in->interrupted)
+                fprintf(out, "RESULT: FAIL (interrupted: the figures are "
+                             "partial)\n");
+        else if (fail)
+                fprintf(out, "RESULT: FAIL (product: %s%s%s)\n", prod.buf,
+                        harness.n ? "; harness also: " : "", harness.buf);
+        else if (harness.n)
+                fprintf(out,
+                        "RESULT: PASS, HARNESS INCOMPLETE (%s: no guarantee "
+                        "broken; not all it planned was done)\n",
+                        harness.buf);
+        else
+                fprintf(out, "RESULT: PASS\n");
         fflush(out);
         free(ts.v);
         free(rx.v);
         free(cts.v);
         free(crx.v);
         free(mts.v);
-        return fail ? 1 : 0;
+        return fail || in->interrupted ? 1 : harness.n ? TT_EXIT_HARNESS : 0;
 }
 
 int tt_report_dump(const tt_report_in_t *in, const char *path)
@@ -582,7 +697,8 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
         fprintf(fp, "idx,id,cat,via,fire_at,sched_at,acked_at,state,"
                     "cancel,cancel_at,cancel_sent,answer,copies,first_ts,"
                     "first_rx,early,dead,fate,target,malformed,poison,"
-                    "mate\n");
+                    "mate,tier_partition,tier_offset,fate_owner,"
+                    "fate_src_partition,fate_src_offset\n");
         for (size_t i = 0; i < in->n; i++) {
                 const tt_task_t *t = &in->tasks[i];
                 int64_t z = in->t0;
@@ -590,7 +706,7 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                 fprintf(
                     fp,
                     "%zu,%s,%d,%d,%lld,%lld,%lld,%d,%d,%lld,%lld,%d,%d,"
-                    "%lld,%lld,%d,%d,%d,%d,%d,%d,%d\n",
+                    "%lld,%lld,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%s,%d,%lld\n",
                     i, t->id, t->cat, t->via, (long long)(t->fire_at - z),
                     (long long)(t->sched_at - z),
                     (long long)(t->acked_at ? t->acked_at - z : -1),
@@ -601,7 +717,10 @@ int tt_report_dump(const tt_report_in_t *in, const char *path)
                     (long long)(copies ? t->first_ts - z : -1),
                     (long long)(copies ? t->first_rx - z : -1),
                     t->early_ts + t->early_rx, atomic_load(&t->dead_copies),
-                    t->fate, t->target, t->malformed, t->poison, t->mate);
+                    t->fate, t->target, t->malformed, t->poison, t->mate,
+                    (int)t->tier_partition, (long long)t->tier_offset,
+                    t->fate_owner, (int)t->fate_src_partition,
+                    (long long)t->fate_src_offset);
         }
         return fclose(fp) ? -1 : 0;
 }

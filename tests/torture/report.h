@@ -29,12 +29,21 @@ typedef struct tt_report_in {
          * (delivered), and those left; ok = 0 when it did not run. */
         int audit_ok;
         long audit_firing, audit_fixed, audit_pending, audit_unknown;
+        int64_t drain_ms;      /* how long the drain waited */
+        const char *drain_why; /* how it ended */
+        int interrupted;       /* SIGINT/SIGTERM: the figures are partial */
 } tt_report_in_t;
 
-/* Prints the table to out and returns the exit status: 1 when anything
- * was lost, early, delivered after an acknowledged cancel, corrupted,
- * (exactly_once) duplicated, or a FIRING row is left after the audit;
- * else 0. */
+/* No guarantee broken, but the harness did not do all it planned (a
+ * fault never injected, a check it could not make): docs/torture.md,
+ * "Verdict". */
+#define TT_EXIT_HARNESS 3
+
+/* Prints the table to out and returns the exit status: 1 when the
+ * product broke a guarantee (anything lost, early, delivered after an
+ * acknowledged cancel, corrupted, (exactly_once) duplicated, a FIRING row
+ * left after the audit, a forwarder crashed, ...); else TT_EXIT_HARNESS
+ * when the harness failed at something; else 0. */
 int tt_report(const tt_report_in_t *in, FILE *out);
 
 /* Writes one CSV line per task (times relative to T0) to path, for

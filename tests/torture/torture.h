@@ -74,7 +74,10 @@ typedef struct tt_opts {
         int full;                /* profile full (else fast) */
         int64_t window_ms;       /* due times spread over [T0, T0+window] */
         int64_t hold_horizon_ms; /* passed to the forwarders; 0 = default */
-        int64_t drain_ms;        /* after the last due time */
+        /* The drain after the last due time (main.c's drain): it ends
+         * when every expected task arrived, when none arrived for
+         * drain_idle_ms, or at drain_cap_ms, whichever comes first. */
+        int64_t drain_idle_ms, drain_cap_ms;
         int exactly_once;
         const char *mode;
         int forwarders;
@@ -193,8 +196,18 @@ typedef struct tt_task {
         int dead_no_error;       /* poison 1, 2: without kdelay-dead-error */
         int early_ts, early_rx, bad_copy;
         int64_t first_ts, first_rx;
+        /* raw producer's delivery report: where the task went on its tier
+         * (-1: not known, e.g. a library task) */
+        int32_t tier_partition;
+        int64_t tier_offset;
         /* after every thread has been joined */
         uint8_t fate;
+        /* its fate row's owner (truncated) and the tier record it claimed
+         * (src_partition/src_offset; -1 none): a lost task's last known
+         * place */
+        char fate_owner[32];
+        int32_t fate_src_partition;
+        int64_t fate_src_offset;
         uint8_t fate_reason_ok; /* DEAD with the expected dead_reason */
         /* its kdelay_unclaimed row (fired without a claim through a MySQL
          * outage, fate_outage_policy=fire): 0 none, else 1 + the prior

@@ -31,6 +31,21 @@ typedef struct tt_verifier {
         int caught_up; /* under lock */
         /* the thread's counters; read after tt_verifier_stop() */
         uint64_t records, dead_records, unknown;
+        /* The thread's: per partition of parts, the offset after the last
+         * record counted; a record below it is a re-read (after a seek or
+         * an offset reset), skipped, never a second copy. */
+        int64_t *next_off; /* owned */
+        uint64_t rereads;  /* records skipped as re-reads */
+        /* Bumped by tt_verifier_dead_back() before it resumes the
+         * dead-letter topic (a new incarnation, offsets from 0 again);
+         * the thread resets its dead partitions' next_off when it sees a
+         * new value. */
+        atomic_int dead_epoch;
+        int dead_epoch_seen; /* the thread's */
+        /* The verifier's own failures (harness, not product): seeks of
+         * the re-made dead-letter topic that failed for good, and tries
+         * that failed before one succeeded. */
+        atomic_int seek_failed, seek_retries;
 } tt_verifier_t;
 
 int tt_verifier_start(tt_verifier_t *v);
@@ -48,8 +63,17 @@ int tt_verifier_catch_up(tt_verifier_t *v, int timeout_ms);
  * so that nothing of it is counted twice. 0 when it read to the end
  * within timeout_ms. */
 int tt_verifier_dead_gone(tt_verifier_t *v, int timeout_ms);
-/* After the topic was made again: reads it from its beginning. */
+/* After the topic was made again: reads it from its beginning (the seek
+ * tried again for up to TT_VERIFIER_SEEK_BOUND_MS while the new topic's
+ * metadata arrives). 0 when the seek succeeded; a seek that failed for
+ * good is counted in seek_failed. Once per new topic: each call starts
+ * the count of its offsets again. */
+#define TT_VERIFIER_SEEK_BOUND_MS 60000
 int tt_verifier_dead_back(tt_verifier_t *v);
+
+/* When the topic was not deleted after all: reads on from where
+ * tt_verifier_dead_gone() paused it. 0 on success. */
+int tt_verifier_dead_resume(tt_verifier_t *v);
 
 void tt_verifier_stop(tt_verifier_t *v);
 

@@ -58,19 +58,45 @@ kd_eos_offsets_list(kd_eos_offsets_t *o, const kdelay_conf_t *conf, int *failed)
         return l;
 }
 
+/* One fetch attempt: up to KD_EOS_FETCH_TIMEOUT_MS in calls of at most
+ * KD_EOS_FETCH_SLICE_MS, a stop asked between two calls ending it (a
+ * fetch while Kafka is away would otherwise hold a SIGTERM for the whole
+ * timeout). *stopped is set when it ended so. */
+static rd_kafka_resp_err_t fetch_sliced(const kd_eos_consumer_t *c,
+                                        rd_kafka_topic_partition_list_t *parts,
+                                        int *stopped)
+{
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        *stopped = 0;
+        for (int spent = 0; spent < KD_EOS_FETCH_TIMEOUT_MS;
+             spent += KD_EOS_FETCH_SLICE_MS) {
+                if (c->stopping(c->arg)) {
+                        *stopped = 1;
+                        return err;
+                }
+                err = c->committed(c->arg, parts, KD_EOS_FETCH_SLICE_MS);
+                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT)
+                        return err;
+        }
+        return err;
+}
+
 int kd_eos_offsets_fetch(const kd_eos_consumer_t *c, const kdelay_conf_t *conf,
                          rd_kafka_topic_partition_list_t *parts)
 {
         if (parts->cnt == 0)
                 return 0;
         for (int attempt = 1;; attempt++) {
-                rd_kafka_resp_err_t err = c->committed(c->arg, parts, 10000);
+                int stopped;
+                rd_kafka_resp_err_t err = fetch_sliced(c, parts, &stopped);
+                if (stopped)
+                        return -1;
                 if (!err)
                         return 0;
                 kd_log(conf, KDELAY_LOG_WARNING,
                        "event=committed_fetch_failed attempt=%d err=\"%s\"",
                        attempt, rd_kafka_err2str(err));
-                if (attempt >= 30)
+                if (attempt >= KD_EOS_FETCH_ATTEMPTS)
                         return -2;
                 /* An error such as "Not coordinator" (a restarted broker
                  * still loading the group) comes back at once: wait

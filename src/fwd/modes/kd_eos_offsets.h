@@ -61,10 +61,18 @@ typedef struct kd_eos_consumer {
         void *arg;
 } kd_eos_consumer_t;
 
+/* One attempt of the fetch below waits this long for an answer, in calls
+ * of at most KD_EOS_FETCH_SLICE_MS: a stop asked meanwhile is seen within
+ * a slice (a SIGTERM while Kafka is away returns promptly). */
+#define KD_EOS_FETCH_TIMEOUT_MS 10000
+#define KD_EOS_FETCH_SLICE_MS   1000
+#define KD_EOS_FETCH_ATTEMPTS   30
+
 /* The committed offsets and done sets of parts, read with require-stable
  * semantics (a read_committed consumer waits for pending transactional
  * commits), written into parts as the offsets to start at. Retried until
- * it succeeds: 0; -1 when stopping; -2 after 30 failed attempts. */
+ * it succeeds: 0; -1 when stopping (checked before each slice); -2 after
+ * KD_EOS_FETCH_ATTEMPTS failed attempts. */
 int kd_eos_offsets_fetch(const kd_eos_consumer_t *c, const kdelay_conf_t *conf,
                          rd_kafka_topic_partition_list_t *parts);
 
