@@ -540,10 +540,19 @@ void kd_pace_log(kd_fwd_t *f)
         }
 }
 
+/* What a rule's metric family samples. */
+typedef enum rule_metric {
+        RM_WAITED_S, /* time its fires waited, summed */
+        RM_WAITED,   /* fires that waited */
+        RM_WAITING,  /* due tasks waiting now */
+        RM_RATE,     /* this forwarder's part of the rate */
+        RM_HELD      /* its share of the held set in use */
+} rule_metric_t;
+
 /* Appends one metric family, a sample per rule. */
 static void family(const kd_fwd_t *f, const char *name, const char *type,
-                   const char *help, int which, char *buf, size_t size,
-                   size_t *len)
+                   const char *help, rule_metric_t which, char *buf,
+                   size_t size, size_t *len)
 {
         const kd_fwd_pace_t *p = &f->pace;
         int n = snprintf(
@@ -552,12 +561,25 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
         *len += n > 0 ? (size_t)n : 0;
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 const kd_fwd_rlim_t *l = &p->lim[i];
-                double v = which == 0   ? (double)l->waited_ms / 1000.0
-                           : which == 1 ? (double)l->waited
-                           : which == 2 ? (double)(l->q.len + l->fire_q.len)
-                           : which == 4 ? (double)kd_held_share(f, (unsigned)i)
-                                        : p->rules->v[i].rate *
-                                              (p->share_mono ? p->share : 1.0);
+                double v = 0;
+                switch (which) {
+                case RM_WAITED_S:
+                        v = (double)l->waited_ms / 1000.0;
+                        break;
+                case RM_WAITED:
+                        v = (double)l->waited;
+                        break;
+                case RM_WAITING:
+                        v = (double)(l->q.len + l->fire_q.len);
+                        break;
+                case RM_HELD:
+                        v = (double)kd_held_share(f, (unsigned)i);
+                        break;
+                case RM_RATE:
+                        v = p->rules->v[i].rate *
+                            (p->share_mono ? p->share : 1.0);
+                        break;
+                }
                 /* Label values: topic characters and '*' only. */
                 n = snprintf(*len < size ? buf + *len : NULL,
                              *len < size ? size - *len : 0,
@@ -574,21 +596,21 @@ void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
         family(f, "kdelay_forwarder_rate_limited_seconds_total", "counter",
                "Time fires to a rate-limited target waited for its limit, "
                "summed (forwarder.target_rate_limits)",
-               0, buf, size, len);
+               RM_WAITED_S, buf, size, len);
         family(f, "kdelay_forwarder_rate_limited_fires_total", "counter",
-               "Fires that waited for their target's rate limit", 1, buf, size,
-               len);
+               "Fires that waited for their target's rate limit", RM_WAITED,
+               buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_waiting", "gauge",
                "Due tasks waiting for their target's rate limit now (for "
                "their claims or, claimed, for their fires)",
-               2, buf, size, len);
+               RM_WAITING, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_held", "gauge",
                "Tasks to the target held in memory now (its share of the "
                "held set: waiting for their claims, for a token, or, "
                "claimed, for their fires)",
-               4, buf, size, len);
+               RM_HELD, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_fires_per_second", "gauge",
                "This forwarder's part of the target's limit (its share of "
                "the tier partitions)",
-               3, buf, size, len);
+               RM_RATE, buf, size, len);
 }
