@@ -17,16 +17,25 @@ rule's share lets through, so the other target's tasks are read and
 fired on time.
 
 Asserted, per forwarder: every other-target task arrives, none early, the
-latest within OTHER_LATE_MS of its fire-at; the limited target gets no
-more than RATE + 2 * BURST in any second and nothing early; the forwarder
-sent part of the backlog back (rate_deferred > 0, the mechanism) when its
-max_held is small. Before (issue 43) the tasks sent back were read again
+latest within OTHER_LATE_MS of its fire-at (or of the moment the last
+task was acknowledged, when a busy host took longer than DUE_IN_MS to
+schedule them: that lateness is the harness's); the limited target gets
+no more than RATE + BURST in any second (+1: the second is measured on
+record timestamps, the broker's clock, not the forwarder's), nothing
+early, and under exactly_once none twice; the forwarder sent part of the
+backlog back (rate_deferred > 0, the mechanism) and its held set stayed
+within max_held (the stats line's held_max) when its max_held is
+small. OTHER_LATE_MS is 1000: on the dev stack the others were at most
+146 ms late; the bound leaves a loaded 2-core CI host most of a second
+(a resumed partition's fetch, a commit, a slow poll) without letting
+the issue's seconds pass. Before (issue 43) the tasks sent back were read again
 and held from 30 s before their turn, which refilled the held set: with
 these sizes 22 of the 240 others had not arrived 27 s later at
 max_held=500 (both modes); 600 tasks at 20/s (burst 5), max_held=400,
 100 others over 10 s: max 8.6 s late (at_least_once). The run ends
-before the backlog has drained (it needs N_LIMITED / RATE seconds); its
-topics are deleted.
+before the backlog has drained (it needs N_LIMITED / RATE seconds; that
+every limited task fires once is test_backlog_vt's, in virtual time);
+its topics are deleted.
 
 A measurement may set the sizes from the environment: KDELAY_BACKLOG_N,
 _RATE, _BURST, _AT, _OTHERS, _FROM_MS, _SPAN_MS, _MAX_HELD (a comma list;
@@ -55,7 +64,10 @@ OTHER_FROM_MS = int(ENV("KDELAY_BACKLOG_FROM_MS", "2000"))
 OTHER_SPAN_MS = int(ENV("KDELAY_BACKLOG_SPAN_MS", "20000"))
 MAX_HELDS = ENV("KDELAY_BACKLOG_MAX_HELD", "500,default").split(",")
 HORIZON = ENV("KDELAY_BACKLOG_HORIZON", "default")
-OTHER_LATE_MS = 3000
+OTHER_LATE_MS = 1000
+# The promise is RATE + BURST in any second; +1 for a second measured on
+# record timestamps (the broker's clock) rather than the forwarder's.
+RATE_BOUND = RATE + BURST + 1
 DUE_IN_MS = 9000 + max(0, N_LIMITED - 2000) // 2  # time to schedule them
 # How long after the due instant arrivals are read.
 WATCH_MS = OTHER_FROM_MS + OTHER_SPAN_MS + 5000
@@ -68,7 +80,10 @@ def log(msg):
 
 
 def lateness(f, ids):
-    late = sorted(min(f.arrived[t]) - f.fire_at[t] for t in ids if f.arrived.get(t))
+    """Arrival less fire-at, or less the moment scheduling ended when that
+    was later (f.ready_ms: a harness delay is not the forwarder's)."""
+    late = sorted(min(f.arrived[t]) - max(f.fire_at[t], f.ready_ms)
+                  for t in ids if f.arrived.get(t))
     return late, (late[len(late) // 2] if late else -1,
                   late[min(len(late) - 1, len(late) * 99 // 100)] if late else -1,
                   late[-1] if late else -1)
@@ -79,6 +94,7 @@ def forwarder(st, short, delivery, max_held):
                "hold")
     f.limited = f"{f.prefix}.limited"
     f.max_held = max_held
+    f.ready_ms = 0  # set after the flush (lateness())
     f.extra = ["-X", f"forwarder.target_rate_limits={f.limited}={RATE}/{BURST}"]
     # test_outage's forwarders hold 2 s ahead; the default holds 30 s, and
     # a task sent back is read again long before its turn.
@@ -124,10 +140,15 @@ def verdict(f, t_due):
     lts = [x for t in f.limited_ids for x in f.arrived.get(t, [])]
     if lts and min(lts) < t_due:
         to.fail(f"{f.name}: a limited task arrived early")
+    if f.delivery == "exactly_once":
+        twice = [t for t in f.limited_ids if len(f.arrived.get(t, [])) > 1]
+        if twice:
+            to.fail(f"{f.name}: {len(twice)} limited tasks arrived more than once "
+                    f"(e.g. {twice[0]})")
     worst = busiest_second(lts) if lts else 0
-    if worst > RATE + 2 * BURST:
+    if worst > RATE_BOUND:
         to.fail(f"{f.name}: {worst} limited fires within one second "
-                f"(bound {RATE + 2 * BURST})")
+                f"(bound {RATE_BOUND})")
     text = f.text()
     m = re.findall(r"event=stats .*?rate_deferred=(\d+)", text)
     deferred = int(m[-1]) if m else 0
@@ -135,13 +156,15 @@ def verdict(f, t_due):
     held_max = int(m[-1]) if m else -1
     if not deferred and f.max_held != "default":
         to.fail(f"{f.name}: rate_deferred 0: the backlog was not sent back")
+    if f.max_held != "default" and not 0 <= held_max <= int(f.max_held):
+        to.fail(f"{f.name}: held_max {held_max} (max_held {f.max_held})")
     return (f"{f.name} ({f.delivery}, max_held={f.max_held}): {N_LIMITED} tasks due at "
             f"once at {RATE}/s beside {len(f.other_ids)} others ({N_AT} due at the same "
             f"instant, {N_OTHER} over {OTHER_SPAN_MS // 1000} s from "
             f"+{OTHER_FROM_MS} ms): others late p50 {p50} p99 {p99} max {mx} ms "
             f"(at the instant: max {mx_at} ms), none early; limited arrived {len(lts)} "
             f"in {WATCH_MS // 1000} s, busiest second {worst} (bound "
-            f"{RATE + 2 * BURST}); sent back to Kafka {deferred}, held at most "
+            f"{RATE_BOUND}); sent back to Kafka {deferred}, held at most "
             f"{held_max}")
 
 
@@ -166,8 +189,16 @@ def main():
             schedule(producer, f, t_due)
         if producer.flush(60):
             to.fail("tasks not acknowledged in 60 s")
-        if to.now_ms() > t_due - 1000:
-            to.fail(f"scheduling took too long: {to.now_ms() - t_due + DUE_IN_MS} ms")
+        # The clock starts after the flush: on a busy host scheduling may
+        # take longer than DUE_IN_MS; the tasks due before it ended count
+        # their lateness from then (the harness's delay, not a failure).
+        ready = to.now_ms()
+        if ready > t_due - 1000:
+            log(f"scheduling took {ready - t_due + DUE_IN_MS} ms: lateness counted "
+                f"from {ready - t_due} ms after the due instant")
+        for f in fwds:
+            f.ready_ms = ready if ready > t_due else 0
+        watch_end = max(t_due, ready) + WATCH_MS
 
         # One reader per forwarder, of both its targets: consume() reads
         # each view's target into the arrivals they share.
@@ -178,7 +209,7 @@ def main():
             g.arrived = h.arrived = f.arrived
             return [g, h]
 
-        joined(started(lambda f: to.consume(st, views(f), t_due + WATCH_MS), fwds))
+        joined(started(lambda f: to.consume(st, views(f), watch_end), fwds))
         lines, failed = [], []
         for f in fwds:
             try:

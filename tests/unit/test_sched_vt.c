@@ -13,6 +13,7 @@
 #include "fwd_offline.h"
 #include "kd_claim.h"
 #include "kd_fwd.h"
+#include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_pace.h"
 #include "kd_part.h"
@@ -43,7 +44,11 @@ static const char *const settings[] = {"forwarder.hold_horizon",
  * claim_ahead and twice the lookahead (kd_pace.h). */
 #define SHARE       10
 #define RULE_WINDOW (AHEAD_MS + 2 * LOOK_MS)
-#define GAP_MS      101 /* a turn every 1000 / 10 ms, rounded up */
+/* Turns given to tasks sent back: a task is held the rule's horizon and
+ * the lookahead before its turn, so no more than the share may have
+ * turns within that time: (1400 + 200) / 10 = 160 ms apart, more than
+ * the rate's gap of 100 ms (before: 101, a gap rounded up to whole ms). */
+#define GAP_MS ((RULE_WINDOW + LOOK_MS) / SHARE)
 
 static kd_fwd_t *fwd;
 static int64_t claimed_at; /* wall time the claim hook ran; -1: not yet */
@@ -193,6 +198,11 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
         int64_t due = t->rec.not_before_ms;
         kd_pace_defer(fwd, t, 0);
         CU_ASSERT_EQUAL(t->rec.not_before_ms, due + (SHARE + 1) * GAP_MS);
+        /* Beyond the rule's horizon: read again now, it hops (it is not
+         * read into the held set, nor sent back again, before then). */
+        CU_ASSERT(t->rec.not_before_ms - now > RULE_WINDOW + LOOK_MS);
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
+                        KD_SCHED_HOP);
         kd_task_t *t2 = kd_test_task("s2", "slow", now - 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t2);
         t2->rec.not_before_ms = due;
@@ -200,6 +210,40 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
         CU_ASSERT_EQUAL(t2->rec.not_before_ms, due + (SHARE + 2) * GAP_MS);
         kd_test_task_drop(fwd, t2);
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_RATE_DEFERRED), 2);
+        /* The tasks sent back and not yet settled have their own bound, a
+         * quarter of max_held (20): past it only the partition that reads
+         * the next waits (SPAN: no drain), and another target's task still
+         * hops through the out share of the others. */
+        kd_task_t *out[20];
+        for (int i = 0; i < 20; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "x%d", i);
+                out[i] = kd_test_task(id, "slow", now - 1000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(out[i]);
+                out[i]->held_rule = 1;
+                kd_held_add_out(fwd, out[i]);
+        }
+        CU_ASSERT_EQUAL(fwd->held.limited.out_cnt, 20);
+        kd_task_t *t3 = kd_test_task("s3", "slow", now - 1000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t3);
+        t3->rec.append_ms = now - 60000;
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t3, now, 0, &wake),
+                        KD_SCHED_SPAN);
+        CU_ASSERT_EQUAL(fwd->held.low_until_mono, 0);
+        kd_task_t *o2 = kd_test_task("o2", "out", now + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o2);
+        o2->rec.append_ms = now - 60000;
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, o2, now, 0, &wake),
+                        KD_SCHED_HOP);
+        for (int i = 0; i < 20; i++)
+                kd_test_task_drop(fwd, out[i]);
+        CU_ASSERT_EQUAL(fwd->held.limited.out_cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held.rule[0].out_cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held.out_cnt, 0);
+        CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t3, now, 0, &wake),
+                        KD_SCHED_DEFER);
+        kd_task_free(t3);
+        kd_task_free(o2);
         for (int i = 0; i < SHARE; i++)
                 kd_test_task_drop(fwd, held[i]);
         CU_ASSERT_EQUAL(fwd->held.limited.cnt, 0);

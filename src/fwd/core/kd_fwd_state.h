@@ -179,6 +179,8 @@ typedef struct kd_fwd_claim {
 typedef struct kd_held_share {
         size_t cnt;
         int64_t bytes;
+        size_t out_cnt; /* sent back for their turns, not yet settled */
+        int64_t out_bytes;
 } kd_held_share_t;
 
 /* The held set: tasks kept in memory until due (held.c). */
@@ -191,7 +193,9 @@ typedef struct kd_fwd_held {
          * leaves room for the tasks of other targets. */
         kd_held_share_t rule[KD_RATELIMITS_MAX];
         kd_held_share_t limited;
-        size_t out_cnt; /* hops and dead letters not yet settled */
+        size_t out_cnt; /* hops and dead letters not yet settled (with
+                           the tasks sent back, counted in their rule's
+                           out too) */
         int64_t out_bytes;
         /* A partition paused for room: until then (monotonic), or until
          * the set is down to half, every partition takes tasks only below
@@ -218,8 +222,10 @@ typedef struct kd_fwd_rlim {
         int64_t fire_tokens_mono; /* last refill; 0 = never */
         kd_taskq_t fire_q;
         kd_timer_t fire_timer; /* monotonic: the next token for fire_q */
-        int64_t defer_until;   /* the last turn given to a task sent back
-                                  to Kafka (wall ms; 0 = none) */
+        double defer_until;    /* the last turn given to a task sent back
+                                  to Kafka (wall ms, fractional: turns
+                                  closer than 1 ms apart above 1000/s;
+                                  0 = none) */
 } kd_fwd_rlim_t;
 
 /* forwarder.max_fire_rate: a token bucket and the due tasks waiting for

@@ -45,7 +45,8 @@ typedef enum kd_metric_type {
           "Held tasks hopped on a revoke for the next owner")                  \
         X(RATE_DEFERRED, "rate_deferred", COUNTER, "",                         \
           "Tasks to a rate-limited target sent back to a tier topic until "    \
-          "their turn (the rule's queue was full)")                            \
+          "their turn (the rule's share of the held set, or its queue, was "   \
+          "full)")                                                             \
         X(NOT_BEFORE_IGNORED, "not_before_ignored", COUNTER, "",               \
           "Tasks whose kdelay-not-before was ignored: malformed, beyond 10 "   \
           "years, or on a target no rate limit limits")                        \

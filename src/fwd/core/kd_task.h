@@ -153,9 +153,10 @@ typedef struct kd_task {
         const char *dead_reason;     /* static; set when dead-lettered */
         size_t bytes;                /* memory accounted to the held set */
         int held;                    /* counted in the held set */
-        unsigned held_rule;          /* held: counted in the share of this
+        unsigned held_rule;          /* held or sent back for its turn
+                                        (out): counted in the share of this
                                         forwarder.target_rate_limits rule + 1 (0 =
-                                        its target is not limited) */
+                                        not counted in one) */
         int out; /* counted as a hop or dead letter not yet settled */
         int waited_foreign; /* waited once for a foreign claim */
         int fire_failed;    /* claimed, its fire failed: dead-lettered */

@@ -20,10 +20,23 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t);
  * share until it leaves the held set. 1 when t does not fit into rule's
  * share now: cap tasks of the rule (the pacing stage's, kd_pace.h), an
  * eighth of max_held_bytes; nor into all rules' together: half of
- * max_held and of max_held_bytes. The other half always stays for the
- * tasks of other targets. */
+ * max_held (at least one) and of max_held_bytes. A rule's first task
+ * always fits (its share empty), whatever its size: it is never sent
+ * back for ever. The rest of the held set is for the tasks of other
+ * targets and the out share (kd_held_out_full), which the tasks sent
+ * back count in too. */
 int kd_held_share_full(const kd_fwd_t *f, const kd_task_t *t, unsigned rule,
                        size_t cap);
+/* 1 when t, to be sent back for its turn (kd_pace_defer), does not fit
+ * into the out bound of the tasks sent back (all rules' together): a
+ * quarter of max_held and of max_held_bytes (one always fits when none is
+ * out); low: also while they are above half of that. Their own bound,
+ * apart from the out share of the other targets' hops and dead letters
+ * (kd_held_out_full): a mass send-back pauses only the partitions it is
+ * read from until its hops settle (kd_sched.h: KD_SCHED_SPAN), without a
+ * drain for every partition. A task sent back with t->held_rule set
+ * counts in it until it is released. */
+int kd_held_limited_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 /* Tasks of rule (an index of the rules) held now. */
 size_t kd_held_share(const kd_fwd_t *f, unsigned rule);
 /* 1 when t does not fit into the held set now (held and out together
@@ -32,7 +45,9 @@ size_t kd_held_share(const kd_fwd_t *f, unsigned rule);
 int kd_held_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 /* 1 when t does not fit into the out share now: a quarter of the limits
  * (one task always fits into an empty share); low: also while the share
- * is above half of that. */
+ * is above half of that. The tasks sent back for their turns do not count
+ * in it (kd_held_share_out_full), only in the held set's own bound
+ * (kd_held_full). */
 int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
 
 /* The low-water mark. A partition paused for room starts a drain: for

@@ -41,14 +41,18 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
  * turn (kd_task_due_at) a task of rule is held at most — the time the
  * rule's rate takes to let its share through less the 10 s it may wait
  * in the rule's queue (or half that time when that is more), at least
- * claim_ahead and twice the lookahead (and
- * the smallest tier), at most hold_horizon;
+ * claim_ahead and twice the lookahead added up (and the smallest tier),
+ * at most hold_horizon;
  * further away it hops like any task beyond the hold horizon.
  * kd_pace_share_full: 1 when t does not fit into its rule's share of the
  * held set (kd_held_share_full). kd_pace_defer: t, due within the
  * horizon but without room in the share, gets its turn
  * (t->rec.not_before_ms: after the share and the turns given before, at
- * the rule's rate), counted in rate_deferred; the caller hops it. */
+ * the rule's rate or, when the share's time is shorter than the horizon
+ * and the lookahead, that time over the share apart; beyond the horizon
+ * and the lookahead, so it is read again only when due to be held),
+ * counted in rate_deferred; the caller hops it (counted in the out bound
+ * of the tasks sent back, kd_held_limited_out_full). */
 int kd_pace_rule(kd_fwd_t *f, const kd_task_t *t);
 int64_t kd_pace_horizon(kd_fwd_t *f, int rule);
 int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule);

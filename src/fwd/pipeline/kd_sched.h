@@ -13,8 +13,11 @@ typedef enum kd_sched {
         KD_SCHED_FULL,  /* no room in the held set: pause until room
                            appears (a drain starts, kd_held.h) */
         KD_SCHED_SPAN,  /* the mode's own bound (exactly_once's span of
-                           open offsets, this partition's): pause until it
-                           is down to half */
+                           open offsets, this partition's), or the out
+                           bound of the tasks sent back for their turns
+                           (kd_held_limited_out_full): pause
+                           this partition until it is down to half, no
+                           drain */
         KD_SCHED_DEAD,  /* malformed: to the dead-letter topic */
         KD_SCHED_HOP,   /* to a smaller tier */
         KD_SCHED_DEFER, /* its target's rate limit holds its share of the

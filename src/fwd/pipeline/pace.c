@@ -164,19 +164,24 @@ static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
                 rule_run_cb, l, "target_rate_timer");
 }
 
-/* The rule limiting t's target (an index of f->pace.lim), or -1. */
+/* The rule limiting target (an index of f->pace.lim), or -1: the one
+ * matcher of the rules. */
+static int rule_of_target(const kd_fwd_t *f, const char *target)
+{
+        return f->pace.rules->cnt && target
+                   ? kd_ratelimits_match(f->pace.rules, target, strlen(target))
+                   : -1;
+}
+
+/* The rule limiting t's target, or -1. */
 static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
 {
-        return f->pace.rules->cnt && t->rec.target
-                   ? kd_ratelimits_match(f->pace.rules, t->rec.target,
-                                         strlen(t->rec.target))
-                   : -1;
+        return rule_of_target(f, t->rec.target);
 }
 
 int kd_pace_limits(const kd_fwd_t *f, const char *target)
 {
-        return f->pace.rules->cnt && target &&
-               kd_ratelimits_match(f->pace.rules, target, strlen(target)) >= 0;
+        return rule_of_target(f, target) >= 0;
 }
 
 /* t leaves its rule's queue with a token: claimed now, it fires at its
@@ -245,17 +250,26 @@ static size_t rule_held_share(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 
 /* The next turn of rule l for a task due at base with ahead tasks before
  * it: one gap of the rule's rate after each, and after the turns given
- * before (l->defer_until, which it becomes). */
+ * before (l->defer_until, which it becomes), and not before least plus
+ * a gap. Worked out in fractional milliseconds (a gap rounded up to a
+ * whole one let at most 1000 turns a second through: 500/s became
+ * 333/s), the turn given rounded up. */
 static int64_t rule_turn(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t base,
-                         size_t ahead, int64_t mono)
+                         size_t ahead, int64_t least, double gap_least,
+                         int64_t mono)
 {
         bucket_t b = rule_bucket(f, l, mono);
-        int64_t gap = (int64_t)(1000.0 / b.rate) + 1;
-        int64_t turn = base + (int64_t)(ahead + 1) * gap;
+        double gap = 1000.0 / b.rate;
+        if (gap < gap_least)
+                gap = gap_least;
+        double turn = (double)base + (double)(ahead + 1) * gap;
         if (turn < l->defer_until + gap)
                 turn = l->defer_until + gap;
+        if (turn < (double)least + gap)
+                turn = (double)least + gap;
         l->defer_until = turn;
-        return turn;
+        int64_t whole = (int64_t)turn;
+        return whole + ((double)whole < turn);
 }
 
 /* t's claim is due but the queue holds the rule's share (it shrank: a
@@ -267,9 +281,11 @@ static int64_t rule_turn(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t base,
 static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
                        int64_t mono)
 {
-        t->rec.not_before_ms = rule_turn(f, l, kd_fwd_now(f), l->q.len, mono);
+        t->rec.not_before_ms =
+            rule_turn(f, l, kd_fwd_now(f), l->q.len, 0, 0, mono);
         kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
         kd_held_remove(f, t);
+        t->held_rule = (unsigned)(l - f->pace.lim) + 1; /* its out */
         kd_held_add_out(f, t);
         kd_fire_hop(f, t);
 }
@@ -310,9 +326,27 @@ int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule)
 void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule)
 {
         int64_t now = kd_fwd_now(f), due = kd_task_due_at(t);
-        t->rec.not_before_ms =
-            rule_turn(f, &f->pace.lim[rule], due > now ? due : now,
-                      kd_held_share(f, (unsigned)rule), kd_fwd_mono_ms(f));
+        kd_fwd_rlim_t *l = &f->pace.lim[rule];
+        int64_t mono = kd_fwd_mono_ms(f);
+        /* Its turn lies beyond the rule's horizon and the lookahead, so it
+         * is read again only when it is due to be held; held that long
+         * before its turn, no more tasks sent back than the share holds
+         * may have turns within that time: when the share's time is
+         * shorter (a horizon held up by its floor: a high rate, a small
+         * max_held), their turns are spaced by that time over the share
+         * instead of the rate's gap, else they came back at once, found
+         * the share full and were sent back again and again. */
+        int64_t held_for = kd_pace_horizon(f, rule) + f->conf->fwd_lookahead_ms;
+        size_t cap = rule_held_share(f, l, mono);
+        size_t fit = t->bytes
+                         ? (size_t)(f->conf->fwd_max_held_bytes / 8) / t->bytes
+                         : cap; /* tasks of its size in the bytes */
+        if (fit < cap)
+                cap = fit < 1 ? 1 : fit;
+        double gap_least = (double)held_for / (double)cap;
+        t->rec.not_before_ms = rule_turn(f, l, due > now ? due : now,
+                                         kd_held_share(f, (unsigned)rule),
+                                         now + held_for, gap_least, mono);
         kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
 }
 
@@ -506,10 +540,19 @@ void kd_pace_log(kd_fwd_t *f)
         }
 }
 
+/* What a rule's metric family samples. */
+typedef enum rule_metric {
+        RM_WAITED_S, /* time its fires waited, summed */
+        RM_WAITED,   /* fires that waited */
+        RM_WAITING,  /* due tasks waiting now */
+        RM_RATE,     /* this forwarder's part of the rate */
+        RM_HELD      /* its share of the held set in use */
+} rule_metric_t;
+
 /* Appends one metric family, a sample per rule. */
 static void family(const kd_fwd_t *f, const char *name, const char *type,
-                   const char *help, int which, char *buf, size_t size,
-                   size_t *len)
+                   const char *help, rule_metric_t which, char *buf,
+                   size_t size, size_t *len)
 {
         const kd_fwd_pace_t *p = &f->pace;
         int n = snprintf(
@@ -518,12 +561,25 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
         *len += n > 0 ? (size_t)n : 0;
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 const kd_fwd_rlim_t *l = &p->lim[i];
-                double v = which == 0   ? (double)l->waited_ms / 1000.0
-                           : which == 1 ? (double)l->waited
-                           : which == 2 ? (double)(l->q.len + l->fire_q.len)
-                           : which == 4 ? (double)kd_held_share(f, (unsigned)i)
-                                        : p->rules->v[i].rate *
-                                              (p->share_mono ? p->share : 1.0);
+                double v = 0;
+                switch (which) {
+                case RM_WAITED_S:
+                        v = (double)l->waited_ms / 1000.0;
+                        break;
+                case RM_WAITED:
+                        v = (double)l->waited;
+                        break;
+                case RM_WAITING:
+                        v = (double)(l->q.len + l->fire_q.len);
+                        break;
+                case RM_HELD:
+                        v = (double)kd_held_share(f, (unsigned)i);
+                        break;
+                case RM_RATE:
+                        v = p->rules->v[i].rate *
+                            (p->share_mono ? p->share : 1.0);
+                        break;
+                }
                 /* Label values: topic characters and '*' only. */
                 n = snprintf(*len < size ? buf + *len : NULL,
                              *len < size ? size - *len : 0,
@@ -540,21 +596,21 @@ void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
         family(f, "kdelay_forwarder_rate_limited_seconds_total", "counter",
                "Time fires to a rate-limited target waited for its limit, "
                "summed (forwarder.target_rate_limits)",
-               0, buf, size, len);
+               RM_WAITED_S, buf, size, len);
         family(f, "kdelay_forwarder_rate_limited_fires_total", "counter",
-               "Fires that waited for their target's rate limit", 1, buf, size,
-               len);
+               "Fires that waited for their target's rate limit", RM_WAITED,
+               buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_waiting", "gauge",
                "Due tasks waiting for their target's rate limit now (for "
                "their claims or, claimed, for their fires)",
-               2, buf, size, len);
+               RM_WAITING, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_held", "gauge",
                "Tasks to the target held in memory now (its share of the "
                "held set: waiting for their claims, for a token, or, "
                "claimed, for their fires)",
-               4, buf, size, len);
+               RM_HELD, buf, size, len);
         family(f, "kdelay_forwarder_rate_limit_fires_per_second", "gauge",
                "This forwarder's part of the target's limit (its share of "
                "the tier partitions)",
-               3, buf, size, len);
+               RM_RATE, buf, size, len);
 }

@@ -5,6 +5,8 @@
  * mode (admission). */
 #include "kd_sched.h"
 
+#include <assert.h>
+
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
@@ -40,10 +42,16 @@ kd_sched_t kd_sched_decide(kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
                 return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
                                                         : KD_SCHED_HOP;
         /* Its rule's share is full: back to Kafka with a turn, whatever
-         * room the held set has for other targets. */
-        if (rule >= 0 && kd_pace_share_full(f, t, rule))
-                return kd_held_out_full(f, t, held_low) ? KD_SCHED_FULL
-                                                        : KD_SCHED_DEFER;
+         * room the held set has for other targets, counted in the out
+         * bound of the tasks sent back (kd_held.h); while that is full
+         * only this partition waits, for their hops to settle (no drain:
+         * the other partitions go on). */
+        if (rule >= 0 && kd_pace_share_full(f, t, rule)) {
+                if (kd_held_full(f, t, held_low))
+                        return KD_SCHED_FULL;
+                return kd_held_limited_out_full(f, t, low) ? KD_SCHED_SPAN
+                                                           : KD_SCHED_DEFER;
+        }
         return kd_held_full(f, t, held_low) ? KD_SCHED_FULL : KD_SCHED_HOLD;
 }
 
@@ -56,8 +64,9 @@ void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
                 kd_fire_dead(f, t, t->dead_reason);
                 return;
         case KD_SCHED_DEFER:
-                if (rule >= 0) /* it is: kd_sched_decide said so */
-                        kd_pace_defer(f, t, rule);
+                assert(rule >= 0); /* kd_sched_decide said so */
+                kd_pace_defer(f, t, rule);
+                t->held_rule = (unsigned)rule + 1; /* its rule's out */
                 kd_held_add_out(f, t);
                 kd_fire_hop(f, t);
                 return;

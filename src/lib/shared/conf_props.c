@@ -234,7 +234,8 @@ const kd_prop_t kd_props[] = {
      "`prefix*`, for the whole group: `TARGET=RATE[/BURST]`, "
      "comma-separated (in the file also a list); each forwarder takes its "
      "share by the tier partitions it holds; fires to a limited target "
-     "wait, in due order, never early",
+     "wait, roughly in due order (a task sent back to Kafka for its turn "
+     "may go after later ones), never early",
      "— (no target limited)"},
 };
 
