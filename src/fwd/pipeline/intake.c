@@ -189,13 +189,15 @@ static void not_before_read(kd_fwd_t *f, kd_part_t *p, kd_task_t *t,
         rd_kafka_header_get_last(t->rec.hdrs, KDELAY_HDR_NOT_BEFORE, &v, &len);
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         char qt[KD_LOG_QUOTED_MAX(255)], qv[KD_LOG_QUOTED_MAX(32)];
+        char qg[KD_LOG_QUOTED_MAX(255)];
         kd_log_quote_mem(v, len > 32 ? 32 : len, qv, sizeof(qv));
         kd_log(f->conf, KDELAY_LOG_WARNING,
-               "event=not_before_ignored id=%s topic=%s partition=%d "
-               "offset=%lld not_before=%s why=%s action=due_at_fire_at "
-               "more=\"counted as not_before_ignored, not logged again for "
-               "this partition\"",
+               "event=not_before_ignored id=%s target=%s topic=%s "
+               "partition=%d offset=%lld not_before=%s why=%s "
+               "action=due_at_fire_at more=\"counted as not_before_ignored, "
+               "not logged again for this partition\"",
                kd_log_quote(t->rec.id, q, sizeof(q)),
+               kd_log_quote(t->rec.target, qg, sizeof(qg)),
                kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
                (long long)t->rec.offset, qv, why);
 }
