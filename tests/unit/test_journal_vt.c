@@ -670,6 +670,47 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 11: the age gauge follows the mark as last read; once
+ * another forwarder cleared it and this one's runs stopped reading it (a
+ * run hung on Kafka), a reading older than two sweeps is dropped instead
+ * of growing for ever (a false KdelayJournalUnreconciled). */
+static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             "gone:1.1:1", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        int64_t read_at = at(f);
+        kd_outage_gauges(f);
+        CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
+        /* Another forwarder clears it; this one's next run never ends. */
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
+                                              p.epoch, "gone:1.1:1",
+                                              KD_OUTAGE_MARK_STALE_MS, &p,
+                                              errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_FALSE(journal_pending(f));
+        step_serving_to(f, read_at + 2 * KD_OUTAGE_SWEEP_MS - 1000);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        kd_outage_gauges(f);
+        CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
+        step_serving_to(f, read_at + 2 * KD_OUTAGE_SWEEP_MS + 1000);
+        kd_outage_gauges(f);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE),
+                        0);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -683,6 +724,7 @@ int main(void)
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
+            KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),
             KD_TEST_END};
         return kd_test_run("journal_vt", cases, NULL, NULL);
 }

@@ -129,6 +129,8 @@ typedef struct kd_fwd_outage {
         kd_timer_t renew;    /* monotonic: the next renewal */
         int64_t pending_seen_since_ms; /* the mark as the last run read it
                                           (the marker's clock); -1 = none */
+        int64_t pending_seen_mono;     /* monotonic: when a run last read
+                                          it */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per

@@ -334,9 +334,11 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
         kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);
-        if (st.read) /* a run that failed may have read it */
+        if (st.read) { /* a run that failed may have read it */
                 o->pending_seen_since_ms =
                     st.pending ? st.pending_since_ms : -1;
+                o->pending_seen_mono = now;
+        }
         if (!err && st.marked)
                 own_mark(f); /* it found records nobody had marked */
         char q[300];
@@ -540,6 +542,13 @@ void kd_outage_gauges(kd_fwd_t *f)
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
                       f->store.gate || f->outage.owns_mark);
         int64_t since = f->outage.pending_seen_since_ms;
+        /* A reading two sweeps old says nothing any more (another
+         * forwarder may have cleared the mark since), unless this process
+         * keeps the mark itself. */
+        if (since >= 0 && !f->outage.owns_mark && !f->outage.clear_wanted &&
+            kd_fwd_mono_ms(f) - f->outage.pending_seen_mono >
+                2 * KD_OUTAGE_SWEEP_MS)
+                since = -1;
         int64_t age = since >= 0 ? kd_fwd_wall_ms(f) - since : 0;
         if (since >= 0 && age < 1)
                 age = 1; /* pending: never 0 (another host's clock) */

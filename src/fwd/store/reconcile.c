@@ -164,6 +164,7 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         r->st.malformed += d->malformed;
         r->st.end_lag = d->end_lag;
         if (d->read) {
+                r->st.read = 1; /* the caller keeps what the mark said */
                 r->st.pending = d->pending;
                 r->st.epoch = d->epoch;
                 r->st.marked = d->marked;
