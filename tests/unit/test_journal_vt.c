@@ -205,9 +205,25 @@ static void run_ends(kd_fwd_t *f, kdelay_err_t err)
         fake.st.read = 1;
         fake.st.pending = p.since_ms >= 0;
         fake.st.pending_since_ms = p.since_ms;
+        fake.st.marked_age_ms = p.marked_age_ms;
         fake.st.epoch = p.epoch;
         fake.result = err;
         fake.done = 1;
+}
+
+/* Each run that begins ends at once, reading the mark as it is; once
+ * nobody renewed it for KD_OUTAGE_MARK_STALE_MS, the next run reads it
+ * stale and its clear goes: the test time it is cleared (within `within`
+ * ms), or -1. */
+static int64_t cleared_once_stale(kd_fwd_t *f, int64_t within)
+{
+        int64_t from = at(f);
+        while (journal_pending(f) && at(f) < from + within) {
+                step_serving_to(f, at(f) + 1);
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK); /* reads it as it is */
+        }
+        return journal_pending(f) ? -1 : at(f);
 }
 
 /* Fires without claims from FIRING_AT; MySQL answers again at BACK_AT,
@@ -328,15 +344,23 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_TRUE(journal_pending(f));
-        /* ... and the one after clears the mark, with the run's epoch. */
-        step_serving_to(f, BACK_AT + 2199);
-        CU_ASSERT_TRUE(journal_pending(f));
+        /* ... and the one after would clear it, but the run read a mark
+         * renewed (u unsettled, at BACK_AT + 2000) within
+         * KD_OUTAGE_MARK_STALE_MS: the mark stays until a run reads it
+         * stale, then clears it with that run's epoch. */
         step_serving_to(f, BACK_AT + 2200);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT(t > BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS + 1000 +
+                           3 * POLL_MS);
         kd_fate_pending_t p = marker(f);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(p.epoch, 1);
         CU_ASSERT_FALSE(f->outage.clear_wanted);
-        CU_ASSERT_EQUAL(fake.starts, 1);
+        CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -537,8 +561,9 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
-        CU_ASSERT_FALSE(journal_pending(f));
         CU_ASSERT_FALSE(f->outage.owns_mark);
+        /* Cleared once nobody renewed it for KD_OUTAGE_MARK_STALE_MS. */
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS) > 0);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -572,13 +597,80 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
                                               errstr, sizeof(errstr)),
                         KDELAY_OK);
         CU_ASSERT(p.since_ms >= 0);
-        /* Its record delivered, applied: cleared, no renewal after. */
+        /* Its record delivered, applied: no renewal after, cleared once
+         * stale. */
         kd_producer_reported(f, 0);
         u->where = KD_WHERE_NONE;
         f->mode->delivered(&f->mode_ctx, u);
         step_serving_to(f, at(f) + 3 * POLL_MS);
-        CU_ASSERT_FALSE(journal_pending(f));
+        int64_t settled = marker(f).marked_at_ms;
+        step_serving_to(f, at(f) + 2 * KD_OUTAGE_RENEW_MS);
+        CU_ASSERT_EQUAL(marker(f).marked_at_ms, settled);
         CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS) > 0);
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 1: two forwarders fired without claims in one outage
+ * and both own the mark; this one renewed it last and settles first,
+ * while the other (the test, through the store) still has a record in
+ * flight and renews it every KD_OUTAGE_RENEW_MS. The mark stays until
+ * the other stops renewing (settled) and a run reads it stale. Before: the
+ * clear of whoever renewed last went at once (marked_by = me), and cancels
+ * answered "cancelled" for tasks the other had delivered. */
+static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        outage_and_back(f);
+        char errstr[256];
+        const char *other = "other:1.1:1";
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             other, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK); /* epoch 2, fresh */
+        /* The other renews, then this one: the last renewer. */
+        step_serving_to(f, BACK_AT + 1500);
+        CU_ASSERT_EQUAL(kd_fate_pending_renew(f->store.fate, f->journal.topic,
+                                              other, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, BACK_AT + 2010);
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        /* This one settles: its record delivered, its fire applied. */
+        kd_producer_reported(f, 0);
+        u->where = KD_WHERE_NONE;
+        f->mode->delivered(&f->mode_ctx, u);
+        /* The other's record stays in flight 40 s: it renews every 5 s;
+         * every run of this one reads the mark, and it stays. */
+        int64_t renewed = BACK_AT + 1500;
+        int ended = fake.ends;
+        while (at(f) < BACK_AT + 42000) {
+                step_serving_to(f, at(f) + 1);
+                if (at(f) >= renewed + KD_OUTAGE_RENEW_MS) {
+                        renewed = at(f);
+                        CU_ASSERT_EQUAL(kd_fate_pending_renew(
+                                            f->store.fate, f->journal.topic,
+                                            other, errstr, sizeof(errstr)),
+                                        KDELAY_OK);
+                }
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK);
+                if (!journal_pending(f))
+                        break;
+        }
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT(fake.ends > ended); /* it did look, and left it */
+        CU_ASSERT_EQUAL(marker(f).epoch, 2);
+        /* The other's record is in: it stops renewing. Cleared once stale
+         * (a run within KD_OUTAGE_SWEEP_MS of the last look). */
+        int64_t t =
+            cleared_once_stale(f, KD_OUTAGE_MARK_STALE_MS + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT(t > renewed + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= renewed + KD_OUTAGE_MARK_STALE_MS + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
 
@@ -612,17 +704,23 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
         CU_ASSERT_EQUAL(fake.ends, 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 40);
         step_serving_to(f, 1000 + 2 * POLL_MS);
-        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_TRUE(journal_pending(f)); /* marked just now */
         CU_ASSERT_FALSE(f->outage.owns_mark);
         CU_ASSERT_FALSE(kd_outage_firing(f));
-        /* The next run KD_OUTAGE_SWEEP_MS after the start. */
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS - 1);
-        CU_ASSERT_EQUAL(fake.starts, 1);
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS);
+        /* A run once the mark is stale clears it. */
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT(t > 1000 + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= 1000 + KD_OUTAGE_MARK_STALE_MS + 1000 + 3 * POLL_MS);
         CU_ASSERT_EQUAL(fake.starts, 2);
+        /* The next run KD_OUTAGE_SWEEP_MS after that one. */
+        int64_t swept = fake.started_at;
+        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS - 1);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT_EQUAL(fake.starts, 3);
         run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS + POLL_MS);
-        CU_ASSERT_EQUAL(fake.ends, 2);
+        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 3);
         kd_fwd_destroy(f);
 }
 
@@ -694,8 +792,7 @@ static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
         /* Another forwarder clears it; this one's next run never ends. */
         kd_fate_pending_t p = marker(f);
         CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
-                                              p.epoch, "gone:1.1:1",
-                                              KD_OUTAGE_MARK_STALE_MS, &p,
+                                              p.epoch, "gone:1.1:1", -1, &p,
                                               errstr, sizeof(errstr)),
                         KDELAY_OK);
         CU_ASSERT_FALSE(journal_pending(f));
@@ -722,6 +819,8 @@ int main(void)
             KD_TEST(test_a_failed_journal_record_holds_fires_10s),
             KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
+            KD_TEST(
+                test_two_owners_the_last_renewer_settling_first_keeps_the_mark),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),

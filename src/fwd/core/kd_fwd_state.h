@@ -131,6 +131,9 @@ typedef struct kd_fwd_outage {
                                           (the marker's clock); -1 = none */
         int64_t pending_seen_mono;     /* monotonic: when a run last read
                                           it */
+        int64_t clear_read_age_ms;     /* the mark's age (store's clock) as the
+                                          run to clear with read it, before its
+                                          ends: a clear needs it stale */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per

@@ -35,6 +35,7 @@ static void sweep_cb(kd_timer_t *tm, void *arg);
 static void renew_cb(kd_timer_t *tm, void *arg);
 static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait);
 static void settle_again(kd_fwd_t *f, int64_t in_ms);
+static int fires_unsettled(const kd_fwd_t *f);
 
 static int policy_fire(const kd_fwd_t *f)
 {
@@ -101,8 +102,9 @@ static void renew_again(kd_fwd_t *f)
 }
 
 /* This process marked the journal (or will, with MySQL's first answer):
- * it renews the mark until it clears it, so that no other forwarder takes
- * it for a gone one's. */
+ * it renews the mark while its own fires without a claim are unsettled,
+ * so that no forwarder (itself included) clears it before their records
+ * are within a run's ends. */
 static void own_mark(kd_fwd_t *f)
 {
         if (f->outage.owns_mark)
@@ -125,6 +127,8 @@ static void renew_cb(kd_timer_t *tm, void *arg)
         if (!o->owns_mark)
                 return;
         renew_again(f);
+        if (!o->firing && !fires_unsettled(f) && !kd_settle_unclaimed(f))
+                return; /* nothing of its own left to keep it for */
         if (o->renew_out || f->store.down || f->store.gate ||
             !kd_store_ready(f))
                 return; /* the gate's mark goes first */
@@ -381,6 +385,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         if (st.pending) {
                 o->clear_wanted = 1;
                 o->clear_epoch = st.epoch;
+                o->clear_read_age_ms = st.marked_age_ms;
                 o->settle_since_mono = o->settle_logged_mono = now;
         }
         /* Records delivered since it began may be past the ends it read
@@ -412,6 +417,31 @@ static void settle_again(kd_fwd_t *f, int64_t in_ms)
                 kd_fwd_oom(f, "outage_settle_timer");
 }
 
+/* The mark was renewed within KD_OUTAGE_MARK_STALE_MS (age_ms ago, by the
+ * store's clock, last by `by`): a forwarder's fires may still be on their
+ * way to the journal, past the ends a run read. Not cleared now: a run
+ * once it is stale reads the journal again and clears it. */
+static void clear_when_stale(kd_fwd_t *f, int64_t age_ms, const char *by)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        o->clear_wanted = 0;
+        o->owns_mark = 0; /* settled: nothing of its own to renew it for */
+        int64_t in = KD_OUTAGE_MARK_STALE_MS - age_ms + 1000;
+        if (in < 1000)
+                in = 1000;
+        if (in > KD_OUTAGE_SWEEP_MS)
+                in = KD_OUTAGE_SWEEP_MS;
+        char q[300], qb[300];
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=reconcile_pending_owned journal=%s by=%s "
+               "renewed_ms_ago=%lld action=clear_when_stale "
+               "next_run_in_ms=%lld",
+               kd_log_quote(f->journal.topic, q, sizeof(q)),
+               kd_log_quote(by, qb, sizeof(qb)), (long long)age_ms,
+               (long long)in);
+        sweep_again(f, in);
+}
+
 static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fwd_outage_t *o = &f->outage;
@@ -422,25 +452,8 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                 settle_again(f, 1000);
         } else if (fw->pending.since_ms >= 0 &&
                    fw->pending.epoch == o->clear_epoch) {
-                /* Not marked since, but another forwarder renewed it
-                 * within KD_OUTAGE_MARK_STALE_MS: its fires may still be
-                 * on their way to the journal. It clears it, or, if it is
-                 * gone, a run once the mark is stale. */
-                o->clear_wanted = 0;
-                o->owns_mark = 0;
-                int64_t ago = kd_fwd_wall_ms(f) - fw->pending.marked_at_ms;
-                int64_t in = KD_OUTAGE_MARK_STALE_MS - ago + 1000;
-                if (in < 1000 || in > KD_OUTAGE_SWEEP_MS)
-                        in = in < 1000 ? 1000 : KD_OUTAGE_SWEEP_MS;
-                char qb[300];
-                kd_log(f->conf, KDELAY_LOG_INFO,
-                       "event=reconcile_pending_owned journal=%s by=%s "
-                       "renewed_ms_ago=%lld action=clear_when_stale "
-                       "next_run_in_ms=%lld",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)),
-                       kd_log_quote(fw->pending.by, qb, sizeof(qb)),
-                       (long long)ago, (long long)in);
-                sweep_again(f, in);
+                /* Not marked since, but renewed since the run read it. */
+                clear_when_stale(f, fw->pending.marked_age_ms, fw->pending.by);
         } else if (fw->pending.since_ms >= 0) {
                 /* Marked again since the run read it: another forwarder
                  * fired without a claim, or a run found records. */
@@ -513,7 +526,13 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         }
         r->fw.journal = f->journal.topic;
         r->fw.by = f->claim.instance;
-        r->fw.epoch = o->clear_epoch;
+        /* Renewed within the bound before the run read the ends: a
+         * forwarder's fires may not all be within them. Epoch 0 (no row
+         * has it) clears nothing: the answer says whether it was marked
+         * since (run again) or is to be cleared once stale. */
+        r->fw.epoch = o->clear_read_age_ms >= KD_OUTAGE_MARK_STALE_MS
+                          ? o->clear_epoch
+                          : 0;
         r->fw.stale_ms = KD_OUTAGE_MARK_STALE_MS;
         o->clear_out = 1;
         kd_store_submit(f, r, clear_done);
