@@ -18,8 +18,10 @@
  *    answers again is the mark (at the gate's next check, 25 ms), before
  *    the request it goes with;
  *  - the mark is cleared only after a run succeeded and this process's
- *    own fires without a claim are settled and applied, at the settle
- *    poll's tick after that;
+ *    own fires without a claim are settled and applied, and only once
+ *    nobody renewed it for KD_OUTAGE_MARK_STALE_MS as a run read it
+ *    (two owners: the one settling first leaves it to the other);
+ *  - a revoked task's failed record of delivery keeps its fire;
  *  - a mark by another forwarder since the run read the marker keeps the
  *    journal pending, and a run begins again;
  *  - claims wait for a run at most KD_OUTAGE_APPLY_WAIT_MS; a failed run
@@ -674,6 +676,40 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 4: a record of delivery fails after its task's
+ * partition was revoked (an orphan in flight): the fire was delivered and
+ * nobody writes its record again, so it is kept in memory and applied
+ * from there at the next run. Before: released, the fire on no record. */
+static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        kd_task_t *u = delivery_record_in_flight(f, "r");
+        kd_settle_release(f, u); /* revoked: only unlinked, in flight */
+        CU_ASSERT_PTR_NULL(u->part);
+        answered_gone(f, u, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        /* The next run's end applies it (a FIRED row). */
+        int starts = fake.starts;
+        while (fake.starts == starts && at(f) < 1000 + 2 * KD_OUTAGE_SWEEP_MS)
+                step_serving_to(f, at(f) + 1);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        kd_fate_mem_row_t row;
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "r", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
 static const char *const hold[] = {"forwarder.fate_outage_policy", "hold",
                                    NULL};
 
@@ -821,6 +857,7 @@ int main(void)
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
             KD_TEST(
                 test_two_owners_the_last_renewer_settling_first_keeps_the_mark),
+            KD_TEST(test_a_revoked_tasks_failed_delivery_record_keeps_its_fire),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),

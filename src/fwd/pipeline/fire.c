@@ -721,6 +721,11 @@ static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
 {
         if (!t->part) {
                 kd_journal_broken(f, m->err);
+                /* Its partition revoked: nobody writes the record of a
+                 * delivered fire again, so its fire is kept in memory and
+                 * applied from there (settle.c) before t goes. */
+                if (t->state == KD_TASK_JOURNAL && !t->fire_failed)
+                        kd_settle_fired(f, t->rec.id, t->late_ms, 1);
                 kd_settle_release(f, t);
                 return;
         }
