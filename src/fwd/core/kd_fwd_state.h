@@ -131,9 +131,11 @@ typedef struct kd_fwd_outage {
                                           (the marker's clock); -1 = none */
         int64_t pending_seen_mono;     /* monotonic: when a run last read
                                           it */
-        int64_t clear_read_age_ms;     /* the mark's age (store's clock) as the
-                                          run to clear with read it, before its
-                                          ends: a clear needs it stale */
+        int64_t gone_seen_mono;    /* monotonic: the first run of those since
+                                      that found no journal topic; 0 none */
+        int64_t clear_read_age_ms; /* the mark's age (store's clock) as the
+                                      run to clear with read it, before its
+                                      ends: a clear needs it stale */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per
@@ -147,6 +149,10 @@ typedef struct kd_fwd_journal {
         /* A journal write failed: no fire without a claim until then
          * (monotonic; 0 = none). */
         int64_t broken_until_mono;
+        /* Monotonic: the first of the "unknown topic or partition"
+         * answers since the last record delivered (0 = none): the topic
+         * is taken for gone once they span KD_JOURNAL_GONE_CONFIRM_MS. */
+        int64_t gone_since_mono;
 } kd_fwd_journal_t;
 
 /* Claim identity and queue (claim.c). Claim tokens

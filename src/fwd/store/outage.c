@@ -382,6 +382,30 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         }
         o->sweep_failed = 0;
         claims_go(f);
+        /* No journal topic: taken for gone (nothing to apply, the mark
+         * may clear) only once runs KD_JOURNAL_GONE_CONFIRM_MS apart said
+         * so, as a broker whose metadata lags says it of one that exists
+         * (review finding 9); meanwhile the mark stays and a run is
+         * brought forward to then. */
+        if (!st.journal_gone)
+                o->gone_seen_mono = 0;
+        else if (!o->gone_seen_mono ||
+                 now - o->gone_seen_mono > 10 * KD_JOURNAL_GONE_CONFIRM_MS)
+                o->gone_seen_mono = now;
+        if (st.journal_gone &&
+            now - o->gone_seen_mono < KD_JOURNAL_GONE_CONFIRM_MS) {
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=journal_gone_unconfirmed seen_ms_ago=%lld "
+                       "action=run_again next_run_in_ms=%lld",
+                       (long long)(now - o->gone_seen_mono),
+                       (long long)(o->gone_seen_mono +
+                                   KD_JOURNAL_GONE_CONFIRM_MS - now + 100));
+                sweep_again(f, o->gone_seen_mono + KD_JOURNAL_GONE_CONFIRM_MS -
+                                   now + 100);
+                if (kd_settle_unclaimed(f) > 0)
+                        settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
+                return;
+        }
         if (st.pending) {
                 o->clear_wanted = 1;
                 o->clear_epoch = st.epoch;
