@@ -775,6 +775,46 @@ static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 8: an outage ends while a sweep's run is under way (it
+ * may have read the journal's ends before the outage's records). Claims
+ * wait, and a fresh run begins as soon as the sweep's ends. Before: the
+ * sweep's run swallowed the outage's, claims went on at once. */
+static void test_an_outage_over_during_a_sweep_waits_for_a_fresh_run(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT_EQUAL(fake.starts, 2); /* a sweep, never ending yet */
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        /* MySQL hangs: fires without claims, then it answers again. */
+        int64_t hang = at(f);
+        while (!kd_outage_firing(f) && at(f) < hang + 30000)
+                step_to(f, at(f) + 1);
+        CU_ASSERT_TRUE_FATAL(kd_outage_firing(f));
+        step_to(f, at(f) + 2000);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, at(f) + 5 * POLL_MS);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        /* The sweep's run ends: a fresh one begins at once, claims wait. */
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + POLL_MS);
+        CU_ASSERT_EQUAL(fake.starts, 3);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, at(f) + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 3);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        kd_fwd_destroy(f);
+}
+
 static const char *const hold[] = {"forwarder.fate_outage_policy", "hold",
                                    NULL};
 
@@ -924,6 +964,7 @@ int main(void)
             KD_TEST(
                 test_two_owners_the_last_renewer_settling_first_keeps_the_mark),
             KD_TEST(test_a_revoked_tasks_failed_delivery_record_keeps_its_fire),
+            KD_TEST(test_an_outage_over_during_a_sweep_waits_for_a_fresh_run),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),

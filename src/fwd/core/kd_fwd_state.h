@@ -122,11 +122,13 @@ typedef struct kd_fwd_outage {
         int sweeping;        /* the run going on is in the background (claims do
                                 not wait; a failure waits for the next sweep) */
         const char *run_why; /* static: why it began */
-        int sweep_failed;    /* the last background run failed (logged) */
-        int owns_mark;       /* this process marked the journal and has not
-                                cleared it: renewed every KD_OUTAGE_RENEW_MS */
-        int renew_out;       /* a renewal is on the store */
-        kd_timer_t renew;    /* monotonic: the next renewal */
+        const char *rerun_why; /* static: a run claims wait for, to begin
+                                  when the sweep going on ends; NULL */
+        int sweep_failed;      /* the last background run failed (logged) */
+        int owns_mark;         /* this process marked the journal and has not
+                                  cleared it: renewed every KD_OUTAGE_RENEW_MS */
+        int renew_out;         /* a renewal is on the store */
+        kd_timer_t renew;      /* monotonic: the next renewal */
         int64_t pending_seen_since_ms; /* the mark as the last run read it
                                           (the marker's clock); -1 = none */
         int64_t pending_seen_mono;     /* monotonic: when a run last read

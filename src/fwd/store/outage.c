@@ -275,10 +275,21 @@ static void apply_later(kd_fwd_t *f)
 static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
 {
         kd_fwd_outage_t *o = &f->outage;
-        if (o->reconcile)
-                return; /* the run going on reads to the ends it saw: the
-                           records since are applied at the next outage's
-                           end or start */
+        if (o->reconcile) {
+                /* The run going on reads to the ends it saw: the records
+                 * since are applied by a run after it. A sweep's may have
+                 * read them before this outage's records: claims that
+                 * must wait wait for a fresh run, begun as soon as it
+                 * ends (review finding 8). */
+                if (claims_wait && o->sweeping) {
+                        if (!o->applying)
+                                o->applying_since_mono = kd_fwd_mono_ms(f);
+                        o->applying = 1;
+                        o->sweeping = 0;
+                        o->rerun_why = why;
+                }
+                return;
+        }
         kd_timer_disarm(&f->timers, &o->settle); /* this run decides */
         kdelay_err_t err =
             kd_reconcile_start(&o->reconcile, f->conf, f->claim.instance);
@@ -369,6 +380,12 @@ static void poll_cb(kd_timer_t *tm, void *arg)
                (long long)(now - o->applying_since_mono),
                kd_log_quote(err ? errstr : "", q, sizeof(q)),
                st.journal_gone ? "gone" : "read", o->run_why);
+        if (o->rerun_why) { /* claims wait for a run after this one */
+                const char *why = o->rerun_why;
+                o->rerun_why = NULL;
+                reconcile_begin(f, why, 1);
+                return;
+        }
         if (err && o->sweeping) { /* the next sweep tries again */
                 o->sweep_failed = 1;
                 claims_go(f);
