@@ -356,7 +356,8 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
         CU_ASSERT_TRUE(journal_pending(f));
         CU_ASSERT_FALSE(f->outage.clear_wanted);
         CU_ASSERT_EQUAL(fake.starts, 1);
-        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS);
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                              KD_OUTAGE_SWEEP_JITTER_MS);
         CU_ASSERT(t > BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS);
         CU_ASSERT(t <= BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS + 1000 +
                            3 * POLL_MS);
@@ -412,7 +413,8 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t refused = at(f);
-        while (fake.starts == 2 && at(f) < refused + KD_OUTAGE_SWEEP_MS)
+        while (fake.starts == 2 &&
+               at(f) < refused + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
                 step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL_FATAL(fake.starts, 3);
         CU_ASSERT_FALSE(kd_outage_claims_wait(f)); /* a sweep's */
@@ -585,7 +587,8 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
         CU_ASSERT_FALSE(f->outage.owns_mark);
         /* Cleared once nobody renewed it for KD_OUTAGE_MARK_STALE_MS. */
-        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS) > 0);
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                            KD_OUTAGE_SWEEP_JITTER_MS) > 0);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -674,7 +677,8 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
         step_serving_to(f, at(f) + 2 * KD_OUTAGE_RENEW_MS);
         CU_ASSERT_EQUAL(marker(f).marked_at_ms, settled);
         CU_ASSERT_FALSE(f->outage.owns_mark);
-        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS) > 0);
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                            KD_OUTAGE_SWEEP_JITTER_MS) > 0);
         kd_fwd_destroy(f);
 }
 
@@ -762,7 +766,9 @@ static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
         /* The next run's end applies it (a FIRED row). */
         int starts = fake.starts;
-        while (fake.starts == starts && at(f) < 1000 + 2 * KD_OUTAGE_SWEEP_MS)
+        while (fake.starts == starts &&
+               at(f) <
+                   1000 + 2 * (KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS))
                 step_serving_to(f, at(f) + 1);
         run_ends(f, KDELAY_OK);
         step_serving_to(f, at(f) + 3 * POLL_MS);
@@ -787,7 +793,9 @@ static void test_an_outage_over_during_a_sweep_waits_for_a_fresh_run(void)
         kd_outage_start(f);
         step_serving_to(f, 1000 + POLL_MS - 50);
         run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS);
+        while (fake.starts == 1 &&
+               at(f) < 1000 + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
+                step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL(fake.starts, 2); /* a sweep, never ending yet */
         CU_ASSERT_FALSE(kd_outage_claims_wait(f));
         /* MySQL hangs: fires without claims, then it answers again. */
@@ -849,18 +857,23 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
         CU_ASSERT_FALSE(f->outage.owns_mark);
         CU_ASSERT_FALSE(kd_outage_firing(f));
         /* A run once the mark is stale clears it. */
-        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS);
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                              KD_OUTAGE_SWEEP_JITTER_MS);
         CU_ASSERT(t > 1000 + KD_OUTAGE_MARK_STALE_MS);
         CU_ASSERT(t <= 1000 + KD_OUTAGE_MARK_STALE_MS + 1000 + 3 * POLL_MS);
         CU_ASSERT_EQUAL(fake.starts, 2);
-        /* The next run KD_OUTAGE_SWEEP_MS after that one. */
+        /* The next run KD_OUTAGE_SWEEP_MS (+- KD_OUTAGE_SWEEP_JITTER_MS)
+         * after that one. */
         int64_t swept = fake.started_at;
-        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS - 1);
+        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS -
+                               KD_OUTAGE_SWEEP_JITTER_MS - 1);
         CU_ASSERT_EQUAL(fake.starts, 2);
-        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS);
+        while (fake.starts == 2 &&
+               at(f) < swept + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
+                step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL(fake.starts, 3);
         run_ends(f, KDELAY_OK);
-        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS + POLL_MS);
+        step_serving_to(f, at(f) + POLL_MS);
         CU_ASSERT_EQUAL(fake.ends, 3);
         kd_fwd_destroy(f);
 }
@@ -895,7 +908,8 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t from = at(f);
-        while (fake.starts == 1 && at(f) < from + KD_OUTAGE_SWEEP_MS)
+        while (fake.starts == 1 &&
+               at(f) < from + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
                 step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL_FATAL(fake.starts, 2);
         run_ends(f, KDELAY_OK);
@@ -949,6 +963,38 @@ static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 10: the sweeps of forwarders started together do not
+ * keep in step: each period is KD_OUTAGE_SWEEP_MS give or take
+ * KD_OUTAGE_SWEEP_JITTER_MS, and they differ. Before: exactly 30 s each. */
+static void test_the_sweep_period_is_jittered(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        int64_t last = at(f), gaps[6];
+        int differ = 0;
+        for (int i = 0; i < 6; i++) {
+                int starts = fake.starts;
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK);
+                while (fake.starts == starts &&
+                       at(f) < last + KD_OUTAGE_SWEEP_MS +
+                                   KD_OUTAGE_SWEEP_JITTER_MS + 1000)
+                        step_serving_to(f, at(f) + 1);
+                CU_ASSERT_EQUAL_FATAL(fake.starts, starts + 1);
+                gaps[i] = fake.started_at - last;
+                last = fake.started_at;
+                CU_ASSERT(gaps[i] >=
+                          KD_OUTAGE_SWEEP_MS - KD_OUTAGE_SWEEP_JITTER_MS);
+                CU_ASSERT(gaps[i] <=
+                          KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS + 2);
+                differ += i > 0 && gaps[i] != gaps[i - 1];
+        }
+        CU_ASSERT(differ > 0);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -968,6 +1014,7 @@ int main(void)
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),
+            KD_TEST(test_the_sweep_period_is_jittered),
             KD_TEST_END};
         return kd_test_run("journal_vt", cases, NULL, NULL);
 }

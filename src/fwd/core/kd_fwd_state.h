@@ -122,6 +122,7 @@ typedef struct kd_fwd_outage {
         int sweeping;        /* the run going on is in the background (claims do
                                 not wait; a failure waits for the next sweep) */
         const char *run_why; /* static: why it began */
+        uint64_t sweeps;     /* sweep periods drawn (their jitter's turn) */
         const char *rerun_why; /* static: a run claims wait for, to begin
                                   when the sweep going on ends; NULL */
         int sweep_failed;      /* the last background run failed (logged) */

@@ -16,6 +16,10 @@
 /* Every forwarder, either policy, applies the journal at its start and
  * this often after (a journal left by a forwarder that is gone). */
 #define KD_OUTAGE_SWEEP_MS 30000
+/* Each period is KD_OUTAGE_SWEEP_MS give or take this (spread by instance
+ * and turn), so that forwarders started together do not sweep together
+ * (review finding 10). */
+#define KD_OUTAGE_SWEEP_JITTER_MS (KD_OUTAGE_SWEEP_MS / 5)
 /* A forwarder renews the journal's mark this often while (and only while)
  * fires it made without a claim are unsettled. A clear, by any forwarder
  * (the owner too), needs the mark unrenewed for KD_OUTAGE_MARK_STALE_MS

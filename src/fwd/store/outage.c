@@ -61,6 +61,21 @@ void kd_outage_init(kd_fwd_t *f)
         f->outage.pending_seen_since_ms = -1;
 }
 
+/* KD_OUTAGE_SWEEP_MS +- KD_OUTAGE_SWEEP_JITTER_MS: spread by the
+ * instance's name and the turn (splitmix64; not a secret, only spread). */
+static int64_t sweep_period(kd_fwd_t *f)
+{
+        uint64_t x = ++f->outage.sweeps * 0x9e3779b97f4a7c15ULL;
+        for (const char *c = f->claim.instance; *c; c++)
+                x = (x ^ (unsigned char)*c) * 0x100000001b3ULL;
+        x += 0x9e3779b97f4a7c15ULL;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        x ^= x >> 31;
+        return KD_OUTAGE_SWEEP_MS - KD_OUTAGE_SWEEP_JITTER_MS +
+               (int64_t)(x % (2 * KD_OUTAGE_SWEEP_JITTER_MS + 1));
+}
+
 static void sweep_again(kd_fwd_t *f, int64_t in_ms)
 {
         if (kd_timer_arm(&f->timers, &f->outage.sweep, KD_CLOCK_MONO,
@@ -73,7 +88,7 @@ void kd_outage_start(kd_fwd_t *f)
         if (policy_fire(f))
                 kd_journal_warm(f);
         run_begin(f, "start");
-        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+        sweep_again(f, sweep_period(f));
 }
 
 /* Every forwarder, either policy: the journal is read from the journal
@@ -87,7 +102,7 @@ static void sweep_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
-        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+        sweep_again(f, sweep_period(f));
         if (f->store.down || o->firing || o->reconcile || o->clear_out ||
             o->clear_wanted)
                 return;
