@@ -823,6 +823,35 @@ static void test_an_outage_over_during_a_sweep_waits_for_a_fresh_run(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 5: this owner's renewals stop for longer than the lease
+ * allows (MySQL hangs for it, short of an outage it fires through) while
+ * its record is in flight: another forwarder may have cleared the stale
+ * mark meanwhile. The late renewal's answer makes it mark again (a new
+ * epoch), so a clear since is undone and a clear with the old epoch
+ * fails. Before: it renewed a mark perhaps cleared already. */
+static void test_a_late_renewal_marks_again(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        (void)delivery_record_in_flight(f, "u");
+        outage_and_back(f);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 2100); /* renewed at BACK_AT + 2000 */
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        /* MySQL hangs 11 s (short of fires without claims at
+         * BACK_AT + 14000): the renewal at BACK_AT + 7000 waits. */
+        step_to(f, BACK_AT + 13000);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        step_serving_to(f, BACK_AT + 13000 + 50);
+        CU_ASSERT_EQUAL(marker(f).epoch, 2);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        kd_fwd_destroy(f);
+}
+
 static const char *const hold[] = {"forwarder.fate_outage_policy", "hold",
                                    NULL};
 
@@ -1011,6 +1040,7 @@ int main(void)
                 test_two_owners_the_last_renewer_settling_first_keeps_the_mark),
             KD_TEST(test_a_revoked_tasks_failed_delivery_record_keeps_its_fire),
             KD_TEST(test_an_outage_over_during_a_sweep_waits_for_a_fresh_run),
+            KD_TEST(test_a_late_renewal_marks_again),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
             KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),

@@ -129,6 +129,8 @@ typedef struct kd_fwd_outage {
         int owns_mark;         /* this process marked the journal and has not
                                   cleared it: renewed every KD_OUTAGE_RENEW_MS */
         int renew_out;         /* a renewal is on the store */
+        int remark;            /* the next renewal is a mark (a new epoch) */
+        int64_t renewed_mono;  /* monotonic: the last renewal answered; 0 */
         kd_timer_t renew;      /* monotonic: the next renewal */
         int64_t pending_seen_since_ms; /* the mark as the last run read it
                                           (the marker's clock); -1 = none */

@@ -125,13 +125,37 @@ static void own_mark(kd_fwd_t *f)
         if (f->outage.owns_mark)
                 return;
         f->outage.owns_mark = 1;
+        f->outage.renewed_mono = 0; /* the gate's mark, or a run's */
         renew_again(f);
 }
 
+/* Renewals this far apart may have let the mark go stale, and another
+ * forwarder clear it, while this one's fires were unsettled. */
+#define KD_OUTAGE_RENEW_GAP_MS (KD_OUTAGE_MARK_STALE_MS - KD_OUTAGE_RENEW_MS)
+
+static void renew_send(kd_fwd_t *f);
+
 static void renew_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        f->outage.renew_out = 0; /* failed: the store's backoff logs it */
+        kd_fwd_outage_t *o = &f->outage;
+        int64_t now = kd_fwd_mono_ms(f);
+        int err = r->fw.err != KDELAY_OK;
+        int gap = r->fw.op == KD_FW_RENEW_PENDING && o->renewed_mono &&
+                  now - o->renewed_mono > KD_OUTAGE_RENEW_GAP_MS;
+        o->renew_out = 0; /* failed: the store's backoff logs it */
         kd_store_req_done(f, r);
+        if (err)
+                return;
+        o->renewed_mono = now;
+        if (gap) { /* marked again (a new epoch): a clear since is undone */
+                char q[300];
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=reconcile_pending_renew_late journal=%s "
+                       "action=mark_again",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)));
+                o->remark = 1;
+                renew_send(f);
+        }
 }
 
 static void renew_cb(kd_timer_t *tm, void *arg)
@@ -144,12 +168,23 @@ static void renew_cb(kd_timer_t *tm, void *arg)
         renew_again(f);
         if (!o->firing && !fires_unsettled(f) && !kd_settle_unclaimed(f))
                 return; /* nothing of its own left to keep it for */
+        renew_send(f);
+}
+
+static void renew_send(kd_fwd_t *f)
+{
+        kd_fwd_outage_t *o = &f->outage;
         if (o->renew_out || f->store.down || f->store.gate ||
             !kd_store_ready(f))
                 return; /* the gate's mark goes first */
-        kd_store_req_t *r = kd_store_req_new(f, KD_FW_RENEW_PENDING, 0);
+        if (o->renewed_mono &&
+            kd_fwd_mono_ms(f) - o->renewed_mono > KD_OUTAGE_RENEW_GAP_MS)
+                o->remark = 1;
+        kd_store_req_t *r = kd_store_req_new(
+            f, o->remark ? KD_FW_MARK_PENDING : KD_FW_RENEW_PENDING, 0);
         if (!r)
                 return; /* again at the next tick */
+        o->remark = 0;
         r->fw.journal = f->journal.topic;
         r->fw.by = f->claim.instance;
         o->renew_out = 1;
