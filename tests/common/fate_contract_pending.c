@@ -121,9 +121,11 @@ void test_pending_clear_needs_the_epoch_read(void)
         CU_ASSERT_EQUAL(kd_fc_stmts(), before);
 }
 
-/* A clear with stale_ms clears only its own mark (marked or renewed by
- * it last), or one nobody renewed for stale_ms: a live forwarder's mark
- * is not cleared by another. A renewal keeps the epoch and the since, and
+/* A clear with stale_ms clears a mark only when nobody, its caller
+ * included, marked or renewed it for stale_ms by the store's clock (the
+ * server's: marked_age_ms says how long ago, as read): a live owner's
+ * mark is cleared by no one, not even by another owner that renewed it
+ * last (review finding 1). A renewal keeps the epoch and the since, and
  * changes nothing when the journal is not pending. */
 void test_pending_clear_leaves_a_live_owners_mark(void)
 {
@@ -131,14 +133,15 @@ void test_pending_clear_leaves_a_live_owners_mark(void)
         kd_fate_pending_t p;
         mark("o.journal", "fw-1");
         kd_fate_pending_t read = get("o.journal");
+        CU_ASSERT(read.marked_age_ms >= 0 && read.marked_age_ms < 60000);
         CU_ASSERT_EQUAL(kd_fate_pending_clear(
                             kd_fc_store, "o.journal", read.epoch, "fw-2", 60000,
                             &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
                         KDELAY_OK);
-        CU_ASSERT(p.since_ms >= 0); /* fw-1's, renewed within 60 s */
+        CU_ASSERT(p.since_ms >= 0); /* renewed within 60 s */
         CU_ASSERT_EQUAL(p.epoch, read.epoch);
         CU_ASSERT_STRING_EQUAL(p.by, "fw-1");
-        /* fw-2 renews it: now fw-2's; fw-1 cannot clear it. */
+        /* fw-2 renews it last; neither fw-2 nor fw-1 can clear it. */
         CU_ASSERT_EQUAL(kd_fate_pending_renew(kd_fc_store, "o.journal", "fw-2",
                                               kd_fc_errstr,
                                               sizeof(kd_fc_errstr)),
@@ -147,6 +150,11 @@ void test_pending_clear_leaves_a_live_owners_mark(void)
         CU_ASSERT_EQUAL(p.epoch, read.epoch);
         CU_ASSERT_EQUAL(p.since_ms, read.since_ms);
         CU_ASSERT_STRING_EQUAL(p.by, "fw-2");
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(
+                            kd_fc_store, "o.journal", read.epoch, "fw-2", 60000,
+                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT(p.since_ms >= 0);
         CU_ASSERT_EQUAL(kd_fate_pending_clear(
                             kd_fc_store, "o.journal", read.epoch, "fw-1", 60000,
                             &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
@@ -167,13 +175,13 @@ void test_pending_clear_leaves_a_live_owners_mark(void)
         p = get("o.journal");
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_STRING_EQUAL(p.by, "fw-2");
-        /* Its owner clears it at once. */
+        /* Without stale_ms (-1), the epoch alone decides. */
         mark("o.journal", "fw-3");
         read = get("o.journal");
-        CU_ASSERT_EQUAL(kd_fate_pending_clear(
-                            kd_fc_store, "o.journal", read.epoch, "fw-3", 60000,
-                            &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
-                        KDELAY_OK);
+        CU_ASSERT_EQUAL(
+            kd_fate_pending_clear(kd_fc_store, "o.journal", read.epoch, "fw-3",
+                                  -1, &p, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(kd_fc_cancel1("o"), KDELAY_OK);
 }

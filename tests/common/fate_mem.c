@@ -38,12 +38,21 @@ typedef struct kd_fate_mem {
          * host's monotonic clock. Guarded by lock. */
         int64_t (*lease_mono)(void *arg);
         void *lease_mono_arg;
+        int64_t marker_base; /* the marker's clock on the leases' one:
+                                wall ms at its 0 */
 } kd_fate_mem_t;
 
 /* Now by the leases' clock (lock held). */
 static int64_t lease_now(const kd_fate_mem_t *m)
 {
         return m->lease_mono ? m->lease_mono(m->lease_mono_arg) : kd_mono_ms();
+}
+
+/* Now by the marker's clock, MySQL's server clock here (lock held): the
+ * wall clock, moved on by the leases' clock when a test set one. */
+static int64_t marker_now(const kd_fate_mem_t *m)
+{
+        return m->lease_mono ? m->marker_base + lease_now(m) : kd_now_ms();
 }
 
 /* 1 when some journal is pending (lock held). */
@@ -770,7 +779,7 @@ static kd_fate_pending_t *pending_of(kd_fate_mem_t *m, const char *journal,
                 return NULL;
         kd_fate_pending_t *p = &m->pending[m->npending++];
         memset(p, 0, sizeof(*p));
-        p->since_ms = p->marked_at_ms = -1;
+        p->since_ms = p->marked_at_ms = p->marked_age_ms = -1;
         kd_strlcpy(p->journal, journal, sizeof(p->journal));
         return p;
 }
@@ -786,7 +795,7 @@ static kdelay_err_t mem_pending_mark(void *impl, const char *journal,
         kd_fate_pending_t *p = pending_of(m, journal, 1);
         if (!p)
                 return leave(m, 0, KDELAY_ERR_NO_MEMORY);
-        int64_t now = kd_now_ms();
+        int64_t now = marker_now(m);
         p->epoch++;
         if (p->since_ms < 0)
                 p->since_ms = now;
@@ -811,8 +820,11 @@ static kdelay_err_t mem_pending_get(void *impl, const char *journal,
                         if (m->pending[i].since_ms >= 0 &&
                             (!q || m->pending[i].since_ms < q->since_ms))
                                 q = &m->pending[i];
-        if (q)
+        if (q) {
                 *p = *q;
+                p->marked_age_ms =
+                    q->marked_at_ms >= 0 ? marker_now(m) - q->marked_at_ms : -1;
+        }
         return leave(m, 1, KDELAY_OK);
 }
 
@@ -826,18 +838,18 @@ static kdelay_err_t mem_pending_renew(void *impl, const char *journal,
                 return err;
         kd_fate_pending_t *p = pending_of(m, journal, 0);
         if (p && p->since_ms >= 0) {
-                p->marked_at_ms = kd_now_ms();
+                p->marked_at_ms = marker_now(m);
                 kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
         }
         return leave(m, 1, KDELAY_OK);
 }
 
-/* 1 when a clear by `by` with stale_ms may clear q (kd_fate.h). */
-static int clear_allowed(const kd_fate_pending_t *q, const char *by,
+/* 1 when a clear with stale_ms may clear q (kd_fate.h): nobody, the
+ * caller included, marked or renewed it for stale_ms. */
+static int clear_allowed(const kd_fate_mem_t *m, const kd_fate_pending_t *q,
                          int64_t stale_ms)
 {
-        return stale_ms < 0 || !strcmp(q->by, by ? by : "") ||
-               q->marked_at_ms < kd_now_ms() - stale_ms;
+        return stale_ms < 0 || q->marked_at_ms < marker_now(m) - stale_ms;
 }
 
 static kdelay_err_t mem_pending_clear(void *impl, const char *journal,
@@ -850,10 +862,14 @@ static kdelay_err_t mem_pending_clear(void *impl, const char *journal,
         if (err)
                 return err;
         kd_fate_pending_t *q = pending_of(m, journal, 0);
-        if (q && q->epoch == epoch && clear_allowed(q, by, stale_ms))
+        (void)by;
+        if (q && q->epoch == epoch && clear_allowed(m, q, stale_ms))
                 q->since_ms = -1;
-        if (q)
+        if (q) {
                 *p = *q;
+                p->marked_age_ms =
+                    q->marked_at_ms >= 0 ? marker_now(m) - q->marked_at_ms : -1;
+        }
         return leave(m, 2, KDELAY_OK);
 }
 
@@ -982,6 +998,8 @@ kdelay_err_t kd_fate_mem_set_lease_clock(kd_fate_store_t *store,
                 return KDELAY_ERR_INVALID_ARG;
         m->lease_mono = mono;
         m->lease_mono_arg = arg;
+        if (mono)
+                m->marker_base = kd_now_ms() - mono(arg);
         pthread_mutex_unlock(&m->lock);
         return KDELAY_OK;
 }

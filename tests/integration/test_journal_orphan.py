@@ -93,6 +93,23 @@ def mark_by_hand(st, journal):
     return t
 
 
+def pending_age(f):
+    """hold-b's kdelay_forwarder_reconcile_pending_age_seconds (0 if none)."""
+    try:
+        m = f.metrics()
+    except Exception:
+        return 0.0
+    return max([v for k, v in m.items()
+                if k.startswith("kdelay_forwarder_reconcile_pending_age_seconds")] or [0.0])
+
+
+def watch_age(f, out, stop):
+    """The largest pending age f exported until stop is set."""
+    while not stop.is_set():
+        out[0] = max(out[0], pending_age(f))
+        stop.wait(0.5)
+
+
 def main():
     to.AFTER_MS = AFTER_MS  # fire-a's fate_outage_after (Fwd.start_process)
     st = to.Stack()
@@ -161,12 +178,25 @@ def main():
         log(f"hold-b: all {N} FIRED and {N_CANCELLED} reported {t_rec} ms after its start "
             f"(at MySQL's return: {before[0]} and {before[1]}); a cancel answered "
             f"{t_cancel} ms after it (exits {seen})")
+        b.wait_assigned(time.time() + 60)  # its /metrics port
         # A mark left behind, never renewed.
         t_m = mark_by_hand(st, f"{a.prefix}.journal")
         if cancel_rc(b, later[1]) != 1:
             to.fail("a cancel while the journal is marked pending did not answer UNKNOWN")
-        seen = cancel_until_ok(b, later[1], t_m + MARK_BOUND_MS)
+        age, age_stop = [0.0], threading.Event()
+        watcher = threading.Thread(target=watch_age, args=(b, age, age_stop))
+        watcher.start()
+        try:
+            seen = cancel_until_ok(b, later[1], t_m + MARK_BOUND_MS)
+        finally:
+            age_stop.set()
+            watcher.join()
         t_clear = to.now_ms() - t_m
+        # Review finding 2: the gauge the alert KdelayJournalUnreconciled
+        # reads was always 0 (the run's reading never reached it).
+        if age[0] <= 0:
+            to.fail("hold-b: reconcile_pending_age stayed 0 while the mark was "
+                    "pending")
         pend = st.sql("SELECT pending_since_ms, cleared_by FROM kdelay_reconcile "
                       f"WHERE journal = '{a.prefix}.journal'")
         if not pend or pend[0][0] is not None or pend[0][1] != "hold-b":
@@ -176,7 +206,8 @@ def main():
             if ev not in text:
                 to.fail(f"hold-b: no {ev} line: {b.log_path}")
         log(f"mark left by a gone forwarder: cancels answered UNKNOWN for {t_clear} ms, "
-            f"then cancelled (exits: {seen.count(1)} unknown, then 0); cleared by hold-b")
+            f"then cancelled (exits: {seen.count(1)} unknown, then 0); cleared by hold-b; "
+            f"pending age exported up to {age[0]:.1f} s")
         reader.join()
         rc = b.stop()
         if rc != 0:

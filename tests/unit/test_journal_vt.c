@@ -18,16 +18,20 @@
  *    answers again is the mark (at the gate's next check, 25 ms), before
  *    the request it goes with;
  *  - the mark is cleared only after a run succeeded and this process's
- *    own fires without a claim are settled and applied, at the settle
- *    poll's tick after that;
+ *    own fires without a claim are settled and applied, and only once
+ *    nobody renewed it for KD_OUTAGE_MARK_STALE_MS as a run read it
+ *    (two owners: the one settling first leaves it to the other);
+ *  - a revoked task's failed record of delivery keeps its fire;
  *  - a mark by another forwarder since the run read the marker keeps the
  *    journal pending, and a run begins again;
  *  - claims wait for a run at most KD_OUTAGE_APPLY_WAIT_MS; a failed run
  *    leaves the mark and is tried again KD_OUTAGE_RETRY_MS later;
  *  - a failed journal record holds fires for claims 10 s;
  *  - a record of delivery the journal refuses for good ("unknown topic":
- *    the topic deleted while it was in flight) is not written again: its
- *    fire is applied from memory, and the mark clears (issue 43, case 2);
+ *    the topic deleted while it was in flight, such answers spanning
+ *    KD_JOURNAL_GONE_CONFIRM_MS: before, it is written again) is not
+ *    written again: its fire is applied from memory, and the mark clears
+ *    (issue 43, case 2);
  *  - a forwarder renews its mark while its fires are unsettled; another
  *    forwarder's clear leaves a renewed mark and clears a stale one;
  *  - any forwarder, hold policy too, applies a journal at its start and
@@ -205,9 +209,25 @@ static void run_ends(kd_fwd_t *f, kdelay_err_t err)
         fake.st.read = 1;
         fake.st.pending = p.since_ms >= 0;
         fake.st.pending_since_ms = p.since_ms;
+        fake.st.marked_age_ms = p.marked_age_ms;
         fake.st.epoch = p.epoch;
         fake.result = err;
         fake.done = 1;
+}
+
+/* Each run that begins ends at once, reading the mark as it is; once
+ * nobody renewed it for KD_OUTAGE_MARK_STALE_MS, the next run reads it
+ * stale and its clear goes: the test time it is cleared (within `within`
+ * ms), or -1. */
+static int64_t cleared_once_stale(kd_fwd_t *f, int64_t within)
+{
+        int64_t from = at(f);
+        while (journal_pending(f) && at(f) < from + within) {
+                step_serving_to(f, at(f) + 1);
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK); /* reads it as it is */
+        }
+        return journal_pending(f) ? -1 : at(f);
 }
 
 /* Fires without claims from FIRING_AT; MySQL answers again at BACK_AT,
@@ -328,15 +348,24 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_TRUE(journal_pending(f));
-        /* ... and the one after clears the mark, with the run's epoch. */
-        step_serving_to(f, BACK_AT + 2199);
-        CU_ASSERT_TRUE(journal_pending(f));
+        /* ... and the one after would clear it, but the run read a mark
+         * renewed (u unsettled, at BACK_AT + 2000) within
+         * KD_OUTAGE_MARK_STALE_MS: the mark stays until a run reads it
+         * stale, then clears it with that run's epoch. */
         step_serving_to(f, BACK_AT + 2200);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_EQUAL(fake.starts, 1);
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                              KD_OUTAGE_SWEEP_JITTER_MS);
+        CU_ASSERT(t > BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= BACK_AT + 2000 + KD_OUTAGE_MARK_STALE_MS + 1000 +
+                           3 * POLL_MS);
         kd_fate_pending_t p = marker(f);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(p.epoch, 1);
         CU_ASSERT_FALSE(f->outage.clear_wanted);
-        CU_ASSERT_EQUAL(fake.starts, 1);
+        CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -384,7 +413,8 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t refused = at(f);
-        while (fake.starts == 2 && at(f) < refused + KD_OUTAGE_SWEEP_MS)
+        while (fake.starts == 2 &&
+               at(f) < refused + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
                 step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL_FATAL(fake.starts, 3);
         CU_ASSERT_FALSE(kd_outage_claims_wait(f)); /* a sweep's */
@@ -512,13 +542,20 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         run_ends(f, KDELAY_OK);
         step_serving_to(f, BACK_AT + 5 * POLL_MS);
         CU_ASSERT_EQUAL(fake.ends, 1);
-        CU_ASSERT_TRUE(f->outage.clear_wanted);
+        /* One answer "no topic" is not taken for gone (review finding 9):
+         * no clear; a run once KD_JOURNAL_GONE_CONFIRM_MS passed. */
+        CU_ASSERT_FALSE(f->outage.clear_wanted);
         /* u's record is still out: the mark stays. */
         step_serving_to(f, BACK_AT + 2000);
         CU_ASSERT_TRUE(journal_pending(f));
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         /* The delete lands on them: the broker says the topic is
          * unknown, librdkafka that the partition it chose is. */
+        /* The broker has said so for KD_JOURNAL_GONE_CONFIRM_MS already
+         * (test_an_unknown_topic_once_is_written_again: before that, the
+         * record is written again). */
+        f->journal.gone_since_mono =
+            kd_fwd_mono_ms(f) - KD_JOURNAL_GONE_CONFIRM_MS;
         answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
         answered_gone(f, v, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
         CU_ASSERT_PTR_NULL(part->tasks); /* settled, not retried */
@@ -526,8 +563,19 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 2);
-        /* The settle poll applies it from memory, then clears the mark. */
-        step_serving_to(f, BACK_AT + 2000 + 3 * POLL_MS);
+        /* The run brought forward to KD_JOURNAL_GONE_CONFIRM_MS after
+         * the first finds no topic again: gone; the settle poll applies
+         * them from memory, then clears the mark once stale. */
+        int starts = fake.starts;
+        while (fake.starts == starts &&
+               at(f) < BACK_AT + 5 * POLL_MS + KD_JOURNAL_GONE_CONFIRM_MS + 200)
+                step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL_FATAL(fake.starts, 2);
+        CU_ASSERT(fake.started_at >=
+                  BACK_AT + 5 * POLL_MS + KD_JOURNAL_GONE_CONFIRM_MS);
+        fake.st.journal_gone = 1;
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + 3 * POLL_MS);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
                         KDELAY_OK);
@@ -537,8 +585,10 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
-        CU_ASSERT_FALSE(journal_pending(f));
         CU_ASSERT_FALSE(f->outage.owns_mark);
+        /* Cleared once nobody renewed it for KD_OUTAGE_MARK_STALE_MS. */
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                            KD_OUTAGE_SWEEP_JITTER_MS) > 0);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -546,6 +596,51 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
 /* Its own fires unsettled, a forwarder renews its mark every
  * KD_OUTAGE_RENEW_MS: another forwarder's clear (a sweep's) leaves it,
  * however long ago it was made. */
+/* Review finding 3a: "unknown topic or partition" also comes from a
+ * broker whose metadata lags (a topic just made, a rolling restart): one
+ * such answer is not "gone"; the record of delivery is written again as
+ * for any error, until such answers span KD_JOURNAL_GONE_CONFIRM_MS with
+ * no record delivered between. Before: applied from memory at the first
+ * answer, its offset done with the fire on no record. */
+static void test_an_unknown_topic_once_is_written_again(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_part_t *part = u->part;
+        step_serving_to(f, 1000);
+        answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+        CU_ASSERT_PTR_EQUAL(part->tasks, u); /* kept, written again */
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 0);
+        step_serving_to(f, 2000);
+        CU_ASSERT_EQUAL(u->where, KD_WHERE_FLIGHT);
+        /* The streak decides: gone only KD_JOURNAL_GONE_CONFIRM_MS on. */
+        int64_t first = f->journal.gone_since_mono;
+        CU_ASSERT_EQUAL(first, MONO0 + 1000);
+        CU_ASSERT_FALSE(kd_journal_refused_for_good(
+            f, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
+        step_serving_to(f, 1000 + KD_JOURNAL_GONE_CONFIRM_MS - 1);
+        CU_ASSERT_FALSE(kd_journal_refused_for_good(
+            f, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));
+        step_serving_to(f, 1000 + KD_JOURNAL_GONE_CONFIRM_MS);
+        CU_ASSERT_TRUE(kd_journal_refused_for_good(
+            f, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
+        /* A record delivered ends the streak. */
+        rd_kafka_message_t m;
+        memset(&m, 0, sizeof(m));
+        f->journal.inflight++;
+        kd_journal_reported(f, &m);
+        CU_ASSERT_EQUAL(f->journal.gone_since_mono, 0);
+        CU_ASSERT_FALSE(kd_journal_refused_for_good(
+            f, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
+        /* u's record, written again, is still queued in librdkafka: purged,
+         * so that no report of it comes after u is freed. */
+        rd_kafka_purge(kd_producer_main(f), RD_KAFKA_PURGE_F_QUEUE);
+        rd_kafka_poll(kd_producer_main(f), 0);
+        kd_fwd_destroy(f);
+}
+
 static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
 {
         kd_fwd_t *f = born();
@@ -572,13 +667,192 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
                                               errstr, sizeof(errstr)),
                         KDELAY_OK);
         CU_ASSERT(p.since_ms >= 0);
-        /* Its record delivered, applied: cleared, no renewal after. */
+        /* Its record delivered, applied: no renewal after, cleared once
+         * stale. */
         kd_producer_reported(f, 0);
         u->where = KD_WHERE_NONE;
         f->mode->delivered(&f->mode_ctx, u);
         step_serving_to(f, at(f) + 3 * POLL_MS);
-        CU_ASSERT_FALSE(journal_pending(f));
+        int64_t settled = marker(f).marked_at_ms;
+        step_serving_to(f, at(f) + 2 * KD_OUTAGE_RENEW_MS);
+        CU_ASSERT_EQUAL(marker(f).marked_at_ms, settled);
         CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                            KD_OUTAGE_SWEEP_JITTER_MS) > 0);
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 1: two forwarders fired without claims in one outage
+ * and both own the mark; this one renewed it last and settles first,
+ * while the other (the test, through the store) still has a record in
+ * flight and renews it every KD_OUTAGE_RENEW_MS. The mark stays until
+ * the other stops renewing (settled) and a run reads it stale. Before: the
+ * clear of whoever renewed last went at once (marked_by = me), and cancels
+ * answered "cancelled" for tasks the other had delivered. */
+static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        outage_and_back(f);
+        char errstr[256];
+        const char *other = "other:1.1:1";
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             other, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK); /* epoch 2, fresh */
+        /* The other renews, then this one: the last renewer. */
+        step_serving_to(f, BACK_AT + 1500);
+        CU_ASSERT_EQUAL(kd_fate_pending_renew(f->store.fate, f->journal.topic,
+                                              other, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, BACK_AT + 2010);
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        /* This one settles: its record delivered, its fire applied. */
+        kd_producer_reported(f, 0);
+        u->where = KD_WHERE_NONE;
+        f->mode->delivered(&f->mode_ctx, u);
+        /* The other's record stays in flight 40 s: it renews every 5 s;
+         * every run of this one reads the mark, and it stays. */
+        int64_t renewed = BACK_AT + 1500;
+        int ended = fake.ends;
+        while (at(f) < BACK_AT + 42000) {
+                step_serving_to(f, at(f) + 1);
+                if (at(f) >= renewed + KD_OUTAGE_RENEW_MS) {
+                        renewed = at(f);
+                        CU_ASSERT_EQUAL(kd_fate_pending_renew(
+                                            f->store.fate, f->journal.topic,
+                                            other, errstr, sizeof(errstr)),
+                                        KDELAY_OK);
+                }
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK);
+                if (!journal_pending(f))
+                        break;
+        }
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT(fake.ends > ended); /* it did look, and left it */
+        CU_ASSERT_EQUAL(marker(f).epoch, 2);
+        /* The other's record is in: it stops renewing. Cleared once stale
+         * (a run within KD_OUTAGE_SWEEP_MS of the last look). */
+        int64_t t =
+            cleared_once_stale(f, KD_OUTAGE_MARK_STALE_MS + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT(t > renewed + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= renewed + KD_OUTAGE_MARK_STALE_MS + KD_OUTAGE_SWEEP_MS);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 4: a record of delivery fails after its task's
+ * partition was revoked (an orphan in flight): the fire was delivered and
+ * nobody writes its record again, so it is kept in memory and applied
+ * from there at the next run. Before: released, the fire on no record. */
+static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        kd_task_t *u = delivery_record_in_flight(f, "r");
+        kd_settle_release(f, u); /* revoked: only unlinked, in flight */
+        CU_ASSERT_PTR_NULL(u->part);
+        answered_gone(f, u, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        /* The next run's end applies it (a FIRED row). */
+        int starts = fake.starts;
+        while (fake.starts == starts &&
+               at(f) <
+                   1000 + 2 * (KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS))
+                step_serving_to(f, at(f) + 1);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        kd_fate_mem_row_t row;
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "r", 1, &row),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 8: an outage ends while a sweep's run is under way (it
+ * may have read the journal's ends before the outage's records). Claims
+ * wait, and a fresh run begins as soon as the sweep's ends. Before: the
+ * sweep's run swallowed the outage's, claims went on at once. */
+static void test_an_outage_over_during_a_sweep_waits_for_a_fresh_run(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        while (fake.starts == 1 &&
+               at(f) < 1000 + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
+                step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL(fake.starts, 2); /* a sweep, never ending yet */
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        /* MySQL hangs: fires without claims, then it answers again. */
+        int64_t hang = at(f);
+        while (!kd_outage_firing(f) && at(f) < hang + 30000)
+                step_to(f, at(f) + 1);
+        CU_ASSERT_TRUE_FATAL(kd_outage_firing(f));
+        step_to(f, at(f) + 2000);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, at(f) + 5 * POLL_MS);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        /* The sweep's run ends: a fresh one begins at once, claims wait. */
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + POLL_MS);
+        CU_ASSERT_EQUAL(fake.starts, 3);
+        CU_ASSERT_TRUE(kd_outage_claims_wait(f));
+        step_serving_to(f, at(f) + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, at(f) + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 3);
+        CU_ASSERT_FALSE(kd_outage_claims_wait(f));
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 5: this owner's renewals stop for longer than the lease
+ * allows (MySQL hangs for it, short of an outage it fires through) while
+ * its record is in flight: another forwarder may have cleared the stale
+ * mark meanwhile. The late renewal's answer makes it mark again (a new
+ * epoch), so a clear since is undone and a clear with the old epoch
+ * fails. Before: it renewed a mark perhaps cleared already. */
+static void test_a_late_renewal_marks_again(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        outage_and_back(f);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 2100); /* renewed at BACK_AT + 2000 */
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        /* MySQL hangs 11 s (short of fires without claims at
+         * BACK_AT + 14000): the renewal at BACK_AT + 7000 waits. */
+        step_to(f, BACK_AT + 13000);
+        CU_ASSERT_FALSE(kd_outage_firing(f));
+        CU_ASSERT_EQUAL(marker(f).epoch, 1);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        step_serving_to(f, BACK_AT + 13000 + 50);
+        CU_ASSERT_EQUAL(marker(f).epoch, 2);
+        CU_ASSERT_TRUE(journal_pending(f));
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        /* Its record delivered (the test's report): u settles. */
+        kd_producer_reported(f, 0);
+        u->where = KD_WHERE_NONE;
+        f->mode->delivered(&f->mode_ctx, u);
         kd_fwd_destroy(f);
 }
 
@@ -612,17 +886,28 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
         CU_ASSERT_EQUAL(fake.ends, 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 40);
         step_serving_to(f, 1000 + 2 * POLL_MS);
-        CU_ASSERT_FALSE(journal_pending(f));
+        CU_ASSERT_TRUE(journal_pending(f)); /* marked just now */
         CU_ASSERT_FALSE(f->outage.owns_mark);
         CU_ASSERT_FALSE(kd_outage_firing(f));
-        /* The next run KD_OUTAGE_SWEEP_MS after the start. */
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS - 1);
-        CU_ASSERT_EQUAL(fake.starts, 1);
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS);
+        /* A run once the mark is stale clears it. */
+        int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                              KD_OUTAGE_SWEEP_JITTER_MS);
+        CU_ASSERT(t > 1000 + KD_OUTAGE_MARK_STALE_MS);
+        CU_ASSERT(t <= 1000 + KD_OUTAGE_MARK_STALE_MS + 1000 + 3 * POLL_MS);
         CU_ASSERT_EQUAL(fake.starts, 2);
+        /* The next run KD_OUTAGE_SWEEP_MS (+- KD_OUTAGE_SWEEP_JITTER_MS)
+         * after that one. */
+        int64_t swept = fake.started_at;
+        step_serving_to(f, swept + KD_OUTAGE_SWEEP_MS -
+                               KD_OUTAGE_SWEEP_JITTER_MS - 1);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        while (fake.starts == 2 &&
+               at(f) < swept + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
+                step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL(fake.starts, 3);
         run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + KD_OUTAGE_SWEEP_MS + POLL_MS);
-        CU_ASSERT_EQUAL(fake.ends, 2);
+        step_serving_to(f, at(f) + POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 3);
         kd_fwd_destroy(f);
 }
 
@@ -656,7 +941,8 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t from = at(f);
-        while (fake.starts == 1 && at(f) < from + KD_OUTAGE_SWEEP_MS)
+        while (fake.starts == 1 &&
+               at(f) < from + KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS)
                 step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL_FATAL(fake.starts, 2);
         run_ends(f, KDELAY_OK);
@@ -670,6 +956,78 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
         kd_fwd_destroy(f);
 }
 
+/* Review finding 11: the age gauge follows the mark as last read; once
+ * another forwarder cleared it and this one's runs stopped reading it (a
+ * run hung on Kafka), a reading older than two sweeps is dropped instead
+ * of growing for ever (a false KdelayJournalUnreconciled). */
+static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        char errstr[256];
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+                                             "gone:1.1:1", errstr,
+                                             sizeof(errstr)),
+                        KDELAY_OK);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        int64_t read_at = at(f);
+        kd_outage_gauges(f);
+        CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
+        /* Another forwarder clears it; this one's next run never ends. */
+        kd_fate_pending_t p = marker(f);
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
+                                              p.epoch, "gone:1.1:1", -1, &p,
+                                              errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_FALSE(journal_pending(f));
+        step_serving_to(f, read_at + 2 * KD_OUTAGE_SWEEP_MS - 1000);
+        CU_ASSERT_EQUAL(fake.starts, 2);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+        kd_outage_gauges(f);
+        CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
+        step_serving_to(f, read_at + 2 * KD_OUTAGE_SWEEP_MS + 1000);
+        kd_outage_gauges(f);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE),
+                        0);
+        kd_fwd_destroy(f);
+}
+
+/* Review finding 10: the sweeps of forwarders started together do not
+ * keep in step: each period is KD_OUTAGE_SWEEP_MS give or take
+ * KD_OUTAGE_SWEEP_JITTER_MS, and they differ. Before: exactly 30 s each. */
+static void test_the_sweep_period_is_jittered(void)
+{
+        kd_fwd_t *f = born_with(hold);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        int64_t last = at(f), gaps[6];
+        int differ = 0;
+        for (int i = 0; i < 6; i++) {
+                int starts = fake.starts;
+                if (fake.starts > fake.ends && !fake.done)
+                        run_ends(f, KDELAY_OK);
+                while (fake.starts == starts &&
+                       at(f) < last + KD_OUTAGE_SWEEP_MS +
+                                   KD_OUTAGE_SWEEP_JITTER_MS + 1000)
+                        step_serving_to(f, at(f) + 1);
+                CU_ASSERT_EQUAL_FATAL(fake.starts, starts + 1);
+                gaps[i] = fake.started_at - last;
+                last = fake.started_at;
+                CU_ASSERT(gaps[i] >=
+                          KD_OUTAGE_SWEEP_MS - KD_OUTAGE_SWEEP_JITTER_MS);
+                CU_ASSERT(gaps[i] <=
+                          KD_OUTAGE_SWEEP_MS + KD_OUTAGE_SWEEP_JITTER_MS + 2);
+                differ += i > 0 && gaps[i] != gaps[i - 1];
+        }
+        CU_ASSERT(differ > 0);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -680,9 +1038,17 @@ int main(void)
             KD_TEST(test_claims_wait_30s_a_failed_run_is_tried_again_30s_on),
             KD_TEST(test_a_failed_journal_record_holds_fires_10s),
             KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
+            KD_TEST(test_an_unknown_topic_once_is_written_again),
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
+            KD_TEST(
+                test_two_owners_the_last_renewer_settling_first_keeps_the_mark),
+            KD_TEST(test_a_revoked_tasks_failed_delivery_record_keeps_its_fire),
+            KD_TEST(test_an_outage_over_during_a_sweep_waits_for_a_fresh_run),
+            KD_TEST(test_a_late_renewal_marks_again),
             KD_TEST(test_a_hold_forwarder_applies_a_journal_left_unmarked),
             KD_TEST(test_a_hold_forwarder_clears_a_gone_forwarders_mark),
+            KD_TEST(test_the_age_gauge_drops_a_reading_two_sweeps_old),
+            KD_TEST(test_the_sweep_period_is_jittered),
             KD_TEST_END};
         return kd_test_run("journal_vt", cases, NULL, NULL);
 }

@@ -125,13 +125,25 @@ typedef struct kd_fwd_outage {
         int sweeping;        /* the run going on is in the background (claims do
                                 not wait; a failure waits for the next sweep) */
         const char *run_why; /* static: why it began */
-        int sweep_failed;    /* the last background run failed (logged) */
-        int owns_mark;       /* this process marked the journal and has not
-                                cleared it: renewed every KD_OUTAGE_RENEW_MS */
-        int renew_out;       /* a renewal is on the store */
-        kd_timer_t renew;    /* monotonic: the next renewal */
+        uint64_t sweeps;     /* sweep periods drawn (their jitter's turn) */
+        const char *rerun_why; /* static: a run claims wait for, to begin
+                                  when the sweep going on ends; NULL */
+        int sweep_failed;      /* the last background run failed (logged) */
+        int owns_mark;         /* this process marked the journal and has not
+                                  cleared it: renewed every KD_OUTAGE_RENEW_MS */
+        int renew_out;         /* a renewal is on the store */
+        int remark;            /* the next renewal is a mark (a new epoch) */
+        int64_t renewed_mono;  /* monotonic: the last renewal answered; 0 */
+        kd_timer_t renew;      /* monotonic: the next renewal */
         int64_t pending_seen_since_ms; /* the mark as the last run read it
                                           (the marker's clock); -1 = none */
+        int64_t pending_seen_mono;     /* monotonic: when a run last read
+                                          it */
+        int64_t gone_seen_mono;    /* monotonic: the first run of those since
+                                      that found no journal topic; 0 none */
+        int64_t clear_read_age_ms; /* the mark's age (store's clock) as the
+                                      run to clear with read it, before its
+                                      ends: a clear needs it stale */
 } kd_fwd_outage_t;
 
 /* The journal topic "<topic_prefix>.journal" (journal.c): one record per
@@ -145,6 +157,10 @@ typedef struct kd_fwd_journal {
         /* A journal write failed: no fire without a claim until then
          * (monotonic; 0 = none). */
         int64_t broken_until_mono;
+        /* Monotonic: the first of the "unknown topic or partition"
+         * answers since the last record delivered (0 = none): the topic
+         * is taken for gone once they span KD_JOURNAL_GONE_CONFIRM_MS. */
+        int64_t gone_since_mono;
 } kd_fwd_journal_t;
 
 /* Claim identity and queue (claim.c). Claim tokens

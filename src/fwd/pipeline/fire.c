@@ -219,8 +219,9 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
                 f->mode->journal_failed(&f->mode_ctx, err);
 }
 
-/* The journal refuses t's record of delivery for good (its topic gone,
- * say: kd_journal_refuses): the fire was delivered, and a record that can
+/* The journal refuses t's record of delivery for good (its topic gone for
+ * KD_JOURNAL_GONE_CONFIRM_MS, say: kd_journal_refused_for_good): the fire
+ * was delivered, and a record that can
  * never be written would hold t, its offset and the journal's mark for
  * ever. t is settled as if its record had gone: its fire is kept in memory
  * and applied to the fate table from there (settle.c), like every fire of
@@ -261,7 +262,7 @@ static void journal_send(kd_fwd_t *f, kd_task_t *t, int intent)
                 t->where = KD_WHERE_FLIGHT;
                 return;
         }
-        if (!intent && kd_journal_refuses(err)) {
+        if (!intent && kd_journal_refused_for_good(f, err)) {
                 journal_refused(f, t, err);
                 return;
         }
@@ -682,6 +683,7 @@ static void on_intent_delivered(kd_fwd_t *f, kd_task_t *t,
 {
         clock_sample(f, t, m);
         f->journal.delivered++;
+        f->journal.gone_since_mono = 0;
         if (!t->part) {
                 kd_settle_release(f, t);
                 return;
@@ -694,6 +696,7 @@ static void on_journal_delivered(kd_fwd_t *f, kd_task_t *t,
 {
         clock_sample(f, t, m);
         f->journal.delivered++;
+        f->journal.gone_since_mono = 0;
         f->mode->delivered(&f->mode_ctx, t);
 }
 
@@ -721,10 +724,16 @@ static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
 {
         if (!t->part) {
                 kd_journal_broken(f, m->err);
+                /* Its partition revoked: nobody writes the record of a
+                 * delivered fire again, so its fire is kept in memory and
+                 * applied from there (settle.c) before t goes. */
+                if (t->state == KD_TASK_JOURNAL && !t->fire_failed)
+                        kd_settle_fired(f, t->rec.id, t->late_ms, 1);
                 kd_settle_release(f, t);
                 return;
         }
-        if (t->state == KD_TASK_JOURNAL && kd_journal_refuses(m->err)) {
+        if (t->state == KD_TASK_JOURNAL &&
+            kd_journal_refused_for_good(f, m->err)) {
                 journal_refused(f, t, m->err);
                 return;
         }

@@ -79,6 +79,7 @@ void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
         f->journal.inflight--;
         if (!m->err) {
                 f->journal.delivered++;
+                f->journal.gone_since_mono = 0;
                 return;
         }
         kd_journal_broken(f, m->err);
@@ -105,6 +106,25 @@ int kd_journal_refuses(rd_kafka_resp_err_t err)
 {
         return kd_perr_permanent(err) ||
                err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+}
+
+int kd_journal_refused_for_good(kd_fwd_t *f, rd_kafka_resp_err_t err)
+{
+        if (!kd_journal_refuses(err))
+                return 0;
+        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+            err != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION &&
+            err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+                return 1;
+        int64_t now = kd_fwd_mono_ms(f);
+        int64_t since = f->journal.gone_since_mono;
+        /* A first answer, or one from long ago (a streak with nothing
+         * written between): the topic may have been made again since. */
+        if (!since || now - since > 10 * KD_JOURNAL_GONE_CONFIRM_MS) {
+                f->journal.gone_since_mono = now;
+                return 0;
+        }
+        return now - since >= KD_JOURNAL_GONE_CONFIRM_MS;
 }
 
 int kd_journal_usable(const kd_fwd_t *f)

@@ -42,5 +42,16 @@ int kd_journal_usable(const kd_fwd_t *f);
  * partitioned before the delete), an ACL, the record refused
  * (kd_perr_permanent). */
 int kd_journal_refuses(rd_kafka_resp_err_t err);
+/* librdkafka's topic.metadata.propagation.max.ms (its default): a broker
+ * whose metadata lags (a topic just made or made again, a rolling
+ * restart, a reassignment) may answer "unknown topic or partition" that
+ * long for a topic that exists. */
+#define KD_JOURNAL_GONE_CONFIRM_MS 30000
+/* 1 when a record of delivery answered err is refused for good: err
+ * refuses (kd_journal_refuses) and, when it says the topic or partition
+ * is unknown, such answers have kept coming for at least
+ * KD_JOURNAL_GONE_CONFIRM_MS (none delivered since the first): until
+ * then the record is written again as for any error. */
+int kd_journal_refused_for_good(kd_fwd_t *f, rd_kafka_resp_err_t err);
 
 #endif

@@ -16,13 +16,23 @@
 /* Every forwarder, either policy, applies the journal at its start and
  * this often after (a journal left by a forwarder that is gone). */
 #define KD_OUTAGE_SWEEP_MS 30000
-/* A forwarder renews the journal's mark it made this often until it
- * clears it; a mark nobody renewed for KD_OUTAGE_MARK_STALE_MS is taken
- * for a gone forwarder's, and any forwarder's run clears it. Cancels
- * answer UNKNOWN after the last forwarder that fired stops for at most
- * about KD_OUTAGE_MARK_STALE_MS + 1 s + a run (docs/reliability.md). */
+/* Each period is KD_OUTAGE_SWEEP_MS give or take this (spread by instance
+ * and turn), so that forwarders started together do not sweep together
+ * (review finding 10). */
+#define KD_OUTAGE_SWEEP_JITTER_MS (KD_OUTAGE_SWEEP_MS / 5)
+/* A forwarder renews the journal's mark this often while (and only while)
+ * fires it made without a claim are unsettled. A clear, by any forwarder
+ * (the owner too), needs the mark unrenewed for KD_OUTAGE_MARK_STALE_MS
+ * by the store's clock, both as its run read it before the journal's ends
+ * and when it clears: then no forwarder had fires unsettled when the ends
+ * were read (each renews every KD_OUTAGE_RENEW_MS; the other 10 s are the
+ * margin for a renewal that waits), so all their records were within the
+ * ends. Cancels answer UNKNOWN after the last forwarder that fired settled
+ * (or stopped) for about KD_OUTAGE_MARK_STALE_MS + 1 s + a run, at most
+ * KD_OUTAGE_MARK_STALE_MS + KD_OUTAGE_SWEEP_MS + a run
+ * (docs/reliability.md). */
 #define KD_OUTAGE_RENEW_MS      5000
-#define KD_OUTAGE_MARK_STALE_MS 30000
+#define KD_OUTAGE_MARK_STALE_MS 15000
 
 void kd_outage_init(kd_fwd_t *f);
 /* The loop starts: the journal left by an earlier process is applied

@@ -58,6 +58,9 @@ typedef struct kd_reconcile_stats {
         uint64_t epoch;           /* its epoch: a clear names it */
         int marked;               /* the run marked it */
         int64_t pending_since_ms; /* pending since (marker's clock); -1 */
+        int64_t marked_age_ms;    /* how long before the read the mark was
+                                     made or renewed (the store's clock);
+                                     -1 none */
         int journal_gone;         /* the journal topic does not exist: no
                                      record to read (a run that succeeds) */
         /* The ones above were read (else all 0): a run that failed past

@@ -35,6 +35,7 @@ static void sweep_cb(kd_timer_t *tm, void *arg);
 static void renew_cb(kd_timer_t *tm, void *arg);
 static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait);
 static void settle_again(kd_fwd_t *f, int64_t in_ms);
+static int fires_unsettled(const kd_fwd_t *f);
 
 static int policy_fire(const kd_fwd_t *f)
 {
@@ -60,6 +61,21 @@ void kd_outage_init(kd_fwd_t *f)
         f->outage.pending_seen_since_ms = -1;
 }
 
+/* KD_OUTAGE_SWEEP_MS +- KD_OUTAGE_SWEEP_JITTER_MS: spread by the
+ * instance's name and the turn (splitmix64; not a secret, only spread). */
+static int64_t sweep_period(kd_fwd_t *f)
+{
+        uint64_t x = ++f->outage.sweeps * 0x9e3779b97f4a7c15ULL;
+        for (const char *c = f->claim.instance; *c; c++)
+                x = (x ^ (unsigned char)*c) * 0x100000001b3ULL;
+        x += 0x9e3779b97f4a7c15ULL;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        x ^= x >> 31;
+        return KD_OUTAGE_SWEEP_MS - KD_OUTAGE_SWEEP_JITTER_MS +
+               (int64_t)(x % (2 * KD_OUTAGE_SWEEP_JITTER_MS + 1));
+}
+
 static void sweep_again(kd_fwd_t *f, int64_t in_ms)
 {
         if (kd_timer_arm(&f->timers, &f->outage.sweep, KD_CLOCK_MONO,
@@ -72,7 +88,7 @@ void kd_outage_start(kd_fwd_t *f)
         if (policy_fire(f))
                 kd_journal_warm(f);
         run_begin(f, "start");
-        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+        sweep_again(f, sweep_period(f));
 }
 
 /* Every forwarder, either policy: the journal is read from the journal
@@ -86,7 +102,7 @@ static void sweep_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         kd_fwd_outage_t *o = &f->outage;
-        sweep_again(f, KD_OUTAGE_SWEEP_MS);
+        sweep_again(f, sweep_period(f));
         if (f->store.down || o->firing || o->reconcile || o->clear_out ||
             o->clear_wanted)
                 return;
@@ -101,20 +117,45 @@ static void renew_again(kd_fwd_t *f)
 }
 
 /* This process marked the journal (or will, with MySQL's first answer):
- * it renews the mark until it clears it, so that no other forwarder takes
- * it for a gone one's. */
+ * it renews the mark while its own fires without a claim are unsettled,
+ * so that no forwarder (itself included) clears it before their records
+ * are within a run's ends. */
 static void own_mark(kd_fwd_t *f)
 {
         if (f->outage.owns_mark)
                 return;
         f->outage.owns_mark = 1;
+        f->outage.renewed_mono = 0; /* the gate's mark, or a run's */
         renew_again(f);
 }
 
+/* Renewals this far apart may have let the mark go stale, and another
+ * forwarder clear it, while this one's fires were unsettled. */
+#define KD_OUTAGE_RENEW_GAP_MS (KD_OUTAGE_MARK_STALE_MS - KD_OUTAGE_RENEW_MS)
+
+static void renew_send(kd_fwd_t *f);
+
 static void renew_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        f->outage.renew_out = 0; /* failed: the store's backoff logs it */
+        kd_fwd_outage_t *o = &f->outage;
+        int64_t now = kd_fwd_mono_ms(f);
+        int err = r->fw.err != KDELAY_OK;
+        int gap = r->fw.op == KD_FW_RENEW_PENDING && o->renewed_mono &&
+                  now - o->renewed_mono > KD_OUTAGE_RENEW_GAP_MS;
+        o->renew_out = 0; /* failed: the store's backoff logs it */
         kd_store_req_done(f, r);
+        if (err)
+                return;
+        o->renewed_mono = now;
+        if (gap) { /* marked again (a new epoch): a clear since is undone */
+                char q[300];
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=reconcile_pending_renew_late journal=%s "
+                       "action=mark_again",
+                       kd_log_quote(f->journal.topic, q, sizeof(q)));
+                o->remark = 1;
+                renew_send(f);
+        }
 }
 
 static void renew_cb(kd_timer_t *tm, void *arg)
@@ -125,12 +166,25 @@ static void renew_cb(kd_timer_t *tm, void *arg)
         if (!o->owns_mark)
                 return;
         renew_again(f);
+        if (!o->firing && !fires_unsettled(f) && !kd_settle_unclaimed(f))
+                return; /* nothing of its own left to keep it for */
+        renew_send(f);
+}
+
+static void renew_send(kd_fwd_t *f)
+{
+        kd_fwd_outage_t *o = &f->outage;
         if (o->renew_out || f->store.down || f->store.gate ||
             !kd_store_ready(f))
                 return; /* the gate's mark goes first */
-        kd_store_req_t *r = kd_store_req_new(f, KD_FW_RENEW_PENDING, 0);
+        if (o->renewed_mono &&
+            kd_fwd_mono_ms(f) - o->renewed_mono > KD_OUTAGE_RENEW_GAP_MS)
+                o->remark = 1;
+        kd_store_req_t *r = kd_store_req_new(
+            f, o->remark ? KD_FW_MARK_PENDING : KD_FW_RENEW_PENDING, 0);
         if (!r)
                 return; /* again at the next tick */
+        o->remark = 0;
         r->fw.journal = f->journal.topic;
         r->fw.by = f->claim.instance;
         o->renew_out = 1;
@@ -271,10 +325,21 @@ static void apply_later(kd_fwd_t *f)
 static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
 {
         kd_fwd_outage_t *o = &f->outage;
-        if (o->reconcile)
-                return; /* the run going on reads to the ends it saw: the
-                           records since are applied at the next outage's
-                           end or start */
+        if (o->reconcile) {
+                /* The run going on reads to the ends it saw: the records
+                 * since are applied by a run after it. A sweep's may have
+                 * read them before this outage's records: claims that
+                 * must wait wait for a fresh run, begun as soon as it
+                 * ends (review finding 8). */
+                if (claims_wait && o->sweeping) {
+                        if (!o->applying)
+                                o->applying_since_mono = kd_fwd_mono_ms(f);
+                        o->applying = 1;
+                        o->sweeping = 0;
+                        o->rerun_why = why;
+                }
+                return;
+        }
         kd_timer_disarm(&f->timers, &o->settle); /* this run decides */
         kdelay_err_t err =
             kd_reconcile_start(&o->reconcile, f->conf, f->claim.instance);
@@ -334,9 +399,11 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
         kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);
-        if (st.read) /* a run that failed may have read it */
+        if (st.read) { /* a run that failed may have read it */
                 o->pending_seen_since_ms =
                     st.pending ? st.pending_since_ms : -1;
+                o->pending_seen_mono = now;
+        }
         if (!err && st.marked)
                 own_mark(f); /* it found records nobody had marked */
         char q[300];
@@ -363,6 +430,12 @@ static void poll_cb(kd_timer_t *tm, void *arg)
                (long long)(now - o->applying_since_mono),
                kd_log_quote(err ? errstr : "", q, sizeof(q)),
                st.journal_gone ? "gone" : "read", o->run_why);
+        if (o->rerun_why) { /* claims wait for a run after this one */
+                const char *why = o->rerun_why;
+                o->rerun_why = NULL;
+                reconcile_begin(f, why, 1);
+                return;
+        }
         if (err && o->sweeping) { /* the next sweep tries again */
                 o->sweep_failed = 1;
                 claims_go(f);
@@ -376,9 +449,34 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         }
         o->sweep_failed = 0;
         claims_go(f);
+        /* No journal topic: taken for gone (nothing to apply, the mark
+         * may clear) only once runs KD_JOURNAL_GONE_CONFIRM_MS apart said
+         * so, as a broker whose metadata lags says it of one that exists
+         * (review finding 9); meanwhile the mark stays and a run is
+         * brought forward to then. */
+        if (!st.journal_gone)
+                o->gone_seen_mono = 0;
+        else if (!o->gone_seen_mono ||
+                 now - o->gone_seen_mono > 10 * KD_JOURNAL_GONE_CONFIRM_MS)
+                o->gone_seen_mono = now;
+        if (st.journal_gone &&
+            now - o->gone_seen_mono < KD_JOURNAL_GONE_CONFIRM_MS) {
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=journal_gone_unconfirmed seen_ms_ago=%lld "
+                       "action=run_again next_run_in_ms=%lld",
+                       (long long)(now - o->gone_seen_mono),
+                       (long long)(o->gone_seen_mono +
+                                   KD_JOURNAL_GONE_CONFIRM_MS - now + 100));
+                sweep_again(f, o->gone_seen_mono + KD_JOURNAL_GONE_CONFIRM_MS -
+                                   now + 100);
+                if (kd_settle_unclaimed(f) > 0)
+                        settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
+                return;
+        }
         if (st.pending) {
                 o->clear_wanted = 1;
                 o->clear_epoch = st.epoch;
+                o->clear_read_age_ms = st.marked_age_ms;
                 o->settle_since_mono = o->settle_logged_mono = now;
         }
         /* Records delivered since it began may be past the ends it read
@@ -410,6 +508,31 @@ static void settle_again(kd_fwd_t *f, int64_t in_ms)
                 kd_fwd_oom(f, "outage_settle_timer");
 }
 
+/* The mark was renewed within KD_OUTAGE_MARK_STALE_MS (age_ms ago, by the
+ * store's clock, last by `by`): a forwarder's fires may still be on their
+ * way to the journal, past the ends a run read. Not cleared now: a run
+ * once it is stale reads the journal again and clears it. */
+static void clear_when_stale(kd_fwd_t *f, int64_t age_ms, const char *by)
+{
+        kd_fwd_outage_t *o = &f->outage;
+        o->clear_wanted = 0;
+        o->owns_mark = 0; /* settled: nothing of its own to renew it for */
+        int64_t in = KD_OUTAGE_MARK_STALE_MS - age_ms + 1000;
+        if (in < 1000)
+                in = 1000;
+        if (in > KD_OUTAGE_SWEEP_MS)
+                in = KD_OUTAGE_SWEEP_MS;
+        char q[300], qb[300];
+        kd_log(f->conf, KDELAY_LOG_INFO,
+               "event=reconcile_pending_owned journal=%s by=%s "
+               "renewed_ms_ago=%lld action=clear_when_stale "
+               "next_run_in_ms=%lld",
+               kd_log_quote(f->journal.topic, q, sizeof(q)),
+               kd_log_quote(by, qb, sizeof(qb)), (long long)age_ms,
+               (long long)in);
+        sweep_again(f, in);
+}
+
 static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fwd_outage_t *o = &f->outage;
@@ -420,25 +543,8 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                 settle_again(f, 1000);
         } else if (fw->pending.since_ms >= 0 &&
                    fw->pending.epoch == o->clear_epoch) {
-                /* Not marked since, but another forwarder renewed it
-                 * within KD_OUTAGE_MARK_STALE_MS: its fires may still be
-                 * on their way to the journal. It clears it, or, if it is
-                 * gone, a run once the mark is stale. */
-                o->clear_wanted = 0;
-                o->owns_mark = 0;
-                int64_t ago = kd_fwd_wall_ms(f) - fw->pending.marked_at_ms;
-                int64_t in = KD_OUTAGE_MARK_STALE_MS - ago + 1000;
-                if (in < 1000 || in > KD_OUTAGE_SWEEP_MS)
-                        in = in < 1000 ? 1000 : KD_OUTAGE_SWEEP_MS;
-                char qb[300];
-                kd_log(f->conf, KDELAY_LOG_INFO,
-                       "event=reconcile_pending_owned journal=%s by=%s "
-                       "renewed_ms_ago=%lld action=clear_when_stale "
-                       "next_run_in_ms=%lld",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)),
-                       kd_log_quote(fw->pending.by, qb, sizeof(qb)),
-                       (long long)ago, (long long)in);
-                sweep_again(f, in);
+                /* Not marked since, but renewed since the run read it. */
+                clear_when_stale(f, fw->pending.marked_age_ms, fw->pending.by);
         } else if (fw->pending.since_ms >= 0) {
                 /* Marked again since the run read it: another forwarder
                  * fired without a claim, or a run found records. */
@@ -511,7 +617,13 @@ static void settle_cb(kd_timer_t *tm, void *arg)
         }
         r->fw.journal = f->journal.topic;
         r->fw.by = f->claim.instance;
-        r->fw.epoch = o->clear_epoch;
+        /* Renewed within the bound before the run read the ends: a
+         * forwarder's fires may not all be within them. Epoch 0 (no row
+         * has it) clears nothing: the answer says whether it was marked
+         * since (run again) or is to be cleared once stale. */
+        r->fw.epoch = o->clear_read_age_ms >= KD_OUTAGE_MARK_STALE_MS
+                          ? o->clear_epoch
+                          : 0;
         r->fw.stale_ms = KD_OUTAGE_MARK_STALE_MS;
         o->clear_out = 1;
         kd_store_submit(f, r, clear_done);
@@ -540,6 +652,13 @@ void kd_outage_gauges(kd_fwd_t *f)
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
                       f->store.gate || f->outage.owns_mark);
         int64_t since = f->outage.pending_seen_since_ms;
+        /* A reading two sweeps old says nothing any more (another
+         * forwarder may have cleared the mark since), unless this process
+         * keeps the mark itself. */
+        if (since >= 0 && !f->outage.owns_mark && !f->outage.clear_wanted &&
+            kd_fwd_mono_ms(f) - f->outage.pending_seen_mono >
+                2 * KD_OUTAGE_SWEEP_MS)
+                since = -1;
         int64_t age = since >= 0 ? kd_fwd_wall_ms(f) - since : 0;
         if (since >= 0 && age < 1)
                 age = 1; /* pending: never 0 (another host's clock) */

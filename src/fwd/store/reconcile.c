@@ -164,10 +164,12 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         r->st.malformed += d->malformed;
         r->st.end_lag = d->end_lag;
         if (d->read) {
+                r->st.read = 1; /* the caller keeps what the mark said */
                 r->st.pending = d->pending;
                 r->st.epoch = d->epoch;
                 r->st.marked = d->marked;
                 r->st.pending_since_ms = d->pending_since_ms;
+                r->st.marked_age_ms = d->marked_age_ms;
                 r->st.journal_gone = d->journal_gone;
         }
         pthread_mutex_unlock(&r->lock);
@@ -375,6 +377,7 @@ static kdelay_err_t marker(run_t *u, kd_fate_pending_t *p, int after_ends,
                                 errstr);
         d->pending = p->since_ms >= 0;
         d->pending_since_ms = p->since_ms;
+        d->marked_age_ms = p->marked_age_ms;
         d->epoch = p->epoch;
         d->journal_gone = u->gone;
         d->read = 1;

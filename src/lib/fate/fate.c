@@ -415,7 +415,7 @@ static kdelay_err_t check_mark_args(const char *journal, const char *by,
 static void pending_none(kd_fate_pending_t *p)
 {
         memset(p, 0, sizeof(*p));
-        p->since_ms = p->marked_at_ms = -1;
+        p->since_ms = p->marked_at_ms = p->marked_age_ms = -1;
 }
 
 kdelay_err_t kd_fate_pending_mark(kd_fate_store_t *store, const char *journal,

@@ -10,6 +10,10 @@
 
 #include "kd_util.h"
 
+/* Now on the server's clock, in ms (MariaDB and MySQL 8): marks, renewals
+ * and clears compare times of one clock only. */
+#define NOW_MS "FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000)"
+
 static void add_str(kd_sql_t *sql, const char *s)
 {
         if (s)
@@ -23,17 +27,14 @@ kdelay_err_t kd_fate_mysql_pending_mark(void *impl, const char *journal,
                                         size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        long long now = (long long)kd_now_ms();
         kd_sql_add(&sql, "INSERT INTO kdelay_reconcile (journal, epoch, "
                          "pending_since_ms, marked_at_ms, marked_by) VALUES (");
         add_str(&sql, journal);
-        kd_sql_add(&sql, ", 1, %lld, %lld, ", now, now);
+        kd_sql_add(&sql, ", 1, " NOW_MS ", " NOW_MS ", ");
         add_str(&sql, by);
-        kd_sql_add(&sql,
-                   ") ON DUPLICATE KEY UPDATE epoch = epoch + 1, "
-                   "pending_since_ms = COALESCE(pending_since_ms, %lld), "
-                   "marked_at_ms = %lld, marked_by = ",
-                   now, now);
+        kd_sql_add(&sql, ") ON DUPLICATE KEY UPDATE epoch = epoch + 1, "
+                         "pending_since_ms = COALESCE(pending_since_ms, " NOW_MS
+                         "), marked_at_ms = " NOW_MS ", marked_by = ");
         add_str(&sql, by);
         kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile mark",
                                               NULL, errstr, errstr_size);
@@ -48,7 +49,8 @@ kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
         kd_sql_add(&sql, "SELECT journal, epoch, pending_since_ms, "
-                         "marked_at_ms, marked_by FROM kdelay_reconcile ");
+                         "marked_at_ms, marked_by, " NOW_MS
+                         " - marked_at_ms FROM kdelay_reconcile ");
         if (journal) {
                 kd_sql_add(&sql, "WHERE journal = ");
                 add_str(&sql, journal);
@@ -69,6 +71,7 @@ kdelay_err_t kd_fate_mysql_pending_get(void *impl, const char *journal,
                 p->since_ms = kd_sql_col_i64(row[2]);
                 p->marked_at_ms = kd_sql_col_i64(row[3]);
                 kd_strlcpy(p->by, row[4] ? row[4] : "", sizeof(p->by));
+                p->marked_age_ms = kd_sql_col_i64(row[5]);
         }
         mysql_free_result(res);
         return KDELAY_OK;
@@ -79,10 +82,8 @@ kdelay_err_t kd_fate_mysql_pending_renew(void *impl, const char *journal,
                                          size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        kd_sql_add(&sql,
-                   "UPDATE kdelay_reconcile SET marked_at_ms = %lld, "
-                   "marked_by = ",
-                   (long long)kd_now_ms());
+        kd_sql_add(&sql, "UPDATE kdelay_reconcile SET marked_at_ms = " NOW_MS
+                         ", marked_by = ");
         add_str(&sql, by);
         kd_sql_add(&sql, " WHERE journal = ");
         add_str(&sql, journal);
@@ -99,11 +100,8 @@ kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
                                          char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        long long now = (long long)kd_now_ms();
-        kd_sql_add(&sql,
-                   "UPDATE kdelay_reconcile SET pending_since_ms = NULL, "
-                   "cleared_at_ms = %lld, cleared_by = ",
-                   now);
+        kd_sql_add(&sql, "UPDATE kdelay_reconcile SET pending_since_ms = NULL, "
+                         "cleared_at_ms = " NOW_MS ", cleared_by = ");
         add_str(&sql, by);
         kd_sql_add(&sql, " WHERE journal = ");
         add_str(&sql, journal);
@@ -111,12 +109,9 @@ kdelay_err_t kd_fate_mysql_pending_clear(void *impl, const char *journal,
                    " AND epoch = %llu AND pending_since_ms IS NOT "
                    "NULL",
                    (unsigned long long)epoch);
-        if (stale_ms >= 0) { /* its owner's, or nobody's any more */
-                kd_sql_add(&sql, " AND (marked_by <=> ");
-                add_str(&sql, by);
-                kd_sql_add(&sql, " OR marked_at_ms < %lld)",
-                           now - (long long)stale_ms);
-        }
+        if (stale_ms >= 0) /* nobody with fires unsettled renews it */
+                kd_sql_add(&sql, " AND marked_at_ms < " NOW_MS " - %lld",
+                           (long long)stale_ms);
         kdelay_err_t err = kd_fate_mysql_stmt(impl, &sql, "reconcile clear",
                                               NULL, errstr, errstr_size);
         free(sql.buf);

@@ -275,7 +275,11 @@ kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
 typedef struct kd_fate_pending {
         uint64_t epoch;       /* bumped by every mark; 0 = no row */
         int64_t since_ms;     /* pending since (the marker's clock); -1 = not */
-        int64_t marked_at_ms; /* the last mark; -1 = none */
+        int64_t marked_at_ms; /* the last mark or renewal (the store's
+                                 clock); -1 = none */
+        int64_t marked_age_ms; /* how long ago that was when read, by the
+                                  store's clock (MySQL's server: no host's
+                                  clock enters); -1 = none */
         char by[KD_FATE_OWNER_MAX + 1]; /* who marked last; "" */
         char journal[256];              /* which journal */
 } kd_fate_pending_t;
@@ -294,20 +298,21 @@ kdelay_err_t kd_fate_pending_get(kd_fate_store_t *store, const char *journal,
                                  kd_fate_pending_t *p, char *errstr,
                                  size_t errstr_size);
 
-/* Renews journal's mark, by `by`: marked_at becomes now and marked_by
- * `by`, the epoch and pending_since stay; nothing when it is not pending.
- * A forwarder whose own fires without a claim are not settled renews its
- * mark so that no other clears it (kd_fate_pending_clear's stale_ms). One
+/* Renews journal's mark, by `by`: marked_at becomes the store's now and
+ * marked_by `by`, the epoch and pending_since stay; nothing when it is not
+ * pending. A forwarder whose own fires without a claim are not settled renews
+ * its mark so that no other clears it (kd_fate_pending_clear's stale_ms). One
  * statement. */
 kdelay_err_t kd_fate_pending_renew(kd_fate_store_t *store, const char *journal,
                                    const char *by, char *errstr,
                                    size_t errstr_size);
 
 /* Clears journal's mark if its epoch is still `epoch` (no mark since the
- * caller read it), by `by`, and, with stale_ms >= 0, only if `by` marked
- * or renewed it last or nobody did for stale_ms (its owner is gone); *p
- * gets the marker as it is afterwards: still pending (since_ms >= 0) when
- * marked again since, or owned by a live forwarder. Two statements. */
+ * caller read it), by `by`, and, with stale_ms >= 0, only if nobody (the
+ * caller included) marked or renewed it for stale_ms by the store's clock:
+ * no forwarder with fires unsettled is left; *p gets the marker as it is
+ * afterwards: still pending (since_ms >= 0) when marked again since, or
+ * renewed within stale_ms. Two statements. */
 kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
                                    uint64_t epoch, const char *by,
                                    int64_t stale_ms, kd_fate_pending_t *p,
