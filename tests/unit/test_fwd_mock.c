@@ -1037,40 +1037,6 @@ static void c_store_hung_stop(fm_env_t *e)
         CU_ASSERT_EQUAL(topic_cnt(e, e->target), 0);
 }
 
-/* A stop while the brokers are away: the revoke's commit waits for its
- * answer until forwarder.shutdown_timeout (1 s here), and the consumer's
- * close, which would wait for its group's coordinator, is given up
- * KD_CLOSE_GRACE_MS (3 s) after that (event=consumer_close_abandoned): the
- * whole stop within about 4 s, under systemd's TimeoutStopSec however
- * long the brokers stay away. Before, the revoke's synchronous commit
- * alone waited for the coordinator as long as librdkafka let it (31 s
- * for the stop with session.timeout.ms=30000). */
-static const char *const down_stop_overrides[] = {
-    "forwarder.shutdown_timeout=1s", NULL};
-
-static void c_stop_with_brokers_down(fm_env_t *e)
-{
-        fm_task_t t;
-        task_buf_t b;
-        task_fill(e, &t, &b, "t", 0, 60000); /* read, hopped: a commit */
-        CU_ASSERT_EQUAL_FATAL(schedule(e, &t, 1), 0);
-        int64_t until = kd_now_ms() + 10000;
-        while (fm_metric(e, KD_M_HOPPED) < 1 && kd_now_ms() < until)
-                kd_sleep_ms(20);
-        CU_ASSERT_FATAL(fm_metric(e, KD_M_HOPPED) >= 1);
-        CU_ASSERT_EQUAL_FATAL(rd_kafka_mock_broker_set_down(e->mock, 1),
-                              RD_KAFKA_RESP_ERR_NO_ERROR);
-        int64_t t0 = kd_now_ms();
-        fm_stop(e);
-        int64_t took = kd_now_ms() - t0;
-        fm_note(e, "stop with the broker down took %lld ms", (long long)took);
-        CU_ASSERT(took < 8000); /* 1 s + 3 s; a coordinator wait is 30 s */
-        CU_ASSERT_EQUAL(
-            fm_log_count(e, "event=consumer_close_abandoned", NULL, NULL), 1);
-        CU_ASSERT_EQUAL(rd_kafka_mock_broker_set_up(e->mock, 1),
-                        RD_KAFKA_RESP_ERR_NO_ERROR);
-}
-
 /* The broker leading the target (broker 2 of 2, which leads nothing
  * else) answers the forwarder's first four produce requests with
  * retriable errors (not leader, not enough replicas): librdkafka retries
@@ -1643,9 +1609,7 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
           c_settle_and_restart, restart_overrides, 0, 1)                       \
         X(a_stop_while_an_assignment_arrives_drops_it_and_exits_cleanly,       \
-          c_stop_while_assigning, assigning_overrides, 0, 1)                   \
-        X(a_stop_with_the_brokers_down_ends_within_its_timeout_and_grace,      \
-          c_stop_with_brokers_down, down_stop_overrides, ALO_ONLY, 1)
+          c_stop_while_assigning, assigning_overrides, 0, 1)
 
 enum {
 #define FM_ENUM(name, fn, ov, eos, nb) I_##name,

@@ -53,12 +53,9 @@ typedef struct kd_mode_ops kd_mode_ops_t;
 /* The consumer (fwd.c creates it; loop.c polls it). The producers are the
  * producer room's (kd_producer.h), f->producer. */
 typedef struct kd_fwd_consumer {
-        rd_kafka_t *rk;            /* owned */
-        rd_kafka_queue_t *q;       /* owned reference */
-        rd_kafka_queue_t *close_q; /* owned: its close's queue, kept until
-                                      rk is destroyed */
-        int unclosed;  /* its close was given up: destroyed without one */
-        int io_fds[2]; /* its queue's wake-up pipe */
+        rd_kafka_t *rk;      /* owned */
+        rd_kafka_queue_t *q; /* owned reference */
+        int io_fds[2];       /* its queue's wake-up pipe */
 } kd_fwd_consumer_t;
 
 /* The producer room's state: opaque outside producer*.c. */

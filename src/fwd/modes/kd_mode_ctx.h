@@ -123,10 +123,7 @@ rd_kafka_error_t *kd_mode_txn_abort(kd_mode_ctx_t *m, int timeout_ms);
 
 /* --- the consumer's offsets ------------------------------------------- */
 
-/* rd_kafka_commit of offsets: async, or waited for until the stop's
- * deadline (a revoke outside a stop: forwarder.shutdown_timeout from now),
- * then RD_KAFKA_RESP_ERR__TIMED_OUT: with the group's coordinator away, a
- * synchronous commit waits longer than a stop may take. */
+/* rd_kafka_commit of offsets (async or not). */
 rd_kafka_resp_err_t
 kd_mode_commit(kd_mode_ctx_t *m, const rd_kafka_topic_partition_list_t *offsets,
                int async);

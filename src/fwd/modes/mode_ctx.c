@@ -156,65 +156,11 @@ rd_kafka_error_t *kd_mode_txn_abort(kd_mode_ctx_t *m, int timeout_ms)
         return rd_kafka_abort_transaction(kd_producer_main(m->fwd), timeout_ms);
 }
 
-/* A commit's answer, for the callback librdkafka may call instead of
- * posting the event. */
-static void commit_answered(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                            rd_kafka_topic_partition_list_t *offsets,
-                            void *opaque)
-{
-        (void)rk;
-        (void)offsets;
-        *(rd_kafka_resp_err_t *)opaque = err;
-}
-
-/* Waits on q for the answer to a commit until deadline (monotonic). */
-static rd_kafka_resp_err_t commit_wait(kd_mode_ctx_t *m, rd_kafka_queue_t *q,
-                                       rd_kafka_resp_err_t *answer,
-                                       int64_t deadline)
-{
-        for (;;) {
-                int64_t left = deadline - kd_mode_mono_ms(m);
-                if (left <= 0)
-                        return RD_KAFKA_RESP_ERR__TIMED_OUT;
-                rd_kafka_event_t *ev =
-                    rd_kafka_queue_poll(q, left > 100 ? 100 : (int)left);
-                if (ev &&
-                    rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
-                        rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-                        rd_kafka_event_destroy(ev);
-                        return err;
-                }
-                if (ev)
-                        rd_kafka_event_destroy(ev);
-                if (*answer != RD_KAFKA_RESP_ERR__IN_PROGRESS)
-                        return *answer;
-        }
-}
-
 rd_kafka_resp_err_t
 kd_mode_commit(kd_mode_ctx_t *m, const rd_kafka_topic_partition_list_t *offsets,
                int async)
 {
-        rd_kafka_t *rk = m->fwd->consumer.rk;
-        if (async)
-                return rd_kafka_commit(rk, offsets, 1);
-        int64_t deadline = kd_mode_shutdown_deadline(m);
-        if (!deadline)
-                deadline =
-                    kd_mode_mono_ms(m) + m->conf->fwd_shutdown_timeout_ms;
-        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-        if (!q)
-                return RD_KAFKA_RESP_ERR__FAIL;
-        /* answer is written by librdkafka's thread only through the
-         * callback served on this thread (q is ours). */
-        rd_kafka_resp_err_t answer = RD_KAFKA_RESP_ERR__IN_PROGRESS;
-        rd_kafka_resp_err_t err =
-            rd_kafka_commit_queue(rk, offsets, q, commit_answered, &answer);
-        if (!err)
-                err = commit_wait(m, q, &answer, deadline);
-        /* Given up: the answer, when it comes, goes with the queue. */
-        rd_kafka_queue_destroy(q);
-        return err;
+        return rd_kafka_commit(m->fwd->consumer.rk, offsets, async);
 }
 
 rd_kafka_resp_err_t kd_mode_committed(kd_mode_ctx_t *m,

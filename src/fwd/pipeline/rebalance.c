@@ -38,16 +38,13 @@ static int cooperative(const kd_fwd_t *f)
         return protocol && !strcmp(protocol, "COOPERATIVE");
 }
 
-/* 1 when the consumer's close has begun (its close queue is made first:
- * every assignment from then on is the group's next owner's) or the group
- * has terminated (the rebalance protocol is NULL then). librdkafka
- * 2.0.2's close terminates the group while an assignment waits in the
- * consumer's queue (a stop during a rebalance), then serves it to the
- * rebalance callback. */
+/* 1 when the consumer group has terminated: the rebalance protocol is
+ * NULL then. librdkafka 2.0.2's rd_kafka_consumer_close terminates the
+ * group while an assignment waits in the consumer's queue (a stop during
+ * a rebalance), then serves it to the rebalance callback. */
 static int group_closed(const kd_fwd_t *f)
 {
-        return f->consumer.close_q ||
-               rd_kafka_rebalance_protocol(f->consumer.rk) == NULL;
+        return rd_kafka_rebalance_protocol(f->consumer.rk) == NULL;
 }
 
 /* Eager protocol: the whole assignment becomes parts (NULL: none).

@@ -261,13 +261,8 @@ void kd_fwd_destroy(kd_fwd_t *f)
         kd_outage_stop(f);
         if (f->consumer.q)
                 rd_kafka_queue_destroy(f->consumer.q);
-        if (f->consumer.close_q)
-                rd_kafka_queue_destroy(f->consumer.close_q);
         if (f->consumer.rk)
-                rd_kafka_destroy_flags(
-                    f->consumer.rk, f->consumer.unclosed
-                                        ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
-                                        : 0);
+                rd_kafka_destroy(f->consumer.rk);
         kd_http_stop(f->http);
         /* Reports of produces still in flight free their (orphan) tasks. */
         kd_producer_close(f);

@@ -182,50 +182,6 @@ static kdelay_err_t subscribe(kd_fwd_t *f)
         return KDELAY_OK;
 }
 
-/* How long the group's leave may take after forwarder.shutdown_timeout:
- * the revoke inside the close keeps the deadline itself; leaving the group
- * is a request or two. */
-#define KD_CLOSE_GRACE_MS 3000
-
-/* Closes the consumer (the revoke runs inside, on this thread) by the
- * shutdown deadline and a grace to leave the group. With the brokers away,
- * rd_kafka_consumer_close waits up to session.timeout.ms more after the
- * revoke: a loaded host's stop took past systemd's TimeoutStopSec (30 s).
- * Given up, the consumer is destroyed without a close (the group sees it
- * gone after its session timeout; what the revoke committed stays). */
-static void consumer_close(kd_fwd_t *f)
-{
-        kd_fwd_consumer_t *c = &f->consumer;
-        rd_kafka_error_t *e = NULL;
-        c->close_q = rd_kafka_queue_new(c->rk);
-        if (c->close_q)
-                e = rd_kafka_consumer_close_queue(c->rk, c->close_q);
-        if (!c->close_q || e) {
-                kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=consumer_close_failed err=\"%s\"",
-                       e ? rd_kafka_error_string(e) : "out of memory");
-                if (e)
-                        rd_kafka_error_destroy(e);
-                c->unclosed = 1;
-                return;
-        }
-        int64_t until = f->shutdown_deadline + KD_CLOSE_GRACE_MS;
-        while (!rd_kafka_consumer_closed(c->rk)) {
-                int64_t left = until - kd_fwd_mono_ms(f);
-                if (left <= 0) {
-                        c->unclosed = 1;
-                        kd_log(f->conf, KDELAY_LOG_WARNING,
-                               "event=consumer_close_abandoned "
-                               "why=shutdown_timeout grace_ms=%d "
-                               "action=exit_without_leaving_group",
-                               KD_CLOSE_GRACE_MS);
-                        return;
-                }
-                rd_kafka_queue_poll_callback(c->close_q,
-                                             left > 100 ? 100 : (int)left);
-        }
-}
-
 /* Stop fetching, let in-flight work finish, commit what is complete,
  * leave the group (the revoke drops held tasks: they are not committed). */
 static void shutdown_clean(kd_fwd_t *f)
@@ -237,7 +193,11 @@ static void shutdown_clean(kd_fwd_t *f)
         /* One deadline for the whole shutdown, revoke included. */
         f->shutdown_deadline =
             kd_fwd_mono_ms(f) + f->conf->fwd_shutdown_timeout_ms;
-        consumer_close(f);
+        rd_kafka_resp_err_t err = rd_kafka_consumer_close(f->consumer.rk);
+        if (err)
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=consumer_close_failed err=\"%s\"",
+                       rd_kafka_err2str(err));
         if (kd_producer_renew_due(
                 f)) { /* failed during the revoke: unresolved */
                 kd_log(f->conf, KDELAY_LOG_ERROR,
