@@ -325,9 +325,22 @@ static void test_examples_schedule_by_the_wire_format(void)
         }
         free(msgs);
         for (int k = 0; k < 2 * NTASK; k++) {
-                printf("  %s task %d: tier %s (expected %s)\n", tasks[k].lang,
-                       k % NTASK, tasks[k].first_tier, tasks[k].tier);
-                CU_ASSERT_STRING_EQUAL(tasks[k].first_tier, tasks[k].tier);
+                task_t *t = &tasks[k];
+                /* The tier is chosen by the delay left when the record is
+                 * written: a JVM that starts slowly on a loaded host can
+                 * leave less than 4 s of a task due 6 s after its run
+                 * began (java, 7.8 s to run, in a loaded CI run). */
+                int late_write = t->first_ts != INT64_MAX &&
+                                 t->fire_at - t->first_ts < 4 * SEC + 500;
+                const char *want =
+                    late_write && !strcmp(t->tier, "4s") ? "1s" : t->tier;
+                printf("  %s task %d: tier %s (expected %s%s)\n", t->lang,
+                       k % NTASK, t->first_tier, want,
+                       want != t->tier ? ": less than 4 s left at its write"
+                                       : "");
+                if (want != t->tier && !strcmp(t->first_tier, t->tier))
+                        continue; /* chosen just before the 4 s mark */
+                CU_ASSERT_STRING_EQUAL(t->first_tier, want);
         }
 
         /* kdelayctl status of a fired task of each language. */
