@@ -423,10 +423,16 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                     tt_fleet_running(fl, fs->v[f->ref].done_slot))
                         break;
                 f->done_slot = fs->v[f->ref].done_slot;
-                f->rc = tt_fleet_wait(fl, f->done_slot, 30000);
-                if (fs->v[f->ref].kind == TT_F_TERM)
-                        note_term(fs, f->done_slot, f->rc,
-                                  fs->t0 + fs->v[f->ref].began_rel);
+                /* A retry (the start failed) finds the exit collected:
+                 * counting it again would count the harness's failure
+                 * (no process: -1) as an unclean exit. */
+                if (!f->reaped) {
+                        int rc = tt_fleet_wait(fl, f->done_slot, 30000);
+                        f->reaped = 1;
+                        if (fs->v[f->ref].kind == TT_F_TERM && rc >= 0)
+                                note_term(fs, f->done_slot, rc,
+                                          fs->t0 + fs->v[f->ref].began_rel);
+                }
                 f->rc = start_slot(fs, f->done_slot);
                 break;
         case TT_F_MYSQL_STOP:

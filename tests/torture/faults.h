@@ -49,6 +49,8 @@ typedef struct tt_fault {
         int done;   /* ran for good (injected, skipped or given up) */
         int defers; /* times it was put off for later (TT_FAULT_DEFERS) */
         int64_t retry_rel; /* put off until then, ms after T0; 0 = not */
+        int reaped; /* RESTART: its slot's exit collected (and counted) by
+                       an earlier try: a retry only starts the slot */
 } tt_fault_t;
 
 /* A fault whose precondition is not met yet (a broker still starting, a
