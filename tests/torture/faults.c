@@ -493,7 +493,10 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 break;
         case TT_F_KAFKA_START:
                 f->rc = stack(fs, "kafka-start");
-                atomic_store(&fs->kafka_start_ms, kd_now_ms());
+                /* Only a start that worked: Kafka is still down after a
+                 * failed one (kafka_stopped, kafka_near). */
+                if (!f->rc)
+                        atomic_store(&fs->kafka_start_ms, kd_now_ms());
                 fs->kafka_down = f->rc != 0;
                 break;
         case TT_F_ADD:
@@ -696,8 +699,10 @@ void tt_faults_join(tt_faults_t *fs)
                 fs->mysql_paused = 0;
         if (fs->mysql_down && stack(fs, "mysql-start") == 0)
                 fs->mysql_down = 0;
-        if (fs->kafka_down && stack(fs, "kafka-start") == 0)
+        if (fs->kafka_down && stack(fs, "kafka-start") == 0) {
+                atomic_store(&fs->kafka_start_ms, kd_now_ms());
                 fs->kafka_down = 0;
+        }
         if (fs->dead_gone && dead_topic_create(fs) == 0)
                 fs->dead_gone = 0;
         fs->counts.crashes += tt_fleet_reap(fs->fleet);
