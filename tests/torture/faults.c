@@ -299,10 +299,6 @@ static int pick_running(const tt_fleet_t *fl, int slot)
         return -1;
 }
 
-/* The transaction coordinator is back this long after `kafka-start` on
- * the test stack (30-40 s, docs/reliability.md), with margin. */
-#define TT_KAFKA_SETTLE_MS 60000
-
 /* 1 when Kafka was down, or started less than TT_KAFKA_SETTLE_MS before,
  * at some moment of the shutdown that began at term_ms (epoch ms; it
  * takes at most forwarder.shutdown_timeout, 10 s, plus the restart's

@@ -68,6 +68,10 @@ typedef struct tt_fault {
 #define TT_MYSQL_WINS_MAX 32
 
 /* Figures of the injector, read by main after tt_faults_join(). */
+/* The transaction coordinator is back this long after `kafka-start` on
+ * the test stack (30-40 s, docs/reliability.md), with margin. */
+#define TT_KAFKA_SETTLE_MS 60000
+
 typedef struct tt_fault_counts {
         int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
             removed, outage, dead_topic, skipped;
