@@ -391,6 +391,28 @@ static void reread_targets(tt_verifier_t *v)
                 rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* When the seek gave up: the dead-letter partitions taken out of the
+ * assignment and put back at their beginning, so that the new topic is
+ * not read on from the old one's offsets (its first records skipped).
+ * 0 on success. */
+static int dead_reassign(tt_verifier_t *v)
+{
+        rd_kafka_topic_partition_list_t *l =
+            dead_parts(v, RD_KAFKA_OFFSET_BEGINNING);
+        if (!l)
+                return -1;
+        rd_kafka_error_t *error = rd_kafka_incremental_unassign(v->rk, l);
+        if (!error)
+                error = rd_kafka_incremental_assign(v->rk, l);
+        int rc = error ? -1 : 0;
+        tt_log("event=verifier_dead_reassigned rc=%d err=\"%s\"", rc,
+               error ? rd_kafka_error_string(error) : "-");
+        if (error)
+                rd_kafka_error_destroy(error);
+        rd_kafka_topic_partition_list_destroy(l);
+        return rc;
+}
+
 int tt_verifier_dead_back(tt_verifier_t *v)
 {
         /* Before the resume: every record read from now on is of the new
@@ -405,10 +427,13 @@ int tt_verifier_dead_back(tt_verifier_t *v)
                 atomic_fetch_add(&v->seek_retries, 1);
                 tt_sleep_ms(1000, NULL);
         }
+        if (rc)
+                rc = dead_reassign(v);
         if (rc) {
-                /* Harness: the dead-letter figures are then unverified;
-                 * the re-read dedupe keeps a later offset reset from
-                 * counting anything twice. */
+                /* Harness: the dead-letter figures are then unverified
+                 * (report.c: a malformed or poison task not dead-lettered
+                 * is the harness's then); the re-read dedupe keeps a
+                 * later offset reset from counting anything twice. */
                 atomic_fetch_add(&v->seek_failed, 1);
                 tt_log("event=verifier_seek_gave_up attempts=%d "
                        "whose=harness",
