@@ -49,6 +49,10 @@ typedef struct counts {
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
             heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
             mal_delivered, mal_bad_reason;
+        /* the fate table unread: tasks neither delivered nor known to be
+         * cancelled whose cancel was sent with no definite answer (a
+         * CANCELLED row would settle them): the harness's, not LOST */
+        long long undecided;
         /* forwarder.fate_outage_policy=fire: acknowledged cancels of tasks
          * delivered through a MySQL fault window, the cancel before the
          * window began, or during it or its reconciliation (the policy's
@@ -141,10 +145,11 @@ static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
         int acked = atomic_load(&t->sched_state) == TT_SCHED_ACKED;
         int dead = atomic_load(&t->dead_copies);
         int copies = atomic_load(&t->copies);
-        int fate_bad =
-            acked && (t->poison == TT_POISON_INTERNAL
-                          ? t->fate != TT_FATE_NONE
-                          : t->fate != TT_FATE_DEAD || !t->fate_reason_ok);
+        /* the fate table unread: nothing to check */
+        int fate_bad = acked && in->fate_rows >= 0 &&
+                       (t->poison == TT_POISON_INTERNAL
+                            ? t->fate != TT_FATE_NONE
+                            : t->fate != TT_FATE_DEAD || !t->fate_reason_ok);
         const int kinds[2] = {0, t->poison}; /* all, and its kind */
         for (int j = 0; j < 2; j++) {
                 int k = kinds[j];
@@ -252,14 +257,19 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 }
                 int cancelled =
                     t->answer == TT_ANS_OK || t->fate == TT_FATE_CANCELLED;
-                if (acked && !copies && !cancelled) {
+                int undecided = in->fate_rows < 0 &&
+                                t->cancel_kind != TT_CANCEL_NONE &&
+                                t->answer != TT_ANS_TOO_LATE;
+                if (acked && !copies && !cancelled && undecided) {
+                        c->undecided++;
+                } else if (acked && !copies && !cancelled) {
                         c->lost++;
                         if (shown++ < 20)
                                 log_lost(in, i);
                 }
                 if (t->target == TT_TARGET_COMPACT ||
                     t->target == TT_TARGET_SMALL) {
-                        int lost = acked && !copies && !cancelled;
+                        int lost = acked && !copies && !cancelled && !undecided;
                         c->inn++;
                         c->inn_delivered += copies > 0;
                         c->inn_lost += lost;
@@ -484,6 +494,7 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         why_add(&harness, !in->caught_up, "verifier_not_read_to_end");
         why_add(&harness, !in->audit_ok, "audit_failed");
         why_add(&harness, in->fate_rows < 0, "fate_unread");
+        why_add(&harness, c.undecided, "lost_undecided");
         int fail = prod.n > 0;
 
         fprintf(out,
@@ -513,6 +524,9 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row(out, "racing cancels", c.race, note);
         row(out, "LOST", c.lost,
             "(acknowledged, neither delivered nor cancelled)");
+        if (in->fate_rows < 0)
+                row(out, "harness: undecided (fate table unread)", c.undecided,
+                    "(undelivered, cancel sent without a definite answer)");
         snprintf(note, sizeof(note), "(by receipt time: %lld)", c.early_rx);
         row(out, "EARLY (record timestamp < fire-at)", c.early_ts, note);
         row(out, "ACKNOWLEDGED-CANCEL-THEN-DELIVERED", c.cancel_then_delivered,

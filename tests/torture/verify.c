@@ -592,9 +592,17 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                 t->fate_src_partition = row[4] ? atoi(row[4]) : -1;
                 t->fate_src_offset = row[5] ? atoll(row[5]) : -1;
         }
+        /* A fetch that ended on an error read only part of the table. */
+        if (!res || mysql_errno(conn)) {
+                tt_log("event=fate_read_failed err=\"%s\"",
+                       res ? mysql_error(conn) : "no result");
+                rows = -1;
+        }
         if (res)
                 mysql_free_result(res);
         res = NULL;
+        if (rows < 0)
+                goto out;
         /* Fires without a claim (schema 7): which tasks, and what their row
          * said before. A database without the table has none. */
         if (mysql_query(conn, "SELECT task_id, prior FROM kdelay_unclaimed") ||
