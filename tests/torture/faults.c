@@ -257,17 +257,41 @@ static int stack_once(tt_faults_t *fs, const char *verb)
         return rc;
 }
 
+/* 1 while the run's retry budget (TT_FAULT_RETRY_BUDGET_MS) lasts. */
+static int budget_left(tt_faults_t *fs)
+{
+        if (fs->budget_off ||
+            atomic_load(&fs->retry_spent_ms) < TT_FAULT_RETRY_BUDGET_MS)
+                return 1;
+        if (!atomic_exchange(&fs->budget_logged, 1))
+                tt_log("event=fault_retry_budget_spent budget_s=%d "
+                       "whose=harness",
+                       TT_FAULT_RETRY_BUDGET_MS / 1000);
+        return 0;
+}
+
+static void budget_spend(tt_faults_t *fs, int64_t ms)
+{
+        atomic_fetch_add(&fs->retry_spent_ms, ms);
+}
+
 /* Runs op until it returns 0, every TT_FAULT_RETRY_EVERY_MS for up to
- * TT_FAULT_RETRY_BOUND_MS (or the run's stop); each failed try logged. */
+ * TT_FAULT_RETRY_BOUND_MS (or the run's stop, or the end of the run's
+ * retry budget, which the failed tries spend); each failed try logged. */
 static int retry_bounded(tt_faults_t *fs, const char *what,
                          int (*op)(tt_faults_t *fs, const void *arg),
                          const void *arg)
 {
         int64_t end = kd_mono_ms() + TT_FAULT_RETRY_BOUND_MS;
         for (int attempt = 1;; attempt++) {
+                int64_t began = kd_mono_ms();
                 int rc = op(fs, arg);
-                if (!rc || kd_mono_ms() >= end ||
-                    tt_sleep_ms(TT_FAULT_RETRY_EVERY_MS, fs->stop))
+                if (!rc)
+                        return 0;
+                int over = kd_mono_ms() >= end || !budget_left(fs) ||
+                           tt_sleep_ms(TT_FAULT_RETRY_EVERY_MS, fs->stop);
+                budget_spend(fs, kd_mono_ms() - began);
+                if (over)
                         return rc;
                 atomic_fetch_add(&fs->counts.retried, 1);
                 tt_log("event=fault_retry what=\"%s\" attempt=%d rc=%d "
@@ -610,8 +634,20 @@ static int64_t due_rel(const tt_faults_t *fs, const tt_fault_t *f)
         return at;
 }
 
-/* After a run of f: done, put off for later, or (out of tries) not
- * injected: the harness's failure, counted by kind. */
+/* f not injected: the harness's failure, counted by kind. */
+static void give_up(tt_faults_t *fs, tt_fault_t *f, int tries, const char *why)
+{
+        f->done = 1;
+        fs->kind_failed[f->kind] = 1;
+        atomic_fetch_add(&fs->counts.failed, 1);
+        fs->counts.not_injected[f->kind]++;
+        tt_log("event=fault_not_injected kind=%s planned_s=%.3f tries=%d "
+               "why=%s whose=harness",
+               tt_fault_name(f->kind), (double)f->at_rel / 1000.0, tries, why);
+}
+
+/* After a run of f: done, put off for later, or (out of tries or out of
+ * the run's retry budget) not injected. */
 static void settle(tt_faults_t *fs, tt_fault_t *f)
 {
         if (!f->rc) {
@@ -621,7 +657,8 @@ static void settle(tt_faults_t *fs, tt_fault_t *f)
         /* The dead-letter topic goes at its planned time or not at all:
          * the plan keeps malformed tasks out of the seconds before it. */
         if (f->defers < TT_FAULT_DEFERS && f->kind != TT_F_DEAD_DELETE &&
-            !atomic_load(fs->stop)) {
+            !atomic_load(fs->stop) && budget_left(fs)) {
+                budget_spend(fs, TT_FAULT_DEFER_MS);
                 f->defers++;
                 f->retry_rel = f->ended_rel + TT_FAULT_DEFER_MS;
                 fs->counts.deferred++;
@@ -631,13 +668,23 @@ static void settle(tt_faults_t *fs, tt_fault_t *f)
                        (double)f->retry_rel / 1000.0);
                 return;
         }
-        f->done = 1;
-        atomic_fetch_add(&fs->counts.failed, 1);
-        fs->counts.not_injected[f->kind]++;
-        tt_log("event=fault_not_injected kind=%s planned_s=%.3f tries=%d "
-               "whose=harness",
-               tt_fault_name(f->kind), (double)f->at_rel / 1000.0,
-               f->defers + 1);
+        give_up(fs, f, f->defers + 1, "tries_out");
+}
+
+/* A beginning (a stop, a kill, a pause: no ref) given up at once, without
+ * a try, once the retry budget is spent or its kind was given up before;
+ * an ending is still tried (once, when the budget is spent). */
+static int give_up_at_once(tt_faults_t *fs, tt_fault_t *f)
+{
+        if (f->ref >= 0)
+                return 0;
+        if (fs->kind_failed[f->kind])
+                give_up(fs, f, 0, "kind_given_up");
+        else if (!budget_left(fs))
+                give_up(fs, f, 0, "retry_budget_spent");
+        else
+                return 0;
+        return 1;
 }
 
 /* Runs the lane's faults in their planned order (a stop of MySQL never
@@ -650,7 +697,7 @@ static void *injector(void *arg)
         int in_outage = 0;
         for (size_t i = 0; i < fs->n;) {
                 tt_fault_t *f = &fs->v[i];
-                if (lane_of(f->kind) != lane) {
+                if (lane_of(f->kind) != lane || give_up_at_once(fs, f)) {
                         i++;
                         continue;
                 }
@@ -697,6 +744,9 @@ void tt_faults_join(tt_faults_t *fs)
         for (int k = 0; k < TT_LANES; k++)
                 if (fs->inj[k].started)
                         pthread_join(fs->inj[k].thread, NULL);
+        /* The stack and fleet put back for the drain, whatever the
+         * budget. */
+        fs->budget_off = 1;
         if (fs->mysql_ro && stack(fs, "mysql-readonly off") == 0)
                 fs->mysql_ro = 0;
         if (fs->mysql_paused && stack(fs, "mysql-resume") == 0)
