@@ -355,6 +355,17 @@ static void note_term(tt_faults_t *fs, int slot, int rc, int64_t term_ms)
                rc, down);
 }
 
+/* When the last SIGTERM fault on slot began (epoch ms); now if none. */
+static int64_t term_began(const tt_faults_t *fs, int slot)
+{
+        int64_t at = 0;
+        for (size_t i = 0; i < fs->n; i++)
+                if (fs->v[i].kind == TT_F_TERM && fs->v[i].done_slot == slot &&
+                    fs->v[i].began_rel > 0)
+                        at = fs->t0 + fs->v[i].began_rel;
+        return at ? at : kd_now_ms();
+}
+
 static int start_op(tt_faults_t *fs, const void *slot)
 {
         return tt_fleet_start(fs->fleet, *(const int *)slot);
@@ -480,7 +491,14 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                         note_term(fs, f->slot,
                                   tt_fleet_stop(fl, f->slot, SIGTERM), at);
                 } else {
-                        tt_fleet_wait(fl, f->slot, 30000);
+                        /* A SIGTERM fault's forwarder, not yet collected:
+                         * its exit is counted here (the restart that
+                         * follows finds the slot running, and skips). */
+                        int termed = fl->slots[f->slot].stopping == SIGTERM;
+                        int rc = tt_fleet_wait(fl, f->slot, 30000);
+                        if (termed && rc >= 0)
+                                note_term(fs, f->slot, rc,
+                                          term_began(fs, f->slot));
                 }
                 f->rc = start_slot(fs, f->slot);
                 c->clock += f->kind == TT_F_CLOCK_OFF && f->rc == 0;
