@@ -257,17 +257,41 @@ static int stack_once(tt_faults_t *fs, const char *verb)
         return rc;
 }
 
+/* 1 while the run's retry budget (TT_FAULT_RETRY_BUDGET_MS) lasts. */
+static int budget_left(tt_faults_t *fs)
+{
+        if (fs->budget_off ||
+            atomic_load(&fs->retry_spent_ms) < TT_FAULT_RETRY_BUDGET_MS)
+                return 1;
+        if (!atomic_exchange(&fs->budget_logged, 1))
+                tt_log("event=fault_retry_budget_spent budget_s=%d "
+                       "whose=harness",
+                       TT_FAULT_RETRY_BUDGET_MS / 1000);
+        return 0;
+}
+
+static void budget_spend(tt_faults_t *fs, int64_t ms)
+{
+        atomic_fetch_add(&fs->retry_spent_ms, ms);
+}
+
 /* Runs op until it returns 0, every TT_FAULT_RETRY_EVERY_MS for up to
- * TT_FAULT_RETRY_BOUND_MS (or the run's stop); each failed try logged. */
+ * TT_FAULT_RETRY_BOUND_MS (or the run's stop, or the end of the run's
+ * retry budget, which the failed tries spend); each failed try logged. */
 static int retry_bounded(tt_faults_t *fs, const char *what,
                          int (*op)(tt_faults_t *fs, const void *arg),
                          const void *arg)
 {
         int64_t end = kd_mono_ms() + TT_FAULT_RETRY_BOUND_MS;
         for (int attempt = 1;; attempt++) {
+                int64_t began = kd_mono_ms();
                 int rc = op(fs, arg);
-                if (!rc || kd_mono_ms() >= end ||
-                    tt_sleep_ms(TT_FAULT_RETRY_EVERY_MS, fs->stop))
+                if (!rc)
+                        return 0;
+                int over = kd_mono_ms() >= end || !budget_left(fs) ||
+                           tt_sleep_ms(TT_FAULT_RETRY_EVERY_MS, fs->stop);
+                budget_spend(fs, kd_mono_ms() - began);
+                if (over)
                         return rc;
                 atomic_fetch_add(&fs->counts.retried, 1);
                 tt_log("event=fault_retry what=\"%s\" attempt=%d rc=%d "
@@ -299,10 +323,6 @@ static int pick_running(const tt_fleet_t *fl, int slot)
         return -1;
 }
 
-/* The transaction coordinator is back this long after `kafka-start` on
- * the test stack (30-40 s, docs/reliability.md), with margin. */
-#define TT_KAFKA_SETTLE_MS 60000
-
 /* 1 when Kafka was down, or started less than TT_KAFKA_SETTLE_MS before,
  * at some moment of the shutdown that began at term_ms (epoch ms; it
  * takes at most forwarder.shutdown_timeout, 10 s, plus the restart's
@@ -333,6 +353,17 @@ static void note_term(tt_faults_t *fs, int slot, int rc, int64_t term_ms)
                 c->unclean_terms++;
         tt_log("event=forwarder_unclean_exit slot=%d rc=%d kafka_down=%d", slot,
                rc, down);
+}
+
+/* When the last SIGTERM fault on slot began (epoch ms); now if none. */
+static int64_t term_began(const tt_faults_t *fs, int slot)
+{
+        int64_t at = 0;
+        for (size_t i = 0; i < fs->n; i++)
+                if (fs->v[i].kind == TT_F_TERM && fs->v[i].done_slot == slot &&
+                    fs->v[i].began_rel > 0)
+                        at = fs->t0 + fs->v[i].began_rel;
+        return at ? at : kd_now_ms();
 }
 
 static int start_op(tt_faults_t *fs, const void *slot)
@@ -423,10 +454,16 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                     tt_fleet_running(fl, fs->v[f->ref].done_slot))
                         break;
                 f->done_slot = fs->v[f->ref].done_slot;
-                f->rc = tt_fleet_wait(fl, f->done_slot, 30000);
-                if (fs->v[f->ref].kind == TT_F_TERM)
-                        note_term(fs, f->done_slot, f->rc,
-                                  fs->t0 + fs->v[f->ref].began_rel);
+                /* A retry (the start failed) finds the exit collected:
+                 * counting it again would count the harness's failure
+                 * (no process: -1) as an unclean exit. */
+                if (!f->reaped) {
+                        int rc = tt_fleet_wait(fl, f->done_slot, 30000);
+                        f->reaped = 1;
+                        if (fs->v[f->ref].kind == TT_F_TERM && rc >= 0)
+                                note_term(fs, f->done_slot, rc,
+                                          fs->t0 + fs->v[f->ref].began_rel);
+                }
                 f->rc = start_slot(fs, f->done_slot);
                 break;
         case TT_F_MYSQL_STOP:
@@ -454,7 +491,14 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                         note_term(fs, f->slot,
                                   tt_fleet_stop(fl, f->slot, SIGTERM), at);
                 } else {
-                        tt_fleet_wait(fl, f->slot, 30000);
+                        /* A SIGTERM fault's forwarder, not yet collected:
+                         * its exit is counted here (the restart that
+                         * follows finds the slot running, and skips). */
+                        int termed = fl->slots[f->slot].stopping == SIGTERM;
+                        int rc = tt_fleet_wait(fl, f->slot, 30000);
+                        if (termed && rc >= 0)
+                                note_term(fs, f->slot, rc,
+                                          term_began(fs, f->slot));
                 }
                 f->rc = start_slot(fs, f->slot);
                 c->clock += f->kind == TT_F_CLOCK_OFF && f->rc == 0;
@@ -487,7 +531,10 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 break;
         case TT_F_KAFKA_START:
                 f->rc = stack(fs, "kafka-start");
-                atomic_store(&fs->kafka_start_ms, kd_now_ms());
+                /* Only a start that worked: Kafka is still down after a
+                 * failed one (kafka_stopped, kafka_near). */
+                if (!f->rc)
+                        atomic_store(&fs->kafka_start_ms, kd_now_ms());
                 fs->kafka_down = f->rc != 0;
                 break;
         case TT_F_ADD:
@@ -526,8 +573,16 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                 /* What the verifier has not read goes with the topic: it
                  * reads to the end first (no malformed task was written
                  * in the seconds before, TT_DEAD_QUIET_BEFORE). */
-                if (tt_verifier_dead_gone(fs->verifier, 10000))
+                if (tt_verifier_dead_gone(fs->verifier, 10000)) {
+                        /* Unread first copies would go with the topic: a
+                         * product failure for the harness's reason. Not
+                         * deleted (not injected); the verifier reads on. */
                         c->dead_unread++;
+                        tt_verifier_dead_resume(fs->verifier);
+                        f->rc = -1;
+                        fs->dead_gone = 0;
+                        break;
+                }
                 /* Kafka may be starting again: tried for a minute. */
                 for (int64_t end = kd_mono_ms() + 60000;
                      (f->rc = it_delete_topic(fs->dead_topic)) &&
@@ -597,8 +652,20 @@ static int64_t due_rel(const tt_faults_t *fs, const tt_fault_t *f)
         return at;
 }
 
-/* After a run of f: done, put off for later, or (out of tries) not
- * injected: the harness's failure, counted by kind. */
+/* f not injected: the harness's failure, counted by kind. */
+static void give_up(tt_faults_t *fs, tt_fault_t *f, int tries, const char *why)
+{
+        f->done = 1;
+        fs->kind_failed[f->kind] = 1;
+        atomic_fetch_add(&fs->counts.failed, 1);
+        fs->counts.not_injected[f->kind]++;
+        tt_log("event=fault_not_injected kind=%s planned_s=%.3f tries=%d "
+               "why=%s whose=harness",
+               tt_fault_name(f->kind), (double)f->at_rel / 1000.0, tries, why);
+}
+
+/* After a run of f: done, put off for later, or (out of tries or out of
+ * the run's retry budget) not injected. */
 static void settle(tt_faults_t *fs, tt_fault_t *f)
 {
         if (!f->rc) {
@@ -608,7 +675,8 @@ static void settle(tt_faults_t *fs, tt_fault_t *f)
         /* The dead-letter topic goes at its planned time or not at all:
          * the plan keeps malformed tasks out of the seconds before it. */
         if (f->defers < TT_FAULT_DEFERS && f->kind != TT_F_DEAD_DELETE &&
-            !atomic_load(fs->stop)) {
+            !atomic_load(fs->stop) && budget_left(fs)) {
+                budget_spend(fs, TT_FAULT_DEFER_MS);
                 f->defers++;
                 f->retry_rel = f->ended_rel + TT_FAULT_DEFER_MS;
                 fs->counts.deferred++;
@@ -618,13 +686,23 @@ static void settle(tt_faults_t *fs, tt_fault_t *f)
                        (double)f->retry_rel / 1000.0);
                 return;
         }
-        f->done = 1;
-        atomic_fetch_add(&fs->counts.failed, 1);
-        fs->counts.not_injected[f->kind]++;
-        tt_log("event=fault_not_injected kind=%s planned_s=%.3f tries=%d "
-               "whose=harness",
-               tt_fault_name(f->kind), (double)f->at_rel / 1000.0,
-               f->defers + 1);
+        give_up(fs, f, f->defers + 1, "tries_out");
+}
+
+/* A beginning (a stop, a kill, a pause: no ref) given up at once, without
+ * a try, once the retry budget is spent or its kind was given up before;
+ * an ending is still tried (once, when the budget is spent). */
+static int give_up_at_once(tt_faults_t *fs, tt_fault_t *f)
+{
+        if (f->ref >= 0)
+                return 0;
+        if (fs->kind_failed[f->kind])
+                give_up(fs, f, 0, "kind_given_up");
+        else if (!budget_left(fs))
+                give_up(fs, f, 0, "retry_budget_spent");
+        else
+                return 0;
+        return 1;
 }
 
 /* Runs the lane's faults in their planned order (a stop of MySQL never
@@ -637,7 +715,7 @@ static void *injector(void *arg)
         int in_outage = 0;
         for (size_t i = 0; i < fs->n;) {
                 tt_fault_t *f = &fs->v[i];
-                if (lane_of(f->kind) != lane) {
+                if (lane_of(f->kind) != lane || give_up_at_once(fs, f)) {
                         i++;
                         continue;
                 }
@@ -684,14 +762,19 @@ void tt_faults_join(tt_faults_t *fs)
         for (int k = 0; k < TT_LANES; k++)
                 if (fs->inj[k].started)
                         pthread_join(fs->inj[k].thread, NULL);
+        /* The stack and fleet put back for the drain, whatever the
+         * budget. */
+        fs->budget_off = 1;
         if (fs->mysql_ro && stack(fs, "mysql-readonly off") == 0)
                 fs->mysql_ro = 0;
         if (fs->mysql_paused && stack(fs, "mysql-resume") == 0)
                 fs->mysql_paused = 0;
         if (fs->mysql_down && stack(fs, "mysql-start") == 0)
                 fs->mysql_down = 0;
-        if (fs->kafka_down && stack(fs, "kafka-start") == 0)
+        if (fs->kafka_down && stack(fs, "kafka-start") == 0) {
+                atomic_store(&fs->kafka_start_ms, kd_now_ms());
                 fs->kafka_down = 0;
+        }
         if (fs->dead_gone && dead_topic_create(fs) == 0)
                 fs->dead_gone = 0;
         fs->counts.crashes += tt_fleet_reap(fs->fleet);

@@ -49,6 +49,8 @@ typedef struct tt_fault {
         int done;   /* ran for good (injected, skipped or given up) */
         int defers; /* times it was put off for later (TT_FAULT_DEFERS) */
         int64_t retry_rel; /* put off until then, ms after T0; 0 = not */
+        int reaped; /* RESTART: its slot's exit collected (and counted) by
+                       an earlier try: a retry only starts the slot */
 } tt_fault_t;
 
 /* A fault whose precondition is not met yet (a broker still starting, a
@@ -62,10 +64,21 @@ typedef struct tt_fault {
 #define TT_FAULT_RETRY_EVERY_MS 2000
 #define TT_FAULT_DEFER_MS       10000
 #define TT_FAULT_DEFERS         2
+/* The run's whole budget for that: the time of failed tries, their waits
+ * and the put-offs, over every lane. Once spent, a fault gets one try
+ * (no retry, no put-off), and a fault that begins something (a stop, a
+ * kill, a pause) is not injected at all; nor is one of a kind that was
+ * already given up once. So a broken stack.sh verb costs the run about
+ * this much, not minutes per fault. */
+#define TT_FAULT_RETRY_BUDGET_MS 120000
 
 #define TT_MYSQL_WINS_MAX 32
 
 /* Figures of the injector, read by main after tt_faults_join(). */
+/* The transaction coordinator is back this long after `kafka-start` on
+ * the test stack (30-40 s, docs/reliability.md), with margin. */
+#define TT_KAFKA_SETTLE_MS 60000
+
 typedef struct tt_fault_counts {
         int kill9, sigterm, mysql, mysql_pause, mysql_ro, clock, kafka, added,
             removed, outage, dead_topic, skipped;
@@ -130,6 +143,12 @@ typedef struct tt_faults {
                                                               thread's */
         tt_fault_counts_t counts;
         tt_injector_t inj[TT_LANES];
+        /* ms of TT_FAULT_RETRY_BUDGET_MS spent, every lane's */
+        _Atomic int64_t retry_spent_ms;
+        atomic_int budget_logged;
+        int budget_off; /* tt_faults_join's clean-up: retried regardless */
+        /* given up once (each kind is one lane's) */
+        int kind_failed[TT_F_KINDS];
 } tt_faults_t;
 
 /* Plans the schedule for the options' window and forwarders. */

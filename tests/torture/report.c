@@ -49,6 +49,10 @@ typedef struct counts {
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
             heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
             mal_delivered, mal_bad_reason;
+        /* the fate table unread: tasks neither delivered nor known to be
+         * cancelled whose cancel was sent with no definite answer (a
+         * CANCELLED row would settle them): the harness's, not LOST */
+        long long undecided;
         /* forwarder.fate_outage_policy=fire: acknowledged cancels of tasks
          * delivered through a MySQL fault window, the cancel before the
          * window began, or during it or its reconciliation (the policy's
@@ -141,10 +145,11 @@ static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
         int acked = atomic_load(&t->sched_state) == TT_SCHED_ACKED;
         int dead = atomic_load(&t->dead_copies);
         int copies = atomic_load(&t->copies);
-        int fate_bad =
-            acked && (t->poison == TT_POISON_INTERNAL
-                          ? t->fate != TT_FATE_NONE
-                          : t->fate != TT_FATE_DEAD || !t->fate_reason_ok);
+        /* the fate table unread: nothing to check */
+        int fate_bad = acked && in->fate_rows >= 0 &&
+                       (t->poison == TT_POISON_INTERNAL
+                            ? t->fate != TT_FATE_NONE
+                            : t->fate != TT_FATE_DEAD || !t->fate_reason_ok);
         const int kinds[2] = {0, t->poison}; /* all, and its kind */
         for (int j = 0; j < 2; j++) {
                 int k = kinds[j];
@@ -252,14 +257,19 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 }
                 int cancelled =
                     t->answer == TT_ANS_OK || t->fate == TT_FATE_CANCELLED;
-                if (acked && !copies && !cancelled) {
+                int undecided = in->fate_rows < 0 &&
+                                t->cancel_kind != TT_CANCEL_NONE &&
+                                t->answer != TT_ANS_TOO_LATE;
+                if (acked && !copies && !cancelled && undecided) {
+                        c->undecided++;
+                } else if (acked && !copies && !cancelled) {
                         c->lost++;
                         if (shown++ < 20)
                                 log_lost(in, i);
                 }
                 if (t->target == TT_TARGET_COMPACT ||
                     t->target == TT_TARGET_SMALL) {
-                        int lost = acked && !copies && !cancelled;
+                        int lost = acked && !copies && !cancelled && !undecided;
                         c->inn++;
                         c->inn_delivered += copies > 0;
                         c->inn_lost += lost;
@@ -399,17 +409,21 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         why_add(&prod, c.cancel_then_delivered, "cancel_then_delivered");
         why_add(&prod, c.bad, "corrupted");
         why_add(&prod, c.dead_tasks, "innocent_dead_lettered");
+        /* The re-made dead-letter topic not read from its beginning
+         * (verifier_seek_failed): a dead letter not seen may be unread,
+         * so a malformed or poison task missing is the harness's. */
+        int dead_unverified = atomic_load(&in->verifier->seek_failed) > 0;
         why_add(&prod,
-                c.mal_missing || c.mal_delivered || c.mal_bad_reason ||
-                    (o->exactly_once && c.mal_dups),
+                (!dead_unverified && c.mal_missing) || c.mal_delivered ||
+                    c.mal_bad_reason || (o->exactly_once && c.mal_dups),
                 "malformed");
         why_add(&prod, c.fate_cancel_delivered, "fate_cancelled_delivered");
         why_add(&prod, in->fate_rows >= 0 && c.fired_no_row,
                 "delivered_without_row");
         why_add(&prod, o->exactly_once && c.dups, "duplicates");
         why_add(&prod,
-                c.p_missing[0] || c.p_delivered[0] || c.p_bad_reason[0] ||
-                    c.p_fate_bad[0] || c.p_no_error[0] ||
+                (!dead_unverified && c.p_missing[0]) || c.p_delivered[0] ||
+                    c.p_bad_reason[0] || c.p_fate_bad[0] || c.p_no_error[0] ||
                     (o->exactly_once && c.p_dups[0]),
                 "poison");
         why_add(&prod, c.inn_lost, "innocent_lost");
@@ -417,6 +431,14 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         why_add(&prod, c.through_unrecorded, "fired_through_unrecorded");
         int64_t rss_kb = tt_fleet_peak_rss_kb(in->fleet);
         why_add(&prod, rss_kb > TT_RSS_BOUND_KB, "rss");
+        /* The drain starts after the schedule's last fault (and its
+         * clean-up): deliveries still trickling in minutes after it, or
+         * until the cap, are late by minutes. */
+        why_add(&prod,
+                strcmp(in->drain_why, "stopped") &&
+                    (!strcmp(in->drain_why, "cap") ||
+                     in->drain_ms > o->drain_late_ms),
+                "drain_late");
         /* The CreateTime tier was read (its warning logged once per
          * partition and process). */
         int create_time_seen =
@@ -475,9 +497,12 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         why_add(&harness, f->dead_unread, "dead_topic_unread");
         why_add(&harness, atomic_load(&in->verifier->seek_failed),
                 "verifier_seek_failed");
+        why_add(&harness, dead_unverified && (c.mal_missing || c.p_missing[0]),
+                "dead_letters_unverified");
         why_add(&harness, !in->caught_up, "verifier_not_read_to_end");
         why_add(&harness, !in->audit_ok, "audit_failed");
         why_add(&harness, in->fate_rows < 0, "fate_unread");
+        why_add(&harness, c.undecided, "lost_undecided");
         int fail = prod.n > 0;
 
         fprintf(out,
@@ -507,6 +532,9 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row(out, "racing cancels", c.race, note);
         row(out, "LOST", c.lost,
             "(acknowledged, neither delivered nor cancelled)");
+        if (in->fate_rows < 0)
+                row(out, "harness: undecided (fate table unread)", c.undecided,
+                    "(undelivered, cancel sent without a definite answer)");
         snprintf(note, sizeof(note), "(by receipt time: %lld)", c.early_rx);
         row(out, "EARLY (record timestamp < fire-at)", c.early_ts, note);
         row(out, "ACKNOWLEDGED-CANCEL-THEN-DELIVERED", c.cancel_then_delivered,
@@ -625,10 +653,12 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         harness_rows(in, out);
         snprintf(note, sizeof(note),
                  "%.1f s (%s; stops after %lld s without a new arrival, at "
-                 "most %lld s after the last due time)",
+                 "most %lld s after the last due time; longer than %lld s "
+                 "or by the cap: drain_late)",
                  (double)in->drain_ms / 1e3, in->drain_why,
                  (long long)(o->drain_idle_ms / 1000),
-                 (long long)(o->drain_cap_ms / 1000));
+                 (long long)(o->drain_cap_ms / 1000),
+                 (long long)(o->drain_late_ms / 1000));
         fprintf(out, "  %-42s %s\n", "drain", note);
         if (f->outage_begin)
                 fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",

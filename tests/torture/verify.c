@@ -391,6 +391,28 @@ static void reread_targets(tt_verifier_t *v)
                 rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* When the seek gave up: the dead-letter partitions taken out of the
+ * assignment and put back at their beginning, so that the new topic is
+ * not read on from the old one's offsets (its first records skipped).
+ * 0 on success. */
+static int dead_reassign(tt_verifier_t *v)
+{
+        rd_kafka_topic_partition_list_t *l =
+            dead_parts(v, RD_KAFKA_OFFSET_BEGINNING);
+        if (!l)
+                return -1;
+        rd_kafka_error_t *error = rd_kafka_incremental_unassign(v->rk, l);
+        if (!error)
+                error = rd_kafka_incremental_assign(v->rk, l);
+        int rc = error ? -1 : 0;
+        tt_log("event=verifier_dead_reassigned rc=%d err=\"%s\"", rc,
+               error ? rd_kafka_error_string(error) : "-");
+        if (error)
+                rd_kafka_error_destroy(error);
+        rd_kafka_topic_partition_list_destroy(l);
+        return rc;
+}
+
 int tt_verifier_dead_back(tt_verifier_t *v)
 {
         /* Before the resume: every record read from now on is of the new
@@ -405,10 +427,13 @@ int tt_verifier_dead_back(tt_verifier_t *v)
                 atomic_fetch_add(&v->seek_retries, 1);
                 tt_sleep_ms(1000, NULL);
         }
+        if (rc)
+                rc = dead_reassign(v);
         if (rc) {
-                /* Harness: the dead-letter figures are then unverified;
-                 * the re-read dedupe keeps a later offset reset from
-                 * counting anything twice. */
+                /* Harness: the dead-letter figures are then unverified
+                 * (report.c: a malformed or poison task not dead-lettered
+                 * is the harness's then); the re-read dedupe keeps a
+                 * later offset reset from counting anything twice. */
                 atomic_fetch_add(&v->seek_failed, 1);
                 tt_log("event=verifier_seek_gave_up attempts=%d "
                        "whose=harness",
@@ -567,9 +592,17 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                 t->fate_src_partition = row[4] ? atoi(row[4]) : -1;
                 t->fate_src_offset = row[5] ? atoll(row[5]) : -1;
         }
+        /* A fetch that ended on an error read only part of the table. */
+        if (!res || mysql_errno(conn)) {
+                tt_log("event=fate_read_failed err=\"%s\"",
+                       res ? mysql_error(conn) : "no result");
+                rows = -1;
+        }
         if (res)
                 mysql_free_result(res);
         res = NULL;
+        if (rows < 0)
+                goto out;
         /* Fires without a claim (schema 7): which tasks, and what their row
          * said before. A database without the table has none. */
         if (mysql_query(conn, "SELECT task_id, prior FROM kdelay_unclaimed") ||
