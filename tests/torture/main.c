@@ -224,7 +224,6 @@ static int parse_opts(int argc, char **argv, tt_opts_t *o)
         o->hold_horizon_ms = o->full ? 0 : 5000;
         o->drain_idle_ms = o->full ? 120000 : 45000;
         o->drain_cap_ms = o->full ? 1200000 : 240000;
-        o->drain_late_ms = o->full ? 300000 : 120000;
         return 0;
 }
 

@@ -431,14 +431,6 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         why_add(&prod, c.through_unrecorded, "fired_through_unrecorded");
         int64_t rss_kb = tt_fleet_peak_rss_kb(in->fleet);
         why_add(&prod, rss_kb > TT_RSS_BOUND_KB, "rss");
-        /* The drain starts after the schedule's last fault (and its
-         * clean-up): deliveries still trickling in minutes after it, or
-         * until the cap, are late by minutes. */
-        why_add(&prod,
-                strcmp(in->drain_why, "stopped") &&
-                    (!strcmp(in->drain_why, "cap") ||
-                     in->drain_ms > o->drain_late_ms),
-                "drain_late");
         /* The CreateTime tier was read (its warning logged once per
          * partition and process). */
         int create_time_seen =
@@ -653,12 +645,10 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         harness_rows(in, out);
         snprintf(note, sizeof(note),
                  "%.1f s (%s; stops after %lld s without a new arrival, at "
-                 "most %lld s after the last due time; longer than %lld s "
-                 "or by the cap: drain_late)",
+                 "most %lld s after the last due time)",
                  (double)in->drain_ms / 1e3, in->drain_why,
                  (long long)(o->drain_idle_ms / 1000),
-                 (long long)(o->drain_cap_ms / 1000),
-                 (long long)(o->drain_late_ms / 1000));
+                 (long long)(o->drain_cap_ms / 1000));
         fprintf(out, "  %-42s %s\n", "drain", note);
         if (f->outage_begin)
                 fprintf(out, "  %-42s %.3f .. %.3f s after T0\n",

@@ -78,11 +78,6 @@ typedef struct tt_opts {
          * when every expected task arrived, when none arrived for
          * drain_idle_ms, or at drain_cap_ms, whichever comes first. */
         int64_t drain_idle_ms, drain_cap_ms;
-        /* A drain that ends by its cap, or lasts longer than this, is
-         * the product's failure (drain_late): deliveries minutes late.
-         * Generous: a healthy product on a loaded machine never nears
-         * it (fast: seconds). */
-        int64_t drain_late_ms;
         int exactly_once;
         const char *mode;
         int forwarders;
