@@ -11,6 +11,7 @@
 #include "kd_fate_mem.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
+#include "kd_pace.h"
 #include "kd_store.h"
 #include "kd_timer.h"
 
@@ -84,6 +85,15 @@ kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms)
         t->rec.append_ms = fire_at_ms - 60000;
         t->state = KD_TASK_QUEUED;
         t->bytes = 100;
+        return t;
+}
+
+kd_task_t *kd_test_task_of(const kd_fwd_t *f, const char *id,
+                           const char *target, int64_t fire_at_ms)
+{
+        kd_task_t *t = kd_test_task(id, target, fire_at_ms);
+        if (t)
+                kd_pace_rule_find(f, t);
         return t;
 }
 

@@ -34,8 +34,12 @@ int kd_test_step_to(kd_fwd_t *f, int64_t mono0, int64_t ms);
 int kd_test_step_serving(kd_fwd_t *f, int64_t ms);
 
 /* A task as the intake leaves it in its partition's backlog (QUEUED, in
- * no partition), with id, target and fire-at; NULL when out of memory. */
+ * no partition), with id, target and fire-at; NULL when out of memory.
+ * kd_test_task leaves its rate-limit rule unlooked-up (none);
+ * kd_test_task_of looks it up in f's rules, as the intake does. */
 kd_task_t *kd_test_task(const char *id, const char *target, int64_t fire_at_ms);
+kd_task_t *kd_test_task_of(const kd_fwd_t *f, const char *id,
+                           const char *target, int64_t fire_at_ms);
 /* kd_test_task's, read from offset 7 of partition part (tracked there,
  * the partition's only task), in state; NULL when out of memory. */
 kd_task_t *kd_test_task_in(kd_part_t *part, const char *id, const char *target,

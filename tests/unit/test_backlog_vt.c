@@ -155,13 +155,13 @@ static void schedule(const char *id, int key, int limited, int64_t fire_at)
         append_to_tier(i, kd_tiers_choose(&sim.f->conf->tiers, fire_at - now));
 }
 
-/* The task the intake would make of record i (kd_test_task, the tier
+/* The task the intake would make of record i (kd_test_task_of, the tier
  * record's append time and kdelay-not-before set). */
 static kd_task_t *read_rec(int i)
 {
         const rec_t *r = &sim.recs[i];
-        kd_task_t *t =
-            kd_test_task(r->id, r->limited ? "slow" : "fast", r->fire_at);
+        kd_task_t *t = kd_test_task_of(
+            sim.f, r->id, r->limited ? "slow" : "fast", r->fire_at);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         t->rec.append_ms = r->append;
         t->rec.not_before_ms = r->not_before;

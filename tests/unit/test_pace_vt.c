@@ -78,7 +78,7 @@ static void hold(kd_task_t **t, int n, char tag, const char *target,
         for (int i = 0; i < n; i++) {
                 char id[16];
                 snprintf(id, sizeof(id), "%c%d", tag, i);
-                t[i] = kd_test_task(id, target, fire_at);
+                t[i] = kd_test_task_of(fwd, id, target, fire_at);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
                 kd_sched_take(fwd, t[i], KD_SCHED_HOLD);
         }
@@ -92,7 +92,7 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
         claims = 0;
         won = 0;
         hold(slow, N, 's', "slow", fire_at);
-        other = kd_test_task("o", "fast", fire_at);
+        other = kd_test_task_of(fwd, "o", "fast", fire_at);
         CU_ASSERT_PTR_NOT_NULL_FATAL(other);
         kd_sched_take(fwd, other, KD_SCHED_HOLD);
         int64_t due = mono() + 5000 - AHEAD_MS; /* their claims are due */

@@ -91,7 +91,7 @@ static void claim_won(kd_fwd_t *f, kd_task_t *t)
 static void test_held_from_fire_at_less_horizon_and_lookahead(void)
 {
         kd_part_t p = {.tier_ms = 60000};
-        kd_task_t *t = kd_test_task("a", "out", FIRE_AT);
+        kd_task_t *t = kd_test_task_of(fwd, "a", "out", FIRE_AT);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         t->rec.append_ms = FIRE_AT - 60000; /* its tier is due at fire_at */
         int64_t wake = 0, hold_from = FIRE_AT - HORIZON_MS - LOOK_MS;
@@ -119,7 +119,7 @@ static void test_held_from_fire_at_less_horizon_and_lookahead(void)
 static void test_claimed_claim_ahead_before_and_fired_at_fire_at(void)
 {
         int64_t start = wall();
-        kd_task_t *t = kd_test_task("b", "out", start + 5000);
+        kd_task_t *t = kd_test_task_of(fwd, "b", "out", start + 5000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         int64_t fire_at = t->rec.fire_at_ms;
         fwd->hooks.claim = claim_won;
@@ -160,7 +160,7 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
 {
         kd_part_t p = {.tier_ms = 60000};
         int64_t now = wall(), wake = 0;
-        kd_task_t *t = kd_test_task("s", "slow", now - 1000);
+        kd_task_t *t = kd_test_task_of(fwd, "s", "slow", now - 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         t->rec.append_ms = now; /* its tier is due in a minute */
         t->rec.not_before_ms = now + 5000;
@@ -182,14 +182,14 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
         for (int i = 0; i < SHARE; i++) {
                 char id[8];
                 snprintf(id, sizeof(id), "h%d", i);
-                held[i] = kd_test_task(id, "slow", now + 1000);
+                held[i] = kd_test_task_of(fwd, id, "slow", now + 1000);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(held[i]);
                 kd_sched_take(fwd, held[i], KD_SCHED_HOLD);
         }
         CU_ASSERT_EQUAL(fwd->held.limited.cnt, SHARE);
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
                         KD_SCHED_DEFER);
-        kd_task_t *o = kd_test_task("o", "out", now + 1000);
+        kd_task_t *o = kd_test_task_of(fwd, "o", "out", now + 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(o);
         o->rec.append_ms = now - 60000;
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, o, now, 0, &wake),
@@ -203,7 +203,7 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
         CU_ASSERT(t->rec.not_before_ms - now > RULE_WINDOW + LOOK_MS);
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
                         KD_SCHED_HOP);
-        kd_task_t *t2 = kd_test_task("s2", "slow", now - 1000);
+        kd_task_t *t2 = kd_test_task_of(fwd, "s2", "slow", now - 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t2);
         t2->rec.not_before_ms = due;
         kd_pace_defer(fwd, t2, 0);
@@ -218,19 +218,19 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
         for (int i = 0; i < 20; i++) {
                 char id[8];
                 snprintf(id, sizeof(id), "x%d", i);
-                out[i] = kd_test_task(id, "slow", now - 1000);
+                out[i] = kd_test_task_of(fwd, id, "slow", now - 1000);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(out[i]);
                 out[i]->held_rule = 1;
                 kd_held_add_out(fwd, out[i]);
         }
         CU_ASSERT_EQUAL(fwd->held.limited.out_cnt, 20);
-        kd_task_t *t3 = kd_test_task("s3", "slow", now - 1000);
+        kd_task_t *t3 = kd_test_task_of(fwd, "s3", "slow", now - 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t3);
         t3->rec.append_ms = now - 60000;
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t3, now, 0, &wake),
                         KD_SCHED_SPAN);
         CU_ASSERT_EQUAL(fwd->held.low_until_mono, 0);
-        kd_task_t *o2 = kd_test_task("o2", "out", now + 60000);
+        kd_task_t *o2 = kd_test_task_of(fwd, "o2", "out", now + 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(o2);
         o2->rec.append_ms = now - 60000;
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, o2, now, 0, &wake),

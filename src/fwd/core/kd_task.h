@@ -134,13 +134,16 @@ typedef struct kd_task {
         kd_timer_t timer;         /* HELD, CLAIMED, RETRY; foreign wait */
         kd_task_state_t retry_as; /* KD_TASK_RETRY: what to produce again */
         int retries;
-        unsigned hop_tier;  /* KD_TASK_HOPPING: the ladder index produced to */
-        unsigned rlim;      /* KD_WHERE_TARGET_Q, KD_WHERE_FIRE_Q: its
-                               forwarder.target_rate_limits rule */
-        int rate_passed;    /* its target's rate limit let it through (a
-                               token taken before its claim): not asked
-                               again, whatever claims it takes */
-        int64_t rate_since; /* KD_WHERE_TARGET_Q: wall time it joined */
+        unsigned hop_tier; /* KD_TASK_HOPPING: the ladder index produced to */
+        unsigned rlim;     /* KD_WHERE_TARGET_Q, KD_WHERE_FIRE_Q: its
+                              forwarder.target_rate_limits rule */
+        int rule;          /* the forwarder.target_rate_limits rule limiting its
+                              target + 1 (0 = none), looked up once at intake:
+                              the rules are fixed for the process's life */
+        int rate_passed;   /* its target's rate limit let it through (a
+                              token taken before its claim): not asked
+                              again, whatever claims it takes */
+        int64_t rate_since;     /* KD_WHERE_TARGET_Q: wall time it joined */
         int64_t rate_slot_mono; /* rate_passed: it fires no earlier
                                    (monotonic; kd_pace_fire_at) */
         int64_t late_ms;        /* produce time of the last fire - fire_at */

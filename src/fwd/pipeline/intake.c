@@ -152,7 +152,7 @@ void kd_intake_room(kd_fwd_t *f)
  * it has none): a producer can write the header too, so it is taken only
  * as what a forwarder writes, a turn of the rule limiting the task's
  * target (docs/wire-format.md). */
-static const char *not_before_flaw(kd_fwd_t *f, kd_task_t *t, int64_t now)
+static const char *not_before_flaw(kd_task_t *t, int64_t now)
 {
         int64_t nb;
         switch (kd_wire_not_before(t->rec.hdrs, now, &nb)) {
@@ -165,7 +165,7 @@ static const char *not_before_flaw(kd_fwd_t *f, kd_task_t *t, int64_t now)
         case KD_WIRE_NB_OK:
                 break;
         }
-        if (!kd_pace_limits(f, t->rec.target))
+        if (kd_pace_rule(t) < 0)
                 return "target_not_limited";
         t->rec.not_before_ms = nb;
         return NULL;
@@ -177,7 +177,7 @@ static const char *not_before_flaw(kd_fwd_t *f, kd_task_t *t, int64_t now)
 static void not_before_read(kd_fwd_t *f, kd_part_t *p, kd_task_t *t,
                             int64_t now)
 {
-        const char *why = not_before_flaw(f, t, now);
+        const char *why = not_before_flaw(t, now);
         if (!why)
                 return;
         kd_metric_inc(&f->metrics, KD_M_NOT_BEFORE_IGNORED);
@@ -227,6 +227,7 @@ static void decode(kd_fwd_t *f, kd_part_t *p, kd_task_t *t, int64_t now)
                 t->dead_reason = KD_DEAD_TARGET_FORBIDDEN;
                 return;
         }
+        kd_pace_rule_find(f, t);
         not_before_read(f, p, t, now);
         /* A task due before its tier lets it be handled (its own delay
          * fitted a smaller tier) fires late by up to this tier's delay;

@@ -37,7 +37,8 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
  * target is held only within its rule's horizon and share, so that a
  * backlog of any size leaves the held set (and exactly_once's offset
  * span) to the tasks of other targets. kd_pace_rule: the rule limiting
- * t's target (an index), or -1. kd_pace_horizon: how far ahead of its
+ * t's target (an index), or -1, as kd_pace_rule_find found it at intake
+ * (the one lookup of a task's rule). kd_pace_horizon: how far ahead of its
  * turn (kd_task_due_at) a task of rule is held at most — the time the
  * rule's rate takes to let its share through less the 10 s it may wait
  * in the rule's queue (or half that time when that is more), at least
@@ -53,8 +54,9 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg);
  * and the lookahead, so it is read again only when due to be held),
  * counted in rate_deferred; the caller hops it (counted in the out bound
  * of the tasks sent back, kd_held_limited_out_full). */
-int kd_pace_rule(kd_fwd_t *f, const kd_task_t *t);
+int kd_pace_rule(const kd_task_t *t);
 int64_t kd_pace_horizon(kd_fwd_t *f, int rule);
+void kd_pace_rule_find(const kd_fwd_t *f, kd_task_t *t);
 int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule);
 void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule);
 
@@ -66,11 +68,6 @@ void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule);
  * rule's limit is the group's: each forwarder takes the share of it that
  * its tier partitions are of all (f->tier_partitions), as the tasks are
  * spread over them. */
-
-/* 1 when a rule of forwarder.target_rate_limits limits target (a topic
- * name, NUL-terminated): only then can a task to it carry a turn
- * (kdelay-not-before) a forwarder wrote. */
-int kd_pace_limits(const kd_fwd_t *f, const char *target);
 
 /* Parses the rules and sets up their buckets (kd_fwd_new). */
 kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size);

@@ -173,15 +173,16 @@ static int rule_of_target(const kd_fwd_t *f, const char *target)
                    : -1;
 }
 
-/* The rule limiting t's target, or -1. */
-static int rule_of(const kd_fwd_t *f, const kd_task_t *t)
+/* The rule limiting t's target, or -1 (looked up at intake:
+ * kd_pace_rule_find). */
+static int rule_of(const kd_task_t *t)
 {
-        return rule_of_target(f, t->rec.target);
+        return t->rule - 1;
 }
 
-int kd_pace_limits(const kd_fwd_t *f, const char *target)
+void kd_pace_rule_find(const kd_fwd_t *f, kd_task_t *t)
 {
-        return rule_of_target(f, target) >= 0;
+        t->rule = rule_of_target(f, t->rec.target) + 1;
 }
 
 /* t leaves its rule's queue with a token: claimed now, it fires at its
@@ -290,9 +291,9 @@ static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
         kd_fire_hop(f, t);
 }
 
-int kd_pace_rule(kd_fwd_t *f, const kd_task_t *t)
+int kd_pace_rule(const kd_task_t *t)
 {
-        return rule_of(f, t);
+        return rule_of(t);
 }
 
 int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
@@ -380,7 +381,7 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
         kd_task_t *t = kd_task_of_timer(tm);
-        int r = t->rate_passed ? -1 : rule_of(f, t);
+        int r = t->rate_passed ? -1 : rule_of(t);
         if (r < 0)
                 f->hooks.claim(f, t);
         else

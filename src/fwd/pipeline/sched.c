@@ -27,7 +27,7 @@ kd_sched_t kd_sched_decide(kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
         /* A limited target's task is held only within its rule's horizon
          * (kd_pace.h): further from its turn it is read and hops like
          * any task beyond the hold horizon. */
-        int rule = kd_pace_rule(f, t);
+        int rule = kd_pace_rule(t);
         int64_t horizon =
             rule < 0 ? c->fwd_hold_horizon_ms : kd_pace_horizon(f, rule);
         int64_t due = kd_path_due(kd_task_due_at(t), t->rec.append_ms,
@@ -57,7 +57,7 @@ kd_sched_t kd_sched_decide(kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
 
 void kd_sched_take(kd_fwd_t *f, kd_task_t *t, kd_sched_t what)
 {
-        int rule = kd_pace_rule(f, t);
+        int rule = kd_pace_rule(t);
         switch (what) {
         case KD_SCHED_DEAD:
                 kd_held_add_out(f, t);
