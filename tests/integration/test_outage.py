@@ -194,6 +194,20 @@ class Stack:
         if r.returncode:
             fail(f"stack.sh {' '.join(verb)}: {r.stderr.strip()[-400:]}")
 
+    def mysql_start(self, bound_ms=60000):
+        """Starts MySQL and returns when it answers (a restarted server
+        recovers first), failing after bound_ms."""
+        self.stack("mysql-start")
+        until = now_ms() + bound_ms
+        while True:
+            try:
+                self.sql("SELECT 1")
+                return
+            except Exception:
+                if now_ms() > until:
+                    fail(f"MySQL does not answer {bound_ms // 1000} s after its start")
+                time.sleep(0.05)
+
 
 class Fwd:
     """One forwarder with its topics."""
@@ -788,17 +802,8 @@ def main():
         canceller = threading.Thread(target=window_cancels, args=(win, win_out),
                                      daemon=True)
         canceller.start()
-        st.stack("mysql-start")
+        st.mysql_start()
         mysql_stopped = False
-        # Back when it answers (a restarted server recovers first).
-        while True:
-            try:
-                st.sql("SELECT 1")
-                break
-            except Exception:
-                if now_ms() > t0 + OUTAGE_MS + 60000:
-                    fail("MySQL does not answer 60 s after its start")
-                time.sleep(0.05)
         t_back = now_ms()
         kill.start_process()
         lines = []
