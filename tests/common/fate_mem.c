@@ -784,6 +784,14 @@ static kd_fate_pending_t *pending_of(kd_fate_mem_t *m, const char *journal,
         return p;
 }
 
+/* p marked or renewed now by `by`. */
+static void pending_stamp(kd_fate_mem_t *m, kd_fate_pending_t *p,
+                          const char *by)
+{
+        p->marked_at_ms = marker_now(m);
+        kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
+}
+
 static kdelay_err_t mem_pending_mark(void *impl, const char *journal,
                                      const char *by, char *errstr,
                                      size_t errstr_size)
@@ -795,12 +803,10 @@ static kdelay_err_t mem_pending_mark(void *impl, const char *journal,
         kd_fate_pending_t *p = pending_of(m, journal, 1);
         if (!p)
                 return leave(m, 0, KDELAY_ERR_NO_MEMORY);
-        int64_t now = marker_now(m);
         p->epoch++;
+        pending_stamp(m, p, by);
         if (p->since_ms < 0)
-                p->since_ms = now;
-        p->marked_at_ms = now;
-        kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
+                p->since_ms = p->marked_at_ms;
         return leave(m, 1, KDELAY_OK);
 }
 
@@ -837,10 +843,8 @@ static kdelay_err_t mem_pending_renew(void *impl, const char *journal,
         if (err)
                 return err;
         kd_fate_pending_t *p = pending_of(m, journal, 0);
-        if (p && p->since_ms >= 0) {
-                p->marked_at_ms = marker_now(m);
-                kd_strlcpy(p->by, by ? by : "", sizeof(p->by));
-        }
+        if (p && p->since_ms >= 0)
+                pending_stamp(m, p, by);
         return leave(m, 1, KDELAY_OK);
 }
 
