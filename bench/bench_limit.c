@@ -300,11 +300,14 @@ static void run_drain(int n, const char *mode, int warmup, double copy_rate,
         bl_seen_t s;
         stack_cpu_t sc;
         mysql_purged();
+        long long w0[3], w1[3];
+        int rows_known = !bl_mysql_row_writes(w0);
         stack_cpu_start(&sc);
         bl_check(bl_fwd_start(&r, "blA", mode, grp, NULL, 1) == 0, "start");
         bl_check(bl_read_target(rgrp, n, 600000, 0, &s) == 0,
                  "drain delivered");
         bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
+        rows_known = rows_known && !bl_mysql_row_writes(w1);
         int64_t purge_ms = mysql_purged();
         double stack[2];
         stack_cpu_per(&sc, (double)r.fired, stack);
@@ -338,6 +341,18 @@ static void run_drain(int n, const char *mode, int warmup, double copy_rate,
                r.fired > 0 ? (double)r.statements / (double)r.fired : 0);
         printf("%s_drain_kafka_writes_per_task %.3f\n", mode,
                (double)(n + r.hopped + r.fired) / n);
+        /* Every row the server wrote, updated or deleted over the drain
+         * (the fate table's and any other: issue 44's measure). */
+        if (rows_known && r.fired > 0) {
+                double d[3];
+                for (int i = 0; i < 3; i++)
+                        d[i] = (double)(w1[i] - w0[i]) / (double)r.fired;
+                printf("%s_mysql_row_writes_per_fire %.3f inserts %.3f "
+                       "updates %.3f deletes %.3f\n",
+                       mode, d[0] + d[1] + d[2], d[0], d[1], d[2]);
+        } else {
+                printf("%s_mysql_row_writes_per_fire unknown\n", mode);
+        }
 }
 
 /* Burst (N due at one millisecond) or spread (N due over SPREAD s,

@@ -98,6 +98,14 @@ long long bl_rss_kb_of(pid_t pid, const char *key);
  * files); -1 when unknown (an external MySQL, another stack). */
 pid_t bl_stack_pid(const char *what); /* "kafka" or "mysql" */
 
+/* The server-wide status counters (SHOW GLOBAL STATUS) named names[0..n-1]
+ * into vals; 0 when every one was read, -1 otherwise. */
+int bl_mysql_status(const char *const *names, long long *vals, int n);
+/* MariaDB's row writes so far, server-wide: Handler_write,
+ * Handler_update and Handler_delete (issue 44's measure of what a fire
+ * costs the fate store: their sum) into w[3]; 0, or -1 when unknown. */
+int bl_mysql_row_writes(long long w[3]);
+
 /* The tier of the default ladder for a task remaining_ms ahead. */
 const char *bl_tier_for(int64_t remaining_ms);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <kdelay/kdelay.h>
+#include <mysql.h>
 
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -376,4 +377,31 @@ const char *bl_tier_for(int64_t remaining_ms)
         kd_strlcpy(name, tiers.v[kd_tiers_choose(&tiers, remaining_ms)].name,
                    sizeof(name));
         return name;
+}
+
+int bl_mysql_status(const char *const *names, long long *vals, int n)
+{
+        MYSQL *conn = it_mysql_connect();
+        MYSQL_RES *res = NULL;
+        int found = 0;
+        if (conn && !mysql_query(conn, "SHOW GLOBAL STATUS"))
+                res = mysql_store_result(conn);
+        for (MYSQL_ROW row; res && (row = mysql_fetch_row(res));)
+                for (int i = 0; i < n; i++)
+                        if (row[0] && row[1] && !strcmp(row[0], names[i])) {
+                                vals[i] = atoll(row[1]);
+                                found++;
+                        }
+        if (res)
+                mysql_free_result(res);
+        if (conn)
+                mysql_close(conn);
+        return found == n ? 0 : -1;
+}
+
+int bl_mysql_row_writes(long long w[3])
+{
+        static const char *const names[] = {"Handler_write", "Handler_update",
+                                            "Handler_delete"};
+        return bl_mysql_status(names, w, 3);
 }

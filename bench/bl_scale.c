@@ -131,27 +131,14 @@ static int rows_load(int rows, int64_t *ms)
  * (Innodb_row_lock_waits, Innodb_row_lock_time); 0 on success. */
 static int row_locks(long long *waits, long long *ms)
 {
-        MYSQL *conn = it_mysql_connect();
-        MYSQL_RES *res = NULL;
-        int found = 0;
-        if (conn && !mysql_query(conn, "SHOW GLOBAL STATUS LIKE "
-                                       "'Innodb_row_lock_%'"))
-                res = mysql_store_result(conn);
-        for (MYSQL_ROW row; res && (row = mysql_fetch_row(res));) {
-                long long *into =
-                    !strcmp(row[0], "Innodb_row_lock_waits")  ? waits
-                    : !strcmp(row[0], "Innodb_row_lock_time") ? ms
-                                                              : NULL;
-                if (into && row[1]) {
-                        *into = atoll(row[1]);
-                        found++;
-                }
-        }
-        if (res)
-                mysql_free_result(res);
-        if (conn)
-                mysql_close(conn);
-        return found == 2 ? 0 : -1;
+        static const char *const names[] = {"Innodb_row_lock_waits",
+                                            "Innodb_row_lock_time"};
+        long long v[2];
+        if (bl_mysql_status(names, v, 2))
+                return -1;
+        *waits = v[0];
+        *ms = v[1];
+        return 0;
 }
 
 /* Prints the row-lock waits since *waits / *ms, and takes the new counts. */

@@ -54,6 +54,15 @@ void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason);
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
 /* Writes what is queued now, in batches, unless the store backs off. */
 void kd_settle_flush(kd_fwd_t *f);
+/* Writes all that is queued and waits for the answers (a stop: the
+ * loop's timers no longer send the next batches), until deadline
+ * (monotonic). 0 when nothing is left queued or out; -1 when the deadline
+ * came first or a mark failed (the store backs off): what is left
+ * (kd_settle_queued) stays FIRING, which a cancel still answers "too
+ * late" and audit --fix marks. */
+int kd_settle_drain(kd_fwd_t *f, int64_t deadline);
+/* FIRED and DEAD marks and cancel due times queued, not yet sent. */
+size_t kd_settle_queued(const kd_fwd_t *f);
 /* The same, only when the batch is due (full, or waited long enough). */
 void kd_settle_flush_due(kd_fwd_t *f);
 /* Frees what is queued (shutdown). */

@@ -10,6 +10,7 @@
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
+#include "kd_loop_pump.h"
 #include "kd_reconcile.h"
 #include "kd_store.h"
 #include "kd_util.h"
@@ -269,6 +270,27 @@ void kd_settle_flush(kd_fwd_t *f)
                 kd_timer_disarm(&f->timers, &s->flush);
         else
                 arm(f); /* at the store's retry time, or when one is back */
+}
+
+int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
+{
+        /* The pump serves the store's answers but runs no timer, so each
+         * round sends the next batches itself (a flush sends at most
+         * KD_SETTLE_PIPELINE of them). */
+        for (;;) {
+                kd_settle_flush(f);
+                if (kd_loop_pump(f, deadline, kd_pump_store_idle))
+                        return -1;
+                if (!queued(&f->settle))
+                        return 0;
+                if (!kd_store_ready(f))
+                        return -1; /* a mark failed: the store backs off */
+        }
+}
+
+size_t kd_settle_queued(const kd_fwd_t *f)
+{
+        return queued(&f->settle);
 }
 
 void kd_settle_flush_due(kd_fwd_t *f)

@@ -15,7 +15,6 @@
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
-#include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_notify.h"
 #include "kd_outage.h"
@@ -206,12 +205,14 @@ static void shutdown_clean(kd_fwd_t *f)
         }
         /* Orphans from the revoke report here; mark what they delivered. */
         kd_producer_drain(f, f->shutdown_deadline);
-        kd_settle_flush(f);
-        if (kd_loop_pump(f, f->shutdown_deadline, kd_pump_store_idle))
+        /* Every mark queued goes out (a drain leaves tens of thousands
+         * queued behind the claims: they were dropped here before). */
+        if (kd_settle_drain(f, f->shutdown_deadline))
                 kd_log(f->conf, KDELAY_LOG_WARNING,
-                       "event=store_abandoned requests=%zu fired_unmarked=%zu "
-                       "why=shutdown_timeout",
-                       f->store.inflight, f->settle.fired.len);
+                       "event=store_abandoned requests=%zu marks_unsent=%zu "
+                       "why=%s",
+                       f->store.inflight, kd_settle_queued(f),
+                       f->store.inflight ? "shutdown_timeout" : "store_failed");
         kd_fwd_log_stats(f, "forwarder_stopped");
         kd_fwd_publish(f); /* the last figures; not ready */
 }
