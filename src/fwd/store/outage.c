@@ -293,6 +293,11 @@ void kd_outage_store_changed(kd_fwd_t *f)
         if (!o->firing) {
                 if (o->apply_again)
                         run_begin(f, "retry");
+                else if (kd_settle_unclaimed(f) > 0)
+                        /* An apply from memory failed (the store went away
+                         * under it): again now, not at the next run (the
+                         * tasks of refused records wait for it). */
+                        settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
                 return;
         }
         o->firing = 0;
