@@ -31,7 +31,8 @@
  *    the topic deleted while it was in flight, such answers spanning
  *    KD_JOURNAL_GONE_CONFIRM_MS: before, it is written again) is not
  *    written again: its fire is applied from memory, and the mark clears
- *    (issue 43, case 2);
+ *    (issue 43, case 2); its task holds its offset until that apply
+ *    succeeds, so a crash before it reads the task again;
  *  - a forwarder renews its mark while its fires are unsettled; another
  *    forwarder's clear leaves a renewed mark and clears a stale one;
  *  - any forwarder, hold policy too, applies a journal at its start and
@@ -558,7 +559,8 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
             kd_fwd_mono_ms(f) - KD_JOURNAL_GONE_CONFIRM_MS;
         answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
         answered_gone(f, v, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
-        CU_ASSERT_PTR_NULL(part->tasks); /* settled, not retried */
+        /* Not written again; held until their fires are applied. */
+        CU_ASSERT_PTR_NOT_NULL(part->tasks);
         CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 2);
@@ -577,6 +579,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         run_ends(f, KDELAY_OK);
         step_serving_to(f, at(f) + 3 * POLL_MS);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_PTR_NULL(part->tasks); /* settled once applied */
         CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
@@ -589,6 +592,204 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         /* Cleared once nobody renewed it for KD_OUTAGE_MARK_STALE_MS. */
         CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
                                             KD_OUTAGE_SWEEP_JITTER_MS) > 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+/* A task fired without a claim in partition `partition` of kdelay-1m
+ * (at_least_once), its record of delivery in flight to the journal. */
+static kd_task_t *record_in_flight_in(kd_fwd_t *f, const char *id,
+                                      int32_t partition)
+{
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", partition, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        kd_task_t *u = kd_test_task_in(
+            part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        u->claim = KD_CLAIM_UNCLAIMED;
+        u->where = KD_WHERE_FLIGHT;
+        kd_producer_sent(f);
+        return u;
+}
+
+/* u's record of delivery refused for good (the journal topic gone for
+ * KD_JOURNAL_GONE_CONFIRM_MS) while MySQL is still down. */
+static void refused_for_good(kd_fwd_t *f, kd_task_t *u)
+{
+        f->journal.gone_since_mono =
+            kd_fwd_mono_ms(f) - KD_JOURNAL_GONE_CONFIRM_MS;
+        answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+}
+
+/* The task's source offset (kd_test_task_in: 7) as a commit would send
+ * it: the commit point. 7 = the task is read again after a crash; 8 = it
+ * is not. */
+static int64_t commit_point(const kd_part_t *part)
+{
+        return kd_offtrack_commit_point(&part->track);
+}
+
+/* The fire of id in the fate table: FIRED, or UNDECIDED (no row). */
+static kdelay_fate_t fate_of(kd_fwd_t *f, const char *id)
+{
+        kd_fate_mem_row_t row;
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, id, strlen(id), &row),
+                        KDELAY_OK);
+        return row.fate;
+}
+
+/* MySQL answers again after the outage of outage_and_back's times; the
+ * journal's run finds no topic and ends. */
+static void back_and_run_finds_no_topic(kd_fwd_t *f)
+{
+        step_to(f, BACK_AT);
+        CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
+        CU_ASSERT_FALSE(f->store.down);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
+        fake.st.journal_gone = 1;
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, BACK_AT + 5 * POLL_MS);
+        CU_ASSERT_EQUAL(fake.ends, 1);
+}
+
+/* A record of delivery refused for good while MySQL is down: the fire is
+ * kept in memory, and its task holds its offset (and its place in the
+ * held set) until that fire is in the fate table; a failed apply keeps
+ * it; then it is settled. Before: settled at once, its offset committable
+ * (8) with the fire only in memory, so a crash then (MySQL still down)
+ * lost its report for good. */
+static void test_a_refused_record_holds_its_offset_until_applied(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_part_t *part = u->part;
+        step_to(f, FIRING_AT + 1000);
+        CU_ASSERT_TRUE(f->store.down);
+        CU_ASSERT_EQUAL(commit_point(part), 7);
+        refused_for_good(f, u);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_UNCLAIMED), 1);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        /* Not settled: read again after a crash. */
+        CU_ASSERT_EQUAL(commit_point(part), 7);
+        CU_ASSERT_PTR_EQUAL(part->tasks, u);
+        CU_ASSERT_EQUAL(f->held.cnt, 1);
+        /* MySQL down for as long as it takes: still held. */
+        step_to(f, BACK_AT - 1);
+        CU_ASSERT_EQUAL(commit_point(part), 7);
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_UNDECIDED);
+        /* Back; the run finds no topic; the next settle look applies the
+         * fire from memory, and that first apply fails: still held. */
+        back_and_run_finds_no_topic(f);
+        CU_ASSERT_EQUAL(commit_point(part), 7);
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_fail_next(f->store.fate, 1, KDELAY_ERR_MYSQL),
+            KDELAY_OK);
+        uint64_t calls = kd_fate_mem_calls(f->store.fate);
+        step_serving_to(f, BACK_AT + 6 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_fate_mem_calls(f->store.fate), calls + 1);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(commit_point(part), 7);
+        CU_ASSERT_PTR_EQUAL(part->tasks, u);
+        /* Applied again after the store's backoff: only then settled. */
+        int64_t applied = -1, released = -1;
+        while (at(f) < BACK_AT + KD_OUTAGE_SWEEP_MS +
+                           KD_OUTAGE_SWEEP_JITTER_MS + 2000 &&
+               applied < 0) {
+                step_serving_to(f, at(f) + 1);
+                if (fake.starts > fake.ends && !fake.done) {
+                        fake.st.journal_gone = 1;
+                        run_ends(f, KDELAY_OK);
+                }
+                if (released < 0 && commit_point(part) != 7)
+                        released = at(f);
+                if (kd_settle_unclaimed(f) == 0)
+                        applied = at(f);
+        }
+        CU_ASSERT_EQUAL(released, applied); /* not before */
+        /* Once the store answers again, not at the next run. */
+        CU_ASSERT(applied < BACK_AT + 6 * POLL_MS + 1000);
+        CU_ASSERT(applied > 0);
+        /* On record, then settled: its offset done, out of the held set. */
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(commit_point(part), 8);
+        CU_ASSERT_PTR_NULL(part->tasks);
+        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 1);
+        /* The mark clears once stale, as before. */
+        CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
+                                            KD_OUTAGE_SWEEP_JITTER_MS +
+                                            KD_JOURNAL_GONE_CONFIRM_MS) > 0);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(f);
+}
+
+/* The crash: the forwarder is dropped while MySQL is still down, its
+ * refused record's fire never applied. What survives is the committed
+ * offset, which must be below the task (7: read again, fired again as
+ * at_least_once allows, and recorded then). A SIGTERM is the same: its
+ * revoke drops the task unsettled (kd_fwd_destroy's kd_rebalance_clear).
+ * Before: 8, the delivered fire on no record anywhere. */
+static void test_a_crash_before_the_apply_reads_the_task_again(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
+        kd_task_t *w = record_in_flight_in(f, "w", 1);
+        kd_part_t *pu = u->part, *pw = w->part;
+        step_to(f, FIRING_AT + 1000);
+        refused_for_good(f, u);
+        step_to(f, FIRING_AT + 20000);
+        refused_for_good(f, w);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
+        step_to(f, FIRING_AT + 60000);
+        CU_ASSERT_TRUE(f->store.down);
+        CU_ASSERT_EQUAL(commit_point(pu), 7);
+        CU_ASSERT_EQUAL(commit_point(pw), 7);
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(fate_of(f, "w"), KDELAY_FATE_UNDECIDED);
+        kd_fwd_destroy(f); /* crashed: nothing more is settled */
+}
+
+/* Revoked while it waits for its apply (in memory, then with the apply
+ * out on the store): the task goes unsettled (the next owner reads it
+ * again), its fire stays and is applied all the same. */
+static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
+        kd_task_t *w = record_in_flight_in(f, "w", 1);
+        kd_part_t *pu = u->part, *pw = w->part;
+        step_to(f, FIRING_AT + 1000);
+        refused_for_good(f, u);
+        refused_for_good(f, w);
+        CU_ASSERT_EQUAL(f->held.cnt, 2);
+        /* u's partition revoked while its fire waits in memory. */
+        CU_ASSERT_PTR_EQUAL_FATAL(pu->tasks, u);
+        kd_settle_release(f, u);
+        CU_ASSERT_PTR_NULL(pu->tasks);
+        CU_ASSERT_EQUAL(commit_point(pu), 7);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
+        CU_ASSERT_EQUAL(f->held.cnt, 1);
+        /* Back; the run ends; the apply goes out, its answer unread. */
+        back_and_run_finds_no_topic(f);
+        step_to(f, at(f) + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(f->settle.uf_out, 2);
+        /* w's partition revoked meanwhile. */
+        kd_settle_release(f, w);
+        CU_ASSERT_PTR_NULL(pw->tasks);
+        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        step_serving_to(f, at(f) + 1);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of(f, "w"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(commit_point(pu), 7);
+        CU_ASSERT_EQUAL(commit_point(pw), 7);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
 }
@@ -1039,6 +1240,9 @@ int main(void)
             KD_TEST(test_a_failed_journal_record_holds_fires_10s),
             KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
             KD_TEST(test_an_unknown_topic_once_is_written_again),
+            KD_TEST(test_a_refused_record_holds_its_offset_until_applied),
+            KD_TEST(test_a_crash_before_the_apply_reads_the_task_again),
+            KD_TEST(test_a_revoked_task_waiting_for_its_apply_keeps_its_fire),
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),
             KD_TEST(
                 test_two_owners_the_last_renewer_settling_first_keeps_the_mark),

@@ -65,9 +65,10 @@ typedef enum kd_task_state {
 #define KD_TASK_STATES (KD_TASK_INTENT + 1)
 
 /* The one place a task waits in, which kd_task_detach (kd_lifecycle.h)
- * takes it out of. Its partition's task list, the held set's accounting
- * and a lease renewal out for it (req while claimed) are not places: they
- * last from its read (its claim) to its end. */
+ * takes it out of. Its partition's task list, the held set's accounting,
+ * a lease renewal out for it (req while claimed) and the apply of its fire
+ * from memory (mem_fire) are not places: they last from its read (its
+ * claim, its record's refusal) to its end. */
 typedef enum kd_task_where {
         KD_WHERE_NONE,      /* nowhere: being handled, or handled */
         KD_WHERE_BACKLOG,   /* its partition's backlog (QUEUED) */
@@ -180,9 +181,18 @@ typedef struct kd_task {
                            retried claim recognises its own row */
         struct kd_store_req *req; /* borrowed: the request carrying this
                                      task's claim (CLAIMING, where
-                                     KD_WHERE_CLAIM_REQ) or its lease
-                                     renewal (claimed); NULL = none */
-        size_t req_slot;          /* the task's item in req */
+                                     KD_WHERE_CLAIM_REQ), its lease
+                                     renewal (claimed) or the apply of its
+                                     fire from memory (mem_fire); NULL =
+                                     none */
+        size_t req_slot;          /* the task's item in req; with mem_fire
+                                     and no req, its fire's in the fires
+                                     kept in memory (settle.c) */
+        int mem_fire; /* fired without a claim and delivered, its record of
+                         delivery refused for good: its fire is kept in
+                         memory, and the task (its offset not done) waits
+                         for that fire's apply to the fate table
+                         (kd_settle_fired_held) */
 } kd_task_t;
 
 /* When t is due as far as its path goes: its fire-at, or the turn a

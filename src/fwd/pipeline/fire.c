@@ -221,11 +221,15 @@ static void journal_with_fire(kd_fwd_t *f, kd_task_t *t, rd_kafka_t *rk)
 
 /* The journal refuses t's record of delivery for good (its topic gone for
  * KD_JOURNAL_GONE_CONFIRM_MS, say: kd_journal_refused_for_good): the fire
- * was delivered, and a record that can
- * never be written would hold t, its offset and the journal's mark for
- * ever. t is settled as if its record had gone: its fire is kept in memory
- * and applied to the fate table from there (settle.c), like every fire of
- * a journal lost while this process lives. */
+ * was delivered, and a record that can never be written would hold t, its
+ * offset and the journal's mark for ever. Its fire is kept in memory and
+ * applied to the fate table from there (settle.c), like every fire of a
+ * journal lost while this process lives, and t waits for that apply
+ * (kd_settle_fired_held): its offset is done only once the fire is on
+ * record, so a crash before (MySQL still down, say) reads t again. The
+ * dead letter of a fire that failed has no fire to keep: settled.
+ * at_least_once only: exactly_once writes a fire's record in its
+ * transaction, and a refused one aborts it, fire and offset alike. */
 static void journal_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
 {
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
@@ -238,7 +242,14 @@ static void journal_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
                kd_log_quote(f->journal.topic, qt, sizeof(qt)),
                rd_kafka_err2str(err),
                t->fire_failed && t->dead_reason ? t->dead_reason : "-");
-        f->mode->delivered(&f->mode_ctx, t);
+        if (t->fire_failed) {
+                f->mode->delivered(&f->mode_ctx, t);
+                return;
+        }
+        if (kd_settle_fired_held(f, t))
+                /* Out of memory: written again, and refused again, until
+                 * it can be kept. */
+                retry_later(f, t, KD_TASK_JOURNAL, "journal_refused", err);
 }
 
 /* A fire without a claim, at_least_once: its journal record, produced

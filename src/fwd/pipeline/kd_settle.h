@@ -32,13 +32,24 @@ void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t);
  * it was fired without a claim (its journal record stands for it). */
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                      int unclaimed);
+/* t, fired without a claim and delivered (at_least_once), has no journal
+ * record and never will (its record of delivery refused for good): its
+ * fire is counted and kept in memory as kd_settle_fired keeps one, and t
+ * with it, its offset not done and back in the held set, until that fire
+ * is applied (kd_settle_apply_unclaimed); then t is settled
+ * (kd_settle_done). So its offset is never committed with its fire on no
+ * record: a crash before the apply reads t again. Released before (its
+ * partition revoked, a stop), t goes unsettled and its fire is applied all
+ * the same. -1 when out of memory (nothing done). */
+int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t);
 /* Fires made without a claim kept for kd_settle_apply_unclaimed (queued
  * and in requests out). */
 size_t kd_settle_unclaimed(const kd_fwd_t *f);
 /* Applies them to the fate store (kd_fate_apply_unclaimed, batches of
  * claim_batch, while the store takes them), after the journal's run:
  * those the journal lost are put on record from here (logged
- * event=journal_records_missing); failed ones are queued again. */
+ * event=journal_records_missing), and the tasks waiting for them
+ * (kd_settle_fired_held) settled; failed ones are queued again. */
 void kd_settle_apply_unclaimed(kd_fwd_t *f);
 /* At the end: logs those not applied (the store down), each id too when
  * journal_lost (the journal failed meanwhile, or its topic is gone). */

@@ -19,14 +19,29 @@
 typedef struct kd_ufire {
         char *id; /* owned */
         int64_t fire_at_ms, fired_at_ms;
+        kd_task_t *task; /* borrowed: its task, waiting for this apply to be
+                            settled (kd_settle_fired_held); NULL = none */
 } kd_ufire_t;
 
 /* FIRED marks are batched over this long. */
 #define KD_MARK_INTERVAL_MS 250
 
+/* t, waiting for its fire's apply, goes before it: its fire stays kept
+ * (applied all the same), without it. */
+static void uf_unlink(kd_fwd_t *f, kd_task_t *t)
+{
+        if (!t->mem_fire)
+                return;
+        t->mem_fire = 0;
+        if (!t->req) /* in a request out: kd_store_req_detach */
+                f->settle.uf[t->req_slot].task = NULL;
+}
+
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_store_req_detach(t); /* a lease renewal may be out for it */
+        uf_unlink(f, t);
+        /* A lease renewal, or its fire's apply, may be out for it. */
+        kd_store_req_detach(t);
         int orphan = kd_task_detach(f, t) != 0; /* in flight */
         kd_part_t *p = t->part;
         if (p) {
@@ -88,10 +103,10 @@ static void arm(kd_fwd_t *f)
                 kd_fwd_oom(f, "settle_timer");
 }
 
-/* Appends a fire made without a claim (a copy of id); -1 when out of
- * memory. */
+/* Appends a fire made without a claim (a copy of id), with the task
+ * waiting for its apply (or NULL); -1 when out of memory. */
 static int uf_push(kd_fwd_settle_t *s, const char *id, int64_t fire_at_ms,
-                   int64_t fired_at_ms)
+                   int64_t fired_at_ms, kd_task_t *task)
 {
         if (s->uf_len == s->uf_cap) {
                 size_t cap = s->uf_cap ? s->uf_cap * 2 : 64;
@@ -104,7 +119,9 @@ static int uf_push(kd_fwd_settle_t *s, const char *id, int64_t fire_at_ms,
         char *copy = strdup(id);
         if (!copy)
                 return -1;
-        s->uf[s->uf_len++] = (kd_ufire_t){copy, fire_at_ms, fired_at_ms};
+        if (task)
+                task->req_slot = s->uf_len;
+        s->uf[s->uf_len++] = (kd_ufire_t){copy, fire_at_ms, fired_at_ms, task};
         return 0;
 }
 
@@ -140,16 +157,23 @@ void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t)
         kd_settle_done(f, t);
 }
 
-void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
-                     int unclaimed)
+/* A fire delivered late_ms after its fire time, counted. */
+static void count_fired(kd_fwd_t *f, int64_t late_ms, int unclaimed)
 {
         kd_metric_inc(&f->metrics, KD_M_FIRED);
         kd_metric_max(&f->metrics, KD_M_LATE_MAX, late_ms);
         kd_metric_observe(&f->metrics, KD_M_LATE, late_ms);
-        if (unclaimed) { /* its journal record stands for the mark */
+        if (unclaimed)
                 kd_metric_inc(&f->metrics, KD_M_FIRED_UNCLAIMED);
+}
+
+void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
+                     int unclaimed)
+{
+        count_fired(f, late_ms, unclaimed);
+        if (unclaimed) { /* its journal record stands for the mark */
                 int64_t now = kd_fwd_wall_ms(f);
-                if (uf_push(&f->settle, id, now - late_ms, now)) {
+                if (uf_push(&f->settle, id, now - late_ms, now, NULL)) {
                         /* Its journal record stays the only one. */
                         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                         kd_log(f->conf, KDELAY_LOG_ERROR,
@@ -170,6 +194,22 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                 return;
         }
         arm(f);
+}
+
+int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t)
+{
+        int64_t now = kd_fwd_wall_ms(f);
+        kd_store_req_detach(t); /* none out for it: no claim, no lease */
+        if (uf_push(&f->settle, t->rec.id, now - t->late_ms, now, t))
+                return -1;
+        count_fired(f, t->late_ms, 1);
+        kd_task_detach(f, t); /* nowhere: not a place (kd_task.h) */
+        t->mem_fire = 1;
+        /* In memory for as long as MySQL is away, as a held task waiting
+         * for its claim is: it counts in the held set, which pauses the
+         * partitions once full. */
+        kd_held_add(f, t);
+        return 0;
 }
 
 const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS] = {
@@ -304,6 +344,48 @@ size_t kd_settle_unclaimed(const kd_fwd_t *f)
         return f->settle.uf_len + f->settle.uf_out;
 }
 
+/* Fire i of r failed to apply: queued again (after the store's backoff),
+ * with its task. Out of memory, it is lost from memory (its journal
+ * record, if any, stays) and its task, if any, goes unsettled: its
+ * offset not done, it is read again after a restart or a rebalance
+ * (fired again, as at_least_once allows, and recorded then). */
+static void uf_again(kd_fwd_t *f, kd_store_req_t *r, size_t i)
+{
+        kd_fate_unclaimed_t *it = &r->fw.uitems[i];
+        kd_task_t *t = r->tasks[i];
+        if (t) {
+                r->tasks[i] = NULL;
+                t->req = NULL;
+        }
+        if (!uf_push(&f->settle, r->fw.ids[i], it->fire_at_ms, it->fired_at_ms,
+                     t))
+                return;
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
+        kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=out_of_memory what=unclaimed_fire id=%s action=%s",
+               kd_log_quote(r->fw.ids[i], q, sizeof(q)),
+               t ? "read_again" : "journal_only");
+        if (t) {
+                t->mem_fire = 0;
+                kd_settle_release(f, t);
+        }
+}
+
+/* Fire i of r is in the fate table: its task, if one waits, is settled
+ * (only at_least_once writes records of delivery, so only its tasks
+ * wait here, and its settling is kd_settle_done). */
+static void uf_settle(kd_fwd_t *f, kd_store_req_t *r, size_t i)
+{
+        kd_task_t *t = r->tasks[i];
+        if (!t)
+                return;
+        r->tasks[i] = NULL;
+        t->req = NULL;
+        t->mem_fire = 0;
+        kd_settle_done(f, t);
+}
+
 static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fwd_settle_t *s = &f->settle;
@@ -312,12 +394,11 @@ static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
         uint64_t recorded = 0;
         for (size_t i = 0; i < fw->n; i++) {
                 kd_fate_unclaimed_t *it = &fw->uitems[i];
-                if (fw->err) { /* again after the store's backoff */
-                        if (uf_push(s, fw->ids[i], it->fire_at_ms,
-                                    it->fired_at_ms))
-                                kd_metric_inc(&f->metrics, KD_M_MARKS_LOST);
+                if (fw->err) {
+                        uf_again(f, r, i);
                         continue;
                 }
+                uf_settle(f, r, i);
                 if (!it->recorded)
                         continue; /* the journal's run had it */
                 recorded++;
@@ -366,6 +447,10 @@ void kd_settle_apply_unclaimed(kd_fwd_t *f)
                         items[i].forwarder = f->claim.token_name;
                         items[i].src_partition = -1;
                         items[i].src_offset = -1;
+                        if ((r->tasks[i] = u[i].task)) {
+                                u[i].task->req = r;
+                                u[i].task->req_slot = i;
+                        }
                 }
                 s->uf_len -= n;
                 s->uf_out += n;

@@ -20,8 +20,10 @@ typedef void(kd_store_done_fn)(kd_fwd_t *f, kd_store_req_t *r);
 struct kd_store_req {
         kd_fw_req_t fw;
         kd_store_done_fn *done;
-        /* CLAIM, TAKEOVER: the task of each item (borrowed); NULL once the
-         * task went away (kd_store_req_detach). */
+        /* CLAIM, TAKEOVER: the task of each item (borrowed);
+         * APPLY_UNCLAIMED: the task waiting for each fire's apply, if any
+         * (kd_settle_fired_held); NULL once the task went away
+         * (kd_store_req_detach). */
         kd_task_t **tasks;
         size_t cap; /* items and tasks, or ids, lens and vals: room for */
         /* CLAIM, TAKEOVER: the items' ids, tokens and source topics, one

@@ -293,6 +293,11 @@ void kd_outage_store_changed(kd_fwd_t *f)
         if (!o->firing) {
                 if (o->apply_again)
                         run_begin(f, "retry");
+                else if (kd_settle_unclaimed(f) > 0)
+                        /* An apply from memory failed (the store went away
+                         * under it): again now, not at the next run (the
+                         * tasks of refused records wait for it). */
+                        settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
                 return;
         }
         o->firing = 0;
@@ -489,14 +494,16 @@ static void poll_cb(kd_timer_t *tm, void *arg)
 
 /* 1 while a fire this process made without a claim is not settled: its
  * journal record, or its delivery record to come, may not be in the
- * journal yet. */
+ * journal yet. Not a task whose record was refused for good (mem_fire):
+ * none will be; it waits for its fire's apply from memory (settle_cb),
+ * counted by kd_settle_unclaimed. */
 static int fires_unsettled(const kd_fwd_t *f)
 {
         if (f->journal.inflight > 0)
                 return 1;
         for (const kd_part_t *p = f->intake.parts; p; p = p->next)
                 for (const kd_task_t *t = p->tasks; t; t = t->next)
-                        if (t->claim == KD_CLAIM_UNCLAIMED)
+                        if (t->claim == KD_CLAIM_UNCLAIMED && !t->mem_fire)
                                 return 1;
         return 0;
 }

@@ -112,7 +112,7 @@ int kd_store_fd(const kd_fwd_t *f)
 }
 
 /* The arrays a request of op needs: 0 none (ping), 1 items and tasks,
- * 2 ids, lens and vals. */
+ * 2 ids, lens, vals and tasks (APPLY_UNCLAIMED's). */
 static int req_kind(kd_fw_op_t op)
 {
         if (op == KD_FW_PING || op == KD_FW_MARK_PENDING ||
@@ -184,7 +184,8 @@ kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n)
                 r->fw.ids = calloc(n, sizeof(*r->fw.ids));
                 r->fw.lens = calloc(n, sizeof(*r->fw.lens));
                 r->fw.vals = calloc(n, sizeof(*r->fw.vals));
-                ok = r->fw.ids && r->fw.lens && r->fw.vals;
+                r->tasks = calloc(n, sizeof(*r->tasks));
+                ok = r->fw.ids && r->fw.lens && r->fw.vals && r->tasks;
         }
         if (!ok) {
                 kd_store_req_free(r);
