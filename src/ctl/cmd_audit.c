@@ -10,6 +10,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "audit_dead.h"
 #include "audit_unclaimed.h"
 #include "cli.h"
 #include "ctl.h"
@@ -28,9 +29,8 @@
 /* FIRING rows read per audit run. */
 #define KD_AUDIT_ROWS_MAX   10000
 #define KD_AUDIT_TIMEOUT_MS 10000
-/* The dead letters of delivered-looking rows are looked for from this
- * long before their claim (clocks), for at most this long. */
-#define KD_AUDIT_SLACK_MS       60000
+/* The dead letters of delivered-looking rows are looked for for at most
+ * this long (from when: kd_audit_dead_from). */
 #define KD_AUDIT_DEAD_BUDGET_MS 30000
 
 static const char kd_audit_help[] =
@@ -317,8 +317,8 @@ static int on_dead_letter(const kd_scan_rec_t *rec, void *opaque)
 /* A FIRING row whose source the group has handled was delivered — or
  * dead-lettered (its target refused it, and the DEAD mark was lost with
  * its forwarder): the dead-letter topic, read from the oldest such row's
- * claim on, tells which. A read that cannot finish leaves them
- * `delivered`, as before. */
+ * claim or fire-at on (kd_audit_dead_from), tells which. A read that cannot
+ * finish leaves them `delivered`, as before. */
 static kdelay_err_t find_dead_letters(audit_t *au, char *errstr,
                                       size_t errstr_size)
 {
@@ -329,9 +329,11 @@ static kdelay_err_t find_dead_letters(audit_t *au, char *errstr,
                                "out of memory");
         for (size_t i = 0; i < au->row_cnt; i++)
                 if (au->verdict[i] == ROW_DELIVERED) {
+                        int64_t from = kd_audit_dead_from(
+                            au->rows[i].updated_at_ms, au->rows[i].fire_at_ms);
                         m.idx[m.n++] = i;
-                        if (au->rows[i].updated_at_ms < since)
-                                since = au->rows[i].updated_at_ms;
+                        if (from < since)
+                                since = from;
                 }
         kdelay_err_t err = KDELAY_OK;
         if (m.n) {
@@ -339,9 +341,9 @@ static kdelay_err_t find_dead_letters(audit_t *au, char *errstr,
                 qsort(m.idx, m.n, sizeof(*m.idx), cmp_row_id);
                 kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS};
                 kd_scan_progress_t prog;
-                err = kd_scan_dead(au->a->cli->conf, since - KD_AUDIT_SLACK_MS,
-                                   &opts, on_dead_letter, &m, &prog, errstr,
-                                   errstr_size);
+                err =
+                    kd_scan_dead(au->a->cli->conf, since, &opts, on_dead_letter,
+                                 &m, &prog, errstr, errstr_size);
         }
         free(m.idx);
         if (err && err != KDELAY_ERR_NO_MEMORY) {

@@ -102,6 +102,10 @@ typedef struct tt_fault_counts {
          * began and when its end was done (epoch ms). */
         int64_t mysql_win[TT_MYSQL_WINS_MAX][2];
         int mysql_wins;
+        /* dead_topic_delete, injected: from the verifier's last look at
+         * the topic's ends to the delete's end (epoch ms; 0 = none). A
+         * dead letter delivered meanwhile went with the topic. */
+        int64_t dead_doomed[2];
 } tt_fault_counts_t;
 
 struct tt_faults;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "fleet.h"
 #include "it_env.h"
@@ -128,6 +129,70 @@ int tt_fleet_log_count(const tt_fleet_t *f, const char *needle)
                 n += k > 0 ? k : 0;
         }
         return n;
+}
+
+/* The value of field name in line (" name=value", up to a space) into
+ * buf; -1 when absent or too long. */
+static int log_field(const char *line, const char *name, char *buf, size_t size)
+{
+        char key[32];
+        snprintf(key, sizeof(key), " %s=", name);
+        const char *v = strstr(line, key);
+        if (!v)
+                return -1;
+        v += strlen(key);
+        size_t n = strcspn(v, " \n");
+        if (n == 0 || n >= size)
+                return -1;
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        return 0;
+}
+
+/* A log line's ts=YYYY-MM-DDTHH:MM:SS.mmmZ (UTC) in epoch ms; -1 when
+ * it has none. */
+static int64_t log_ts_ms(const char *line)
+{
+        struct tm tm;
+        int ms = 0;
+        memset(&tm, 0, sizeof(tm));
+        if (sscanf(line, "ts=%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year,
+                   &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+                   &ms) != 7)
+                return -1;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        time_t t = timegm(&tm);
+        return t == (time_t)-1 ? -1 : (int64_t)t * 1000 + ms;
+}
+
+void tt_fleet_dead_lettered(const tt_fleet_t *f, int64_t from_ms, int64_t to_ms,
+                            void (*fn)(const tt_dead_line_t *l, void *ctx),
+                            void *ctx)
+{
+        char line[8192], part[16], off[32];
+        for (int i = 0; i < TT_MAX_SLOTS; i++) {
+                FILE *fp =
+                    f->slots[i].starts ? fopen(f->slots[i].log, "r") : NULL;
+                while (fp && fgets(line, sizeof(line), fp)) {
+                        tt_dead_line_t l;
+                        if (!strstr(line, " event=dead_lettered "))
+                                continue;
+                        l.ts_ms = log_ts_ms(line);
+                        if (l.ts_ms < from_ms || l.ts_ms > to_ms ||
+                            log_field(line, "id", l.id, sizeof(l.id)) ||
+                            log_field(line, "topic", l.topic,
+                                      sizeof(l.topic)) ||
+                            log_field(line, "partition", part, sizeof(part)) ||
+                            log_field(line, "offset", off, sizeof(off)))
+                                continue;
+                        l.partition = atoi(part);
+                        l.offset = atoll(off);
+                        fn(&l, ctx);
+                }
+                if (fp)
+                        fclose(fp);
+        }
 }
 
 int64_t tt_fleet_peak_rss_kb(const tt_fleet_t *f)

@@ -76,6 +76,24 @@ int64_t tt_fleet_peak_rss_kb(const tt_fleet_t *f);
 /* Lines containing needle in every slot's log, added up. */
 int tt_fleet_log_count(const tt_fleet_t *f, const char *needle);
 
+/* One `event=dead_lettered` line of a forwarder's log: a dead letter
+ * delivered (its broker acknowledged it) at ts_ms (epoch, the line's
+ * ts), of task id ("-": none read, a malformed record) read at topic,
+ * partition and offset (the tier record). */
+typedef struct tt_dead_line {
+        int64_t ts_ms;
+        char id[128];
+        char topic[256];
+        int partition;
+        long long offset;
+} tt_dead_line_t;
+
+/* Calls fn for every such line of every slot's log whose ts is in
+ * [from_ms, to_ms]. Lines it cannot read are skipped. */
+void tt_fleet_dead_lettered(const tt_fleet_t *f, int64_t from_ms, int64_t to_ms,
+                            void (*fn)(const tt_dead_line_t *l, void *ctx),
+                            void *ctx);
+
 /* From slot's log: the last forwarder_stopped line's statements_per_fire
  * and fired counters. 0 when found. */
 int tt_fleet_last_stats(const tt_fleet_t *f, int slot, double *spf,

@@ -49,6 +49,11 @@ typedef struct counts {
             fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
             heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
             mal_delivered, mal_bad_reason;
+        /* malformed and poison tasks never seen dead-lettered whose dead
+         * letter a forwarder delivered while the dead_topic_delete fault
+         * deleted the topic (doomed): gone with it, not missing */
+        const unsigned char *doomed; /* per task; NULL = none */
+        long long mal_destroyed, p_destroyed[TT_POISON_KINDS];
         /* the fate table unread: tasks neither delivered nor known to be
          * cancelled whose cancel was sent with no definite answer (a
          * CANCELLED row would settle them): the harness's, not LOST */
@@ -134,6 +139,70 @@ static int through_outage(const tt_report_in_t *in, const tt_task_t *t)
         return 0;
 }
 
+/* A malformed or poison task whose dead letter went with the deleted
+ * dead-letter topic (counts_t.doomed). */
+static void log_destroyed(const tt_report_in_t *in, size_t i)
+{
+        const tt_task_t *t = &in->tasks[i];
+        tt_log("event=dead_letter_destroyed idx=%zu id=%s malformed=%d "
+               "poison=%d sched_at_s=%.3f acked_at_s=%.3f doomed_s=%.3f..%.3f "
+               "why=\"its dead letter was delivered while the "
+               "dead_topic_delete fault deleted the topic\"",
+               i, t->id, t->malformed, t->poison,
+               (double)(t->sched_at - in->t0) / 1e3,
+               (double)(t->acked_at - in->t0) / 1e3,
+               (double)(in->faults->dead_doomed[0] - in->t0) / 1e3,
+               (double)(in->faults->dead_doomed[1] - in->t0) / 1e3);
+}
+
+/* How long after the delete's end a delivery report of a dead letter
+ * appended before it may still be logged. */
+#define TT_DOOMED_REPORT_MS 5000
+
+typedef struct doomed_ctx {
+        const tt_report_in_t *in;
+        unsigned char *mark;
+        char tier1s[160]; /* where malformed and internal tasks are written */
+} doomed_ctx_t;
+
+/* A dead letter delivered while the topic was being deleted: the task it
+ * names (by id; a malformed one, id "-", by the tier record it was
+ * written to, which it is dead-lettered from when first read). */
+static void on_doomed_line(const tt_dead_line_t *l, void *ctx)
+{
+        doomed_ctx_t *d = ctx;
+        const tt_report_in_t *in = d->in;
+        int by_id = strcmp(l->id, "-") != 0;
+        if (!by_id && strcmp(l->topic, d->tier1s))
+                return;
+        for (size_t i = 0; i < in->n; i++) {
+                const tt_task_t *t = &in->tasks[i];
+                if (!t->malformed && !t->poison)
+                        continue;
+                if (by_id ? !strcmp(t->id, l->id)
+                          : (t->malformed || t->poison == TT_POISON_INTERNAL) &&
+                                t->tier_partition == l->partition &&
+                                t->tier_offset == l->offset)
+                        d->mark[i] = 1;
+        }
+}
+
+/* counts_t.doomed: NULL when no delete was injected (or out of memory:
+ * then every such task counts as missing, as before). */
+static unsigned char *doomed_marks(const tt_report_in_t *in)
+{
+        const int64_t *w = in->faults->dead_doomed;
+        if (!w[1] || !in->n)
+                return NULL;
+        doomed_ctx_t d = {in, calloc(in->n, 1), ""};
+        if (!d.mark)
+                return NULL;
+        snprintf(d.tier1s, sizeof(d.tier1s), "%s.tier.1s", in->names->prefix);
+        tt_fleet_dead_lettered(in->fleet, w[0], w[1] + TT_DOOMED_REPORT_MS,
+                               on_doomed_line, &d);
+        return d.mark;
+}
+
 /* A poison task: dead-lettered with its reason (a refused record naming
  * the Kafka error), never on a target; kinds 1 and 2 were claimed, so
  * their fate row is DEAD with that reason; kind 3 is dead-lettered
@@ -145,6 +214,7 @@ static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
         int acked = atomic_load(&t->sched_state) == TT_SCHED_ACKED;
         int dead = atomic_load(&t->dead_copies);
         int copies = atomic_load(&t->copies);
+        int destroyed = acked && !dead && c->doomed && c->doomed[i];
         /* the fate table unread: nothing to check */
         int fate_bad = acked && in->fate_rows >= 0 &&
                        (t->poison == TT_POISON_INTERNAL
@@ -155,14 +225,17 @@ static void count_poison(const tt_report_in_t *in, size_t i, counts_t *c,
                 int k = kinds[j];
                 c->p_n[k]++;
                 c->p_dead[k] += dead > 0 && !t->dead_bad_reason;
-                c->p_missing[k] += acked && !dead;
+                c->p_missing[k] += acked && !dead && !destroyed;
+                c->p_destroyed[k] += destroyed;
                 c->p_delivered[k] += copies > 0 || t->fate == TT_FATE_FIRED;
                 c->p_bad_reason[k] += t->dead_bad_reason > 0;
                 c->p_dups[k] += dead > 1 ? dead - 1 : 0;
                 c->p_fate_bad[k] += fate_bad;
                 c->p_no_error[k] += t->dead_no_error > 0;
         }
-        if ((acked && !dead) || copies || fate_bad || t->dead_bad_reason)
+        if (destroyed)
+                log_destroyed(in, i);
+        else if ((acked && !dead) || copies || fate_bad || t->dead_bad_reason)
                 if ((*shown)++ < 20)
                         tt_log("event=poison_wrong idx=%zu id=%s kind=%d "
                                "fire_at_s=%.3f sched_at_s=%.3f dead=%d "
@@ -224,10 +297,15 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                         c->malformed++;
                         c->mal_dead += dead > 0;
                         c->mal_dups += dead > 1 ? dead - 1 : 0;
-                        c->mal_missing += acked && !dead;
+                        int destroyed =
+                            acked && !dead && c->doomed && c->doomed[i];
+                        c->mal_missing += acked && !dead && !destroyed;
+                        c->mal_destroyed += destroyed;
                         c->mal_delivered += copies > 0;
                         c->mal_bad_reason += t->dead_bad_reason > 0;
-                        if (acked && !dead && shown++ < 20)
+                        if (destroyed)
+                                log_destroyed(in, i);
+                        else if (acked && !dead && shown++ < 20)
                                 tt_log("event=malformed_not_dead_lettered "
                                        "idx=%zu id=%s sched_at_s=%.3f "
                                        "acked_at_s=%.3f kind=%d",
@@ -400,7 +478,11 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 fprintf(out, "out of memory\n");
                 return 1;
         }
+        unsigned char *doomed = doomed_marks(in);
+        c.doomed = doomed;
         count(in, &c, &ts, &rx, &cts, &crx, &mts);
+        free(doomed);
+        c.doomed = NULL;
         /* The product's guarantees (docs/torture.md, "Verdict"): any of
          * these fails the run. */
         why_t prod = {.len = 0}, harness = {.len = 0};
@@ -569,9 +651,11 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row(out, "CreateTime tier read", create_time_seen, note);
         snprintf(note, sizeof(note),
                  "(dead-lettered %lld, missing %lld, delivered %lld, wrong "
-                 "reason %lld, extra copies %lld%s)",
+                 "reason %lld, extra copies %lld%s; gone with the deleted "
+                 "dead topic %lld)",
                  c.mal_dead, c.mal_missing, c.mal_delivered, c.mal_bad_reason,
-                 c.mal_dups, o->exactly_once ? ": must be 0" : "");
+                 c.mal_dups, o->exactly_once ? ": must be 0" : "",
+                 c.mal_destroyed);
         row(out, "malformed tasks", c.malformed, note);
         snprintf(note, sizeof(note),
                  "(keyless %lld to the compacted target, too-large %lld, "
@@ -587,10 +671,12 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 snprintf(note, sizeof(note),
                          "of %lld (missing %lld, delivered %lld, wrong "
                          "reason %lld, fate wrong %lld, no error header "
-                         "%lld, extra copies %lld%s)",
+                         "%lld, extra copies %lld%s; gone with the deleted "
+                         "dead topic %lld)",
                          c.p_n[k], c.p_missing[k], c.p_delivered[k],
                          c.p_bad_reason[k], c.p_fate_bad[k], c.p_no_error[k],
-                         c.p_dups[k], o->exactly_once ? ": must be 0" : "");
+                         c.p_dups[k], o->exactly_once ? ": must be 0" : "",
+                         c.p_destroyed[k]);
                 row(out, kind_names[k], c.p_dead[k], note);
         }
         snprintf(note, sizeof(note),

@@ -677,11 +677,11 @@ static void on_dead_lettered(kd_fwd_t *f, kd_task_t *t,
 {
         clock_sample(f, t, m);
         kd_metric_dead(&f->metrics, t->dead_reason);
-        char qt[300];
+        char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
         kd_log(f->conf, KDELAY_LOG_WARNING,
-               "event=dead_lettered reason=%s topic=%s partition=%d "
+               "event=dead_lettered reason=%s id=%s topic=%s partition=%d "
                "offset=%lld",
-               t->dead_reason,
+               t->dead_reason, id_of(t, q, sizeof(q)),
                kd_log_quote(t->part ? t->part->topic : "-", qt, sizeof(qt)),
                t->part ? t->part->partition : -1, (long long)t->rec.offset);
         settle_delivered(f, t);
