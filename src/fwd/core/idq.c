@@ -8,27 +8,36 @@
 void kd_idq_clear(kd_idq_t *q)
 {
         for (size_t i = 0; i < q->len; i++)
-                free(q->ids[i]);
+                free(q->ids[q->head + i]);
         free(q->ids);
         free(q->vals);
         memset(q, 0, sizeof(*q));
 }
 
-/* Room for one more entry; -1 when out of memory. */
+/* Room for one more entry at the end; -1 when out of memory. The taken
+ * entries before head are reused once they are at least as many as the
+ * live ones (each entry is moved at most once per doubling: amortised
+ * O(1)), else the arrays double. */
 static int grow(kd_idq_t *q)
 {
-        if (q->len == q->cap) {
-                size_t cap = q->cap ? q->cap * 2 : 256;
-                char **v = realloc(q->ids, cap * sizeof(*v));
-                if (v)
-                        q->ids = v;
-                int64_t *w = realloc(q->vals, cap * sizeof(*w));
-                if (w)
-                        q->vals = w;
-                if (!v || !w)
-                        return -1;
-                q->cap = cap;
+        if (q->head + q->len < q->cap)
+                return 0;
+        if (q->head > 0 && q->head >= q->len) {
+                memmove(q->ids, q->ids + q->head, q->len * sizeof(*q->ids));
+                memmove(q->vals, q->vals + q->head, q->len * sizeof(*q->vals));
+                q->head = 0;
+                return 0;
         }
+        size_t cap = q->cap ? q->cap * 2 : 256;
+        char **v = realloc(q->ids, cap * sizeof(*v));
+        if (v)
+                q->ids = v;
+        int64_t *w = realloc(q->vals, cap * sizeof(*w));
+        if (w)
+                q->vals = w;
+        if (!v || !w)
+                return -1;
+        q->cap = cap;
         return 0;
 }
 
@@ -36,8 +45,8 @@ int kd_idq_give(kd_idq_t *q, char *id, int64_t val)
 {
         if (grow(q))
                 return -1;
-        q->ids[q->len] = id;
-        q->vals[q->len++] = val;
+        q->ids[q->head + q->len] = id;
+        q->vals[q->head + q->len++] = val;
         return 0;
 }
 
@@ -55,20 +64,10 @@ int kd_idq_push(kd_idq_t *q, const char *id, int64_t val)
 
 void kd_idq_take(kd_idq_t *q, size_t n, char **ids, int64_t *vals)
 {
-        memcpy(ids, q->ids, n * sizeof(*ids));
-        memcpy(vals, q->vals, n * sizeof(*vals));
-        memmove(q->ids, q->ids + n, (q->len - n) * sizeof(*q->ids));
-        memmove(q->vals, q->vals + n, (q->len - n) * sizeof(*q->vals));
+        memcpy(ids, q->ids + q->head, n * sizeof(*ids));
+        memcpy(vals, q->vals + q->head, n * sizeof(*vals));
+        q->head += n;
         q->len -= n;
-}
-
-void kd_idq_shift(kd_idq_t *q, size_t n)
-{
-        if (n > q->len)
-                n = q->len;
-        for (size_t i = 0; i < n; i++)
-                free(q->ids[i]);
-        memmove(q->ids, q->ids + n, (q->len - n) * sizeof(*q->ids));
-        memmove(q->vals, q->vals + n, (q->len - n) * sizeof(*q->vals));
-        q->len -= n;
+        if (!q->len)
+                q->head = 0;
 }

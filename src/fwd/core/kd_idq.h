@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A queue of task ids, each with a value, waiting for one batched
- * fate-store statement (FIRED marks, due times of cancelled tasks). */
+ * fate-store statement (FIRED marks, due times of cancelled tasks). A
+ * FIFO: taking the first n costs n, whatever waits behind them (a drain
+ * queues tens of thousands of marks). */
 #ifndef KD_IDQ_H
 #define KD_IDQ_H
 
@@ -8,21 +10,30 @@
 #include <stdint.h>
 
 typedef struct kd_idq {
-        char **ids;    /* owned strings */
+        char **ids;    /* owned strings, entries head .. head + len - 1 */
         int64_t *vals; /* parallel to ids */
+        size_t head;   /* the first entry */
         size_t len, cap;
 } kd_idq_t;
 
 void kd_idq_clear(kd_idq_t *q);
 /* Appends a copy of id; -1 when out of memory (nothing queued). */
 int kd_idq_push(kd_idq_t *q, const char *id, int64_t val);
-/* Drops the first n entries. */
-void kd_idq_shift(kd_idq_t *q, size_t n);
 /* Moves the first n entries (n <= len) into ids and vals: the strings
  * are the caller's then. */
 void kd_idq_take(kd_idq_t *q, size_t n, char **ids, int64_t *vals);
 /* Appends id itself (taken on success); -1 when out of memory (id stays
  * the caller's). */
 int kd_idq_give(kd_idq_t *q, char *id, int64_t val);
+
+/* Entry i (i < len) from the first: its id (the queue's) and value. */
+static inline const char *kd_idq_id(const kd_idq_t *q, size_t i)
+{
+        return q->ids[q->head + i];
+}
+static inline int64_t kd_idq_val(const kd_idq_t *q, size_t i)
+{
+        return q->vals[q->head + i];
+}
 
 #endif

@@ -418,15 +418,15 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
         eos_state_t *s = state_of(m);
         if (committed) {
                 for (size_t i = 0; i < s->fired.len; i++)
-                        kd_mode_settle_fired(m, s->fired.ids[i],
-                                             s->fired.vals[i], 0);
+                        kd_mode_settle_fired(m, kd_idq_id(&s->fired, i),
+                                             kd_idq_val(&s->fired, i), 0);
                 for (size_t i = 0; i < s->unclaimed.len; i++)
-                        kd_mode_settle_fired(m, s->unclaimed.ids[i],
-                                             s->unclaimed.vals[i], 1);
+                        kd_mode_settle_fired(m, kd_idq_id(&s->unclaimed, i),
+                                             kd_idq_val(&s->unclaimed, i), 1);
                 for (size_t i = 0; i < s->dead.len; i++)
                         kd_mode_settle_dead(
-                            m, s->dead.ids[i],
-                            kd_mode_dead_reason((int)s->dead.vals[i]));
+                            m, kd_idq_id(&s->dead, i),
+                            kd_mode_dead_reason((int)kd_idq_val(&s->dead, i)));
                 kd_eos_iso_committed(&s->iso);
                 s->abort_streak = 0;
                 kd_metric_inc(m->metrics, KD_M_TXN_COMMITS);
