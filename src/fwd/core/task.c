@@ -22,10 +22,12 @@ static size_t headers_bytes(const rd_kafka_headers_t *h)
 
 kd_task_t *kd_task_new(rd_kafka_message_t *m)
 {
-        /* One block: the task, then its key and value. */
-        kd_task_t *t = calloc(1, sizeof(*t) + m->key_len + m->len);
+        /* One block: the task, then its key and value (copied over, so
+         * only the task is zeroed). */
+        kd_task_t *t = malloc(sizeof(*t) + m->key_len + m->len);
         if (!t)
                 return NULL;
+        memset(t, 0, sizeof(*t));
         kd_timer_init(&t->timer, NULL, NULL);
         kd_taskrec_t *r = &t->rec;
         char *tail = (char *)(t + 1);
