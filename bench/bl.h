@@ -97,6 +97,10 @@ long long bl_rss_kb_of(pid_t pid, const char *key);
 /* The pid of the stack's broker or MariaDB (KDELAY_STACK_DIR's pid
  * files); -1 when unknown (an external MySQL, another stack). */
 pid_t bl_stack_pid(const char *what); /* "kafka" or "mysql" */
+/* Bytes on disk of topic's partitions in the stack's Kafka log directory
+ * (KDELAY_STACK_DIR/kafka/data/<topic>-<partition>/, every file: segments
+ * and their indexes); -1 when unknown (no stack directory). */
+long long bl_topic_disk_bytes(const char *topic);
 
 /* The server-wide status counters (SHOW GLOBAL STATUS) named names[0..n-1]
  * into vals; 0 when every one was read, -1 otherwise. */

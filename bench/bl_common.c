@@ -3,10 +3,13 @@
  * the target read back, forwarders started, stopped and measured. */
 #include "bl.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <kdelay/kdelay.h>
@@ -318,6 +321,56 @@ pid_t bl_stack_pid(const char *what)
                 pid = -1;
         fclose(fp);
         return pid > 0 && bl_cpu_us_of((pid_t)pid) >= 0 ? (pid_t)pid : -1;
+}
+
+/* The bytes of the files in dir; -1 when it cannot be read. */
+static long long dir_bytes(const char *dir)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return -1;
+        long long sum = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                char path[PATH_MAX];
+                struct stat st;
+                if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >=
+                    (int)sizeof(path))
+                        continue;
+                if (!stat(path, &st) && S_ISREG(st.st_mode))
+                        sum += (long long)st.st_blocks * 512;
+        }
+        closedir(d);
+        return sum;
+}
+
+long long bl_topic_disk_bytes(const char *topic)
+{
+        const char *stack = getenv("KDELAY_STACK_DIR");
+        char data[512];
+        if (!stack || !*stack)
+                return -1;
+        snprintf(data, sizeof(data), "%s/kafka/data", stack);
+        DIR *d = opendir(data);
+        if (!d)
+                return -1;
+        size_t n = strlen(topic);
+        long long sum = 0;
+        int found = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                const char *p = e->d_name + n;
+                if (strncmp(e->d_name, topic, n) || *p != '-' || !p[1] ||
+                    strspn(p + 1, "0123456789") != strlen(p + 1))
+                        continue;
+                char dir[sizeof(data) + sizeof(e->d_name) + 1];
+                snprintf(dir, sizeof(dir), "%s/%s", data, e->d_name);
+                long long b = dir_bytes(dir);
+                if (b >= 0) {
+                        sum += b;
+                        found++;
+                }
+        }
+        closedir(d);
+        return found ? sum : -1;
 }
 
 /* The sum of key= over the forwarder's event=forwarder_stopped lines. */

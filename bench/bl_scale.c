@@ -38,6 +38,7 @@ void bl_pending_run(int pending, long long *rss_kb)
         bl_check(bl_produce(tier, pending, 0, bl_at_spread, &sp, "p") == 0,
                  "pending produce");
         int64_t produce_ms = kd_mono_ms() - t0;
+        long long disk = bl_topic_disk_bytes(tier);
         /* Probe 0 is due when the forwarder starts (in tier.1s); probe 1
          * 10 s later, in the tier the library would pick. */
         int64_t start = kd_now_ms() + SEC, due1 = start + 10 * SEC;
@@ -63,6 +64,13 @@ void bl_pending_run(int pending, long long *rss_kb)
                produce_ms > 0 ? pending * 1000.0 / (double)produce_ms : 0);
         printf("pending_%d_rss_mb %.1f peak_mb %.1f\n", pending,
                (double)*rss_kb / 1024.0, r.hwm_kb / 1024.0);
+        /* What a pending task costs the broker's disk (its one record in
+         * its tier: key, value, headers, batch overhead; one replica). */
+        if (disk >= 0)
+                printf("pending_%d_disk_bytes_per_task %.1f\n", pending,
+                       (double)disk / pending);
+        else
+                printf("pending_%d_disk_bytes_per_task unknown\n", pending);
         /* Probe 0 fires first, probe 1 last. */
         printf("pending_%d_first_fire_ms %lld\n", pending,
                (long long)(s.first_ts - start));
