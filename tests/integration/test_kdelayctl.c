@@ -1157,13 +1157,21 @@ static void test_tiers_plan(void)
         CU_ASSERT(p99 <= 16);
         CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tiers")),
                         12);
+        CU_ASSERT_EQUAL(cJSON_GetObjectItem(j, "writes_target")->valuedouble,
+                        4.0);
+        CU_ASSERT_EQUAL(cJSON_GetObjectItem(j, "lag_ms")->valuedouble, 0);
         cJSON_Delete(j);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--lag", "1s"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "read lag 1s"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "target        mean <= 4.00: "));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "-X", "tiers=1s,1m,30m,7d"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "(4 tiers)"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes/task   mean 41."));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--dist", "normal:1s:2s"), 2);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown distribution"));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--samples", "0"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--lag", "soon"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--target", "0"), 2);
         CU_ASSERT_EQUAL(ctl("tiers", "frob"), 2);
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--help"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "loguniform:MIN:MAX"));
