@@ -367,14 +367,16 @@ static void run_due(const opts_t *o, int burst, double drain_rate)
         bl_check(bl_fwd_start(&r, burst ? "blB" : "blS", "at_least_once", grp,
                               NULL, 1) == 0,
                  "start");
-        /* The burst: due 10 s after its produce began (tier 5s, then
-         * held). The spread: due LEAD..LEAD+SPREAD s ahead, in the tier
-         * the library would pick, hopping down. */
+        /* The burst: due 10 s after its produce began, in the tier the
+         * library would pick (1s of the default ladder, 5s of the 12-tier
+         * one before it; due at once either way, then held). The spread:
+         * due LEAD..LEAD+SPREAD s ahead, in the tier the library would
+         * pick, hopping down. */
         int64_t due = kd_now_ms() + 10 * SEC;
         bl_spread_t sp = {kd_now_ms() + o->lead_s * SEC,
                           (int64_t)o->spread_s * SEC, o->tasks};
         snprintf(tier, sizeof(tier), "%s.tier.%s", bl_prefix,
-                 burst ? "5s" : bl_tier_for(o->lead_s * SEC));
+                 bl_tier_for(burst ? 10 * SEC : o->lead_s * SEC));
         bl_check(
             burst ? bl_produce(tier, o->tasks, 0, bl_at_fixed, &due, "b") == 0
                   : bl_produce(tier, o->tasks, 0, bl_at_spread, &sp, "s") == 0,

@@ -63,7 +63,8 @@ static int expand(FILE *tmpl, const char *tmpl_path, FILE *out)
 
 /* One cell of the reference as roff text: `code` in bold, '-' as a minus
  * sign, backslashes and quotes escaped, other characters than ASCII as
- * \[uXXXX]. */
+ * \[uXXXX]; a comma in code may end a line (\:, the default ladder is
+ * longer than one). */
 static void man_text(FILE *out, const char *s, size_t n)
 {
         int code = 0;
@@ -78,6 +79,8 @@ static void man_text(FILE *out, const char *s, size_t n)
                         fputs("\\-", out);
                 } else if (c == '\'') {
                         fputs("\\(aq", out);
+                } else if (c == ',' && code) {
+                        fputs(",\\:", out);
                 } else if (c >= 0xc0) {
                         /* UTF-8: groff's \[uXXXX], whatever the encoding
                          * the page is read with. */

@@ -26,7 +26,7 @@
 const crypto = require('crypto');
 
 // kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c).
-const DEFAULT_TIERS = '1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d';
+const DEFAULT_TIERS = '1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,1d,2d12h,7d';
 const DEFAULT_PREFIX = 'kdelay';
 const PROG = 'schedule.js';
 

@@ -29,7 +29,8 @@ import threading
 import time
 
 # kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c).
-DEFAULT_TIERS = "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d"
+DEFAULT_TIERS = ("1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,"
+                 "1d,2d12h,7d")
 DEFAULT_PREFIX = "kdelay"
 
 _UNITS = [("d", 86400000), ("h", 3600000), ("m", 60000), ("s", 1000), ("ms", 1)]

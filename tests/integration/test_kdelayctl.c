@@ -481,10 +481,13 @@ static void test_topics_create_then_check(void)
         CU_ASSERT_EQUAL_FATAL(ctl("topics", "create", "--partitions", "3",
                                   "--replication-factor", "1"),
                               0);
-        /* The default ladder. */
-        const char *tiers[] = {"1s",  "5s", "15s", "1m", "5m", "10m",
-                               "30m", "2h", "6h",  "1d", "3d", "7d"};
-        for (int i = 0; i < 12; i++) {
+        /* The default ladder, named as durations are written (90s:
+         * 1m30s). */
+        const char *tiers[] = {"1s",  "30s", "1m", "1m30s", "2m",
+                               "3m",  "5m",  "8m", "12m",   "20m",
+                               "30m", "45m", "1h", "1h30m", "4h",
+                               "6h",  "16h", "1d", "2d12h", "7d"};
+        for (int i = 0; i < 20; i++) {
                 char line[160];
                 snprintf(line, sizeof(line), "%s.tier.%s", prefix, tiers[i]);
                 CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
@@ -547,7 +550,7 @@ static void test_topics_check_finds_bad_config(void)
 static void test_schedule_prints_id_and_writes_record(void)
 {
         int rc = ctl("schedule", "--topic", ctl_target, "--key", "k1",
-                     "--value", "hello", "--delay", "90s", "--header",
+                     "--value", "hello", "--delay", "75s", "--header",
                      "trace=t-1", "--header", "tenant=acme");
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         char id[64];
@@ -1143,7 +1146,8 @@ static void test_password_from_environment(void)
         mysql_close(conn);
 }
 
-/* tiers plan: the default ladder's cost, the old one's, bad input. */
+/* tiers plan: the default ladder's cost (issue 44: mean <= 4), with a
+ * read lag, the older ladders', bad input. */
 static void test_tiers_plan(void)
 {
         CU_ASSERT_EQUAL_FATAL(ctl("tiers", "plan", "--json"), 0);
@@ -1153,17 +1157,32 @@ static void test_tiers_plan(void)
         double p99 = cJSON_GetObjectItem(j, "writes_p99")->valuedouble;
         printf("\n  default ladder: writes/task mean %.2f p99 %.0f\n", mean,
                p99);
-        CU_ASSERT(mean <= 6.0);
-        CU_ASSERT(p99 <= 16);
+        CU_ASSERT(mean <= 4.0);
+        CU_ASSERT(p99 <= 10);
         CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tiers")),
-                        12);
+                        20);
+        CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(j, "target_met")));
+        CU_ASSERT_EQUAL(cJSON_GetObjectItem(j, "writes_target")->valuedouble,
+                        4.0);
+        CU_ASSERT_EQUAL(cJSON_GetObjectItem(j, "lag_ms")->valuedouble, 0);
         cJSON_Delete(j);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--lag", "1s"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "read lag 1s"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "target        mean <= 4.00: met"));
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "-X",
+                            "tiers=1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d"),
+                        0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "(12 tiers)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes/task   mean 5.64"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "MISSED by 1.64"));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "-X", "tiers=1s,1m,30m,7d"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "(4 tiers)"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes/task   mean 41."));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--dist", "normal:1s:2s"), 2);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown distribution"));
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--samples", "0"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--lag", "soon"), 2);
+        CU_ASSERT_EQUAL(ctl("tiers", "plan", "--target", "0"), 2);
         CU_ASSERT_EQUAL(ctl("tiers", "frob"), 2);
         CU_ASSERT_EQUAL(ctl("tiers", "plan", "--help"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "loguniform:MIN:MAX"));

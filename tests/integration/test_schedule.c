@@ -64,12 +64,13 @@ static void test_sync_schedule_lands_in_right_tier(void)
         expect_t ex[] = {
             {0, "1s", "", 0, 0, 0},
             {500, "1s", "", 0, 0, 0},
-            {10000, "5s", "", 0, 0, 0},
-            {59000, "15s", "", 0, 0, 0},
+            {10000, "1s", "", 0, 0, 0},
+            {59000, "30s", "", 0, 0, 0},
             {61000, "1m", "", 0, 0, 0},
-            {29 * 60000, "10m", "", 0, 0, 0},
+            {95000, "1m30s", "", 0, 0, 0}, /* a tier named in two units */
+            {29 * 60000, "20m", "", 0, 0, 0},
             {31 * 60000, "30m", "", 0, 0, 0},
-            {6LL * 86400000, "3d", "", 0, 0, 0},
+            {6LL * 86400000, "2d12h", "", 0, 0, 0},
             {8LL * 86400000, "7d", "", 0, 0, 0},
             {KDELAY_MAX_DELAY_MS, "7d", "", 0, 0, 0},
         };
@@ -101,8 +102,10 @@ static void test_sync_schedule_lands_in_right_tier(void)
                 CU_ASSERT_EQUAL(strlen(ex[i].id), KDELAY_ID_GEN_LEN);
         }
         /* The default ladder. */
-        const char *tiers[] = {"1s",  "5s", "15s", "1m", "5m", "10m",
-                               "30m", "2h", "6h",  "1d", "3d", "7d"};
+        const char *tiers[] = {"1s",  "30s", "1m", "1m30s", "2m",
+                               "3m",  "5m",  "8m", "12m",   "20m",
+                               "30m", "45m", "1h", "1h30m", "4h",
+                               "6h",  "16h", "1d", "2d12h", "7d"};
         enum { NT = sizeof(tiers) / sizeof(tiers[0]) };
         char topics[NT][128];
         const char *tl[NT + 1];
@@ -193,7 +196,7 @@ static void test_absolute_time_and_given_id(void)
             KDELAY_OK);
         CU_ASSERT_STRING_EQUAL(id, want_id);
         char topic[128];
-        tier_topic("2h", topic, sizeof(topic));
+        tier_topic("1h30m", topic, sizeof(topic)); /* a little under 2h */
         const char *tl[] = {topic, NULL};
         it_msg_t msgs[64];
         size_t got = it_consume(tl, msgs, 1, 15000);

@@ -39,8 +39,10 @@
  * TT_MAX_HELD_BYTES. */
 #define TT_BALLAST_BYTES  (500 * 1024)
 #define TT_BALLAST_HEADER "torture-ballast"
-/* The tier of the default ladder created with CreateTime by mistake. */
-#define TT_CREATE_TIME_TIER "5s"
+/* The tier of the default ladder created with CreateTime by mistake: 1m,
+ * which the raw producers (ladder 1s,1m,30m,7d) write every task 1 to 30
+ * minutes ahead to, whatever the default ladder around it. */
+#define TT_CREATE_TIME_TIER "1m"
 #define TT_MAX_HELD_BYTES   (64LL * 1024 * 1024)
 /* The dead-letter topic is deleted for this long, at a fixed share of the
  * window (tt_dead_gone_at: clear of the Kafka restarts; fixed, so that the

@@ -7,7 +7,8 @@
 # sub-verbs and options; the zsh one parses when zsh is installed. And the
 # output conventions that need no broker: tables with a header row
 # (--no-headers: none), --json one document, -q accepted before or after
-# the verb, --no-headers refused by the forwarder.
+# the verb, --no-headers refused by the forwarder. And the tier-choosing
+# examples' DEFAULT_TIERS is the default ladder.
 # Usage: check_clidoc.sh DOC_DIR KDELAYCTL KDELAY_FORWARDER CONFIGURATION_MD
 set -euo pipefail
 doc=${1:?usage: check_clidoc.sh DOC_DIR KDELAYCTL KDELAY_FORWARDER CONFIGURATION_MD}
@@ -75,6 +76,16 @@ fi
 n=$("$ctl" -q tiers plan --samples 1000 --json | wc -l)
 [ "$n" = 1 ] || fail "tiers plan --json: $n lines, want one document"
 "$ctl" tiers plan --samples 1000 --quiet --json >/dev/null || fail "--quiet after the verb"
+# The examples that choose a tier themselves default to kdelay's ladder: a
+# fresh install creates only the default ladder's topics.
+root=$(cd "$(dirname "$confmd")/.." && pwd)
+ladder=$("$ctl" -c /dev/null tiers plan --samples 1 | awk '$1 == "ladder" { print $2 }')
+[ -n "$ladder" ] || fail "tiers plan: no ladder line"
+for f in examples/python/schedule.py examples/node/schedule.js examples/java/src/main/java/Schedule.java; do
+  got=$(tr -d '\n' <"$root/$f" | grep -o 'DEFAULT_TIERS *=[^=]*' | head -1 |
+        grep -o "\"[^\"]*\"\|'[^']*'" | tr -d "\"'\n")
+  [ "$got" = "$ladder" ] || fail "$f: DEFAULT_TIERS \"$got\", the default ladder is \"$ladder\""
+done
 rc=0; "$fwd" --no-headers >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "kdelay-forwarder --no-headers: exit $rc, want 2"
-echo "check_clidoc: 3 man pages render without warnings; $(echo $verbs | wc -w) verbs, their options and every property documented; bash completion completes verbs, sub-verbs, options; $zmsg; tables, --no-headers, --json, -q ok"
+echo "check_clidoc: 3 man pages render without warnings; $(echo $verbs | wc -w) verbs, their options and every property documented; bash completion completes verbs, sub-verbs, options; $zmsg; tables, --no-headers, --json, -q ok; the examples' default ladder is kdelay's"

@@ -97,7 +97,8 @@ static kdelay_err_t load_text(kdelay_conf_t *conf, const char *text, char *path,
 static const char *const defaults[][2] = {
     {"brokers", "127.0.0.1:9092"},
     {"topic_prefix", "kdelay"},
-    {"tiers", "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d"},
+    {"tiers", "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,"
+              "1d,2d12h,7d"},
     {"mysql.url", ""},
     {"mysql.password", ""},
     {"mysql.password_env", "KDELAY_MYSQL_PASSWORD"},
@@ -128,22 +129,24 @@ static void test_defaults(void)
         kdelay_conf_t *conf = kdelay_conf_new();
         CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
         assert_defaults(conf);
-        CU_ASSERT_EQUAL(conf->tiers.cnt, 12);
+        CU_ASSERT_EQUAL(conf->tiers.cnt, 20);
         CU_ASSERT_PTR_NULL(conf->mysql_url);
         CU_ASSERT_PTR_NULL(conf->mysql_password);
         CU_ASSERT_EQUAL(conf->topics_retention_margin_ms, 7 * 86400000LL);
         CU_ASSERT_EQUAL(conf->kafka_kv_cnt, 0);
 
-        char buf[64];
+        char buf[96];
         CU_ASSERT_EQUAL(kdelay_conf_get(conf, "no.such", buf, sizeof(buf)),
                         KDELAY_ERR_UNKNOWN_PROPERTY);
         CU_ASSERT_EQUAL(kdelay_conf_get(conf, NULL, buf, sizeof(buf)),
                         KDELAY_ERR_UNKNOWN_PROPERTY);
-        /* Too small a buffer: the default ladder's text needs 39 bytes. */
-        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 38),
+        /* Too small a buffer: the default ladder's text needs 75 bytes. */
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 74),
                         KDELAY_ERR_INVALID_ARG);
-        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 39), KDELAY_OK);
-        CU_ASSERT_STRING_EQUAL(buf, "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d");
+        CU_ASSERT_EQUAL(kdelay_conf_get(conf, "tiers", buf, 75), KDELAY_OK);
+        CU_ASSERT_STRING_EQUAL(
+            buf, "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,"
+                 "16h,1d,2d12h,7d");
 
         char name[64];
         kd_conf_dead_topic(conf, name, sizeof(name));
@@ -162,8 +165,9 @@ static void test_defaults(void)
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelaydead"));
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdelay-x.dead"));
         CU_ASSERT_FALSE(kd_conf_is_own_topic(conf, "kdela.dead"));
-        /* 2 x 30m + 7d */
-        CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 6),
+        /* 2 x 30m + 7d (tier 10 of the default ladder) */
+        CU_ASSERT_STRING_EQUAL(conf->tiers.v[10].name, "30m");
+        CU_ASSERT_EQUAL(kd_conf_tier_retention_ms(conf, 10),
                         2 * 1800000LL + 7 * 86400000LL);
         kdelay_conf_destroy(conf);
         kdelay_conf_destroy(NULL);
@@ -947,7 +951,9 @@ static void test_load_repo_conf(void)
                 fprintf(stderr, "\nconf/kdelay.conf: %s\n", errstr);
         CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
         /* The shipped file restates the defaults. */
-        GET_IS(conf, "tiers", "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d");
+        GET_IS(conf, "tiers",
+               "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,"
+               "1d,2d12h,7d");
         GET_IS(conf, "topic_prefix", "kdelay");
         GET_IS(conf, "brokers", "127.0.0.1:9092");
         GET_IS(conf, "topics.partitions", "6");

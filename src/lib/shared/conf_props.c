@@ -42,7 +42,9 @@ const kd_prop_t kd_props[] = {
     {"topic_prefix", KD_PROP_TOPICPFX, KD_OFF(topic_prefix), "kdelay", 0,
      "topics are `<prefix>.tier.<tier>` and `<prefix>.dead`"},
     {"tiers", KD_PROP_TIERS, KD_OFF(tiers),
-     "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d", 0,
+     "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,1d,"
+     "2d12h,7d",
+     0,
      "tier delays; in the file a list `[ \"1s\", \"1m\" ]`, on `-X` "
      "comma-separated"},
     {"mysql.url", KD_PROP_MYSQLURL, KD_OFF(mysql_url), NULL, 0,
@@ -120,7 +122,10 @@ const kd_prop_t kd_props[] = {
     {"forwarder.hold_horizon", KD_PROP_DURATION, KD_OFF(fwd_hold_horizon_ms),
      "30s", 0,
      "a due task firing within this is held in memory; further away it hops "
-     "to a smaller tier"},
+     "to a smaller tier (the default `tiers` has none between 1s and 30s: "
+     "under a shorter horizon a task with less than 30s left hops through "
+     "1s every second; docs/forwarder.md, \"The ladder and what it "
+     "costs\")"},
     {"forwarder.lookahead", KD_PROP_DURATION, KD_OFF(fwd_lookahead_ms), "200ms",
      0,
      "a partition's head is read this long before it is due (covers fetch "

@@ -46,7 +46,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class Schedule {
     /** kdelay's default ladder (property `tiers`, src/lib/shared/conf_props.c). */
-    public static final String DEFAULT_TIERS = "1s,5s,15s,1m,5m,10m,30m,2h,6h,1d,3d,7d";
+    public static final String DEFAULT_TIERS =
+        "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,1d,2d12h,7d";
     public static final String DEFAULT_PREFIX = "kdelay";
 
     private static final String[] UNITS = {"d", "h", "m", "s", "ms"};
