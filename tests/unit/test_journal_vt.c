@@ -794,6 +794,34 @@ static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
         kd_fwd_destroy(f);
 }
 
+/* Review: a task whose partition was revoked while its fire was out (in
+ * flight: kd_settle_release left it to its report), whose record of
+ * delivery is then refused for good: there is no offset to hold (the
+ * next owner reads it again), so it is released at once, not kept in
+ * the held set on no partition's list (freed by nothing while MySQL
+ * stayed down, leaked at the stop); its fire is kept and applied. */
+static void test_a_revoked_tasks_refused_record_is_not_held(void)
+{
+        kd_fwd_t *f = born();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
+        kd_part_t *pu = u->part;
+        step_to(f, FIRING_AT + 1000);
+        kd_settle_release(f, u); /* revoked: in flight, left to its report */
+        CU_ASSERT_PTR_NULL(u->part);
+        CU_ASSERT_PTR_NULL(pu->tasks);
+        CU_ASSERT_EQUAL(kd_settle_fired_held(f, u), 0); /* u is gone */
+        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
+        CU_ASSERT_EQUAL(commit_point(pu), 7);
+        back_and_run_finds_no_topic(f);
+        step_serving_to(f, at(f) + 3 * POLL_MS);
+        CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
+        CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(commit_point(pu), 7);
+        kd_fwd_destroy(f);
+}
+
 /* Its own fires unsettled, a forwarder renews its mark every
  * KD_OUTAGE_RENEW_MS: another forwarder's clear (a sweep's) leaves it,
  * however long ago it was made. */
@@ -1241,6 +1269,7 @@ int main(void)
             KD_TEST(test_a_record_refused_for_good_is_applied_from_memory),
             KD_TEST(test_an_unknown_topic_once_is_written_again),
             KD_TEST(test_a_refused_record_holds_its_offset_until_applied),
+            KD_TEST(test_a_revoked_tasks_refused_record_is_not_held),
             KD_TEST(test_a_crash_before_the_apply_reads_the_task_again),
             KD_TEST(test_a_revoked_task_waiting_for_its_apply_keeps_its_fire),
             KD_TEST(test_an_owner_renews_its_mark_while_its_fires_are_out),

@@ -77,10 +77,10 @@ static void test_a_stop_writes_every_queued_mark(void)
         fwd = NULL;
 }
 
-/* A mark that fails at the stop: the drain ends (the store backs off; a
- * stop does not wait for it) and says so; what is left stays queued,
- * counted by kd_settle_queued for the log line. */
-static void test_a_failed_mark_ends_the_drain(void)
+/* A mark that fails at the stop (or just before it): the store backs
+ * off, and the drain waits the backoff out (on the forwarder's clock,
+ * here virtual) and writes every mark all the same. */
+static void test_a_failed_mark_is_written_after_the_backoff(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, NULL), 0);
@@ -88,10 +88,38 @@ static void test_a_failed_mark_ends_the_drain(void)
         CU_ASSERT_EQUAL(
             kd_fate_mem_fail_next(fwd->store.fate, 1, KDELAY_ERR_MYSQL),
             KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_settle_drain(fwd, MONO0 + 60000), 0);
+        CU_ASSERT_EQUAL(fired_rows(), N);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
+        CU_ASSERT(kd_test_since(fwd, MONO0) >= 100); /* the backoff */
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
+/* A store that keeps failing, or whose retry comes after the deadline:
+ * the drain ends (-1) with what is left queued, counted by
+ * kd_settle_queued for the stop's log line, and never runs past the
+ * deadline. */
+static void test_a_store_that_keeps_failing_ends_the_drain(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, NULL), 0);
+        delivered();
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_fail_next(fwd->store.fate, 1000, KDELAY_ERR_MYSQL),
+            KDELAY_OK);
         CU_ASSERT_EQUAL(kd_settle_drain(fwd, MONO0 + 60000), -1);
-        CU_ASSERT(kd_settle_queued(fwd) >= 500);
-        CU_ASSERT(fired_rows() <= N - 500);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), N);
+        CU_ASSERT_EQUAL(fired_rows(), 0);
+        CU_ASSERT(kd_test_since(fwd, MONO0) < 60000);
         CU_ASSERT_EQUAL(fwd->store.inflight, 0);
+        /* Its retry after the deadline: over at once. */
+        int64_t now = kd_fwd_mono_ms(fwd);
+        CU_ASSERT_EQUAL(kd_settle_drain(fwd, now + 50), -1);
+        CU_ASSERT_EQUAL(kd_fwd_mono_ms(fwd), now);
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_fail_next(fwd->store.fate, 0, KDELAY_ERR_MYSQL),
+            KDELAY_OK);
         kd_fwd_destroy(fwd);
         fwd = NULL;
 }
@@ -100,6 +128,8 @@ int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_a_stop_writes_every_queued_mark),
-            KD_TEST(test_a_failed_mark_ends_the_drain), KD_TEST_END};
+            KD_TEST(test_a_failed_mark_is_written_after_the_backoff),
+            KD_TEST(test_a_store_that_keeps_failing_ends_the_drain),
+            KD_TEST_END};
         return kd_test_run("settle_vt", cases, NULL, NULL);
 }

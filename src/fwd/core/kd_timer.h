@@ -54,6 +54,9 @@ int64_t kd_clocksrc_wall_ms(const kd_clocksrc_t *c);
 /* Manual clock only (-1 otherwise): both readings move ms ahead (ms >= 0;
  * -1 when negative). */
 int kd_clocksrc_advance(kd_clocksrc_t *c, int64_t ms);
+/* Waits ms (>= 0) on c: the host's clocks sleep, a manual one moves ms
+ * ahead at once (a wait inside a call, in virtual time). */
+void kd_clocksrc_sleep(kd_clocksrc_t *c, int64_t ms);
 /* Manual clock only (-1 otherwise): the wall time steps to wall_ms (as a
  * host's clock can, either way); monotonic time does not move. */
 int kd_clocksrc_set_wall(kd_clocksrc_t *c, int64_t wall_ms);

@@ -56,6 +56,12 @@ int kd_clocksrc_advance(kd_clocksrc_t *c, int64_t ms)
         return 0;
 }
 
+void kd_clocksrc_sleep(kd_clocksrc_t *c, int64_t ms)
+{
+        if (ms > 0 && kd_clocksrc_advance(c, ms))
+                kd_sleep_ms(ms);
+}
+
 int kd_clocksrc_set_wall(kd_clocksrc_t *c, int64_t wall_ms)
 {
         if (!c->manual)

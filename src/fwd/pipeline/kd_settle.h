@@ -40,7 +40,9 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
  * (kd_settle_done). So its offset is never committed with its fire on no
  * record: a crash before the apply reads t again. Released before (its
  * partition revoked, a stop), t goes unsettled and its fire is applied all
- * the same. -1 when out of memory (nothing done). */
+ * the same; already without a partition (revoked while its fire was out),
+ * t is released at once, its fire kept. -1 when out of memory (nothing
+ * done). */
 int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t);
 /* Fires made without a claim kept for kd_settle_apply_unclaimed (queued
  * and in requests out). */

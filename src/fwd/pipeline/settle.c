@@ -3,6 +3,7 @@
  * due times waiting for the fate store, and the end of every task. */
 #include "kd_settle.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,8 @@ typedef struct kd_ufire {
 
 /* FIRED marks are batched over this long. */
 #define KD_MARK_INTERVAL_MS 250
+/* Backoffs a stop's kd_settle_drain waits out at most. */
+#define KD_SETTLE_DRAIN_RETRIES 5
 
 /* t, waiting for its fire's apply, goes before it: its fire stays kept
  * (applied all the same), without it. */
@@ -33,8 +36,11 @@ static void uf_unlink(kd_fwd_t *f, kd_task_t *t)
         if (!t->mem_fire)
                 return;
         t->mem_fire = 0;
-        if (!t->req) /* in a request out: kd_store_req_detach */
-                f->settle.uf[t->req_slot].task = NULL;
+        if (t->req) /* in a request out: kd_store_req_detach */
+                return;
+        assert(t->req_slot < f->settle.uf_len &&
+               f->settle.uf[t->req_slot].task == t);
+        f->settle.uf[t->req_slot].task = NULL;
 }
 
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
@@ -198,6 +204,15 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
 
 int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t)
 {
+        if (!t->part) {
+                /* Its partition revoked while its fire was out: no offset
+                 * to hold (the next owner reads it again); its fire is
+                 * kept and applied all the same, as on_record_failed does
+                 * for a record of delivery that failed after a revoke. */
+                kd_settle_fired(f, t->rec.id, t->late_ms, 1);
+                kd_settle_release(f, t);
+                return 0;
+        }
         int64_t now = kd_fwd_wall_ms(f);
         kd_store_req_detach(t); /* none out for it: no claim, no lease */
         if (uf_push(&f->settle, t->rec.id, now - t->late_ms, now, t))
@@ -316,15 +331,24 @@ int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
 {
         /* The pump serves the store's answers but runs no timer, so each
          * round sends the next batches itself (a flush sends at most
-         * KD_SETTLE_PIPELINE of them). */
-        for (;;) {
+         * KD_SETTLE_PIPELINE of them); a store backing off (a statement
+         * failed, before the stop or during it) is waited for while the
+         * deadline allows, KD_SETTLE_DRAIN_RETRIES times at most. */
+        for (int retries = 0;;) {
+                if (kd_fwd_mono_ms(f) >= deadline)
+                        return -1;
                 kd_settle_flush(f);
                 if (kd_loop_pump(f, deadline, kd_pump_store_idle))
                         return -1;
                 if (!queued(&f->settle))
                         return 0;
-                if (!kd_store_ready(f))
-                        return -1; /* a mark failed: the store backs off */
+                if (kd_store_ready(f))
+                        continue;
+                int64_t wait = kd_store_retry_mono(f) - kd_fwd_mono_ms(f);
+                if (++retries > KD_SETTLE_DRAIN_RETRIES ||
+                    kd_fwd_mono_ms(f) + wait >= deadline)
+                        return -1;
+                kd_clocksrc_sleep(&f->timers.clock, wait);
         }
 }
 
@@ -365,10 +389,16 @@ static void uf_again(kd_fwd_t *f, kd_store_req_t *r, size_t i)
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=out_of_memory what=unclaimed_fire id=%s action=%s",
                kd_log_quote(r->fw.ids[i], q, sizeof(q)),
-               t ? "read_again" : "journal_only");
+               t ? "exit_read_again" : "journal_only");
         if (t) {
+                /* Its fire is now nowhere but in its task's offset, which
+                 * the partition's commit point cannot pass: a restart
+                 * reads it again (fired again, as at_least_once allows,
+                 * and recorded then), as every allocation the loop cannot
+                 * do without. */
                 t->mem_fire = 0;
                 kd_settle_release(f, t);
+                kd_fwd_oom(f, "unclaimed_fire");
         }
 }
 
