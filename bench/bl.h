@@ -126,7 +126,7 @@ void bl_crash_run(int n, int loop_s, int is_static);
  * empty and the full table, and spreads of `tasks` over spread_s s fired
  * alone and during `kdelayctl db gc` of nine in ten rows (with --pause
  * gc_pause; NULL: gc's default). */
-void bl_pending_run(int pending, long long *rss_kb);
+void bl_pending_run(int pending, long long *rss_kb, long long *peak_kb);
 void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause);
 
 #endif

@@ -25,10 +25,10 @@
 
 /* --- pending ------------------------------------------------------------ */
 
-void bl_pending_run(int pending, long long *rss_kb)
+void bl_pending_run(int pending, long long *rss_kb, long long *peak_kb)
 {
         char grp[96], rgrp[96], tier[128], probe_tier[128];
-        *rss_kb = -1;
+        *rss_kb = *peak_kb = -1;
         if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         snprintf(tier, sizeof(tier), "%s.tier.6h", bl_prefix);
@@ -60,6 +60,7 @@ void bl_pending_run(int pending, long long *rss_kb)
         it_sleep_until(start + 15 * SEC);
         *rss_kb = bl_rss_kb_of(r.f.pid, "VmRSS");
         bl_check(bl_fwd_stop(&r) == 0, "forwarder exit");
+        *peak_kb = r.hwm_kb;
         printf("pending_%d_produce_per_s %.0f\n", pending,
                produce_ms > 0 ? pending * 1000.0 / (double)produce_ms : 0);
         printf("pending_%d_rss_mb %.1f peak_mb %.1f\n", pending,
