@@ -18,7 +18,8 @@
  * slack. A claimer whose clock ran ahead stamps its claim that far in the
  * future, while its fire, and so its dead letter, still comes at fire-at
  * by the broker's clock: from the claim alone, the read would start after
- * the dead letter and judge the row delivered (FIRED). */
+ * the dead letter and judge the row delivered (FIRED). Never below 0
+ * (a negative time is a special position to Kafka's offsets-for-times). */
 int64_t kd_audit_dead_from(int64_t updated_at_ms, int64_t fire_at_ms);
 
 #endif

@@ -336,24 +336,36 @@ static kdelay_err_t find_dead_letters(audit_t *au, char *errstr,
                                 since = from;
                 }
         kdelay_err_t err = KDELAY_OK;
+        kd_scan_progress_t prog = {0};
         if (m.n) {
                 sort_au = au;
                 qsort(m.idx, m.n, sizeof(*m.idx), cmp_row_id);
                 kd_scan_opts_t opts = {.budget_ms = KD_AUDIT_DEAD_BUDGET_MS};
-                kd_scan_progress_t prog;
                 err =
                     kd_scan_dead(au->a->cli->conf, since, &opts, on_dead_letter,
                                  &m, &prog, errstr, errstr_size);
         }
-        free(m.idx);
-        if (err && err != KDELAY_ERR_NO_MEMORY) {
-                /* Not fatal: the rows stay `delivered`, as before. */
+        if (m.n && (err || !prog.complete) && err != KDELAY_ERR_NO_MEMORY) {
+                /* Not fatal, but a row whose dead letter may be in what
+                 * was not read is not known to be delivered: `unknown`,
+                 * which --fix leaves alone (marked FIRED, a dead-lettered
+                 * task would say it was delivered). */
+                size_t left = 0;
+                for (size_t k = 0; k < m.n; k++)
+                        if (au->verdict[m.idx[k]] == ROW_DELIVERED) {
+                                au->verdict[m.idx[k]] = ROW_UNKNOWN;
+                                left++;
+                        }
                 fprintf(stderr,
-                        "%s: warning: dead letters not read (%s): a row "
-                        "judged delivered may be a dead-lettered task's\n",
-                        au->a->cli->prog, errstr);
+                        "%s: warning: dead letters %s: %zu row(s) that "
+                        "looked delivered are reported unknown (not "
+                        "fixed); run the audit again, or with "
+                        "--older-than to take fewer rows\n",
+                        au->a->cli->prog,
+                        err ? errstr : "not all read within the budget", left);
                 err = KDELAY_OK;
         }
+        free(m.idx);
         return err;
 }
 
