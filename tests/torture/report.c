@@ -573,6 +573,17 @@ int tt_report(const tt_report_in_t *in, FILE *out)
                 "verifier_seek_failed");
         why_add(&harness, dead_unverified && (c.mal_missing || c.p_missing[0]),
                 "dead_letters_unverified");
+        /* exactly_once logs a dead letter on its delivery report, inside a
+         * transaction that may still abort (and the delete's window is
+         * when they do): a line is no proof the dead letter was
+         * committed, so the destroyed ones are not verified either way —
+         * the run is incomplete, not excused (at_least_once: acks=all,
+         * the line is). */
+        long long destroyed = c.mal_destroyed;
+        for (int k = 0; k < TT_POISON_KINDS; k++)
+                destroyed += c.p_destroyed[k];
+        why_add(&harness, o->exactly_once && destroyed > 0,
+                "dead_letters_destroyed_unverified");
         why_add(&harness, !in->caught_up, "verifier_not_read_to_end");
         why_add(&harness, !in->audit_ok, "audit_failed");
         why_add(&harness, in->fate_rows < 0, "fate_unread");
