@@ -53,7 +53,7 @@
 #define DUE_IN_HANG   10000 /* after the hang began */
 #define STOP_BOUND_MS 13000 /* shutdown_timeout 3 s + leaving the group */
 /* The old four-tier ladder: a 43 s task hops through the 1 s tier every
- * second (the default ladder would hop it three times in all). */
+ * second, whatever the default ladder is. */
 #define TIERS "1s,1m,30m,7d"
 
 typedef struct task {

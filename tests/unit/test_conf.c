@@ -950,7 +950,8 @@ static void test_load_repo_conf(void)
         if (err)
                 fprintf(stderr, "\nconf/kdelay.conf: %s\n", errstr);
         CU_ASSERT_EQUAL_FATAL(err, KDELAY_OK);
-        /* The shipped file restates the defaults. */
+        /* The shipped file restates the defaults (tiers: left to the
+         * default, commented out, so a kept file follows it). */
         GET_IS(conf, "tiers",
                "1s,30s,1m,1m30s,2m,3m,5m,8m,12m,20m,30m,45m,1h,1h30m,4h,6h,16h,"
                "1d,2d12h,7d");
