@@ -102,9 +102,12 @@ pid_t bl_stack_pid(const char *what); /* "kafka" or "mysql" */
  * and their indexes); -1 when unknown (no stack directory). */
 long long bl_topic_disk_bytes(const char *topic);
 
-/* The server-wide status counters (SHOW GLOBAL STATUS) named names[0..n-1]
- * into vals; 0 when every one was read, -1 otherwise. */
-int bl_mysql_status(const char *const *names, long long *vals, int n);
+/* The server-wide status counters named names[0..n-1], among those
+ * matching like (SHOW GLOBAL STATUS LIKE 'like': the suite's MySQL 8
+ * grammar check takes that form), into vals; 0 when every one was read,
+ * -1 otherwise. */
+int bl_mysql_status(const char *like, const char *const *names, long long *vals,
+                    int n);
 /* MariaDB's row writes so far, server-wide: Handler_write,
  * Handler_update and Handler_delete (issue 44's measure of what a fire
  * costs the fate store: their sum) into w[3]; 0, or -1 when unknown. */

@@ -432,12 +432,15 @@ const char *bl_tier_for(int64_t remaining_ms)
         return name;
 }
 
-int bl_mysql_status(const char *const *names, long long *vals, int n)
+int bl_mysql_status(const char *like, const char *const *names, long long *vals,
+                    int n)
 {
         MYSQL *conn = it_mysql_connect();
         MYSQL_RES *res = NULL;
+        char sql[128];
         int found = 0;
-        if (conn && !mysql_query(conn, "SHOW GLOBAL STATUS"))
+        snprintf(sql, sizeof(sql), "SHOW GLOBAL STATUS LIKE '%s'", like);
+        if (conn && !mysql_query(conn, sql))
                 res = mysql_store_result(conn);
         for (MYSQL_ROW row; res && (row = mysql_fetch_row(res));)
                 for (int i = 0; i < n; i++)
@@ -456,5 +459,5 @@ int bl_mysql_row_writes(long long w[3])
 {
         static const char *const names[] = {"Handler_write", "Handler_update",
                                             "Handler_delete"};
-        return bl_mysql_status(names, w, 3);
+        return bl_mysql_status("Handler_%", names, w, 3);
 }

@@ -143,7 +143,7 @@ static int row_locks(long long *waits, long long *ms)
         static const char *const names[] = {"Innodb_row_lock_waits",
                                             "Innodb_row_lock_time"};
         long long v[2];
-        if (bl_mysql_status(names, v, 2))
+        if (bl_mysql_status("Innodb_row_lock_%", names, v, 2))
                 return -1;
         *waits = v[0];
         *ms = v[1];
