@@ -29,13 +29,22 @@
 
 /* 1 when the group rebalances incrementally (a cooperative assignor such
  * as cooperative-sticky): an assignment or revoke names only the
- * partitions that move, and the others keep flowing. 0 once the group has
- * closed (group_closed): everything it gave goes, as in an eager
+ * partitions that move, and the others keep flowing. Asked of librdkafka
+ * until it says EAGER or COOPERATIVE, then kept (f->consumer.protocol:
+ * the close's revoke must not ask, librdkafka#4041). 0 while it is not
+ * known: before the group is joined, or once it has closed
+ * (group_closed), when everything it gave goes, as in an eager
  * rebalance. */
-static int cooperative(const kd_fwd_t *f)
+static int cooperative(kd_fwd_t *f)
 {
+        if (f->consumer.protocol)
+                return f->consumer.protocol == 2;
         const char *protocol = rd_kafka_rebalance_protocol(f->consumer.rk);
-        return protocol && !strcmp(protocol, "COOPERATIVE");
+        if (protocol && !strcmp(protocol, "COOPERATIVE"))
+                f->consumer.protocol = 2;
+        else if (protocol && !strcmp(protocol, "EAGER"))
+                f->consumer.protocol = 1;
+        return f->consumer.protocol == 2;
 }
 
 /* 1 when the consumer group has terminated: the rebalance protocol is
