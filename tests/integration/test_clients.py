@@ -555,7 +555,11 @@ def check_arrivals(lang, arrived):
         r, due = recs[0], lang.fire_at[tid]
         if r["ts"] < due:
             lang.err(f"{tid!r} early by {due - r['ts']} ms")
-        elif tid == lang.ids.get("A") and r["ts"] > due + ON_TIME_MS:
+        elif (tid == lang.ids.get("A")
+              and r["ts"] > max(due, lang.written_at.get(tid, due)) + ON_TIME_MS):
+            # From its fire-at, or from its write when that came after it
+            # (a JVM slow on a loaded host returned its schedule call
+            # 2.4 s after A was due, in a CI run): what the forwarder added.
             lang.err(f"{tid!r} late by {r['ts'] - due} ms (its schedule call returned "
                      f"{due - lang.written_at.get(tid, due)} ms before it was due)")
         if tid == lang.ids.get("A"):

@@ -273,7 +273,8 @@ static void test_examples_schedule_by_the_wire_format(void)
         free(msgs);
         CU_ASSERT_EQUAL(strangers, 0);
 
-        /* Lateness per language: record timestamp - fire-at. */
+        /* Lateness per language: record timestamp - fire-at (or the
+         * write, when that came after it). */
         for (int l = 0; l < 2; l++) {
                 int64_t late[NTASK], p99, max;
                 size_t n = 0;
@@ -291,9 +292,20 @@ static void test_examples_schedule_by_the_wire_format(void)
                                 CU_ASSERT(t->fire_at >= t->started + 6 * SEC &&
                                           t->fire_at <= t->ended + 6 * SEC);
                         if (t->seen) {
-                                late[n++] = t->fired_ts - t->fire_at;
-                                printf(", lateness %lld ms",
-                                       (long long)(t->fired_ts - t->fire_at));
+                                /* From its fire-at, or from when its
+                                 * example returned when that is later (a
+                                 * JVM slow to start on a loaded host
+                                 * wrote a task due 3.5 s after its start
+                                 * after that: 3.2 s "late" in a CI run):
+                                 * what the forwarder added. */
+                                int64_t from = t->fire_at > t->ended
+                                                   ? t->fire_at
+                                                   : t->ended;
+                                late[n++] = t->fired_ts - from;
+                                printf(", lateness %lld ms (from %s)",
+                                       (long long)(t->fired_ts - from),
+                                       from == t->fire_at ? "fire-at"
+                                                          : "its write");
                                 CU_ASSERT(t->fired_ts >= t->fire_at);
                         }
                 }
