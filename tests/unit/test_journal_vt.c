@@ -810,6 +810,10 @@ static void test_a_revoked_tasks_refused_record_is_not_held(void)
         kd_settle_release(f, u); /* revoked: in flight, left to its report */
         CU_ASSERT_PTR_NULL(u->part);
         CU_ASSERT_PTR_NULL(pu->tasks);
+        /* Its report comes (reported: in flight no more), and its record
+         * is refused for good at once. */
+        u->where = KD_WHERE_NONE;
+        kd_producer_reported(f, 1);
         CU_ASSERT_EQUAL(kd_settle_fired_held(f, u), 0); /* u is gone */
         CU_ASSERT_EQUAL(f->held.cnt, 0);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
