@@ -52,17 +52,23 @@ typedef struct kd_mode_ops kd_mode_ops_t;
 
 /* The consumer (fwd.c creates it; loop.c polls it). The producers are the
  * producer room's (kd_producer.h), f->producer. */
+/* The group's rebalance protocol (rebalance.c). */
+typedef enum kd_rebalance_protocol {
+        KD_REBALANCE_UNKNOWN = 0, /* not joined yet */
+        KD_REBALANCE_EAGER,
+        KD_REBALANCE_COOPERATIVE
+} kd_rebalance_protocol_t;
+
 typedef struct kd_fwd_consumer {
         rd_kafka_t *rk;      /* owned */
         rd_kafka_queue_t *q; /* owned reference */
         int io_fds[2];       /* its queue's wake-up pipe */
-        /* The group's rebalance protocol once joined: 0 not known yet, 1
-         * eager, 2 cooperative (rebalance.c). Fixed for the process's
-         * life (every configured assignor has the same type), so asked of
-         * librdkafka once: asked in a revoke that rd_kafka_consumer_close
-         * serves, rd_kafka_rebalance_protocol can block for ever
-         * (librdkafka#4041, seen in librdkafka 2.0.2). */
-        int protocol;
+        /* The group's rebalance protocol once joined. Fixed for the
+         * process's life (every configured assignor has the same type), so
+         * asked of librdkafka once: asked in a revoke that
+         * rd_kafka_consumer_close serves, rd_kafka_rebalance_protocol can
+         * block for ever (librdkafka#4041, seen in librdkafka 2.0.2). */
+        kd_rebalance_protocol_t protocol;
 } kd_fwd_consumer_t;
 
 /* The producer room's state: opaque outside producer*.c. */

@@ -234,22 +234,24 @@ static void journal_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
 {
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)], qt[300];
         kd_journal_broken(f, err);
+        /* Read before t may be released (a revoked task's is at once). */
+        const char *id = id_of(t, q, sizeof(q));
+        const char *dead =
+            t->fire_failed && t->dead_reason ? t->dead_reason : "-";
+        if (!t->fire_failed && kd_settle_fired_held(f, t)) {
+                /* Out of memory: written again, and refused again, until
+                 * it can be kept; counted and logged once, when it is. */
+                retry_later(f, t, KD_TASK_JOURNAL, "journal_refused", err);
+                return;
+        }
         kd_metric_inc(&f->metrics, KD_M_JOURNAL_REFUSED);
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=journal_record_refused id=%s journal=%s err=\"%s\" "
                "dead=%s action=apply_from_memory",
-               id_of(t, q, sizeof(q)),
-               kd_log_quote(f->journal.topic, qt, sizeof(qt)),
-               rd_kafka_err2str(err),
-               t->fire_failed && t->dead_reason ? t->dead_reason : "-");
-        if (t->fire_failed) {
+               id, kd_log_quote(f->journal.topic, qt, sizeof(qt)),
+               rd_kafka_err2str(err), dead);
+        if (t->fire_failed)
                 f->mode->delivered(&f->mode_ctx, t);
-                return;
-        }
-        if (kd_settle_fired_held(f, t))
-                /* Out of memory: written again, and refused again, until
-                 * it can be kept. */
-                retry_later(f, t, KD_TASK_JOURNAL, "journal_refused", err);
 }
 
 /* A fire without a claim, at_least_once: its journal record, produced

@@ -31,20 +31,19 @@
  * as cooperative-sticky): an assignment or revoke names only the
  * partitions that move, and the others keep flowing. Asked of librdkafka
  * until it says EAGER or COOPERATIVE, then kept (f->consumer.protocol:
- * the close's revoke must not ask, librdkafka#4041). 0 while it is not
- * known: before the group is joined, or once it has closed
- * (group_closed), when everything it gave goes, as in an eager
- * rebalance. */
+ * the close's revoke must not ask, librdkafka#4041), so a revoke served
+ * by the close answers what the group was. 0 before the group is joined,
+ * when nothing is assigned yet. */
 static int cooperative(kd_fwd_t *f)
 {
-        if (f->consumer.protocol)
-                return f->consumer.protocol == 2;
-        const char *protocol = rd_kafka_rebalance_protocol(f->consumer.rk);
-        if (protocol && !strcmp(protocol, "COOPERATIVE"))
-                f->consumer.protocol = 2;
-        else if (protocol && !strcmp(protocol, "EAGER"))
-                f->consumer.protocol = 1;
-        return f->consumer.protocol == 2;
+        if (f->consumer.protocol == KD_REBALANCE_UNKNOWN) {
+                const char *p = rd_kafka_rebalance_protocol(f->consumer.rk);
+                if (p && !strcmp(p, "COOPERATIVE"))
+                        f->consumer.protocol = KD_REBALANCE_COOPERATIVE;
+                else if (p && !strcmp(p, "EAGER"))
+                        f->consumer.protocol = KD_REBALANCE_EAGER;
+        }
+        return f->consumer.protocol == KD_REBALANCE_COOPERATIVE;
 }
 
 /* 1 when the consumer group has terminated: the rebalance protocol is

@@ -38,9 +38,11 @@ static void uf_unlink(kd_fwd_t *f, kd_task_t *t)
         t->mem_fire = 0;
         if (t->req) /* in a request out: kd_store_req_detach */
                 return;
-        assert(t->req_slot < f->settle.uf_len &&
-               f->settle.uf[t->req_slot].task == t);
-        f->settle.uf[t->req_slot].task = NULL;
+        int at_slot = t->req_slot < f->settle.uf_len &&
+                      f->settle.uf[t->req_slot].task == t;
+        assert(at_slot); /* a kept fire's task is where it says */
+        if (at_slot)     /* never a write out of the array */
+                f->settle.uf[t->req_slot].task = NULL;
 }
 
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
