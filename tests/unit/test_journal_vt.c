@@ -728,6 +728,21 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         kd_fwd_destroy(f);
 }
 
+/* A forwarder with records of delivery of u (partition 0) and w
+ * (partition 1) in flight, MySQL down, and u's refused for good a second
+ * after the outage began; NULL when it cannot be made. */
+static kd_fwd_t *born_with_u_refused(kd_task_t **u, kd_task_t **w)
+{
+        kd_fwd_t *f = born();
+        if (!f)
+                return NULL;
+        *u = record_in_flight_in(f, "u", 0);
+        *w = record_in_flight_in(f, "w", 1);
+        step_to(f, FIRING_AT + 1000);
+        refused_for_good(f, *u);
+        return f;
+}
+
 /* The crash: the forwarder is dropped while MySQL is still down, its
  * refused record's fire never applied. What survives is the committed
  * offset, which must be below the task (7: read again, fired again as
@@ -736,13 +751,10 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
  * Before: 8, the delivered fire on no record anywhere. */
 static void test_a_crash_before_the_apply_reads_the_task_again(void)
 {
-        kd_fwd_t *f = born();
+        kd_task_t *u, *w;
+        kd_fwd_t *f = born_with_u_refused(&u, &w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = record_in_flight_in(f, "u", 0);
-        kd_task_t *w = record_in_flight_in(f, "w", 1);
         kd_part_t *pu = u->part, *pw = w->part;
-        step_to(f, FIRING_AT + 1000);
-        refused_for_good(f, u);
         step_to(f, FIRING_AT + 20000);
         refused_for_good(f, w);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
@@ -760,13 +772,10 @@ static void test_a_crash_before_the_apply_reads_the_task_again(void)
  * again), its fire stays and is applied all the same. */
 static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
 {
-        kd_fwd_t *f = born();
+        kd_task_t *u, *w;
+        kd_fwd_t *f = born_with_u_refused(&u, &w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = record_in_flight_in(f, "u", 0);
-        kd_task_t *w = record_in_flight_in(f, "w", 1);
         kd_part_t *pu = u->part, *pw = w->part;
-        step_to(f, FIRING_AT + 1000);
-        refused_for_good(f, u);
         refused_for_good(f, w);
         CU_ASSERT_EQUAL(f->held.cnt, 2);
         /* u's partition revoked while its fire waits in memory. */
