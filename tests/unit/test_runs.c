@@ -121,6 +121,21 @@ static void test_park_time_bounds(void)
         kd_runs_free(r);
 }
 
+/* A now older than the last assign's counts as the last's: a seq is
+ * never parked early for it. */
+static void test_time_never_goes_back(void)
+{
+        kd_runs_t *r = kd_runs_new("p", 0);
+        uint64_t lo[MAXR], hi[MAXR], parked;
+        CU_ASSERT_EQUAL(kd_runs_assign(r, 1, 1000), 0);
+        CU_ASSERT_EQUAL(kd_runs_assign(r, 2, 500), 0);
+        take(r, 1999, lo, hi, MAXR, &parked);
+        CU_ASSERT_EQUAL(parked, 0);
+        take(r, 2000, lo, hi, MAXR, &parked);
+        CU_ASSERT_EQUAL(parked, 2);
+        kd_runs_free(r);
+}
+
 /* Seqs never assigned (a claim's token not given) own no row: DONE. */
 static void test_skipped_seqs_are_done(void)
 {
@@ -514,6 +529,7 @@ int main(void)
             KD_TEST(test_in_order_is_one_run),
             KD_TEST(test_open_seq_stalls_then_is_parked),
             KD_TEST(test_park_time_bounds),
+            KD_TEST(test_time_never_goes_back),
             KD_TEST(test_skipped_seqs_are_done),
             KD_TEST(test_max_runs_per_take),
             KD_TEST(test_drop_then_restart),
