@@ -10,7 +10,7 @@
 typedef struct kd_db_role {
         const char *name;
         const char *runs;     /* the comment line */
-        const char *privs[6]; /* "PRIVILEGES ON <table>", NULL-ended; the
+        const char *privs[7]; /* "PRIVILEGES ON <table>", NULL-ended; the
                                  table "*" is the whole database */
 } kd_db_role_t;
 
@@ -20,24 +20,27 @@ static const kd_db_role_t kd_db_roles[] = {
      "the journal of an outage (fate_outage_policy=fire)",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
       "SELECT, INSERT ON kdelay_unclaimed",
-      "SELECT, INSERT, UPDATE ON kdelay_reconcile", NULL}},
+      "SELECT, INSERT, UPDATE ON kdelay_reconcile",
+      "SELECT, INSERT ON kdelay_fired_run", NULL}},
     {"admin",
      "kdelayctl schedule, cancel, status, tasks, reschedule, audit, stats",
      {"SELECT, INSERT, UPDATE ON kdelay_fate", "SELECT ON kdelay_schema",
-      "SELECT ON kdelay_unclaimed", "SELECT ON kdelay_reconcile", NULL}},
+      "SELECT ON kdelay_unclaimed", "SELECT ON kdelay_reconcile",
+      "SELECT ON kdelay_fired_run", NULL}},
     {"client",
      "an application's cancel and status (docs/fate-protocol.md, Clients): "
      "inserts CANCELLED rows, never updates; reads whether a "
      "reconciliation is pending",
      {"SELECT, INSERT ON kdelay_fate", "SELECT ON kdelay_schema",
-      "SELECT ON kdelay_reconcile", NULL}},
+      "SELECT ON kdelay_reconcile", "SELECT ON kdelay_fired_run", NULL}},
     {"migrate",
      "kdelayctl db migrate and db version: creates and alters the tables",
      {"SELECT, INSERT, CREATE, ALTER, INDEX ON *", NULL}},
     {"gc",
-     "kdelayctl db gc: deletes expired fate rows",
+     "kdelayctl db gc: deletes expired fate rows and runs",
      {"SELECT, DELETE ON kdelay_fate", "SELECT ON kdelay_schema",
-      "SELECT, DELETE ON kdelay_unclaimed", NULL}},
+      "SELECT, DELETE ON kdelay_unclaimed",
+      "SELECT, DELETE ON kdelay_fired_run", NULL}},
 };
 
 const char *const kd_db_grant_roles[] = {"forwarder", "admin", "client",

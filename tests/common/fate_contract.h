@@ -51,6 +51,15 @@ void test_cancel_waits_for_a_pending_journal(void);
 void test_pending_clear_needs_the_epoch_read(void);
 void test_pending_clear_leaves_a_live_owners_mark(void);
 
+/* The cases of fate_contract_runs.c. */
+void test_runs_cover_firing_rows(void);
+void test_runs_of_another_prefix_do_not_cover(void);
+void test_run_owner_edge_cases(void);
+void test_takeover_of_a_covered_row_fails(void);
+void test_firing_scan_skips_covered_rows(void);
+void test_gc_removes_rows_then_runs(void);
+void test_mark_runs_arguments(void);
+
 #define KD_FC_UPDATE_CASES                                                     \
         KD_TEST(test_takeover_is_compare_and_set),                             \
             KD_TEST(test_lease_holds_off_takeover_until_it_passes),            \
@@ -68,6 +77,13 @@ void test_pending_clear_leaves_a_live_owners_mark(void);
             KD_TEST(test_apply_unclaimed_intents),                             \
             KD_TEST(test_cancel_waits_for_a_pending_journal),                  \
             KD_TEST(test_pending_clear_needs_the_epoch_read),                  \
-            KD_TEST(test_pending_clear_leaves_a_live_owners_mark)
+            KD_TEST(test_pending_clear_leaves_a_live_owners_mark),             \
+            KD_TEST(test_runs_cover_firing_rows),                              \
+            KD_TEST(test_runs_of_another_prefix_do_not_cover),                 \
+            KD_TEST(test_run_owner_edge_cases),                                \
+            KD_TEST(test_takeover_of_a_covered_row_fails),                     \
+            KD_TEST(test_firing_scan_skips_covered_rows),                      \
+            KD_TEST(test_gc_removes_rows_then_runs),                           \
+            KD_TEST(test_mark_runs_arguments)
 
 #endif

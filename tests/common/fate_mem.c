@@ -17,6 +17,14 @@
 #include "kd_fate_ops.h"
 #include "kd_util.h"
 
+/* One kdelay_fired_run row. */
+typedef struct kd_memrun {
+        char prefix[KD_FATE_RUN_PREFIX_MAX]; /* not NUL-terminated */
+        size_t prefix_len;
+        uint64_t lo, hi;
+        int64_t created_at_ms;
+} kd_memrun_t;
+
 typedef struct kd_fate_mem {
         pthread_mutex_t lock;
         pthread_cond_t wake; /* delay changed, or interrupted */
@@ -25,6 +33,10 @@ typedef struct kd_fate_mem {
          * decided_at_ms the fire, updated_at_ms the apply, owner the
          * forwarder. Owned; guarded by lock. */
         kd_memtab_t unclaimed;
+        /* kdelay_fired_run: ordered by (prefix as bytes, lo), as its
+         * primary key. Owned; guarded by lock. */
+        kd_memrun_t *runs;
+        size_t nruns, runs_cap;
         unsigned fail_left;     /* guarded by lock */
         kdelay_err_t fail_err;  /* guarded by lock */
         int delay_ms;           /* guarded by lock */
@@ -46,6 +58,60 @@ typedef struct kd_fate_mem {
 static int64_t lease_now(const kd_fate_mem_t *m)
 {
         return m->lease_mono ? m->lease_mono(m->lease_mono_arg) : kd_mono_ms();
+}
+
+/* (prefix, lo) against a run, as VARBINARY keys compare: bytes, then
+ * the shorter first. */
+static int run_cmp(const char *p, size_t plen, uint64_t lo,
+                   const kd_memrun_t *r)
+{
+        size_t n = plen < r->prefix_len ? plen : r->prefix_len;
+        int c = memcmp(p, r->prefix, n);
+        if (c)
+                return c;
+        if (plen != r->prefix_len)
+                return plen < r->prefix_len ? -1 : 1;
+        return lo < r->lo ? -1 : lo > r->lo;
+}
+
+/* The first run above (p, lo) in key order (lock held). */
+static size_t run_upper(const kd_fate_mem_t *m, const char *p, size_t plen,
+                        uint64_t lo)
+{
+        size_t a = 0, b = m->nruns;
+        while (a < b) {
+                size_t mid = a + (b - a) / 2;
+                if (run_cmp(p, plen, lo, &m->runs[mid]) >= 0)
+                        a = mid + 1;
+                else
+                        b = mid;
+        }
+        return a;
+}
+
+/* 1 when r is FIRING and covered by a run (lock held): the run of its
+ * owner's prefix with the greatest lo at or below its seq reaches it. */
+static int covered(const kd_fate_mem_t *m, const kd_memrow_t *r)
+{
+        size_t plen;
+        uint64_t seq;
+        if (!r || r->fate != KDELAY_FATE_FIRING || !r->has_owner ||
+            !kd_fate_owner_split(r->owner, strlen(r->owner), &plen, &seq))
+                return 0;
+        size_t at = run_upper(m, r->owner, plen, seq);
+        if (at == 0)
+                return 0;
+        const kd_memrun_t *run = &m->runs[at - 1];
+        return run->prefix_len == plen &&
+               !memcmp(run->prefix, r->owner, plen) && run->hi >= seq;
+}
+
+/* The fate a reader sees: a covered FIRING row reads FIRED. */
+static kdelay_fate_t fate_read(const kd_fate_mem_t *m, const kd_memrow_t *r)
+{
+        if (!r)
+                return KDELAY_FATE_UNDECIDED;
+        return covered(m, r) ? KDELAY_FATE_FIRED : r->fate;
 }
 
 /* Now by the marker's clock, MySQL's server clock here (lock held): the
@@ -179,7 +245,7 @@ static kdelay_err_t mem_status(void *impl, const char *id, size_t id_len,
         kd_fate_status_none(status);
         const kd_memrow_t *r = kd_memtab_find(&m->rows, id, id_len);
         if (r) {
-                status->fate = r->fate;
+                status->fate = fate_read(m, r);
                 status->fire_at_ms = r->has_fire_at ? r->fire_at_ms : -1;
                 kd_strlcpy(status->owner, r->owner, sizeof(status->owner));
                 status->decided_at_ms = r->decided_at_ms;
@@ -205,7 +271,7 @@ static void read_back(kd_fate_mem_t *m, kd_fate_claim_t *items, size_t n)
         for (size_t i = 0; i < n; i++) {
                 const kd_memrow_t *r =
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
-                items[i].fate = r ? r->fate : KDELAY_FATE_UNDECIDED;
+                items[i].fate = fate_read(m, r);
                 kd_strlcpy(items[i].row_owner, r ? r->owner : "",
                            sizeof(items[i].row_owner));
                 items[i].lease_left_ms = lease_left(m, r);
@@ -335,7 +401,8 @@ static kdelay_err_t mem_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                     kd_memtab_find(&m->rows, items[i].id, items[i].id_len);
                 if (!r || r->fate != KDELAY_FATE_FIRING ||
                     !owner_is(r, items[i].row_owner) ||
-                    (lease_left(m, r) > 0 && !items[i].own_previous))
+                    (lease_left(m, r) > 0 && !items[i].own_previous) ||
+                    covered(m, r))
                         continue;
                 const kd_fate_claim_t *first = &items[first_of(items, i)];
                 set_owner(r, first->token, strlen(first->token));
@@ -391,6 +458,65 @@ static kdelay_err_t mem_mark_fired(void *impl, const char *const *ids,
         int64_t now = kd_now_ms();
         return update_ids(impl, ids, id_lens, n, fire_row, &now, errstr,
                           errstr_size);
+}
+
+/* INSERT IGNORE INTO kdelay_fired_run: room for every run is made first,
+ * so running out of memory changes nothing. */
+static kdelay_err_t mem_mark_runs(void *impl, const char *prefix,
+                                  const uint64_t *lo, const uint64_t *hi,
+                                  size_t n, char *errstr, size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        if (m->nruns + n > m->runs_cap) {
+                size_t cap = (m->nruns + n) * 2;
+                kd_memrun_t *v = realloc(m->runs, cap * sizeof(*v));
+                if (!v)
+                        return leave(m, 0, KDELAY_ERR_NO_MEMORY);
+                m->runs = v;
+                m->runs_cap = cap;
+        }
+        size_t plen = strlen(prefix);
+        int64_t now = kd_now_ms();
+        for (size_t i = 0; i < n; i++) {
+                size_t at = run_upper(m, prefix, plen, lo[i]);
+                if (at > 0 && !run_cmp(prefix, plen, lo[i], &m->runs[at - 1]))
+                        continue; /* recorded already: IGNORE */
+                memmove(&m->runs[at + 1], &m->runs[at],
+                        (m->nruns - at) * sizeof(m->runs[0]));
+                kd_memrun_t *r = &m->runs[at];
+                memcpy(r->prefix, prefix, plen);
+                r->prefix_len = plen;
+                r->lo = lo[i];
+                r->hi = hi[i];
+                r->created_at_ms = now;
+                m->nruns++;
+        }
+        return leave(m, 1, KDELAY_OK);
+}
+
+static kdelay_err_t mem_gc_runs(void *impl, int64_t created_before_ms,
+                                int batch, uint64_t *deletedp, char *errstr,
+                                size_t errstr_size)
+{
+        kd_fate_mem_t *m = impl;
+        kdelay_err_t err = enter(m, errstr, errstr_size);
+        if (err)
+                return err;
+        size_t kept = 0, gone = 0;
+        for (size_t i = 0; i < m->nruns; i++) {
+                if (gone < (size_t)batch &&
+                    m->runs[i].created_at_ms < created_before_ms) {
+                        gone++;
+                        continue;
+                }
+                m->runs[kept++] = m->runs[i];
+        }
+        m->nruns = kept;
+        *deletedp = gone;
+        return leave(m, 1, KDELAY_OK);
 }
 
 typedef struct kd_dead_mark {
@@ -467,6 +593,7 @@ static kdelay_err_t mem_gc(void *impl, int64_t due_before_ms,
 }
 
 typedef struct kd_firing_scan {
+        const kd_fate_mem_t *m;
         int64_t before, after;
         kd_fate_firing_t *rows;
         size_t max, n;
@@ -478,7 +605,8 @@ static void firing_row(const kd_memrow_t *r, void *arg)
 {
         kd_firing_scan_t *s = arg;
         if (r->fate != KDELAY_FATE_FIRING ||
-            (r->updated_at_ms >= s->before && r->updated_at_ms <= s->after))
+            (r->updated_at_ms >= s->before && r->updated_at_ms <= s->after) ||
+            covered(s->m, r))
                 return;
         size_t at = s->n;
         while (at > 0 && s->rows[at - 1].updated_at_ms > r->updated_at_ms)
@@ -511,7 +639,7 @@ static kdelay_err_t mem_firing(void *impl, int64_t updated_before_ms,
         kdelay_err_t err = enter(m, errstr, errstr_size);
         if (err)
                 return err;
-        kd_firing_scan_t s = {updated_before_ms, updated_after_ms, rows, max,
+        kd_firing_scan_t s = {m, updated_before_ms, updated_after_ms, rows, max,
                               0};
         kd_memtab_each(&m->rows, firing_row, &s);
         *np = s.n;
@@ -530,7 +658,7 @@ static kdelay_err_t mem_lookup(void *impl, const char *const *ids,
         for (size_t i = 0; i < n; i++) {
                 const kd_memrow_t *r =
                     kd_memtab_find(&m->rows, ids[i], id_lens[i]);
-                fates[i] = r ? r->fate : KDELAY_FATE_UNDECIDED;
+                fates[i] = fate_read(m, r);
         }
         return leave(m, 1, KDELAY_OK);
 }
@@ -897,6 +1025,7 @@ static void mem_destroy(void *impl)
         kd_fate_mem_t *m = impl;
         kd_memtab_clear(&m->rows);
         kd_memtab_clear(&m->unclaimed);
+        free(m->runs);
         pthread_cond_destroy(&m->wake);
         pthread_mutex_destroy(&m->lock);
         free(m);
@@ -909,6 +1038,8 @@ static const kd_fate_ops_t kd_fate_mem_ops = {
     .claim = mem_claim,
     .takeover = mem_takeover,
     .mark_fired = mem_mark_fired,
+    .mark_runs = mem_mark_runs,
+    .gc_runs = mem_gc_runs,
     .mark_dead = mem_mark_dead,
     .note_cancelled = mem_note_cancelled,
     .gc = mem_gc,

@@ -26,7 +26,8 @@ kdelay_err_t kd_fate_mem_new(kd_fate_store_t **storep);
 /* The calls below fail with KDELAY_ERR_INVALID_ARG for a store not made by
  * kd_fate_mem_new. A "call" is one of kd_fate_store_connect,
  * kd_fate_cancel, kd_fate_status, kd_fate_claim, kd_fate_takeover,
- * kd_fate_mark_fired, kd_fate_note_cancelled and kd_fate_gc that reaches
+ * kd_fate_mark_fired, kd_fate_mark_runs, kd_fate_note_cancelled, kd_fate_gc
+ * and kd_fate_gc_runs that reaches
  * the store: past the argument checks and with a non-empty batch. */
 
 /* The next n calls fail with err (not KDELAY_OK), errstr filled, nothing
@@ -62,7 +63,8 @@ typedef struct kd_fate_mem_row {
                              left, 0 = expired, -1 = none */
 } kd_fate_mem_row_t;
 
-/* Reads the row of id as it is. Not a call: no fault, delay or count. */
+/* Reads the row of id as it is (a FIRING row a run covers stays FIRING
+ * here). Not a call: no fault, delay or count. */
 kdelay_err_t kd_fate_mem_get(kd_fate_store_t *store, const char *id,
                              size_t id_len, kd_fate_mem_row_t *row);
 

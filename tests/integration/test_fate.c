@@ -550,7 +550,8 @@ static int mysql_open(kd_fate_store_t **storep)
 {
         if (mysql_query(cconn, "DELETE FROM kdelay_fate") ||
             mysql_query(cconn, "DELETE FROM kdelay_unclaimed") ||
-            mysql_query(cconn, "DELETE FROM kdelay_reconcile"))
+            mysql_query(cconn, "DELETE FROM kdelay_reconcile") ||
+            mysql_query(cconn, "DELETE FROM kdelay_fired_run"))
                 return -1;
         return kd_fate_store_new(storep, cconf) ? -1 : 0;
 }

@@ -194,13 +194,28 @@ static void gc_deletes_exact_counts(void)
                  now + 90 * day, now - 60 * day, now - 60 * day, now - day,
                  now - day, now - 31 * day, now - day, now - day);
         CU_ASSERT_EQUAL_FATAL(db_sql(sql, NULL), 0);
+        /* Runs of delivered claims: one recorded 31 days ago goes, one of
+         * 29 days ago stays (the rows' horizon). */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO kdelay_fired_run (owner_prefix, seq_lo, "
+                 "seq_hi, created_at_ms) VALUES ('gc:1.1', 1, 5, %lld), "
+                 "('gc:1.1', 6, 9, %lld)",
+                 now - 31 * day, now - 29 * day);
+        CU_ASSERT_EQUAL_FATAL(db_sql(sql, NULL), 0);
         /* Batches of 2: 2, then 1 (below the batch: done). */
         CU_ASSERT_EQUAL(ctl("db", "gc", "--batch", "2"), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "deleted 3 rows in 2 batches"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(out, "deleted 1 runs of delivered claims"));
         /* One closing line on stderr (progress lines only every 5 s). */
         CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "event=gc_done deleted=3 "
                                                   "unclaimed_deleted=0 "
+                                                  "runs_deleted=1 "
                                                   "batches=2"));
+        CU_ASSERT_EQUAL(db_sql("SELECT seq_lo FROM kdelay_fired_run", &left),
+                        0);
+        CU_ASSERT_EQUAL(left, 6);
+        CU_ASSERT_EQUAL(db_sql("DELETE FROM kdelay_fired_run", NULL), 0);
         CU_ASSERT_EQUAL(
             db_sql("SELECT COUNT(*) FROM kdelay_fate WHERE task_id LIKE "
                    "'keep-%'",

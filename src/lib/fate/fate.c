@@ -239,6 +239,86 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                       errstr_size);
 }
 
+int kd_fate_owner_split(const char *owner, size_t len, size_t *prefix_lenp,
+                        uint64_t *seqp)
+{
+        const char *c1 = owner ? memchr(owner, ':', len) : NULL;
+        if (!c1 || c1 == owner)
+                return 0;
+        size_t rest = len - (size_t)(c1 + 1 - owner);
+        const char *c2 = memchr(c1 + 1, ':', rest);
+        if (!c2 || c2 == c1 + 1)
+                return 0;
+        const char *seq = c2 + 1;
+        size_t digits = len - (size_t)(seq - owner);
+        /* The shortest decimal form: what CAST(CAST(s AS UNSIGNED) AS
+         * BINARY) = s accepts in SQL. */
+        if (digits == 0 || digits > 20 || (seq[0] == '0' && digits > 1))
+                return 0;
+        uint64_t v = 0;
+        for (size_t i = 0; i < digits; i++) {
+                unsigned d = (unsigned char)seq[i] - '0';
+                if (d > 9 || v > (UINT64_MAX - d) / 10)
+                        return 0;
+                v = v * 10 + d;
+        }
+        *prefix_lenp = (size_t)(c2 - owner);
+        *seqp = v;
+        return 1;
+}
+
+/* A run prefix (kd_fate_mark_runs): 3..KD_FATE_RUN_PREFIX_MAX bytes,
+ * exactly one ':', with bytes on both sides. */
+static int run_prefix_ok(const char *prefix)
+{
+        if (!prefix)
+                return 0;
+        size_t len = strlen(prefix);
+        const char *c = strchr(prefix, ':');
+        return len >= 3 && len <= KD_FATE_RUN_PREFIX_MAX && c && c != prefix &&
+               c[1] && !strchr(c + 1, ':');
+}
+
+kdelay_err_t kd_fate_mark_runs(kd_fate_store_t *store, const char *prefix,
+                               const uint64_t *lo, const uint64_t *hi, size_t n,
+                               char *errstr, size_t errstr_size)
+{
+        if (!run_prefix_ok(prefix))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "run prefix missing, over %d bytes or not "
+                               "'<name>:<boot>.<gen>'",
+                               KD_FATE_RUN_PREFIX_MAX);
+        if (n == 0)
+                return KDELAY_OK;
+        if (!lo || !hi)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "no runs");
+        for (size_t i = 0; i < n; i++)
+                if (lo[i] > hi[i] || (i && lo[i] <= hi[i - 1]))
+                        return kd_fail(KDELAY_ERR_INVALID_ARG, errstr,
+                                       errstr_size,
+                                       "run %zu [%llu, %llu] is empty or "
+                                       "not after the one before",
+                                       i, (unsigned long long)lo[i],
+                                       (unsigned long long)hi[i]);
+        return store->ops->mark_runs(store->impl, prefix, lo, hi, n, errstr,
+                                     errstr_size);
+}
+
+kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
+                             int batch, uint64_t *deletedp, char *errstr,
+                             size_t errstr_size)
+{
+        *deletedp = 0;
+        if (batch < 0)
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "negative gc batch");
+        if (batch == 0)
+                return KDELAY_OK;
+        return store->ops->gc_runs(store->impl, created_before_ms, batch,
+                                   deletedp, errstr, errstr_size);
+}
+
 /* 1 when reason can stand in a DEAD row: 1..KD_FATE_REASON_MAX bytes of
  * [a-z0-9-] (written into SQL as it is). */
 static int reason_ok(const char *reason)

@@ -256,15 +256,28 @@ static kdelay_err_t my_status(void *impl, const char *id, size_t id_len,
         return err;
 }
 
+/* A row's fate from its state and its covered column (a FIRING row
+ * covered by a run was delivered: FIRED). */
+static kdelay_fate_t fate_of(const char *state, const char *covered)
+{
+        kdelay_fate_t f = kd_fate_parse(state);
+        if (f == KDELAY_FATE_FIRING && covered && !strcmp(covered, "1"))
+                return KDELAY_FATE_FIRED;
+        return f;
+}
+
 static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
                                 size_t id_len, kdelay_status_t *status,
                                 char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
+        /* One row: the covered test is one dive into kdelay_fired_run's
+         * primary key (its row is a constant to the subquery). */
         kd_sql_add(&sql, "SELECT state, fire_at_ms, owner, decided_at_ms, "
-                         "updated_at_ms, dead_reason FROM kdelay_fate WHERE "
-                         "task_id = ");
+                         "updated_at_ms, dead_reason, ");
+        kd_fate_mysql_add_covered(&sql);
+        kd_sql_add(&sql, " FROM kdelay_fate WHERE task_id = ");
         kd_sql_add_hex(&sql, id, id_len);
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "status", &res,
                                               errstr, errstr_size);
@@ -274,7 +287,7 @@ static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
         kd_fate_status_none(status);
         MYSQL_ROW row = mysql_fetch_row(res);
         if (row) {
-                status->fate = kd_fate_parse(row[0]);
+                status->fate = fate_of(row[0], row[6]);
                 status->fire_at_ms = kd_sql_col_i64(row[1]);
                 kd_strlcpy(status->owner, row[2] ? row[2] : "",
                            sizeof(status->owner));
@@ -375,8 +388,9 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
         kd_sql_add(&sql,
                    "SELECT task_id, state, owner, IF(lease_until IS NULL, "
                    "-1, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), "
-                   "lease_until)) DIV 1000) FROM kdelay_fate WHERE "
-                   "task_id IN (");
+                   "lease_until)) DIV 1000), ");
+        kd_fate_mysql_add_covered(&sql);
+        kd_sql_add(&sql, " FROM kdelay_fate WHERE task_id IN (");
         for (size_t i = 0; i < n; i++) {
                 if (i)
                         kd_sql_add(&sql, ",");
@@ -406,7 +420,7 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res))) {
                 unsigned long *lens = mysql_fetch_lengths(res);
-                kdelay_fate_t f = kd_fate_parse(row[1]);
+                kdelay_fate_t f = fate_of(row[1], row[4]);
                 size_t first,
                     cnt = find_items(sorted, n, row[0], lens[0], &first);
                 for (size_t k = first; k < first + cnt; k++) {
@@ -474,6 +488,8 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
                 if (!items[i].own_previous)
                         kd_sql_add(&sql, " AND (lease_until IS NULL OR "
                                          "lease_until <= NOW(3))");
+                /* A row a run covers was delivered: never taken over. */
+                kd_fate_mysql_add_uncovered(&sql, items[i].row_owner);
                 kd_sql_add(&sql, ")");
         }
         kd_sql_add(&sql, ")");
@@ -719,8 +735,10 @@ static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
             "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
             "src_partition, src_offset FROM kdelay_fate WHERE state = "
             "'FIRING' AND (updated_at_ms < %lld OR updated_at_ms > %lld) "
-            "ORDER BY updated_at_ms LIMIT %zu",
-            (long long)updated_before_ms, (long long)updated_after_ms, max);
+            "AND NOT ",
+            (long long)updated_before_ms, (long long)updated_after_ms);
+        kd_fate_mysql_add_covered(&sql);
+        kd_sql_add(&sql, " ORDER BY updated_at_ms LIMIT %zu", max);
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "list firing", &res,
                                               errstr, errstr_size);
         free(sql.buf);
@@ -758,8 +776,9 @@ static kdelay_err_t my_lookup(void *impl, const char *const *ids,
         kd_fate_mysql_t *store = impl;
         kd_sql_t sql = {0};
         MYSQL_RES *res = NULL;
-        kd_sql_add(&sql, "SELECT task_id, state FROM kdelay_fate WHERE task_id "
-                         "IN (");
+        kd_sql_add(&sql, "SELECT task_id, state, ");
+        kd_fate_mysql_add_covered(&sql);
+        kd_sql_add(&sql, " FROM kdelay_fate WHERE task_id IN (");
         kd_sql_add_id_list(&sql, ids, id_lens, n);
         kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "look up fates",
                                               &res, errstr, errstr_size);
@@ -773,7 +792,7 @@ static kdelay_err_t my_lookup(void *impl, const char *const *ids,
                 for (size_t i = 0; i < n; i++)
                         if (id_lens[i] == lens[0] &&
                             !memcmp(ids[i], row[0], lens[0]))
-                                fates[i] = kd_fate_parse(row[1]);
+                                fates[i] = fate_of(row[1], row[2]);
         }
         mysql_free_result(res);
         return KDELAY_OK;
@@ -786,6 +805,8 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .claim = my_claim,
     .takeover = my_takeover,
     .mark_fired = my_mark_fired,
+    .mark_runs = kd_fate_mysql_mark_runs,
+    .gc_runs = kd_fate_mysql_gc_runs,
     .mark_dead = my_mark_dead,
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,

@@ -46,6 +46,8 @@ kdelay_err_t kd_fate_store_connect(kd_fate_store_t *store, char *errstr,
 kdelay_err_t kd_fate_cancel(kd_fate_store_t *store, const char *id,
                             size_t id_len, char *errstr, size_t errstr_size);
 
+/* The row of id; a FIRING row covered by a run (kd_fate_mark_runs) reads
+ * FIRED, here and in every read below. */
 kdelay_err_t kd_fate_status(kd_fate_store_t *store, const char *id,
                             size_t id_len, kdelay_status_t *status,
                             char *errstr, size_t errstr_size);
@@ -96,7 +98,8 @@ kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
 
 /* Takes over n FIRING claims whose owner seems gone: for each item whose
  * row is FIRING under owner row_owner (as a claim returned it) and whose
- * lease has expired (or that has none, or the item is own_previous), sets
+ * lease has expired (or that has none, or the item is own_previous), and
+ * that no run covers (it was delivered: kd_fate_mark_runs), sets
  * the owner to token and the
  * item's lease, atomically (compare-and-set). Then reads the rows back
  * like kd_fate_claim: the item won when row_owner equals token. Two
@@ -108,6 +111,43 @@ kdelay_err_t kd_fate_takeover(kd_fate_store_t *store, kd_fate_claim_t *items,
 kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                                 const size_t *id_lens, size_t n, char *errstr,
                                 size_t errstr_size);
+
+/* The longest run prefix kd_fate_mark_runs takes: room is left in an
+ * owner for ':' and one digit. */
+#define KD_FATE_RUN_PREFIX_MAX (KD_FATE_OWNER_MAX - 2)
+
+/* Records that every FIRING row whose owner is `prefix:s`, with
+ * lo[i] <= s <= hi[i] for some i, was delivered (kdelay_fired_run, schema
+ * 10; docs/fate-protocol.md, "Runs of delivered claims"): from then on such
+ * a row reads FIRED (kd_fate_status, the claim read-back, kd_fate_lookup),
+ * is never taken over and is left out of kd_fate_firing. prefix is a claim
+ * token's '<token_name>:<boot>.<gen>': 3..KD_FATE_RUN_PREFIX_MAX bytes,
+ * exactly one ':' with bytes on both sides; the runs ascend and are
+ * disjoint (lo[i] <= hi[i] < lo[i+1]), and must not overlap a run recorded
+ * before under the same prefix: the run with the greatest lo at or below s
+ * decides whether s is covered. A run whose (prefix, lo) is recorded
+ * already is left as it is (INSERT IGNORE: a request retried after a lost
+ * answer is OK). One statement. */
+kdelay_err_t kd_fate_mark_runs(kd_fate_store_t *store, const char *prefix,
+                               const uint64_t *lo, const uint64_t *hi, size_t n,
+                               char *errstr, size_t errstr_size);
+
+/* Deletes at most batch runs (kd_fate_mark_runs) recorded before
+ * created_before_ms; *deletedp gets the count. kdelayctl db gc calls it
+ * after kd_fate_gc has deleted every row it would, with the same
+ * due_before_ms: a covered row was claimed and due before its run was
+ * recorded, so its row is gone first. One statement. */
+kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
+                             int batch, uint64_t *deletedp, char *errstr,
+                             size_t errstr_size);
+
+/* Splits a row's owner the way runs cover it: '<a>:<b>:<seq>', a and b
+ * non-empty without ':', seq a number in its shortest decimal form
+ * (no sign, no leading zero) up to UINT64_MAX. 1 with *prefix_lenp (the
+ * bytes of '<a>:<b>') and *seqp set; 0 for any other owner (a run covers
+ * none of those). */
+int kd_fate_owner_split(const char *owner, size_t len, size_t *prefix_lenp,
+                        uint64_t *seqp);
 
 /* Marks n FIRING tasks DEAD with reason (1..KD_FATE_REASON_MAX bytes of
  * [a-z-], a dead-letter reason) in one statement: they were claimed, then
@@ -149,7 +189,8 @@ typedef struct kd_fate_firing {
         int64_t src_offset;
 } kd_fate_firing_t;
 
-/* Lists at most max FIRING rows last changed before updated_before_ms or
+/* Lists at most max FIRING rows not covered by a run (kd_fate_mark_runs)
+ * last changed before updated_before_ms or
  * after updated_after_ms (a claimer whose clock ran ahead: its rows' age
  * is unknown), oldest change first, into rows (the caller's array); *np
  * gets how many. INT64_MAX / INT64_MAX lists every FIRING row. One

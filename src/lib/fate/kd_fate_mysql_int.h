@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Inside the MySQL fate store: its state and statement runner, shared by
- * fate_mysql.c (the fate table) and fate_unclaimed.c (fires made without a
- * claim, kdelay_unclaimed). */
+ * fate_mysql.c (the fate table), fate_unclaimed.c (fires made without a
+ * claim, kdelay_unclaimed) and fate_runs.c (runs of delivered claims,
+ * kdelay_fired_run). */
 #ifndef KD_FATE_MYSQL_INT_H
 #define KD_FATE_MYSQL_INT_H
 
@@ -86,6 +87,23 @@ kdelay_err_t kd_fate_mysql_unclaimed_list(void *impl, const char *id,
 kdelay_err_t kd_fate_mysql_gc_unclaimed(void *impl, int64_t applied_before_ms,
                                         int batch, uint64_t *deletedp,
                                         char *errstr, size_t errstr_size);
+
+/* Runs of delivered claims (fate_runs.c, kdelay_fired_run). */
+/* Appends an expression over the kdelay_fate row at hand: 1 when it is
+ * FIRING and a run covers it (delivered), else 0. For SELECTs only. */
+void kd_fate_mysql_add_covered(kd_sql_t *sql);
+/* Appends " AND <no run covers a row of owner>" (constants only: for a
+ * strict UPDATE's WHERE), or nothing when owner (NULL = none) is not one a
+ * run can cover (kd_fate_owner_split). */
+void kd_fate_mysql_add_uncovered(kd_sql_t *sql, const char *owner);
+/* The kd_fate_ops_t entries of fate_runs.c. */
+kdelay_err_t kd_fate_mysql_mark_runs(void *impl, const char *prefix,
+                                     const uint64_t *lo, const uint64_t *hi,
+                                     size_t n, char *errstr,
+                                     size_t errstr_size);
+kdelay_err_t kd_fate_mysql_gc_runs(void *impl, int64_t created_before_ms,
+                                   int batch, uint64_t *deletedp, char *errstr,
+                                   size_t errstr_size);
 
 /* The kd_fate_ops_t entries of fate_pending.c (kdelay_reconcile). */
 kdelay_err_t kd_fate_mysql_pending_mark(void *impl, const char *journal,

@@ -27,6 +27,13 @@ typedef struct kd_fate_ops {
         kdelay_err_t (*mark_fired)(void *impl, const char *const *ids,
                                    const size_t *id_lens, size_t n,
                                    char *errstr, size_t errstr_size);
+        /* prefix checked (kd_fate_mark_runs), n > 0 */
+        kdelay_err_t (*mark_runs)(void *impl, const char *prefix,
+                                  const uint64_t *lo, const uint64_t *hi,
+                                  size_t n, char *errstr, size_t errstr_size);
+        kdelay_err_t (*gc_runs)(void *impl, int64_t created_before_ms,
+                                int batch, uint64_t *deletedp, char *errstr,
+                                size_t errstr_size);
         kdelay_err_t (*mark_dead)(void *impl, const char *const *ids,
                                   const size_t *id_lens, size_t n,
                                   const char *reason, char *errstr,
