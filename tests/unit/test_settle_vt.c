@@ -41,7 +41,7 @@ static void delivered(void)
                 CU_ASSERT_EQUAL_FATAL(
                     kd_fate_mem_put(fwd->store.fate, id, strlen(id), &row),
                     KDELAY_OK);
-                kd_settle_fired(fwd, id, 0, 0);
+                kd_settle_fired(fwd, id, 0, 0, 0);
         }
 }
 
