@@ -251,7 +251,10 @@ void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
                 kd_strlcpy(copy, prefix, sizeof(copy));
                 runs_drop(f);
                 if (kd_runs_restart(s->runs, copy, last_seq) == 0) {
-                        arm(f);
+                        /* Out now, before the new generation's claims: a
+                         * copy read again (a rewind) finds its delivered
+                         * row covered, not its own to take over. */
+                        kd_settle_flush(f);
                         return;
                 }
                 kd_runs_free(s->runs);
