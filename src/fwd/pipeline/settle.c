@@ -179,16 +179,17 @@ static int rq_room(kd_fwd_settle_t *s, size_t n)
 /* The n runs of prefix will never be recorded (out of memory): their
  * rows stay FIRING, which audit reports, as a lost FIRED mark. */
 static void runs_lost(kd_fwd_t *f, const char *prefix, const uint64_t *lo,
-                      const uint64_t *hi, size_t n)
+                      const uint64_t *hi, size_t n, const char *why)
 {
         char q[KD_LOG_QUOTED_MAX(KD_RUNS_PREFIX_MAX)];
         for (size_t i = 0; i < n; i++) {
                 kd_metric_add(&f->metrics, KD_M_MARKS_LOST, hi[i] - lo[i] + 1);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=fired_runs_lost prefix=%s lo=%llu hi=%llu "
-                       "why=out_of_memory",
+                       "why=%s",
                        kd_log_quote(prefix, q, sizeof(q)),
-                       (unsigned long long)lo[i], (unsigned long long)hi[i]);
+                       (unsigned long long)lo[i], (unsigned long long)hi[i],
+                       why);
         }
 }
 
@@ -215,7 +216,7 @@ static void runs_drop(kd_fwd_t *f)
         do {
                 n = kd_runs_drop(s->runs, lo, hi, KD_RUNS_TAKE, &parked);
                 if (n && rq_room(s, n))
-                        runs_lost(f, prefix, lo, hi, n);
+                        runs_lost(f, prefix, lo, hi, n, "out_of_memory");
                 else
                         rq_append(s, prefix, lo, hi, n);
         } while (n == KD_RUNS_TAKE);
@@ -436,8 +437,15 @@ static void runs_flushed(kd_fwd_t *f, kd_fw_req_t *fw)
                                       fw->hi[i] - fw->lo[i] + 1);
                 return;
         }
+        /* Refused as invalid, they would be refused again for ever (and
+         * hold every statement behind them): a bug, logged and counted. */
+        if (fw->err == KDELAY_ERR_INVALID_ARG) {
+                runs_lost(f, fw->prefix, fw->lo, fw->hi, fw->n, "refused");
+                return;
+        }
         if (rq_room(s, fw->n)) {
-                runs_lost(f, fw->prefix, fw->lo, fw->hi, fw->n);
+                runs_lost(f, fw->prefix, fw->lo, fw->hi, fw->n,
+                          "out_of_memory");
                 return;
         }
         memmove(s->rq + fw->n, s->rq, s->rq_len * sizeof(*s->rq));
