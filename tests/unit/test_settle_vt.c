@@ -25,6 +25,7 @@
 #include "kd_fwd.h"
 #include "kd_runs.h"
 #include "kd_settle.h"
+#include "kd_store.h"
 #include "kd_test.h"
 #include "kd_util.h"
 
@@ -506,6 +507,32 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
         fwd = NULL;
 }
 
+/* A seq the tracker refuses (here: not above the last it knows, as a
+ * tracker out of memory would refuse one): claim_batch makes no token,
+ * c->seq stays, the task goes back to the claim queue and no row is
+ * written under that seq. */
+static void test_a_refused_seq_makes_no_token(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        kd_settle_run_generation(fwd, "settle:00000000.9", 1000);
+        kd_task_t *t = kd_test_task("r", "out", WALL0 + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->state = KD_TASK_HELD;
+        kd_claim_enqueue(fwd, t);
+        serve(501);
+        CU_ASSERT_EQUAL(t->token[0], '\0');
+        CU_ASSERT_EQUAL(t->seq, 0);
+        CU_ASSERT_EQUAL(fwd->claim.seq, 0);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_Q);
+        CU_ASSERT_EQUAL(raw_of("r"), KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(metric(KD_M_CLAIM_STATEMENTS), 0);
+        CU_ASSERT(kd_store_retry_mono(fwd) > kd_fwd_mono_ms(fwd) - 501);
+        kd_test_task_drop(fwd, t);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -519,6 +546,7 @@ int main(void)
             KD_TEST(test_a_failed_run_is_sent_again),
             KD_TEST(test_a_dead_letter_joins_a_run_after_its_mark),
             KD_TEST(test_claim_outcomes_owning_no_row_finish_their_seq),
+            KD_TEST(test_a_refused_seq_makes_no_token),
             KD_TEST_END};
         return kd_test_run("settle_vt", cases, NULL, NULL);
 }
