@@ -16,6 +16,7 @@
 #include "kd_conf.h"
 #include "kd_fate.h"
 #include "kd_fate_contract.h"
+#include "kd_fate_mysql_int.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
 #include "kd_test.h"
@@ -821,6 +822,120 @@ static void test_claim_batches_prepared(void)
         it_db_drop(pdb);
 }
 
+/* The session counter name of conn; -1 unreadable. */
+static long long session_status(MYSQL *conn, const char *name)
+{
+        char sql[128];
+        long long v = -1;
+        snprintf(sql, sizeof(sql), "SHOW SESSION STATUS LIKE '%s'", name);
+        MYSQL_RES *res = NULL;
+        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                v = row && row[1] ? atoll(row[1]) : -1;
+        }
+        mysql_free_result(res);
+        return v;
+}
+
+/* Index entries sql reads on conn besides its dives (Handler_read_next
+ * and _prev); -1 when it fails. */
+static long long entries_walked(MYSQL *conn, const char *sql)
+{
+        long long next = session_status(conn, "Handler_read_next"),
+                  prev = session_status(conn, "Handler_read_prev");
+        if (mysql_query(conn, sql)) {
+                printf("\n  %s: %s\n", sql, mysql_error(conn));
+                return -1;
+        }
+        MYSQL_RES *res = mysql_store_result(conn);
+        mysql_free_result(res);
+        return session_status(conn, "Handler_read_next") - next +
+               session_status(conn, "Handler_read_prev") - prev;
+}
+
+/* The type of access EXPLAIN shows for table alias r in sql, into
+ * type[size] (key PRIMARY asserted); 0 when found. */
+static int explain_r(MYSQL *conn, const char *sql, char *type, size_t size)
+{
+        char q[4096];
+        snprintf(q, sizeof(q), "EXPLAIN %s", sql);
+        if (mysql_query(conn, q))
+                return -1;
+        MYSQL_RES *res = mysql_store_result(conn);
+        MYSQL_ROW row;
+        int found = -1;
+        /* id, select_type, table, type, possible_keys, key, ... */
+        while (res && (row = mysql_fetch_row(res)))
+                if (row[2] && !strcmp(row[2], "r")) {
+                        CU_ASSERT_STRING_EQUAL(row[5] ? row[5] : "", "PRIMARY");
+                        kd_strlcpy(type, row[3] ? row[3] : "", size);
+                        found = 0;
+                }
+        mysql_free_result(res);
+        return found;
+}
+
+/* A run covers a row in one dive into kdelay_fired_run's primary key
+ * (the nearest run at or below the seq): status, whose row is a constant
+ * to the subquery, and the takeover's guard, built of constants, read no
+ * index entry beyond it though 3,000 runs of the prefix come after the
+ * seq. (A statement over many rows correlates the subquery with each:
+ * MariaDB then reads the prefix's runs from its last one back to the
+ * seq; docs/fate-protocol.md, "Runs of delivered claims".) */
+static void test_covered_is_one_index_dive(void)
+{
+        MYSQL *conn = it_mysql_connect();
+        char sql[4096], type[32];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+        snprintf(sql, sizeof(sql), "USE `%s`", db);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
+        CU_ASSERT_EQUAL_FATAL(
+            mysql_query(conn, "INSERT INTO kdelay_fired_run SELECT "
+                              "'dive:00000001.1', seq * 10, seq * 10 + 5, 1 "
+                              "FROM seq_1_to_3000"),
+            0);
+        CU_ASSERT_EQUAL_FATAL(
+            mysql_query(conn, "INSERT INTO kdelay_fate (task_id, state, "
+                              "fire_at_ms, owner, decided_at_ms, "
+                              "updated_at_ms) VALUES ('dive-1', 'FIRING', 1, "
+                              "'dive:00000001.1:12', 1, 1), ('dive-2', "
+                              "'FIRING', 1, 'dive:00000001.1:17', 1, 1)"),
+            0);
+        kd_sql_t st = {0};
+        kd_sql_add(&st, "SELECT task_id, ");
+        kd_fate_mysql_add_covered(&st);
+        kd_sql_add(&st, " FROM kdelay_fate WHERE task_id = 'dive-1'");
+        CU_ASSERT_FATAL(!st.oom);
+        CU_ASSERT_EQUAL(explain_r(conn, st.buf, type, sizeof(type)), 0);
+        CU_ASSERT_STRING_EQUAL(type, "range");
+        CU_ASSERT_EQUAL(entries_walked(conn, st.buf), 0);
+        printf("\n  status: kdelay_fired_run %s on PRIMARY, 0 entries walked",
+               type);
+        free(st.buf);
+        kd_sql_t tk = {0};
+        kd_sql_add(&tk, "SELECT task_id FROM kdelay_fate WHERE task_id IN "
+                        "('dive-1', 'dive-2') AND state = 'FIRING'");
+        kd_fate_mysql_add_uncovered(&tk, "dive:00000001.1:17");
+        CU_ASSERT_FATAL(!tk.oom);
+        CU_ASSERT_EQUAL(explain_r(conn, tk.buf, type, sizeof(type)), 0);
+        CU_ASSERT_STRING_EQUAL(type, "range");
+        CU_ASSERT_EQUAL(entries_walked(conn, tk.buf), 0);
+        free(tk.buf);
+        kd_sql_t many = {0};
+        kd_sql_add(&many, "SELECT task_id, ");
+        kd_fate_mysql_add_covered(&many);
+        kd_sql_add(&many, " FROM kdelay_fate WHERE task_id IN ('dive-1', "
+                          "'dive-2')");
+        long long walked = entries_walked(conn, many.buf);
+        printf(", two rows at once: %lld entries walked", walked);
+        CU_ASSERT(walked >= 0 && walked <= 2 * 3000);
+        free(many.buf);
+        mysql_query(conn, "DELETE FROM kdelay_fired_run");
+        mysql_query(conn,
+                    "DELETE FROM kdelay_fate WHERE task_id LIKE 'dive-%'");
+        mysql_close(conn);
+}
+
 static const kd_fate_contract_t mysql_contract = {
     contract_init, contract_cleanup, mysql_open, mysql_put};
 
@@ -840,6 +955,7 @@ int main(void)
             KD_TEST(test_takeover_race_on_two_connections),
             KD_TEST(test_read_only_server_fails_then_recovers),
             KD_TEST(test_claim_batches_prepared),
+            KD_TEST(test_covered_is_one_index_dive),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {
             {"fate", cases, suite_init, suite_cleanup, NULL, NULL},

@@ -93,11 +93,11 @@ static void test_every_operation_can_fail(void)
         const char *id = "x";
         size_t len = 1;
         int64_t fa = 1;
-        uint64_t got;
+        uint64_t got, lo = 1, hi = 2;
         kdelay_status_t st;
         kd_fate_claim_t c = {id, 1, 1, KDELAY_FATE_UNDECIDED, "tok", ""};
         CU_ASSERT_PTR_NOT_NULL_FATAL(store);
-        CU_ASSERT_EQUAL(kd_fate_mem_fail_next(store, 8, KDELAY_ERR_TIMED_OUT),
+        CU_ASSERT_EQUAL(kd_fate_mem_fail_next(store, 10, KDELAY_ERR_TIMED_OUT),
                         KDELAY_OK);
         kdelay_err_t errs[] = {
             kd_fate_store_connect(store, errstr, sizeof(errstr)),
@@ -108,10 +108,13 @@ static void test_every_operation_can_fail(void)
             kd_fate_mark_fired(store, &id, &len, 1, errstr, sizeof(errstr)),
             kd_fate_note_cancelled(store, &id, &len, &fa, 1, errstr,
                                    sizeof(errstr)),
-            kd_fate_gc(store, 0, 0, 1, &got, errstr, sizeof(errstr))};
+            kd_fate_gc(store, 0, 0, 1, &got, errstr, sizeof(errstr)),
+            kd_fate_mark_runs(store, "fw:1.1", &lo, &hi, 1, errstr,
+                              sizeof(errstr)),
+            kd_fate_gc_runs(store, 0, 1, &got, errstr, sizeof(errstr))};
         for (size_t i = 0; i < KD_ARRAY_LEN(errs); i++)
                 CU_ASSERT_EQUAL(errs[i], KDELAY_ERR_TIMED_OUT);
-        CU_ASSERT_EQUAL(kd_fate_mem_calls(store), 8);
+        CU_ASSERT_EQUAL(kd_fate_mem_calls(store), 10);
         CU_ASSERT_EQUAL(kd_fate_statements(store), 0);
         CU_ASSERT_EQUAL(
             kd_fate_status(store, id, len, &st, errstr, sizeof(errstr)),

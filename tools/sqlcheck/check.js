@@ -41,8 +41,8 @@ const TEXT_RULES = [
 // harness sends the DROPs (its databases and users); MariaDB Connector/J
 // (examples/java) sends the SET when it connects — the driver's own, not
 // kdelay's; MySQL's grammar takes NAMES in a SET list. test_fate kills a
-// store's connection and reads a server counter (KILL, SHOW GLOBAL
-// STATUS: MySQL 8 statements too). libkdelay's init command sets its
+// store's connection and reads server and session counters (KILL, SHOW
+// GLOBAL STATUS, SHOW SESSION STATUS: MySQL 8 statements too). libkdelay's init command sets its
 // session's isolation level (MySQL 8.0 Reference Manual, "SET
 // TRANSACTION Statement"), which the grammar lacks.
 const GRAMMAR_GAPS = [
@@ -50,7 +50,7 @@ const GRAMMAR_GAPS = [
   /^DROP DATABASE (IF EXISTS )?`\w+`$/i, // a quoted name (unquoted parses)
   /^DROP USER (IF EXISTS )?'[^']*'@'[^']*'$/i,
   /^KILL \d+$/i,
-  /^SHOW GLOBAL STATUS LIKE '\w+'$/i,
+  /^SHOW (GLOBAL|SESSION) STATUS LIKE '\w+'$/i,
   // stack.sh's own on a TLS-only MariaDB (its client comes over TCP
   // there): the root grant of `up` and `mysql-readonly on|off`
   /^GRANT ALL PRIVILEGES ON \*\.\* TO '[^']*'@'[^']*' WITH GRANT OPTION$/i,
@@ -249,6 +249,9 @@ const SELF_GOOD = [
   'ALTER TABLE kdelay_fate DROP INDEX kdelay_fate_state',
   "UPDATE kdelay_fate SET lease_until = CASE task_id WHEN x'01' THEN NOW(3) + INTERVAL 30000 MICROSECOND ELSE lease_until END WHERE state = 'FIRING' AND ((task_id = x'01' AND CAST(owner AS BINARY) = x'6162'))",
   "INSERT IGNORE INTO kdelay_fate (task_id, state) VALUES (x'01', 'FIRING'), (x'02', 'FIRING')",
+  // a run of delivered claims, and the status that reads it (schema 10)
+  "INSERT IGNORE INTO kdelay_fired_run (owner_prefix, seq_lo, seq_hi, created_at_ms) VALUES (x'613a62',1,5,0),(x'613a62',7,9,0)",
+  "SELECT state, COALESCE(kdelay_fate.state = 'FIRING' AND kdelay_fate.owner LIKE '_%:_%:_%' AND kdelay_fate.owner NOT LIKE '%:%:%:%' AND CAST(CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) AS BINARY) = CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS BINARY) AND (SELECT r.seq_hi FROM kdelay_fired_run r WHERE r.owner_prefix = CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', 2) AS BINARY) AND r.seq_lo <= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) AND kdelay_fate.task_id IS NOT NULL ORDER BY r.seq_lo DESC LIMIT 1) >= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED), 0) FROM kdelay_fate WHERE task_id = x'01'",
 ];
 
 function selfTest() {
