@@ -794,13 +794,29 @@ const char *fm_header_str(const fm_msg_t *m, const char *name, char *buf,
 
 /* --- fates and offsets ---------------------------------------------------- */
 
-kd_fate_mem_row_t fm_fate(fm_env_t *e, const char *id)
+kd_fate_mem_row_t fm_fate_raw(fm_env_t *e, const char *id)
 {
         kd_fate_mem_row_t row;
         memset(&row, 0, sizeof(row));
         row.fate = KDELAY_FATE_UNDECIDED;
         if (kd_fate_mem_get(e->store, id, strlen(id), &row))
                 row.fate = KDELAY_FATE_UNDECIDED;
+        return row;
+}
+
+kd_fate_mem_row_t fm_fate(fm_env_t *e, const char *id)
+{
+        kd_fate_mem_row_t row = fm_fate_raw(e, id);
+        char marks[8] = "";
+        kdelay_status_t st;
+        /* Only under runs: a status is a call of the store, which would
+         * take a failure a case injected for the forwarder. */
+        if (row.fate == KDELAY_FATE_FIRING &&
+            kdelay_conf_get(e->conf, "forwarder.fate_marks", marks,
+                            sizeof(marks)) == KDELAY_OK &&
+            !strcmp(marks, "runs") &&
+            kd_fate_status(e->store, id, strlen(id), &st, NULL, 0) == KDELAY_OK)
+                row.fate = st.fate;
         return row;
 }
 

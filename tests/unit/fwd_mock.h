@@ -198,8 +198,11 @@ int fm_header_cnt(const fm_msg_t *m, const char *name);
 const char *fm_header_str(const fm_msg_t *m, const char *name, char *buf,
                           size_t size);
 
-/* The fate row of id (kd_fate_mem_get). */
+/* The fate row of id (kd_fate_mem_get), its fate as readers see it
+ * (forwarder.fate_marks=runs: a FIRING row a run covers reads FIRED). */
 kd_fate_mem_row_t fm_fate(fm_env_t *e, const char *id);
+/* The row as it is (a covered FIRING row stays FIRING). */
+kd_fate_mem_row_t fm_fate_raw(fm_env_t *e, const char *id);
 /* Waits until every one of ids (n) has fate `fate`; 0 when they did
  * within timeout_ms. */
 int fm_wait_fates(fm_env_t *e, const char *const *ids, size_t n,

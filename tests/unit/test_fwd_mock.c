@@ -1560,6 +1560,79 @@ static void c_settle_and_restart(fm_env_t *e)
         }
 }
 
+/* forwarder.fate_marks=runs (docs/plans/issue-44.md §7). */
+static const char *const runs_overrides[] = {"forwarder.fate_marks=runs", NULL};
+
+/* Runs, not marks: N tasks due 0.3..0.85 s ahead delivered, then a stop
+ * at once: every one reads FIRED (the stop's drain sends the runs), and
+ * FIRED marks went only to seqs parked (none expected: each claim lives
+ * less than the 1 s a seq may stay open). */
+static void c_fire_runs(fm_env_t *e)
+{
+        enum { N = 12 };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 300 + 50 * i);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(wait_delivered(e, t, N, 10000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        CU_ASSERT_EQUAL(check_target(e, t, N, 1, 1), N);
+        check_fates_fired(e, t, N);
+        int marked = 0;
+        for (int i = 0; i < N; i++)
+                marked += fm_fate_raw(e, t[i].id).fate == KDELAY_FATE_FIRED;
+        fm_note(e, "runs=%lld seqs=%lld parked=%lld marked=%d",
+                (long long)fm_metric(e, KD_M_FIRED_RUNS),
+                (long long)fm_metric(e, KD_M_FIRED_RUN_SEQS),
+                (long long)fm_metric(e, KD_M_RUNS_PARKED), marked);
+        CU_ASSERT(marked <= fm_metric(e, KD_M_RUNS_PARKED));
+        CU_ASSERT(fm_metric(e, KD_M_FIRED_RUNS) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_FIRED_RUN_SEQS) >= N - marked);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        check_txns_clean(e);
+}
+
+/* Exactly-once under runs: the commit of a fire fails. A run never
+ * covers a seq of the aborted transaction (its row would read FIRED, and
+ * the re-read copy would be dropped as already fired: fired counts only
+ * committed fires, so it would stay short of N); after the rewind each
+ * such task fires once more and is covered after that commit. The error waits
+ * until the tasks were read and their offsets committed, so that the EndTxn it
+ * fails holds a fire (fire_through_failed_commit's first EndTxn may hold
+ * only those offsets on a quiet machine). */
+static void c_txn_abort_runs(fm_env_t *e)
+{
+        enum { N = TXN_FAIL_N };
+        fm_task_t t[N];
+        task_buf_t b[N];
+        for (int i = 0; i < N; i++)
+                task_fill(e, &t[i], &b[i], "t", i, 700 + 100 * i);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 1, "event=txn_committed", NULL, 10000),
+                        0);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, t, N), 0);
+        CU_ASSERT_EQUAL(
+            fm_log_wait(e, 1, "event=tier_not_log_append_time", NULL, 10000),
+            0);
+        int seen = fm_log_count(e, "event=txn_committed", NULL, NULL);
+        CU_ASSERT_EQUAL(
+            fm_log_wait(e, seen + 1, "event=txn_committed", NULL, 10000), 0);
+        rd_kafka_mock_push_request_errors(e->mock, API_END_TXN, 1,
+                                          RD_KAFKA_RESP_ERR_INVALID_REQUEST);
+        CU_ASSERT_EQUAL(wait_fired(e, t, N, 20000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        CU_ASSERT(check_target(e, t, N, 0, 2) >= N);
+        check_fates_fired(e, t, N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), N);
+        CU_ASSERT(fm_metric(e, KD_M_TXN_ABORTS) >= 1);
+        /* Fires aborted, taken over and fired again; those committed
+         * before the abort (read again: the mock keeps no transactional
+         * offsets) dropped as already fired, never fired twice. */
+        CU_ASSERT(fm_metric(e, KD_M_TAKEOVERS) >= 1);
+        CU_ASSERT(fm_metric(e, KD_M_RUNS_PARKED) >= 1); /* their seqs */
+        CU_ASSERT(fm_metric(e, KD_M_FIRED_RUNS) >= 1);
+}
+
 /* --- suites ------------------------------------------------------------- */
 
 /* X(name, function, overrides, exactly_once_only, brokers) */
@@ -1609,7 +1682,11 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
         X(clean_stop_commits_past_all_read_and_restart_redelivers_nothing,     \
           c_settle_and_restart, restart_overrides, 0, 1)                       \
         X(a_stop_while_an_assignment_arrives_drops_it_and_exits_cleanly,       \
-          c_stop_while_assigning, assigning_overrides, 0, 1)
+          c_stop_while_assigning, assigning_overrides, 0, 1)                   \
+        X(runs_not_marks_record_fires_and_a_stop_sends_them, c_fire_runs,      \
+          runs_overrides, 0, 1)                                                \
+        X(runs_never_cover_an_aborted_transaction, c_txn_abort_runs,           \
+          runs_overrides, 1, 1)
 
 enum {
 #define FM_ENUM(name, fn, ov, eos, nb) I_##name,

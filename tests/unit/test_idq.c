@@ -89,10 +89,52 @@ static void test_a_given_id_goes_last(void)
         kd_idq_clear(&q);
 }
 
+/* A second value per entry (exactly_once's queues carry the token's seq
+ * beside the lateness): entries pushed before the first kd_idq_push2
+ * read 0; every one keeps its own through growth and reuse of the room. */
+static void test_aux_values_follow_their_entries(void)
+{
+        kd_idq_t q = {0};
+        CU_ASSERT_EQUAL(kd_idq_push(&q, "plain", 1), 0);
+        long n = 0;
+        for (; n < 1000; n++) {
+                char id[32];
+                snprintf(id, sizeof(id), "id%ld", n);
+                CU_ASSERT_EQUAL_FATAL(kd_idq_push2(&q, id, n, 1000 + n), 0);
+        }
+        CU_ASSERT_EQUAL(q.len, 1001);
+        CU_ASSERT_EQUAL(kd_idq_aux(&q, 0), 0);
+        CU_ASSERT_EQUAL(kd_idq_val(&q, 0), 1);
+        for (long i = 0; i < n; i++) {
+                CU_ASSERT_EQUAL(kd_idq_val(&q, (size_t)i + 1), i);
+                CU_ASSERT_EQUAL(kd_idq_aux(&q, (size_t)i + 1), 1000 + i);
+        }
+        /* Taken from the front, then room reused by pushes: the rest keep
+         * theirs. */
+        char *ids[600];
+        int64_t vals[600];
+        kd_idq_take(&q, 600, ids, vals);
+        for (int i = 0; i < 600; i++)
+                free(ids[i]);
+        for (long i = 0; i < 700; i++, n++) {
+                char id[32];
+                snprintf(id, sizeof(id), "id%ld", n);
+                CU_ASSERT_EQUAL_FATAL(kd_idq_push2(&q, id, n, 1000 + n), 0);
+        }
+        CU_ASSERT_EQUAL(q.len, 1101);
+        for (size_t i = 0; i < q.len; i++) {
+                long v = (long)kd_idq_val(&q, i);
+                CU_ASSERT_EQUAL(kd_idq_aux(&q, i), 1000 + v);
+        }
+        kd_idq_clear(&q);
+        CU_ASSERT_EQUAL(kd_idq_aux(&q, 0), 0); /* none: cleared */
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_first_in_first_out_whatever_the_mix),
-            KD_TEST(test_a_given_id_goes_last), KD_TEST_END};
+            KD_TEST(test_a_given_id_goes_last),
+            KD_TEST(test_aux_values_follow_their_entries), KD_TEST_END};
         return kd_test_run("idq", cases, NULL, NULL);
 }

@@ -8,15 +8,26 @@
  * tens of thousands of them queued; the stop sent one flush (two batches)
  * and waited for the store to be idle, and the rest were dropped without
  * a word: 88,600 of 200,000 delivered tasks stayed FIRING (bench_limit
- * --drain-tasks 200000: updates 0.557 per fire). Now every batch goes. */
+ * --drain-tasks 200000: updates 0.557 per fire). Now every batch goes.
+ *
+ * Under forwarder.fate_marks=runs (docs/plans/issue-44.md §7): where the
+ * run tracker's calls go. Tasks claimed through claim_batch and delivered
+ * in order are covered by one run a flush later, with no FIRED mark; one
+ * held back is parked and marks alone; a stop, a new generation, a failed
+ * run, a dead letter and the claim answers that leave a task owning no
+ * row. */
 #include <stdio.h>
 #include <string.h>
 
 #include "fwd_offline.h"
+#include "kd_claim.h"
 #include "kd_fate_mem.h"
 #include "kd_fwd.h"
+#include "kd_runs.h"
 #include "kd_settle.h"
+#include "kd_store.h"
 #include "kd_test.h"
+#include "kd_util.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000
@@ -41,7 +52,7 @@ static void delivered(void)
                 CU_ASSERT_EQUAL_FATAL(
                     kd_fate_mem_put(fwd->store.fate, id, strlen(id), &row),
                     KDELAY_OK);
-                kd_settle_fired(fwd, id, 0, 0);
+                kd_settle_fired(fwd, id, 0, 0, 0);
         }
 }
 
@@ -124,12 +135,418 @@ static void test_a_store_that_keeps_failing_ends_the_drain(void)
         fwd = NULL;
 }
 
+/* --- forwarder.fate_marks=runs (docs/plans/issue-44.md §7) ------------- */
+
+static const char *const runs_settings[] = {"forwarder.fate_marks",
+                                            "runs",
+                                            "forwarder.claim_ahead",
+                                            "1s",
+                                            "forwarder.claim_batch",
+                                            "500",
+                                            NULL};
+
+static kd_task_t *tasks[N];
+
+/* Its fate as readers see it: a FIRING row a run covers reads FIRED. */
+static kdelay_fate_t fate_of(const char *id)
+{
+        kdelay_status_t st;
+        if (kd_fate_status(fwd->store.fate, id, strlen(id), &st, NULL, 0))
+                return (kdelay_fate_t)-1;
+        return st.fate;
+}
+
+/* The row itself (a covered FIRING row stays FIRING here; a FIRED mark
+ * makes it FIRED). */
+static kdelay_fate_t raw_of(const char *id)
+{
+        kd_fate_mem_row_t row;
+        if (kd_fate_mem_get(fwd->store.fate, id, strlen(id), &row))
+                return (kdelay_fate_t)-1;
+        return row.fate;
+}
+
+/* Tasks lo..hi-1 that read `fate` (derived when derived, else raw). */
+static int count_fate(int lo, int hi, kdelay_fate_t fate, int derived)
+{
+        int n = 0;
+        for (int i = lo; i < hi; i++) {
+                char id[16];
+                id_of(i, id, sizeof(id));
+                n += (derived ? fate_of(id) : raw_of(id)) == fate;
+        }
+        return n;
+}
+
+static void serve(int64_t ms)
+{
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_serving(fwd, ms), 0);
+}
+
+/* A forwarder at fate_marks=runs with N held tasks, due in a minute,
+ * claimed through claim_batch (their rows FIRING under tokens of seqs
+ * 1..N, in order). */
+static void runs_claimed(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle.runs);
+        for (int i = 0; i < N; i++) {
+                char id[16];
+                id_of(i, id, sizeof(id));
+                tasks[i] = kd_test_task(id, "out", WALL0 + 60000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(tasks[i]);
+                tasks[i]->state = KD_TASK_HELD;
+                kd_claim_enqueue(fwd, tasks[i]);
+        }
+        serve(600); /* two full batches at once, the rest after 500 ms */
+        for (int i = 0; i < N; i++) {
+                CU_ASSERT_EQUAL_FATAL(tasks[i]->state, KD_TASK_CLAIMED);
+                CU_ASSERT_EQUAL(tasks[i]->seq, (uint64_t)i + 1);
+        }
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRING, 0), N);
+        CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_MARK_STATEMENTS), 0);
+}
+
+/* Task i delivered (at_least_once: its report is in). */
+static void deliver(int i)
+{
+        tasks[i]->state = KD_TASK_FIRING;
+        kd_settle_delivered(fwd, tasks[i]);
+        tasks[i] = NULL;
+}
+
+static void runs_done(void)
+{
+        for (int i = 0; i < N; i++)
+                if (tasks[i]) {
+                        kd_test_task_drop(fwd, tasks[i]);
+                        tasks[i] = NULL;
+                }
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
+static int64_t metric(kd_metric_id_t id)
+{
+        return kd_metric_get(&fwd->metrics, id);
+}
+
+/* Delivered in claim order: one flush later a single run covers them
+ * all, in one statement, with no FIRED mark; every row reads FIRED. */
+static void test_runs_cover_tasks_delivered_in_claim_order(void)
+{
+        runs_claimed();
+        for (int i = 0; i < N; i++)
+                deliver(i);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0); /* no mark queued */
+        serve(250);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), N);
+        CU_ASSERT_EQUAL(metric(KD_M_MARK_STATEMENTS), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRING, 0), N);
+        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle.runs), 0);
+        runs_done();
+}
+
+#define HELD_BACK 100
+
+/* One task held back: the runs stop before it, until its seq is parked
+ * (1 s after its claim, at most a slice and a flush later); then the
+ * others are covered and it is not; delivered later, it takes a FIRED
+ * mark of its own. */
+static void test_a_task_held_back_is_parked_then_marked_alone(void)
+{
+        runs_claimed();
+        int64_t claimed_at = kd_test_since(fwd, MONO0); /* the last batch */
+        for (int i = 0; i < N; i++)
+                if (i != HELD_BACK)
+                        deliver(i);
+        serve(250);
+        CU_ASSERT_EQUAL(count_fate(0, HELD_BACK, KDELAY_FATE_FIRED, 1),
+                        HELD_BACK);
+        CU_ASSERT_EQUAL(count_fate(HELD_BACK, N, KDELAY_FATE_FIRING, 1),
+                        N - HELD_BACK);
+        /* Its claim went with the first batch, at about 0: parked at the
+         * first flush at least 1 s after it. */
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(fwd, MONO0, 999), 0);
+        CU_ASSERT_EQUAL(kd_test_store_answers(fwd), 0);
+        CU_ASSERT_EQUAL(count_fate(HELD_BACK + 1, N, KDELAY_FATE_FIRED, 1), 0);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
+        while (kd_test_since(fwd, MONO0) <
+               KD_RUN_PARK_MS + KD_RUNS_SLICE_MS + 250 + 1)
+                serve(1);
+        printf("  last batch claimed at +%lld ms; the others covered by "
+               "+%lld ms\n",
+               (long long)claimed_at, (long long)kd_test_since(fwd, MONO0));
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N - 1);
+        char id[16];
+        id_of(HELD_BACK, id, sizeof(id));
+        CU_ASSERT_EQUAL(fate_of(id), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(metric(KD_M_MARK_STATEMENTS), 2); /* two runs */
+        deliver(HELD_BACK);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 1); /* its own mark */
+        serve(250);
+        CU_ASSERT_EQUAL(raw_of(id), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 0), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_MARK_STATEMENTS), 3);
+        runs_done();
+}
+
+/* A stop: the drain sends the runs of every task delivered, and parks
+ * those not delivered (their rows FIRING and uncovered: the next owner
+ * takes them over). */
+static void test_a_stop_sends_every_run_and_parks_the_rest(void)
+{
+        runs_claimed();
+        for (int i = 0; i < N; i++)
+                if (i != HELD_BACK)
+                        deliver(i);
+        CU_ASSERT_EQUAL(kd_settle_drain(fwd, MONO0 + 60000), 0);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N - 1);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
+        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle.runs), 0);
+        /* Once the leases passed, the next owner's takeover of the
+         * undelivered row wins. */
+        CU_ASSERT_EQUAL_FATAL(kd_test_step(fwd, 5000), 0);
+        char id[16];
+        id_of(HELD_BACK, id, sizeof(id));
+        kd_fate_claim_t it = {.id = id,
+                              .id_len = strlen(id),
+                              .fire_at_ms = WALL0 + 60000,
+                              .token = "next:00000001.1:1",
+                              .lease_ms = 5000};
+        kd_strlcpy(it.row_owner, tasks[HELD_BACK]->token, sizeof(it.row_owner));
+        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store.fate, &it, 1, NULL, 0),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(it.fate, KDELAY_FATE_FIRING);
+        CU_ASSERT_STRING_EQUAL(it.row_owner, "next:00000001.1:1");
+        /* A delivered one's is refused: its row reads FIRED. */
+        id_of(0, id, sizeof(id));
+        kd_fate_claim_t done = {.id = id,
+                                .id_len = strlen(id),
+                                .fire_at_ms = WALL0 + 60000,
+                                .token = "next:00000001.1:2",
+                                .lease_ms = 5000};
+        snprintf(done.row_owner, sizeof(done.row_owner), "%.*s1",
+                 (int)strlen(fwd->claim.prefix), fwd->claim.prefix);
+        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store.fate, &done, 1, NULL, 0),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(done.fate, KDELAY_FATE_FIRED);
+        runs_done();
+}
+
+/* A new claim generation (a revoke, a rewind) with a claim in flight:
+ * the old generation's runs go, its unfinished seq is parked; the task,
+ * delivered afterwards (a kept partition), marks alone; the new
+ * generation's first run starts after the last seq. */
+static void test_a_new_generation_parks_what_is_unfinished(void)
+{
+        runs_claimed();
+        for (int i = 0; i < N; i++)
+                if (i != HELD_BACK)
+                        deliver(i);
+        kd_claim_new_generation(fwd);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
+        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle.runs), N);
+        serve(250);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N - 1);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
+        deliver(HELD_BACK);
+        serve(250);
+        char id[16];
+        id_of(HELD_BACK, id, sizeof(id));
+        CU_ASSERT_EQUAL(raw_of(id), KDELAY_FATE_FIRED); /* its own mark */
+        /* A task claimed now: seq N + 1, under the new prefix. */
+        kd_task_t *t = kd_test_task("new", "out", WALL0 + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->state = KD_TASK_HELD;
+        kd_claim_enqueue(fwd, t);
+        serve(600);
+        CU_ASSERT_EQUAL(t->seq, (uint64_t)N + 1);
+        t->state = KD_TASK_FIRING;
+        kd_settle_delivered(fwd, t);
+        serve(250);
+        CU_ASSERT_EQUAL(fate_of("new"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(raw_of("new"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 3);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), N); /* N-1, then 1 */
+        runs_done();
+}
+
+/* A run whose statement fails goes again after the backoff: every row
+ * FIRED, the run counted once. */
+static void test_a_failed_run_is_sent_again(void)
+{
+        runs_claimed();
+        for (int i = 0; i < N; i++)
+                deliver(i);
+        CU_ASSERT_EQUAL(
+            kd_fate_mem_fail_next(fwd->store.fate, 1, KDELAY_ERR_MYSQL),
+            KDELAY_OK);
+        serve(250);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 0);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 1); /* the run, back */
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), 0);
+        serve(400); /* the backoff (100 ms), then the flush */
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 1);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N);
+        runs_done();
+}
+
+/* A dead letter's seq joins a run only once its DEAD mark is in (the
+ * store runs requests in order); a DEAD mark lost leaves its seq parked
+ * and its row FIRING, uncovered (audit's case). */
+static void test_a_dead_letter_joins_a_run_after_its_mark(void)
+{
+        runs_claimed();
+        tasks[0]->fire_failed = 1;
+        tasks[0]->dead_reason = "target-refused";
+        tasks[0]->state = KD_TASK_DEAD;
+        kd_settle_delivered(fwd, tasks[0]);
+        tasks[0] = NULL;
+        for (int i = 1; i < HELD_BACK; i++)
+                deliver(i);
+        serve(250); /* the DEAD mark out; the runs wait for it */
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 0);
+        CU_ASSERT_EQUAL(raw_of("t0"), KDELAY_FATE_DEAD);
+        CU_ASSERT_EQUAL(fate_of("t1"), KDELAY_FATE_FIRING);
+        /* A DEAD mark that cannot be queued (a reason it does not know
+         * stands for running out of memory: the same path). */
+        kd_task_t *t = tasks[HELD_BACK];
+        t->fire_failed = 1;
+        t->dead_reason = "no-such-reason";
+        t->state = KD_TASK_DEAD;
+        kd_settle_delivered(fwd, t);
+        tasks[HELD_BACK] = NULL;
+        CU_ASSERT_EQUAL(metric(KD_M_MARKS_LOST), 1);
+        for (int i = HELD_BACK + 1; i < N; i++)
+                deliver(i);
+        /* The next flush, 1 s after the claims: the dead letter's seq in
+         * the first run; the lost one's parked between the two. */
+        serve(250);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), N - 1);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
+        CU_ASSERT_EQUAL(raw_of("t0"), KDELAY_FATE_DEAD);
+        CU_ASSERT_EQUAL(count_fate(1, N, KDELAY_FATE_FIRED, 1), N - 2);
+        char id[16];
+        id_of(HELD_BACK, id, sizeof(id));
+        CU_ASSERT_EQUAL(fate_of(id), KDELAY_FATE_FIRING);
+        runs_done();
+}
+
+/* A claim whose answer leaves its task owning no row finishes its seq
+ * (CANCELLED, DONE, another copy's): runs go over it, touching no row;
+ * one waiting on a foreign claim's lease stays unfinished (it may take
+ * that row over under its token later) and is parked. */
+static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        kd_fate_mem_row_t cancelled = {.fate = KDELAY_FATE_CANCELLED,
+                                       .fire_at_ms = -1};
+        kd_fate_mem_row_t fired = {.fate = KDELAY_FATE_FIRED,
+                                   .fire_at_ms = WALL0 + 60000};
+        kd_fate_mem_row_t foreign = {.fate = KDELAY_FATE_FIRING,
+                                     .fire_at_ms = WALL0 + 60000,
+                                     .owner = "other:00000001.1:5",
+                                     .lease_ms = 60000};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "c", 1, &cancelled),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "d", 1, &fired),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "w", 1, &foreign),
+                        KDELAY_OK);
+        /* Seqs 1..5: c, d, a, a's copy, w; then x0..x9 (6..15). */
+        const char *ids[15] = {"c",  "d",  "a",  "a",  "w",  "x0", "x1", "x2",
+                               "x3", "x4", "x5", "x6", "x7", "x8", "x9"};
+        kd_task_t *t[15];
+        for (int i = 0; i < 15; i++) {
+                t[i] = kd_test_task(ids[i], "out", WALL0 + 60000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
+                t[i]->state = KD_TASK_HELD;
+                kd_claim_enqueue(fwd, t[i]);
+        }
+        serve(501); /* one batch, claim_ahead/2 after */
+        CU_ASSERT_EQUAL(metric(KD_M_CANCELLED), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_ALREADY_FIRED), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_DUP_COPIES), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_CLAIMED), 11);
+        CU_ASSERT_EQUAL(t[4]->state, KD_TASK_HELD); /* waits on the lease */
+        CU_ASSERT_EQUAL(t[2]->seq, 3);
+        for (int i = 2; i < 15; i += i == 2 ? 3 : 1) { /* a, x0..x9 */
+                t[i]->state = KD_TASK_FIRING;
+                kd_settle_delivered(fwd, t[i]);
+        }
+        serve(250);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 1); /* 1..4 */
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 4);
+        CU_ASSERT_EQUAL(fate_of("a"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(raw_of("a"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(fate_of("x0"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(raw_of("c"), KDELAY_FATE_CANCELLED);
+        CU_ASSERT_EQUAL(raw_of("d"), KDELAY_FATE_FIRED);
+        while (kd_test_since(fwd, MONO0) <
+               501 + KD_RUN_PARK_MS + KD_RUNS_SLICE_MS + 250)
+                serve(1);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1); /* w's */
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);  /* and 6..15 */
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 14);
+        CU_ASSERT_EQUAL(fate_of("x9"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of("w"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(metric(KD_M_MARK_STATEMENTS), 3); /* + c's due */
+        kd_test_task_drop(fwd, t[4]);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
+/* A seq the tracker refuses (here: not above the last it knows, as a
+ * tracker out of memory would refuse one): claim_batch makes no token,
+ * c->seq stays, the task goes back to the claim queue and no row is
+ * written under that seq. */
+static void test_a_refused_seq_makes_no_token(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        kd_settle_run_generation(fwd, "settle:00000000.9", 1000);
+        kd_task_t *t = kd_test_task("r", "out", WALL0 + 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        t->state = KD_TASK_HELD;
+        kd_claim_enqueue(fwd, t);
+        serve(501);
+        CU_ASSERT_EQUAL(t->token[0], '\0');
+        CU_ASSERT_EQUAL(t->seq, 0);
+        CU_ASSERT_EQUAL(fwd->claim.seq, 0);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_Q);
+        CU_ASSERT_EQUAL(raw_of("r"), KDELAY_FATE_UNDECIDED);
+        CU_ASSERT_EQUAL(metric(KD_M_CLAIM_STATEMENTS), 0);
+        CU_ASSERT(kd_store_retry_mono(fwd) > kd_fwd_mono_ms(fwd) - 501);
+        kd_test_task_drop(fwd, t);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_a_stop_writes_every_queued_mark),
             KD_TEST(test_a_failed_mark_is_written_after_the_backoff),
             KD_TEST(test_a_store_that_keeps_failing_ends_the_drain),
+            KD_TEST(test_runs_cover_tasks_delivered_in_claim_order),
+            KD_TEST(test_a_task_held_back_is_parked_then_marked_alone),
+            KD_TEST(test_a_stop_sends_every_run_and_parks_the_rest),
+            KD_TEST(test_a_new_generation_parks_what_is_unfinished),
+            KD_TEST(test_a_failed_run_is_sent_again),
+            KD_TEST(test_a_dead_letter_joins_a_run_after_its_mark),
+            KD_TEST(test_claim_outcomes_owning_no_row_finish_their_seq),
+            KD_TEST(test_a_refused_seq_makes_no_token),
             KD_TEST_END};
         return kd_test_run("settle_vt", cases, NULL, NULL);
 }

@@ -289,6 +289,14 @@ typedef struct kd_fwd_settle {
         size_t uf_len, uf_cap;
         size_t uf_out;      /* of them in requests out (not in uf) */
         int uf_full_logged; /* the bound was logged in this outage */
+        /* forwarder.fate_marks=runs (docs/plans/issue-44.md §7): the run
+         * tracker of the claim generation (owned; NULL = a FIRED mark per
+         * task), and the runs taken from it waiting to be sent (owned,
+         * settle.c's kd_run_t; those sent come back here if they fail). */
+        struct kd_runs *runs;
+        struct kd_run *rq;
+        size_t rq_len, rq_cap;
+        int runs_off; /* the tracker could not be made: marks per task */
 } kd_fwd_settle_t;
 
 /* This clock against the broker's, and the probes that measure it

@@ -108,8 +108,19 @@ typedef enum kd_metric_type {
         X(STORE_PINGS, "store_pings", COUNTER, "",                             \
           "Fate-store pings sent while it was idle (readiness)")               \
         X(MARKS_LOST, "marks_lost", COUNTER, "",                               \
-          "FIRED or DEAD marks not queued for lack of memory (rows stay "      \
-          "FIRING)")                                                           \
+          "FIRED or DEAD marks (or seqs of runs) not queued for lack of "      \
+          "memory (rows stay FIRING)")                                         \
+        X(FIRED_RUNS, "fired_runs", COUNTER, "",                               \
+          "Runs of delivered claims recorded (forwarder.fate_marks=runs)")     \
+        X(FIRED_RUN_SEQS, "fired_run_seqs", COUNTER, "",                       \
+          "Claim tokens covered by the runs recorded")                         \
+        X(RUNS_PARKED, "runs_parked", COUNTER, "",                             \
+          "Claim tokens no run covers (unfinished past 1 s, revoked or "       \
+          "stopped): delivered later, each takes a FIRED mark")                \
+        X(RUNS_WINDOW, "runs_window", GAUGE, "",                               \
+          "Claim tokens not yet covered nor parked")                           \
+        X(RUNS_WINDOW_BYTES, "runs_window_bytes", GAUGE, "bytes",              \
+          "Memory of the run tracker")                                         \
         X(TASK_STATE_BUGS, "task_state_bugs", COUNTER, "",                     \
           "Task state moves outside the lifecycle's table (a bug; logged "     \
           "as event=bug what=task_state)")                                     \

@@ -179,6 +179,8 @@ typedef struct kd_task {
                                               0 = it did not */
         char token[65]; /* claim owner token, fixed at the first claim so a
                            retried claim recognises its own row */
+        uint64_t seq;   /* the seq of token (claim.c's c->seq, the run
+                           tracker's: kd_runs.h); 0 = no token */
         struct kd_store_req *req; /* borrowed: the request carrying this
                                      task's claim (CLAIMING, where
                                      KD_WHERE_CLAIM_REQ), its lease

@@ -90,9 +90,12 @@ void kd_mode_settle_delivered(kd_mode_ctx_t *m, kd_task_t *t);
 /* kd_settle_mark: how a produce of t as `as` is put on record. */
 kd_settle_mark_t kd_mode_mark(const kd_task_t *t, kd_task_state_t as);
 void kd_mode_settle_release(kd_mode_ctx_t *m, kd_task_t *t);
+/* kd_settle_fired and kd_settle_dead; seq is the task's token's (0 =
+ * none), which a run then covers (forwarder.fate_marks=runs). */
 void kd_mode_settle_fired(kd_mode_ctx_t *m, const char *id, int64_t late_ms,
-                          int unclaimed);
-void kd_mode_settle_dead(kd_mode_ctx_t *m, const char *id, const char *reason);
+                          int unclaimed, uint64_t seq);
+void kd_mode_settle_dead(kd_mode_ctx_t *m, const char *id, const char *reason,
+                         uint64_t seq);
 /* kd_settle_dead_index, and the reason of such an index. */
 int kd_mode_dead_index(const char *reason);
 const char *kd_mode_dead_reason(int index);

@@ -62,14 +62,15 @@ void kd_mode_settle_release(kd_mode_ctx_t *m, kd_task_t *t)
 }
 
 void kd_mode_settle_fired(kd_mode_ctx_t *m, const char *id, int64_t late_ms,
-                          int unclaimed)
+                          int unclaimed, uint64_t seq)
 {
-        kd_settle_fired(m->fwd, id, late_ms, unclaimed);
+        kd_settle_fired(m->fwd, id, late_ms, unclaimed, seq);
 }
 
-void kd_mode_settle_dead(kd_mode_ctx_t *m, const char *id, const char *reason)
+void kd_mode_settle_dead(kd_mode_ctx_t *m, const char *id, const char *reason,
+                         uint64_t seq)
 {
-        kd_settle_dead(m->fwd, id, reason);
+        kd_settle_dead(m->fwd, id, reason, seq);
 }
 
 void kd_mode_settle_delivered(kd_mode_ctx_t *m, kd_task_t *t)

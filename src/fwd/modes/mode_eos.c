@@ -417,16 +417,24 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
 {
         eos_state_t *s = state_of(m);
         if (committed) {
+                /* Each with its token's seq (aux): a run covers it only
+                 * now; an abort leaves it unfinished (parked at the
+                 * rewind's new generation). */
                 for (size_t i = 0; i < s->fired.len; i++)
-                        kd_mode_settle_fired(m, kd_idq_id(&s->fired, i),
-                                             kd_idq_val(&s->fired, i), 0);
+                        kd_mode_settle_fired(
+                            m, kd_idq_id(&s->fired, i),
+                            kd_idq_val(&s->fired, i), 0,
+                            (uint64_t)kd_idq_aux(&s->fired, i));
                 for (size_t i = 0; i < s->unclaimed.len; i++)
-                        kd_mode_settle_fired(m, kd_idq_id(&s->unclaimed, i),
-                                             kd_idq_val(&s->unclaimed, i), 1);
+                        kd_mode_settle_fired(
+                            m, kd_idq_id(&s->unclaimed, i),
+                            kd_idq_val(&s->unclaimed, i), 1,
+                            (uint64_t)kd_idq_aux(&s->unclaimed, i));
                 for (size_t i = 0; i < s->dead.len; i++)
                         kd_mode_settle_dead(
                             m, kd_idq_id(&s->dead, i),
-                            kd_mode_dead_reason((int)kd_idq_val(&s->dead, i)));
+                            kd_mode_dead_reason((int)kd_idq_val(&s->dead, i)),
+                            (uint64_t)kd_idq_aux(&s->dead, i));
                 kd_eos_iso_committed(&s->iso);
                 s->abort_streak = 0;
                 kd_metric_inc(m->metrics, KD_M_TXN_COMMITS);
@@ -748,13 +756,14 @@ static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
         /* FIRED (and counted), DEAD, once the transaction commits. */
         kd_settle_mark_t mark = kd_mode_mark(t, t->state);
         int dead = -1, lost = 0;
+        /* The seq of its token rides along (t is freed below). */
         if (t->state == KD_TASK_FIRING)
-                lost = kd_idq_push(mark == KD_MARK_JOURNAL ? &s->unclaimed
-                                                           : &s->fired,
-                                   t->rec.id, t->late_ms);
+                lost = kd_idq_push2(mark == KD_MARK_JOURNAL ? &s->unclaimed
+                                                            : &s->fired,
+                                    t->rec.id, t->late_ms, (int64_t)t->seq);
         else if (t->state == KD_TASK_DEAD && mark == KD_MARK_ROW &&
                  (dead = kd_mode_dead_index(t->dead_reason)) >= 0)
-                lost = kd_idq_push(&s->dead, t->rec.id, dead);
+                lost = kd_idq_push2(&s->dead, t->rec.id, dead, (int64_t)t->seq);
         if (lost) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(m->metrics, KD_M_MARKS_LOST);

@@ -70,8 +70,16 @@ void kd_claim_new_generation(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
         c->generation++;
-        snprintf(c->prefix, sizeof(c->prefix), "%s:%08x.%u:", c->token_name,
-                 c->boot, c->generation);
+        int len =
+            snprintf(c->prefix, sizeof(c->prefix), "%s:%08x.%u:", c->token_name,
+                     c->boot, c->generation);
+        /* The run tracker's prefix is the tokens' without its last ':';
+         * seqs go on from c->seq (never reset). */
+        char prefix[sizeof(c->prefix)];
+        kd_strlcpy(prefix, c->prefix, sizeof(prefix));
+        if (len > 0 && (size_t)len <= sizeof(prefix))
+                prefix[len - 1] = '\0';
+        kd_settle_run_generation(f, prefix, c->seq);
 }
 
 void kd_claim_generations_gone(kd_fwd_t *f)
@@ -182,15 +190,21 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                                         f->mode->takeover_at_once,
                                     .waited_foreign = t->waited_foreign};
         switch (kd_verdict(&in)) {
+        /* CANCELLED, DONE (the row FIRED or DEAD) and OTHER_COPY (the row
+         * another token's): t owns no FIRING row, its seq is finished.
+         * The others leave it alive: it may still insert or take over a
+         * row under its token. */
         case KD_VERDICT_CANCELLED:
                 kd_metric_inc(&f->metrics, KD_M_CANCELLED);
                 kd_log(f->conf, KDELAY_LOG_INFO, "event=task_cancelled id=%s",
                        kd_log_quote(t->rec.id, q, sizeof(q)));
                 kd_settle_note_cancelled(f, t->rec.id, t->rec.fire_at_ms);
+                kd_settle_run_finished(f, t->seq);
                 f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_DONE:
                 kd_metric_inc(&f->metrics, KD_M_ALREADY_FIRED);
+                kd_settle_run_finished(f, t->seq);
                 f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_UNDECIDED:
@@ -206,6 +220,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
                 return KD_SETTLED;
         case KD_VERDICT_OTHER_COPY:
                 kd_metric_inc(&f->metrics, KD_M_DUP_COPIES);
+                kd_settle_run_finished(f, t->seq);
                 f->mode->done(&f->mode_ctx, t);
                 return KD_SETTLED;
         case KD_VERDICT_TAKEOVER_OWN:
@@ -339,10 +354,15 @@ static int claim_batch(kd_fwd_t *f)
         for (size_t i = 0; i < n; i++) {
                 kd_task_t *t = kd_taskq_pop(&c->q);
                 int fresh = !t->token[0]; /* token made here: no row yet */
-                if (fresh)
+                /* A new token's seq goes to the run tracker first: refused
+                 * (out of memory), no token is made and c->seq stays. */
+                int failed = fresh && kd_settle_run_assign(f, c->seq + 1);
+                if (fresh && !failed) {
+                        t->seq = ++c->seq;
                         snprintf(t->token, sizeof(t->token), "%s%llu",
-                                 c->prefix, (unsigned long long)++c->seq);
-                if (kd_store_req_item(r, i, t, NULL)) {
+                                 c->prefix, (unsigned long long)t->seq);
+                }
+                if (failed || kd_store_req_item(r, i, t, NULL)) {
                         kd_store_failed(f, "claim", "out of memory");
                         kd_claim_enqueue(f, t);
                         for (size_t j = 0; j < i; j++) {
@@ -410,7 +430,10 @@ static void renewed(kd_fwd_t *f, kd_store_req_t *r)
                        kd_log_quote(fw->items[i].row_owner, qo, sizeof(qo)),
                        out, out ? "none" : "drop");
                 if (out)
-                        continue;
+                        continue; /* its report decides */
+                /* The row is another owner's, decided or gone: none of
+                 * its token's left to deliver. */
+                kd_settle_run_finished(f, t->seq);
                 f->mode->done(&f->mode_ctx,
                               t); /* detaches it (kd_settle_release) */
         }

@@ -741,7 +741,7 @@ static void on_record_failed(kd_fwd_t *f, kd_task_t *t,
                  * delivered fire again, so its fire is kept in memory and
                  * applied from there (settle.c) before t goes. */
                 if (t->state == KD_TASK_JOURNAL && !t->fire_failed)
-                        kd_settle_fired(f, t->rec.id, t->late_ms, 1);
+                        kd_settle_fired(f, t->rec.id, t->late_ms, 1, t->seq);
                 kd_settle_release(f, t);
                 return;
         }

@@ -29,9 +29,11 @@ void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t);
 
 /* Task id was delivered (exactly_once: committed), late_ms after its fire
  * time: counted, and its FIRED mark queued (a copy of id is kept) unless
- * it was fired without a claim (its journal record stands for it). */
+ * it was fired without a claim (its journal record stands for it) or a
+ * run of the tracker will cover seq, its token's (forwarder.fate_marks=
+ * runs; seq 0 = no token). */
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
-                     int unclaimed);
+                     int unclaimed, uint64_t seq);
 /* t, fired without a claim and delivered (at_least_once), has no journal
  * record and never will (its record of delivery refused for good): its
  * fire is counted and kept in memory as kd_settle_fired keeps one, and t
@@ -61,8 +63,29 @@ void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost);
 extern const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS];
 int kd_settle_dead_index(const char *reason);
 /* Task id, claimed, was dead-lettered (exactly_once: committed) with
- * reason: its DEAD mark queued (a copy of id is kept). */
-void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason);
+ * reason: its DEAD mark queued (a copy of id is kept), with seq, its
+ * token's, finished (kd_settle_run_finished) once the mark is in. */
+void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason,
+                    uint64_t seq);
+
+/* Runs of delivered claims (forwarder.fate_marks=runs, kd_runs.h,
+ * docs/plans/issue-44.md §7): settle owns the tracker of the claim
+ * generation; each flush records the runs it lets go. With rows (or no
+ * tracker for lack of memory) these do nothing. */
+/* A new claim generation, prefix "<token_name>:<boot>.<gen>", its seqs
+ * after last_seq: the tracker made (the first), or the last one's runs
+ * queued to be sent and its unfinished seqs parked (never covered). */
+void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
+                              uint64_t last_seq);
+/* seq is given to a task's new token now. -1 when it must not be (out of
+ * memory: the tracker refused it; the caller makes no token). */
+int kd_settle_run_assign(kd_fwd_t *f, uint64_t seq);
+/* The task of seq (0: none) let go owning no row under its token, or its
+ * DEAD mark in: a run may cover it. Never for a task still alive, nor
+ * for one delivered (kd_settle_fired). */
+void kd_settle_run_finished(kd_fwd_t *f, uint64_t seq);
+/* The runs_window gauges, read before they are shown. */
+void kd_settle_runs_gauges(kd_fwd_t *f);
 /* Queues the due time of a task dropped as CANCELLED for its row. */
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at);
 /* Writes what is queued now, in batches, unless the store backs off. */
@@ -74,7 +97,8 @@ void kd_settle_flush(kd_fwd_t *f);
  * (kd_settle_queued) stays FIRING, which a cancel still answers "too
  * late" and audit --fix marks. */
 int kd_settle_drain(kd_fwd_t *f, int64_t deadline);
-/* FIRED and DEAD marks and cancel due times queued, not yet sent. */
+/* FIRED and DEAD marks, runs and cancel due times queued, not yet
+ * sent. */
 size_t kd_settle_queued(const kd_fwd_t *f);
 /* The same, only when the batch is due (full, or waited long enough). */
 void kd_settle_flush_due(kd_fwd_t *f);

@@ -13,6 +13,7 @@
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_reconcile.h"
+#include "kd_runs.h"
 #include "kd_store.h"
 #include "kd_util.h"
 
@@ -23,6 +24,16 @@ typedef struct kd_ufire {
         kd_task_t *task; /* borrowed: its task, waiting for this apply to be
                             settled (kd_settle_fired_held); NULL = none */
 } kd_ufire_t;
+
+/* One run of delivered claims taken from the tracker, waiting to be sent
+ * (f->settle.rq): every seq lo..hi of generation prefix. */
+typedef struct kd_run {
+        char prefix[KD_RUNS_PREFIX_MAX];
+        uint64_t lo, hi;
+} kd_run_t;
+
+/* Runs taken from the tracker at a time. */
+#define KD_RUNS_TAKE 64
 
 /* FIRED marks are batched over this long. */
 #define KD_MARK_INTERVAL_MS 250
@@ -83,10 +94,10 @@ static void flush_cb(kd_timer_t *tm, void *arg)
  * rest waits in its queue, where it costs less than in the worker's. */
 #define KD_SETTLE_PIPELINE 2
 
-/* Ids waiting in every queue. */
+/* Ids and runs waiting in every queue. */
 static size_t queued(const kd_fwd_settle_t *s)
 {
-        size_t n = s->fired.len + s->seen.len;
+        size_t n = s->fired.len + s->seen.len + s->rq_len;
         for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
                 n += s->dead[i].len;
         return n;
@@ -149,6 +160,141 @@ kd_settle_mark_t kd_settle_mark(const kd_task_t *t, kd_task_state_t as)
         }
 }
 
+/* Room for n more runs in s->rq; -1 when out of memory. */
+static int rq_room(kd_fwd_settle_t *s, size_t n)
+{
+        if (s->rq_len + n <= s->rq_cap)
+                return 0;
+        size_t cap = s->rq_cap ? s->rq_cap : 16;
+        while (cap < s->rq_len + n)
+                cap *= 2;
+        kd_run_t *v = realloc(s->rq, cap * sizeof(*v));
+        if (!v)
+                return -1;
+        s->rq = v;
+        s->rq_cap = cap;
+        return 0;
+}
+
+/* The n runs of prefix will never be recorded (out of memory): their
+ * rows stay FIRING, which audit reports, as a lost FIRED mark. */
+static void runs_lost(kd_fwd_t *f, const char *prefix, const uint64_t *lo,
+                      const uint64_t *hi, size_t n, const char *why)
+{
+        char q[KD_LOG_QUOTED_MAX(KD_RUNS_PREFIX_MAX)];
+        for (size_t i = 0; i < n; i++) {
+                kd_metric_add(&f->metrics, KD_M_MARKS_LOST, hi[i] - lo[i] + 1);
+                kd_log(f->conf, KDELAY_LOG_ERROR,
+                       "event=fired_runs_lost prefix=%s lo=%llu hi=%llu "
+                       "why=%s",
+                       kd_log_quote(prefix, q, sizeof(q)),
+                       (unsigned long long)lo[i], (unsigned long long)hi[i],
+                       why);
+        }
+}
+
+/* Appends the n runs of prefix to s->rq (room made by rq_room). */
+static void rq_append(kd_fwd_settle_t *s, const char *prefix,
+                      const uint64_t *lo, const uint64_t *hi, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                kd_run_t *r = &s->rq[s->rq_len++];
+                kd_strlcpy(r->prefix, prefix, sizeof(r->prefix));
+                r->lo = lo[i];
+                r->hi = hi[i];
+        }
+}
+
+/* Every run the tracker holds into s->rq, its OPEN seqs parked: a new
+ * generation or a stop. */
+static void runs_drop(kd_fwd_t *f)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        uint64_t lo[KD_RUNS_TAKE], hi[KD_RUNS_TAKE], parked = 0;
+        const char *prefix = kd_runs_prefix(s->runs);
+        size_t n;
+        do {
+                n = kd_runs_drop(s->runs, lo, hi, KD_RUNS_TAKE, &parked);
+                if (n && rq_room(s, n))
+                        runs_lost(f, prefix, lo, hi, n, "out_of_memory");
+                else
+                        rq_append(s, prefix, lo, hi, n);
+        } while (n == KD_RUNS_TAKE);
+        kd_metric_add(&f->metrics, KD_M_RUNS_PARKED, parked);
+}
+
+/* At a flush: the runs the tracker lets go now into s->rq. Out of memory
+ * for them, none is taken: the tracker keeps them for the next flush. */
+static void runs_take(kd_fwd_t *f)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (!s->runs)
+                return;
+        uint64_t lo[KD_RUNS_TAKE], hi[KD_RUNS_TAKE], parked = 0;
+        int64_t now = kd_fwd_mono_ms(f);
+        size_t n = KD_RUNS_TAKE;
+        while (n == KD_RUNS_TAKE && rq_room(s, KD_RUNS_TAKE) == 0) {
+                n = kd_runs_take(s->runs, now, lo, hi, KD_RUNS_TAKE, &parked);
+                rq_append(s, kd_runs_prefix(s->runs), lo, hi, n);
+        }
+        kd_metric_add(&f->metrics, KD_M_RUNS_PARKED, parked);
+}
+
+void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
+                              uint64_t last_seq)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (f->conf->fwd_fate_marks != KD_FATE_MARKS_RUNS || s->runs_off)
+                return;
+        char q[KD_LOG_QUOTED_MAX(KD_RUNS_PREFIX_MAX)];
+        if (s->runs) {
+                char copy[KD_RUNS_PREFIX_MAX]; /* prefix may be the tracker's */
+                kd_strlcpy(copy, prefix, sizeof(copy));
+                runs_drop(f);
+                if (kd_runs_restart(s->runs, copy, last_seq) == 0) {
+                        /* Out now, before the new generation's claims: a
+                         * copy read again (a rewind) finds its delivered
+                         * row covered, not its own to take over. */
+                        kd_settle_flush(f);
+                        return;
+                }
+                kd_runs_free(s->runs);
+                s->runs = NULL;
+        } else if ((s->runs = kd_runs_new(prefix, last_seq))) {
+                return;
+        }
+        /* Marks per task from now on (safe: today's way). */
+        s->runs_off = 1;
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=out_of_memory what=run_tracker prefix=%s "
+               "action=fired_marks",
+               kd_log_quote(prefix, q, sizeof(q)));
+}
+
+int kd_settle_run_assign(kd_fwd_t *f, uint64_t seq)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        return s->runs ? kd_runs_assign(s->runs, seq, kd_fwd_mono_ms(f)) : 0;
+}
+
+void kd_settle_run_finished(kd_fwd_t *f, uint64_t seq)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (!s->runs || !seq)
+                return;
+        kd_runs_done(s->runs, seq); /* owning no row: nothing to mark */
+        arm(f);
+}
+
+void kd_settle_runs_gauges(kd_fwd_t *f)
+{
+        const kd_runs_t *r = f->settle.runs;
+        kd_metric_set(&f->metrics, KD_M_RUNS_WINDOW,
+                      r ? (int64_t)kd_runs_waiting(r) : 0);
+        kd_metric_set(&f->metrics, KD_M_RUNS_WINDOW_BYTES,
+                      r ? (int64_t)kd_runs_bytes(r) : 0);
+}
+
 void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t)
 {
         /* A task without a claim: its journal record (JOURNAL) stands for
@@ -159,9 +305,9 @@ void kd_settle_delivered(kd_fwd_t *f, kd_task_t *t)
             kd_settle_mark(t, fired ? KD_TASK_FIRING : t->state);
         if (fired)
                 kd_settle_fired(f, t->rec.id, t->late_ms,
-                                mark == KD_MARK_JOURNAL);
+                                mark == KD_MARK_JOURNAL, t->seq);
         else if (mark == KD_MARK_ROW)
-                kd_settle_dead(f, t->rec.id, t->dead_reason);
+                kd_settle_dead(f, t->rec.id, t->dead_reason, t->seq);
         kd_settle_done(f, t);
 }
 
@@ -176,9 +322,14 @@ static void count_fired(kd_fwd_t *f, int64_t late_ms, int unclaimed)
 }
 
 void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
-                     int unclaimed)
+                     int unclaimed, uint64_t seq)
 {
         count_fired(f, late_ms, unclaimed);
+        /* Delivered: a run covers its token's row, unless its seq was
+         * parked (then its own FIRED mark, below). */
+        kd_runs_cover_t cover = KD_RUNS_PARKED;
+        if (f->settle.runs && seq)
+                cover = kd_runs_done(f->settle.runs, seq);
         if (unclaimed) { /* its journal record stands for the mark */
                 int64_t now = kd_fwd_wall_ms(f);
                 if (uf_push(&f->settle, id, now - late_ms, now, NULL)) {
@@ -189,6 +340,10 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                                "id=%s action=journal_only",
                                kd_log_quote(id, q, sizeof(q)));
                 }
+                return;
+        }
+        if (cover == KD_RUNS_RUN) {
+                arm(f); /* the run's take */
                 return;
         }
         if (kd_idq_push(&f->settle.fired, id, 0)) {
@@ -211,7 +366,7 @@ int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t)
                  * to hold (the next owner reads it again); its fire is
                  * kept and applied all the same, as on_record_failed does
                  * for a record of delivery that failed after a revoke. */
-                kd_settle_fired(f, t->rec.id, t->late_ms, 1);
+                kd_settle_fired(f, t->rec.id, t->late_ms, 1, t->seq);
                 kd_settle_release(f, t);
                 return 0;
         }
@@ -220,6 +375,7 @@ int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t)
         if (uf_push(&f->settle, t->rec.id, now - t->late_ms, now, t))
                 return -1;
         count_fired(f, t->late_ms, 1);
+        kd_settle_run_finished(f, t->seq); /* delivered */
         kd_task_detach(f, t); /* nowhere: not a place (kd_task.h) */
         t->mem_fire = 1;
         /* In memory for as long as MySQL is away, as a held task waiting
@@ -240,11 +396,14 @@ int kd_settle_dead_index(const char *reason)
         return -1;
 }
 
-void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason)
+void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason,
+                    uint64_t seq)
 {
         int i = kd_settle_dead_index(reason);
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
-        if (i < 0 || kd_idq_push(&f->settle.dead[i], id, 0)) {
+        /* The seq rides with the mark: finished once the mark is in. A
+         * lost mark never finishes it (parked: its row uncovered). */
+        if (i < 0 || kd_idq_push(&f->settle.dead[i], id, (int64_t)seq)) {
                 /* The row stays FIRING: a cancel answers "too late", which
                  * stays true (never delivered, never to be); audit reports
                  * it. Counted. */
@@ -265,12 +424,60 @@ void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
                 arm(f);
 }
 
+/* A MARK_RUNS request is back: counted, or its runs to the front of
+ * s->rq again (sent after the store's backoff; INSERT IGNORE makes a
+ * resend after a lost answer harmless). */
+static void runs_flushed(kd_fwd_t *f, kd_fw_req_t *fw)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (!fw->err) {
+                kd_metric_add(&f->metrics, KD_M_FIRED_RUNS, fw->n);
+                for (size_t i = 0; i < fw->n; i++)
+                        kd_metric_add(&f->metrics, KD_M_FIRED_RUN_SEQS,
+                                      fw->hi[i] - fw->lo[i] + 1);
+                return;
+        }
+        /* Refused as invalid, they would be refused again for ever (and
+         * hold every statement behind them): a bug, logged and counted. */
+        if (fw->err == KDELAY_ERR_INVALID_ARG) {
+                runs_lost(f, fw->prefix, fw->lo, fw->hi, fw->n, "refused");
+                return;
+        }
+        if (rq_room(s, fw->n)) {
+                runs_lost(f, fw->prefix, fw->lo, fw->hi, fw->n,
+                          "out_of_memory");
+                return;
+        }
+        memmove(s->rq + fw->n, s->rq, s->rq_len * sizeof(*s->rq));
+        for (size_t i = 0; i < fw->n; i++) {
+                kd_run_t *r = &s->rq[i];
+                kd_strlcpy(r->prefix, fw->prefix, sizeof(r->prefix));
+                r->lo = fw->lo[i];
+                r->hi = fw->hi[i];
+        }
+        s->rq_len += fw->n;
+}
+
+/* 1 while flushes must go on though nothing is queued: seqs wait in the
+ * tracker (DONE ones behind a young OPEN one need a later take). */
+static int runs_waiting(const kd_fwd_settle_t *s)
+{
+        return s->runs && kd_runs_waiting(s->runs) > 0;
+}
+
 static void flushed(kd_fwd_t *f, kd_store_req_t *r)
 {
         kd_fwd_settle_t *s = &f->settle;
         kd_fw_req_t *fw = &r->fw;
         s->inflight--;
-        if (fw->err) {
+        if (fw->op == KD_FW_MARK_RUNS) {
+                runs_flushed(f, fw);
+        } else if (fw->op == KD_FW_MARK_DEAD && !fw->err) {
+                /* The DEAD marks are in, and the store runs requests in
+                 * order: a run taken from now on lands after them. */
+                for (size_t i = 0; i < fw->n; i++)
+                        kd_settle_run_finished(f, (uint64_t)fw->vals[i]);
+        } else if (fw->err) {
                 /* Queued again, to be sent after the store's backoff. */
                 kd_idq_t *q = fw->op == KD_FW_MARK_FIRED ? &s->fired
                               : fw->op == KD_FW_NOTE_CANCELLED
@@ -284,7 +491,7 @@ static void flushed(kd_fwd_t *f, kd_store_req_t *r)
                 }
         }
         kd_store_req_done(f, r);
-        if (queued(s) > 0)
+        if (queued(s) > 0 || runs_waiting(s))
                 arm(f);
 }
 
@@ -315,15 +522,50 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op,
         return q->len == 0;
 }
 
+/* Sends s->rq, one statement per request of the leading runs of one
+ * prefix (ascending: runs put back after a failure may not be), at most
+ * claim_batch, while the store takes them. 1 when all of it is out. */
+static int runs_flush(kd_fwd_t *f)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        while (s->rq_len > 0 && s->inflight < KD_SETTLE_PIPELINE &&
+               kd_store_ready(f)) {
+                size_t n = 1;
+                while (n < s->rq_len && n < (size_t)f->conf->fwd_claim_batch &&
+                       !strcmp(s->rq[n].prefix, s->rq[0].prefix) &&
+                       s->rq[n].lo > s->rq[n - 1].hi)
+                        n++;
+                kd_store_req_t *r = kd_store_req_new(f, KD_FW_MARK_RUNS, n);
+                if (!r) {
+                        kd_store_failed(f, "mark", "out of memory");
+                        return 0;
+                }
+                kd_strlcpy(r->fw.prefix, s->rq[0].prefix, sizeof(r->fw.prefix));
+                for (size_t i = 0; i < n; i++) {
+                        r->fw.lo[i] = s->rq[i].lo;
+                        r->fw.hi[i] = s->rq[i].hi;
+                }
+                s->rq_len -= n;
+                memmove(s->rq, s->rq + n, s->rq_len * sizeof(*s->rq));
+                s->inflight++;
+                kd_store_submit(f, r, flushed);
+        }
+        return s->rq_len == 0;
+}
+
 void kd_settle_flush(kd_fwd_t *f)
 {
         kd_fwd_settle_t *s = &f->settle;
+        runs_take(f);
+        /* Runs before the FIRED marks, as claim.c's flush sends both
+         * before claims: a claim after an outage sees the deliveries. */
         int all = idq_flush(f, &s->seen, KD_FW_NOTE_CANCELLED, NULL) &&
+                  runs_flush(f) &&
                   idq_flush(f, &s->fired, KD_FW_MARK_FIRED, NULL);
         for (int i = 0; all && i < KD_SETTLE_DEAD_REASONS; i++)
                 all = idq_flush(f, &s->dead[i], KD_FW_MARK_DEAD,
                                 kd_settle_dead_reasons[i]);
-        if (all)
+        if (all && !runs_waiting(s))
                 kd_timer_disarm(&f->timers, &s->flush);
         else
                 arm(f); /* at the store's retry time, or when one is back */
@@ -331,6 +573,12 @@ void kd_settle_flush(kd_fwd_t *f)
 
 int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
 {
+        /* A stop: the tracker's DONE seqs go into runs to send, its OPEN
+         * ones are parked (unfinished claims stay FIRING for the next
+         * owner). */
+        if (f->settle.runs)
+                kd_settle_run_generation(f, kd_runs_prefix(f->settle.runs),
+                                         kd_runs_last(f->settle.runs));
         /* The pump serves the store's answers but runs no timer, so each
          * round sends the next batches itself (a flush sends at most
          * KD_SETTLE_PIPELINE of them); a store backing off (a statement
@@ -530,4 +778,9 @@ void kd_settle_clear(kd_fwd_t *f)
         free(f->settle.uf);
         f->settle.uf = NULL;
         f->settle.uf_len = f->settle.uf_cap = 0;
+        kd_runs_free(f->settle.runs);
+        f->settle.runs = NULL;
+        free(f->settle.rq);
+        f->settle.rq = NULL;
+        f->settle.rq_len = f->settle.rq_cap = 0;
 }

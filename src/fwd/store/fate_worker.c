@@ -94,6 +94,10 @@ static void run(kd_fate_worker_t *w, kd_fw_req_t *r)
                     kd_fate_pending_clear(w->store, r->journal, r->epoch, r->by,
                                           r->stale_ms, &r->pending, e, es);
                 break;
+        case KD_FW_MARK_RUNS:
+                r->err = kd_fate_mark_runs(w->store, r->prefix, r->lo, r->hi,
+                                           r->n, e, es);
+                break;
         case KD_FW_RENEW_PENDING:
                 r->err =
                     kd_fate_pending_renew(w->store, r->journal, r->by, e, es);

@@ -33,11 +33,12 @@ typedef enum kd_fw_op {
         KD_FW_NOTE_CANCELLED, /* kd_fate_note_cancelled(ids, vals) */
         KD_FW_PING, /* kd_fate_status of the empty id, which no task has: a
                        primary-key lookup, the cheapest statement there is */
-        KD_FW_MARK_PENDING,   /* kd_fate_pending_mark(journal, by) */
-        KD_FW_CLEAR_PENDING,  /* kd_fate_pending_clear(journal, epoch, by,
-                                stale_ms) into pending */
-        KD_FW_RENEW_PENDING,  /* kd_fate_pending_renew(journal, by) */
-        KD_FW_APPLY_UNCLAIMED /* kd_fate_apply_unclaimed(uitems) */
+        KD_FW_MARK_PENDING,    /* kd_fate_pending_mark(journal, by) */
+        KD_FW_CLEAR_PENDING,   /* kd_fate_pending_clear(journal, epoch, by,
+                                 stale_ms) into pending */
+        KD_FW_RENEW_PENDING,   /* kd_fate_pending_renew(journal, by) */
+        KD_FW_APPLY_UNCLAIMED, /* kd_fate_apply_unclaimed(uitems) */
+        KD_FW_MARK_RUNS        /* kd_fate_mark_runs(prefix, lo, hi) */
 } kd_fw_op_t;
 
 /* One request: what to send, and what came back. Made and freed by the
@@ -58,6 +59,8 @@ typedef struct kd_fw_req {
         kd_fate_pending_t pending;   /* CLEAR_PENDING: the marker after */
         kd_fate_unclaimed_t *uitems; /* APPLY_UNCLAIMED: n (owned by the
                                         submitter; ids point into ids) */
+        char prefix[KD_FATE_RUN_PREFIX_MAX + 1]; /* MARK_RUNS */
+        uint64_t *lo, *hi; /* MARK_RUNS: n runs (owned by the request) */
         /* Filled by the worker: */
         kdelay_err_t err;
         char errstr[512];

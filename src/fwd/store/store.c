@@ -21,6 +21,7 @@ static const char *const op_name[] = {
     [KD_FW_CLEAR_PENDING] = "reconcile_clear",
     [KD_FW_RENEW_PENDING] = "reconcile_renew",
     [KD_FW_APPLY_UNCLAIMED] = "apply_unclaimed",
+    [KD_FW_MARK_RUNS] = "mark_runs",
 };
 
 /* While nothing goes to the store, a ping every KD_STORE_PING_MS keeps
@@ -111,12 +112,14 @@ int kd_store_fd(const kd_fwd_t *f)
         return f->store.worker ? kd_fate_worker_fd(f->store.worker) : -1;
 }
 
-/* The arrays a request of op needs: 0 none (ping), 1 items and tasks,
- * 2 ids, lens, vals and tasks (APPLY_UNCLAIMED's). */
+/* The arrays a request of op needs: 0 none kept (ping; MARK_RUNS, a few
+ * a second, allocates its lo and hi each time), 1 items and tasks, 2 ids,
+ * lens, vals and tasks (APPLY_UNCLAIMED's). */
 static int req_kind(kd_fw_op_t op)
 {
         if (op == KD_FW_PING || op == KD_FW_MARK_PENDING ||
-            op == KD_FW_CLEAR_PENDING || op == KD_FW_RENEW_PENDING)
+            op == KD_FW_CLEAR_PENDING || op == KD_FW_RENEW_PENDING ||
+            op == KD_FW_MARK_RUNS)
                 return 0;
         return op == KD_FW_CLAIM || op == KD_FW_TAKEOVER ? 1 : 2;
 }
@@ -186,6 +189,10 @@ kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n)
                 r->fw.vals = calloc(n, sizeof(*r->fw.vals));
                 r->tasks = calloc(n, sizeof(*r->tasks));
                 ok = r->fw.ids && r->fw.lens && r->fw.vals && r->tasks;
+        } else if (op == KD_FW_MARK_RUNS) {
+                r->fw.lo = calloc(n, sizeof(*r->fw.lo));
+                r->fw.hi = calloc(n, sizeof(*r->fw.hi));
+                ok = r->fw.lo && r->fw.hi;
         }
         if (!ok) {
                 kd_store_req_free(r);
@@ -287,6 +294,8 @@ static void req_destroy(kd_store_req_t *r)
         free(r->fw.ids);
         free(r->fw.lens);
         free(r->fw.vals);
+        free(r->fw.lo);
+        free(r->fw.hi);
         free(r->tasks);
         free(r->strs);
         free(r);

@@ -302,6 +302,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metric_set(m, KD_M_PAUSED_FULL, full);
         kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_fwd_mono_ms(f)));
         kd_outage_gauges(f);
+        kd_settle_runs_gauges(f);
 }
 
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event)

@@ -232,6 +232,7 @@ kdelay_err_t kdelay_conf_get(const kdelay_conf_t *conf, const char *name,
                 break;
         case KD_PROP_DELIVERY:
         case KD_PROP_OUTAGE:
+        case KD_PROP_MARKS:
                 kd_strlcpy(tmp,
                            kd_prop_choice_names(p->type)[*(const int *)field],
                            sizeof(tmp));

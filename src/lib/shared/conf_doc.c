@@ -69,6 +69,7 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
                 break;
         case KD_PROP_DELIVERY:
         case KD_PROP_OUTAGE:
+        case KD_PROP_MARKS:
                 snprintf(buf, size, "`%s` or `%s`",
                          kd_prop_choice_names(p->type)[0],
                          kd_prop_choice_names(p->type)[1]);

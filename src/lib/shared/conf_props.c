@@ -213,6 +213,13 @@ const kd_prop_t kd_props[] = {
      "at_least_once", 0,
      "the forwarder's delivery guarantee; `exactly_once` uses Kafka "
      "transactions (docs/reliability.md)"},
+    {"forwarder.fate_marks", KD_PROP_MARKS, KD_OFF(fwd_fate_marks), "rows", 0,
+     "how deliveries are put on record in the fate table: `rows` (a FIRED "
+     "mark per task) or `runs` (one `kdelay_fired_run` row per run of "
+     "claim tokens delivered, about one per 250 ms, instead of a mark per "
+     "task; needs schema 10, and every forwarder and client that reads "
+     "the table at 0.4.0 or later: older ones read a covered task as "
+     "FIRING; docs/plans/issue-44.md)"},
     {"forwarder.transactional_id", KD_PROP_STRING, KD_OFF(fwd_txn_id), NULL, 0,
      "`exactly_once`: the producer's `transactional.id`; stable per "
      "forwarder, so that a restarted one fences its predecessor and aborts "
@@ -249,9 +256,12 @@ const size_t kd_props_cnt = KD_ARRAY_LEN(kd_props);
 static const char *const kd_delivery_names[] = {"at_least_once",
                                                 "exactly_once"};
 static const char *const kd_outage_names[] = {"hold", "fire"};
+static const char *const kd_marks_names[] = {"rows", "runs"};
 
 const char *const *kd_prop_choice_names(kd_prop_type_t type)
 {
+        if (type == KD_PROP_MARKS)
+                return kd_marks_names;
         return type == KD_PROP_DELIVERY ? kd_delivery_names : kd_outage_names;
 }
 
@@ -411,7 +421,8 @@ kdelay_err_t kd_prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
                 return KDELAY_OK;
         }
         case KD_PROP_DELIVERY:
-        case KD_PROP_OUTAGE: {
+        case KD_PROP_OUTAGE:
+        case KD_PROP_MARKS: {
                 const char *const *names = kd_prop_choice_names(p->type);
                 for (int i = 0; i < 2; i++) {
                         if (!strcmp(value, names[i])) {

@@ -29,6 +29,12 @@ typedef enum kd_outage_policy {
         KD_OUTAGE_FIRE  /* fire through an outage, journaled */
 } kd_outage_policy_t;
 
+/* forwarder.fate_marks (docs/plans/issue-44.md §1.2). */
+typedef enum kd_fate_marks {
+        KD_FATE_MARKS_ROWS, /* a FIRED mark per delivered task */
+        KD_FATE_MARKS_RUNS  /* a kdelay_fired_run row per run of tokens */
+} kd_fate_marks_t;
+
 struct kdelay_conf_s {
         char *brokers;      /* owned; bootstrap.servers */
         char *topic_prefix; /* owned */
@@ -74,6 +80,7 @@ struct kdelay_conf_s {
         int64_t fwd_retry_max_ms; /* longest backoff */
         int64_t fwd_shutdown_timeout_ms;
         int fwd_delivery;             /* a kd_delivery_t */
+        int fwd_fate_marks;           /* a kd_fate_marks_t */
         char *fwd_txn_id;             /* owned; NULL = <group_id>-<instance> */
         int64_t fwd_txn_interval_ms;  /* longest open transaction */
         int fwd_abort_limit;          /* solo aborts before dead letter */

@@ -31,7 +31,8 @@ typedef enum kd_prop_type {
         KD_PROP_DURATION, /* int64_t ms */
         KD_PROP_TIERS,    /* kd_tiers_t */
         KD_PROP_DELIVERY, /* kd_delivery_t */
-        KD_PROP_OUTAGE    /* kd_outage_policy_t */
+        KD_PROP_OUTAGE,   /* kd_outage_policy_t */
+        KD_PROP_MARKS     /* kd_fate_marks_t */
 } kd_prop_type_t;
 
 typedef struct kd_prop {
@@ -61,7 +62,8 @@ extern const size_t kd_props_cnt;
 /* The property called name; NULL when there is none. */
 const kd_prop_t *kd_prop_find(const char *name);
 
-/* The names a KD_PROP_DELIVERY or KD_PROP_OUTAGE property takes, in its
+/* The names a KD_PROP_DELIVERY, KD_PROP_OUTAGE or KD_PROP_MARKS property
+ * takes, in its
  * enum's order (two each). */
 const char *const *kd_prop_choice_names(kd_prop_type_t type);
 
