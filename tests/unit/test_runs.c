@@ -123,6 +123,35 @@ static void test_park_time_bounds(void)
 
 /* A now older than the last assign's counts as the last's: a seq is
  * never parked early for it. */
+/* A longer park time (kd_runs_set_park: claim_ahead, a transaction's
+ * interval): an OPEN seq waits that long, and never less than the
+ * default; the slices scale with it. */
+static void test_a_longer_park_time(void)
+{
+        kd_runs_t *r = kd_runs_new("p", 0);
+        uint64_t lo[MAXR], hi[MAXR], parked;
+        kd_runs_set_park(r, 10);
+        CU_ASSERT_EQUAL(kd_runs_park_ms(r), KD_RUN_PARK_MS);
+        kd_runs_set_park(r, 3000);
+        CU_ASSERT_EQUAL(kd_runs_park_ms(r), 3000);
+        assign_n(r, 1, 3, 0);
+        kd_runs_done(r, 2);
+        kd_runs_done(r, 3);
+        CU_ASSERT_EQUAL(take(r, 2999, lo, hi, MAXR, &parked), 0);
+        CU_ASSERT_EQUAL(parked, 0);
+        CU_ASSERT_EQUAL(take(r, 3000, lo, hi, MAXR, &parked), 1);
+        CU_ASSERT_EQUAL(parked, 1);
+        CU_ASSERT_EQUAL(lo[0], 2);
+        CU_ASSERT_EQUAL(hi[0], 3);
+        /* Assigns over 5 s, one a ms: slices of 96 ms keep up. */
+        for (uint64_t s = 4; s < 5004; s++)
+                CU_ASSERT_EQUAL(kd_runs_assign(r, s, 10000 + (int64_t)s), 0);
+        CU_ASSERT_EQUAL(
+            take(r, 10000 + 5003 + 3000 + 96, lo, hi, MAXR, &parked), 0);
+        CU_ASSERT_EQUAL(parked, 5000);
+        kd_runs_free(r);
+}
+
 static void test_time_never_goes_back(void)
 {
         kd_runs_t *r = kd_runs_new("p", 0);
@@ -529,6 +558,7 @@ int main(void)
             KD_TEST(test_in_order_is_one_run),
             KD_TEST(test_open_seq_stalls_then_is_parked),
             KD_TEST(test_park_time_bounds),
+            KD_TEST(test_a_longer_park_time),
             KD_TEST(test_time_never_goes_back),
             KD_TEST(test_skipped_seqs_are_done),
             KD_TEST(test_max_runs_per_take),

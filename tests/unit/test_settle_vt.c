@@ -147,6 +147,19 @@ static const char *const runs_settings[] = {"forwarder.fate_marks",
 
 static kd_task_t *tasks[N];
 
+/* The tracker's park time (claim_ahead 1 s here: 1.5 s), and the latest
+ * a seq is parked: a slice after it (kd_runs.h). */
+static int64_t park_ms(void)
+{
+        return kd_runs_park_ms(fwd->settle.runs);
+}
+
+static int64_t park_late_ms(void)
+{
+        int64_t p = park_ms();
+        return p + (p * KD_RUNS_SLICE_MS + KD_RUN_PARK_MS - 1) / KD_RUN_PARK_MS;
+}
+
 /* Its fate as readers see it: a FIRING row a run covers reads FIRED. */
 static kdelay_fate_t fate_of(const char *id)
 {
@@ -254,7 +267,8 @@ static void test_runs_cover_tasks_delivered_in_claim_order(void)
 #define HELD_BACK 100
 
 /* One task held back: the runs stop before it, until its seq is parked
- * (1 s after its claim, at most a slice and a flush later); then the
+ * (the park time after its claim, at most a slice and a flush later);
+ * then the
  * others are covered and it is not; delivered later, it takes a FIRED
  * mark of its own. */
 static void test_a_task_held_back_is_parked_then_marked_alone(void)
@@ -270,13 +284,12 @@ static void test_a_task_held_back_is_parked_then_marked_alone(void)
         CU_ASSERT_EQUAL(count_fate(HELD_BACK, N, KDELAY_FATE_FIRING, 1),
                         N - HELD_BACK);
         /* Its claim went with the first batch, at about 0: parked at the
-         * first flush at least 1 s after it. */
-        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(fwd, MONO0, 999), 0);
+         * first flush at least the park time after it. */
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_to(fwd, MONO0, park_ms() - 1), 0);
         CU_ASSERT_EQUAL(kd_test_store_answers(fwd), 0);
         CU_ASSERT_EQUAL(count_fate(HELD_BACK + 1, N, KDELAY_FATE_FIRED, 1), 0);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
-        while (kd_test_since(fwd, MONO0) <
-               KD_RUN_PARK_MS + KD_RUNS_SLICE_MS + 250 + 1)
+        while (kd_test_since(fwd, MONO0) < park_late_ms() + 250 + 1)
                 serve(1);
         printf("  last batch claimed at +%lld ms; the others covered by "
                "+%lld ms\n",
@@ -428,9 +441,11 @@ static void test_a_dead_letter_joins_a_run_after_its_mark(void)
         CU_ASSERT_EQUAL(metric(KD_M_MARKS_LOST), 1);
         for (int i = HELD_BACK + 1; i < N; i++)
                 deliver(i);
-        /* The next flush, 1 s after the claims: the dead letter's seq in
-         * the first run; the lost one's parked between the two. */
-        serve(250);
+        /* The first flush the park time after the claims: the dead
+         * letter's seq in the first run; the lost one's parked between
+         * the two. */
+        while (kd_test_since(fwd, MONO0) < park_late_ms() + 250 + 1)
+                serve(1);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), N - 1);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
@@ -493,8 +508,7 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
         CU_ASSERT_EQUAL(fate_of("x0"), KDELAY_FATE_FIRING);
         CU_ASSERT_EQUAL(raw_of("c"), KDELAY_FATE_CANCELLED);
         CU_ASSERT_EQUAL(raw_of("d"), KDELAY_FATE_FIRED);
-        while (kd_test_since(fwd, MONO0) <
-               501 + KD_RUN_PARK_MS + KD_RUNS_SLICE_MS + 250)
+        while (kd_test_since(fwd, MONO0) < 501 + park_late_ms() + 250)
                 serve(1);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1); /* w's */
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);  /* and 6..15 */

@@ -31,11 +31,12 @@
 #include <stdint.h>
 
 /* An OPEN seq assigned at least this long ago is parked by kd_runs_take,
- * so the runs behind it keep flowing. */
+ * so the runs behind it keep flowing (the least; kd_runs_set_park). */
 #define KD_RUN_PARK_MS 1000
-/* Assign times are kept per slice of this long: a seq is parked no
- * earlier than KD_RUN_PARK_MS after its assign, and no later than
- * KD_RUN_PARK_MS + KD_RUNS_SLICE_MS (at the first take after). */
+/* Assign times are kept per slice of this long (at KD_RUN_PARK_MS; it
+ * scales with the park time): a seq is parked no earlier than the park
+ * time after its assign, and no later than the park time + a slice (at
+ * the first take after). */
 #define KD_RUNS_SLICE_MS 32
 #define KD_RUNS_SLICES   (KD_RUN_PARK_MS / KD_RUNS_SLICE_MS + 3)
 /* The longest window (seqs not yet emitted or parked): 16 MB of bits. */
@@ -64,6 +65,13 @@ void kd_runs_free(kd_runs_t *r);
  * fewer than it may), so its DONE seqs are covered under the old prefix.
  * -1 when prefix is too long (nothing changed). */
 int kd_runs_restart(kd_runs_t *r, const char *prefix, uint64_t last_seq);
+/* An OPEN seq is parked park_ms after its assign (at least
+ * KD_RUN_PARK_MS, the default): longer where a task's claim comes that
+ * much before its end (claim_ahead, an exactly_once transaction's
+ * interval), so that such tasks are not all parked. Set it before the
+ * first assign. */
+void kd_runs_set_park(kd_runs_t *r, int64_t park_ms);
+int64_t kd_runs_park_ms(const kd_runs_t *r);
 /* The generation's prefix (the tracker's, valid until the next
  * restart). */
 const char *kd_runs_prefix(const kd_runs_t *r);

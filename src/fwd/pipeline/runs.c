@@ -9,14 +9,15 @@
 #define KD_RUNS_CAP0 16
 
 /* Seqs first..(the next slice's first - 1, or last) were assigned in
- * [start_ms, last_ms], last_ms < start_ms + KD_RUNS_SLICE_MS. */
+ * [start_ms, last_ms], last_ms < start_ms + the tracker's slice_ms. */
 typedef struct kd_runs_slice {
         uint64_t first;
         int64_t start_ms, last_ms;
 } kd_runs_slice_t;
 
-/* With slices KD_RUNS_SLICE_MS apart at least, the oldest of a full
- * table ended KD_RUN_PARK_MS ago: folded before a new one is needed. */
+/* With slices slice_ms apart at least, the oldest of a full table ended
+ * park_ms ago: folded before a new one is needed (slice_ms scales with
+ * park_ms: kd_runs_set_park). */
 _Static_assert((KD_RUNS_SLICES - 2) * KD_RUNS_SLICE_MS >= KD_RUN_PARK_MS,
                "too few slices for KD_RUN_PARK_MS");
 
@@ -28,8 +29,10 @@ struct kd_runs {
          * DONE, for emitted < s <= last; the bits above last in last's
          * word are 0. */
         uint64_t *bits;
-        size_t cap; /* words, a power of two */
-        /* Every seq <= old_hi was assigned KD_RUN_PARK_MS or more before
+        size_t cap;       /* words, a power of two */
+        int64_t park_ms;  /* an OPEN seq this old is parked */
+        int64_t slice_ms; /* assign times are kept per slice this long */
+        /* Every seq <= old_hi was assigned park_ms or more before
          * a now seen: parkable. */
         uint64_t old_hi;
         kd_runs_slice_t slice[KD_RUNS_SLICES]; /* a ring: the younger */
@@ -68,6 +71,8 @@ kd_runs_t *kd_runs_new(const char *prefix, uint64_t last_seq)
         if (!r)
                 return NULL;
         r->cap = KD_RUNS_CAP0;
+        r->park_ms = KD_RUN_PARK_MS;
+        r->slice_ms = KD_RUNS_SLICE_MS;
         r->bits = calloc(r->cap, sizeof(*r->bits));
         if (!r->bits || set_prefix(r, prefix)) {
                 kd_runs_free(r);
@@ -91,6 +96,21 @@ int kd_runs_restart(kd_runs_t *r, const char *prefix, uint64_t last_seq)
                 return -1;
         reset(r, last_seq);
         return 0;
+}
+
+void kd_runs_set_park(kd_runs_t *r, int64_t park_ms)
+{
+        if (park_ms < KD_RUN_PARK_MS)
+                park_ms = KD_RUN_PARK_MS;
+        /* The slices keep the ratio the _Static_assert checks. */
+        r->park_ms = park_ms;
+        r->slice_ms =
+            (park_ms * KD_RUNS_SLICE_MS + KD_RUN_PARK_MS - 1) / KD_RUN_PARK_MS;
+}
+
+int64_t kd_runs_park_ms(const kd_runs_t *r)
+{
+        return r->park_ms;
 }
 
 const char *kd_runs_prefix(const kd_runs_t *r)
@@ -126,13 +146,13 @@ static void raise_old(kd_runs_t *r, uint64_t s)
                 r->old_hi = s;
 }
 
-/* Folds the slices that ended KD_RUN_PARK_MS before now (all of them
+/* Folds the slices that ended park_ms before now (all of them
  * when now is INT64_MAX) into old_hi. */
 static void fold(kd_runs_t *r, int64_t now_ms)
 {
         while (r->s_len > 0) {
                 const kd_runs_slice_t *h = &r->slice[r->s_head];
-                if (now_ms != INT64_MAX && h->last_ms > now_ms - KD_RUN_PARK_MS)
+                if (now_ms != INT64_MAX && h->last_ms > now_ms - r->park_ms)
                         return;
                 size_t next = (r->s_head + 1) % KD_RUNS_SLICES;
                 raise_old(r, r->s_len > 1 ? r->slice[next].first - 1 : r->last);
@@ -150,7 +170,7 @@ static void note_time(kd_runs_t *r, uint64_t seq, int64_t now_ms)
                     &r->slice[(r->s_head + r->s_len - 1) % KD_RUNS_SLICES];
                 if (now_ms < t->last_ms)
                         now_ms = t->last_ms; /* never older than the last */
-                if (now_ms < t->start_ms + KD_RUNS_SLICE_MS) {
+                if (now_ms < t->start_ms + r->slice_ms) {
                         t->last_ms = now_ms;
                         return;
                 }

@@ -240,6 +240,19 @@ static void runs_take(kd_fwd_t *f)
         kd_metric_add(&f->metrics, KD_M_RUNS_PARKED, parked);
 }
 
+/* How long a claimed seq may stay unfinished before it is parked: 1 s
+ * past the claim's lead (claim_ahead) and, in exactly_once, the longest
+ * wait for the commit its fire rides in, with half a second to spare
+ * (a transaction_interval of 2 s parked 2,999 of 3,000 seqs of a
+ * catch-up at a flat 1 s). */
+static int64_t run_park_ms(const kdelay_conf_t *conf)
+{
+        int64_t ms = conf->fwd_claim_ahead_ms + 500;
+        if (conf->fwd_delivery == KD_DELIVERY_EXACTLY_ONCE)
+                ms += conf->fwd_txn_interval_ms;
+        return ms > KD_RUN_PARK_MS ? ms : KD_RUN_PARK_MS;
+}
+
 void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
                               uint64_t last_seq)
 {
@@ -261,6 +274,7 @@ void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
                 kd_runs_free(s->runs);
                 s->runs = NULL;
         } else if ((s->runs = kd_runs_new(prefix, last_seq))) {
+                kd_runs_set_park(s->runs, run_park_ms(f->conf));
                 return;
         }
         /* Marks per task from now on (safe: today's way). */
