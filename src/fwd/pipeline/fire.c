@@ -332,6 +332,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                                   KD_PRODUCE_COUNTED | KD_PRODUCE_BY_HANDLE);
         if (!err) {
                 t->where = KD_WHERE_FLIGHT;
+                t->bulk = kd_producer_is_bulk(f, rk);
                 if (journal_with(f, t, as, 1))
                         journal_with_fire(f, t, rk);
                 if (f->mode->produced)
@@ -480,6 +481,7 @@ static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now)
         rd_kafka_headers_t *h = headers_lend(t);
         kd_held_remove(f, t);
         t->late_ms = now - due_ms(t);
+        kd_held_note_late(f, t->late_ms);
         if (!h) {
                 retry_later(f, t, KD_TASK_FIRING, "produce_failed",
                             RD_KAFKA_RESP_ERR__FAIL);
@@ -661,6 +663,8 @@ static void on_delivered(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 static void on_fired(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 {
         (void)m; /* a fire's own append time says nothing of the clock */
+        kd_metric_inc(&f->metrics,
+                      t->bulk ? KD_M_FIRES_BULK : KD_M_FIRES_PRECISE);
         refusal_disproved(f, t);
         settle_delivered(f, t);
 }
