@@ -40,18 +40,38 @@ static void test_hysteresis_between_the_thresholds(void)
         for (int64_t t = 100; t <= 10000; t += 100)
                 CU_ASSERT_EQUAL(kd_behind_note(&b, t, 50, 0, 0), 0);
         CU_ASSERT_TRUE(kd_behind_on(&b, 10000));
-        /* On time but the held set still half full: still on. */
-        CU_ASSERT_EQUAL(kd_behind_note(&b, 10001, 2, 1, 0), 0);
+        /* On time, the set under half, but a late sign 1 ms ago: one
+         * on-time fire among late ones (another partition's) is not
+         * enough. */
+        CU_ASSERT_EQUAL(kd_behind_note(&b, 10001, -120, 0, 0), 0);
         CU_ASSERT_TRUE(kd_behind_on(&b, 10001));
-        /* On time with the set under half: off. */
-        CU_ASSERT_EQUAL(kd_behind_note(&b, 10002, KD_BEHIND_CLEAR_MS - 1, 0, 0),
+        /* Calm long enough but the held set still half full: still on. */
+        CU_ASSERT_EQUAL(kd_behind_note(&b, 10000 + KD_BEHIND_CALM_MS, 2, 1, 0),
+                        0);
+        CU_ASSERT_TRUE(kd_behind_on(&b, 10000 + KD_BEHIND_CALM_MS));
+        /* Calm and the set under half: off. */
+        CU_ASSERT_EQUAL(kd_behind_note(&b, 10000 + KD_BEHIND_CALM_MS + 1,
+                                       KD_BEHIND_CLEAR_MS - 1, 0, 0),
                         -1);
-        CU_ASSERT_FALSE(kd_behind_on(&b, 10002));
+        CU_ASSERT_FALSE(kd_behind_on(&b, 10000 + KD_BEHIND_CALM_MS + 1));
         /* Off, 20..100 ms late: stays off. */
-        for (int64_t t = 10100; t <= 11000; t += 100)
+        for (int64_t t = 10500; t <= 11000; t += 100)
                 CU_ASSERT_EQUAL(kd_behind_note(&b, t, 99, 1, 0), 0);
         CU_ASSERT_FALSE(kd_behind_on(&b, 11000));
         CU_ASSERT_EQUAL(b.turns_on, 1);
+}
+
+/* Late fires interleaved with on-time ones (a drain of tasks scheduled
+ * in the past, several partitions): no flapping. */
+static void test_interleaved_on_time_fires_do_not_flap(void)
+{
+        kd_behind_t b = {0};
+        int changes = 0;
+        for (int64_t t = 0; t < 5000; t += 3)
+                changes +=
+                    kd_behind_note(&b, t, (t / 3) % 2 ? -120 : 1900, 0, 0) != 0;
+        CU_ASSERT_EQUAL(changes, 1);
+        CU_ASSERT_TRUE(kd_behind_on(&b, 5000));
 }
 
 static void test_goes_stale_without_a_sign(void)
@@ -79,6 +99,8 @@ int main(void)
             KD_TEST(test_comes_on_past_the_threshold_only),
             KD_TEST(test_held_full_with_something_due_is_behind),
             KD_TEST(test_hysteresis_between_the_thresholds),
-            KD_TEST(test_goes_stale_without_a_sign), KD_TEST_END};
+            KD_TEST(test_interleaved_on_time_fires_do_not_flap),
+            KD_TEST(test_goes_stale_without_a_sign),
+            KD_TEST_END};
         return kd_test_run("behind", cases, NULL, NULL);
 }

@@ -13,17 +13,18 @@ int kd_behind_note(kd_behind_t *b, int64_t mono, int64_t late_ms, int held_half,
                         b->turns_on++;
                 return was ? 0 : 1;
         }
-        if (late_ms < KD_BEHIND_CLEAR_MS && !held_half) {
-                b->on = 0;
-                return was ? -1 : 0;
-        }
-        /* Between the thresholds (or the held set still half full): as it
-         * was; still late enough to keep it on. */
-        if (was && late_ms >= KD_BEHIND_CLEAR_MS)
-                b->seen_mono = mono;
-        else if (!was)
+        if (!was) {
                 b->on = 0; /* a stale signal ends here */
-        return 0;
+                return 0;
+        }
+        if (late_ms >= KD_BEHIND_CLEAR_MS) {
+                b->seen_mono = mono; /* still late enough: kept on */
+                return 0;
+        }
+        if (held_half || mono - b->seen_mono < KD_BEHIND_CALM_MS)
+                return 0;
+        b->on = 0;
+        return -1;
 }
 
 int kd_behind_on(const kd_behind_t *b, int64_t mono)

@@ -5,11 +5,13 @@
  * claim queue's head, the held set's fill), read with a monotonic time;
  * no clock of its own. Hysteresis keeps it from flapping: on when
  * something due waits more than KD_BEHIND_MS, or the held set is full
- * while something due waits; off only when a fire or a claim head is less
- * than KD_BEHIND_CLEAR_MS late with the held set under half, or when no
- * sign of lateness came for KD_BEHIND_STALE_MS (nothing due waits: the
- * backlog is gone, or the forwarder is idle). Between the two thresholds
- * it stays as it was. */
+ * while something due waits; off only when something is less than
+ * KD_BEHIND_CLEAR_MS late with the held set under half and nothing was
+ * KD_BEHIND_CLEAR_MS late or more for KD_BEHIND_CALM_MS (tasks of several
+ * partitions go out interleaved: one on time among late ones proves
+ * nothing), or when no sign of lateness came for KD_BEHIND_STALE_MS
+ * (nothing due waits: the backlog is gone, or the forwarder is idle).
+ * Between the two thresholds it stays as it was. */
 #ifndef KD_BEHIND_H
 #define KD_BEHIND_H
 
@@ -17,6 +19,7 @@
 
 #define KD_BEHIND_MS       100
 #define KD_BEHIND_CLEAR_MS 20
+#define KD_BEHIND_CALM_MS  250
 #define KD_BEHIND_STALE_MS 2000
 
 typedef struct kd_behind {

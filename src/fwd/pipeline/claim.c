@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
@@ -333,10 +334,15 @@ static size_t batch_max(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
         size_t max = (size_t)f->conf->fwd_claim_batch;
-        /* The queue's head is a sign of lateness too: a drain bound by
-         * the store keeps its fires late only as long as they go out. */
-        if (c->q.head)
-                kd_held_note_late(f, kd_fwd_now(f) - kd_task_due_at(c->q.head));
+        /* The queue's head is a sign of lateness too (a drain bound by
+         * the store keeps its fires late only as long as they go out),
+         * but not of being on time: the queue is in due order only per
+         * partition, and a head not yet due says nothing of the tasks
+         * behind it. Only the fires clear the signal (or its staleness). */
+        int64_t late =
+            c->q.head ? kd_fwd_now(f) - kd_fire_due_ms(c->q.head) : 0;
+        if (late >= KD_BEHIND_CLEAR_MS)
+                kd_held_note_late(f, late);
         if (!kd_held_behind(f))
                 return max;
         size_t grown = max * KD_CLAIM_BATCH_BEHIND;
