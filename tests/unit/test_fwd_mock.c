@@ -351,6 +351,99 @@ static void c_fire_on_time(fm_env_t *e)
         check_txns_clean(e);
 }
 
+/* A backlog (issue 44, "batches that grow with a backlog"): N tasks due
+ * while the store hangs, so that every claim, and every fire, comes more
+ * than a second late. at_least_once fires each of them through the bulk
+ * producer (linger.ms 5), claims them in statements larger than
+ * forwarder.claim_batch while behind, and says it was behind; a probe due
+ * once the backlog is gone fires on time through the main producer. Each
+ * task delivered once, none early. */
+enum { BACKLOG_N = 20000 };
+
+/* qsort of record ids. */
+static int str_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void c_backlog(fm_env_t *e)
+{
+        fm_task_t *t = calloc(BACKLOG_N + 1, sizeof(*t));
+        task_buf_t *b = calloc(BACKLOG_N + 1, sizeof(*b));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        for (int i = 0; i < BACKLOG_N; i++) {
+                task_fill(e, &t[i], &b[i], "bk", i, 300);
+                t[i].headers = NULL;
+                t[i].header_cnt = 0;
+        }
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 600000), KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(fm_schedule(e, t, BACKLOG_N), 0);
+        int64_t due = t[0].fire_at_ms;
+        int64_t now = kd_now_ms();
+        if (now < due + 1200)
+                kd_sleep_ms((int)(due + 1200 - now));
+        fm_note(e, "store answers again, %lld ms past due",
+                (long long)(kd_now_ms() - due));
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(e->store, 0), KDELAY_OK);
+        int64_t end = kd_mono_ms() + 60000;
+        while (fm_metric(e, KD_M_FIRED) < BACKLOG_N && kd_mono_ms() < end)
+                kd_sleep_ms(50);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRED), BACKLOG_N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRES_BULK), BACKLOG_N);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRES_PRECISE), 0);
+        CU_ASSERT(fm_log_count(e, "event=backlog", "behind=1", NULL) >= 1);
+        CU_ASSERT_EQUAL(
+            fm_log_count(e, "event=bulk_producer_started", NULL, NULL), 1);
+        /* Claimed in statements larger than claim_batch (500). */
+        CU_ASSERT(kd_metric_quantile(&e->fwd->metrics, KD_M_CLAIM_BATCH, 1.0) >
+                  500);
+
+        /* On time beside (after) the backlog: the main producer. */
+        fm_task_t *probe = &t[BACKLOG_N];
+        task_fill(e, probe, &b[BACKLOG_N], "probe", 0, 1500);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, probe, 1), 0);
+        CU_ASSERT_EQUAL(wait_delivered(e, probe, 1, 15000), 0);
+        CU_ASSERT_EQUAL(fm_stop(e), KDELAY_OK);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRES_PRECISE), 1);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_FIRES_BULK), BACKLOG_N);
+        CU_ASSERT(fm_metric(e, KD_M_LATE_MAX) >= 1000);
+
+        /* Each delivered once, none early (all share one fire-at). */
+        fm_msg_t *msgs;
+        int cnt = fm_consume(e, e->target, &msgs);
+        CU_ASSERT_EQUAL(cnt, BACKLOG_N + 1);
+        char **ids = calloc(cnt > 0 ? (size_t)cnt : 1, sizeof(*ids));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+        int early = 0;
+        for (int i = 0; i < cnt; i++) {
+                char buf[160];
+                const char *id =
+                    fm_header_str(&msgs[i], "kdelay-id", buf, sizeof(buf));
+                ids[i] = strdup(id ? id : "");
+                int is_probe = id && !strcmp(id, probe->id);
+                early += msgs[i].ts < (is_probe ? probe->fire_at_ms : due);
+        }
+        CU_ASSERT_EQUAL(early, 0);
+        qsort(ids, cnt > 0 ? (size_t)cnt : 0, sizeof(*ids), str_cmp);
+        int dups = 0, found = 0;
+        for (int i = 1; i < cnt; i++)
+                dups += !strcmp(ids[i], ids[i - 1]);
+        for (int i = 0; i <= BACKLOG_N; i++)
+                found += bsearch(&(const char *){t[i].id}, ids,
+                                 cnt > 0 ? (size_t)cnt : 0, sizeof(*ids),
+                                 str_cmp) != NULL;
+        CU_ASSERT_EQUAL(dups, 0);
+        CU_ASSERT_EQUAL(found, BACKLOG_N + 1);
+        for (int i = 0; i < cnt; i++)
+                free(ids[i]);
+        free(ids);
+        if (cnt > 0)
+                fm_msgs_free(msgs, cnt);
+        free(t);
+        free(b);
+}
+
 /* Tiers 500ms,1s and a 500 ms hold horizon: a task 2.2 s ahead sits in
  * the 1 s tier, is due there (append + 1 s, less the lookahead) with far
  * more than the horizon left, hops (to the 1 s tier again, then to the
@@ -1665,6 +1758,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           hung_stop_overrides, 0, 1)                                           \
         X(held_set_limit_pauses_partitions_and_loses_nothing, c_backpressure,  \
           held_overrides, 0, 1)                                                \
+        X(a_backlog_fires_through_the_bulk_producer_and_on_time_through_main,  \
+          c_backlog, NULL, ALO_ONLY, 1)                                        \
         X(fire_rate_limit_spreads_due_tasks_in_due_order, c_rate,              \
           rate_overrides, 0, 1)                                                \
         X(retriable_produce_errors_lose_and_duplicate_nothing,                 \

@@ -30,6 +30,7 @@
 
 #include <kdelay/kdelay.h>
 
+#include "kd_behind.h"
 #include "kd_conf.h"
 #include "kd_fate.h"
 #include "kd_idq.h"
@@ -366,6 +367,9 @@ struct kd_fwd {
         kd_fwd_store_t store;
         kd_fwd_intake_t intake;
         kd_fwd_held_t held;
+        /* Tasks already due wait (kd_behind.h): fed by the fire and claim
+         * stages through kd_held_note_late, read by the claim stage. */
+        kd_behind_t behind;
         kd_fwd_claim_t claim;
         kd_fwd_outage_t outage;
         kd_fwd_journal_t journal;

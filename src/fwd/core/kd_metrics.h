@@ -84,6 +84,13 @@ typedef enum kd_metric_type {
           "record alone lately")                                               \
         X(SOLO, "solo", COUNTER, "",                                           \
           "Records produced alone after their batch or transaction failed")    \
+        X(FIRES_BULK, "fires_bulk", COUNTER, "",                               \
+          "Fires delivered through the bulk producer (at_least_once: "         \
+          "late by more than 100 ms, a backlog; linger.ms 5)")                 \
+        X(FIRES_PRECISE, "fires_precise", COUNTER, "",                         \
+          "Fires delivered through the main producer (linger.ms 1)")           \
+        X(BEHIND, "behind", GAUGE, "",                                         \
+          "1 while tasks already due wait (a backlog: claim batches grow)")    \
         X(PRODUCER_RENEWALS, "producer_renewals", COUNTER, "",                 \
           "Producers re-created after a fatal error")                          \
         X(SKIPPED_DONE, "skipped_done", COUNTER, "",                           \

@@ -167,6 +167,8 @@ typedef struct kd_task {
         int solo; /* the delivery mode's alone-fallback (at_least_once,
                      mode_alo.c): produce it alone, the broker refused a
                      batch it was in, maybe for a batch-mate */
+        int bulk; /* its fire went through the bulk producer (late: a
+                     backlog; at_least_once) */
         rd_kafka_resp_err_t known_refusal; /* a replay its target is known to
                                               refuse with this, learned
                                               before the replay: its fire

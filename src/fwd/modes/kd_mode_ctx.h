@@ -103,9 +103,14 @@ const char *kd_mode_dead_reason(int index);
 /* --- the producer room (kd_producer.h) -------------------------------- */
 
 /* The main producer (NULL when there is none); at_least_once's solo
- * producer (NULL when it cannot be made, logged). */
+ * producer (NULL when it cannot be made, logged); at_least_once's bulk
+ * producer for a backlog's late fires (kd_producer_bulk; NULL when it
+ * cannot be made: the main one then). */
 rd_kafka_t *kd_mode_producer_main(const kd_mode_ctx_t *m);
 rd_kafka_t *kd_mode_producer_solo(kd_mode_ctx_t *m);
+rd_kafka_t *kd_mode_producer_bulk(kd_mode_ctx_t *m);
+/* A fire later than this (t->late_ms) goes through the bulk producer. */
+#define KD_BULK_LATE_MS 100
 size_t kd_mode_producer_inflight(const kd_mode_ctx_t *m);
 void kd_mode_producer_renew_soon(kd_mode_ctx_t *m, int for_record);
 void kd_mode_producer_reset_soon(kd_mode_ctx_t *m);

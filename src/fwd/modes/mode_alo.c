@@ -156,12 +156,25 @@ static int alone(const kd_task_t *t)
         return t->solo || t->known_refusal;
 }
 
+/* A fire already late by more than KD_BULK_LATE_MS (a backlog: linger
+ * is nothing beside that) goes through the bulk producer, in large
+ * batches; an on-time one beside it keeps the main producer's 1 ms
+ * linger. Hops and dead letters stay on the main one. */
+static int bulk(const kd_task_t *t, kd_task_state_t as)
+{
+        return as == KD_TASK_FIRING && t->late_ms > KD_BULK_LATE_MS;
+}
+
 static int alo_begin(kd_mode_ctx_t *m, const kd_task_t *t, kd_task_state_t as,
                      rd_kafka_t **rk)
 {
-        (void)as;
-        *rk =
-            t && alone(t) ? kd_mode_producer_solo(m) : kd_mode_producer_main(m);
+        *rk = NULL;
+        if (t && alone(t))
+                *rk = kd_mode_producer_solo(m);
+        else if (t && bulk(t, as))
+                *rk = kd_mode_producer_bulk(m);
+        if (!*rk && !(t && alone(t)))
+                *rk = kd_mode_producer_main(m);
         return *rk ? 0 : -1;
 }
 

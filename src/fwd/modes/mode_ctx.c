@@ -103,6 +103,11 @@ rd_kafka_t *kd_mode_producer_solo(kd_mode_ctx_t *m)
         return kd_producer_solo(m->fwd);
 }
 
+rd_kafka_t *kd_mode_producer_bulk(kd_mode_ctx_t *m)
+{
+        return kd_producer_bulk(m->fwd);
+}
+
 size_t kd_mode_producer_inflight(const kd_mode_ctx_t *m)
 {
         return kd_producer_inflight(m->fwd);

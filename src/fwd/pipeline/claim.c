@@ -10,6 +10,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "kd_fire.h"
+#include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
@@ -335,13 +337,42 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
         arm(f);
 }
 
+/* While behind (kd_held_behind), a claim statement takes up to this many
+ * times forwarder.claim_batch rows: fewer, larger statements for a
+ * backlog, at most KD_CLAIM_BATCH_BEHIND_MAX (within the prepared
+ * statement's limit of 65,535 placeholders, fate_claim_prep.c). */
+#define KD_CLAIM_BATCH_BEHIND     4
+#define KD_CLAIM_BATCH_BEHIND_MAX 4000
+
+/* How many tasks the next claim statement takes at most. */
+static size_t batch_max(kd_fwd_t *f)
+{
+        kd_fwd_claim_t *c = &f->claim;
+        size_t max = (size_t)f->conf->fwd_claim_batch;
+        /* The queue's head is a sign of lateness too (a drain bound by
+         * the store keeps its fires late only as long as they go out),
+         * but not of being on time: the queue is in due order only per
+         * partition, and a head not yet due says nothing of the tasks
+         * behind it. Only the fires clear the signal (or its staleness). */
+        int64_t late =
+            c->q.head ? kd_fwd_now(f) - kd_fire_due_ms(c->q.head) : 0;
+        if (late >= KD_BEHIND_CLEAR_MS)
+                kd_held_note_late(f, late);
+        if (!kd_held_behind(f))
+                return max;
+        size_t grown = max * KD_CLAIM_BATCH_BEHIND;
+        if (grown > KD_CLAIM_BATCH_BEHIND_MAX)
+                grown = KD_CLAIM_BATCH_BEHIND_MAX;
+        return grown > max ? grown : max;
+}
+
 /* Sends one batch from the head of the queue. 0 on success. */
 static int claim_batch(kd_fwd_t *f)
 {
         kd_fwd_claim_t *c = &f->claim;
-        size_t n = c->q.len;
-        if (n > (size_t)f->conf->fwd_claim_batch)
-                n = (size_t)f->conf->fwd_claim_batch;
+        size_t n = c->q.len, max = batch_max(f);
+        if (n > max)
+                n = max;
         /* Straight into the request: a task array of a batch's size here
          * was a large allocation per batch, which made glibc consolidate
          * its free lists each time (a tenth of the loop's CPU in a

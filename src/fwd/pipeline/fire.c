@@ -334,6 +334,7 @@ static void produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
                                   KD_PRODUCE_COUNTED | KD_PRODUCE_BY_HANDLE);
         if (!err) {
                 t->where = KD_WHERE_FLIGHT;
+                t->bulk = kd_producer_is_bulk(f, rk);
                 if (journal_with(f, t, as, 1))
                         journal_with_fire(f, t, rk);
                 if (f->mode->produced)
@@ -404,7 +405,7 @@ static void headers_returned(kd_task_t *t, const rd_kafka_message_t *m)
  * in the past: the producer's choice), when its tier record came due. A
  * task a rate limit sent back (not_before) counts from its fire-at: its
  * wait is lateness. */
-static int64_t due_ms(const kd_task_t *t)
+int64_t kd_fire_due_ms(const kd_task_t *t)
 {
         const kd_taskrec_t *r = &t->rec;
         if (r->fire_at_ms >= r->append_ms || !t->part || r->not_before_ms)
@@ -460,7 +461,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
         }
         if (known) {
                 kd_held_remove(f, t);
-                t->late_ms = now - due_ms(t);
+                t->late_ms = now - kd_fire_due_ms(t);
                 /* Claimed: its row goes DEAD. */
                 kd_task_set_state(f, t, KD_TASK_FIRING);
                 kd_metric_inc(&f->metrics, KD_M_REFUSED_KNOWN);
@@ -481,7 +482,8 @@ static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now)
          * kdelay-fire-at; the routing headers stay behind. */
         rd_kafka_headers_t *h = headers_lend(t);
         kd_held_remove(f, t);
-        t->late_ms = now - due_ms(t);
+        t->late_ms = now - kd_fire_due_ms(t);
+        kd_held_note_late(f, t->late_ms);
         if (!h) {
                 retry_later(f, t, KD_TASK_FIRING, "produce_failed",
                             RD_KAFKA_RESP_ERR__FAIL);
@@ -663,6 +665,8 @@ static void on_delivered(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 static void on_fired(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 {
         (void)m; /* a fire's own append time says nothing of the clock */
+        kd_metric_inc(&f->metrics,
+                      t->bulk ? KD_M_FIRES_BULK : KD_M_FIRES_PRECISE);
         refusal_disproved(f, t);
         settle_delivered(f, t);
 }

@@ -168,3 +168,21 @@ size_t kd_held_share(const kd_fwd_t *f, unsigned rule)
 {
         return rule < KD_RATELIMITS_MAX ? f->held.rule[rule].cnt : 0;
 }
+
+void kd_held_note_late(kd_fwd_t *f, int64_t late_ms)
+{
+        int64_t mono = kd_fwd_mono_ms(f);
+        int change = kd_behind_note(&f->behind, mono, late_ms, !at_half(f),
+                                    kd_held_low(f));
+        if (change)
+                kd_log(f->conf, KDELAY_LOG_INFO,
+                       "event=backlog behind=%d late_ms=%lld held=%zu "
+                       "claim_queue=%zu",
+                       change > 0, (long long)late_ms, f->held.cnt,
+                       f->claim.q.len);
+}
+
+int kd_held_behind(const kd_fwd_t *f)
+{
+        return kd_behind_on(&f->behind, kd_fwd_mono_ms(f));
+}

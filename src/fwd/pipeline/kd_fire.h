@@ -8,6 +8,10 @@
 
 #include "kd_fwd_state.h"
 
+/* When t is due as far as its lateness goes (t->late_ms = the produce's
+ * time less this): its fire-at, or its tier's due time for a task written
+ * already past it (fire.c says more). */
+int64_t kd_fire_due_ms(const kd_task_t *t);
 /* Produces t to its target now (wall-clock now, for lateness). */
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now);
 /* Produces t to the tier that fits its remaining delay. */

@@ -72,4 +72,12 @@ static inline int kd_held_low(const kd_fwd_t *f)
         return f->held.low_until_mono != 0;
 }
 
+/* The "behind" signal (kd_behind.h, f->behind): something due (a fire
+ * going out, the claim queue's head) is late_ms past its due time, noted
+ * with the held set's fill (at or above half; full: a drain is on, a
+ * partition paused for room). A change is logged (event=backlog).
+ * kd_held_behind: 1 while behind. */
+void kd_held_note_late(kd_fwd_t *f, int64_t late_ms);
+int kd_held_behind(const kd_fwd_t *f);
+
 #endif

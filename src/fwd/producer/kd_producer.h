@@ -3,7 +3,8 @@
  * (producer.c, producer_tophandles.c; its state, kd_producer_state.h, is
  * private to them). It holds the main producer (transactional in
  * exactly_once), at_least_once's solo producer (batches of one, for
- * records whose batch the broker refused as a whole), their queues and
+ * records whose batch the broker refused as a whole) and bulk producer
+ * (large batches for a backlog's late fires), their queues and
  * wake-up pipe, the topic handles, the count of produces awaiting their
  * report, and the producer's renewal (a new one after a fatal error) and
  * reset (a new one though healthy). Every other file asks it through the
@@ -50,6 +51,21 @@ rd_kafka_t *kd_producer_main(const kd_fwd_t *f);
 rd_kafka_t *kd_producer_solo(kd_fwd_t *f);
 void kd_producer_solo_close(kd_fwd_t *f);
 
+/* at_least_once: the bulk producer, for fires already late by more than
+ * KD_BULK_LATE_MS (kd_mode_ctx.h: a backlog): linger.ms 5 and librdkafka's
+ * largest batches, where the main one lingers 1 ms for an on-time fire's
+ * precision (docs/forwarder.md, "Batches that grow with a backlog").
+ * Made now if missing (it shares the main one's wake-up pipe and delivery
+ * report callback; its produces count in flight alike, so a drain or a
+ * stop waits for them before offsets are committed); NULL when it cannot
+ * be made (logged; not asked again for 10 s: the fire goes through the
+ * main one). It ends with the room (flushed first), or, failed for good
+ * or with a renewed main producer, purged (its produces reported and
+ * retried). */
+rd_kafka_t *kd_producer_bulk(kd_fwd_t *f);
+/* 1 when rk is the bulk producer. */
+int kd_producer_is_bulk(const kd_fwd_t *f, const rd_kafka_t *rk);
+
 /* The main producer's topic handles by name: one per topic it fires to,
  * made when the fire is claimed (or, when the claim came late, at the
  * produce), so that the topic's metadata is asked for at once. A produce
@@ -69,10 +85,10 @@ void kd_producer_solo_close(kd_fwd_t *f);
 rd_kafka_topic_t *kd_producer_topic(kd_fwd_t *f, const char *topic);
 
 /* Produces the record vu (cnt fields, its topic by name in vu[0]) on rk,
- * the main or the solo producer. KD_PRODUCE_BY_HANDLE: through the main
- * producer's handle of the topic when rk is the main one (vu[0] becomes
- * it). KD_PRODUCE_COUNTED: accepted, it counts in flight until its report
- * (kd_producer_reported); else the caller counts it (a journal record in
+ * the main, solo or bulk producer. KD_PRODUCE_BY_HANDLE: through the main
+ * (or the bulk) producer's handle of the topic when rk is that one (vu[0]
+ * becomes it). KD_PRODUCE_COUNTED: accepted, it counts in flight until its
+ * report (kd_producer_reported); else the caller counts it (a journal record in
  * a fire's transaction, kd_journal.h). */
 #define KD_PRODUCE_COUNTED   1u
 #define KD_PRODUCE_BY_HANDLE 2u
@@ -97,13 +113,15 @@ int kd_producer_quiet(const kd_fwd_t *f);
 int kd_producer_drain(kd_fwd_t *f, int64_t deadline);
 
 /* Serving reports. kd_producer_poll: one turn of the pump, waiting at
- * most wait_ms on the main producer (10 ms while the solo one runs, whose
- * reports would not end the wait), then the solo one's. kd_producer_wait:
- * the main producer's reports for up to wait_ms (a revoke waiting for the
- * next fire time of the tasks claimed here). kd_producer_serve_main: the
- * main producer's reports waiting now. kd_producer_serve: the loop's
- * turn: both producers' reports waiting now; a solo producer that failed
- * for good goes (its produces are retried, through a new one). */
+ * most wait_ms on the main producer (10 ms while the solo or bulk one
+ * runs, whose reports would not end the wait), then the others'.
+ * kd_producer_wait: the main producer's reports for up to wait_ms (a
+ * revoke waiting for the next fire time of the tasks claimed here; 10 ms
+ * while the bulk one runs), then the bulk one's. kd_producer_serve_main:
+ * the main producer's reports waiting now. kd_producer_serve: the loop's
+ * turn: every producer's reports waiting now; a solo or bulk producer
+ * that failed for good goes (its produces are retried, through a new
+ * one). */
 void kd_producer_poll(kd_fwd_t *f, int wait_ms);
 void kd_producer_wait(kd_fwd_t *f, int wait_ms);
 void kd_producer_serve_main(kd_fwd_t *f);

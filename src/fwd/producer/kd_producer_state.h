@@ -21,6 +21,12 @@ struct kd_producer {
          * when first needed: kd_producer_solo); NULL = none. */
         rd_kafka_t *solo;         /* owned */
         rd_kafka_queue_t *solo_q; /* owned reference; wakes io_fds */
+        /* at_least_once: a third producer for fires already late by more
+         * than KD_BULK_LATE_MS (a backlog), in large batches (linger.ms 5);
+         * made when first needed (kd_producer_bulk); NULL = none. */
+        rd_kafka_t *bulk;         /* owned */
+        rd_kafka_queue_t *bulk_q; /* owned reference; wakes io_fds */
+        int64_t bulk_failed_mono; /* the last bulk producer not made; 0 */
         int io_fds[2];            /* the producers' queue wake-up pipe */
         kd_producer_dr_cb_t *dr_cb;
         size_t inflight;          /* produces awaiting a report */
@@ -47,10 +53,17 @@ struct kd_producer {
          * producer's made at once for the targets its predecessor wrote
          * (at most KD_WARM_TARGETS_MAX). */
         rd_kafka_topic_t *tophandles[KD_TOPHANDLE_SLOTS]; /* owned */
+        /* The bulk producer's own, alike (made at its first fire to
+         * each target: a backlog's fires wait for no metadata scan). */
+        rd_kafka_topic_t *bulk_handles[KD_TOPHANDLE_SLOTS]; /* owned */
 };
 
 /* Drops every handle of kd_producer_topic (before the producer is
- * destroyed). */
+ * destroyed); kd_producer_bulk_topics_release, the bulk producer's. */
 void kd_producer_topics_release(kd_producer_t *p);
+void kd_producer_bulk_topics_release(kd_producer_t *p);
+/* The bulk producer's handle of topic (kd_producer_topic's cache, its
+ * own table); NULL as there. */
+rd_kafka_topic_t *kd_producer_bulk_topic(kd_producer_t *p, const char *topic);
 
 #endif

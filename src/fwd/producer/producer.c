@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The producer room (kd_producer.h): the main and solo producers, their
+/* The producer room (kd_producer.h): the main, solo and bulk producers, their
  * queues and wake-up pipe, the in-flight count, renewal and reset. The
  * topic handles are producer_tophandles.c's. */
 #include <errno.h>
@@ -174,6 +174,80 @@ void kd_producer_solo_close(kd_fwd_t *f)
         k->solo = NULL;
 }
 
+/* The bulk producer's own properties, forced over the main one's: a
+ * backlog's fires in batches as large as a plain copy's (linger.ms 5,
+ * librdkafka's batch limits; idempotence and the rest as the main one). */
+static const char *const bulk_forced[] = {
+    "linger.ms",          "5",     "batch.size", "1000000",
+    "batch.num.messages", "10000", NULL};
+
+/* A bulk producer not made is not asked for again within this long (the
+ * fires go through the main one meanwhile). */
+#define KD_BULK_RETRY_MS 10000
+
+rd_kafka_t *kd_producer_bulk(kd_fwd_t *f)
+{
+        kd_producer_t *k = f->producer;
+        if (k->bulk)
+                return k->bulk;
+        int64_t now = kd_fwd_mono_ms(f);
+        if (!k->main || (k->bulk_failed_mono &&
+                         now - k->bulk_failed_mono < KD_BULK_RETRY_MS))
+                return NULL;
+        const char *forced[64];
+        size_t n = 0;
+        for (size_t i = 0; k->forced[i] && n + 8 < 64; i++)
+                forced[n++] = k->forced[i];
+        for (size_t i = 0; bulk_forced[i]; i++)
+                forced[n++] = bulk_forced[i];
+        forced[n] = NULL;
+        char errstr[512], q[600];
+        k->bulk = producer_new(f, forced, errstr, sizeof(errstr));
+        if (k->bulk)
+                k->bulk_q = rd_kafka_queue_get_main(k->bulk);
+        if (!k->bulk || !k->bulk_q) {
+                kd_log(
+                    f->conf, KDELAY_LOG_WARNING,
+                    "event=bulk_producer_failed err=%s action=use_main",
+                    kd_log_quote(k->bulk ? "no queue" : errstr, q, sizeof(q)));
+                if (k->bulk)
+                        rd_kafka_destroy(k->bulk);
+                k->bulk = NULL;
+                k->bulk_failed_mono = now;
+                return NULL;
+        }
+        rd_kafka_queue_io_event_enable(k->bulk_q, k->io_fds[1], "1", 1);
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=bulk_producer_started why=late_fires linger_ms=5");
+        return k->bulk;
+}
+
+int kd_producer_is_bulk(const kd_fwd_t *f, const rd_kafka_t *rk)
+{
+        return rk && f->producer && rk == f->producer->bulk;
+}
+
+/* Ends the bulk producer (if any). flush_ms > 0: what it holds is sent
+ * first, for up to that long (a stop); then whatever is left is purged
+ * and reported (the fire stage retries it, or a stop frees it). */
+static void bulk_close(kd_fwd_t *f, int flush_ms)
+{
+        kd_producer_t *k = f->producer;
+        if (!k->bulk)
+                return;
+        if (flush_ms > 0)
+                rd_kafka_flush(k->bulk, flush_ms);
+        rd_kafka_purge(k->bulk,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(k->bulk, 1000);
+        kd_producer_bulk_topics_release(k);
+        rd_kafka_queue_io_event_enable(k->bulk_q, -1, NULL, 0);
+        rd_kafka_queue_destroy(k->bulk_q);
+        k->bulk_q = NULL;
+        rd_kafka_destroy(k->bulk);
+        k->bulk = NULL;
+}
+
 void kd_producer_close(kd_fwd_t *f)
 {
         kd_producer_t *k = f->producer;
@@ -182,6 +256,7 @@ void kd_producer_close(kd_fwd_t *f)
         /* Reports of produces still in flight free their (orphan) tasks. */
         warm_release(k);
         kd_producer_solo_close(f);
+        bulk_close(f, 1000);
         if (k->main_q) {
                 rd_kafka_queue_destroy(k->main_q);
                 k->main_q = NULL;
@@ -214,10 +289,12 @@ rd_kafka_resp_err_t kd_producer_produce(kd_fwd_t *f, rd_kafka_t *rk,
 {
         /* Through the producer's handle of the topic when there is one
          * (its metadata asked for at the claim), else by name. */
-        rd_kafka_topic_t *rkt =
-            flags & KD_PRODUCE_BY_HANDLE && rk == f->producer->main
-                ? kd_producer_topic(f, vu[0].u.cstr)
-                : NULL;
+        kd_producer_t *k = f->producer;
+        rd_kafka_topic_t *rkt = NULL;
+        if (flags & KD_PRODUCE_BY_HANDLE && rk == k->main)
+                rkt = kd_producer_topic(f, vu[0].u.cstr);
+        else if (flags & KD_PRODUCE_BY_HANDLE && rk && rk == k->bulk)
+                rkt = kd_producer_bulk_topic(k, vu[0].u.cstr);
         if (rkt) {
                 vu[0].vtype = RD_KAFKA_VTYPE_RKT;
                 vu[0].u.rkt = rkt;
@@ -227,7 +304,7 @@ rd_kafka_resp_err_t kd_producer_produce(kd_fwd_t *f, rd_kafka_t *rk,
             error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
         rd_kafka_error_destroy(error);
         if (!err && flags & KD_PRODUCE_COUNTED)
-                f->producer->inflight++;
+                k->inflight++;
         return err;
 }
 
@@ -268,15 +345,21 @@ int kd_producer_drain(kd_fwd_t *f, int64_t deadline)
 void kd_producer_poll(kd_fwd_t *f, int wait_ms)
 {
         kd_producer_t *k = f->producer;
+        int others = k->solo || k->bulk;
         if (k->main)
-                rd_kafka_poll(k->main, wait_ms > 0 && k->solo ? 10 : wait_ms);
+                rd_kafka_poll(k->main, wait_ms > 0 && others ? 10 : wait_ms);
         if (k->solo)
                 rd_kafka_poll(k->solo, 0);
+        if (k->bulk)
+                rd_kafka_poll(k->bulk, 0);
 }
 
 void kd_producer_wait(kd_fwd_t *f, int wait_ms)
 {
-        rd_kafka_poll(f->producer->main, wait_ms);
+        kd_producer_t *k = f->producer;
+        rd_kafka_poll(k->main, wait_ms > 0 && k->bulk ? 10 : wait_ms);
+        if (k->bulk)
+                rd_kafka_poll(k->bulk, 0);
 }
 
 void kd_producer_serve_main(kd_fwd_t *f)
@@ -285,11 +368,32 @@ void kd_producer_serve_main(kd_fwd_t *f)
                 ;
 }
 
+/* The bulk producer's reports waiting now; one that failed for good goes
+ * (its produces are retried, through a new one). */
+static void serve_bulk(kd_fwd_t *f)
+{
+        kd_producer_t *k = f->producer;
+        char why[512], q[600];
+        if (!k->bulk)
+                return;
+        while (rd_kafka_poll(k->bulk, 0) > 0)
+                ;
+        rd_kafka_resp_err_t err =
+            rd_kafka_fatal_error(k->bulk, why, sizeof(why));
+        if (!err)
+                return;
+        kd_log(f->conf, KDELAY_LOG_ERROR,
+               "event=bulk_producer_fatal err=%s code=%s action=renew",
+               kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err));
+        bulk_close(f, 0);
+}
+
 void kd_producer_serve(kd_fwd_t *f)
 {
         kd_producer_t *k = f->producer;
         char why[512];
         kd_producer_serve_main(f);
+        serve_bulk(f);
         if (!k->solo)
                 return;
         while (rd_kafka_poll(k->solo, 0) > 0)
@@ -356,7 +460,8 @@ static int denied(rd_kafka_resp_err_t err)
 static void producer_close(kd_fwd_t *f)
 {
         kd_producer_t *k = f->producer;
-        kd_producer_solo_close(f); /* it shares the wake-up pipe */
+        kd_producer_solo_close(f); /* they share the wake-up pipe */
+        bulk_close(f, 0);
         rd_kafka_purge(k->main,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         kd_producer_drain(f, kd_fwd_mono_ms(f) + 1000);

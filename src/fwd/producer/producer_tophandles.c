@@ -14,17 +14,16 @@ static size_t slot_of(const char *name)
         return (size_t)(h % KD_TOPHANDLE_SLOTS);
 }
 
-rd_kafka_topic_t *kd_producer_topic(kd_fwd_t *f, const char *topic)
+/* rk's handle of topic in slots (rk's table), made if missing. */
+static rd_kafka_topic_t *handle_in(rd_kafka_t *rk, rd_kafka_topic_t **slots,
+                                   const char *topic)
 {
-        kd_producer_t *k = f->producer;
-        if (!k || !k->main)
-                return NULL;
-        rd_kafka_topic_t **slot = &k->tophandles[slot_of(topic)];
+        rd_kafka_topic_t **slot = &slots[slot_of(topic)];
         if (*slot && !strcmp(rd_kafka_topic_name(*slot), topic))
                 return *slot;
         /* Asks for the topic's metadata at once when it is new to the
          * producer. */
-        rd_kafka_topic_t *t = rd_kafka_topic_new(k->main, topic, NULL);
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
         if (!t)
                 return NULL;
         if (*slot)
@@ -33,11 +32,36 @@ rd_kafka_topic_t *kd_producer_topic(kd_fwd_t *f, const char *topic)
         return t;
 }
 
-void kd_producer_topics_release(kd_producer_t *k)
+rd_kafka_topic_t *kd_producer_topic(kd_fwd_t *f, const char *topic)
+{
+        kd_producer_t *k = f->producer;
+        if (!k || !k->main)
+                return NULL;
+        return handle_in(k->main, k->tophandles, topic);
+}
+
+rd_kafka_topic_t *kd_producer_bulk_topic(kd_producer_t *k, const char *topic)
+{
+        if (!k->bulk)
+                return NULL;
+        return handle_in(k->bulk, k->bulk_handles, topic);
+}
+
+static void release(rd_kafka_topic_t **slots)
 {
         for (size_t i = 0; i < KD_TOPHANDLE_SLOTS; i++) {
-                if (k->tophandles[i])
-                        rd_kafka_topic_destroy(k->tophandles[i]);
-                k->tophandles[i] = NULL;
+                if (slots[i])
+                        rd_kafka_topic_destroy(slots[i]);
+                slots[i] = NULL;
         }
+}
+
+void kd_producer_topics_release(kd_producer_t *k)
+{
+        release(k->tophandles);
+}
+
+void kd_producer_bulk_topics_release(kd_producer_t *k)
+{
+        release(k->bulk_handles);
 }

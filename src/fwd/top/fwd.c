@@ -15,6 +15,7 @@
 #include "kd_fire.h"
 #include "kd_fwd.h"
 #include "kd_guard.h"
+#include "kd_held.h"
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_journal.h"
@@ -301,6 +302,7 @@ static void refresh_gauges(kd_fwd_t *f)
         kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
         kd_metric_set(m, KD_M_PAUSED_FULL, full);
         kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_fwd_mono_ms(f)));
+        kd_metric_set(m, KD_M_BEHIND, kd_held_behind(f));
         kd_outage_gauges(f);
         kd_settle_runs_gauges(f);
 }
