@@ -1,7 +1,8 @@
 -- kdelay schema version 10: deliveries recorded per run of owner tokens
 -- (../../docs/fate-protocol.md, "Runs of delivered claims"). A forwarder
 -- claims each task under the owner token '<token_name>:<boot>.<gen>:<seq>',
--- seq counting up from 1 within one process generation. One row here,
+-- seq counting up through the process's life from the wall clock in
+-- microseconds at its start. One row here,
 -- (owner_prefix '<token_name>:<boot>.<gen>', seq_lo, seq_hi), says that
 -- every kdelay_fate row whose owner is '<owner_prefix>:<s>' with
 -- seq_lo <= s <= seq_hi and whose state is FIRING was delivered: readers

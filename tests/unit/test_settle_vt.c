@@ -146,6 +146,9 @@ static const char *const runs_settings[] = {"forwarder.fate_marks",
                                             NULL};
 
 static kd_task_t *tasks[N];
+/* The claim seq at the forwarder's birth (the wall clock in µs): the
+ * first token's seq is seq0 + 1. */
+static uint64_t seq0;
 
 /* The tracker's park time (claim_ahead 1 s here: 1.5 s), and the latest
  * a seq is parked: a slice after it (kd_runs.h). */
@@ -204,6 +207,8 @@ static void runs_claimed(void)
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle.runs);
+        seq0 = fwd->claim.seq;
+        CU_ASSERT_EQUAL(seq0, (uint64_t)WALL0 * 1000);
         for (int i = 0; i < N; i++) {
                 char id[16];
                 id_of(i, id, sizeof(id));
@@ -215,7 +220,7 @@ static void runs_claimed(void)
         serve(600); /* two full batches at once, the rest after 500 ms */
         for (int i = 0; i < N; i++) {
                 CU_ASSERT_EQUAL_FATAL(tasks[i]->state, KD_TASK_CLAIMED);
-                CU_ASSERT_EQUAL(tasks[i]->seq, (uint64_t)i + 1);
+                CU_ASSERT_EQUAL(tasks[i]->seq, seq0 + (uint64_t)i + 1);
         }
         CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRING, 0), N);
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_MARK_STATEMENTS), 0);
@@ -366,7 +371,7 @@ static void test_a_new_generation_parks_what_is_unfinished(void)
                         deliver(i);
         kd_claim_new_generation(fwd);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
-        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle.runs), N);
+        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle.runs), seq0 + N);
         serve(250);
         CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N - 1);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
@@ -381,7 +386,7 @@ static void test_a_new_generation_parks_what_is_unfinished(void)
         t->state = KD_TASK_HELD;
         kd_claim_enqueue(fwd, t);
         serve(600);
-        CU_ASSERT_EQUAL(t->seq, (uint64_t)N + 1);
+        CU_ASSERT_EQUAL(t->seq, seq0 + (uint64_t)N + 1);
         t->state = KD_TASK_FIRING;
         kd_settle_delivered(fwd, t);
         serve(250);
@@ -465,6 +470,7 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        seq0 = fwd->claim.seq;
         kd_fate_mem_row_t cancelled = {.fate = KDELAY_FATE_CANCELLED,
                                        .fire_at_ms = -1};
         kd_fate_mem_row_t fired = {.fate = KDELAY_FATE_FIRED,
@@ -495,7 +501,7 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
         CU_ASSERT_EQUAL(metric(KD_M_DUP_COPIES), 1);
         CU_ASSERT_EQUAL(metric(KD_M_CLAIMED), 11);
         CU_ASSERT_EQUAL(t[4]->state, KD_TASK_HELD); /* waits on the lease */
-        CU_ASSERT_EQUAL(t[2]->seq, 3);
+        CU_ASSERT_EQUAL(t[2]->seq, seq0 + 3);
         for (int i = 2; i < 15; i += i == 2 ? 3 : 1) { /* a, x0..x9 */
                 t[i]->state = KD_TASK_FIRING;
                 kd_settle_delivered(fwd, t[i]);
@@ -529,7 +535,8 @@ static void test_a_refused_seq_makes_no_token(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
-        kd_settle_run_generation(fwd, "settle:00000000.9", 1000);
+        seq0 = fwd->claim.seq;
+        kd_settle_run_generation(fwd, "settle:00000000.9", seq0 + 1000);
         kd_task_t *t = kd_test_task("r", "out", WALL0 + 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         t->state = KD_TASK_HELD;
@@ -537,7 +544,7 @@ static void test_a_refused_seq_makes_no_token(void)
         serve(501);
         CU_ASSERT_EQUAL(t->token[0], '\0');
         CU_ASSERT_EQUAL(t->seq, 0);
-        CU_ASSERT_EQUAL(fwd->claim.seq, 0);
+        CU_ASSERT_EQUAL(fwd->claim.seq, seq0);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_Q);
         CU_ASSERT_EQUAL(raw_of("r"), KDELAY_FATE_UNDECIDED);
         CU_ASSERT_EQUAL(metric(KD_M_CLAIM_STATEMENTS), 0);

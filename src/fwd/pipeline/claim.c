@@ -60,6 +60,13 @@ void kd_claim_init(kd_fwd_t *f)
                 c->boot = (uint32_t)getpid() ^ (uint32_t)kd_fwd_wall_ms(f);
         snprintf(c->own_tag, sizeof(c->own_tag), "%s:", c->token_name);
         snprintf(c->boot_tag, sizeof(c->boot_tag), "%08x.", c->boot);
+        /* Seqs start at the wall clock in microseconds: above every seq
+         * an earlier process of this token name gave (below a million
+         * claims a second), so that a run it recorded (kept for the
+         * retention) never covers a row of this one, even if its random
+         * boot was drawn again: that row would read FIRED undelivered. */
+        int64_t wall = kd_fwd_wall_ms(f);
+        c->seq = wall > 0 ? (uint64_t)wall * 1000u : 0;
         kd_claim_new_generation(f);
         if (conf->fwd_claim_lease_ms > 0 &&
             kd_timer_arm(&f->timers, &c->renew, KD_CLOCK_MONO,
