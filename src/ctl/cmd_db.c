@@ -133,6 +133,8 @@ static int gc_on_opt(int opt, const char *arg, void *ctx)
 }
 
 #define GC_PROGRESS_MS 5000
+/* Runs are kept this much longer than the rows they cover (clocks). */
+#define KD_GC_RUN_SLACK_MS (3600LL * 1000)
 
 /* One progress line: rows deleted from table so far (the rate counts
  * from t0_ms). */
@@ -228,15 +230,18 @@ static int run_gc(kd_cli_t *cli, const gc_args_t *a)
                         break;
         }
         /* Then the runs of delivered claims (kdelay_fired_run) recorded
-         * before the rows' horizon: a row a run covers was claimed and due
-         * before the run was recorded, so it went above. */
+         * an hour before the rows' horizon: a row a run covers was claimed
+         * and due before the run was recorded, so it went above. The hour
+         * is for clocks: a run is stamped by its forwarder's own clock,
+         * a row's fire-at by the broker's (review: a forwarder running
+         * behind would leave a row whose run went first, FIRING again). */
         uint64_t runs = 0;
         int rbatches = 0;
         int64_t rt0 = kd_mono_ms();
         while (!err) {
                 gc_pause(a, &batch_t0);
-                err = kd_fate_gc_runs(st, now - keep, a->batch, &n, errstr,
-                                      sizeof(errstr));
+                err = kd_fate_gc_runs(st, now - keep - KD_GC_RUN_SLACK_MS,
+                                      a->batch, &n, errstr, sizeof(errstr));
                 if (err || n == 0)
                         break;
                 runs += n;
