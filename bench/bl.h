@@ -36,6 +36,20 @@ int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size);
 int bl_produce(const char *topic, int n, int base,
                int64_t (*fire_at)(int, void *), void *arg, const char *stem);
 
+/* A producer of task records (idempotent, lingering linger_ms); delivery
+ * failures are counted into *errors (caller-owned, outlives the
+ * producer). NULL on failure. */
+rd_kafka_t *bl_producer_new(int linger_ms, int *errors);
+/* Queues one task record (id, also its key; fire_at; the section's
+ * target) to topic; 0, or -1 when it could not be queued. */
+int bl_produce_task(rd_kafka_t *rk, const char *topic, const char *id,
+                    int64_t fire_at);
+
+/* The task number that ends m's key; -1 when there is none. */
+long bl_task_no(const rd_kafka_message_t *m);
+/* Fire-at of m from its header; 0 when missing. */
+int64_t bl_fire_at_of(const rd_kafka_message_t *m);
+
 /* fire_at for bl_produce: every task at *(int64_t *)arg. */
 int64_t bl_at_fixed(int i, void *arg);
 
@@ -61,6 +75,10 @@ typedef struct bl_seen {
  * when every task arrived. */
 int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
                    bl_seen_t *s);
+/* bl_read_target, and each task's first copy's timestamp into ts_of[no]
+ * (want entries, caller-owned; untouched for a task that never came). */
+int bl_read_target_ts(const char *grp, int want, int timeout_ms, int idle_ms,
+                      bl_seen_t *s, int64_t *ts_of);
 
 /* Subscribes consumer rk to topic, its messages on the consumer queue. 0
  * on success. */
@@ -113,6 +131,11 @@ int bl_mysql_status(const char *like, const char *const *names, long long *vals,
  * costs the fate store: their sum) into w[3]; 0, or -1 when unknown. */
 int bl_mysql_row_writes(long long w[3]);
 
+/* The section database's kdelay_fate: its rows, and InnoDB's data and
+ * index bytes (after ANALYZE TABLE: its statistics, in pages); 0, or -1
+ * when unknown. */
+int bl_fate_table_bytes(long long *rows, long long *data, long long *index);
+
 /* The tier of the default ladder for a task remaining_ms ahead. */
 const char *bl_tier_for(int64_t remaining_ms);
 
@@ -131,5 +154,12 @@ void bl_crash_run(int n, int loop_s, int is_static);
  * gc_pause; NULL: gc's default). */
 void bl_pending_run(int pending, long long *rss_kb, long long *peak_kb);
 void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause);
+
+/* The ladder (bl_ladder.c): the default ladder with every tier,
+ * forwarder.hold_horizon and forwarder.lookahead divided by factor, and n
+ * tasks whose delays are log-uniform over 1 s .. 7 d divided alike: Kafka
+ * writes per task measured against kd_path_plan's at the run's read lag,
+ * lateness, lost and early. */
+void bl_ladder_run(int n, int factor);
 
 #endif

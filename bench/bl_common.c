@@ -62,18 +62,17 @@ static void dr_count(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
                 (*errors)++;
 }
 
-int bl_produce(const char *topic, int n, int base,
-               int64_t (*fire_at)(int, void *), void *arg, const char *stem)
+rd_kafka_t *bl_producer_new(int linger_ms, int *errors)
 {
-        int errors = 0;
-        char errstr[512];
+        char errstr[512], linger[16];
+        snprintf(linger, sizeof(linger), "%d", linger_ms);
         rd_kafka_conf_t *c = rd_kafka_conf_new();
         const char *props[] = {"bootstrap.servers",
                                it_brokers(),
                                "enable.idempotence",
                                "true",
                                "linger.ms",
-                               "20",
+                               linger,
                                "batch.num.messages",
                                "10000",
                                "queue.buffering.max.messages",
@@ -83,39 +82,56 @@ int bl_produce(const char *topic, int n, int base,
                 if (rd_kafka_conf_set(c, props[i], props[i + 1], errstr,
                                       sizeof(errstr))) {
                         rd_kafka_conf_destroy(c);
-                        return -1;
+                        return NULL;
                 }
         rd_kafka_conf_set_dr_msg_cb(c, dr_count);
-        rd_kafka_conf_set_opaque(c, &errors);
+        rd_kafka_conf_set_opaque(c, errors);
         rd_kafka_t *rk =
             rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
-        if (!rk) {
+        if (!rk)
                 rd_kafka_conf_destroy(c); /* not taken on failure */
+        return rk;
+}
+
+int bl_produce_task(rd_kafka_t *rk, const char *topic, const char *id,
+                    int64_t fire_at)
+{
+        static char value[BL_VALUE_LEN];
+        char fa[24];
+        if (!value[0])
+                memset(value, 'v', sizeof(value));
+        snprintf(fa, sizeof(fa), "%lld", (long long)fire_at);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        rd_kafka_header_add(h, KDELAY_HDR_ID, -1, id, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, bl_target, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fa, -1);
+        rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1, KDELAY_WIRE_VERSION, -1);
+        rd_kafka_resp_err_t err;
+        while (
+            (err = rd_kafka_producev(
+                 rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(id, strlen(id)),
+                 RD_KAFKA_V_VALUE(value, sizeof(value)), RD_KAFKA_V_HEADERS(h),
+                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+            RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                rd_kafka_poll(rk, 10);
+        if (err) {
+                rd_kafka_headers_destroy(h); /* not taken on failure */
                 return -1;
         }
-        char value[BL_VALUE_LEN];
-        memset(value, 'v', sizeof(value));
+        return 0;
+}
+
+int bl_produce(const char *topic, int n, int base,
+               int64_t (*fire_at)(int, void *), void *arg, const char *stem)
+{
+        int errors = 0;
+        rd_kafka_t *rk = bl_producer_new(20, &errors);
+        if (!rk)
+                return -1;
         for (int i = base; i < base + n; i++) {
-                char id[64], fa[24];
+                char id[64];
                 snprintf(id, sizeof(id), "%s-%s-%d", bl_prefix, stem, i);
-                snprintf(fa, sizeof(fa), "%lld", (long long)fire_at(i, arg));
-                rd_kafka_headers_t *h = rd_kafka_headers_new(4);
-                rd_kafka_header_add(h, KDELAY_HDR_ID, -1, id, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_TARGET, -1, bl_target, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_FIRE_AT, -1, fa, -1);
-                rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1,
-                                    KDELAY_WIRE_VERSION, -1);
-                rd_kafka_resp_err_t err;
-                while ((err = rd_kafka_producev(
-                            rk, RD_KAFKA_V_TOPIC(topic),
-                            RD_KAFKA_V_KEY(id, strlen(id)),
-                            RD_KAFKA_V_VALUE(value, sizeof(value)),
-                            RD_KAFKA_V_HEADERS(h),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                            RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                        rd_kafka_poll(rk, 10);
-                if (err) {
-                        rd_kafka_headers_destroy(h);
+                if (bl_produce_task(rk, topic, id, fire_at(i, arg))) {
                         errors++;
                         break;
                 }
@@ -162,8 +178,7 @@ int bl_subscribe(rd_kafka_t *rk, const char *topic)
         return err ? -1 : 0;
 }
 
-/* The task number that ends m's key; -1 when there is none. */
-static long task_no(const rd_kafka_message_t *m)
+long bl_task_no(const rd_kafka_message_t *m)
 {
         const char *k = m->key;
         size_t len = m->key_len, i = len;
@@ -177,8 +192,7 @@ static long task_no(const rd_kafka_message_t *m)
         return v;
 }
 
-/* Fire-at of m from its header; 0 when missing. */
-static int64_t fire_at_of(const rd_kafka_message_t *m)
+int64_t bl_fire_at_of(const rd_kafka_message_t *m)
 {
         rd_kafka_headers_t *h = NULL;
         const void *v;
@@ -195,6 +209,12 @@ static int64_t fire_at_of(const rd_kafka_message_t *m)
 
 int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
                    bl_seen_t *s)
+{
+        return bl_read_target_ts(grp, want, timeout_ms, idle_ms, s, NULL);
+}
+
+int bl_read_target_ts(const char *grp, int want, int timeout_ms, int idle_ms,
+                      bl_seen_t *s, int64_t *ts_of)
 {
         /* Fetches of 1 MB or 0.5 s, not one per produce: the copy has no
          * reader, and lateness is read from the records' timestamps. */
@@ -228,16 +248,18 @@ int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
                 if (!m)
                         continue;
-                long no = m->err ? -1 : task_no(m);
+                long no = m->err ? -1 : bl_task_no(m);
                 if (no >= 0 && no < want) {
                         int64_t ts = rd_kafka_message_timestamp(m, NULL);
-                        int64_t fa = fire_at_of(m);
+                        int64_t fa = bl_fire_at_of(m);
                         s->early += ts < fa;
                         if (got[no]) {
                                 s->dups++;
                         } else {
                                 got[no] = 1;
                                 late[s->n++] = ts - fa;
+                                if (ts_of)
+                                        ts_of[no] = ts;
                                 if (s->n == (size_t)want)
                                         idle_end = kd_mono_ms() + idle_ms;
                         }
@@ -460,4 +482,54 @@ int bl_mysql_row_writes(long long w[3])
         static const char *const names[] = {"Handler_write", "Handler_update",
                                             "Handler_delete"};
         return bl_mysql_status("Handler_%", names, w, 3);
+}
+
+/* The first column of sql's first row as a number; -1 when none. */
+static long long query_ll(MYSQL *conn, const char *sql)
+{
+        MYSQL_RES *res = NULL;
+        long long v = -1;
+        if (mysql_query(conn, sql) || !(res = mysql_store_result(conn))) {
+                fprintf(stderr, "bench_limit: %s: %s\n", sql,
+                        mysql_error(conn));
+                return -1;
+        }
+        MYSQL_ROW row = mysql_fetch_row(res);
+        if (row && row[0])
+                v = atoll(row[0]);
+        mysql_free_result(res);
+        return v;
+}
+
+int bl_fate_table_bytes(long long *rows, long long *data, long long *index)
+{
+        MYSQL *conn = it_mysql_connect();
+        char sql[512];
+        int rc = conn ? 0 : -1;
+        /* ANALYZE first: InnoDB's sizes are its persistent statistics. */
+        snprintf(sql, sizeof(sql), "ANALYZE TABLE `%s`.kdelay_fate", bl_db);
+        if (!rc && mysql_query(conn, sql))
+                rc = -1;
+        MYSQL_RES *res = rc ? NULL : mysql_store_result(conn);
+        if (res)
+                mysql_free_result(res);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM `%s`.kdelay_fate",
+                 bl_db);
+        if (!rc && (*rows = query_ll(conn, sql)) < 0)
+                rc = -1;
+        snprintf(sql, sizeof(sql),
+                 "SELECT DATA_LENGTH FROM information_schema.TABLES WHERE "
+                 "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'kdelay_fate'",
+                 bl_db);
+        if (!rc && (*data = query_ll(conn, sql)) < 0)
+                rc = -1;
+        snprintf(sql, sizeof(sql),
+                 "SELECT INDEX_LENGTH FROM information_schema.TABLES WHERE "
+                 "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'kdelay_fate'",
+                 bl_db);
+        if (!rc && (*index = query_ll(conn, sql)) < 0)
+                rc = -1;
+        if (conn)
+                mysql_close(conn);
+        return rc;
 }
