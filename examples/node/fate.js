@@ -40,9 +40,25 @@ const tls = require('tls');
 const PROG = 'fate.js';
 // The kdelay release whose docs this client follows, and the schema
 // versions it knows: the statements hold from 5 (DEAD, dead_reason) on.
-const RELEASE = '0.2.0';
+const RELEASE = '0.4.0';
 const SCHEMA_MIN = 5;
 const SCHEMA_KNOWN = 6;
+const SCHEMA_RUNS = 10; // kdelay_fired_run: a FIRING row a run covers is FIRED
+const STATUS_SQL = 'SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, dead_reason ' +
+  'FROM kdelay_fate WHERE task_id = ?';
+// From schema 10 (docs/fate-protocol.md "Runs of delivered claims"): the
+// same row and whether a run of delivered claims covers it (1: FIRED).
+const COVERED_SQL = "COALESCE(kdelay_fate.state = 'FIRING' " +
+  "AND kdelay_fate.owner LIKE '_%:_%:_%' AND kdelay_fate.owner NOT LIKE '%:%:%:%' " +
+  "AND CAST(CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) AS BINARY) " +
+  "= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS BINARY) " +
+  'AND (SELECT r.seq_hi FROM kdelay_fired_run r ' +
+  "WHERE r.owner_prefix = CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', 2) AS BINARY) " +
+  "AND r.seq_lo <= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) " +
+  'AND kdelay_fate.task_id IS NOT NULL ORDER BY r.seq_lo DESC LIMIT 1) ' +
+  ">= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED), 0)";
+const STATUS_SQL_RUNS = 'SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, dead_reason, ' +
+  COVERED_SQL + ' AS delivered FROM kdelay_fate WHERE task_id = ?';
 const SSL_MODES = ['DISABLED', 'PREFERRED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'];
 const ATTEMPTS = 3;
 const RETRY_PAUSE_MS = 250;
@@ -142,6 +158,7 @@ async function schemaCheck(conn) {
   const cmp = (a, b) => a.map((x, i) => x - b[i]).find((d) => d !== 0) || 0;
   const me = release(RELEASE);
   const top = Math.max(0, ...rows.map((r) => Number(r.version)));
+  conn.kdelaySchema = top; // status reads it: from 10 a run may cover a FIRING row
   if (top < SCHEMA_MIN)
     throw new SchemaError(`database schema is version ${top}, older than ${SCHEMA_MIN}: run \`kdelayctl db migrate\``);
   for (const r of rows) {
@@ -215,17 +232,22 @@ function checkId(id) {
     throw new UsageError(`task id ${JSON.stringify(id)} must be 1..128 bytes of UTF-8 without control characters`);
 }
 
-/** The fate row of id as `kdelayctl status --json` prints it. */
+/** The fate row of id as `kdelayctl status --json` prints it: a FIRING
+ * row a run of delivered claims covers (schema 10) answers FIRED. */
 async function status(conn, id) {
+  if (conn.kdelaySchema === undefined) { // a connection schemaCheck did not see
+    const [v] = await conn.query('SELECT COALESCE(MAX(version), 0) AS v FROM kdelay_schema');
+    conn.kdelaySchema = Number(v[0].v);
+  }
+  const runs = conn.kdelaySchema >= SCHEMA_RUNS;
   // The id is bound as bytes (a Buffer: sent as binary, never re-encoded).
-  const [rows] = await conn.execute(
-    'SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, dead_reason ' +
-    'FROM kdelay_fate WHERE task_id = ?', [Buffer.from(id, 'utf8')]);
+  const [rows] = await conn.execute(runs ? STATUS_SQL_RUNS : STATUS_SQL, [Buffer.from(id, 'utf8')]);
   const r = rows[0];
   const num = (v) => (v === null || v === undefined ? null : Number(v));
+  const covered = runs && r && r.state === 'FIRING' && Number(r.delivered) === 1;
   const out = {
     id,
-    fate: r ? r.state : 'UNDECIDED',
+    fate: r ? (covered ? 'FIRED' : r.state) : 'UNDECIDED',
     fire_at_ms: num(r && r.fire_at_ms),
     decided_at_ms: num(r && r.decided_at_ms),
     updated_at_ms: num(r && r.updated_at_ms),

@@ -15,7 +15,9 @@ through a fate-store outage may not be in the fate table yet) the insert
 adds no row; the read-back then answers too late (FIRING/FIRED) or dead
 (DEAD), and anything else (no row, CANCELLED) is "unknown": nothing was
 recorded, retry. On a schema before 9 (no kdelay_reconcile) the cancel
-is the plain INSERT ... VALUES of the releases before.
+is the plain INSERT ... VALUES of the releases before. Status reads the
+row; from schema 10 a FIRING row that a run of delivered claims
+(kdelay_fired_run, "Runs of delivered claims") covers answers FIRED.
 
 Needs PyMySQL (Debian: python3-pymysql). As a command:
 
@@ -46,9 +48,28 @@ import urllib.parse
 
 # The kdelay release whose protocol this file follows: a schema version
 # above 6 is usable only while its compat_floor is at or below it.
-PROTOCOL_RELEASE = (0, 2, 0)
+PROTOCOL_RELEASE = (0, 4, 0)
 SCHEMA_MIN = 5  # the DEAD state and dead_reason
 SCHEMA_FLOORS_FROM = 6
+SCHEMA_RUNS = 10  # kdelay_fired_run: a FIRING row a run covers is FIRED
+
+STATUS_SQL = ("SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, "
+              "dead_reason FROM kdelay_fate WHERE task_id = %s")
+# From schema 10 (docs/fate-protocol.md "Runs of delivered claims"): the
+# same row and whether a run of delivered claims covers it (1: FIRED).
+COVERED_SQL = (
+    "COALESCE(kdelay_fate.state = 'FIRING' "
+    "AND kdelay_fate.owner LIKE '_%%:_%%:_%%' AND kdelay_fate.owner NOT LIKE '%%:%%:%%:%%' "
+    "AND CAST(CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) AS BINARY) "
+    "= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS BINARY) "
+    "AND (SELECT r.seq_hi FROM kdelay_fired_run r "
+    "WHERE r.owner_prefix = CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', 2) AS BINARY) "
+    "AND r.seq_lo <= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) "
+    "AND kdelay_fate.task_id IS NOT NULL ORDER BY r.seq_lo DESC LIMIT 1) "
+    ">= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED), 0)")
+STATUS_SQL_RUNS = ("SELECT state, fire_at_ms, owner, decided_at_ms, updated_at_ms, "
+                   "dead_reason, " + COVERED_SQL + " AS delivered "
+                   "FROM kdelay_fate WHERE task_id = %s")
 
 # Errors after which the same statement may be sent again on a new
 # connection: connection lost (client 2006, 2013; server shutdown 1053),
@@ -151,7 +172,8 @@ def _release(text):
 
 
 def check_schema(conn):
-    """Raises SchemaError unless this protocol holds for the schema."""
+    """The schema's version; raises SchemaError unless this protocol holds
+    for it."""
     import pymysql
 
     try:
@@ -175,7 +197,8 @@ def check_schema(conn):
         if f is None or f > PROTOCOL_RELEASE:
             raise SchemaError(f"database schema version {version} needs kdelay "
                               f"{floor or '(no floor recorded)'}; this client "
-                              "follows 0.2.0: upgrade the client")
+                              "follows 0.4.0: upgrade the client")
+    return top
 
 
 def connect(url, password=None):
@@ -190,7 +213,8 @@ def connect(url, password=None):
                            connect_timeout=10, read_timeout=30,
                            write_timeout=30, **kw)
     try:
-        check_schema(conn)
+        # status reads it: from schema 10 a run may cover a FIRING row.
+        conn.kdelay_schema = check_schema(conn)
     except BaseException:
         conn.close()
         raise
@@ -207,18 +231,22 @@ def _id_bytes(task_id):
 
 
 def status(conn, task_id):
-    """The task's fate as `kdelayctl status --json` prints it."""
+    """The task's fate as `kdelayctl status --json` prints it: a FIRING row
+    a run of delivered claims covers (schema 10) answers FIRED."""
+    version = getattr(conn, "kdelay_schema", None)
+    if version is None:  # a connection connect() did not make
+        version = conn.kdelay_schema = check_schema(conn)
+    runs = version >= SCHEMA_RUNS
     with conn.cursor() as cur:
         # The id is bound as bytes: compared byte for byte, never SQL text.
-        cur.execute("SELECT state, fire_at_ms, owner, decided_at_ms, "
-                    "updated_at_ms, dead_reason FROM kdelay_fate "
-                    "WHERE task_id = %s", (_id_bytes(task_id),))
+        cur.execute(STATUS_SQL_RUNS if runs else STATUS_SQL, (_id_bytes(task_id),))
         row = cur.fetchone()
     text = task_id if isinstance(task_id, str) else task_id.decode("utf-8")
     out = {"id": text, "fate": "UNDECIDED", "fire_at_ms": None,
            "decided_at_ms": None, "updated_at_ms": None, "owner": None}
     if row:
-        out.update(fate=row[0], fire_at_ms=row[1], owner=row[2] or None,
+        fate = "FIRED" if row[0] == "FIRING" and runs and int(row[6] or 0) == 1 else row[0]
+        out.update(fate=fate, fire_at_ms=row[1], owner=row[2] or None,
                    decided_at_ms=row[3], updated_at_ms=row[4])
         if row[5]:
             out["dead_reason"] = row[5]

@@ -57,6 +57,7 @@ void test_runs_of_another_prefix_do_not_cover(void);
 void test_run_owner_edge_cases(void);
 void test_takeover_of_a_covered_row_fails(void);
 void test_firing_scan_skips_covered_rows(void);
+void test_firing_scan_keeps_the_oldest_uncovered(void);
 void test_gc_removes_rows_then_runs(void);
 void test_mark_runs_arguments(void);
 
@@ -83,6 +84,7 @@ void test_mark_runs_arguments(void);
             KD_TEST(test_run_owner_edge_cases),                                \
             KD_TEST(test_takeover_of_a_covered_row_fails),                     \
             KD_TEST(test_firing_scan_skips_covered_rows),                      \
+            KD_TEST(test_firing_scan_keeps_the_oldest_uncovered),              \
             KD_TEST(test_gc_removes_rows_then_runs),                           \
             KD_TEST(test_mark_runs_arguments)
 

@@ -234,6 +234,48 @@ void test_firing_scan_skips_covered_rows(void)
         CU_ASSERT_STRING_EQUAL(rows[0].id, "f3");
 }
 
+/* The scan lists the oldest uncovered rows, oldest first, however many
+ * covered rows are older or lie between them (MySQL tests coverage after
+ * reading a page, fate_firing.c). */
+void test_firing_scan_keeps_the_oldest_uncovered(void)
+{
+        KD_FC_NEED_STORE();
+        const char *order[] = {"c1", "u1", "c2", "u2", "c3", "u3", "c4"};
+        const char *tok[] = {P1 ":1", P1 ":2", P1 ":3", P1 ":4",
+                             P1 ":5", P1 ":6", P1 ":7"};
+        /* Claimed in reverse id order, so that the id order is not the
+         * age order. */
+        for (size_t i = 0; i < 7; i++) {
+                claim_tok(order[6 - i], tok[6 - i]);
+                kd_sleep_ms(3);
+        }
+        uint64_t lo[] = {1, 3, 5, 7}, hi[] = {1, 3, 5, 7};
+        CU_ASSERT_EQUAL(runs(P1, lo, hi, 4), KDELAY_OK);
+        kd_fate_firing_t rows[4];
+        size_t n = 0;
+        int64_t later = kd_now_ms() + 1000;
+        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, later, INT64_MAX, rows, 2,
+                                       &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 2);
+        CU_ASSERT_STRING_EQUAL(rows[0].id, "u3"); /* claimed first */
+        CU_ASSERT_STRING_EQUAL(rows[1].id, "u2");
+        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, later, INT64_MAX, rows, 4,
+                                       &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 3);
+        CU_ASSERT_STRING_EQUAL(rows[0].id, "u3");
+        CU_ASSERT_STRING_EQUAL(rows[1].id, "u2");
+        CU_ASSERT_STRING_EQUAL(rows[2].id, "u1");
+        CU_ASSERT_STRING_EQUAL(rows[2].owner, P1 ":2");
+        CU_ASSERT(rows[0].updated_at_ms < rows[1].updated_at_ms);
+        CU_ASSERT(rows[1].updated_at_ms < rows[2].updated_at_ms);
+        CU_ASSERT_EQUAL(kd_fate_firing(kd_fc_store, later, INT64_MAX, rows, 0,
+                                       &n, kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(n, 0);
+}
+
 /* gc deletes the rows first, then the runs recorded before the same
  * horizon, in batches; a run recorded after it stays. */
 void test_gc_removes_rows_then_runs(void)

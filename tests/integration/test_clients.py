@@ -31,6 +31,12 @@ fate program runs as a MySQL user holding exactly `kdelayctl db grants
   answers UNKNOWN (exit 1; in batch mode and with --json) and `kdelayctl
   status --json` carries "reconciling"; once the mark is cleared the same
   ids cancel (exit 0). The mark is cleared whatever happens.
+- the forwarder records deliveries as runs (forwarder.fate_marks=runs,
+  docs/fate-protocol.md "Runs of delivered claims"): once every language
+  is done, each language's status of its A and of its too_late race tasks
+  answers FIRED, and of those at least one row is, read raw, FIRING with a
+  kdelay_fired_run row covering its owner's seq (the run path, not a
+  per-task FIRED mark).
 
 Beside them, retries (kdelay_retry, examples/c/retrying_consumer.c, in one
 Kafka transaction per batch with the consumed offsets; the forwarder runs
@@ -229,6 +235,7 @@ class Stack:
                 "-X", "forwarder.hold_horizon=2s",
                 "-X", f"forwarder.claim_ahead={CLAIM_AHEAD_MS}ms",
                 "-X", "forwarder.delivery=exactly_once",
+                "-X", "forwarder.fate_marks=runs",
                 "-X", f"forwarder.target_rate_limits={self.prefix}.limited={LIMIT_RATE}",
                 "-X", "forwarder.http_listen=127.0.0.1:0"]
         if os.environ.get("KDELAY_KAFKA_CONFIG"):
@@ -417,6 +424,58 @@ def lang_main(lang):
         lang.check_status(ids)
     except Exception as e:  # a crash of the harness is a failure too
         lang.err(f"{type(e).__name__}: {e}")
+
+
+def raw_covered(stack, ids):
+    """id -> (state, owner, covered) of the rows of ids read raw: covered
+    when a kdelay_fired_run row's [seq_lo, seq_hi] holds the owner's seq
+    under its prefix (the greatest seq_lo at or below it decides)."""
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    rows = stack.root_sql(f"SELECT task_id, state, owner FROM `{stack.db}`.kdelay_fate "
+                          f"WHERE task_id IN ({quoted})")
+    out = {}
+    for tid, state, owner in rows:
+        tid = tid.decode() if isinstance(tid, bytes) else tid
+        owner = owner.decode() if isinstance(owner, bytes) else owner
+        covered = False
+        prefix, _, seq = (owner or "").rpartition(":")
+        if prefix.count(":") == 1 and seq.isdigit():
+            hit = stack.root_sql(
+                f"SELECT seq_hi FROM `{stack.db}`.kdelay_fired_run WHERE owner_prefix = "
+                f"X'{prefix.encode().hex()}' AND seq_lo <= {int(seq)} "
+                "ORDER BY seq_lo DESC LIMIT 1")
+            covered = bool(hit) and int(hit[0][0]) >= int(seq)
+        out[tid] = (state, owner, covered)
+    return out
+
+
+def runs_check(stack, lang):
+    """Every fired task of lang (A, the too_late race tasks) reads FIRED
+    by its status, and at least one of them is a FIRING row a run covers:
+    read FIRED through the covered test."""
+    try:
+        ids = [i for i in [lang.ids.get("A")] if i]
+        ids += [t for t, _ in lang.race if lang.race_answers.get(t) == "too_late"]
+        if not ids:
+            lang.err("runs: no fired task to ask")
+            return
+        got = lang.fate_cmd("status", ids, want_rc=0)
+        if not got:
+            return
+        raw = raw_covered(stack, ids)
+        covered = [o["id"] for o in got[0] if raw.get(o["id"], (None, None, False))[2]]
+        for o in got[0]:
+            if o["fate"] != "FIRED":
+                lang.err(f"runs: status of fired {o['id']!r}: {o['fate']}, raw row "
+                         f"{raw.get(o['id'])}")
+            r = raw.get(o["id"])
+            if r and r[2] and r[0] != "FIRING":
+                lang.err(f"runs: {o['id']!r} covered yet raw state {r[0]}")
+        if not covered:
+            lang.err(f"runs: none of {len(ids)} fired tasks is a FIRING row a run covers: {raw}")
+        lang.runs = f"{len(ids)} fired read FIRED, {len(covered)} of them FIRING rows covered by a run"
+    except Exception as e:  # a crash of the harness is a failure too
+        lang.err(f"runs: {type(e).__name__}: {e}")
 
 
 RECONCILE_JOURNAL = "test.journal"
@@ -981,7 +1040,12 @@ def main():
             t.start()
         for t in langs_threads:
             t.join()
-        # Every A has fired, no language cancels or asks status any more.
+        # Every A has fired, no language cancels any more.
+        rthreads = [threading.Thread(target=runs_check, args=(stack, l)) for l in runs]
+        for t in rthreads:
+            t.start()
+        for t in rthreads:
+            t.join(120)
         recon = Retry(stack)
         reconcile_window(stack, runs, recon)
         until["ms"] = now_ms() + 3000  # a cancelled task would come by now
@@ -1000,6 +1064,7 @@ def main():
             rec = getattr(l, "reconcile", {})
             log(f"{l.name}: while a reconciliation was pending: unseen id {rec.get('pending')}, "
                 f"fired A {rec.get('A')}; once cleared: unseen id {rec.get('cleared')}")
+            log(f"{l.name}: runs: {getattr(l, 'runs', None)}")
             for e in l.errors:
                 failed = True
                 print(f"test_clients: FAIL: {l.name}: {e}", file=sys.stderr)

@@ -79,6 +79,11 @@ int tt_fleet_start(tt_fleet_t *f, int slot)
                 snprintf(mode, sizeof(mode), "forwarder.delivery=%s", o->mode);
                 argv[a++] = "-X";
                 argv[a++] = mode;
+                /* exactly_once records deliveries as runs of delivered
+                 * claims (docs/fate-protocol.md); at_least_once keeps the
+                 * default FIRED marks. A -X below overrides it. */
+                argv[a++] = "-X";
+                argv[a++] = "forwarder.fate_marks=runs";
         }
         if (o->max_fire_rate >= 0) {
                 snprintf(rate, sizeof(rate), "forwarder.max_fire_rate=%ld",

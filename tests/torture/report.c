@@ -46,9 +46,9 @@ typedef struct counts {
             c_ok, c_late, c_err, c_retried, race, race_ok, race_late, lost,
             unacked_missing, early_ts, early_rx, cancel_then_delivered,
             fate_cancel_delivered, too_late_missing, bad, dead_tasks,
-            fate_fired, fate_firing, fate_cancelled, fate_none, fired_no_row,
-            heavy, heavy_delivered, malformed, mal_dead, mal_dups, mal_missing,
-            mal_delivered, mal_bad_reason;
+            fate_fired, fate_covered, fate_firing, fate_cancelled, fate_none,
+            fired_no_row, heavy, heavy_delivered, malformed, mal_dead, mal_dups,
+            mal_missing, mal_delivered, mal_bad_reason;
         /* malformed and poison tasks never seen dead-lettered whose dead
          * letter a forwarder delivered while the dead_topic_delete fault
          * deleted the topic (doomed): gone with it, not missing */
@@ -386,6 +386,7 @@ static void count(const tt_report_in_t *in, counts_t *c, lat_t *ts, lat_t *rx,
                 c->heavy += t->heavy;
                 c->heavy_delivered += t->heavy && copies;
                 c->fate_fired += t->fate == TT_FATE_FIRED;
+                c->fate_covered += t->fate_covered;
                 c->fate_firing += t->fate == TT_FATE_FIRING;
                 c->fate_cancelled += t->fate == TT_FATE_CANCELLED;
                 c->fate_none += t->fate == TT_FATE_NONE;
@@ -758,12 +759,13 @@ int tt_report(const tt_report_in_t *in, FILE *out)
         row(out, "dead-lettered tasks", c.dead_tasks, note);
         if (in->fate_rows >= 0)
                 snprintf(note, sizeof(note),
-                         "FIRED=%lld FIRING=%lld CANCELLED=%lld DEAD=%lld "
+                         "FIRED=%lld (FIRING covered by a run %lld) "
+                         "FIRING=%lld CANCELLED=%lld DEAD=%lld "
                          "none=%lld (poison apart); delivered without row "
                          "%lld; FIRED, not delivered %lld",
-                         c.fate_fired, c.fate_firing, c.fate_cancelled,
-                         c.fate_dead, c.fate_none, c.fired_no_row,
-                         c.fired_undelivered);
+                         c.fate_fired, c.fate_covered, c.fate_firing,
+                         c.fate_cancelled, c.fate_dead, c.fate_none,
+                         c.fired_no_row, c.fired_undelivered);
         else
                 snprintf(note, sizeof(note), "could not be read");
         fprintf(out, "  %-42s %s\n", "fate table", note);

@@ -211,6 +211,8 @@ typedef struct tt_task {
         int32_t fate_src_partition;
         int64_t fate_src_offset;
         uint8_t fate_reason_ok; /* DEAD with the expected dead_reason */
+        /* FIRED read from a FIRING row a run of delivered claims covers */
+        uint8_t fate_covered;
         /* its kdelay_unclaimed row (fired without a claim through a MySQL
          * outage, fate_outage_policy=fire): 0 none, else 1 + the prior
          * fate it recorded (kd_unclaimed_prior_t: 2 = cancelled) */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kd_fate.h"
 #include "kd_mysql.h"
 #include "kd_util.h"
 #include "verify.h"
@@ -544,6 +545,76 @@ static tt_task_t *task_of(tt_task_t *tasks, size_t n, const char *prefix,
         return NULL;
 }
 
+/* A run of delivered claims (kdelay_fired_run, schema 10). */
+typedef struct tt_run {
+        char prefix[65]; /* owner_prefix: at most 64 bytes, no NUL */
+        uint64_t lo, hi;
+} tt_run_t;
+
+/* Every run, in primary-key order (prefix as bytes, then seq_lo), into
+ * *runsp (owned by the caller; NULL and 0 when there is none or no
+ * table). -1 on a failure that is not "no table". */
+static int runs_read(MYSQL *conn, tt_run_t **runsp, size_t *np)
+{
+        *runsp = NULL;
+        *np = 0;
+        if (mysql_query(conn, "SELECT owner_prefix, seq_lo, seq_hi FROM "
+                              "kdelay_fired_run ORDER BY owner_prefix, "
+                              "seq_lo"))
+                return mysql_errno(conn) == 1146 ? 0 : -1;
+        MYSQL_RES *res = mysql_store_result(conn);
+        if (!res)
+                return -1;
+        size_t cnt = (size_t)mysql_num_rows(res), n = 0;
+        tt_run_t *runs = malloc((cnt ? cnt : 1) * sizeof(*runs));
+        MYSQL_ROW row;
+        while (runs && (row = mysql_fetch_row(res))) {
+                unsigned long *len = mysql_fetch_lengths(res);
+                if (!row[0] || !row[1] || !row[2] ||
+                    len[0] >= sizeof(runs[n].prefix) ||
+                    memchr(row[0], '\0', len[0]))
+                        continue; /* no owner splits to it */
+                memcpy(runs[n].prefix, row[0], len[0]);
+                runs[n].prefix[len[0]] = '\0';
+                runs[n].lo = strtoull(row[1], NULL, 10);
+                runs[n].hi = strtoull(row[2], NULL, 10);
+                n++;
+        }
+        mysql_free_result(res);
+        if (!runs)
+                return -1;
+        *runsp = runs;
+        *np = n;
+        return 0;
+}
+
+/* Whether a run covers the FIRING row of owner: the run of its prefix
+ * with the greatest seq_lo at or below its seq ends at or after it
+ * (docs/fate-protocol.md, "Runs of delivered claims"). */
+static int runs_cover(const tt_run_t *runs, size_t n, const char *owner)
+{
+        size_t plen;
+        uint64_t seq;
+        char prefix[65];
+        if (!kd_fate_owner_split(owner, strlen(owner), &plen, &seq) ||
+            plen >= sizeof(prefix))
+                return 0;
+        memcpy(prefix, owner, plen);
+        prefix[plen] = '\0';
+        /* The first run after (prefix, seq) in key order. */
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(runs[mid].prefix, prefix);
+                if (c < 0 || (!c && runs[mid].lo <= seq))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && !strcmp(runs[lo - 1].prefix, prefix) &&
+               runs[lo - 1].hi >= seq;
+}
+
 long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
 {
         char errstr[512];
@@ -551,6 +622,8 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
         kdelay_conf_t *conf = tt_conf_new(names, NULL);
         size_t *gen = malloc((n ? n : 1) * sizeof(*gen)), ngen = 0;
         long rows = -1;
+        tt_run_t *runs = NULL;
+        size_t nruns = 0;
         if (!conf || !gen ||
             kd_mysql_connect(conf, &conn, errstr, sizeof(errstr))) {
                 tt_log("event=fate_read_failed err=\"%s\"",
@@ -561,6 +634,14 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                 if (tasks[i].gen_id && tasks[i].id[0])
                         gen[ngen++] = i;
         qsort_r(gen, ngen, sizeof(*gen), cmp_id, tasks);
+        /* Read before the rows, so that a run recorded between the two
+         * reads finds its rows read as FIRING at worst, never the other
+         * way round. */
+        if (runs_read(conn, &runs, &nruns)) {
+                tt_log("event=fate_read_failed what=runs err=\"%s\"",
+                       mysql_error(conn));
+                goto out;
+        }
         if (mysql_query(conn, "SELECT task_id, state, dead_reason, owner, "
                               "src_partition, src_offset FROM kdelay_fate")) {
                 tt_log("event=fate_read_failed err=\"%s\"", mysql_error(conn));
@@ -584,6 +665,12 @@ long tt_fate_read(tt_task_t *tasks, size_t n, const tt_names_t *names)
                           : !strcmp(row[1], "FIRED")     ? TT_FATE_FIRED
                           : !strcmp(row[1], "CANCELLED") ? TT_FATE_CANCELLED
                                                          : TT_FATE_DEAD;
+                /* A FIRING row a run covers was delivered: it is FIRED. */
+                if (t->fate == TT_FATE_FIRING && row[3] &&
+                    runs_cover(runs, nruns, row[3])) {
+                        t->fate = TT_FATE_FIRED;
+                        t->fate_covered = 1;
+                }
                 const char *want = tt_dead_reason_want(t);
                 t->fate_reason_ok = t->fate == TT_FATE_DEAD && want && row[2] &&
                                     !strcmp(row[2], want);
@@ -628,5 +715,6 @@ out:
                 mysql_close(conn);
         kdelay_conf_destroy(conf);
         free(gen);
+        free(runs);
         return rows;
 }

@@ -722,52 +722,6 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
         return err;
 }
 
-static kdelay_err_t my_firing(void *impl, int64_t updated_before_ms,
-                              int64_t updated_after_ms, kd_fate_firing_t *rows,
-                              size_t max, size_t *np, char *errstr,
-                              size_t errstr_size)
-{
-        kd_fate_mysql_t *store = impl;
-        kd_sql_t sql = {0};
-        MYSQL_RES *res = NULL;
-        kd_sql_add(
-            &sql,
-            "SELECT task_id, owner, fire_at_ms, updated_at_ms, src_topic, "
-            "src_partition, src_offset FROM kdelay_fate WHERE state = "
-            "'FIRING' AND (updated_at_ms < %lld OR updated_at_ms > %lld) "
-            "AND NOT ",
-            (long long)updated_before_ms, (long long)updated_after_ms);
-        kd_fate_mysql_add_covered(&sql);
-        kd_sql_add(&sql, " ORDER BY updated_at_ms LIMIT %zu", max);
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "list firing", &res,
-                                              errstr, errstr_size);
-        free(sql.buf);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        size_t n = 0;
-        while (n < max && (row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                kd_fate_firing_t *r = &rows[n];
-                if (!row[0] || lens[0] > KDELAY_ID_MAX)
-                        continue; /* not a row kdelay wrote */
-                memset(r, 0, sizeof(*r));
-                memcpy(r->id, row[0], lens[0]);
-                r->id_len = lens[0];
-                kd_strlcpy(r->owner, row[1] ? row[1] : "", sizeof(r->owner));
-                r->fire_at_ms = kd_sql_col_i64(row[2]);
-                r->updated_at_ms = kd_sql_col_i64(row[3]);
-                kd_strlcpy(r->src_topic, row[4] ? row[4] : "",
-                           sizeof(r->src_topic));
-                r->src_partition = (int32_t)kd_sql_col_i64(row[5]);
-                r->src_offset = kd_sql_col_i64(row[6]);
-                n++;
-        }
-        mysql_free_result(res);
-        *np = n;
-        return KDELAY_OK;
-}
-
 static kdelay_err_t my_lookup(void *impl, const char *const *ids,
                               const size_t *id_lens, size_t n,
                               kdelay_fate_t *fates, char *errstr,
@@ -810,7 +764,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .mark_dead = my_mark_dead,
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
-    .firing = my_firing,
+    .firing = kd_fate_mysql_firing,
     .lookup = my_lookup,
     .apply_unclaimed = kd_fate_mysql_apply_unclaimed,
     .unclaimed_list = kd_fate_mysql_unclaimed_list,

@@ -193,8 +193,10 @@ typedef struct kd_fate_firing {
  * last changed before updated_before_ms or
  * after updated_after_ms (a claimer whose clock ran ahead: its rows' age
  * is unknown), oldest change first, into rows (the caller's array); *np
- * gets how many. INT64_MAX / INT64_MAX lists every FIRING row. One
- * statement. */
+ * gets how many. INT64_MAX / INT64_MAX lists every FIRING row. On MySQL
+ * a few statements: the runs read once, the FIRING rows in pages of
+ * 5,000 by primary key, each tested in memory (one walk of a prefix's
+ * runs per row in SQL made it rows x runs). */
 kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
                             int64_t updated_after_ms, kd_fate_firing_t *rows,
                             size_t max, size_t *np, char *errstr,

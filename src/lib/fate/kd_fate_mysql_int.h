@@ -92,6 +92,13 @@ kdelay_err_t kd_fate_mysql_gc_unclaimed(void *impl, int64_t applied_before_ms,
 /* Appends an expression over the kdelay_fate row at hand: 1 when it is
  * FIRING and a run covers it (delivered), else 0. For SELECTs only. */
 void kd_fate_mysql_add_covered(kd_sql_t *sql);
+
+/* kd_fate_firing: the runs read once, the FIRING rows in pages, each
+ * tested in memory (fate_firing.c). */
+kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
+                                  int64_t updated_after_ms,
+                                  kd_fate_firing_t *rows, size_t max,
+                                  size_t *np, char *errstr, size_t errstr_size);
 /* Appends " AND <no run covers a row of owner>" (constants only: for a
  * strict UPDATE's WHERE), or nothing when owner (NULL = none) is not one a
  * run can cover (kd_fate_owner_split). */

@@ -50,9 +50,27 @@ public final class Fate {
     // The kdelay release whose protocol this file follows: a schema version
     // above 6 is usable only while its compat_floor (X.Y.Z, compared as
     // numbers) is at or below it.
-    static final int[] PROTOCOL_RELEASE = {0, 2, 0};
+    static final int[] PROTOCOL_RELEASE = {0, 4, 0};
     static final int SCHEMA_MIN = 5; // the DEAD state and dead_reason
     static final int SCHEMA_FLOORS_FROM = 6; // compat_floor exists from version 6
+    static final int SCHEMA_RUNS = 10; // kdelay_fired_run: a FIRING row a run covers is FIRED
+    // The schema version each connection's check found (status reads it).
+    static final Map<Connection, Long> SCHEMA = Collections.synchronizedMap(new WeakHashMap<>());
+    static final String STATUS_SQL = "SELECT state, fire_at_ms, owner, decided_at_ms, "
+        + "updated_at_ms, dead_reason FROM kdelay_fate WHERE task_id = ?";
+    // From schema 10 (docs/fate-protocol.md "Runs of delivered claims"): the
+    // same row and whether a run of delivered claims covers it (1: FIRED).
+    static final String COVERED_SQL = "COALESCE(kdelay_fate.state = 'FIRING' "
+        + "AND kdelay_fate.owner LIKE '_%:_%:_%' AND kdelay_fate.owner NOT LIKE '%:%:%:%' "
+        + "AND CAST(CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) AS BINARY) "
+        + "= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS BINARY) "
+        + "AND (SELECT r.seq_hi FROM kdelay_fired_run r "
+        + "WHERE r.owner_prefix = CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', 2) AS BINARY) "
+        + "AND r.seq_lo <= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED) "
+        + "AND kdelay_fate.task_id IS NOT NULL ORDER BY r.seq_lo DESC LIMIT 1) "
+        + ">= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED), 0)";
+    static final String STATUS_SQL_RUNS = "SELECT state, fire_at_ms, owner, decided_at_ms, "
+        + "updated_at_ms, dead_reason, " + COVERED_SQL + " AS delivered FROM kdelay_fate WHERE task_id = ?";
     // Errors after which the same statement may be sent again on a new
     // connection: connection lost (client 2006, 2013; server shutdown 1053),
     // a read-only server during a failover (1290, 1836), lock wait and
@@ -191,6 +209,7 @@ public final class Fate {
         try (Statement st = c.createStatement();
              ResultSet top = st.executeQuery("SELECT COALESCE(MAX(version), 0) FROM kdelay_schema")) {
             top.next();
+            SCHEMA.put(c, top.getLong(1));
             if (top.getLong(1) < SCHEMA_MIN)
                 throw new SchemaException("database schema is version " + top.getLong(1) + ", this client "
                                           + "needs " + SCHEMA_MIN + ": run `kdelayctl db migrate`");
@@ -202,7 +221,7 @@ public final class Fate {
                     if (!floorOk(rs.getString(2)))
                         throw new SchemaException("database schema version " + rs.getLong(1) + " needs "
                             + "kdelay " + Objects.requireNonNullElse(rs.getString(2), "(no floor recorded)")
-                            + "; this client follows 0.2.0: upgrade the client");
+                            + "; this client follows 0.4.0: upgrade the client");
             }
         } catch (SQLException e) {
             if (e.getErrorCode() == NO_SUCH_TABLE)
@@ -239,17 +258,33 @@ public final class Fate {
         }
     }
 
-    /** UNDECIDED when it has no row (pending, unknown, or expired by gc). */
+    /** The schema version checkSchema found on c; read now for a connection it did not check. */
+    static long schemaVersion(Connection c) throws SQLException {
+        Long v = SCHEMA.get(c);
+        if (v != null)
+            return v;
+        try (Statement st = c.createStatement();
+             ResultSet top = st.executeQuery("SELECT COALESCE(MAX(version), 0) FROM kdelay_schema")) {
+            top.next();
+            SCHEMA.put(c, top.getLong(1));
+            return top.getLong(1);
+        }
+    }
+
+    /** UNDECIDED when it has no row (pending, unknown, or expired by gc);
+     *  FIRED for a FIRING row a run of delivered claims covers (schema 10). */
     public static Status status(Connection c, String taskId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT state, fire_at_ms, owner, decided_at_ms, "
-                 + "updated_at_ms, dead_reason FROM kdelay_fate WHERE task_id = ?")) {
+        boolean runs = schemaVersion(c) >= SCHEMA_RUNS;
+        try (PreparedStatement ps = c.prepareStatement(runs ? STATUS_SQL_RUNS : STATUS_SQL)) {
             // Bound as bytes: compared byte for byte, never re-encoded, never in the SQL text.
             ps.setBytes(1, idBytes(taskId));
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next())
                     return new Status(taskId, "UNDECIDED", null, null, null, null, null);
-                String owner = rs.getString(3), reason = rs.getString(6);
-                return new Status(taskId, rs.getString(1), rs.getObject(2, Long.class),
+                String owner = rs.getString(3), reason = rs.getString(6), state = rs.getString(1);
+                if (runs && "FIRING".equals(state) && rs.getLong(7) == 1)
+                    state = "FIRED"; // covered: delivered
+                return new Status(taskId, state, rs.getObject(2, Long.class),
                                   rs.getObject(4, Long.class), rs.getObject(5, Long.class),
                                   owner == null || owner.isEmpty() ? null : owner,
                                   reason == null || reason.isEmpty() ? null : reason);
