@@ -472,8 +472,12 @@ static int enable_check(kd_cli_t *cli, MYSQL *conn, const char *step)
                 "%s: --enable %s refused: %d of the %d members of forwarder "
                 "group \"%s\" do not say they run kdelay %s or newer "
                 "(client.id kdelay-forwarder/VERSION/INSTANCE): %s. Upgrade "
-                "them first (docs/upgrading.md); --force takes the step "
-                "anyway\n",
+                "them first. A static member (forwarder.static_membership) "
+                "keeps the client.id it first joined with across restarts "
+                "quicker than its session timeout, so one already upgraded "
+                "can show its old one: check each forwarder's version "
+                "(kdelay_build_info), then --force takes the step "
+                "(docs/upgrading.md)\n",
                 cli->prog, step, o.older, o.members, cli->conf->fwd_group_id,
                 floor, kd_log_quote(o.list, q, sizeof(q)));
         return KD_EXIT_USAGE;
