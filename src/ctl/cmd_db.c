@@ -17,12 +17,14 @@
 #include "kd_fate.h"
 #include "kd_log.h"
 #include "kd_mysql.h"
+#include "kd_oldfwd.h"
 #include "kd_schema.h"
 #include "kd_schema_steps.h"
 #include "kd_util.h"
 
 static const char kd_db_help[] =
-    "Usage: kdelayctl db migrate [--json] [--print]\n"
+    "Usage: kdelayctl db migrate [--enable STEP [--force]] [--json] "
+    "[--print]\n"
     "       kdelayctl db version [--json]\n"
     "       kdelayctl db gc [--older-than DURATION] [--batch N] [--pause R]\n"
     "                       [--json]\n"
@@ -31,9 +33,21 @@ static const char kd_db_help[] =
     "migrate  applies every schema migration the database lacks, in order\n"
     "         (deploy/mysql/NNN_*.sql, built into kdelayctl), recording each\n"
     "         in table kdelay_schema. Safe to run again and concurrently.\n"
+    "         It stops before an opt-in step (exit 0, the command to take\n"
+    "         it printed) unless the database had no schema at all (a\n"
+    "         fresh install takes every step).\n"
+    "         --enable STEP: takes the opt-in step STEP too. lean-fate\n"
+    "         (version 11: forwarders record deliveries as runs) is for\n"
+    "         once every forwarder and client runs 0.4.0 or newer\n"
+    "         (docs/upgrading.md): refused (exit 2) while a member of the\n"
+    "         forwarder group does not say it runs 0.4.0 or newer in its\n"
+    "         client.id (kdelay-forwarder/VERSION/INSTANCE); exit 1 when\n"
+    "         the group cannot be read. --force: takes it without asking\n"
+    "         the group (clients are never asked: see to them first).\n"
     "         --print: prints every statement of every migration built in,\n"
     "         each after its guard, as it would send them; no connection.\n"
-    "version  prints the database's schema version and this build's.\n"
+    "version  prints the database's schema version and this build's, and\n"
+    "         the opt-in step it waits for, if any.\n"
     "gc       deletes fate rows decided more than DURATION ago of tasks\n"
     "         due more than DURATION ago (default mysql.fate_retention,\n"
     "         30d), in batches of N rows (default 1000) so no statement\n"
@@ -61,10 +75,13 @@ static const char kd_db_help[] =
     "         that may grant, after db migrate for all but migrate.\n"
     "\n"
     "--json   one JSON object on stdout: migrate {\"from\", \"to\"}, version\n"
-    "         {\"database\", \"this_build\"}, gc {\"deleted\", \"batches\"},\n"
+    "         {\"database\", \"this_build\"} (both with \"waiting\":\n"
+    "         {\"version\", \"step\"} while an opt-in step waits), gc\n"
+    "         {\"deleted\", \"batches\"},\n"
     "         grants {\"role\", \"account\", \"statements\": [...]}.\n"
     "\n"
-    "The database comes from mysql.url (--mysql); it must exist.\n"
+    "The database comes from mysql.url (--mysql); it must exist. Exit\n"
+    "codes: 0 done, 1 failed, 2 bad command line or refused.\n"
     "\n";
 
 enum {
@@ -74,7 +91,9 @@ enum {
         OPT_ROLE,
         OPT_USER,
         OPT_JSON,
-        OPT_PRINT
+        OPT_PRINT,
+        OPT_ENABLE,
+        OPT_FORCE
 };
 
 typedef struct gc_args {
@@ -85,7 +104,9 @@ typedef struct gc_args {
         const char *role; /* grants */
         const char *user; /* grants; NULL = kdelay_<role> */
         int json;
-        int print; /* migrate --print */
+        int print;          /* migrate --print */
+        const char *enable; /* migrate --enable: an opt-in step's name */
+        int force;          /* migrate --force: no group check */
 } gc_args_t;
 
 static int gc_on_opt(int opt, const char *arg, void *ctx)
@@ -97,6 +118,21 @@ static int gc_on_opt(int opt, const char *arg, void *ctx)
         }
         if (opt == OPT_PRINT) {
                 a->print = 1;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_FORCE) {
+                a->force = 1;
+                return KD_EXIT_OK;
+        }
+        if (opt == OPT_ENABLE) {
+                char q[KD_LOG_QUOTED_MAX(64)];
+                if (!kd_schema_opt_in_known(arg))
+                        return kd_cli_usage_error(
+                            a->cli,
+                            "--enable %s: no opt-in step of that name "
+                            "(this build has: lean-fate)",
+                            kd_log_quote(arg, q, sizeof(q)));
+                a->enable = arg;
                 return KD_EXIT_OK;
         }
         if (opt == OPT_ROLE) {
@@ -383,6 +419,75 @@ static int print_migrations(kd_cli_t *cli)
         return fflush(stdout) ? KD_EXIT_ERROR : KD_EXIT_OK;
 }
 
+/* The opt-in step m (named step) a database waits for, and how to take
+ * it. */
+static void print_waiting(const kd_migration_t *m, const char *step)
+{
+        int v[3] = {0, 0, 0};
+        kd_schema_floor_of(m->sql, v);
+        printf("waiting %d %s: opt-in; once every forwarder and client runs "
+               "kdelay %d.%d.%d or newer (docs/upgrading.md): kdelayctl db "
+               "migrate --enable %s\n",
+               m->version, step, v[0], v[1], v[2], step);
+}
+
+/* --enable step without --force: KD_EXIT_OK to go on, else the exit code
+ * after saying why: KD_EXIT_USAGE while the forwarder group has a member
+ * that does not say it runs the step's release floor or newer,
+ * KD_EXIT_ERROR when the group cannot be read. Nothing is asked of a
+ * database with no schema (fresh: nothing old shares it) or one that has
+ * the step already. */
+static int enable_check(kd_cli_t *cli, MYSQL *conn, const char *step)
+{
+        char errstr[512], name[KD_SCHEMA_OPT_IN_MAX + 1];
+        int version;
+        if (kd_schema_version(conn, &version, errstr, sizeof(errstr))) {
+                fprintf(stderr, "%s: %s\n", cli->prog, errstr);
+                return KD_EXIT_ERROR;
+        }
+        const kd_migration_t *m = NULL;
+        for (size_t i = 0; version > 0 && i < kd_migrations_cnt; i++)
+                if (kd_migrations[i].version > version &&
+                    kd_schema_opt_in(&kd_migrations[i], name, sizeof(name)) &&
+                    !strcmp(name, step))
+                        m = &kd_migrations[i];
+        if (!m)
+                return KD_EXIT_OK;
+        int v[3];
+        char floor[32];
+        if (kd_schema_floor_of(m->sql, v) != 1)
+                return KD_EXIT_OK; /* no release named: nothing to ask */
+        snprintf(floor, sizeof(floor), "%d.%d.%d", v[0], v[1], v[2]);
+        kd_oldfwd_t o;
+        if (kd_oldfwd_scan(cli->conf, floor, &o, errstr, sizeof(errstr))) {
+                fprintf(stderr,
+                        "%s: --enable %s: cannot tell which releases the "
+                        "forwarder group runs: %s (--force takes the step "
+                        "without asking)\n",
+                        cli->prog, step, errstr);
+                return KD_EXIT_ERROR;
+        }
+        kd_cli_log(cli, KDELAY_LOG_INFO,
+                   "event=enable_check step=%s members=%d older=%d", step,
+                   o.members, o.older);
+        if (!o.older)
+                return KD_EXIT_OK;
+        char q[KD_LOG_QUOTED_MAX(sizeof(o.list))];
+        fprintf(stderr,
+                "%s: --enable %s refused: %d of the %d members of forwarder "
+                "group \"%s\" do not say they run kdelay %s or newer "
+                "(client.id kdelay-forwarder/VERSION/INSTANCE): %s. Upgrade "
+                "them first. A static member (forwarder.static_membership) "
+                "keeps the client.id it first joined with across restarts "
+                "quicker than its session timeout, so one already upgraded "
+                "can show its old one: check each forwarder's version "
+                "(kdelay_build_info), then --force takes the step "
+                "(docs/upgrading.md)\n",
+                cli->prog, step, o.older, o.members, cli->conf->fwd_group_id,
+                floor, kd_log_quote(o.list, q, sizeof(q)));
+        return KD_EXIT_USAGE;
+}
+
 static void on_migration(const kd_migration_t *m, void *opaque)
 {
         kd_cli_log(opaque, KDELAY_LOG_INFO,
@@ -419,6 +524,8 @@ int kd_ctl_db(int argc, char **argv)
         static const struct option migrate_opts[] = {
             {"json", no_argument, NULL, OPT_JSON},
             {"print", no_argument, NULL, OPT_PRINT},
+            {"enable", required_argument, NULL, OPT_ENABLE},
+            {"force", no_argument, NULL, OPT_FORCE},
             {NULL, 0, NULL, 0}};
         gc_args_t ga = {.cli = &cli, .batch = 1000, .pause = 1};
         rc = kd_cli_parse(&cli, argc - 1, argv + 1, "",
@@ -430,6 +537,8 @@ int kd_ctl_db(int argc, char **argv)
         if (rc == KD_EXIT_OK && argi < argc - 1)
                 rc = kd_cli_usage_error(&cli, "unexpected argument \"%s\"",
                                         argv[argi + 1]);
+        if (rc == KD_EXIT_OK && ga.force && !ga.enable)
+                rc = kd_cli_usage_error(&cli, "--force goes with --enable");
         if (rc != KD_EXIT_OK) {
                 kd_cli_clear(&cli);
                 return rc == KD_CLI_HELP_SHOWN ? KD_EXIT_OK : rc;
@@ -445,25 +554,40 @@ int kd_ctl_db(int argc, char **argv)
         kdelay_err_t err =
             kd_mysql_connect(cli.conf, &conn, errstr, sizeof(errstr));
         int from = 0, to = 0;
-        if (!err && migrate)
-                err = kd_schema_migrate(conn, on_migration, &cli, &from, &to,
-                                        errstr, sizeof(errstr));
-        else if (!err)
+        if (!err && migrate && ga.enable && !ga.force)
+                rc = enable_check(&cli, conn, ga.enable);
+        /* rc: refused, or the check failed (it said why) */
+        if (!err && rc == KD_EXIT_OK && migrate)
+                err = kd_schema_migrate_opt(conn, on_migration, &cli, ga.enable,
+                                            &from, &to, errstr, sizeof(errstr));
+        else if (!err && rc == KD_EXIT_OK)
                 err = kd_schema_version(conn, &to, errstr, sizeof(errstr));
-        if (err) {
+        char step[KD_SCHEMA_OPT_IN_MAX + 1] = "";
+        const kd_migration_t *wait =
+            !err && to ? kd_schema_waiting(to, step, sizeof(step)) : NULL;
+        if (rc == KD_EXIT_OK && err) {
                 fprintf(stderr, "%s: %s\n", cli.prog, errstr);
                 rc = KD_EXIT_ERROR;
-        } else if (ga.json) {
+        } else if (rc == KD_EXIT_OK && ga.json) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddNumberToObject(o, migrate ? "from" : "database",
                                         migrate ? from : to);
                 cJSON_AddNumberToObject(o, migrate ? "to" : "this_build",
                                         migrate ? to : kd_schema_latest());
+                cJSON *w = wait ? cJSON_AddObjectToObject(o, "waiting") : NULL;
+                if (w) {
+                        cJSON_AddNumberToObject(w, "version", wait->version);
+                        cJSON_AddStringToObject(w, "step", step);
+                }
                 kd_ctl_json_print(o);
-        } else if (migrate) {
-                printf("schema version %d (was %d)\n", to, from);
-        } else {
-                printf("database %d\nthis-build %d\n", to, kd_schema_latest());
+        } else if (rc == KD_EXIT_OK) {
+                if (migrate)
+                        printf("schema version %d (was %d)\n", to, from);
+                else
+                        printf("database %d\nthis-build %d\n", to,
+                               kd_schema_latest());
+                if (wait)
+                        print_waiting(wait, step);
         }
         if (conn)
                 mysql_close(conn);

@@ -26,6 +26,18 @@ int it_env_init(void);
  * stack still fails (it_env_init). */
 #define IT_SKIP 77
 
+/* A kdelay_fate row's state as readers see it: a FIRING row a run of
+ * delivered claims covers (kdelay_fired_run, docs/fate-protocol.md) is
+ * FIRED. For a SELECT on kdelay_fate (owners of the token shape). */
+#define IT_FATE_STATE_SQL                                                      \
+        "CASE WHEN kdelay_fate.state = 'FIRING' AND EXISTS (SELECT 1 FROM "    \
+        "kdelay_fired_run r WHERE r.owner_prefix = "                           \
+        "CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', 2) AS BINARY) AND "      \
+        "r.seq_lo <= CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS "     \
+        "UNSIGNED) AND r.seq_hi >= "                                           \
+        "CAST(SUBSTRING_INDEX(kdelay_fate.owner, ':', -1) AS UNSIGNED)) "      \
+        "THEN 'FIRED' ELSE kdelay_fate.state END"
+
 /* The stack's Kafka node count: KDELAY_KAFKA_NODES (stack.sh env), 1 when
  * unset. */
 int it_kafka_nodes(void);

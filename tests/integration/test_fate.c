@@ -214,12 +214,21 @@ static void test_migrate_reruns_unrecorded(void)
                                       "version > 1",
                                       errstr, sizeof(errstr)),
                         KDELAY_OK);
+        /* Not a fresh install: it stops before the opt-in step (11). */
         CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to, errstr,
                                           sizeof(errstr)),
                         KDELAY_OK);
-        if (to != kd_schema_latest())
+        if (to != kd_schema_needed())
                 printf("\nmigrate: %s\n", errstr);
         CU_ASSERT_EQUAL(from, 1);
+        CU_ASSERT_EQUAL(to, kd_schema_needed());
+        CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_schema_migrate_opt(conn, NULL, NULL, "lean-fate",
+                                              &from, &to, errstr,
+                                              sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(from, kd_schema_needed());
         CU_ASSERT_EQUAL(to, kd_schema_latest());
         CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
                         KDELAY_OK);
@@ -240,6 +249,82 @@ static void test_migrate_reruns_unrecorded(void)
         if (strcmp(idx, "kdelay_fate_decided,PRIMARY"))
                 printf("\nkdelay_fate indexes: %s\n", idx);
         CU_ASSERT_STRING_EQUAL(idx, "kdelay_fate_decided,PRIMARY");
+        mysql_close(conn);
+        kdelay_conf_destroy(conf);
+        it_db_drop(dbname);
+}
+
+/* Forgets every version above v (the tables stay: each step's guards
+ * or IF NOT EXISTS make it run again). */
+static void forget_above(MYSQL *conn, int v)
+{
+        char sql[128], errstr[256];
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM kdelay_schema WHERE version > %d", v);
+        CU_ASSERT_EQUAL(kd_mysql_exec(conn, sql, errstr, sizeof(errstr)),
+                        KDELAY_OK);
+}
+
+/* The opt-in step (11, lean-fate): a fresh install takes it; a database
+ * that had a schema (9, 10) stops before it, usable by this build, until
+ * migrate is told --enable lean-fate; its row records floor 0.4.0. */
+static void test_opt_in_step_waits_unless_fresh(void)
+{
+        char dbname[64], dburl[256], errstr[256], name[32] = "";
+        MYSQL *conn = NULL;
+        int from = -1, to = -1;
+        it_unique(dbname, sizeof(dbname), "kdit_optin");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(dbname, 0, dburl, sizeof(dburl)), 0);
+        kdelay_conf_t *conf = it_conf_new(NULL, dburl);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_mysql_connect(conf, &conn, errstr, sizeof(errstr)), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to, errstr,
+                                          sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(from, 0);
+        CU_ASSERT_EQUAL(to, 11);
+        CU_ASSERT_PTR_NULL(kd_schema_waiting(to, name, sizeof(name)));
+        for (int v = 9; v <= 10; v++) {
+                forget_above(conn, v);
+                CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to,
+                                                  errstr, sizeof(errstr)),
+                                KDELAY_OK);
+                CU_ASSERT_EQUAL(from, v);
+                CU_ASSERT_EQUAL(to, 10);
+                CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
+                                KDELAY_OK);
+                CU_ASSERT_PTR_NOT_NULL(
+                    kd_schema_waiting(to, name, sizeof(name)));
+                CU_ASSERT_STRING_EQUAL(name, "lean-fate");
+        }
+        /* Told: it takes it, floor recorded. */
+        CU_ASSERT_EQUAL(kd_schema_migrate_opt(conn, NULL, NULL, "lean-fate",
+                                              &from, &to, errstr,
+                                              sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(from, 10);
+        CU_ASSERT_EQUAL(to, 11);
+        char floor[32] = "";
+        MYSQL_RES *res = NULL;
+        if (!mysql_query(conn, "SELECT compat_floor FROM kdelay_schema WHERE "
+                               "version = 11") &&
+            (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                snprintf(floor, sizeof(floor), "%s",
+                         row && row[0] ? row[0] : "");
+                mysql_free_result(res);
+        }
+        CU_ASSERT_STRING_EQUAL(floor, "0.4.0");
+        /* At 11 already: nothing to do either way. */
+        CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to, errstr,
+                                          sizeof(errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(to, 11);
+        /* Below what this build needs: refused by the check. */
+        forget_above(conn, 9);
+        CU_ASSERT_EQUAL(kd_schema_check(conn, errstr, sizeof(errstr)),
+                        KDELAY_ERR_SCHEMA);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "needs 10"));
         mysql_close(conn);
         kdelay_conf_destroy(conf);
         it_db_drop(dbname);
@@ -949,6 +1034,7 @@ int main(void)
             KD_TEST(test_invalid_ids_rejected),
             KD_TEST(test_migrate_is_idempotent),
             KD_TEST(test_migrate_reruns_unrecorded),
+            KD_TEST(test_opt_in_step_waits_unless_fresh),
             KD_TEST(test_newer_schema_floor),
             KD_TEST(test_missing_schema_is_reported),
             KD_TEST(test_unreachable_mysql_is_retriable_error),

@@ -433,10 +433,10 @@ static void check_fate_rows(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
         snprintf(sql, sizeof(sql), "USE `%s`", db);
         CU_ASSERT_EQUAL_FATAL(mysql_query(conn, sql), 0);
-        CU_ASSERT_EQUAL_FATAL(
-            mysql_query(conn,
-                        "SELECT task_id, state, fire_at_ms FROM kdelay_fate"),
-            0);
+        CU_ASSERT_EQUAL_FATAL(mysql_query(conn,
+                                          "SELECT task_id, " IT_FATE_STATE_SQL
+                                          ", fire_at_ms FROM kdelay_fate"),
+                              0);
         MYSQL_RES *res = mysql_store_result(conn);
         CU_ASSERT_PTR_NOT_NULL_FATAL(res);
         static char state[N_TASKS][16];

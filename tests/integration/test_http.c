@@ -16,8 +16,9 @@
  * /healthz, /readyz and /metrics from answering 200 from 127.0.0.2 within
  * 3 s, and once they stop the server closes them (issue 19; the bounds
  * themselves are test_http_limits'). `kdelayctl stats --json`
- * meanwhile shows the group with this one member (its client.id is the
- * instance), no record pending once all are handled, the fate rows of the
+ * meanwhile shows the group with this one member (its client.id names
+ * the release and the instance: kdelay-forwarder/<version>/<instance>),
+ * no record pending once all are handled, the fate rows of the
  * tasks; after the stop it exits 1 (no member).
  *
  * And systemd's notifications (Type=notify): a forwarder started with
@@ -497,7 +498,9 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(st, "dead_letters"), "complete")));
         CU_ASSERT_EQUAL(num(st, "group", "member_count"), 1);
-        CU_ASSERT(cJSON_IsString(m0) && !strcmp(m0->valuestring, "fwHTTP"));
+        CU_ASSERT(cJSON_IsString(m0) &&
+                  !strcmp(m0->valuestring,
+                          "kdelay-forwarder/" KDELAY_VERSION_STR "/fwHTTP"));
         CU_ASSERT_EQUAL(pending, 0);
         CU_ASSERT_EQUAL(fate, N_TASKS);
         cJSON_Delete(st);

@@ -267,6 +267,112 @@ static void test_db_migrate_then_version(void)
         CU_ASSERT_EQUAL(ctl("db", "gc", "--pause", "0"), 0);
 }
 
+/* A member of consumer group `group` with client.id `client_id`, joined
+ * (its assignment in); NULL on failure. */
+static rd_kafka_t *member_join(const char *group, const char *client_id)
+{
+        const char *props[] = {"group.id", group, "client.id", client_id, NULL};
+        rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
+        if (!rk)
+                return NULL;
+        rd_kafka_poll_set_consumer(rk);
+        rd_kafka_topic_partition_list_t *t =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(t, ctl_target, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, t);
+        rd_kafka_topic_partition_list_destroy(t);
+        int64_t deadline = kd_mono_ms() + 30000;
+        int joined = 0;
+        while (!e && !joined && kd_mono_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+                if (m)
+                        rd_kafka_message_destroy(m);
+                rd_kafka_topic_partition_list_t *a = NULL;
+                if (!rd_kafka_assignment(rk, &a) && a) {
+                        joined = a->cnt > 0;
+                        rd_kafka_topic_partition_list_destroy(a);
+                }
+        }
+        if (joined)
+                return rk;
+        rd_kafka_destroy(rk);
+        return NULL;
+}
+
+static void member_leave(rd_kafka_t *rk)
+{
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+}
+
+/* Forgets every version of database dbname above v. */
+static void forget_above(const char *dbname, int v)
+{
+        char sql[200];
+        MYSQL *conn = it_mysql_connect();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conn);
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM `%s`.kdelay_schema WHERE version > %d", dbname,
+                 v);
+        CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
+        mysql_close(conn);
+}
+
+/* The opt-in step lean-fate (schema 11) on a database that had a schema:
+ * migrate stops before it and says how to take it; --enable lean-fate
+ * is refused (2) while a forwarder group member does not say it runs
+ * 0.4.0 (a 0.3.0 forwarder's client.id is its instance), --force takes
+ * it all the same, and with members of 0.4.0 only it goes. */
+static void test_db_enable_lean_fate_asks_the_group(void)
+{
+        char dbname[64], dburl[256], group[96], gprop[128];
+        it_unique(dbname, sizeof(dbname), "kdit_lean");
+        it_unique(group, sizeof(group), "itctl_lean");
+        snprintf(gprop, sizeof(gprop), "forwarder.group_id=%s", group);
+        CU_ASSERT_EQUAL_FATAL(it_db_create(dbname, 1, dburl, sizeof(dburl)), 0);
+#define CTL_DB(...)                                                            \
+        it_ctl(KDELAY_CTL, prefix, dburl, &out, &err, __VA_ARGS__, "-X",       \
+               gprop, NULL)
+        forget_above(dbname, 10);
+        CU_ASSERT_EQUAL(CTL_DB("db", "migrate"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schema version 10 (was 10)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "waiting 11 lean-fate"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(out, "kdelayctl db migrate --enable lean-fate"));
+        CU_ASSERT_EQUAL(CTL_DB("db", "version", "--json"), 0);
+        cJSON *o = cJSON_Parse(out);
+        cJSON *w = cJSON_GetObjectItem(o, "waiting");
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(w, "version")),
+                        11);
+        CU_ASSERT_STRING_EQUAL(
+            cJSON_GetStringValue(cJSON_GetObjectItem(w, "step")), "lean-fate");
+        cJSON_Delete(o);
+        rd_kafka_t *old = member_join(group, "fw-old");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(old);
+        CU_ASSERT_EQUAL(CTL_DB("db", "migrate", "--enable", "lean-fate"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "refused"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "fw-old@"));
+        CU_ASSERT_EQUAL(CTL_DB("db", "version"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "database 10"));
+        CU_ASSERT_EQUAL(
+            CTL_DB("db", "migrate", "--enable", "lean-fate", "--force"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schema version 11 (was 10)"));
+        CU_ASSERT_PTR_NULL(strstr(out, "waiting"));
+        forget_above(dbname, 10);
+        member_leave(old);
+        char id[128];
+        snprintf(id, sizeof(id), "kdelay-forwarder/%s/fw-new",
+                 KDELAY_VERSION_STR);
+        rd_kafka_t *cur = member_join(group, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cur);
+        CU_ASSERT_EQUAL(CTL_DB("db", "migrate", "--enable", "lean-fate"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "schema version 11 (was 10)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "members=1 older=0"));
+        member_leave(cur);
+#undef CTL_DB
+        it_db_drop(dbname);
+}
+
 /* How many lines of s are JSON objects; -1 when a non-empty line is not. */
 static int json_lines(const char *s)
 {
@@ -1209,6 +1315,7 @@ int main(void)
             KD_TEST(test_usage_errors_exit_2), KD_TEST(test_tiers_plan),
             KD_TEST(test_help_on_every_verb),
             KD_TEST(test_db_migrate_then_version),
+            KD_TEST(test_db_enable_lean_fate_asks_the_group),
             KD_TEST(test_topics_create_then_check),
             KD_TEST(test_topics_check_finds_bad_config),
             KD_TEST(test_schedule_prints_id_and_writes_record),

@@ -188,6 +188,16 @@ else
     next_bin=$next_dir/build
 fi
 next_schema=$(( cur_schema + (${#planted} > 0 ? 1 : 0) ))
+# The opt-in step the next release's db migrate stops before
+# (docs/upgrading.md, step 5): its newest migration, when it says
+# "-- kdelay: opt-in NAME" (schema 11, lean-fate). Taken after the roll.
+optin_step="" optin_schema=0
+if [ -z "$planted" ]; then
+    newest_sql=$(ls "$src"/deploy/mysql/"$(printf '%03d' "$cur_schema")"_*.sql)
+    optin_step=$(sed -n 's/^-- kdelay: opt-in \([a-z0-9-]*\) *$/\1/p' "$newest_sql")
+    [ -z "$optin_step" ] || optin_schema=$cur_schema
+fi
+migrate_schema=$(( optin_schema > 0 ? optin_schema - 1 : next_schema ))
 prev_v=$("$prev_bin/kdelayctl" --version | awk '{print $2}')
 next_v=$("$next_bin/kdelayctl" --version | awk '{print $2}')
 for b in "$prev_bin/kdelay-forwarder" "$next_bin/kdelay-forwarder"; do
@@ -343,12 +353,14 @@ status_some previous at_least_once - "${prefix[at_least_once]}-p-0" "${prefix[at
 out=$("$next_bin/kdelayctl" -q db migrate) || fail "next db migrate"
 migrated_ms=$(now_ms)
 v=$("$next_bin/kdelayctl" db version --json) || fail "next db version"
-[[ $v == *'"database":'"$next_schema"* ]] || fail "schema after next db migrate: $v, want $next_schema"
+[[ $v == *'"database":'"$migrate_schema"* ]] || fail "schema after next db migrate: $v, want $migrate_schema"
+[ "$optin_schema" -eq 0 ] || [[ $out == *"waiting $optin_schema $optin_step"* ]] ||
+    fail "next db migrate stopped at $migrate_schema without naming the opt-in step: $out"
 log info migrated by=next version="$v" said="\"$out\""
 out=$("$prev_bin/kdelayctl" -q db migrate) || fail "previous db migrate on the newer schema"
 v=$("$prev_bin/kdelayctl" db version --json) || fail "previous db version on the newer schema"
 log info previous_migrate_again version="$v" said="\"$out\""
-[[ $v == *'"database":'"$next_schema"* ]] || fail "schema after previous db migrate again: $v, want $next_schema"
+[[ $v == *'"database":'"$migrate_schema"* ]] || fail "schema after previous db migrate again: $v, want $migrate_schema"
 
 # Step 3: the previous kdelayctl, after the migration, schedules 10 more
 # per mode (due 50..54.5 s), cancels 8 (due 45..52 s) and asks status.
@@ -374,6 +386,19 @@ replace() { # MODE INSTANCE
 for m in "${modes[@]}"; do replace "$m" fw-a; done
 status_some previous at_least_once FIRED "${prefix[at_least_once]}-p-0"
 status_some previous exactly_once FIRED "${prefix[exactly_once]}-p-0"
+# The opt-in step is refused while a previous forwarder (fw-b: its
+# client.id is its instance alone) is a member of the group.
+if [ "$optin_schema" -gt 0 ]; then
+    for m in "${modes[@]}"; do
+        rc=0
+        out=$(ctl next "$m" db migrate --enable "$optin_step" 2>&1) || rc=$?
+        [ $rc -eq 2 ] && [[ $out == *refused*fw-b@* ]] ||
+            fail "$m: next db migrate --enable $optin_step beside a previous forwarder: exit $rc: $out"
+        log info enable_refused mode="$m" step="$optin_step" said="\"${out//\"/\'}\""
+    done
+    v=$("$next_bin/kdelayctl" db version --json) || fail "next db version"
+    [[ $v == *'"database":'"$migrate_schema"* ]] || fail "schema after the refusal: $v"
+fi
 
 # Step 5: 30 tasks per mode by the next release, due 10..27.4 s from now;
 # the next kdelayctl cancels 4 of them (due 22..27 s).
@@ -390,6 +415,41 @@ for m in "${modes[@]}"; do
     status_some previous "$m" CANCELLED "${prefix[$m]}-n-20" "${prefix[$m]}-p-40"
     status_some previous "$m" - "${prefix[$m]}-n-0" "${prefix[$m]}-p-59"
 done
+
+# Step 6b: every forwarder the next release's: the opt-in step taken
+# (docs/upgrading.md step 5); each forwarder switches to runs of
+# delivered claims on its own within its 30 s schema read; 10 more tasks
+# per mode go under runs; the previous kdelayctl now refuses (the floor).
+# The forwarders here are static members, restarted within their session
+# timeout: the broker kept the client.id each first joined with (the
+# previous release's, the instance alone), so the group check still
+# refuses (what docs/upgrading.md says), and --force takes the step.
+if [ "$optin_schema" -gt 0 ]; then
+    rc=0
+    out=$(ctl next at_least_once db migrate --enable "$optin_step" 2>&1) || rc=$?
+    [ $rc -eq 2 ] && [[ $out == *"static member"* ]] ||
+        fail "next db migrate --enable $optin_step beside static members restarted: exit $rc: $out"
+    for m in "${modes[@]}"; do
+        out=$(ctl next "$m" db migrate --enable "$optin_step" --force 2>&1) ||
+            fail "$m: next db migrate --enable $optin_step --force: $out"
+    done
+    v=$("$next_bin/kdelayctl" db version --json) || fail "next db version"
+    [[ $v == *'"database":'"$optin_schema"* ]] || fail "schema after --enable $optin_step: $v"
+    log info enabled step="$optin_step" version="$v"
+    for m in "${modes[@]}"; do
+        for inst in fw-a fw-b; do
+            wait_log "$tmp/$m-$inst-next.log" "event=fate_marks_switch from=rows to=runs" 45 "$m: next $inst"
+        done
+    done
+    t2=$(now_ms)
+    sched_lean() { schedule_batch next "$1" 0 10 $(( t2 + 3000 )) 500 l; }
+    parallel_modes sched_lean || fail "next kdelayctl schedule under runs"
+    rc=0
+    out=$(ctl previous at_least_once status "${prefix[at_least_once]}-p-0" 2>&1) || rc=$?
+    [ $rc -ne 0 ] && [[ $out == *"needs kdelay"* ]] ||
+        fail "previous kdelayctl status at schema $optin_schema: exit $rc: $out"
+    log info previous_refused said="\"${out//\"/\'}\""
+fi
 
 # Step 7: all due, plus 15 s; then the forwarders stop and the targets
 # are read.
@@ -417,4 +477,9 @@ for m in "${modes[@]}"; do
         --migrated-ms "$migrated_ms" --replaced-ms "$replaced_ms" || failed=1
 done
 [ $failed -eq 0 ] || fail "the upgrade's figures (above)"
+if [ "$optin_schema" -gt 0 ]; then
+    runs=$("${check[@]}" sql "SELECT COUNT(*) FROM \`$db\`.kdelay_fired_run") || fail "count runs"
+    log info runs_recorded runs="$runs"
+    [ "$runs" -gt 0 ] || fail "no run of delivered claims recorded after --enable $optin_step"
+fi
 log info passed previous="$prev_v" next="$next_v"

@@ -146,8 +146,75 @@ static void test_embedded_migrations(void)
                         CU_ASSERT(!adds || st.guard != KD_SCHEMA_GUARD_NONE);
                 }
                 CU_ASSERT_EQUAL(rc, 0);
-                CU_ASSERT(steps > 0);
+                /* Only an opt-in step may be a switch without DDL. */
+                CU_ASSERT(steps > 0 ||
+                          kd_schema_opt_in(&kd_migrations[i], NULL, 0));
         }
+}
+
+/* -- kdelay: opt-in NAME: one per script, [a-z0-9-]{1,31}, no guard of
+ * a statement. */
+static void test_opt_in(void)
+{
+        char name[KD_SCHEMA_OPT_IN_MAX + 1];
+        CU_ASSERT_EQUAL(kd_schema_opt_in_of("-- x\n-- kdelay: floor 0.4.0\n"
+                                            "-- kdelay: opt-in lean-fate \n",
+                                            name, sizeof(name)),
+                        1);
+        CU_ASSERT_STRING_EQUAL(name, "lean-fate");
+        CU_ASSERT_EQUAL(
+            kd_schema_opt_in_of("CREATE TABLE t (a INT);", name, sizeof(name)),
+            0);
+        static const char *const bad[] = {
+            "-- kdelay: opt-in \n",
+            "-- kdelay: opt-in Lean\n",
+            "-- kdelay: opt-in a b\n",
+            "-- kdelay: opt-in a_b\n",
+            "-- kdelay: opt-in a\n-- kdelay: opt-in b\n",
+            "-- kdelay: opt-in 0123456789012345678901234567890123\n",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                CU_ASSERT_EQUAL(kd_schema_opt_in_of(bad[i], name, sizeof(name)),
+                                -1);
+        /* Too long for the caller's buffer. */
+        CU_ASSERT_EQUAL(
+            kd_schema_opt_in_of("-- kdelay: opt-in lean-fate\n", name, 4), -1);
+        /* Not a statement's guard; a script of directives alone has no
+         * statement. */
+        const char *pos = "-- kdelay: floor 0.4.0\n-- kdelay: opt-in x\n";
+        kd_schema_step_t st;
+        char errstr[256] = "";
+        CU_ASSERT_EQUAL(kd_schema_step_next(&pos, &st, errstr, sizeof(errstr)),
+                        0);
+        pos = "-- kdelay: opt-in x\nCREATE TABLE t (a INT);";
+        CU_ASSERT_EQUAL(kd_schema_step_next(&pos, &st, errstr, sizeof(errstr)),
+                        1);
+        CU_ASSERT_EQUAL(st.guard, KD_SCHEMA_GUARD_NONE);
+}
+
+/* Version 11 (lean-fate, floor 0.4.0) is this build's one opt-in step,
+ * and its last: the build works with 10, migrate stops before 11. */
+static void test_embedded_opt_in(void)
+{
+        char name[KD_SCHEMA_OPT_IN_MAX + 1] = "";
+        int v[3], want[3] = {0, 4, 0};
+        CU_ASSERT_EQUAL_FATAL(kd_schema_latest(), 11);
+        CU_ASSERT_EQUAL(kd_schema_needed(), 10);
+        const kd_migration_t *m = kd_schema_waiting(10, name, sizeof(name));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(m->version, 11);
+        CU_ASSERT_STRING_EQUAL(name, "lean-fate");
+        CU_ASSERT_EQUAL(kd_schema_floor_of(m->sql, v), 1);
+        CU_ASSERT_EQUAL(kd_release_cmp(v, want), 0);
+        CU_ASSERT_PTR_NULL(kd_schema_waiting(9, name, sizeof(name)));
+        CU_ASSERT_PTR_NULL(kd_schema_waiting(0, name, sizeof(name)));
+        CU_ASSERT_PTR_NULL(kd_schema_waiting(11, name, sizeof(name)));
+        CU_ASSERT(kd_schema_opt_in_known("lean-fate"));
+        CU_ASSERT(!kd_schema_opt_in_known("lean"));
+        size_t opt = 0;
+        for (size_t i = 0; i < kd_migrations_cnt; i++)
+                opt += (size_t)kd_schema_opt_in(&kd_migrations[i], NULL, 0);
+        CU_ASSERT_EQUAL(opt, 1);
 }
 
 static void test_releases(void)
@@ -212,6 +279,8 @@ int main(void)
             KD_TEST(test_embedded_migrations),
             KD_TEST(test_releases),
             KD_TEST(test_embedded_floors),
+            KD_TEST(test_opt_in),
+            KD_TEST(test_embedded_opt_in),
             KD_TEST_END};
         return kd_test_run("schema_steps", cases, NULL, NULL);
 }

@@ -554,6 +554,102 @@ static void test_a_refused_seq_makes_no_token(void)
         fwd = NULL;
 }
 
+/* --- forwarder.fate_marks=auto: runs from schema 11 on, switched live -- */
+
+static int switch_lines;
+
+static void count_switch(kdelay_log_level_t level, const char *line,
+                         void *opaque)
+{
+        (void)level;
+        (void)opaque;
+        switch_lines += strstr(line, "event=fate_marks_switch from=rows "
+                                     "to=runs schema=11") != NULL;
+}
+
+/* Tasks lo..hi-1, held and due in a minute, claimed (seqs in order). */
+static void claim_range(int lo, int hi)
+{
+        for (int i = lo; i < hi; i++) {
+                char id[16];
+                id_of(i, id, sizeof(id));
+                tasks[i] = kd_test_task(id, "out", WALL0 + 60000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(tasks[i]);
+                tasks[i]->state = KD_TASK_HELD;
+                kd_claim_enqueue(fwd, tasks[i]);
+        }
+        serve(600);
+        for (int i = lo; i < hi; i++)
+                CU_ASSERT_EQUAL_FATAL(tasks[i]->state, KD_TASK_CLAIMED);
+}
+
+/* auto marks rows while the schema is unknown or 10; when 11 is read it
+ * switches at once, logged once: the seqs given before keep their own
+ * FIRED marks, those after go into runs; every task reads FIRED. */
+static void test_auto_switches_to_runs_at_schema_11(void)
+{
+        static const char *const auto_settings[] = {"forwarder.fate_marks",
+                                                    "auto",
+                                                    "forwarder.claim_ahead",
+                                                    "1s",
+                                                    "forwarder.claim_batch",
+                                                    "500",
+                                                    NULL};
+        enum { K = 500 };
+        switch_lines = 0;
+        CU_ASSERT_EQUAL_FATAL(kd_test_fwd_vt_log(&fwd, "settle", MONO0, WALL0,
+                                                 auto_settings, count_switch,
+                                                 NULL),
+                              0);
+        CU_ASSERT(!kd_settle_runs_on(fwd));
+        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        kd_settle_schema_seen(fwd, 10);
+        kd_settle_schema_seen(fwd, 0); /* unknown: ignored */
+        CU_ASSERT_EQUAL(fwd->settle.schema, 10);
+        CU_ASSERT(!kd_settle_runs_on(fwd));
+        claim_range(0, K);
+        kd_settle_schema_seen(fwd, 11);
+        CU_ASSERT(kd_settle_runs_on(fwd));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle.runs);
+        CU_ASSERT_EQUAL(switch_lines, 1);
+        kd_settle_schema_seen(fwd, 11); /* read again: nothing new */
+        kd_settle_schema_seen(fwd, 12);
+        CU_ASSERT_EQUAL(switch_lines, 1);
+        claim_range(K, N);
+        CU_ASSERT_EQUAL(tasks[K]->seq, (uint64_t)K + 1);
+        for (int i = 0; i < N; i++)
+                deliver(i);
+        serve(250);
+        serve(250);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), N - K);
+        CU_ASSERT_EQUAL(count_fate(0, K, KDELAY_FATE_FIRED, 0), K);
+        CU_ASSERT_EQUAL(count_fate(K, N, KDELAY_FATE_FIRING, 0), N - K);
+        CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N);
+        runs_done();
+}
+
+/* rows stays rows whatever the schema; runs is runs from the start. */
+static void test_rows_and_runs_ignore_the_schema(void)
+{
+        static const char *const rows_settings[] = {"forwarder.fate_marks",
+                                                    "rows", NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, rows_settings), 0);
+        kd_settle_schema_seen(fwd, 11);
+        CU_ASSERT(!kd_settle_runs_on(fwd));
+        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        kd_fwd_destroy(fwd);
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
+        CU_ASSERT(kd_settle_runs_on(fwd));
+        kd_settle_schema_seen(fwd, 10);
+        CU_ASSERT(kd_settle_runs_on(fwd));
+        CU_ASSERT_PTR_NOT_NULL(fwd->settle.runs);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -568,6 +664,8 @@ int main(void)
             KD_TEST(test_a_dead_letter_joins_a_run_after_its_mark),
             KD_TEST(test_claim_outcomes_owning_no_row_finish_their_seq),
             KD_TEST(test_a_refused_seq_makes_no_token),
+            KD_TEST(test_auto_switches_to_runs_at_schema_11),
+            KD_TEST(test_rows_and_runs_ignore_the_schema),
             KD_TEST_END};
         return kd_test_run("settle_vt", cases, NULL, NULL);
 }

@@ -298,6 +298,8 @@ typedef struct kd_fwd_settle {
         struct kd_run *rq;
         size_t rq_len, rq_cap;
         int runs_off; /* the tracker could not be made: marks per task */
+        int schema;   /* the fate store's schema version last read; 0 =
+                         none yet (kd_settle_schema_seen) */
 } kd_fwd_settle_t;
 
 /* This clock against the broker's, and the probes that measure it

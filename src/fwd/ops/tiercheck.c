@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kd_fwdid.h"
 #include "kd_log.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
@@ -112,8 +113,9 @@ static void check(kd_fwd_t *f)
                matching, KD_TIERCHECK_MS / 1000);
 }
 
-/* Other members of the group whose client.id is this instance's name
- * (the forwarder sets client.id = forwarder.instance): a second live
+/* Other members of the group whose client.id names this instance (the
+ * forwarder sets client.id = kdelay-forwarder/<release>/<instance>, one
+ * before 0.4.0 the instance alone: kd_fwdid.h): a second live
  * forwarder with the same instance, or this instance's previous process
  * until its session times out (the broker cannot tell them apart for a
  * dynamic member, so this warns and counts, never refuses). A static
@@ -140,8 +142,11 @@ static void instance_check(kd_fwd_t *f)
                 for (int i = 0; i < gl->groups[g].member_cnt; i++) {
                         const struct rd_kafka_group_member_info *mi =
                             &gl->groups[g].members[i];
-                        if (!mi->client_id ||
-                            strcmp(mi->client_id, f->claim.instance) ||
+                        const char *inst;
+                        int v[3];
+                        if (mi->client_id)
+                                kd_fwdid_parse(mi->client_id, &inst, v);
+                        if (!mi->client_id || strcmp(inst, f->claim.instance) ||
                             (me && mi->member_id && !strcmp(mi->member_id, me)))
                                 continue;
                         others++;

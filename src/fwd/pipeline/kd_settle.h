@@ -68,10 +68,20 @@ int kd_settle_dead_index(const char *reason);
 void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason,
                     uint64_t seq);
 
-/* Runs of delivered claims (forwarder.fate_marks=runs, kd_runs.h,
+/* Runs of delivered claims (forwarder.fate_marks=runs or auto, kd_runs.h,
  * docs/plans/issue-44.md §7): settle owns the tracker of the claim
  * generation; each flush records the runs it lets go. With rows (or no
  * tracker for lack of memory) these do nothing. */
+/* 1 when deliveries go into runs: forwarder.fate_marks=runs, or auto and
+ * the schema last read (kd_settle_schema_seen) is lean-fate's
+ * (KD_FATE_LEAN_SCHEMA) or newer. */
+int kd_settle_runs_on(const kd_fwd_t *f);
+/* The fate store's schema is version (read every KD_OUTAGE_SWEEP_MS by
+ * the journal's run; <= 0 unknown: ignored). Under auto, reaching
+ * KD_FATE_LEAN_SCHEMA switches rows -> runs at once (logged
+ * event=fate_marks_switch), for the seqs given from now on: every reader
+ * from 0.4.0 on understands both ways, so no fence is needed. */
+void kd_settle_schema_seen(kd_fwd_t *f, int version);
 /* A new claim generation, prefix "<token_name>:<boot>.<gen>", its seqs
  * after last_seq: the tracker made (the first), or the last one's runs
  * queued to be sent and its unfinished seqs parked (never covered). */

@@ -253,11 +253,47 @@ static int64_t run_park_ms(const kdelay_conf_t *conf)
         return ms > KD_RUN_PARK_MS ? ms : KD_RUN_PARK_MS;
 }
 
+int kd_settle_runs_on(const kd_fwd_t *f)
+{
+        int marks = f->conf->fwd_fate_marks;
+        return marks == KD_FATE_MARKS_RUNS ||
+               (marks == KD_FATE_MARKS_AUTO &&
+                f->settle.schema >= KD_FATE_LEAN_SCHEMA);
+}
+
+void kd_settle_schema_seen(kd_fwd_t *f, int version)
+{
+        kd_fwd_settle_t *s = &f->settle;
+        if (version <= 0 || version == s->schema)
+                return;
+        int was = kd_settle_runs_on(f);
+        s->schema = version;
+        if (was || !kd_settle_runs_on(f))
+                return; /* no way back: a schema never goes down */
+        kd_log(f->conf, KDELAY_LOG_NOTICE,
+               "event=fate_marks_switch from=rows to=runs schema=%d "
+               "why=\"forwarder.fate_marks=auto and the schema reached %d "
+               "(lean-fate): deliveries are recorded as runs\"",
+               version, KD_FATE_LEAN_SCHEMA);
+        /* The generation's seqs from the next on go into runs; those
+         * given before are an earlier generation's to the tracker, so
+         * each of their delivered tasks takes its own FIRED mark. Before
+         * the first generation, its start makes the tracker. */
+        const kd_fwd_claim_t *c = &f->claim;
+        size_t len = strlen(c->prefix);
+        if (c->generation == 0 || len < 2)
+                return;
+        char prefix[sizeof(c->prefix)];
+        kd_strlcpy(prefix, c->prefix, sizeof(prefix));
+        prefix[len - 1] = '\0'; /* the tokens' prefix without its ':' */
+        kd_settle_run_generation(f, prefix, c->seq);
+}
+
 void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
                               uint64_t last_seq)
 {
         kd_fwd_settle_t *s = &f->settle;
-        if (f->conf->fwd_fate_marks != KD_FATE_MARKS_RUNS || s->runs_off)
+        if (!kd_settle_runs_on(f) || s->runs_off)
                 return;
         char q[KD_LOG_QUOTED_MAX(KD_RUNS_PREFIX_MAX)];
         if (s->runs) {

@@ -16,6 +16,8 @@
  * connection, so that the loop never waits for it; the loop polls it.
  * Every forwarder runs it at its start and every KD_OUTAGE_SWEEP_MS,
  * whatever its policy (a journal left by a forwarder that is gone), and
+ * reads the schema version first (forwarder.fate_marks=auto switches on
+ * it: kd_settle_schema_seen), and
  * one with the policy fire after each outage it fired through; several at
  * once apply the same records, which is idempotent.
  *
@@ -63,6 +65,8 @@ typedef struct kd_reconcile_stats {
                                      -1 none */
         int journal_gone;         /* the journal topic does not exist: no
                                      record to read (a run that succeeds) */
+        int schema; /* the fate store's schema version, read at the run's
+                       start (kd_fate_schema_version); 0 unknown */
         /* The ones above were read (else all 0): a run that failed past
          * its first read of the marker has them too. */
         int read;

@@ -401,6 +401,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         kdelay_err_t err =
             kd_reconcile_end(o->reconcile, &st, errstr, sizeof(errstr));
         o->reconcile = NULL;
+        kd_settle_schema_seen(f, st.schema); /* fate_marks=auto */
         kd_metric_add(&f->metrics, KD_M_JOURNAL_APPLIED, st.applied);
         kd_metric_add(&f->metrics, KD_M_FIRED_AFTER_CANCEL, st.after_cancel);
         kd_metric_add(&f->metrics, KD_M_JOURNAL_UNCONFIRMED, st.unconfirmed);

@@ -163,6 +163,8 @@ static void add_stats(kd_reconcile_t *r, const kd_reconcile_stats_t *d)
         r->st.unconfirmed += d->unconfirmed;
         r->st.malformed += d->malformed;
         r->st.end_lag = d->end_lag;
+        if (d->schema)
+                r->st.schema = d->schema;
         if (d->read) {
                 r->st.read = 1; /* the caller keeps what the mark said */
                 r->st.pending = d->pending;
@@ -390,7 +392,16 @@ static kdelay_err_t run_body(run_t *u)
         kd_reconcile_stats_t d = {0};
         kd_fate_pending_t p;
         int64_t lag = 0;
-        kdelay_err_t err = open_consumer(u);
+        char errstr[256];
+        /* First, whatever the journal holds: the loop switches its way of
+         * marking on it (forwarder.fate_marks=auto). */
+        kdelay_err_t err =
+            kd_fate_schema_version(r->store, &d.schema, errstr, sizeof(errstr));
+        if (err)
+                return run_fail(u, err, "schema version", errstr);
+        add_stats(r, &d);
+        d.schema = 0;
+        err = open_consumer(u);
         if (!err)
                 err = marker(u, &p, 0, 0, &d);
         if (!err)

@@ -14,6 +14,7 @@
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_fwd.h"
+#include "kd_fwdid.h"
 #include "kd_guard.h"
 #include "kd_held.h"
 #include "kd_http.h"
@@ -138,15 +139,20 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
             c->fwd_static_membership ? "group.instance.id" : NULL,
             c->fwd_instance,
             NULL};
-        /* The defaults, and client.id = the instance, so that the group's
-         * members (kdelayctl stats, kafka-consumer-groups) say which
-         * forwarder each is. */
+        /* The defaults, and client.id = kdelay-forwarder/<release>/<the
+         * instance> (kd_fwdid.h), so that the group's members (kdelayctl
+         * stats, kafka-consumer-groups) say which forwarder each is and
+         * `db migrate --enable lean-fate` which release it runs. */
         const char *consumer_defaults[KD_ARRAY_LEN(kd_consumer_defaults) + 2];
+        char client_id[sizeof(f->claim.instance) + 64];
+        if (kd_fwdid_make(f->claim.instance, client_id, sizeof(client_id)))
+                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
+                               "client.id of instance too long");
         size_t d = 0;
         for (; kd_consumer_defaults[d]; d++)
                 consumer_defaults[d] = kd_consumer_defaults[d];
         consumer_defaults[d++] = "client.id";
-        consumer_defaults[d++] = f->claim.instance;
+        consumer_defaults[d++] = client_id;
         consumer_defaults[d] = NULL;
         f->consumer.rk = consumer_new(f, consumer_defaults, forced_consumer,
                                       errstr, errstr_size);

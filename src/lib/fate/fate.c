@@ -305,6 +305,16 @@ kdelay_err_t kd_fate_mark_runs(kd_fate_store_t *store, const char *prefix,
                                      errstr_size);
 }
 
+kdelay_err_t kd_fate_schema_version(kd_fate_store_t *store, int *versionp,
+                                    char *errstr, size_t errstr_size)
+{
+        *versionp = 0;
+        if (!store->ops->schema_version)
+                return KDELAY_OK;
+        return store->ops->schema_version(store->impl, versionp, errstr,
+                                          errstr_size);
+}
+
 kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
                              int batch, uint64_t *deletedp, char *errstr,
                              size_t errstr_size)

@@ -752,6 +752,18 @@ static kdelay_err_t my_lookup(void *impl, const char *const *ids,
         return KDELAY_OK;
 }
 
+static kdelay_err_t my_schema_version(void *impl, int *versionp, char *errstr,
+                                      size_t errstr_size)
+{
+        kd_fate_mysql_t *my = impl;
+        kdelay_err_t err = my_connect(my, errstr, errstr_size);
+        if (!err && kd_schema_version(my->conn, versionp, errstr, errstr_size))
+                err = kd_fate_mysql_fail_no(
+                    my, "read schema version", mysql_errno(my->conn),
+                    mysql_error(my->conn), errstr, errstr_size);
+        return err;
+}
+
 static const kd_fate_ops_t kd_fate_mysql_ops = {
     .connect = my_connect,
     .cancel = my_cancel,
@@ -773,6 +785,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .pending_get = kd_fate_mysql_pending_get,
     .pending_renew = kd_fate_mysql_pending_renew,
     .pending_clear = kd_fate_mysql_pending_clear,
+    .schema_version = my_schema_version,
     .statements = my_statements,
     .interrupt = my_interrupt,
     .destroy = my_destroy,

@@ -132,6 +132,12 @@ kdelay_err_t kd_fate_mark_runs(kd_fate_store_t *store, const char *prefix,
                                const uint64_t *lo, const uint64_t *hi, size_t n,
                                char *errstr, size_t errstr_size);
 
+/* The store's schema version (kdelay_schema, kd_schema.h) into
+ * *versionp: 0 for a store that has none (the in-memory one). A
+ * forwarder under forwarder.fate_marks=auto reads it every 30 s. */
+kdelay_err_t kd_fate_schema_version(kd_fate_store_t *store, int *versionp,
+                                    char *errstr, size_t errstr_size);
+
 /* Deletes at most batch runs (kd_fate_mark_runs) recorded before
  * created_before_ms; *deletedp gets the count. kdelayctl db gc calls it
  * after kd_fate_gc has deleted every row it would, with the same

@@ -79,6 +79,9 @@ typedef struct kd_fate_ops {
                                       uint64_t epoch, const char *by,
                                       int64_t stale_ms, kd_fate_pending_t *p,
                                       char *errstr, size_t errstr_size);
+        /* May be NULL: the store has no schema version (kd_fate.h) */
+        kdelay_err_t (*schema_version)(void *impl, int *versionp, char *errstr,
+                                       size_t errstr_size);
         uint64_t (*statements)(const void *impl);
         /* Called from another thread while a call may be blocked in the
          * store: that call, and every later one, fails soon. */

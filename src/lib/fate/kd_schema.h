@@ -23,6 +23,22 @@ extern const size_t kd_migrations_cnt;
 /* Highest version this build knows. */
 int kd_schema_latest(void);
 
+/* The lowest version this build works with: the latest, less the opt-in
+ * steps the list ends with (kd_schema_steps.h), which an operator takes
+ * on purpose (`kdelayctl db migrate --enable NAME`). */
+int kd_schema_needed(void);
+
+/* 1 when migration m is opt-in (its name into name, size bytes, when
+ * name is not NULL), else 0. */
+int kd_schema_opt_in(const kd_migration_t *m, char *name, size_t size);
+
+/* The opt-in migration a database at version waits for (the next one
+ * above version, when it is opt-in; its name into name), else NULL. */
+const kd_migration_t *kd_schema_waiting(int version, char *name, size_t size);
+
+/* 1 when a migration of this build is opt-in under name. */
+int kd_schema_opt_in_known(const char *name);
+
 /* The first version whose migration declares a release floor and whose
  * kdelay_schema row records it (compat_floor). */
 #define KD_SCHEMA_FLOOR_SINCE 6
@@ -34,7 +50,8 @@ kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
 /* Progress callback of kd_schema_migrate: called before each migration. */
 typedef void(kd_schema_progress_cb_t)(const kd_migration_t *m, void *opaque);
 
-/* Applies every migration above the current version, holding a named lock
+/* Applies every migration above the current version up to the first
+ * opt-in one (kd_schema_migrate_opt), holding a named lock
  * so concurrent runs wait for each other. *fromp / *top get the versions
  * before and after. A database newer than this build is left as it is
  * when this release may use it (each newer version's floor at or below
@@ -44,7 +61,17 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                void *opaque, int *fromp, int *top, char *errstr,
                                size_t errstr_size);
 
-/* KDELAY_OK when the database has this build's latest version, or a
+/* kd_schema_migrate, taking the opt-in step named enable (NULL: none)
+ * too. Without it, migrate stops before an opt-in step (a success: *top
+ * is the version before it, kd_schema_waiting names it), unless the
+ * database had no schema at all when the call began: a fresh install
+ * takes every step. */
+kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
+                                   void *opaque, const char *enable, int *fromp,
+                                   int *top, char *errstr, size_t errstr_size);
+
+/* KDELAY_OK when the database has at least the version this build needs
+ * (kd_schema_needed: opt-in steps may wait), or a
  * newer one this release may use (every newer version's floor at or below
  * KDELAY_VERSION_STR); KDELAY_ERR_SCHEMA with advice otherwise. */
 kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size);

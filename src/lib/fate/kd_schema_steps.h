@@ -21,13 +21,27 @@
  * can use the schema once it is applied (docs/upgrading.md):
  *
  *   -- kdelay: floor 0.2.0
+ *
+ * and a step an operator takes on purpose, once every binary that shares
+ * the database is a release that understands it (docs/upgrading.md),
+ * names itself opt-in:
+ *
+ *   -- kdelay: opt-in lean-fate
+ *
+ * `kdelayctl db migrate` stops before such a step unless told
+ * `--enable NAME`, or unless the database had no schema at all when it
+ * began (a fresh install: nothing older can share it). A release needs
+ * the schema only up to before the opt-in steps it ends with
+ * (kd_schema_needed): an opt-in step followed by others makes those wait
+ * for it too.
  */
 #ifndef KD_SCHEMA_STEPS_H
 #define KD_SCHEMA_STEPS_H
 
 #include <stddef.h>
 
-#define KD_SCHEMA_NAME_MAX 64 /* MySQL identifier length */
+#define KD_SCHEMA_NAME_MAX   64 /* MySQL identifier length */
+#define KD_SCHEMA_OPT_IN_MAX 31 /* an opt-in step's name */
 
 typedef enum kd_schema_guard {
         KD_SCHEMA_GUARD_NONE,     /* always run */
@@ -58,6 +72,11 @@ int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
 /* The release floor script declares ("-- kdelay: floor X.Y.Z" on a line
  * of its own) into v: 1 found, 0 none, -1 malformed or declared twice. */
 int kd_schema_floor_of(const char *script, int v[3]);
+
+/* The name script's opt-in directive gives ("-- kdelay: opt-in NAME" on
+ * a line of its own, NAME [a-z0-9-]{1,31}) into name (size bytes): 1
+ * found, 0 none, -1 malformed, too long for name or declared twice. */
+int kd_schema_opt_in_of(const char *script, char *name, size_t size);
 
 /* "X.Y.Z" (digits only, each below 100000) into v: 0, or -1. */
 int kd_release_parse(const char *s, int v[3]);

@@ -21,6 +21,67 @@ int kd_schema_latest(void)
                                  : 0;
 }
 
+int kd_schema_opt_in(const kd_migration_t *m, char *name, size_t size)
+{
+        char buf[KD_SCHEMA_OPT_IN_MAX + 1];
+        int rc = kd_schema_opt_in_of(m->sql, name ? name : buf,
+                                     name ? size : sizeof(buf));
+        return rc == 1;
+}
+
+int kd_schema_needed(void)
+{
+        size_t i = kd_migrations_cnt;
+        while (i > 0 && kd_schema_opt_in(&kd_migrations[i - 1], NULL, 0))
+                i--;
+        return i ? kd_migrations[i - 1].version : 0;
+}
+
+const kd_migration_t *kd_schema_waiting(int version, char *name, size_t size)
+{
+        for (size_t i = 0; i < kd_migrations_cnt; i++)
+                if (kd_migrations[i].version > version)
+                        return kd_schema_opt_in(&kd_migrations[i], name, size)
+                                   ? &kd_migrations[i]
+                                   : NULL;
+        return NULL;
+}
+
+int kd_schema_opt_in_known(const char *name)
+{
+        char n[KD_SCHEMA_OPT_IN_MAX + 1];
+        for (size_t i = 0; i < kd_migrations_cnt; i++)
+                if (kd_schema_opt_in(&kd_migrations[i], n, sizeof(n)) &&
+                    !strcmp(n, name))
+                        return 1;
+        return 0;
+}
+
+/* Whether migrate takes migration m: not opt-in, or opt-in and enabled
+ * (its name is enable), or the database was fresh when migrate began. */
+static int takes(const kd_migration_t *m, const char *enable, int fresh)
+{
+        char n[KD_SCHEMA_OPT_IN_MAX + 1];
+        if (fresh || !kd_schema_opt_in(m, n, sizeof(n)))
+                return 1;
+        return enable && !strcmp(n, enable);
+}
+
+/* The version migrate brings a database at version to: up to the first
+ * opt-in step it does not take. */
+static int target(int version, const char *enable, int fresh)
+{
+        for (size_t i = 0; i < kd_migrations_cnt; i++) {
+                const kd_migration_t *m = &kd_migrations[i];
+                if (m->version <= version)
+                        continue;
+                if (!takes(m, enable, fresh))
+                        break;
+                version = m->version;
+        }
+        return version;
+}
+
 kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
                                size_t errstr_size)
 {
@@ -218,6 +279,14 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                void *opaque, int *fromp, int *top, char *errstr,
                                size_t errstr_size)
 {
+        return kd_schema_migrate_opt(conn, cb, opaque, NULL, fromp, top, errstr,
+                                     errstr_size);
+}
+
+kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
+                                   void *opaque, const char *enable, int *fromp,
+                                   int *top, char *errstr, size_t errstr_size)
+{
         kdelay_err_t err;
         int version = 0;
         /* Nothing to do needs only SELECT on kdelay_schema: a user without
@@ -225,7 +294,11 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
          * current and is done. */
         if ((err = kd_schema_version(conn, &version, errstr, errstr_size)))
                 return err;
-        if (version >= kd_schema_latest()) {
+        /* No schema at all: a fresh install, where nothing older can
+         * share the database, takes the opt-in steps too. */
+        int fresh = version == 0;
+        if (version >= kd_schema_latest() ||
+            target(version, enable, fresh) == version) {
                 if (fromp)
                         *fromp = version;
                 if (top)
@@ -252,6 +325,8 @@ kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
                 const kd_migration_t *m = &kd_migrations[i];
                 if (m->version <= version)
                         continue;
+                if (!takes(m, enable, fresh))
+                        break; /* an opt-in step waits (kd_schema_waiting) */
                 if (cb)
                         cb(m, opaque);
                 if ((err = run_steps(conn, m, errstr, errstr_size)) ||
@@ -281,11 +356,11 @@ kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size)
             kd_schema_version(conn, &version, errstr, errstr_size);
         if (err)
                 return err;
-        if (version < kd_schema_latest())
+        if (version < kd_schema_needed())
                 return kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
                                "database schema is version %d, this kdelay "
                                "needs %d: run `kdelayctl db migrate`",
-                               version, kd_schema_latest());
+                               version, kd_schema_needed());
         if (version > kd_schema_latest())
                 return newer_usable(conn, version, errstr, errstr_size);
         return KDELAY_OK;

@@ -9,6 +9,7 @@
 
 #define KD_DIRECTIVE "-- kdelay:"
 #define KD_FLOOR     "floor "
+#define KD_OPT_IN    "opt-in "
 
 static const char *skip_blank(const char *p)
 {
@@ -81,6 +82,14 @@ static int directive(const char *p, const char *end, kd_schema_step_t *step)
         return -1;
 }
 
+/* 1 when directive words d are one of the whole script's (floor,
+ * opt-in), not a statement's guard. */
+static int whole_script(const char *d)
+{
+        return !strncmp(d, KD_FLOOR, strlen(KD_FLOOR)) ||
+               !strncmp(d, KD_OPT_IN, strlen(KD_OPT_IN));
+}
+
 /* Where the statement starting at p ends: its ';' at a line's end, or
  * the script's end. */
 static const char *stmt_end(const char *p)
@@ -120,7 +129,7 @@ int kd_schema_step_next(const char **posp, kd_schema_step_t *step, char *errstr,
                 const char *end = line_end(p);
                 size_t dlen = strlen(KD_DIRECTIVE);
                 if (!strncmp(p, KD_DIRECTIVE, dlen) &&
-                    strncmp(skip_blank(p + dlen), KD_FLOOR, strlen(KD_FLOOR))) {
+                    !whole_script(skip_blank(p + dlen))) {
                         if (step->guard != KD_SCHEMA_GUARD_NONE ||
                             directive(p + dlen, end, step)) {
                                 snprintf(errstr, errstr_size,
@@ -163,30 +172,59 @@ int kd_release_cmp(const int a[3], const int b[3])
         return 0;
 }
 
-int kd_schema_floor_of(const char *script, int v[3])
+/* The text after "-- kdelay: <word>" on the script's one line that has
+ * it, trailing blanks cut, into out (size bytes): 1 found, 0 none, -1
+ * declared twice or too long. */
+static int script_directive(const char *script, const char *word, char *out,
+                            size_t size)
 {
         int found = 0;
         for (const char *p = script; *p;) {
                 const char *end = line_end(p);
-                size_t dlen = strlen(KD_DIRECTIVE), flen = strlen(KD_FLOOR);
+                size_t dlen = strlen(KD_DIRECTIVE), wlen = strlen(word);
                 const char *d = !strncmp(p, KD_DIRECTIVE, dlen)
                                     ? skip_blank(p + dlen)
                                     : NULL;
-                if (d && !strncmp(d, KD_FLOOR, flen)) {
-                        char text[32];
-                        const char *q = skip_blank(d + flen);
+                if (d && !strncmp(d, word, wlen)) {
+                        const char *q = skip_blank(d + wlen);
                         size_t n = (size_t)(end - q);
                         while (n && isspace((unsigned char)q[n - 1]))
                                 n--;
-                        if (found || n >= sizeof(text))
+                        if (found || n >= size)
                                 return -1;
-                        memcpy(text, q, n);
-                        text[n] = '\0';
-                        if (kd_release_parse(text, v))
-                                return -1;
+                        memcpy(out, q, n);
+                        out[n] = '\0';
                         found = 1;
                 }
                 p = *end ? end + 1 : end;
         }
         return found;
+}
+
+int kd_schema_opt_in_of(const char *script, char *name, size_t size)
+{
+        char text[KD_SCHEMA_OPT_IN_MAX + 1];
+        int rc = script_directive(script, KD_OPT_IN, text, sizeof(text));
+        if (rc <= 0)
+                return rc;
+        size_t n = strlen(text);
+        if (!n)
+                return -1;
+        for (size_t i = 0; i < n; i++)
+                if (!islower((unsigned char)text[i]) &&
+                    !isdigit((unsigned char)text[i]) && text[i] != '-')
+                        return -1;
+        if (n >= size)
+                return -1;
+        memcpy(name, text, n + 1);
+        return 1;
+}
+
+int kd_schema_floor_of(const char *script, int v[3])
+{
+        char text[32];
+        int rc = script_directive(script, KD_FLOOR, text, sizeof(text));
+        if (rc <= 0)
+                return rc;
+        return kd_release_parse(text, v) ? -1 : 1;
 }

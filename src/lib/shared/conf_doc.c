@@ -70,9 +70,7 @@ static void prop_values(const kd_prop_t *p, char *buf, size_t size)
         case KD_PROP_DELIVERY:
         case KD_PROP_OUTAGE:
         case KD_PROP_MARKS:
-                snprintf(buf, size, "`%s` or `%s`",
-                         kd_prop_choice_names(p->type)[0],
-                         kd_prop_choice_names(p->type)[1]);
+                kd_prop_choice_list(p->type, "`", buf, size);
                 break;
         }
         /* Text without a default: "" unsets it (kd_prop_set). */

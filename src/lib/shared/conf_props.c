@@ -213,13 +213,16 @@ const kd_prop_t kd_props[] = {
      "at_least_once", 0,
      "the forwarder's delivery guarantee; `exactly_once` uses Kafka "
      "transactions (docs/reliability.md)"},
-    {"forwarder.fate_marks", KD_PROP_MARKS, KD_OFF(fwd_fate_marks), "rows", 0,
-     "how deliveries are put on record in the fate table: `rows` (a FIRED "
-     "mark per task) or `runs` (one `kdelay_fired_run` row per run of "
-     "claim tokens delivered, about one per 250 ms, instead of a mark per "
-     "task; needs schema 10, and every forwarder and client that reads "
-     "the table at 0.4.0 or later: older ones read a covered task as "
-     "FIRING; docs/plans/issue-44.md)"},
+    {"forwarder.fate_marks", KD_PROP_MARKS, KD_OFF(fwd_fate_marks), "auto", 0,
+     "how deliveries are put on record in the fate table: `auto` (runs "
+     "once the schema is version 11, which `kdelayctl db migrate --enable "
+     "lean-fate` takes after every forwarder and client runs 0.4.0 or "
+     "later, or a fresh install; rows before: read again every 30 s, the "
+     "switch is live), `rows` (a FIRED mark per task) or `runs` (one "
+     "`kdelay_fired_run` row per run of claim tokens delivered, about one "
+     "per 250 ms, instead of a mark per task; needs schema 10 and no "
+     "binary older than 0.4.0 on the table: those read a covered task as "
+     "FIRING; docs/fate-protocol.md, docs/upgrading.md)"},
     {"forwarder.transactional_id", KD_PROP_STRING, KD_OFF(fwd_txn_id), NULL, 0,
      "`exactly_once`: the producer's `transactional.id`; stable per "
      "forwarder, so that a restarted one fences its predecessor and aborts "
@@ -253,16 +256,32 @@ const kd_prop_t kd_props[] = {
 
 const size_t kd_props_cnt = KD_ARRAY_LEN(kd_props);
 
-static const char *const kd_delivery_names[] = {"at_least_once",
-                                                "exactly_once"};
-static const char *const kd_outage_names[] = {"hold", "fire"};
-static const char *const kd_marks_names[] = {"rows", "runs"};
+static const char *const kd_delivery_names[] = {"at_least_once", "exactly_once",
+                                                NULL};
+static const char *const kd_outage_names[] = {"hold", "fire", NULL};
+static const char *const kd_marks_names[] = {"rows", "runs", "auto", NULL};
 
 const char *const *kd_prop_choice_names(kd_prop_type_t type)
 {
         if (type == KD_PROP_MARKS)
                 return kd_marks_names;
         return type == KD_PROP_DELIVERY ? kd_delivery_names : kd_outage_names;
+}
+
+void kd_prop_choice_list(kd_prop_type_t type, const char *quote, char *buf,
+                         size_t size)
+{
+        const char *const *names = kd_prop_choice_names(type);
+        size_t len = 0;
+        buf[0] = '\0';
+        for (int i = 0; names[i] && len < size; i++) {
+                int w = snprintf(buf + len, size - len, "%s%s%s%s",
+                                 !i             ? ""
+                                 : names[i + 1] ? ", "
+                                                : " or ",
+                                 quote, names[i], quote);
+                len += w > 0 ? (size_t)w : 0;
+        }
 }
 
 const kd_prop_t *kd_prop_find(const char *name)
@@ -424,15 +443,16 @@ kdelay_err_t kd_prop_set(kdelay_conf_t *conf, const kd_prop_t *p,
         case KD_PROP_OUTAGE:
         case KD_PROP_MARKS: {
                 const char *const *names = kd_prop_choice_names(p->type);
-                for (int i = 0; i < 2; i++) {
+                char list[100];
+                for (int i = 0; names[i]; i++) {
                         if (!strcmp(value, names[i])) {
                                 *(int *)field = i;
                                 return KDELAY_OK;
                         }
                 }
+                kd_prop_choice_list(p->type, "", list, sizeof(list));
                 return kd_fail(KDELAY_ERR_CONFIG, errstr, errstr_size,
-                               "%s: \"%s\" is not %s or %s", p->name, value,
-                               names[0], names[1]);
+                               "%s: \"%s\" is not %s", p->name, value, list);
         }
         case KD_PROP_TIERS: {
                 char why[200];

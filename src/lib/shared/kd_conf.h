@@ -29,11 +29,17 @@ typedef enum kd_outage_policy {
         KD_OUTAGE_FIRE  /* fire through an outage, journaled */
 } kd_outage_policy_t;
 
-/* forwarder.fate_marks (docs/plans/issue-44.md §1.2). */
+/* forwarder.fate_marks (docs/fate-protocol.md, "Runs of delivered
+ * claims"). */
 typedef enum kd_fate_marks {
         KD_FATE_MARKS_ROWS, /* a FIRED mark per delivered task */
-        KD_FATE_MARKS_RUNS  /* a kdelay_fired_run row per run of tokens */
+        KD_FATE_MARKS_RUNS, /* a kdelay_fired_run row per run of tokens */
+        KD_FATE_MARKS_AUTO  /* runs once the schema is 11 (lean-fate) */
 } kd_fate_marks_t;
+
+/* The schema version from which forwarder.fate_marks=auto writes runs
+ * (deploy/mysql/011_fate_lean.sql). */
+#define KD_FATE_LEAN_SCHEMA 11
 
 struct kdelay_conf_s {
         char *brokers;      /* owned; bootstrap.servers */

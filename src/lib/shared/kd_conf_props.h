@@ -63,9 +63,13 @@ extern const size_t kd_props_cnt;
 const kd_prop_t *kd_prop_find(const char *name);
 
 /* The names a KD_PROP_DELIVERY, KD_PROP_OUTAGE or KD_PROP_MARKS property
- * takes, in its
- * enum's order (two each). */
+ * takes, in its enum's order, NULL after the last. */
 const char *const *kd_prop_choice_names(kd_prop_type_t type);
+
+/* Those names as "a, b or c" into buf (size bytes), each between two
+ * quote strings ("" for none). */
+void kd_prop_choice_list(kd_prop_type_t type, const char *quote, char *buf,
+                         size_t size);
 
 /* Checks value (a plain one: an env:/file: reference is resolved by the
  * caller) against p and stores it in p's field of conf, replacing the one

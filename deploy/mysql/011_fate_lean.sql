@@ -1,0 +1,15 @@
+-- kdelay schema version 11: forwarders record deliveries as runs of
+-- owner tokens (kdelay_fired_run, version 10) instead of a FIRED mark per
+-- task (../../docs/fate-protocol.md, "Runs of delivered claims", level 2).
+-- No table changes: the version row is the switch. Forwarders from 0.4.0
+-- on with forwarder.fate_marks=auto (the default) read the schema version
+-- every 30 s and write runs once it is 11. Releases before 0.4.0 read a
+-- delivered task's row as FIRING under a passed lease: a forwarder would
+-- take it over and deliver it again, a client's status would answer
+-- FIRING. So the floor is 0.4.0, and the step is opt-in: `kdelayctl db
+-- migrate` stops before it (except on a database with no schema yet)
+-- until told `--enable lean-fate`, which it refuses while a member of the
+-- forwarder group does not say it runs 0.4.0 or newer
+-- (../../docs/upgrading.md).
+-- kdelay: floor 0.4.0
+-- kdelay: opt-in lean-fate
