@@ -177,15 +177,22 @@ static void schedule_all(mode_run_t *r, int64_t fire_at)
 /* The fate row of id: "STATE reason" ("" when none). */
 static void fate_row(const char *id, char *out, size_t size)
 {
-        char sql[512];
+        char sql[1024];
         out[0] = '\0';
         MYSQL *conn = it_mysql_connect();
         if (!conn)
                 return;
+        /* Its state as readers see it (a FIRING row a run covers is
+         * FIRED): IT_FATE_STATE_SQL names the tables bare. */
+        snprintf(sql, sizeof(sql), "USE `%s`", db);
+        if (mysql_query(conn, sql)) {
+                mysql_close(conn);
+                return;
+        }
         snprintf(sql, sizeof(sql),
-                 "SELECT state, IFNULL(dead_reason, '-') FROM `%s`.kdelay_fate "
-                 "WHERE task_id = '%s'",
-                 db, id);
+                 "SELECT " IT_FATE_STATE_SQL ", IFNULL(dead_reason, '-') FROM "
+                 "kdelay_fate WHERE task_id = '%s'",
+                 id);
         if (!mysql_query(conn, sql)) {
                 MYSQL_RES *res = mysql_store_result(conn);
                 MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
