@@ -71,8 +71,11 @@ else
 fi
 
 # Output conventions without a broker (tiers plan computes offline).
-"$ctl" tiers plan --samples 1000 | grep -q '^TIER  *WRITES' || fail "tiers plan: no header row"
-! "$ctl" tiers plan --samples 1000 --no-headers | grep -q '^TIER ' || fail "tiers plan --no-headers: header row"
+# Captured first: grep -q stops reading at its match (SIGPIPE + pipefail).
+plan=$("$ctl" tiers plan --samples 1000)
+grep -q '^TIER  *WRITES' <<<"$plan" || fail "tiers plan: no header row"
+plan=$("$ctl" tiers plan --samples 1000 --no-headers)
+! grep -q '^TIER ' <<<"$plan" || fail "tiers plan --no-headers: header row"
 n=$("$ctl" -q tiers plan --samples 1000 --json | wc -l)
 [ "$n" = 1 ] || fail "tiers plan --json: $n lines, want one document"
 "$ctl" tiers plan --samples 1000 --quiet --json >/dev/null || fail "--quiet after the verb"

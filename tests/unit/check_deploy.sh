@@ -46,7 +46,10 @@ out=$(KDELAY_ENTRYPOINT_DRY_RUN=1 KDELAY_TOPIC_PREFIX=p "$bin/kdelay-entrypoint"
 export LD_LIBRARY_PATH=$dest/usr/local/lib
 printf 'topic_prefix = "deploycheck";\n' >"$dest/kdelay.conf"
 export KDELAY_CONFIG=$dest/kdelay.conf
-"$bin/kdelay-entrypoint" forwarder --help | grep -q "kdelay-forwarder" || fail "forwarder --help through the entrypoint"
+# Captured first: grep -q stops reading at its match (SIGPIPE + pipefail).
+fwd_help=$("$bin/kdelay-entrypoint" forwarder --help) ||
+    fail "forwarder --help through the entrypoint: exit $?"
+grep -q "kdelay-forwarder" <<<"$fwd_help" || fail "forwarder --help through the entrypoint"
 "$bin/kdelay-entrypoint" kdelayctl tiers plan >/dev/null || fail "kdelayctl tiers plan through the entrypoint"
 
 # The files parse, and the deploy traps stay away.

@@ -146,7 +146,11 @@ want="db gc -c $c/kdelay.conf -X mysql.password=file:$c/mysql-password --older-t
 case $got in *s3cret*) fail "the gc password is on the command line" ;; esac
 # The real binaries: the gc unit's command line is one kdelayctl takes;
 # the references as systemd's credentials are (mode 0400) are read.
-"$ctlbin" db gc --help | grep -q -- '--older-than' || fail "kdelayctl db gc --help"
+# Captured, then searched: grep -q stops reading at its match, and a help
+# longer than a pipe write (4,683 bytes) then dies of SIGPIPE, which
+# pipefail reports as a failure (seen: 2 runs of 3).
+gc_help=$("$ctlbin" db gc --help) || fail "kdelayctl db gc --help: exit $?"
+grep -q -- '--older-than' <<<"$gc_help" || fail "kdelayctl db gc --help"
 printf 'kafka s3cret\n' >"$c/kafka-password"
 chmod 400 "$c"/*
 out=$("$ctlbin" tiers plan -c /dev/null -X "sasl.password=file:$c/kafka-password" \
