@@ -650,6 +650,22 @@ static void test_rows_and_runs_ignore_the_schema(void)
         fwd = NULL;
 }
 
+/* auto without a claim lease keeps a mark per task at schema 11: a run
+ * records a delivery later than a mark, and without a lease another
+ * copy takes a FIRING row over after foreign_claim_wait alone. */
+static void test_auto_without_a_lease_keeps_rows(void)
+{
+        static const char *const settings[] = {
+            "forwarder.fate_marks", "auto", "forwarder.claim_lease", "0s", NULL};
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, settings), 0);
+        kd_settle_schema_seen(fwd, 11);
+        CU_ASSERT(!kd_settle_runs_on(fwd));
+        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -666,6 +682,7 @@ int main(void)
             KD_TEST(test_a_refused_seq_makes_no_token),
             KD_TEST(test_auto_switches_to_runs_at_schema_11),
             KD_TEST(test_rows_and_runs_ignore_the_schema),
+            KD_TEST(test_auto_without_a_lease_keeps_rows),
             KD_TEST_END};
         return kd_test_run("settle_vt", cases, NULL, NULL);
 }

@@ -253,12 +253,17 @@ static int64_t run_park_ms(const kdelay_conf_t *conf)
         return ms > KD_RUN_PARK_MS ? ms : KD_RUN_PARK_MS;
 }
 
+/* auto keeps per-task marks without a claim lease (claim_lease=0): a run
+ * records a delivery up to the park time after it, a mark within a
+ * flush, and without a lease a second copy takes a FIRING row over after
+ * foreign_claim_wait alone (review: in exactly_once, a duplicate). */
 int kd_settle_runs_on(const kd_fwd_t *f)
 {
         int marks = f->conf->fwd_fate_marks;
         return marks == KD_FATE_MARKS_RUNS ||
                (marks == KD_FATE_MARKS_AUTO &&
-                f->settle.schema >= KD_FATE_LEAN_SCHEMA);
+                f->settle.schema >= KD_FATE_LEAN_SCHEMA &&
+                f->conf->fwd_claim_lease_ms > 0);
 }
 
 void kd_settle_schema_seen(kd_fwd_t *f, int version)
