@@ -655,8 +655,9 @@ static void test_rows_and_runs_ignore_the_schema(void)
  * copy takes a FIRING row over after foreign_claim_wait alone. */
 static void test_auto_without_a_lease_keeps_rows(void)
 {
-        static const char *const settings[] = {
-            "forwarder.fate_marks", "auto", "forwarder.claim_lease", "0s", NULL};
+        static const char *const settings[] = {"forwarder.fate_marks", "auto",
+                                               "forwarder.claim_lease", "0s",
+                                               NULL};
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, settings), 0);
         kd_settle_schema_seen(fwd, 11);
