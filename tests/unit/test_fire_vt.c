@@ -13,17 +13,24 @@
  *    all (the claim stage's result is ROW again);
  *  - the alone-fallback is the mode's (mode_alo.c): a record refused in a
  *    batch goes again alone, through the solo producer; refused alone, its
- *    target's refusal is learned. */
+ *    target's refusal is learned;
+ *  - a late fire in flight on the bulk producer when the main producer
+ *    fails for good (its renewal purges the bulk one without a flush), or
+ *    when the bulk one does: its purged report makes it a retry, its
+ *    offset held and its row FIRING, uncovered by any run, until a new
+ *    bulk producer sends it again (issue 44's review). */
 #include <string.h>
 
 #include "fwd_offline.h"
 #include "kd_claim.h"
+#include "kd_fate_mem.h"
 #include "kd_fwd.h"
 #include "kd_intake.h"
 #include "kd_mode.h"
 #include "kd_outage.h"
 #include "kd_part.h"
 #include "kd_producer.h"
+#include "kd_runs.h"
 #include "kd_settle.h"
 #include "kd_test.h"
 #include "kd_timer.h"
@@ -162,12 +169,122 @@ static void test_alone_after_a_refused_batch_learned_when_refused_alone(void)
         kd_fwd_destroy(f);
 }
 
+/* Its fate as a reader sees it (a FIRING row a run covers reads FIRED). */
+static kdelay_fate_t fate_of(kd_fwd_t *f, const char *id)
+{
+        kdelay_status_t st;
+        if (kd_fate_status(f->store.fate, id, strlen(id), &st, NULL, 0))
+                return (kdelay_fate_t)-1;
+        return st.fate;
+}
+
+/* t, a purged fire, waits for its retry: not done, its offset held, its
+ * row FIRING and no run over its seq. */
+static void purged_retried(kd_fwd_t *f, kd_part_t *part, kd_task_t *t,
+                           int retries)
+{
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 0);
+        CU_ASSERT_EQUAL(t->state, KD_TASK_RETRY);
+        CU_ASSERT_EQUAL(t->retry_as, KD_TASK_FIRING);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_TIMER);
+        CU_ASSERT_PTR_EQUAL(t->part, part);
+        CU_ASSERT_EQUAL(t->retries, retries);
+        CU_ASSERT_EQUAL(kd_offtrack_commit_point(&part->track), 7);
+        CU_ASSERT_EQUAL(kd_offtrack_pending(&part->track), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED), 0);
+        CU_ASSERT(kd_runs_emitted(f->settle.runs) < t->seq);
+        CU_ASSERT_EQUAL(fate_of(f, t->rec.id), KDELAY_FATE_FIRING);
+}
+
+/* The retry's backoff (its first: 100 ms), then the fire again, in
+ * flight through a bulk producer, which is made anew when the old one
+ * went. */
+static void sent_again(kd_fwd_t *f, kd_task_t *t)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_step_serving(f, RETRY_MS << (t->retries - 1)), 0);
+        CU_ASSERT_EQUAL(t->state, KD_TASK_FIRING);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_FLIGHT);
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 1);
+        CU_ASSERT(t->bulk);
+}
+
+/* Issue 44's review: the renewal of a main producer that failed for good
+ * purges the bulk producer without a flush (producer.c, bulk_close(f,
+ * 0)), and so does the bulk producer's own fatal error. A late fire in
+ * flight on it then is reported purged: the fire stage retries it, its
+ * task stays unfinished (its offset is not done, so no commit passes it;
+ * its row stays FIRING and no run covers its seq), and a new bulk
+ * producer sends it again. Nothing is lost, nothing put on record
+ * undelivered; a fire purged while in flight may have been written, so
+ * its retry may deliver it twice (at_least_once). */
+static void test_a_bulk_fire_purged_by_a_renewal_is_retried(void)
+{
+        static const char *const kv[] = {"forwarder.fate_marks", "runs", NULL};
+        kd_fwd_t *f = NULL;
+        CU_ASSERT_EQUAL_FATAL(kd_test_fwd_vt(&f, "fire", MONO0, WALL0, kv), 0);
+        f->clock.known = 1;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f->settle.runs);
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        /* Due a second ago (a backlog): claimed, then fired at once
+         * through the bulk producer. */
+        kd_task_t *t = held(part, "late", -1000);
+        kd_claim_enqueue(f, t);
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_serving(f, 251), 0);
+        CU_ASSERT_EQUAL_FATAL(t->state, KD_TASK_FIRING);
+        CU_ASSERT(t->seq > 0);
+        CU_ASSERT(t->late_ms > 1000);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_FLIGHT);
+        CU_ASSERT(t->bulk);
+        CU_ASSERT_EQUAL(kd_producer_inflight(f), 1);
+        /* The main producer fails for good: the loop's turn renews it,
+         * and the bulk one goes with the old main one. */
+        CU_ASSERT_EQUAL(rd_kafka_test_fatal_error(
+                            kd_producer_main(f),
+                            RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                            "test"),
+                        RD_KAFKA_RESP_ERR_NO_ERROR);
+        CU_ASSERT_EQUAL(kd_producer_recover(f), 1);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_PRODUCER_RENEWALS), 1);
+        purged_retried(f, part, t, 1);
+        /* Flushes come and go: the seq stays open (no run, no mark). */
+        CU_ASSERT_EQUAL_FATAL(kd_test_step_serving(f, RETRY_MS - 1), 0);
+        purged_retried(f, part, t, 1);
+        sent_again(f, t);
+        /* The bulk producer itself fails for good: the loop's serving
+         * turn ends it, and its fire is retried alike. */
+        rd_kafka_t *bulk = kd_producer_bulk(f);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(bulk);
+        rd_kafka_t *main = kd_producer_main(f);
+        CU_ASSERT_EQUAL(
+            rd_kafka_test_fatal_error(
+                bulk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "test"),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        kd_producer_serve(f);
+        CU_ASSERT_PTR_EQUAL(kd_producer_main(f), main);
+        purged_retried(f, part, t, 2);
+        sent_again(f, t);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_PRODUCE_RETRIES), 2);
+        CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
+        /* Its last fire purged too (the broker is nowhere), then gone. */
+        CU_ASSERT_EQUAL(
+            rd_kafka_purge(kd_producer_bulk(f),
+                           RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        kd_producer_poll(f, 0);
+        purged_retried(f, part, t, 3);
+        dropped(f, part, t);
+        kd_fwd_destroy(f);
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
             KD_TEST(test_unclaimed_the_journal_first_claimed_once_it_fails),
             KD_TEST(
                 test_alone_after_a_refused_batch_learned_when_refused_alone),
+            KD_TEST(test_a_bulk_fire_purged_by_a_renewal_is_retried),
             KD_TEST_END};
         return kd_test_run("fire_vt", cases, NULL, NULL);
 }
