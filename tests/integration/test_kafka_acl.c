@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "it_env.h"
+#include "kd_schema.h"
 #include "kd_test.h"
 #include "kd_util.h"
 
@@ -812,6 +813,13 @@ static void run_init(const char *policy)
                     entrypoint_init(conf, prefix, fwd_url, "pw-init"), 1);
                 CU_ASSERT(has(err, "may not migrate it") &&
                           has(err, "--role migrate"));
+                /* The version it needs (10), not the latest (11: an
+                 * opt-in step). */
+                char needs[96];
+                snprintf(needs, sizeof(needs),
+                         "schema version %d, this kdelay needs %d,",
+                         kd_schema_needed() - 1, kd_schema_needed());
+                CU_ASSERT(has(err, needs));
                 /* The migrate role's db migrate (root here) completes it. */
                 CU_ASSERT_EQUAL(CTL(NULL, url, prefix, "db", "migrate"), 0);
         }

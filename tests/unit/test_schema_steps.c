@@ -270,6 +270,38 @@ static void test_embedded_floors(void)
         }
 }
 
+/* A migration MySQL refused to this user names the version this build
+ * needs (kd_schema_needed: 10, where the latest, 11, is an opt-in step),
+ * not the latest; past it, the opt-in step's goal. */
+static void test_a_refused_migration_names_the_needed_version(void)
+{
+        char errstr[512], want[64], latest[64];
+        int needed = kd_schema_needed();
+        CU_ASSERT_FATAL(needed > 1);
+        snprintf(want, sizeof(want), "this kdelay needs %d,", needed);
+        snprintf(latest, sizeof(latest), "needs %d", kd_schema_latest());
+        CU_ASSERT_EQUAL(kd_schema_denied(KDELAY_ERR_MYSQL, needed - 1,
+                                         kd_schema_latest(), "denied", errstr,
+                                         sizeof(errstr)),
+                        KDELAY_ERR_MYSQL);
+        printf("\n  %s\n", errstr);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, want));
+        CU_ASSERT(needed == kd_schema_latest() || !strstr(errstr, latest));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "may not migrate it"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, "--role migrate"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, ": denied"));
+        /* At the needed version, refused the opt-in step asked for. */
+        CU_ASSERT_EQUAL(kd_schema_denied(KDELAY_ERR_MYSQL, needed, needed + 1,
+                                         "denied", errstr, sizeof(errstr)),
+                        KDELAY_ERR_MYSQL);
+        printf("  %s\n", errstr);
+        snprintf(want, sizeof(want), "schema version %d (this kdelay needs %d)",
+                 needed, needed);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, want));
+        snprintf(want, sizeof(want), "to %d by an opt-in step", needed + 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(errstr, want));
+}
+
 int main(void)
 {
         static const kd_test_case_t cases[] = {
@@ -281,6 +313,7 @@ int main(void)
             KD_TEST(test_embedded_floors),
             KD_TEST(test_opt_in),
             KD_TEST(test_embedded_opt_in),
+            KD_TEST(test_a_refused_migration_names_the_needed_version),
             KD_TEST_END};
         return kd_test_run("schema_steps", cases, NULL, NULL);
 }

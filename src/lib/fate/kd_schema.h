@@ -70,6 +70,15 @@ kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
                                    void *opaque, const char *enable, int *fromp,
                                    int *top, char *errstr, size_t errstr_size);
 
+/* Fills errstr with a migration's refusal by MySQL (its words why): the
+ * database at version, migrate bringing it to goal, and this MySQL user
+ * not allowed to. Names the version this build needs (kd_schema_needed)
+ * while the database is below it, else the opt-in step's goal (a step
+ * an operator asked for, or a fresh install's). Returns err. */
+kdelay_err_t kd_schema_denied(kdelay_err_t err, int version, int goal,
+                              const char *why, char *errstr,
+                              size_t errstr_size);
+
 /* KDELAY_OK when the database has at least the version this build needs
  * (kd_schema_needed: opt-in steps may wait), or a
  * newer one this release may use (every newer version's floor at or below

@@ -307,6 +307,7 @@ kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
                            ? newer_usable(conn, version, errstr, errstr_size)
                            : KDELAY_OK;
         }
+        int goal = target(version, enable, fresh);
         if ((err = lock_take(conn, errstr, errstr_size)))
                 return err;
         err = kd_mysql_exec(conn,
@@ -339,14 +340,29 @@ kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
         if (err && denied(mysql_errno(conn))) {
                 char why[400];
                 kd_strlcpy(why, errstr, sizeof(why));
-                kd_fail(err, errstr, errstr_size,
-                        "schema version %d, this kdelay needs %d, and this "
-                        "MySQL user may not migrate it (the grants of "
-                        "`kdelayctl db grants --role migrate`): %s",
-                        version, kd_schema_latest(), why);
+                kd_schema_denied(err, version, goal, why, errstr, errstr_size);
         }
         lock_release(conn);
         return err;
+}
+
+kdelay_err_t kd_schema_denied(kdelay_err_t err, int version, int goal,
+                              const char *why, char *errstr, size_t errstr_size)
+{
+        int needed = kd_schema_needed();
+        if (version < needed)
+                return kd_fail(err, errstr, errstr_size,
+                               "schema version %d, this kdelay needs %d, and "
+                               "this MySQL user may not migrate it (the "
+                               "grants of `kdelayctl db grants --role "
+                               "migrate`): %s",
+                               version, needed, why);
+        return kd_fail(err, errstr, errstr_size,
+                       "schema version %d (this kdelay needs %d), to %d by "
+                       "an opt-in step, and this MySQL user may not migrate "
+                       "it (the grants of `kdelayctl db grants --role "
+                       "migrate`): %s",
+                       version, needed, goal, why);
 }
 
 kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size)
