@@ -138,12 +138,12 @@ const kd_prop_t kd_props[] = {
     {"forwarder.foreign_claim_wait", KD_PROP_DURATION,
      KD_OFF(fwd_foreign_wait_ms), "2s", 0,
      "a task found `FIRING` under another forwarder's claim is checked again "
-     "after this, and fired only if still not `FIRED` (0 = fire at once)"},
+     "after this, and fired only if still not `FIRED` (`0s` = fire at once)"},
     {"forwarder.claim_lease", KD_PROP_DURATION, KD_OFF(fwd_claim_lease_ms),
      "5s", 0,
      "a claim holds this long by MySQL's clock, renewed while its task is "
      "held or fired; another forwarder takes it over only after it passed "
-     "(0 = no lease: forwarder.foreign_claim_wait, then take over)"},
+     "(`0s` = no lease: forwarder.foreign_claim_wait, then take over)"},
     {"forwarder.max_clock_skew", KD_PROP_DURATION,
      KD_OFF(fwd_max_clock_skew_ms), "250ms", 0,
      "this host's clock found off the broker's by more than this (from the "
@@ -186,7 +186,7 @@ const kd_prop_t kd_props[] = {
      "offsets are committed this often (and on revoke and shutdown)"},
     {"forwarder.stats_interval", KD_PROP_DURATION,
      KD_OFF(fwd_stats_interval_ms), "10s", 0,
-     "an `event=stats` log line this often; 0 = never"},
+     "an `event=stats` log line this often; `0s` = never"},
     {"forwarder.allowed_targets", KD_PROP_TARGETS, KD_OFF(fwd_allowed_targets),
      NULL, 0,
      "the topics a task may name as its target: topic names and `prefix*` "
@@ -217,7 +217,7 @@ const kd_prop_t kd_props[] = {
      "how deliveries are put on record in the fate table: `auto` (runs "
      "once the schema is version 11, which `kdelayctl db migrate --enable "
      "lean-fate` takes after every forwarder and client runs 0.4.0 or "
-     "later, or a fresh install; rows before, and with `claim_lease` 0: "
+     "later, or a fresh install; rows before, and with `claim_lease` `0s`: "
      "read again every 30 s, the switch is live), `rows` (a FIRED mark per "
      "task) or `runs` (one "
      "`kdelay_fired_run` row per run of claim tokens delivered, about one "
