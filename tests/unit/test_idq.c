@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The batched id queue (kd_idq.h): first in, first out through takes,
- * pushes and gives mixed in any order, with the arrays' room reused. */
+ * pushes and gives mixed in any order, with the arrays' room reused; and
+ * the id batch, its ids inline and its room kept for the next batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,45 +90,58 @@ static void test_a_given_id_goes_last(void)
         kd_idq_clear(&q);
 }
 
-/* A second value per entry (exactly_once's queues carry the token's seq
- * beside the lateness): entries pushed before the first kd_idq_push2
- * read 0; every one keeps its own through growth and reuse of the room. */
-static void test_aux_values_follow_their_entries(void)
+/* A batch (exactly_once's fires of one transaction): entries read back in
+ * order with both values, whatever the ids' lengths; emptied, it keeps
+ * its memory, so the next batch of the same size appends without an
+ * allocation (the buffers stay where they are); one that grew past
+ * KD_IDBATCH_KEEP_BYTES gives it back. */
+static void test_a_batch_keeps_ids_inline_and_its_room(void)
 {
-        kd_idq_t q = {0};
-        CU_ASSERT_EQUAL(kd_idq_push(&q, "plain", 1), 0);
-        long n = 0;
-        for (; n < 1000; n++) {
-                char id[32];
-                snprintf(id, sizeof(id), "id%ld", n);
-                CU_ASSERT_EQUAL_FATAL(kd_idq_push2(&q, id, n, 1000 + n), 0);
+        kd_idbatch_t b = {0};
+        char id[64];
+        for (int round = 0; round < 3; round++) {
+                for (long i = 0; i < 5000; i++) {
+                        snprintf(id, sizeof(id), "%0*ld", (int)(i % 40) + 1, i);
+                        CU_ASSERT_EQUAL_FATAL(
+                            kd_idbatch_push(&b, id, i, 1000 + i), 0);
+                }
+                CU_ASSERT_EQUAL(b.len, 5000);
+                for (size_t i = 0; i < b.len; i++) {
+                        snprintf(id, sizeof(id), "%0*ld", (int)(i % 40) + 1,
+                                 (long)i);
+                        CU_ASSERT_STRING_EQUAL(kd_idbatch_id(&b, i), id);
+                        CU_ASSERT_EQUAL(kd_idbatch_val(&b, i), (int64_t)i);
+                        CU_ASSERT_EQUAL(kd_idbatch_aux(&b, i),
+                                        1000 + (int64_t)i);
+                }
+                static char *buf;
+                static kd_idbatch_ent_t *ents;
+                if (round > 0) { /* the same memory, grown no further */
+                        CU_ASSERT_PTR_EQUAL(b.buf, buf);
+                        CU_ASSERT_PTR_EQUAL(b.ents, ents);
+                }
+                buf = b.buf;
+                ents = b.ents;
+                kd_idbatch_reset(&b);
+                CU_ASSERT_EQUAL(b.len, 0);
+                CU_ASSERT_EQUAL(b.used, 0);
+                CU_ASSERT_PTR_EQUAL(b.buf, buf);
         }
-        CU_ASSERT_EQUAL(q.len, 1001);
-        CU_ASSERT_EQUAL(kd_idq_aux(&q, 0), 0);
-        CU_ASSERT_EQUAL(kd_idq_val(&q, 0), 1);
-        for (long i = 0; i < n; i++) {
-                CU_ASSERT_EQUAL(kd_idq_val(&q, (size_t)i + 1), i);
-                CU_ASSERT_EQUAL(kd_idq_aux(&q, (size_t)i + 1), 1000 + i);
+        /* A transaction far larger than usual: its memory goes. */
+        for (long i = 0; i < 100000; i++) {
+                snprintf(id, sizeof(id), "01JTESTTASKID%013ld", i);
+                CU_ASSERT_EQUAL_FATAL(kd_idbatch_push(&b, id, i, i), 0);
         }
-        /* Taken from the front, then room reused by pushes: the rest keep
-         * theirs. */
-        char *ids[600];
-        int64_t vals[600];
-        kd_idq_take(&q, 600, ids, vals);
-        for (int i = 0; i < 600; i++)
-                free(ids[i]);
-        for (long i = 0; i < 700; i++, n++) {
-                char id[32];
-                snprintf(id, sizeof(id), "id%ld", n);
-                CU_ASSERT_EQUAL_FATAL(kd_idq_push2(&q, id, n, 1000 + n), 0);
-        }
-        CU_ASSERT_EQUAL(q.len, 1101);
-        for (size_t i = 0; i < q.len; i++) {
-                long v = (long)kd_idq_val(&q, i);
-                CU_ASSERT_EQUAL(kd_idq_aux(&q, i), 1000 + v);
-        }
-        kd_idq_clear(&q);
-        CU_ASSERT_EQUAL(kd_idq_aux(&q, 0), 0); /* none: cleared */
+        CU_ASSERT_STRING_EQUAL(kd_idbatch_id(&b, 99999),
+                               "01JTESTTASKID0000000099999");
+        kd_idbatch_reset(&b);
+        CU_ASSERT_PTR_NULL(b.buf);
+        CU_ASSERT_PTR_NULL(b.ents);
+        CU_ASSERT_EQUAL(kd_idbatch_push(&b, "again", 1, 2), 0);
+        CU_ASSERT_STRING_EQUAL(kd_idbatch_id(&b, 0), "again");
+        kd_idbatch_free(&b);
+        CU_ASSERT_EQUAL(b.len, 0);
+        CU_ASSERT_PTR_NULL(b.buf);
 }
 
 int main(void)
@@ -135,6 +149,6 @@ int main(void)
         static const kd_test_case_t cases[] = {
             KD_TEST(test_first_in_first_out_whatever_the_mix),
             KD_TEST(test_a_given_id_goes_last),
-            KD_TEST(test_aux_values_follow_their_entries), KD_TEST_END};
+            KD_TEST(test_a_batch_keeps_ids_inline_and_its_room), KD_TEST_END};
         return kd_test_run("idq", cases, NULL, NULL);
 }

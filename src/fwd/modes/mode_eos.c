@@ -82,13 +82,17 @@ typedef struct eos_state {
         int has_ontime; /* ... one within KD_TXN_LATE_MS of its time */
         int dirty;      /* offsets moved since the last commit */
         int64_t opened_mono, last_mono; /* begin; last commit or abort */
-        kd_idq_t fired;     /* fired in the open transaction: id, lateness */
-        kd_idq_t unclaimed; /* fired without a claim in it (their journal
-                               records are in it too): id, lateness */
-        int journal_failed; /* a journal record of it failed: its abort
-                               is no record's fault */
-        kd_idq_t dead;      /* claimed and dead-lettered in it: id, reason
-                               index (kd_settle_dead_reasons) */
+        /* The ids inline, so that a fire costs no allocation (kd_idq.h);
+         * aux: the token's seq. */
+        kd_idbatch_t fired;     /* fired in the open transaction: id,
+                                   lateness */
+        kd_idbatch_t unclaimed; /* fired without a claim in it (their
+                                   journal records are in it too): id,
+                                   lateness */
+        int journal_failed;     /* a journal record of it failed: its abort
+                                   is no record's fault */
+        kd_idbatch_t dead;      /* claimed and dead-lettered in it: id, reason
+                                   index (kd_settle_dead_reasons) */
         kd_timer_t commit;
         const char *forced[16]; /* producer properties, into txn_id */
         char *txn_id;           /* owned */
@@ -422,19 +426,20 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
                  * rewind's new generation). */
                 for (size_t i = 0; i < s->fired.len; i++)
                         kd_mode_settle_fired(
-                            m, kd_idq_id(&s->fired, i),
-                            kd_idq_val(&s->fired, i), 0,
-                            (uint64_t)kd_idq_aux(&s->fired, i));
+                            m, kd_idbatch_id(&s->fired, i),
+                            kd_idbatch_val(&s->fired, i), 0,
+                            (uint64_t)kd_idbatch_aux(&s->fired, i));
                 for (size_t i = 0; i < s->unclaimed.len; i++)
                         kd_mode_settle_fired(
-                            m, kd_idq_id(&s->unclaimed, i),
-                            kd_idq_val(&s->unclaimed, i), 1,
-                            (uint64_t)kd_idq_aux(&s->unclaimed, i));
+                            m, kd_idbatch_id(&s->unclaimed, i),
+                            kd_idbatch_val(&s->unclaimed, i), 1,
+                            (uint64_t)kd_idbatch_aux(&s->unclaimed, i));
                 for (size_t i = 0; i < s->dead.len; i++)
                         kd_mode_settle_dead(
-                            m, kd_idq_id(&s->dead, i),
-                            kd_mode_dead_reason((int)kd_idq_val(&s->dead, i)),
-                            (uint64_t)kd_idq_aux(&s->dead, i));
+                            m, kd_idbatch_id(&s->dead, i),
+                            kd_mode_dead_reason(
+                                (int)kd_idbatch_val(&s->dead, i)),
+                            (uint64_t)kd_idbatch_aux(&s->dead, i));
                 kd_eos_iso_committed(&s->iso);
                 s->abort_streak = 0;
                 kd_metric_inc(m->metrics, KD_M_TXN_COMMITS);
@@ -452,9 +457,9 @@ static void txn_over(kd_mode_ctx_t *m, int committed, int fatal)
                 kd_metric_inc(m->metrics, KD_M_TXN_ABORTS);
         }
         kd_metric_set(m->metrics, KD_M_TXN_ABORT_STREAK, s->abort_streak);
-        kd_idq_clear(&s->fired);
-        kd_idq_clear(&s->unclaimed);
-        kd_idq_clear(&s->dead);
+        kd_idbatch_reset(&s->fired);
+        kd_idbatch_reset(&s->unclaimed);
+        kd_idbatch_reset(&s->dead);
         s->journal_failed = 0;
         s->has_fire = s->has_ontime = 0;
         s->dirty = 0; /* committed, or the rewind starts from the commit */
@@ -758,12 +763,13 @@ static void eos_delivered(kd_mode_ctx_t *m, kd_task_t *t)
         int dead = -1, lost = 0;
         /* The seq of its token rides along (t is freed below). */
         if (t->state == KD_TASK_FIRING)
-                lost = kd_idq_push2(mark == KD_MARK_JOURNAL ? &s->unclaimed
-                                                            : &s->fired,
-                                    t->rec.id, t->late_ms, (int64_t)t->seq);
+                lost = kd_idbatch_push(mark == KD_MARK_JOURNAL ? &s->unclaimed
+                                                               : &s->fired,
+                                       t->rec.id, t->late_ms, (int64_t)t->seq);
         else if (t->state == KD_TASK_DEAD && mark == KD_MARK_ROW &&
                  (dead = kd_mode_dead_index(t->dead_reason)) >= 0)
-                lost = kd_idq_push2(&s->dead, t->rec.id, dead, (int64_t)t->seq);
+                lost =
+                    kd_idbatch_push(&s->dead, t->rec.id, dead, (int64_t)t->seq);
         if (lost) {
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                 kd_metric_inc(m->metrics, KD_M_MARKS_LOST);
@@ -908,9 +914,9 @@ static void eos_destroy(kd_mode_ctx_t *m)
         if (!s)
                 return;
         kd_timer_disarm(m->timers, &s->commit);
-        kd_idq_clear(&s->fired);
-        kd_idq_clear(&s->unclaimed);
-        kd_idq_clear(&s->dead);
+        kd_idbatch_free(&s->fired);
+        kd_idbatch_free(&s->unclaimed);
+        kd_idbatch_free(&s->dead);
         kd_eos_iso_destroy(&s->iso);
         free(s->txn_id);
         free(s);
