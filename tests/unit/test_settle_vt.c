@@ -15,14 +15,20 @@
  * in order are covered by one run a flush later, with no FIRED mark; one
  * held back is parked and marks alone; a stop, a new generation, a failed
  * run, a dead letter and the claim answers that leave a task owning no
- * row. */
+ * row; a lease renewal that finds the claim lost (the row another
+ * owner's) finishes a seq with nothing in flight, and leaves one whose
+ * fire is in flight open until its report, and no run reads the other
+ * owner's row as FIRED. */
 #include <stdio.h>
 #include <string.h>
 
 #include "fwd_offline.h"
 #include "kd_claim.h"
+#include "kd_dlist.h"
 #include "kd_fate_mem.h"
 #include "kd_fwd.h"
+#include "kd_intake.h"
+#include "kd_lifecycle.h"
 #include "kd_runs.h"
 #include "kd_settle.h"
 #include "kd_store.h"
@@ -554,6 +560,131 @@ static void test_a_refused_seq_makes_no_token(void)
         fwd = NULL;
 }
 
+/* --- a lost lease (claim.c's renewed) ----------------------------------- */
+
+static const char *const lease_settings[] = {"forwarder.fate_marks",
+                                             "runs",
+                                             "forwarder.claim_ahead",
+                                             "1s",
+                                             "forwarder.claim_batch",
+                                             "500",
+                                             "forwarder.claim_lease",
+                                             "1500ms",
+                                             NULL};
+
+/* Steps a millisecond at a time, serving the store's answers, to ms after
+ * MONO0. */
+static void serve_to(int64_t ms)
+{
+        while (kd_test_since(fwd, MONO0) < ms)
+                serve(1);
+}
+
+/* A lease renewal that finds the claim lost (the row FIRING under another
+ * owner's token: taken over after the lease passed, this process stalled
+ * longer than that) finishes the seq of a task with nothing in flight
+ * (claim.c's renewed drops it): its token owns no row, so the run that
+ * goes over its seq writes nothing for the other owner's row, which still
+ * reads FIRING. A task whose fire is in flight keeps its seq open (its
+ * report decides): the runs stop before it (not parked: it is young), and
+ * once it is delivered a run covers a seq that owns no row either; the
+ * other owner's row reads FIRING still, and no FIRED mark is written. */
+static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
+{
+        enum { L = 5 };
+        CU_ASSERT_EQUAL_FATAL(
+            kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, lease_settings), 0);
+        seq0 = fwd->claim.seq;
+        /* The renewal rounds walk the partitions' tasks. */
+        kd_part_t *part = kd_intake_part_open(fwd, "kdelay-1m", 0, 60000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+        kd_task_t *t[L];
+        for (int i = 0; i < L; i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "l%d", i);
+                t[i] = kd_test_task(id, "out", WALL0 + 60000);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t[i]);
+                t[i]->rec.offset = 100 + i;
+                CU_ASSERT_EQUAL_FATAL(kd_offtrack_add(&part->track, 100 + i),
+                                      0);
+                t[i]->part = part;
+                KD_DLIST_PUSH(part->tasks, t[i]);
+                t[i]->state = KD_TASK_HELD;
+                kd_claim_enqueue(fwd, t[i]);
+        }
+        serve_to(501); /* one batch at +500; leases to +2000 */
+        for (int i = 0; i < L; i++) {
+                CU_ASSERT_EQUAL_FATAL(t[i]->state, KD_TASK_CLAIMED);
+                CU_ASSERT_EQUAL(t[i]->seq, seq0 + (uint64_t)i + 1);
+                CU_ASSERT_EQUAL(t[i]->lease_mono, MONO0 + 500 + 1500);
+        }
+        /* l1's and l3's rows are another owner's now; l3's fire is out. */
+        kd_fate_mem_row_t other = {.fate = KDELAY_FATE_FIRING,
+                                   .fire_at_ms = WALL0 + 60000,
+                                   .owner = "other:00000001.1:9",
+                                   .lease_ms = 60000};
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "l1", 2, &other),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "l3", 2, &other),
+                        KDELAY_OK);
+        kd_task_detach(fwd, t[3]);
+        t[3]->state = KD_TASK_FIRING;
+        t[3]->where = KD_WHERE_FLIGHT;
+        /* The others delivered: a flush covers l0, then stops at l1. */
+        for (int i = 0; i < L; i += 2) {
+                t[i]->state = KD_TASK_FIRING;
+                kd_settle_delivered(fwd, t[i]);
+                t[i] = NULL;
+        }
+        serve_to(999);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 1);
+        CU_ASSERT_EQUAL(metric(KD_M_LEASES_LOST), 0);
+        /* The round at +1000 finds a third of the leases used: l1's and
+         * l3's renewals answer another owner. l1 goes (its seq DONE); l3
+         * waits for its report. */
+        serve_to(1001);
+        CU_ASSERT_EQUAL(metric(KD_M_LEASES_LOST), 2);
+        CU_ASSERT_EQUAL(metric(KD_M_LEASE_RENEWALS), 0);
+        t[1] = NULL; /* dropped: freed */
+        CU_ASSERT_PTR_EQUAL(part->tasks, t[3]);
+        CU_ASSERT_PTR_NULL(t[3]->next);
+        CU_ASSERT_EQUAL(t[3]->state, KD_TASK_FIRING);
+        serve_to(1300);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 3); /* and l1, l2 */
+        CU_ASSERT(kd_runs_emitted(fwd->settle.runs) == seq0 + 3);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
+        CU_ASSERT_EQUAL(fate_of("l0"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of("l1"), KDELAY_FATE_FIRING); /* not ours */
+        CU_ASSERT_EQUAL(fate_of("l2"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of("l3"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(fate_of("l4"), KDELAY_FATE_FIRING); /* behind l3 */
+        /* l3's report: delivered. A run covers its seq, which owns no row:
+         * the other owner's row reads FIRING, its owner unchanged. */
+        t[3]->where = KD_WHERE_NONE;
+        kd_settle_delivered(fwd, t[3]);
+        t[3] = NULL;
+        serve_to(1600);
+        CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), L);
+        CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
+        CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0); /* no FIRED mark */
+        CU_ASSERT_EQUAL(metric(KD_M_MARK_STATEMENTS), metric(KD_M_FIRED_RUNS));
+        CU_ASSERT_EQUAL(fate_of("l4"), KDELAY_FATE_FIRED);
+        const char *theirs[] = {"l1", "l3"};
+        for (int i = 0; i < 2; i++) {
+                kd_fate_mem_row_t row;
+                CU_ASSERT_EQUAL(fate_of(theirs[i]), KDELAY_FATE_FIRING);
+                CU_ASSERT_EQUAL(
+                    kd_fate_mem_get(fwd->store.fate, theirs[i], 2, &row),
+                    KDELAY_OK);
+                CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRING);
+                CU_ASSERT_STRING_EQUAL(row.owner, "other:00000001.1:9");
+        }
+        CU_ASSERT_PTR_NULL(part->tasks);
+        CU_ASSERT_EQUAL(metric(KD_M_TASK_STATE_BUGS), 0);
+        kd_fwd_destroy(fwd);
+        fwd = NULL;
+}
+
 /* --- forwarder.fate_marks=auto: runs from schema 11 on, switched live -- */
 
 static int switch_lines;
@@ -681,6 +812,7 @@ int main(void)
             KD_TEST(test_a_dead_letter_joins_a_run_after_its_mark),
             KD_TEST(test_claim_outcomes_owning_no_row_finish_their_seq),
             KD_TEST(test_a_refused_seq_makes_no_token),
+            KD_TEST(test_a_lost_lease_finishes_a_seq_owning_no_row),
             KD_TEST(test_auto_switches_to_runs_at_schema_11),
             KD_TEST(test_rows_and_runs_ignore_the_schema),
             KD_TEST(test_auto_without_a_lease_keeps_rows),
