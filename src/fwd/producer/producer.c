@@ -121,6 +121,38 @@ rd_kafka_t *kd_producer_main(const kd_fwd_t *f)
         return f->producer ? f->producer->main : NULL;
 }
 
+/* A side producer (the solo or the bulk one): the main one's properties
+ * with extra (name, value pairs, NULL-terminated) forced over them, its
+ * queue into *qp, waking the producers' pipe. NULL, and errstr filled,
+ * when it cannot be made. */
+static rd_kafka_t *side_producer_new(kd_fwd_t *f, const char *const *extra,
+                                     rd_kafka_queue_t **qp, char *errstr,
+                                     size_t errstr_size)
+{
+        kd_producer_t *k = f->producer;
+        const char *forced[64];
+        size_t n = 0, x = 0;
+        while (extra[x])
+                x++;
+        for (size_t i = 0; k->forced[i] && n + x + 2 < 64; i++)
+                forced[n++] = k->forced[i];
+        for (size_t i = 0; i < x; i++)
+                forced[n++] = extra[i];
+        forced[n] = NULL;
+        rd_kafka_t *rk = producer_new(f, forced, errstr, errstr_size);
+        if (!rk)
+                return NULL;
+        rd_kafka_queue_t *q = rd_kafka_queue_get_main(rk);
+        if (!q) {
+                kd_strlcpy(errstr, "no queue", errstr_size);
+                rd_kafka_destroy(rk);
+                return NULL;
+        }
+        rd_kafka_queue_io_event_enable(q, k->io_fds[1], "1", 1);
+        *qp = q;
+        return rk;
+}
+
 /* The solo producer's own properties, forced over the main one's: a
  * batch holds one record, sent at once. */
 static const char *const solo_forced[] = {"batch.num.messages", "1",
@@ -131,28 +163,15 @@ rd_kafka_t *kd_producer_solo(kd_fwd_t *f)
         kd_producer_t *k = f->producer;
         if (k->solo)
                 return k->solo;
-        const char *forced[64];
-        size_t n = 0;
-        for (size_t i = 0; k->forced[i] && n + 6 < 64; i++)
-                forced[n++] = k->forced[i];
-        for (size_t i = 0; solo_forced[i]; i++)
-                forced[n++] = solo_forced[i];
-        forced[n] = NULL;
         char errstr[512], q[600];
-        k->solo = producer_new(f, forced, errstr, sizeof(errstr));
-        if (k->solo)
-                k->solo_q = rd_kafka_queue_get_main(k->solo);
-        if (!k->solo || !k->solo_q) {
-                kd_log(
-                    f->conf, KDELAY_LOG_WARNING,
-                    "event=solo_producer_failed err=%s action=retry",
-                    kd_log_quote(k->solo ? "no queue" : errstr, q, sizeof(q)));
-                if (k->solo)
-                        rd_kafka_destroy(k->solo);
-                k->solo = NULL;
+        k->solo = side_producer_new(f, solo_forced, &k->solo_q, errstr,
+                                    sizeof(errstr));
+        if (!k->solo) {
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=solo_producer_failed err=%s action=retry",
+                       kd_log_quote(errstr, q, sizeof(q)));
                 return NULL;
         }
-        rd_kafka_queue_io_event_enable(k->solo_q, k->io_fds[1], "1", 1);
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=solo_producer_started why=batch_refused");
         return k->solo;
@@ -194,29 +213,16 @@ rd_kafka_t *kd_producer_bulk(kd_fwd_t *f)
         if (!k->main || (k->bulk_failed_mono &&
                          now - k->bulk_failed_mono < KD_BULK_RETRY_MS))
                 return NULL;
-        const char *forced[64];
-        size_t n = 0;
-        for (size_t i = 0; k->forced[i] && n + 8 < 64; i++)
-                forced[n++] = k->forced[i];
-        for (size_t i = 0; bulk_forced[i]; i++)
-                forced[n++] = bulk_forced[i];
-        forced[n] = NULL;
         char errstr[512], q[600];
-        k->bulk = producer_new(f, forced, errstr, sizeof(errstr));
-        if (k->bulk)
-                k->bulk_q = rd_kafka_queue_get_main(k->bulk);
-        if (!k->bulk || !k->bulk_q) {
-                kd_log(
-                    f->conf, KDELAY_LOG_WARNING,
-                    "event=bulk_producer_failed err=%s action=use_main",
-                    kd_log_quote(k->bulk ? "no queue" : errstr, q, sizeof(q)));
-                if (k->bulk)
-                        rd_kafka_destroy(k->bulk);
-                k->bulk = NULL;
+        k->bulk = side_producer_new(f, bulk_forced, &k->bulk_q, errstr,
+                                    sizeof(errstr));
+        if (!k->bulk) {
+                kd_log(f->conf, KDELAY_LOG_WARNING,
+                       "event=bulk_producer_failed err=%s action=use_main",
+                       kd_log_quote(errstr, q, sizeof(q)));
                 k->bulk_failed_mono = now;
                 return NULL;
         }
-        rd_kafka_queue_io_event_enable(k->bulk_q, k->io_fds[1], "1", 1);
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=bulk_producer_started why=late_fires linger_ms=5");
         return k->bulk;
