@@ -822,7 +822,11 @@ static int prep_kill_others(MYSQL *conn, const char *name)
         return killed;
 }
 
-static void test_claim_batches_prepared(void)
+/* bulk: MariaDB's array-bound claim (fate_claim_bulk.c), every claim of
+ * PREP_ROWS one execute of the one statement prepared on the connection
+ * (not counted); else (KDELAY_TEST_CLAIM_BULK_OFF, as against MySQL) the
+ * prepared claim of n rows. */
+static void claim_batches_prepared(int bulk)
 {
         char pdb[64], purl[256], errstr[256], sql[256];
         kd_fate_claim_t items[PREP_ROWS];
@@ -834,20 +838,30 @@ static void test_claim_batches_prepared(void)
         snprintf(sql, sizeof(sql), "USE `%s`", pdb);
         CU_ASSERT_FATAL(c && conn && !mysql_query(conn, sql));
         CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&st, c), KDELAY_OK);
-        /* The first of its count goes as text; the second is prepared:
-         * a prepare and an execute, and no read-back (all fresh). */
+        /* Without bulk, the first of its count goes as text and the
+         * second is prepared: a prepare and an execute. With it, each is
+         * one execute (the prepare on the first). No read-back: all
+         * fresh. */
         prep_items(items, "prep1-", 1);
-        CU_ASSERT_EQUAL(
-            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
-            KDELAY_OK);
-        prep_check_won(items);
-        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
-        prep_items(items, "prep2-", 1);
+        long long prepares = prep_status(conn, "Com_stmt_prepare");
+        long long executes = prep_status(conn, "Com_stmt_execute");
         uint64_t stmts = kd_fate_statements(st);
         CU_ASSERT_EQUAL(
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
             KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, 2);
+        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, 1);
+        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_prepare") - prepares,
+                        bulk ? 1 : 0);
+        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_execute") - executes,
+                        bulk ? 1 : 0);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
+        prep_items(items, "prep2-", 1);
+        stmts = kd_fate_statements(st);
+        CU_ASSERT_EQUAL(
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, bulk ? 1 : 2);
         prep_check_won(items);
         CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
         /* The same rows again, not fresh: the prepared insert adds none;
@@ -891,7 +905,7 @@ static void test_claim_batches_prepared(void)
         CU_ASSERT_EQUAL(
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
             KDELAY_ERR_MYSQL); /* the killed connection */
-        long long executes = prep_status(conn, "Com_stmt_execute");
+        executes = prep_status(conn, "Com_stmt_execute");
         err = kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
         /* Refused, then sent as text: nothing executed prepared. */
         CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_execute"), executes);
@@ -905,6 +919,18 @@ static void test_claim_batches_prepared(void)
         kdelay_conf_destroy(c);
         mysql_close(conn);
         it_db_drop(pdb);
+}
+
+static void test_claim_batches_prepared(void)
+{
+        claim_batches_prepared(1);
+}
+
+static void test_claim_batches_prepared_without_bulk(void)
+{
+        CU_ASSERT_EQUAL_FATAL(setenv("KDELAY_TEST_CLAIM_BULK_OFF", "1", 1), 0);
+        claim_batches_prepared(0);
+        unsetenv("KDELAY_TEST_CLAIM_BULK_OFF");
 }
 
 /* The session counter name of conn; -1 unreadable. */
@@ -1041,6 +1067,7 @@ int main(void)
             KD_TEST(test_takeover_race_on_two_connections),
             KD_TEST(test_read_only_server_fails_then_recovers),
             KD_TEST(test_claim_batches_prepared),
+            KD_TEST(test_claim_batches_prepared_without_bulk),
             KD_TEST(test_covered_is_one_index_dive),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {

@@ -146,6 +146,10 @@ int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
 {
         size_t last = store->claim_last;
         store->claim_last = n;
+        if (n >= PREP_MIN_ROWS && n <= PREP_MAX_ROWS &&
+            kd_fate_mysql_bulk_claim(store, items, n, owner, now, affectedp,
+                                     errp, errstr, errstr_size))
+                return 1;
         if (n < PREP_MIN_ROWS || n > PREP_MAX_ROWS || store->claim_prep_off ||
             (n != store->claim_rows && n != last))
                 return 0;

@@ -36,6 +36,7 @@ static int conn_set(kd_fate_mysql_t *my, MYSQL *conn)
         pthread_mutex_unlock(&my->conn_lock);
         if (old != conn) {
                 kd_fate_mysql_prep_close(my); /* prepared on old */
+                kd_fate_mysql_bulk_reset(my);
                 my->claim_prep_off = 0;
         }
         if (old && old != conn)
@@ -65,6 +66,7 @@ static void my_destroy(void *impl)
 {
         kd_fate_mysql_t *my = impl;
         kd_fate_mysql_prep_free(my);
+        kd_fate_mysql_bulk_free(my);
         if (my->conn)
                 mysql_close(my->conn);
         pthread_mutex_destroy(&my->conn_lock);

@@ -373,7 +373,9 @@ kdelay_err_t kd_fate_pending_clear(kd_fate_store_t *store, const char *journal,
  * afterwards. */
 void kd_fate_store_interrupt(kd_fate_store_t *store);
 
-/* Statements sent since the store was created (for cost measurements). */
+/* Statements sent since the store was created (for cost measurements);
+ * like the connection's own setup, the array-bound claim's one prepare
+ * per connection (fate_claim_bulk.c) is not counted. */
 uint64_t kd_fate_statements(const kd_fate_store_t *store);
 
 /* "FIRING" -> KDELAY_FATE_FIRING ...; UNDECIDED for anything else. */

@@ -13,6 +13,20 @@
 #include "kd_fate.h"
 #include "kd_sql.h"
 
+/* The array-bound claim (fate_claim_bulk.c): its statement and the
+ * column arrays of the rows it sends, all in one block. */
+typedef struct kd_claim_bulk {
+        MYSQL_STMT *stmt; /* owned; NULL = not prepared on conn */
+        int off;          /* conn has no bulk operations, or refused */
+        char *mem;        /* owned: the arrays below, cap rows each */
+        size_t cap;
+        const char **id, **owner, **topic; /* borrowed from the items */
+        unsigned long *id_len, *owner_len, *topic_len;
+        int64_t *fire_at, *now, *lease_us, *src_offset;
+        int32_t *src_partition;
+        char *owner_ind, *lease_ind, *src_ind; /* STMT_INDICATOR_* */
+} kd_claim_bulk_t;
+
 typedef struct kd_fate_mysql {
         const kdelay_conf_t *conf; /* borrowed */
         MYSQL *conn;               /* owned; NULL = not connected */
@@ -29,6 +43,7 @@ typedef struct kd_fate_mysql {
         int64_t *claim_lease_us; /* owned: claim_cap rows' leases */
         size_t claim_cap;
         int claim_prep_off; /* the server refused a prepare on conn */
+        kd_claim_bulk_t bulk;
 } kd_fate_mysql_t;
 
 /* The order ids are matched to read-back rows in (a sorted index, n log
@@ -68,6 +83,21 @@ int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
                              const char *owner, int64_t now,
                              uint64_t *affectedp, kdelay_err_t *errp,
                              char *errstr, size_t errstr_size);
+/* The claim's INSERT of n items as one array-bound row
+ * (fate_claim_bulk.c): 0 when not used (the server has no bulk
+ * operations: the caller claims n rows another way); 1 when tried: *errp
+ * its result, *affectedp the rows it added. */
+int kd_fate_mysql_bulk_claim(kd_fate_mysql_t *store,
+                             const kd_fate_claim_t *items, size_t n,
+                             const char *owner, int64_t now,
+                             uint64_t *affectedp, kdelay_err_t *errp,
+                             char *errstr, size_t errstr_size);
+/* Closes the array-bound claim (a failed execute: prepared again). */
+void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store);
+/* Closes it for a new connection (which may allow it again). */
+void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store);
+/* Closes it and frees its arrays (the store's destroy). */
+void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store);
 /* Closes the prepared claim (before its connection closes). */
 void kd_fate_mysql_prep_close(kd_fate_mysql_t *store);
 /* Closes it and frees its buffers (the store's destroy). */
