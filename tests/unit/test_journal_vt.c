@@ -231,6 +231,29 @@ static int64_t cleared_once_stale(kd_fwd_t *f, int64_t within)
         return journal_pending(f) ? -1 : at(f);
 }
 
+/* A forwarder born with kv, the journal marked by `by` first when it is
+ * not NULL (a forwarder gone since), whose outage run (kd_outage_start at
+ * 1 s) ended, two polls on; NULL when it cannot be made. */
+static kd_fwd_t *born_after_a_run(const char *const *kv, const char *by)
+{
+        kd_fwd_t *f = born_with(kv);
+        if (!f)
+                return NULL;
+        if (by) {
+                char errstr[256];
+                CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate,
+                                                     f->journal.topic, by,
+                                                     errstr, sizeof(errstr)),
+                                KDELAY_OK);
+        }
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        return f;
+}
+
 /* Fires without claims from FIRING_AT; MySQL answers again at BACK_AT,
  * a run begins; the gate's mark is made at BACK_AT + GATE_CHECK_MS. */
 static void outage_and_back(kd_fwd_t *f)
@@ -982,13 +1005,8 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
  * from there at the next run. Before: released, the fire on no record. */
 static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
 {
-        kd_fwd_t *f = born();
+        kd_fwd_t *f = born_after_a_run(settings, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
         kd_task_t *u = record_in_flight_in(f, "r", 0);
         kd_settle_release(f, u); /* revoked: only unlinked, in flight */
         CU_ASSERT_PTR_NULL(u->part);
@@ -1149,18 +1167,8 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
  * a forwarder under fire started. */
 static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
 {
-        kd_fwd_t *f = born_with(hold);
+        kd_fwd_t *f = born_after_a_run(hold, "gone:1.1:1");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
-                                             "gone:1.1:1", errstr,
-                                             sizeof(errstr)),
-                        KDELAY_OK);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
         CU_ASSERT_EQUAL(fake.ends, 1);
         CU_ASSERT_TRUE(journal_pending(f)); /* renewed just now: left */
         CU_ASSERT_FALSE(f->outage.clear_wanted);
@@ -1193,18 +1201,9 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
  * of growing for ever (a false KdelayJournalUnreconciled). */
 static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
 {
-        kd_fwd_t *f = born_with(hold);
+        kd_fwd_t *f = born_after_a_run(hold, "gone:1.1:1");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
-                                             "gone:1.1:1", errstr,
-                                             sizeof(errstr)),
-                        KDELAY_OK);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
         int64_t read_at = at(f);
         kd_outage_gauges(f);
         CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
