@@ -303,7 +303,7 @@ static void run_drain(int n, const char *mode, int warmup, double copy_rate,
                       double copy_cpu, double copy_sys, double *rate)
 {
         char grp[96], rgrp[96], tier[128];
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+        if (bl_section(NULL, grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         snprintf(tier, sizeof(tier), "%s.tier.1s", bl_prefix);
         int64_t due = kd_now_ms() - SEC;
@@ -374,7 +374,7 @@ static void run_due(const opts_t *o, int burst, double drain_rate)
 {
         char grp[96], rgrp[96], tier[128];
         int n = burst ? o->burst_tasks : o->tasks;
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+        if (bl_section(NULL, grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         bl_fwd_t r;
         bl_seen_t s;

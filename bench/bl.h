@@ -25,10 +25,12 @@ extern char bl_prefix[40], bl_db[64], bl_url[256], bl_target[96];
 void bl_check(int ok, const char *what);
 int bl_failed(void);
 
-/* A fresh section: new prefix, database, tier and target topics; the
- * forwarders' group and a reader's group of it into grp / rgrp. 0 on
- * success. */
-int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size);
+/* A fresh section: new prefix, database, tier and target topics (the
+ * tier topics of the default ladder, or of tiers, a `tiers` value, when
+ * it is not NULL); the forwarders' group and a reader's group of it into
+ * grp / rgrp. 0 on success. */
+int bl_section(const char *tiers, char *grp, size_t grp_size, char *rgrp,
+               size_t rgrp_size);
 
 /* Produces n task records to topic: task base+i has the id
  * "<prefix>-<stem>-<base+i>" (also its key) and fire-at fire_at(base+i,

@@ -16,6 +16,7 @@
 #include <mysql.h>
 
 #include "kd_tiers.h"
+#include "kd_topics.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 
@@ -36,7 +37,30 @@ int bl_failed(void)
         return failed;
 }
 
-int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size)
+/* The section's tier topics: the default ladder's, or those of tiers (a
+ * `tiers` value) when it is not NULL. 0 on success. */
+static int section_tiers(const char *tiers)
+{
+        if (!tiers)
+                return it_tiers_create(bl_prefix, bl_url, BL_PARTITIONS);
+        char errstr[512];
+        kd_topic_report_t reports[KD_TOPICS_MAX];
+        size_t nrep;
+        kdelay_conf_t *conf = it_conf_new(bl_prefix, bl_url);
+        int rc =
+            !conf ||
+            kdelay_conf_set(conf, "tiers", tiers, errstr, sizeof(errstr)) ||
+            kd_topics_create(conf, BL_PARTITIONS, 1, reports, &nrep, errstr,
+                             sizeof(errstr));
+        if (rc)
+                fprintf(stderr, "bench_limit: ladder topics: %s\n",
+                        conf ? errstr : "no conf");
+        kdelay_conf_destroy(conf);
+        return rc ? -1 : 0;
+}
+
+int bl_section(const char *tiers, char *grp, size_t grp_size, char *rgrp,
+               size_t rgrp_size)
 {
         it_unique(bl_prefix, sizeof(bl_prefix), "bl");
         it_unique(bl_db, sizeof(bl_db), "kdbl");
@@ -44,8 +68,7 @@ int bl_section(char *grp, size_t grp_size, char *rgrp, size_t rgrp_size)
         snprintf(grp, grp_size, "%s-fwd", bl_prefix);
         snprintf(rgrp, rgrp_size, "%s-read", bl_prefix);
         if (it_db_create(bl_db, 1, bl_url, sizeof(bl_url)) ||
-            it_tiers_create(bl_prefix, bl_url, BL_PARTITIONS) ||
-            it_create_topic(bl_target, BL_PARTITIONS)) {
+            section_tiers(tiers) || it_create_topic(bl_target, BL_PARTITIONS)) {
                 bl_check(0, "setup");
                 return -1;
         }

@@ -54,7 +54,7 @@ static int produce(int n, const bl_spread_t *sp)
 void bl_crash_run(int n, int loop_s, int is_static)
 {
         char grp[96], rgrp[96];
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+        if (bl_section(NULL, grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         const char *extra[] = {is_static ? "forwarder.static_membership=1"
                                          : "forwarder.static_membership=0",

@@ -31,7 +31,6 @@
 #include "kd_path.h"
 #include "kd_plan.h"
 #include "kd_tiers.h"
-#include "kd_topics.h"
 #include "kd_util.h"
 
 #define FULL_MIN_MS 1000LL
@@ -121,34 +120,6 @@ static void draw_delays(int64_t *out, int n, double lo, double hi)
                     (double)((s * 2685821657736338717ULL) >> 11) * 0x1.0p-53;
                 out[i] = (int64_t)llround(exp(a + u * (b - a)));
         }
-}
-
-/* The section: database, target and the scaled ladder's topics. */
-static int ladder_section(const ladder_t *l, char *grp, size_t grp_size,
-                          char *rgrp, size_t rgrp_size)
-{
-        char errstr[512];
-        kd_topic_report_t reports[KD_TOPICS_MAX];
-        size_t nrep;
-        it_unique(bl_prefix, sizeof(bl_prefix), "bl");
-        it_unique(bl_db, sizeof(bl_db), "kdbl");
-        snprintf(bl_target, sizeof(bl_target), "%s.target", bl_prefix);
-        snprintf(grp, grp_size, "%s-fwd", bl_prefix);
-        snprintf(rgrp, rgrp_size, "%s-read", bl_prefix);
-        if (it_db_create(bl_db, 1, bl_url, sizeof(bl_url)) ||
-            it_create_topic(bl_target, BL_PARTITIONS))
-                return -1;
-        kdelay_conf_t *conf = it_conf_new(bl_prefix, bl_url);
-        int rc =
-            !conf ||
-            kdelay_conf_set(conf, "tiers", l->list, errstr, sizeof(errstr)) ||
-            kd_topics_create(conf, BL_PARTITIONS, 1, reports, &nrep, errstr,
-                             sizeof(errstr));
-        if (rc)
-                fprintf(stderr, "bench_limit: ladder topics: %s\n",
-                        conf ? errstr : "no conf");
-        kdelay_conf_destroy(conf);
-        return rc ? -1 : 0;
 }
 
 /* Task i queued at LADDER_SCHEDULE_MS * i / n from the start, due
@@ -425,7 +396,7 @@ void bl_ladder_run(int n, int factor)
         rec_t *v = NULL;
         size_t len = 0;
         if (!delay || !fire_at || !queued || !fired_ts ||
-            ladder_section(&l, grp, sizeof(grp), rgrp, sizeof(rgrp))) {
+            bl_section(l.list, grp, sizeof(grp), rgrp, sizeof(rgrp))) {
                 bl_check(0, "ladder setup");
                 goto out;
         }

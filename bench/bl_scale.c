@@ -29,7 +29,7 @@ void bl_pending_run(int pending, long long *rss_kb, long long *peak_kb)
 {
         char grp[96], rgrp[96], tier[128], probe_tier[128];
         *rss_kb = *peak_kb = -1;
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+        if (bl_section(NULL, grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         snprintf(tier, sizeof(tier), "%s.tier.6h", bl_prefix);
         bl_spread_t sp = {kd_now_ms() + 6 * 3600 * SEC, 24 * 3600 * SEC,
@@ -263,7 +263,7 @@ static void gc_done_of(const char *path, long long *deleted, double *seconds)
 void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause)
 {
         char grp[96], rgrp[96];
-        if (bl_section(grp, sizeof(grp), rgrp, sizeof(rgrp)))
+        if (bl_section(NULL, grp, sizeof(grp), rgrp, sizeof(rgrp)))
                 return;
         rows_latency(0, "empty");
         int64_t load_ms = 0;

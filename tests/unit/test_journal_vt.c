@@ -231,6 +231,29 @@ static int64_t cleared_once_stale(kd_fwd_t *f, int64_t within)
         return journal_pending(f) ? -1 : at(f);
 }
 
+/* A forwarder born with kv, the journal marked by `by` first when it is
+ * not NULL (a forwarder gone since), whose outage run (kd_outage_start at
+ * 1 s) ended, two polls on; NULL when it cannot be made. */
+static kd_fwd_t *born_after_a_run(const char *const *kv, const char *by)
+{
+        kd_fwd_t *f = born_with(kv);
+        if (!f)
+                return NULL;
+        if (by) {
+                char errstr[256];
+                CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate,
+                                                     f->journal.topic, by,
+                                                     errstr, sizeof(errstr)),
+                                KDELAY_OK);
+        }
+        step_serving_to(f, 1000);
+        kd_outage_start(f);
+        step_serving_to(f, 1000 + POLL_MS - 50);
+        run_ends(f, KDELAY_OK);
+        step_serving_to(f, 1000 + 2 * POLL_MS);
+        return f;
+}
+
 /* Fires without claims from FIRING_AT; MySQL answers again at BACK_AT,
  * a run begins; the gate's mark is made at BACK_AT + GATE_CHECK_MS. */
 static void outage_and_back(kd_fwd_t *f)
@@ -493,11 +516,12 @@ static void test_a_failed_journal_record_holds_fires_10s(void)
         kd_fwd_destroy(f);
 }
 
-/* A task fired without a claim (at_least_once), its record of delivery
- * in flight to the journal. */
-static kd_task_t *delivery_record_in_flight(kd_fwd_t *f, const char *id)
+/* A task fired without a claim in partition `partition` of kdelay-1m
+ * (at_least_once), its record of delivery in flight to the journal. */
+static kd_task_t *record_in_flight_in(kd_fwd_t *f, const char *id,
+                                      int32_t partition)
 {
-        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
+        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", partition, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(part);
         kd_task_t *u = kd_test_task_in(
             part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
@@ -534,8 +558,8 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
                                  .fire_at_ms = WALL0};
         CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "u", 1, &row),
                         KDELAY_OK);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
-        kd_task_t *v = delivery_record_in_flight(f, "v");
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
+        kd_task_t *v = record_in_flight_in(f, "v", 0);
         kd_part_t *part = u->part;
         outage_and_back(f);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
@@ -596,22 +620,6 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         kd_fwd_destroy(f);
 }
 
-/* A task fired without a claim in partition `partition` of kdelay-1m
- * (at_least_once), its record of delivery in flight to the journal. */
-static kd_task_t *record_in_flight_in(kd_fwd_t *f, const char *id,
-                                      int32_t partition)
-{
-        kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", partition, 60000);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(part);
-        kd_task_t *u = kd_test_task_in(
-            part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-        u->claim = KD_CLAIM_UNCLAIMED;
-        u->where = KD_WHERE_FLIGHT;
-        kd_producer_sent(f);
-        return u;
-}
-
 /* u's record of delivery refused for good (the journal topic gone for
  * KD_JOURNAL_GONE_CONFIRM_MS) while MySQL is still down. */
 static void refused_for_good(kd_fwd_t *f, kd_task_t *u)
@@ -652,6 +660,25 @@ static void back_and_run_finds_no_topic(kd_fwd_t *f)
         CU_ASSERT_EQUAL(fake.ends, 1);
 }
 
+/* A forwarder with the record of delivery of u (partition 0) in flight,
+ * and of w (partition 1) when w is not NULL, a second after fires
+ * without claims began (FIRING_AT: MySQL down); NULL when it cannot be
+ * made. */
+static kd_fwd_t *born_with_u_in_flight(kd_task_t **u, kd_task_t **w)
+{
+        *u = NULL;
+        if (w)
+                *w = NULL;
+        kd_fwd_t *f = born();
+        if (!f)
+                return NULL;
+        *u = record_in_flight_in(f, "u", 0);
+        if (w)
+                *w = record_in_flight_in(f, "w", 1);
+        step_to(f, FIRING_AT + 1000);
+        return f;
+}
+
 /* A record of delivery refused for good while MySQL is down: the fire is
  * kept in memory, and its task holds its offset (and its place in the
  * held set) until that fire is in the fate table; a failed apply keeps
@@ -660,11 +687,10 @@ static void back_and_run_finds_no_topic(kd_fwd_t *f)
  * lost its report for good. */
 static void test_a_refused_record_holds_its_offset_until_applied(void)
 {
-        kd_fwd_t *f = born();
+        kd_task_t *u;
+        kd_fwd_t *f = born_with_u_in_flight(&u, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
         kd_part_t *part = u->part;
-        step_to(f, FIRING_AT + 1000);
         CU_ASSERT_TRUE(f->store.down);
         CU_ASSERT_EQUAL(commit_point(part), 7);
         refused_for_good(f, u);
@@ -728,21 +754,6 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         kd_fwd_destroy(f);
 }
 
-/* A forwarder with records of delivery of u (partition 0) and w
- * (partition 1) in flight, MySQL down, and u's refused for good a second
- * after the outage began; NULL when it cannot be made. */
-static kd_fwd_t *born_with_u_refused(kd_task_t **u, kd_task_t **w)
-{
-        kd_fwd_t *f = born();
-        if (!f)
-                return NULL;
-        *u = record_in_flight_in(f, "u", 0);
-        *w = record_in_flight_in(f, "w", 1);
-        step_to(f, FIRING_AT + 1000);
-        refused_for_good(f, *u);
-        return f;
-}
-
 /* The crash: the forwarder is dropped while MySQL is still down, its
  * refused record's fire never applied. What survives is the committed
  * offset, which must be below the task (7: read again, fired again as
@@ -752,9 +763,10 @@ static kd_fwd_t *born_with_u_refused(kd_task_t **u, kd_task_t **w)
 static void test_a_crash_before_the_apply_reads_the_task_again(void)
 {
         kd_task_t *u, *w;
-        kd_fwd_t *f = born_with_u_refused(&u, &w);
+        kd_fwd_t *f = born_with_u_in_flight(&u, &w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         kd_part_t *pu = u->part, *pw = w->part;
+        refused_for_good(f, u);
         step_to(f, FIRING_AT + 20000);
         refused_for_good(f, w);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
@@ -773,9 +785,10 @@ static void test_a_crash_before_the_apply_reads_the_task_again(void)
 static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
 {
         kd_task_t *u, *w;
-        kd_fwd_t *f = born_with_u_refused(&u, &w);
+        kd_fwd_t *f = born_with_u_in_flight(&u, &w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         kd_part_t *pu = u->part, *pw = w->part;
+        refused_for_good(f, u);
         refused_for_good(f, w);
         CU_ASSERT_EQUAL(f->held.cnt, 2);
         /* u's partition revoked while its fire waits in memory. */
@@ -811,11 +824,10 @@ static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
  * stayed down, leaked at the stop); its fire is kept and applied. */
 static void test_a_revoked_tasks_refused_record_is_not_held(void)
 {
-        kd_fwd_t *f = born();
+        kd_task_t *u;
+        kd_fwd_t *f = born_with_u_in_flight(&u, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = record_in_flight_in(f, "u", 0);
         kd_part_t *pu = u->part;
-        step_to(f, FIRING_AT + 1000);
         kd_settle_release(f, u); /* revoked: in flight, left to its report */
         CU_ASSERT_PTR_NULL(u->part);
         CU_ASSERT_PTR_NULL(pu->tasks);
@@ -848,7 +860,7 @@ static void test_an_unknown_topic_once_is_written_again(void)
 {
         kd_fwd_t *f = born();
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
         kd_part_t *part = u->part;
         step_serving_to(f, 1000);
         answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
@@ -887,7 +899,7 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
 {
         kd_fwd_t *f = born();
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
         outage_and_back(f);
         CU_ASSERT_TRUE(f->outage.owns_mark);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
@@ -935,7 +947,7 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
 {
         kd_fwd_t *f = born();
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
         outage_and_back(f);
         char errstr[256];
         const char *other = "other:1.1:1";
@@ -993,14 +1005,9 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
  * from there at the next run. Before: released, the fire on no record. */
 static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
 {
-        kd_fwd_t *f = born();
+        kd_fwd_t *f = born_after_a_run(settings, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
-        kd_task_t *u = delivery_record_in_flight(f, "r");
+        kd_task_t *u = record_in_flight_in(f, "r", 0);
         kd_settle_release(f, u); /* revoked: only unlinked, in flight */
         CU_ASSERT_PTR_NULL(u->part);
         answered_gone(f, u, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
@@ -1075,7 +1082,7 @@ static void test_a_late_renewal_marks_again(void)
 {
         kd_fwd_t *f = born();
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        kd_task_t *u = delivery_record_in_flight(f, "u");
+        kd_task_t *u = record_in_flight_in(f, "u", 0);
         outage_and_back(f);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
         run_ends(f, KDELAY_OK);
@@ -1160,18 +1167,8 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
  * a forwarder under fire started. */
 static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
 {
-        kd_fwd_t *f = born_with(hold);
+        kd_fwd_t *f = born_after_a_run(hold, "gone:1.1:1");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
-                                             "gone:1.1:1", errstr,
-                                             sizeof(errstr)),
-                        KDELAY_OK);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
         CU_ASSERT_EQUAL(fake.ends, 1);
         CU_ASSERT_TRUE(journal_pending(f)); /* renewed just now: left */
         CU_ASSERT_FALSE(f->outage.clear_wanted);
@@ -1204,18 +1201,9 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
  * of growing for ever (a false KdelayJournalUnreconciled). */
 static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
 {
-        kd_fwd_t *f = born_with(hold);
+        kd_fwd_t *f = born_after_a_run(hold, "gone:1.1:1");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
-                                             "gone:1.1:1", errstr,
-                                             sizeof(errstr)),
-                        KDELAY_OK);
-        step_serving_to(f, 1000);
-        kd_outage_start(f);
-        step_serving_to(f, 1000 + POLL_MS - 50);
-        run_ends(f, KDELAY_OK);
-        step_serving_to(f, 1000 + 2 * POLL_MS);
         int64_t read_at = at(f);
         kd_outage_gauges(f);
         CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);

@@ -315,9 +315,17 @@ kdelay_err_t kd_fate_schema_version(kd_fate_store_t *store, int *versionp,
                                           errstr_size);
 }
 
-kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
-                             int batch, uint64_t *deletedp, char *errstr,
-                             size_t errstr_size)
+/* A store's delete of at most batch rows older than before_ms (runs,
+ * unclaimed rows). */
+typedef kdelay_err_t (*gc_op_t)(void *impl, int64_t before_ms, int batch,
+                                uint64_t *deletedp, char *errstr,
+                                size_t errstr_size);
+
+/* op after the checks of a gc call: *deletedp 0, a negative batch
+ * refused, an empty one answered without a statement. */
+static kdelay_err_t gc_checked(kd_fate_store_t *store, gc_op_t op,
+                               int64_t before_ms, int batch, uint64_t *deletedp,
+                               char *errstr, size_t errstr_size)
 {
         *deletedp = 0;
         if (batch < 0)
@@ -325,8 +333,15 @@ kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
                                "negative gc batch");
         if (batch == 0)
                 return KDELAY_OK;
-        return store->ops->gc_runs(store->impl, created_before_ms, batch,
-                                   deletedp, errstr, errstr_size);
+        return op(store->impl, before_ms, batch, deletedp, errstr, errstr_size);
+}
+
+kdelay_err_t kd_fate_gc_runs(kd_fate_store_t *store, int64_t created_before_ms,
+                             int batch, uint64_t *deletedp, char *errstr,
+                             size_t errstr_size)
+{
+        return gc_checked(store, store->ops->gc_runs, created_before_ms, batch,
+                          deletedp, errstr, errstr_size);
 }
 
 /* 1 when reason can stand in a DEAD row: 1..KD_FATE_REASON_MAX bytes of
@@ -470,14 +485,8 @@ kdelay_err_t kd_fate_gc_unclaimed(kd_fate_store_t *store,
                                   uint64_t *deletedp, char *errstr,
                                   size_t errstr_size)
 {
-        *deletedp = 0;
-        if (batch < 0)
-                return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
-                               "negative gc batch");
-        if (batch == 0)
-                return KDELAY_OK;
-        return store->ops->gc_unclaimed(store->impl, applied_before_ms, batch,
-                                        deletedp, errstr, errstr_size);
+        return gc_checked(store, store->ops->gc_unclaimed, applied_before_ms,
+                          batch, deletedp, errstr, errstr_size);
 }
 
 static kdelay_err_t check_pending_args(const char *journal, const char *by,
