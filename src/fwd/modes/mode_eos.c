@@ -849,10 +849,15 @@ static int eos_revoke(kd_mode_ctx_t *m, int64_t deadline)
  * read_committed consumers of the targets until it times out (or the
  * instance restarts and fences it); keep that short. Produces must time
  * out within a transaction. A missing target must fail as unknown (5 s)
- * before a produce times out (10 s), so that it counts as permanent. */
+ * before a produce times out (10 s), so that it counts as permanent.
+ * linger.ms 5: a fire is visible to read_committed consumers only at the
+ * commit, and commit_transaction flushes first, which sends what lingers
+ * at once (librdkafka 1.8 and later); so an on-time fire is not later
+ * for it, and a catch-up's transactions go out in batches as large as
+ * at_least_once's bulk producer's (issue 44: the broker's CPU per fire). */
 static const char *const eos_producer_defaults[] = {
     "linger.ms",
-    "1",
+    "5",
     "partitioner",
     "murmur2_random",
     "transaction.timeout.ms",
