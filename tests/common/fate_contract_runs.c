@@ -183,6 +183,50 @@ void test_runs_cover_rows_of_other_owners(void)
         }
 }
 
+/* kd_fate_counts: rows by state as readers see them. A FIRING row a run
+ * covers counts FIRED (and in fired_by_runs), one no run covers FIRING
+ * (a token's or not); a marked row FIRED once, covered or not. */
+void test_counts_split_covered_firing_rows(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fate_counts_t c;
+        CU_ASSERT_EQUAL(
+            kd_fate_counts(kd_fc_store, &c, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(c.firing + c.fired + c.cancelled + c.dead, 0);
+        claim_tok("k1", P1 ":1");
+        claim_tok("k2", P1 ":2");
+        claim_tok("k3", P1 ":3");
+        claim_tok("k4", P1 ":4");           /* marked FIRED, then covered too */
+        claim_tok("k5", "FW:0000ABCD.1:2"); /* another prefix by bytes */
+        kd_fc_claim1("k6", 5, "fw-plain");
+        claim_tok("kd", P1 ":9");
+        kd_fc_fire1("k4");
+        CU_ASSERT_EQUAL(kd_fc_cancel1("kc"), KDELAY_OK);
+        const char *dead = "kd";
+        size_t dlen = 2;
+        CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, &dead, &dlen, 1,
+                                          "missing-target", kd_fc_errstr,
+                                          sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        uint64_t lo[] = {1, 4}, hi[] = {2, 9};
+        CU_ASSERT_EQUAL(runs(P1, lo, hi, 2), KDELAY_OK);
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL(
+            kd_fate_counts(kd_fc_store, &c, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 3);
+        CU_ASSERT_EQUAL(c.firing, 3);        /* k3, k5, k6 */
+        CU_ASSERT_EQUAL(c.fired, 3);         /* k1, k2, k4 */
+        CU_ASSERT_EQUAL(c.fired_by_runs, 2); /* k1, k2 */
+        CU_ASSERT_EQUAL(c.cancelled, 1);
+        CU_ASSERT_EQUAL(c.dead, 1);
+        /* As status answers, row by row. */
+        CU_ASSERT_EQUAL(fate_of("k1"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of("k3"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(fate_of("k5"), KDELAY_FATE_FIRING);
+}
+
 /* A run covers only its own prefix: runs of another generation, boot or
  * name, or of a name that is a prefix of this one, cover nothing here. */
 void test_runs_of_another_prefix_do_not_cover(void)

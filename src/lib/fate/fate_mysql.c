@@ -903,6 +903,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
     .firing = kd_fate_mysql_firing,
+    .counts = kd_fate_mysql_counts,
     .lookup = my_lookup,
     .apply_unclaimed = kd_fate_mysql_apply_unclaimed,
     .unclaimed_list = kd_fate_mysql_unclaimed_list,

@@ -221,6 +221,24 @@ kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
                             kdelay_fate_t *fates, char *errstr,
                             size_t errstr_size);
 
+/* The fate table's rows by state as its readers see them: a FIRING row
+ * a run covers (kd_fate_mark_runs) is FIRED, as kd_fate_status says. */
+typedef struct kd_fate_counts {
+        uint64_t firing;        /* FIRING rows no run covers: in flight */
+        uint64_t fired;         /* FIRED rows and FIRING rows a run covers */
+        uint64_t fired_by_runs; /* of fired: the FIRING rows a run covers */
+        uint64_t cancelled;
+        uint64_t dead;
+} kd_fate_counts_t;
+
+/* Counts every row by state into *counts (kdelayctl stats). On MySQL one
+ * grouped count of the table, then, as kd_fate_firing, the runs read
+ * once and the FIRING rows' owners in pages by primary key, each tested
+ * in memory: a scan of the table, never a statement per row. Not one
+ * snapshot: a row that changes meanwhile may be counted as it was. */
+kdelay_err_t kd_fate_counts(kd_fate_store_t *store, kd_fate_counts_t *counts,
+                            char *errstr, size_t errstr_size);
+
 /* What a fate row said when the journal of fires made without a claim
  * was applied to it (kdelay_unclaimed.prior, deploy/mysql/007). */
 typedef enum kd_unclaimed_prior {

@@ -142,6 +142,10 @@ kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
                                   int64_t updated_after_ms,
                                   kd_fate_firing_t *rows, size_t max,
                                   size_t *np, char *errstr, size_t errstr_size);
+/* kd_fate_counts: the other states by one grouped count, the FIRING rows
+ * in pages, each tested in memory (fate_firing.c). */
+kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
+                                  char *errstr, size_t errstr_size);
 /* Appends " AND <no run covers a row of owner>" (constants only: for a
  * strict UPDATE's WHERE), or nothing when owner (NULL = none) is not one a
  * run can cover (kd_fate_owner_split). */
