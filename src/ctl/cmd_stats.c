@@ -26,7 +26,10 @@ static const char kd_stats_help[] =
     "offsets (the heads, read back for at most 5 s a tier) the oldest one's\n"
     "age and the largest time past its due time (a stuck tier shows\n"
     "there), the group's state and members, and\n"
-    "the fate table's rows by state (mysql.url; skipped without it), and\n"
+    "the fate table's rows by state (mysql.url; skipped without it) as\n"
+    "status reads them: FIRED includes the FIRING rows a run of delivered\n"
+    "claims covers (\"N recorded by runs\"; in JSON FIRED_by_runs), FIRING\n"
+    "is the rows no run covers (in flight, or stuck: kdelayctl audit), and\n"
     "the dead letters of the last --dead-window by reason (read from the\n"
     "dead-letter topic, for at most 10 s; \"complete\": false when cut),\n"
     "and with forwarder.target_rate_limits, for each topic a limit\n"
@@ -138,10 +141,13 @@ static void print_json(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
         cJSON_AddNumberToObject(o, "pending", (double)s->pending);
         if (fate) {
                 cJSON *f = cJSON_AddObjectToObject(o, "fate");
-                cJSON_AddNumberToObject(f, "FIRING", (double)s->fate[0]);
-                cJSON_AddNumberToObject(f, "FIRED", (double)s->fate[1]);
-                cJSON_AddNumberToObject(f, "CANCELLED", (double)s->fate[2]);
-                cJSON_AddNumberToObject(f, "DEAD", (double)s->fate[3]);
+                cJSON_AddNumberToObject(f, "FIRING", (double)s->fate.firing);
+                cJSON_AddNumberToObject(f, "FIRED", (double)s->fate.fired);
+                cJSON_AddNumberToObject(f, "FIRED_by_runs",
+                                        (double)s->fate.fired_by_runs);
+                cJSON_AddNumberToObject(f, "CANCELLED",
+                                        (double)s->fate.cancelled);
+                cJSON_AddNumberToObject(f, "DEAD", (double)s->fate.dead);
         } else {
                 cJSON_AddNullToObject(o, "fate");
         }
@@ -216,11 +222,18 @@ static void print_text(const kdelay_conf_t *conf, const kd_stats_t *s, int fate,
         }
         printf("%-8s %-36s %10s %12lld\n", "all", "", "",
                (long long)s->pending);
-        if (fate)
-                printf("\nfate rows: FIRING %lld, FIRED %lld, CANCELLED %lld, "
-                       "DEAD %lld\n",
-                       (long long)s->fate[0], (long long)s->fate[1],
-                       (long long)s->fate[2], (long long)s->fate[3]);
+        if (fate) {
+                const kd_fate_counts_t *c = &s->fate;
+                printf("\nfate rows: FIRING %llu, FIRED %llu",
+                       (unsigned long long)c->firing,
+                       (unsigned long long)c->fired);
+                if (c->fired_by_runs)
+                        printf(" (%llu recorded by runs)",
+                               (unsigned long long)c->fired_by_runs);
+                printf(", CANCELLED %llu, DEAD %llu\n",
+                       (unsigned long long)c->cancelled,
+                       (unsigned long long)c->dead);
+        }
         char w[32];
         printf("\ndead letters in the last %s: %zu",
                kdelay_duration_format(d->window_ms, w, sizeof(w)),

@@ -53,6 +53,8 @@ void test_pending_clear_leaves_a_live_owners_mark(void);
 
 /* The cases of fate_contract_runs.c. */
 void test_runs_cover_firing_rows(void);
+void test_runs_cover_rows_of_other_owners(void);
+void test_counts_split_covered_firing_rows(void);
 void test_runs_of_another_prefix_do_not_cover(void);
 void test_run_owner_edge_cases(void);
 void test_takeover_of_a_covered_row_fails(void);
@@ -80,6 +82,8 @@ void test_mark_runs_arguments(void);
             KD_TEST(test_pending_clear_needs_the_epoch_read),                  \
             KD_TEST(test_pending_clear_leaves_a_live_owners_mark),             \
             KD_TEST(test_runs_cover_firing_rows),                              \
+            KD_TEST(test_runs_cover_rows_of_other_owners),                     \
+            KD_TEST(test_counts_split_covered_firing_rows),                    \
             KD_TEST(test_runs_of_another_prefix_do_not_cover),                 \
             KD_TEST(test_run_owner_edge_cases),                                \
             KD_TEST(test_takeover_of_a_covered_row_fails),                     \

@@ -106,6 +106,127 @@ void test_runs_cover_firing_rows(void)
         CU_ASSERT_EQUAL(fate_of("c11"), KDELAY_FATE_FIRED);
 }
 
+/* The claim read-back and lookup of rows whose owner is not the claim's
+ * token (a repeated schedule of delivered ids, another copy's claims)
+ * find them covered as rows of the claims' own tokens are, in one batch
+ * with rows of every other kind: covered FIRING rows of other tokens and
+ * of the own token read FIRED with their owner kept, uncovered ones
+ * FIRING, a marked row FIRED, a cancelled one CANCELLED, a row without a
+ * token owner FIRING, an id without a row FIRING under the new claim. */
+void test_runs_cover_rows_of_other_owners(void)
+{
+        KD_FC_NEED_STORE();
+        static const char *const ids[] = {"o1", "o2", "o3", "o4", "o5",
+                                          "o6", "ox", "of", "oc", "onew"};
+        enum { N = KD_ARRAY_LEN(ids) };
+        char tok[N][40];
+        for (size_t i = 0; i < 6; i++) {
+                snprintf(tok[i], sizeof(tok[i]), P1 ":%zu", i + 1);
+                claim_tok(ids[i], tok[i]);
+        }
+        kd_fc_claim1("ox", 5, "fw-plain");
+        claim_tok("of", P1 ":8");
+        kd_fc_fire1("of");
+        CU_ASSERT_EQUAL(kd_fc_cancel1("oc"), KDELAY_OK);
+        CU_ASSERT_EQUAL(run1(P1, 1, 4), KDELAY_OK);
+        /* Claimed again under a later generation's tokens, but o4 and o5
+         * under their own (a renewal). */
+        kd_fate_claim_t c[N];
+        for (size_t i = 0; i < N; i++) {
+                if (i != 3 && i != 4)
+                        snprintf(tok[i], sizeof(tok[i]), "fw:0000abcd.2:%zu",
+                                 i + 1);
+                c[i] = kd_fc_item(ids[i], 5, tok[i]);
+        }
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, c, N, NULL,
+                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+                              KDELAY_OK);
+        static const kdelay_fate_t want[N] = {
+            KDELAY_FATE_FIRED,  KDELAY_FATE_FIRED,  KDELAY_FATE_FIRED,
+            KDELAY_FATE_FIRED,  KDELAY_FATE_FIRING, KDELAY_FATE_FIRING,
+            KDELAY_FATE_FIRING, KDELAY_FATE_FIRED,  KDELAY_FATE_CANCELLED,
+            KDELAY_FATE_FIRING};
+        char own[40];
+        for (size_t i = 0; i < N; i++) {
+                CU_ASSERT_EQUAL(c[i].fate, want[i]);
+                if (i < 6) {
+                        snprintf(own, sizeof(own), P1 ":%zu", i + 1);
+                        CU_ASSERT_STRING_EQUAL(c[i].row_owner, own);
+                }
+        }
+        CU_ASSERT_STRING_EQUAL(c[6].row_owner, "fw-plain");
+        CU_ASSERT_STRING_EQUAL(c[9].row_owner, "fw:0000abcd.2:10");
+        size_t lens[N];
+        kdelay_fate_t fates[N];
+        for (size_t i = 0; i < N; i++)
+                lens[i] = strlen(ids[i]);
+        CU_ASSERT_EQUAL(kd_fate_lookup(kd_fc_store, ids, lens, N, fates,
+                                       kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        for (size_t i = 0; i < N; i++)
+                CU_ASSERT_EQUAL(fates[i], want[i]);
+        /* A run over o5, o6 and the new claim of onew: FIRED too. */
+        uint64_t lo[] = {5}, hi[] = {6};
+        CU_ASSERT_EQUAL(runs(P1, lo, hi, 1), KDELAY_OK);
+        CU_ASSERT_EQUAL(run1("fw:0000abcd.2", 10, 10), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_claim(kd_fc_store, c, N, NULL, kd_fc_errstr,
+                                      sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_lookup(kd_fc_store, ids, lens, N, fates,
+                                       kd_fc_errstr, sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        for (size_t i = 0; i < N; i++) {
+                kdelay_fate_t w =
+                    i == 4 || i == 5 || i == 9 ? KDELAY_FATE_FIRED : want[i];
+                CU_ASSERT_EQUAL(c[i].fate, w);
+                CU_ASSERT_EQUAL(fates[i], w);
+        }
+}
+
+/* kd_fate_counts: rows by state as readers see them. A FIRING row a run
+ * covers counts FIRED (and in fired_by_runs), one no run covers FIRING
+ * (a token's or not); a marked row FIRED once, covered or not. */
+void test_counts_split_covered_firing_rows(void)
+{
+        KD_FC_NEED_STORE();
+        kd_fate_counts_t c;
+        CU_ASSERT_EQUAL(
+            kd_fate_counts(kd_fc_store, &c, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(c.firing + c.fired + c.cancelled + c.dead, 0);
+        claim_tok("k1", P1 ":1");
+        claim_tok("k2", P1 ":2");
+        claim_tok("k3", P1 ":3");
+        claim_tok("k4", P1 ":4");           /* marked FIRED, then covered too */
+        claim_tok("k5", "FW:0000ABCD.1:2"); /* another prefix by bytes */
+        kd_fc_claim1("k6", 5, "fw-plain");
+        claim_tok("kd", P1 ":9");
+        kd_fc_fire1("k4");
+        CU_ASSERT_EQUAL(kd_fc_cancel1("kc"), KDELAY_OK);
+        const char *dead = "kd";
+        size_t dlen = 2;
+        CU_ASSERT_EQUAL(kd_fate_mark_dead(kd_fc_store, &dead, &dlen, 1,
+                                          "missing-target", kd_fc_errstr,
+                                          sizeof(kd_fc_errstr)),
+                        KDELAY_OK);
+        uint64_t lo[] = {1, 4}, hi[] = {2, 9};
+        CU_ASSERT_EQUAL(runs(P1, lo, hi, 2), KDELAY_OK);
+        uint64_t before = kd_fc_stmts();
+        CU_ASSERT_EQUAL(
+            kd_fate_counts(kd_fc_store, &c, kd_fc_errstr, sizeof(kd_fc_errstr)),
+            KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 3);
+        CU_ASSERT_EQUAL(c.firing, 3);        /* k3, k5, k6 */
+        CU_ASSERT_EQUAL(c.fired, 3);         /* k1, k2, k4 */
+        CU_ASSERT_EQUAL(c.fired_by_runs, 2); /* k1, k2 */
+        CU_ASSERT_EQUAL(c.cancelled, 1);
+        CU_ASSERT_EQUAL(c.dead, 1);
+        /* As status answers, row by row. */
+        CU_ASSERT_EQUAL(fate_of("k1"), KDELAY_FATE_FIRED);
+        CU_ASSERT_EQUAL(fate_of("k3"), KDELAY_FATE_FIRING);
+        CU_ASSERT_EQUAL(fate_of("k5"), KDELAY_FATE_FIRING);
+}
+
 /* A run covers only its own prefix: runs of another generation, boot or
  * name, or of a name that is a prefix of this one, cover nothing here. */
 void test_runs_of_another_prefix_do_not_cover(void)

@@ -988,9 +988,10 @@ static int explain_r(MYSQL *conn, const char *sql, char *type, size_t size)
 
 /* A run covers a row in one dive into kdelay_fired_run's primary key
  * (the nearest run at or below the seq): status, whose row is a constant
- * to the subquery, and the takeover's guard, built of constants, read no
- * index entry beyond it though 3,000 runs of the prefix come after the
- * seq. (A statement over many rows correlates the subquery with each:
+ * to the subquery, the takeover's guard and the test over many rows of
+ * the claim read-back and lookup, built of constants, read no index
+ * entry beyond it though 3,000 runs of the prefix come after the seq.
+ * (The status test over many rows correlates the subquery with each:
  * MariaDB then reads the prefix's runs from its last one back to the
  * seq; docs/fate-protocol.md, "Runs of delivered claims".) */
 static void test_covered_is_one_index_dive(void)
@@ -1041,6 +1042,29 @@ static void test_covered_is_one_index_dive(void)
         printf(", two rows at once: %lld entries walked", walked);
         CU_ASSERT(walked >= 0 && walked <= 2 * 3000);
         free(many.buf);
+        /* The claim read-back's and lookup's test: the owners as
+         * constants, one dive each, and the answers. */
+        const char *own[] = {"dive:00000001.1:12", "dive:00000001.1:17"};
+        size_t own_lens[] = {18, 18};
+        kd_sql_t of = {0};
+        kd_sql_add(&of, "SELECT task_id, ");
+        kd_fate_mysql_add_covered_of(&of, own, own_lens, 2);
+        kd_sql_add(&of, " FROM kdelay_fate WHERE task_id IN ('dive-1', "
+                        "'dive-2') ORDER BY task_id");
+        CU_ASSERT_FATAL(!of.oom);
+        CU_ASSERT_EQUAL(explain_r(conn, of.buf, type, sizeof(type)), 0);
+        CU_ASSERT_STRING_EQUAL(type, "range");
+        walked = entries_walked(conn, of.buf);
+        CU_ASSERT_EQUAL(walked, 0);
+        printf("; by constants: %s, %lld entries walked", type, walked);
+        CU_ASSERT_EQUAL(mysql_query(conn, of.buf), 0);
+        MYSQL_RES *res = mysql_store_result(conn);
+        MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+        CU_ASSERT(row && row[1] && !strcmp(row[1], "1")); /* 12: in 10..15 */
+        row = res ? mysql_fetch_row(res) : NULL;
+        CU_ASSERT(row && row[1] && !strcmp(row[1], "0")); /* 17: after 15 */
+        mysql_free_result(res);
+        free(of.buf);
         mysql_query(conn, "DELETE FROM kdelay_fired_run");
         mysql_query(conn,
                     "DELETE FROM kdelay_fate WHERE task_id LIKE 'dive-%'");

@@ -18,8 +18,10 @@
  * themselves are test_http_limits'). `kdelayctl stats --json`
  * meanwhile shows the group with this one member (its client.id names
  * the release and the instance: kdelay-forwarder/<version>/<instance>),
- * no record pending once all are handled, the fate rows of the
- * tasks; after the stop it exits 1 (no member).
+ * no record pending once all are handled, every task's row FIRED as
+ * status reads it (a FIRING row a run of delivered claims covers counts
+ * FIRED, FIRED_by_runs of them) and none FIRING; after the stop it exits
+ * 1 (no member).
  *
  * And systemd's notifications (Type=notify): a forwarder started with
  * NOTIFY_SOCKET naming a datagram socket of the test, as systemd would,
@@ -467,16 +469,21 @@ static void test_metrics_health_and_readiness(void)
         CU_ASSERT_EQUAL(overdue, 0);
 
         /* kdelayctl stats: one member, named; nothing pending once the
-         * commits caught up; every task's fate row. */
+         * commits caught up; every task's fate row FIRED as status reads
+         * it (a FIRING row a run covers counts FIRED), none FIRING once
+         * the runs or marks are in. */
         cJSON *st = NULL;
         int st_rc = -1;
-        double pending = -1, fate = -1;
+        double pending = -1, fate = -1, firing = -1, by_runs = -1;
         for (int64_t end = kd_mono_ms() + 15000; kd_mono_ms() < end;) {
                 cJSON_Delete(st);
                 st_rc = ctl_stats(prefix, group, url, &st);
                 pending = num(st, "pending", NULL);
-                fate = num(st, "fate", "FIRED") + num(st, "fate", "FIRING");
-                if (st_rc == 0 && pending == 0 && fate == N_TASKS)
+                fate = num(st, "fate", "FIRED");
+                firing = num(st, "fate", "FIRING");
+                by_runs = num(st, "fate", "FIRED_by_runs");
+                if (st_rc == 0 && pending == 0 && fate == N_TASKS &&
+                    firing == 0)
                         break;
                 it_sleep_until(kd_now_ms() + 500);
         }
@@ -484,9 +491,10 @@ static void test_metrics_health_and_readiness(void)
             cJSON_GetObjectItemCaseSensitive(st, "group"), "members");
         const cJSON *m0 = cJSON_GetArrayItem(members, 0);
         printf("\n  kdelayctl stats: exit %d, members %.0f (%s), pending %.0f, "
-               "fate rows FIRED+FIRING %.0f",
+               "fate rows FIRED %.0f (by runs %.0f), FIRING %.0f",
                st_rc, num(st, "group", "member_count"),
-               cJSON_IsString(m0) ? m0->valuestring : "-", pending, fate);
+               cJSON_IsString(m0) ? m0->valuestring : "-", pending, fate,
+               by_runs, firing);
         CU_ASSERT_EQUAL(st_rc, 0);
         /* The one malformed record, by its reason; all of the window
          * read. */
@@ -503,6 +511,10 @@ static void test_metrics_health_and_readiness(void)
                           "kdelay-forwarder/" KDELAY_VERSION_STR "/fwHTTP"));
         CU_ASSERT_EQUAL(pending, 0);
         CU_ASSERT_EQUAL(fate, N_TASKS);
+        CU_ASSERT_EQUAL(firing, 0);
+        CU_ASSERT(by_runs >= 0 && by_runs <= fate);
+        CU_ASSERT_EQUAL(num(st, "fate", "CANCELLED"), 0);
+        CU_ASSERT_EQUAL(num(st, "fate", "DEAD"), 0);
         cJSON_Delete(st);
 
         /* MySQL stopped: not ready (and why), still alive. */

@@ -5,9 +5,13 @@
 # kdelayctl run against one fresh database at the previous schema; the next
 # release's `kdelayctl db migrate` runs under them; the previous kdelayctl
 # cancels and asks status after it; the forwarders are replaced one by one
-# by the next release's; the next kdelayctl schedules and cancels. Then the
-# target topics hold every task not cancelled (lost 0), none before its
-# fire-at (early 0), no cancelled one, and in exactly_once none twice.
+# by the next release's; the next kdelayctl schedules and cancels. Past an
+# opt-in step (schema 11, lean-fate) it is taken, 30 more tasks go under
+# runs of delivered claims, and 7 ids that fired are scheduled again (5
+# delivered under runs, 2 marked FIRED before: one by a previous
+# forwarder). Then the target topics hold every task not cancelled (lost
+# 0), none before its fire-at (early 0), no cancelled one, no second
+# schedule of a fired id, and in exactly_once none twice.
 #
 # PREVIOUS: the newest release in RELEASES (the record in the tree: tags
 # do not travel with a clone; `scripts/releases.sh previous`) whose version
@@ -237,6 +241,7 @@ EOF
              "${prefix[$m]}.tier.20s" "${prefix[$m]}.dead")
     : >"$tmp/$m.tasks"
     : >"$tmp/$m.cancelled"
+    : >"$tmp/$m.repeated"
 done
 ctl() { # RELEASE MODE ARGS...: that release's kdelayctl with the mode's settings
     local rel=$1 m=$2 bin
@@ -331,6 +336,20 @@ status_some() {
     done
     log info status_ok mode="$m" by="$rel" tasks=$# fate="$want"
 }
+# wait_fired MODE SECONDS IDS...: the next kdelayctl's status says FIRED
+# for each within SECONDS (1 when not)
+wait_fired() {
+    local m=$1 end=$(( $(date +%s) + $2 )) id out
+    shift 2
+    for id in "$@"; do
+        until out=$(ctl next "$m" status "$id" --json 2>&1) &&
+              [[ $out == *'"fate":"FIRED"'* ]]; do
+            [ "$(date +%s)" -lt "$end" ] ||
+                { log error not_fired mode="$m" id="$id" said="\"${out//\"/\'}\""; return 1; }
+            sleep 0.2
+        done
+    done
+}
 parallel_modes() { # FUNCTION ARGS-AFTER-MODE...: one job per mode, all must succeed
     local fn=$1 m pids=() rc=0 p
     shift
@@ -418,7 +437,7 @@ done
 
 # Step 6b: every forwarder the next release's: the opt-in step taken
 # (docs/upgrading.md step 5); each forwarder switches to runs of
-# delivered claims on its own within its 30 s schema read; 10 more tasks
+# delivered claims on its own within its 30 s schema read; 30 more tasks
 # per mode go under runs; the previous kdelayctl now refuses (the floor).
 # The forwarders here are static members, restarted within their session
 # timeout: the broker kept the client.id each first joined with (the
@@ -442,18 +461,62 @@ if [ "$optin_schema" -gt 0 ]; then
         done
     done
     t2=$(now_ms)
-    sched_lean() { schedule_batch next "$1" 0 10 $(( t2 + 3000 )) 500 l; }
+    sched_lean() { schedule_batch next "$1" 0 30 $(( t2 + 3000 )) 500 l; }
     parallel_modes sched_lean || fail "next kdelayctl schedule under runs"
     rc=0
     out=$(ctl previous at_least_once status "${prefix[at_least_once]}-p-0" 2>&1) || rc=$?
     [ $rc -ne 0 ] && [[ $out == *"needs kdelay"* ]] ||
         fail "previous kdelayctl status at schema $optin_schema: exit $rc: $out"
     log info previous_refused said="\"${out//\"/\'}\""
+
+    # Step 6c: ids scheduled again after they fired (docs/plans/
+    # issue-44.md §1.4: "not delivered again"). Five delivered under
+    # runs: their rows stay FIRING, a run covers them, and status says
+    # FIRED; p-0, delivered by a previous forwarder before the migration,
+    # and n-0, by the roll's forwarders before the switch: FIRED marks.
+    # The next kdelayctl warns that each already has a fate (FIRED) and
+    # schedules it all the same, due 3 s on; the forwarders' claims find
+    # the rows delivered (a covered row's owner is an older token, not the
+    # new claim's: the read-back reads it again by that owner) and drop
+    # the copies, counted as already_fired. Step 7 checks that no record
+    # of a second schedule reached the target.
+    repeat_fired() { # MODE
+        local m=$1 ids=() i id out covered marked at rc
+        for i in 0 1 2 3 4 5 6 7 8 9; do ids+=("${prefix[$m]}-l-$i"); done
+        wait_fired "$m" 30 "${ids[@]}" || return 1
+        covered=$("${check[@]}" sql "SELECT task_id FROM \`$db\`.kdelay_fate WHERE
+            state = 'FIRING' AND task_id IN ($(printf "'%s'," "${ids[@]}" | sed 's/,$//'))
+            ORDER BY task_id") || { log error covered_read_failed mode="$m"; return 1; }
+        read -r -d '' -a ids <<<"$covered" || true
+        [ ${#ids[@]} -ge 5 ] || {
+            log error too_few_covered mode="$m" covered="\"${ids[*]}\"" \
+                "why=\"fewer than 5 of l-0..l-9 read FIRED while their rows are FIRING: runs not recorded?\""
+            return 1; }
+        ids=("${ids[@]:0:5}")
+        marked=$("${check[@]}" sql "SELECT COUNT(*) FROM \`$db\`.kdelay_fate WHERE
+            state = 'FIRED' AND task_id IN ('${prefix[$m]}-p-0', '${prefix[$m]}-n-0')") || return 1
+        [ "$marked" = 2 ] || { log error not_marked mode="$m" marked="$marked"; return 1; }
+        ids+=("${prefix[$m]}-p-0" "${prefix[$m]}-n-0")
+        at=$(( $(now_ms) + 3000 ))
+        for id in "${ids[@]}"; do
+            rc=0
+            out=$(ctl next "$m" schedule --topic "${target[$m]}" --value again --key again \
+                --id "$id" --at "$at" 2>"$tmp/$m.again.err") || rc=$?
+            [ $rc -eq 0 ] && [ "$out" = "$id" ] ||
+                { log error schedule_again_failed mode="$m" id="$id" rc=$rc out="$out"; return 1; }
+            grep -q "already has a fate (FIRED)" "$tmp/$m.again.err" ||
+                { log error no_fired_warning mode="$m" id="$id" said="\"$(tr '\n"' " '" <"$tmp/$m.again.err")\""; return 1; }
+            echo "$id $at" >>"$tmp/$m.repeated"
+        done
+        log info scheduled_again mode="$m" tasks=${#ids[@]} fire_ms="$at" \
+            covered_by_runs="\"${ids[*]:0:5}\"" marked="\"${ids[*]:5}\""
+    }
+    parallel_modes repeat_fired || fail "the repeated schedules of fired ids (above)"
 fi
 
 # Step 7: all due, plus 15 s; then the forwarders stop and the targets
 # are read.
-last=$(awk '{print $2}' "$tmp"/*.tasks | sort -n | tail -n 1)
+last=$(awk '{print $2}' "$tmp"/*.tasks "$tmp"/*.repeated | sort -n | tail -n 1)
 log info waiting until_ms=$(( last + 15000 ))
 sleep_until $(( last + 15000 ))
 for m in "${modes[@]}"; do
@@ -469,10 +532,23 @@ for f in "$tmp"/*-previous.log; do
     fi
     grep -q 'event=forwarder_exit err=KDELAY_OK' "$f" || fail "$(basename "$f"): no clean exit"
 done
+# The ids scheduled again: still FIRED (their rows as they were), and
+# dropped by the forwarders as fired, at least once each.
+for m in "${modes[@]}"; do
+    [ -s "$tmp/$m.repeated" ] || continue
+    mapfile -t again < <(awk '{print $1}' "$tmp/$m.repeated")
+    status_some next "$m" FIRED "${again[@]}"
+    dropped=$(cat "$tmp/$m"-fw-?-next.log | sed -n 's/.*event=forwarder_stopped.* already_fired=\([0-9]*\).*/\1/p' |
+        awk '{s += $1} END {print s + 0}')
+    log info repeated_dropped mode="$m" scheduled_again=${#again[@]} already_fired="$dropped"
+    [ "$dropped" -ge ${#again[@]} ] ||
+        fail "$m: the next forwarders dropped $dropped tasks as already fired, want >= ${#again[@]} (the ids scheduled again)"
+done
 failed=0
 for m in "${modes[@]}"; do
     "${check[@]}" verify --mode "$m" --target "${target[$m]}" \
         --tasks "$tmp/$m.tasks" --cancelled "$tmp/$m.cancelled" \
+        --repeated "$tmp/$m.repeated" \
         --previous "$prev_name" --next "$next_name" \
         --migrated-ms "$migrated_ms" --replaced-ms "$replaced_ms" || failed=1
 done

@@ -148,12 +148,21 @@ def cmd_verify(args):
         for line in f:
             tid, by = line.split()
             cancelled[tid] = by
+    repeated = {}  # id -> fire_at of its second schedule
+    if args.repeated:
+        with open(args.repeated, encoding="utf-8") as f:
+            for line in f:
+                tid, fire_at = line.split()
+                repeated[tid] = int(fire_at)
     records = read_target(args.target)
     seen, duplicates, early, unknown, lateness = {}, 0, [], [], []
-    old_after_migration = 0
+    old_after_migration, again = 0, []
     for tid, ts, fire_at in records:
         if tid not in tasks:
             unknown.append(tid)
+            continue
+        if tid in repeated and fire_at == repeated[tid]:
+            again.append(tid)  # the second schedule of a fired id
             continue
         want = tasks[tid][0]
         if fire_at != want:
@@ -182,7 +191,9 @@ def cmd_verify(args):
           f"{len(seen)}, lost {len(lost)}, early {len(early)}, duplicates "
           f"{duplicates}, cancelled delivered {len(cancelled_delivered)}, "
           f"fired by previous forwarders after the migration "
-          f"{old_after_migration}, lateness p50 {p50} ms max {mx} ms",
+          f"{old_after_migration}, lateness p50 {p50} ms max {mx} ms; "
+          f"fired ids scheduled again {len(repeated)}, delivered again "
+          f"{len(again)}",
           flush=True)
     problems = []
     if lost:
@@ -195,6 +206,13 @@ def cmd_verify(args):
     if unknown:
         problems.append(f"{len(unknown)} records of unknown tasks: "
                         + " ".join(unknown[:10]))
+    if again:
+        problems.append(f"delivered again {len(again)} of the fired ids "
+                        "scheduled again: " + " ".join(sorted(set(again))[:10]))
+    missing = sorted(t for t in repeated if t not in seen)
+    if missing:
+        problems.append("fired ids scheduled again without their first "
+                        "delivery: " + " ".join(missing[:10]))
     if args.mode == "exactly_once" and duplicates:
         problems.append(f"duplicates {duplicates} in exactly_once")
     if old_after_migration == 0:
@@ -227,6 +245,8 @@ def main():
     p.add_argument("--target", required=True)
     p.add_argument("--tasks", required=True, help="lines: id fire_at_ms by")
     p.add_argument("--cancelled", required=True, help="lines: id by")
+    p.add_argument("--repeated", help="lines: id fire_at_ms of a second "
+                   "schedule of an id that fired (never to be delivered)")
     p.add_argument("--previous", required=True)
     p.add_argument("--next", required=True)
     p.add_argument("--migrated-ms", type=int, required=True)

@@ -3,13 +3,14 @@
  * forwarder group has not committed yet (end offset minus the group's
  * committed offset, summed over the tier's partitions) and the age of the
  * oldest unhandled head; the group's state and members; the fate table's
- * rows by state. */
+ * rows by state (FIRED including the FIRING rows a run covers). */
 #ifndef KD_STATS_H
 #define KD_STATS_H
 
 #include <stdint.h>
 
 #include "kd_conf.h"
+#include "kd_fate.h"
 #include "kd_tiers.h"
 
 typedef struct kd_tier_stats {
@@ -33,15 +34,16 @@ typedef struct kd_stats {
         int64_t pending;      /* all tiers */
         char group_state[32]; /* "Stable", "Empty", "Dead", ... */
         int members;
-        char member[16][256]; /* client ids of the first 16 members */
-        int64_t fate[4];      /* FIRING, FIRED, CANCELLED, DEAD rows */
+        char member[16][256];  /* client ids of the first 16 members */
+        kd_fate_counts_t fate; /* the fate table's rows by state */
 } kd_stats_t;
 
 /* The Kafka part (tiers and group) of conf's prefix and
  * forwarder.group_id. */
 kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
                             char *errstr, size_t errstr_size);
-/* The fate table's rows by state. */
+/* The fate table's rows by state as status reads them: a FIRING row a
+ * run of delivered claims covers counts FIRED (kd_fate_counts). */
 kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
                            char *errstr, size_t errstr_size);
 

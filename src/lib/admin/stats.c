@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "kd_grouppos.h"
-#include "kd_mysql.h"
 #include "kd_path.h"
 #include "kd_util.h"
 #include "kd_wire.h"
@@ -159,29 +158,12 @@ kdelay_err_t kd_stats_kafka(const kdelay_conf_t *conf, kd_stats_t *s,
 kdelay_err_t kd_stats_fate(const kdelay_conf_t *conf, kd_stats_t *s,
                            char *errstr, size_t errstr_size)
 {
-        static const char *const states[] = {"FIRING", "FIRED", "CANCELLED",
-                                             "DEAD"};
-        MYSQL *conn = NULL;
-        kdelay_err_t err = kd_mysql_connect(conf, &conn, errstr, errstr_size);
+        kd_fate_store_t *store = NULL;
+        kdelay_err_t err = kd_fate_store_new(&store, conf);
         if (err)
-                return err;
-        if (mysql_query(conn, "SELECT state, COUNT(*) FROM kdelay_fate "
-                              "GROUP BY state")) {
-                err =
-                    kd_mysql_fail(conn, "count fate rows", errstr, errstr_size);
-                mysql_close(conn);
-                return err;
-        }
-        MYSQL_RES *res = mysql_store_result(conn);
-        MYSQL_ROW row;
-        while (res && (row = mysql_fetch_row(res)))
-                for (size_t i = 0; i < KD_ARRAY_LEN(states); i++)
-                        if (row[0] && row[1] && !strcmp(row[0], states[i]))
-                                s->fate[i] = strtoll(row[1], NULL, 10);
-        if (!res)
-                err =
-                    kd_mysql_fail(conn, "count fate rows", errstr, errstr_size);
-        mysql_free_result(res);
-        mysql_close(conn);
+                return kd_fail(err, errstr, errstr_size,
+                               "cannot create the fate store");
+        err = kd_fate_counts(store, &s->fate, errstr, errstr_size);
+        kd_fate_store_destroy(store);
         return err;
 }

@@ -424,6 +424,13 @@ kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
                                   errstr_size);
 }
 
+kdelay_err_t kd_fate_counts(kd_fate_store_t *store, kd_fate_counts_t *counts,
+                            char *errstr, size_t errstr_size)
+{
+        memset(counts, 0, sizeof(*counts));
+        return store->ops->counts(store->impl, counts, errstr, errstr_size);
+}
+
 static const char *const prior_names[KD_PRIORS] = {
     [KD_PRIOR_FIRED] = "fired",
     [KD_PRIOR_CANCELLED] = "cancelled",

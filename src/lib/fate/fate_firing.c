@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* audit's scan on MySQL (kd_fate_firing): the FIRING rows no run of
- * delivered claims covers. The covered test in SQL costs, over many rows,
+/* audit's scan and stats' counts on MySQL (kd_fate_firing,
+ * kd_fate_counts): the FIRING rows, told covered by a run of delivered
+ * claims or not. The covered test in SQL costs, over many rows,
  * one walk of the prefix's runs per row (MariaDB reads a correlated
  * subquery by `ref` on owner_prefix from the last run back: rows x runs,
  * over 30 s for 200,000 rows and 2,000 runs a prefix). So the runs are
  * read once, into memory (16 bytes each: never more than the rows they
  * cover), the FIRING rows in pages in primary-key order, and each row is
  * tested here by two binary searches. The oldest `max` uncovered rows are
- * kept in a heap, as ORDER BY updated_at_ms LIMIT max kept them. */
+ * kept in a heap, as ORDER BY updated_at_ms LIMIT max kept them. (A
+ * window function over runs and rows merged in order, the one statement
+ * that counts without the walk, took 5.6-6.1 s for 1M FIRING rows and
+ * 100,000 runs on MariaDB 10.11, against about 1 s here.) */
 #include "kd_fate_mysql_int.h"
 
 #include <stdlib.h>
@@ -299,6 +303,105 @@ kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
                 *np = h.n;
         }
         free(h.idx);
+        runs_free(&runs);
+        return err;
+}
+
+/* FIRING rows' owners read per statement by kd_fate_mysql_counts. */
+#define KD_COUNT_PAGE 20000
+
+/* One page of FIRING rows' owners after the id last (last_len 0: from the
+ * first), counted into c; *readp: rows read. */
+static kdelay_err_t count_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
+                               char *last, size_t *last_len, size_t *readp,
+                               kd_fate_counts_t *c, char *errstr,
+                               size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        kd_sql_add(&sql, "SELECT task_id, owner FROM kdelay_fate WHERE state "
+                         "= 'FIRING'");
+        if (*last_len) {
+                kd_sql_add(&sql, " AND task_id > ");
+                kd_sql_add_hex(&sql, last, *last_len);
+        }
+        kd_sql_add(&sql, " ORDER BY task_id LIMIT %d", KD_COUNT_PAGE);
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "count firing", &res,
+                                              errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        size_t n = 0;
+        while ((row = mysql_fetch_row(res))) {
+                unsigned long *lens = mysql_fetch_lengths(res);
+                n++;
+                if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
+                        continue; /* never: VARBINARY(128) NOT NULL */
+                memcpy(last, row[0], lens[0]);
+                *last_len = lens[0];
+                if (row[1] && runs_cover(runs, row[1], lens[1]))
+                        c->fired_by_runs++;
+                else
+                        c->firing++;
+        }
+        mysql_free_result(res);
+        *readp = n;
+        return KDELAY_OK;
+}
+
+/* The rows in the other states: one grouped count (FIRING's is the
+ * pages'). */
+static kdelay_err_t count_states(kd_fate_mysql_t *store, kd_fate_counts_t *c,
+                                 char *errstr, size_t errstr_size)
+{
+        kd_sql_t sql = {0};
+        MYSQL_RES *res = NULL;
+        kd_sql_add(&sql, "SELECT state, COUNT(*) FROM kdelay_fate GROUP BY "
+                         "state");
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "count fate rows",
+                                              &res, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res))) {
+                uint64_t v = row[1] ? strtoull(row[1], NULL, 10) : 0;
+                switch (row[0] ? kd_fate_parse(row[0])
+                               : KDELAY_FATE_UNDECIDED) {
+                case KDELAY_FATE_FIRED:
+                        c->fired += v;
+                        break;
+                case KDELAY_FATE_CANCELLED:
+                        c->cancelled += v;
+                        break;
+                case KDELAY_FATE_DEAD:
+                        c->dead += v;
+                        break;
+                default: /* FIRING: counted by the pages */
+                        break;
+                }
+        }
+        mysql_free_result(res);
+        return KDELAY_OK;
+}
+
+kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
+                                  char *errstr, size_t errstr_size)
+{
+        kd_fate_mysql_t *store = impl;
+        kd_runs_t runs = {0};
+        char last[KDELAY_ID_MAX + 1];
+        size_t last_len = 0, read = KD_COUNT_PAGE;
+        /* The runs first: a run recorded after them leaves its rows
+         * counted FIRING, never a row counted FIRED before its run. */
+        kdelay_err_t err = runs_load(store, &runs, errstr, errstr_size);
+        while (!err && read == KD_COUNT_PAGE)
+                err = count_page(store, &runs, last, &last_len, &read, counts,
+                                 errstr, errstr_size);
+        if (!err)
+                err = count_states(store, counts, errstr, errstr_size);
+        counts->fired += counts->fired_by_runs;
         runs_free(&runs);
         return err;
 }

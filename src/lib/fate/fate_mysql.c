@@ -380,62 +380,186 @@ static size_t find_items(kd_fate_claim_t *const *sorted, size_t n,
         return end - lo;
 }
 
-/* Reads the rows of items back: fate, owner and lease left of each. The
- * rows are matched to the items through a sorted index (n log n: a linear
- * match per row made large batches quadratic). */
-static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
-                              size_t n, char *errstr, size_t errstr_size)
+/* Called for each row read_fates reads: row[0] task_id, row[1] state,
+ * row[2] owner, row[3] the covered test, then the caller's columns; fate
+ * as readers see it (a covered FIRING row reads FIRED). */
+typedef void kd_fate_row_fn(MYSQL_ROW row, const unsigned long *lens,
+                            kdelay_fate_t fate, void *opaque);
+
+/* One statement of read_fates: the rows of ids (n) with the covered test
+ * of the owners guessed. A FIRING row whose owner was no guess (its
+ * covered column NULL) and that a run could cover goes into later[] (id,
+ * owner: pointers into *resp, which the caller frees), unless again:
+ * then it reads uncovered. Every other row goes to fn. */
+static kdelay_err_t
+read_fates_once(kd_fate_mysql_t *store, const char *what, const char *cols,
+                const char *const *ids, const size_t *id_lens, size_t n,
+                const char *const *guess, const size_t *guess_lens,
+                size_t nguess, int again, kd_fate_row_fn *fn, void *opaque,
+                MYSQL_RES **resp, const char **later, size_t *later_lens,
+                size_t *nlaterp, char *errstr, size_t errstr_size)
 {
         kd_sql_t sql = {0};
-        kd_sql_add(&sql,
-                   "SELECT task_id, state, owner, IF(lease_until IS NULL, "
-                   "-1, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), "
-                   "lease_until)) DIV 1000), ");
-        kd_fate_mysql_add_covered(&sql);
-        kd_sql_add(&sql, " FROM kdelay_fate WHERE task_id IN (");
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        kd_sql_add(&sql, ",");
-                kd_sql_add_hex(&sql, items[i].id, items[i].id_len);
+        kd_sql_add(&sql, "SELECT task_id, state, owner, ");
+        kd_fate_mysql_add_covered_of(&sql, guess, guess_lens, nguess);
+        kd_sql_add(&sql, "%s FROM kdelay_fate WHERE task_id IN (", cols);
+        kd_sql_add_id_list(&sql, ids, id_lens, n);
+        kdelay_err_t err =
+            kd_fate_mysql_stmt(store, &sql, what, resp, errstr, errstr_size);
+        free(sql.buf);
+        if (err)
+                return err;
+        MYSQL_ROW row;
+        size_t nlater = 0;
+        while ((row = mysql_fetch_row(*resp))) {
+                unsigned long *lens = mysql_fetch_lengths(*resp);
+                size_t plen;
+                uint64_t seq;
+                kdelay_fate_t f = fate_of(row[1], row[3]);
+                if (!again && !row[3] && f == KDELAY_FATE_FIRING && row[2] &&
+                    kd_fate_owner_split(row[2], lens[2], &plen, &seq) &&
+                    nlater < n) {
+                        later[2 * nlater] = row[0];
+                        later_lens[2 * nlater] = lens[0];
+                        later[2 * nlater + 1] = row[2];
+                        later_lens[2 * nlater + 1] = lens[2];
+                        nlater++;
+                        continue;
+                }
+                fn(row, lens, f, opaque);
+        }
+        *nlaterp = nlater;
+        return KDELAY_OK;
+}
+
+/* Reads the rows of ids (n, repeats allowed), "SELECT task_id, state,
+ * owner, <covered>, <cols> FROM kdelay_fate WHERE task_id IN (...)",
+ * calling fn for each with its fate. The covered test is one dive into
+ * kdelay_fired_run per row, however many runs its prefix has after it
+ * (a test correlated with each row walks them: docs/fate-protocol.md,
+ * "Runs of delivered claims", Cost): the owners the caller expects
+ * (guess, nguess; the claims' own tokens) are tested by constants in the
+ * statement; FIRING rows under another owner that a run could cover are
+ * read again in a second statement with their owners as constants. Each
+ * row's answer is of one statement: its state and the runs at one
+ * moment. A row whose owner changed between the two reads FIRING (what
+ * it was a moment before). */
+static kdelay_err_t
+read_fates(kd_fate_mysql_t *store, const char *what, const char *cols,
+           const char *const *ids, const size_t *id_lens, size_t n,
+           const char *const *guess, const size_t *guess_lens, size_t nguess,
+           kd_fate_row_fn *fn, void *opaque, char *errstr, size_t errstr_size)
+{
+        /* later: id and owner of each row to read again, as pairs */
+        const char **later = malloc(2 * n * sizeof(*later));
+        size_t *later_lens = malloc(2 * n * sizeof(*later_lens));
+        const char **again = malloc(2 * n * sizeof(*again));
+        size_t *again_lens = malloc(2 * n * sizeof(*again_lens));
+        MYSQL_RES *res = NULL, *res2 = NULL;
+        size_t nlater = 0, none;
+        kdelay_err_t err = KDELAY_OK;
+        if (!later || !later_lens || !again || !again_lens)
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "%s: out of memory", what);
+        if (!err)
+                err = read_fates_once(store, what, cols, ids, id_lens, n, guess,
+                                      guess_lens, nguess, 0, fn, opaque, &res,
+                                      later, later_lens, &nlater, errstr,
+                                      errstr_size);
+        if (!err && nlater) {
+                for (size_t i = 0; i < nlater; i++) {
+                        again[i] = later[2 * i];
+                        again_lens[i] = later_lens[2 * i];
+                        again[nlater + i] = later[2 * i + 1];
+                        again_lens[nlater + i] = later_lens[2 * i + 1];
+                }
+                err = read_fates_once(
+                    store, what, cols, again, again_lens, nlater,
+                    again + nlater, again_lens + nlater, nlater, 1, fn, opaque,
+                    &res2, NULL, NULL, &none, errstr, errstr_size);
+        }
+        mysql_free_result(res2);
+        mysql_free_result(res);
+        free(later);
+        free(later_lens);
+        free(again);
+        free(again_lens);
+        return err;
+}
+
+typedef struct read_back_ctx {
+        kd_fate_claim_t **sorted; /* the items by item_cmp */
+        size_t n;
+} read_back_ctx_t;
+
+static void read_back_row(MYSQL_ROW row, const unsigned long *lens,
+                          kdelay_fate_t fate, void *opaque)
+{
+        read_back_ctx_t *c = opaque;
+        size_t first,
+            cnt = find_items(c->sorted, c->n, row[0], lens[0], &first);
+        for (size_t k = first; k < first + cnt; k++) {
+                kd_fate_claim_t *it = c->sorted[k];
+                it->fate = fate;
+                kd_strlcpy(it->row_owner, row[2] ? row[2] : "",
+                           sizeof(it->row_owner));
+                it->lease_left_ms = kd_sql_col_i64(row[4]);
+        }
+}
+
+/* Reads the rows of items back: fate, owner and lease left of each. The
+ * rows are matched to the items through a sorted index (n log n: a linear
+ * match per row made large batches quadratic). The owners the rows are
+ * expected to have are each item's own token (owner: the call's) and,
+ * after a takeover (prior), the owner it found (a covered row keeps it):
+ * rows under those are tested in the one statement. */
+static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
+                              size_t n, const char *owner, int prior,
+                              char *errstr, size_t errstr_size)
+{
+        size_t ng = prior ? 2 * n : n;
+        kd_fate_claim_t **sorted = malloc(n * sizeof(*sorted)); /* owned */
+        const char **ids = malloc(ng * sizeof(*ids));
+        size_t *lens = malloc(ng * sizeof(*lens));
+        const char **guess = malloc(ng * sizeof(*guess));
+        size_t *glens = malloc(ng * sizeof(*glens));
+        char(*prev)[KD_FATE_OWNER_MAX + 1] =
+            prior ? malloc(n * sizeof(*prev)) : NULL;
+        kdelay_err_t err = KDELAY_OK;
+        if (!sorted || !ids || !lens || !guess || !glens || (prior && !prev))
+                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
+                              "claim read-back: out of memory");
+        for (size_t i = 0; !err && i < n; i++) {
+                ids[i] = items[i].id;
+                lens[i] = items[i].id_len;
+                guess[i] = kd_fate_claim_owner(&items[i], owner, &glens[i]);
+                if (prior) {
+                        memcpy(prev[i], items[i].row_owner, sizeof(prev[i]));
+                        guess[n + i] = prev[i];
+                        glens[n + i] = strlen(prev[i]);
+                }
                 items[i].fate = KDELAY_FATE_UNDECIDED;
                 items[i].row_owner[0] = '\0';
                 items[i].lease_left_ms = -1;
-        }
-        kd_sql_add(&sql, ")");
-        kd_fate_claim_t **sorted = malloc(n * sizeof(*sorted)); /* owned */
-        if (!sorted) {
-                free(sql.buf);
-                return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                               "claim read-back: out of memory");
-        }
-        for (size_t i = 0; i < n; i++)
                 sorted[i] = &items[i];
-        qsort(sorted, n, sizeof(*sorted), item_cmp);
-        MYSQL_RES *res = NULL;
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "claim read-back",
-                                              &res, errstr, errstr_size);
-        free(sql.buf);
-        if (err) {
-                free(sorted);
-                return err;
         }
-        MYSQL_ROW row;
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                kdelay_fate_t f = fate_of(row[1], row[4]);
-                size_t first,
-                    cnt = find_items(sorted, n, row[0], lens[0], &first);
-                for (size_t k = first; k < first + cnt; k++) {
-                        kd_fate_claim_t *it = sorted[k];
-                        it->fate = f;
-                        kd_strlcpy(it->row_owner, row[2] ? row[2] : "",
-                                   sizeof(it->row_owner));
-                        it->lease_left_ms = kd_sql_col_i64(row[3]);
-                }
+        if (!err) {
+                qsort(sorted, n, sizeof(*sorted), item_cmp);
+                read_back_ctx_t c = {sorted, n};
+                err = read_fates(store, "claim read-back",
+                                 ", IF(lease_until IS NULL, -1, GREATEST(0, "
+                                 "TIMESTAMPDIFF(MICROSECOND, NOW(3), "
+                                 "lease_until)) DIV 1000)",
+                                 ids, lens, n, guess, glens, ng, read_back_row,
+                                 &c, errstr, errstr_size);
         }
-        mysql_free_result(res);
         free(sorted);
-        return KDELAY_OK;
+        free(ids);
+        free(lens);
+        free(guess);
+        free(glens);
+        free(prev);
+        return err;
 }
 
 static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
@@ -500,7 +624,7 @@ static kdelay_err_t my_takeover(void *impl, kd_fate_claim_t *items, size_t n,
         free(sql.buf);
         if (err)
                 return err;
-        return read_back(store, items, n, errstr, errstr_size);
+        return read_back(store, items, n, NULL, 1, errstr, errstr_size);
 }
 
 /* After a claim's INSERT: when every item is fresh and the statement
@@ -595,7 +719,7 @@ static kdelay_err_t claim_rest(kd_fate_mysql_t *store, kd_fate_claim_t *items,
             renew_own(store, items, n, owner, errstr, errstr_size);
         if (err)
                 return err;
-        return read_back(store, items, n, errstr, errstr_size);
+        return read_back(store, items, n, owner, 0, errstr, errstr_size);
 }
 
 static kdelay_err_t my_claim(void *impl, kd_fate_claim_t *items, size_t n,
@@ -724,34 +848,34 @@ static kdelay_err_t my_gc(void *impl, int64_t due_before_ms,
         return err;
 }
 
+typedef struct lookup_ctx {
+        const char *const *ids;
+        const size_t *id_lens;
+        kdelay_fate_t *fates;
+        size_t n;
+} lookup_ctx_t;
+
+static void lookup_row(MYSQL_ROW row, const unsigned long *lens,
+                       kdelay_fate_t fate, void *opaque)
+{
+        lookup_ctx_t *c = opaque;
+        /* A handful of rows per call (a scan's page): a linear match. */
+        for (size_t i = 0; i < c->n; i++)
+                if (c->id_lens[i] == lens[0] &&
+                    !memcmp(c->ids[i], row[0], lens[0]))
+                        c->fates[i] = fate;
+}
+
+/* No owner is expected: a FIRING row that a run could cover is tested in
+ * a second statement, by its owner as a constant (read_fates). */
 static kdelay_err_t my_lookup(void *impl, const char *const *ids,
                               const size_t *id_lens, size_t n,
                               kdelay_fate_t *fates, char *errstr,
                               size_t errstr_size)
 {
-        kd_fate_mysql_t *store = impl;
-        kd_sql_t sql = {0};
-        MYSQL_RES *res = NULL;
-        kd_sql_add(&sql, "SELECT task_id, state, ");
-        kd_fate_mysql_add_covered(&sql);
-        kd_sql_add(&sql, " FROM kdelay_fate WHERE task_id IN (");
-        kd_sql_add_id_list(&sql, ids, id_lens, n);
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "look up fates",
-                                              &res, errstr, errstr_size);
-        free(sql.buf);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        /* A handful of rows per call (a scan's page): a linear match. */
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                for (size_t i = 0; i < n; i++)
-                        if (id_lens[i] == lens[0] &&
-                            !memcmp(ids[i], row[0], lens[0]))
-                                fates[i] = fate_of(row[1], row[2]);
-        }
-        mysql_free_result(res);
-        return KDELAY_OK;
+        lookup_ctx_t c = {ids, id_lens, fates, n};
+        return read_fates(impl, "look up fates", "", ids, id_lens, n, NULL,
+                          NULL, 0, lookup_row, &c, errstr, errstr_size);
 }
 
 static kdelay_err_t my_schema_version(void *impl, int *versionp, char *errstr,
@@ -779,6 +903,7 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .note_cancelled = my_note_cancelled,
     .gc = my_gc,
     .firing = kd_fate_mysql_firing,
+    .counts = kd_fate_mysql_counts,
     .lookup = my_lookup,
     .apply_unclaimed = kd_fate_mysql_apply_unclaimed,
     .unclaimed_list = kd_fate_mysql_unclaimed_list,

@@ -41,19 +41,81 @@ void kd_fate_mysql_add_covered(kd_sql_t *sql)
         kd_sql_add(sql, "%s", kd_covered_sql);
 }
 
+/* Appends "COALESCE((SELECT seq_hi of the nearest run of prefix at or
+ * below seq) >= seq, 0)": 1 when a run covers the token '<prefix>:<seq>',
+ * else 0. Constants only: one dive into the primary key (EXPLAIN: range),
+ * however many runs of the prefix come after seq. */
+static void add_run_test(kd_sql_t *sql, const char *prefix, size_t plen,
+                         uint64_t seq)
+{
+        kd_sql_add(sql, "COALESCE((SELECT r.seq_hi FROM kdelay_fired_run r "
+                        "WHERE r.owner_prefix = ");
+        kd_sql_add_hex(sql, prefix, plen);
+        kd_sql_add(sql,
+                   " AND r.seq_lo <= %llu ORDER BY r.seq_lo DESC LIMIT 1) >= "
+                   "%llu, 0)",
+                   (unsigned long long)seq, (unsigned long long)seq);
+}
+
 void kd_fate_mysql_add_uncovered(kd_sql_t *sql, const char *owner)
 {
         size_t plen;
         uint64_t seq;
         if (!owner || !kd_fate_owner_split(owner, strlen(owner), &plen, &seq))
                 return; /* no run covers it */
-        kd_sql_add(sql, " AND NOT COALESCE((SELECT r.seq_hi FROM "
-                        "kdelay_fired_run r WHERE r.owner_prefix = ");
-        kd_sql_add_hex(sql, owner, plen);
-        kd_sql_add(sql,
-                   " AND r.seq_lo <= %llu ORDER BY r.seq_lo DESC LIMIT 1) >= "
-                   "%llu, 0)",
-                   (unsigned long long)seq, (unsigned long long)seq);
+        kd_sql_add(sql, " AND NOT ");
+        add_run_test(sql, owner, plen, seq);
+}
+
+typedef struct owner_ref {
+        const char *p;
+        size_t len;
+} owner_ref_t;
+
+static int owner_ref_cmp(const void *x, const void *y)
+{
+        const owner_ref_t *a = x, *b = y;
+        return kd_fate_id_cmp(a->p, a->len, b->p, b->len);
+}
+
+void kd_fate_mysql_add_covered_of(kd_sql_t *sql, const char *const *owners,
+                                  const size_t *lens, size_t n)
+{
+        owner_ref_t *v = n ? malloc(n * sizeof(*v)) : NULL; /* owned */
+        size_t m = 0;
+        if (n && !v) {
+                sql->oom = 1; /* the statement reports it */
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t plen;
+                uint64_t seq;
+                if (owners[i] &&
+                    kd_fate_owner_split(owners[i], lens[i], &plen, &seq))
+                        v[m++] = (owner_ref_t){owners[i], lens[i]};
+        }
+        /* Each owner once: its subquery is a constant, run at most once. */
+        qsort(v, m, sizeof(*v), owner_ref_cmp);
+        size_t u = 0;
+        for (size_t i = 0; i < m; i++)
+                if (!u || owner_ref_cmp(&v[u - 1], &v[i]))
+                        v[u++] = v[i];
+        kd_sql_add(sql, "IF(kdelay_fate.state = 'FIRING', ");
+        if (!u)
+                kd_sql_add(sql, "NULL");
+        else
+                kd_sql_add(sql, "CASE CAST(kdelay_fate.owner AS BINARY)");
+        for (size_t i = 0; i < u; i++) {
+                size_t plen;
+                uint64_t seq;
+                (void)kd_fate_owner_split(v[i].p, v[i].len, &plen, &seq);
+                kd_sql_add(sql, " WHEN ");
+                kd_sql_add_hex(sql, v[i].p, v[i].len);
+                kd_sql_add(sql, " THEN ");
+                add_run_test(sql, v[i].p, plen, seq);
+        }
+        kd_sql_add(sql, "%s, 0)", u ? " END" : "");
+        free(v);
 }
 
 kdelay_err_t kd_fate_mysql_mark_runs(void *impl, const char *prefix,

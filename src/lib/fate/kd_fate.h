@@ -89,7 +89,10 @@ typedef struct kd_fate_claim {
  * is fresh and the insert added a row for each (then each is FIRING under
  * its own token, with the lease it asked for: one statement), a FIRING
  * row of an item's own token gets its lease renewed (a second statement,
- * when some item is not fresh) and every row is read back. A claim "won" when
+ * when some item is not fresh) and every row is read back (on MySQL a
+ * second read when a FIRING row is under an owner token that is none of
+ * the items' own: the run test of its owner by constants, as
+ * kd_fate_lookup's). A claim "won" when
  * row_owner equals its token; FIRING with another owner means another claim
  * came first, whose lease holds for lease_left_ms more. */
 kdelay_err_t kd_fate_claim(kd_fate_store_t *store, kd_fate_claim_t *items,
@@ -208,11 +211,33 @@ kdelay_err_t kd_fate_firing(kd_fate_store_t *store, int64_t updated_before_ms,
                             size_t max, size_t *np, char *errstr,
                             size_t errstr_size);
 
-/* The fates of n ids into fates[i] (UNDECIDED: no row). One statement. */
+/* The fates of n ids into fates[i] (UNDECIDED: no row). One statement;
+ * on MySQL a second one when a row read is FIRING under an owner token a
+ * run could cover: the rows of those owners read again, each owner's run
+ * test by constants (one index dive each, however many runs come after
+ * it; a test correlated with each row walks them). */
 kdelay_err_t kd_fate_lookup(kd_fate_store_t *store, const char *const *ids,
                             const size_t *id_lens, size_t n,
                             kdelay_fate_t *fates, char *errstr,
                             size_t errstr_size);
+
+/* The fate table's rows by state as its readers see them: a FIRING row
+ * a run covers (kd_fate_mark_runs) is FIRED, as kd_fate_status says. */
+typedef struct kd_fate_counts {
+        uint64_t firing;        /* FIRING rows no run covers: in flight */
+        uint64_t fired;         /* FIRED rows and FIRING rows a run covers */
+        uint64_t fired_by_runs; /* of fired: the FIRING rows a run covers */
+        uint64_t cancelled;
+        uint64_t dead;
+} kd_fate_counts_t;
+
+/* Counts every row by state into *counts (kdelayctl stats). On MySQL one
+ * grouped count of the table, then, as kd_fate_firing, the runs read
+ * once and the FIRING rows' owners in pages by primary key, each tested
+ * in memory: a scan of the table, never a statement per row. Not one
+ * snapshot: a row that changes meanwhile may be counted as it was. */
+kdelay_err_t kd_fate_counts(kd_fate_store_t *store, kd_fate_counts_t *counts,
+                            char *errstr, size_t errstr_size);
 
 /* What a fate row said when the journal of fires made without a claim
  * was applied to it (kdelay_unclaimed.prior, deploy/mysql/007). */

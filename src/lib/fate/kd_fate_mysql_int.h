@@ -120,8 +120,21 @@ kdelay_err_t kd_fate_mysql_gc_unclaimed(void *impl, int64_t applied_before_ms,
 
 /* Runs of delivered claims (fate_runs.c, kdelay_fired_run). */
 /* Appends an expression over the kdelay_fate row at hand: 1 when it is
- * FIRING and a run covers it (delivered), else 0. For SELECTs only. */
+ * FIRING and a run covers it (delivered), else 0. For SELECTs only. The
+ * subquery is correlated with the row: one dive when the row is a
+ * constant (a primary-key equality: status), but over many rows MariaDB
+ * walks each row's prefix from its last run back to the row's seq; those
+ * use kd_fate_mysql_add_covered_of. */
 void kd_fate_mysql_add_covered(kd_sql_t *sql);
+/* Appends an expression over the kdelay_fate row at hand: 0 when it is
+ * not FIRING; when it is, 1 or 0 as a run covers it or not if its owner is
+ * one of owners[] (n of them, lens[i] bytes each; repeats, NULLs and
+ * owners no run can cover are skipped), else NULL (the caller reads the
+ * row's owner and asks again with it). Constants only: one dive into
+ * kdelay_fired_run's primary key per distinct owner (its subquery is
+ * uncorrelated), however many runs of its prefix come after it. */
+void kd_fate_mysql_add_covered_of(kd_sql_t *sql, const char *const *owners,
+                                  const size_t *lens, size_t n);
 
 /* kd_fate_firing: the runs read once, the FIRING rows in pages, each
  * tested in memory (fate_firing.c). */
@@ -129,6 +142,10 @@ kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
                                   int64_t updated_after_ms,
                                   kd_fate_firing_t *rows, size_t max,
                                   size_t *np, char *errstr, size_t errstr_size);
+/* kd_fate_counts: the other states by one grouped count, the FIRING rows
+ * in pages, each tested in memory (fate_firing.c). */
+kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
+                                  char *errstr, size_t errstr_size);
 /* Appends " AND <no run covers a row of owner>" (constants only: for a
  * strict UPDATE's WHERE), or nothing when owner (NULL = none) is not one a
  * run can cover (kd_fate_owner_split). */

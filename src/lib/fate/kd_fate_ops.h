@@ -50,6 +50,8 @@ typedef struct kd_fate_ops {
                                int64_t updated_after_ms, kd_fate_firing_t *rows,
                                size_t max, size_t *np, char *errstr,
                                size_t errstr_size);
+        kdelay_err_t (*counts)(void *impl, kd_fate_counts_t *counts,
+                               char *errstr, size_t errstr_size);
         kdelay_err_t (*lookup)(void *impl, const char *const *ids,
                                const size_t *id_lens, size_t n,
                                kdelay_fate_t *fates, char *errstr,
