@@ -11,16 +11,16 @@
  * Same columns, INSERT IGNORE and lease by the server's clock as the
  * text claim; the affected rows are the whole array's, as one statement
  * of n rows reports them. A server without bulk operations (MySQL, a
- * proxy) or one that refuses the prepare gets the claim of n rows on
- * that connection. KDELAY_TEST_CLAIM_BULK_OFF (set, any value) turns
- * it off, so that the suite runs the other claim against MariaDB too. */
+ * proxy) gets the claim of n rows on that connection; one that refuses
+ * the prepare, text claims (kd_fate_mysql_prep_refused).
+ * KDELAY_TEST_CLAIM_BULK_OFF (set, any value) turns it off, so that the suite
+ * runs the other claim against MariaDB too. */
 #include "kd_fate_mysql_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "kd_fate_ops.h"
-#include "kd_log.h"
 
 #define BULK_SQL                                                               \
         "INSERT IGNORE INTO kdelay_fate (task_id, state, fire_at_ms, owner, "  \
@@ -123,12 +123,7 @@ static int bulk_prepare(kd_fate_mysql_t *store, kdelay_err_t *errp,
                         *errp = err;
                         return -1;
                 }
-                char q[600];
-                b->off = 1;
-                kd_log(store->conf, KDELAY_LOG_WARNING,
-                       "event=claim_prepare_failed err=%s "
-                       "action=claims_of_n_rows",
-                       kd_log_quote(errstr, q, sizeof(q)));
+                kd_fate_mysql_prep_refused(store, errstr);
                 return 1;
         }
         b->stmt = st;

@@ -33,6 +33,16 @@
         "src_partition, src_offset) VALUES "
 #define PREP_ROW "(?,'FIRING',?,?,?,?,NOW(3) + INTERVAL ? MICROSECOND,?,?,?)"
 
+void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why)
+{
+        char q[600];
+        store->claim_prep_off = 1;
+        store->bulk.off = 1;
+        kd_log(store->conf, KDELAY_LOG_WARNING,
+               "event=claim_prepare_failed err=%s action=text_claims",
+               kd_log_quote(why, q, sizeof(q)));
+}
+
 void kd_fate_mysql_prep_close(kd_fate_mysql_t *store)
 {
         if (store->claim_stmt)
@@ -168,15 +178,7 @@ int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
                         return 1;
                 }
                 if (err) {
-                        /* Refused (max_prepared_stmt_count reached, a
-                         * proxy without prepared statements): text
-                         * claims, on this connection. */
-                        char q[600];
-                        store->claim_prep_off = 1;
-                        kd_log(store->conf, KDELAY_LOG_WARNING,
-                               "event=claim_prepare_failed err=%s "
-                               "action=text_claims",
-                               kd_log_quote(errstr, q, sizeof(q)));
+                        kd_fate_mysql_prep_refused(store, errstr);
                         return 0;
                 }
         }

@@ -221,6 +221,38 @@ static int by_updated(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+/* Sends sql (a SELECT of FIRING rows whose first column is task_id; its
+ * buffer freed here) continued after the id last (last_len 0: from the
+ * first) in id order, page rows at most: *resp gets the result. */
+static kdelay_err_t firing_page_read(kd_fate_mysql_t *store, kd_sql_t *sql,
+                                     const char *what, int page,
+                                     const char *last, size_t last_len,
+                                     MYSQL_RES **resp, char *errstr,
+                                     size_t errstr_size)
+{
+        if (last_len) {
+                kd_sql_add(sql, " AND task_id > ");
+                kd_sql_add_hex(sql, last, last_len);
+        }
+        kd_sql_add(sql, " ORDER BY task_id LIMIT %d", page);
+        kdelay_err_t err =
+            kd_fate_mysql_stmt(store, sql, what, resp, errstr, errstr_size);
+        free(sql->buf);
+        return err;
+}
+
+/* Row's id kept as the page's last (it goes on after it); 0 for a row
+ * without a usable id (never: VARBINARY(128) NOT NULL), to be skipped. */
+static int firing_page_last(MYSQL_ROW row, const unsigned long *lens,
+                            char *last, size_t *last_len)
+{
+        if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
+                return 0;
+        memcpy(last, row[0], lens[0]);
+        *last_len = lens[0];
+        return 1;
+}
+
 /* One page of FIRING rows after the id last (last_len 0: from the first);
  * the uncovered ones into h. *readp: rows read; last and *last_len: the last
  * id read. */
@@ -237,14 +269,9 @@ static kdelay_err_t firing_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
                    "WHERE state = 'FIRING' AND (updated_at_ms < %lld OR "
                    "updated_at_ms > %lld)",
                    (long long)before, (long long)after);
-        if (*last_len) {
-                kd_sql_add(&sql, " AND task_id > ");
-                kd_sql_add_hex(&sql, last, *last_len);
-        }
-        kd_sql_add(&sql, " ORDER BY task_id LIMIT %d", KD_FIRING_PAGE);
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "list firing", &res,
-                                              errstr, errstr_size);
-        free(sql.buf);
+        kdelay_err_t err =
+            firing_page_read(store, &sql, "list firing", KD_FIRING_PAGE, last,
+                             *last_len, &res, errstr, errstr_size);
         if (err)
                 return err;
         MYSQL_ROW row;
@@ -252,10 +279,8 @@ static kdelay_err_t firing_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
         while ((row = mysql_fetch_row(res))) {
                 unsigned long *lens = mysql_fetch_lengths(res);
                 n++;
-                if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
-                        continue; /* never: VARBINARY(128) NOT NULL */
-                memcpy(last, row[0], lens[0]);
-                *last_len = lens[0];
+                if (!firing_page_last(row, lens, last, last_len))
+                        continue;
                 if (row[1] && runs_cover(runs, row[1], lens[1]))
                         continue; /* delivered */
                 int64_t updated = kd_sql_col_i64(row[3]);
@@ -321,14 +346,9 @@ static kdelay_err_t count_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
         MYSQL_RES *res = NULL;
         kd_sql_add(&sql, "SELECT task_id, owner FROM kdelay_fate WHERE state "
                          "= 'FIRING'");
-        if (*last_len) {
-                kd_sql_add(&sql, " AND task_id > ");
-                kd_sql_add_hex(&sql, last, *last_len);
-        }
-        kd_sql_add(&sql, " ORDER BY task_id LIMIT %d", KD_COUNT_PAGE);
-        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "count firing", &res,
-                                              errstr, errstr_size);
-        free(sql.buf);
+        kdelay_err_t err =
+            firing_page_read(store, &sql, "count firing", KD_COUNT_PAGE, last,
+                             *last_len, &res, errstr, errstr_size);
         if (err)
                 return err;
         MYSQL_ROW row;
@@ -336,10 +356,8 @@ static kdelay_err_t count_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
         while ((row = mysql_fetch_row(res))) {
                 unsigned long *lens = mysql_fetch_lengths(res);
                 n++;
-                if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
-                        continue; /* never: VARBINARY(128) NOT NULL */
-                memcpy(last, row[0], lens[0]);
-                *last_len = lens[0];
+                if (!firing_page_last(row, lens, last, last_len))
+                        continue;
                 if (row[1] && runs_cover(runs, row[1], lens[1]))
                         c->fired_by_runs++;
                 else

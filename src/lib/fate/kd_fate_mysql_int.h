@@ -98,6 +98,10 @@ void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store);
 void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store);
 /* Closes it and frees its arrays (the store's destroy). */
 void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store);
+/* The server refused a claim's prepare (max_prepared_stmt_count
+ * reached, a proxy without prepared statements; why: its error): text
+ * claims on this connection, said once. */
+void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why);
 /* Closes the prepared claim (before its connection closes). */
 void kd_fate_mysql_prep_close(kd_fate_mysql_t *store);
 /* Closes it and frees its buffers (the store's destroy). */
