@@ -235,24 +235,40 @@ static void test_fresh_batch_that_inserts_all_is_one_statement(void)
 /* Fresh claims that meet rows (cancelled, fired, another's claim, the
  * same id twice in the batch) read them back: two statements, each item
  * told its row's fate and owner. */
-static void test_fresh_claims_meeting_rows_read_them_back(void)
+/* pad more fresh items, each under its own new token, after the six:
+ * 34 make a batch of 40, which the MySQL store sends bound (array-bound
+ * on MariaDB, fate_claim_bulk.c) where 6 go as text: the affected rows
+ * of either must send it to the read-back. */
+static void fresh_claims_meeting_rows(int pad)
 {
+        enum { MAXPAD = 34 };
+        static char ids[MAXPAD][16], toks[MAXPAD][16];
+        kd_fate_claim_t c[6 + MAXPAD];
+        CU_ASSERT_FATAL(pad >= 0 && pad <= MAXPAD);
         KD_FC_NEED_STORE();
         CU_ASSERT_EQUAL(kd_fc_cancel1("c"), KDELAY_OK);
         kd_fc_claim1("f", 5, "fw-1");
         kd_fc_fire1("f");
         kd_fc_claim1("o", 5, "fw-1");
-        kd_fate_claim_t c[6] = {
-            kd_fc_item("n1", 5, "t-n1"), kd_fc_item("c", 5, "t-c"),
-            kd_fc_item("f", 5, "t-f"),   kd_fc_item("o", 5, "t-o"),
-            kd_fc_item("d", 5, "t-d1"),  kd_fc_item("d", 5, "t-d2")};
-        for (int i = 0; i < 6; i++) {
+        c[0] = kd_fc_item("n1", 5, "t-n1");
+        c[1] = kd_fc_item("c", 5, "t-c");
+        c[2] = kd_fc_item("f", 5, "t-f");
+        c[3] = kd_fc_item("o", 5, "t-o");
+        c[4] = kd_fc_item("d", 5, "t-d1");
+        c[5] = kd_fc_item("d", 5, "t-d2");
+        for (int i = 0; i < pad; i++) {
+                snprintf(ids[i], sizeof(ids[i]), "pad-%d", i);
+                snprintf(toks[i], sizeof(toks[i]), "t-pad-%d", i);
+                c[6 + i] = kd_fc_item(ids[i], 5, toks[i]);
+        }
+        for (int i = 0; i < 6 + pad; i++) {
                 c[i].fresh = 1;
                 c[i].lease_ms = 30000;
         }
         uint64_t before = kd_fc_stmts();
-        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, c, 6, NULL,
-                                            kd_fc_errstr, sizeof(kd_fc_errstr)),
+        CU_ASSERT_EQUAL_FATAL(kd_fate_claim(kd_fc_store, c, (size_t)(6 + pad),
+                                            NULL, kd_fc_errstr,
+                                            sizeof(kd_fc_errstr)),
                               KDELAY_OK);
         CU_ASSERT_EQUAL(kd_fc_stmts() - before, 2);
         CU_ASSERT_EQUAL(c[0].fate, KDELAY_FATE_FIRING);
@@ -266,6 +282,20 @@ static void test_fresh_claims_meeting_rows_read_them_back(void)
         CU_ASSERT_STRING_EQUAL(c[4].row_owner, "t-d1");
         CU_ASSERT_EQUAL(c[5].fate, KDELAY_FATE_FIRING);
         CU_ASSERT_STRING_EQUAL(c[5].row_owner, "t-d1");
+        for (int i = 0; i < pad; i++) {
+                CU_ASSERT_EQUAL(c[6 + i].fate, KDELAY_FATE_FIRING);
+                CU_ASSERT_STRING_EQUAL(c[6 + i].row_owner, toks[i]);
+        }
+}
+
+static void test_fresh_claims_meeting_rows_read_them_back(void)
+{
+        fresh_claims_meeting_rows(0);
+}
+
+static void test_fresh_batch_of_40_meeting_rows_reads_them_back(void)
+{
+        fresh_claims_meeting_rows(34);
 }
 
 /* Fresh items without tokens (the call's owner) never skip the read-back:
@@ -463,6 +493,7 @@ static const kd_test_case_t cases[] = {
     KD_TEST(test_batch_claim_uses_two_statements),
     KD_TEST(test_fresh_batch_that_inserts_all_is_one_statement),
     KD_TEST(test_fresh_claims_meeting_rows_read_them_back),
+    KD_TEST(test_fresh_batch_of_40_meeting_rows_reads_them_back),
     KD_TEST(test_fresh_items_without_tokens_are_read_back),
     KD_TEST(test_claim_batch_with_an_id_twice),
     KD_TEST(test_claim_owner_none_or_cut),

@@ -215,7 +215,9 @@ void test_counts_split_covered_firing_rows(void)
         CU_ASSERT_EQUAL(
             kd_fate_counts(kd_fc_store, &c, kd_fc_errstr, sizeof(kd_fc_errstr)),
             KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fc_stmts() - before, 3);
+        /* the runs, one page, the count by state (the MySQL store's
+         * read-only transaction around them: two more) */
+        CU_ASSERT(kd_fc_stmts() - before >= 3 && kd_fc_stmts() - before <= 5);
         CU_ASSERT_EQUAL(c.firing, 3);        /* k3, k5, k6 */
         CU_ASSERT_EQUAL(c.fired, 3);         /* k1, k2, k4 */
         CU_ASSERT_EQUAL(c.fired_by_runs, 2); /* k1, k2 */

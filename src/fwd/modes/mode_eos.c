@@ -852,9 +852,12 @@ static int eos_revoke(kd_mode_ctx_t *m, int64_t deadline)
  * before a produce times out (10 s), so that it counts as permanent.
  * linger.ms 5: a fire is visible to read_committed consumers only at the
  * commit, and commit_transaction flushes first, which sends what lingers
- * at once (librdkafka 1.8 and later); so an on-time fire is not later
- * for it, and a catch-up's transactions go out in batches as large as
- * at_least_once's bulk producer's (issue 44: the broker's CPU per fire). */
+ * at once (librdkafka 1.8 and later); so an on-time fire is later for it
+ * by at most the linger, and only where it lingers while the offsets go
+ * to the transaction (send_offsets, before the commit) or while an alone
+ * record waits (eos_poison.c); a catch-up's transactions go out in
+ * batches as large as at_least_once's bulk producer's (issue 44: the
+ * broker's CPU per fire). */
 static const char *const eos_producer_defaults[] = {
     "linger.ms",
     "5",

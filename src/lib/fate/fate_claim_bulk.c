@@ -56,7 +56,7 @@ static int bulk_room(kd_claim_bulk_t *b, size_t n)
 {
         if (n <= b->cap)
                 return 0;
-        size_t eight = 11 * sizeof(int64_t), four = sizeof(int32_t), one = 3;
+        size_t eight = 10 * sizeof(int64_t), four = sizeof(int32_t), one = 3;
         char *mem = calloc(n, eight + four + one);
         if (!mem)
                 return -1;
@@ -115,11 +115,14 @@ static int bulk_prepare(kd_fate_mysql_t *store, kdelay_err_t *errp,
         /* Not counted in store->statements: once per connection, like
          * its setup (kd_fate.h, kd_fate_statements). */
         if (mysql_stmt_prepare(st, BULK_SQL, strlen(BULK_SQL))) {
+                unsigned no = mysql_stmt_errno(st);
                 kdelay_err_t err = kd_fate_mysql_fail_no(
-                    store, "claim prepare", mysql_stmt_errno(st),
-                    mysql_stmt_error(st), errstr, errstr_size);
+                    store, "claim prepare", no, mysql_stmt_error(st), errstr,
+                    errstr_size);
                 mysql_stmt_close(st);
-                if (!store->conn) { /* lost: the claim is retried */
+                if (!store->conn || !kd_fate_mysql_prep_refusal(no)) {
+                        /* lost, or a passing error (a lock wait): the
+                         * claim is retried, prepared again */
                         *errp = err;
                         return -1;
                 }
@@ -205,11 +208,21 @@ int kd_fate_mysql_bulk_claim(kd_fate_mysql_t *store,
         store->statements++;
         if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) ||
             mysql_stmt_bind_param(st, c) || mysql_stmt_execute(st)) {
+                unsigned no = mysql_stmt_errno(st);
+                if (kd_fate_mysql_prep_refusal(no)) {
+                        /* Advertised but refused (a proxy): the claim of
+                         * n rows, now and on this connection. Rows the
+                         * refused call may have written read back as
+                         * ours (INSERT IGNORE, then the read-back). */
+                        kd_fate_mysql_bulk_close(store);
+                        b->off = 1;
+                        return 0;
+                }
                 /* Prepared again next time (a schema change, a lost
                  * connection: kd_fate_mysql_fail_no closes that one). */
-                *errp = kd_fate_mysql_fail_no(
-                    store, "claim", mysql_stmt_errno(st), mysql_stmt_error(st),
-                    errstr, errstr_size);
+                *errp = kd_fate_mysql_fail_no(store, "claim", no,
+                                              mysql_stmt_error(st), errstr,
+                                              errstr_size);
                 kd_fate_mysql_bulk_close(store);
                 return 1;
         }

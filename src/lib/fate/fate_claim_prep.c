@@ -12,6 +12,7 @@
  * server that refuses the prepare gets text claims on that connection. */
 #include "kd_fate_mysql_int.h"
 
+#include <mysqld_error.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,12 @@
         "decided_at_ms, updated_at_ms, lease_until, src_topic, "               \
         "src_partition, src_offset) VALUES "
 #define PREP_ROW "(?,'FIRING',?,?,?,?,NOW(3) + INTERVAL ? MICROSECOND,?,?,?)"
+
+int kd_fate_mysql_prep_refusal(unsigned no)
+{
+        return no == ER_MAX_PREPARED_STMT_COUNT_REACHED ||
+               no == ER_UNSUPPORTED_PS || no == ER_UNKNOWN_COM_ERROR;
+}
 
 void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why)
 {
@@ -86,6 +93,7 @@ static kdelay_err_t prep_new(kd_fate_mysql_t *store, size_t n, char *errstr,
                              size_t errstr_size)
 {
         kd_sql_t sql = {0};
+        store->claim_prep_errno = 0;
         kd_sql_add(&sql, "%s", PREP_HEAD);
         for (size_t i = 0; i < n; i++)
                 kd_sql_add(&sql, "%s%s", i ? "," : "", PREP_ROW);
@@ -103,8 +111,9 @@ static kdelay_err_t prep_new(kd_fate_mysql_t *store, size_t n, char *errstr,
         store->statements++;
         if (mysql_stmt_prepare(st, sql.buf, sql.len)) {
                 free(sql.buf);
+                store->claim_prep_errno = mysql_stmt_errno(st);
                 kdelay_err_t err = kd_fate_mysql_fail_no(
-                    store, "claim prepare", mysql_stmt_errno(st),
+                    store, "claim prepare", store->claim_prep_errno,
                     mysql_stmt_error(st), errstr, errstr_size);
                 mysql_stmt_close(st);
                 return err;
@@ -175,6 +184,11 @@ int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
                 err = prep_new(store, n, errstr, errstr_size);
                 if (err && !store->conn) { /* lost: the claim is retried */
                         *errp = err;
+                        return 1;
+                }
+                if (err &&
+                    !kd_fate_mysql_prep_refusal(store->claim_prep_errno)) {
+                        *errp = err; /* passing (a lock wait): retried */
                         return 1;
                 }
                 if (err) {

@@ -411,9 +411,19 @@ kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
         kd_runs_t runs = {0};
         char last[KDELAY_ID_MAX + 1];
         size_t last_len = 0, read = KD_COUNT_PAGE;
-        /* The runs first: a run recorded after them leaves its rows
-         * counted FIRING, never a row counted FIRED before its run. */
-        kdelay_err_t err = runs_load(store, &runs, errstr, errstr_size);
+        /* One snapshot for the runs, the pages and the count by state: a
+         * row marked FIRED between two of them would be counted twice,
+         * one inserted behind the pages' cursor not at all. The session
+         * reads REPEATABLE READ (kd_mysql's init command), so the first
+         * read of the transaction fixes its snapshot; read only, nothing
+         * is locked. */
+        kd_sql_t sql = {0};
+        kd_sql_add(&sql, "START TRANSACTION READ ONLY");
+        kdelay_err_t err = kd_fate_mysql_stmt(store, &sql, "count fate rows",
+                                              NULL, errstr, errstr_size);
+        free(sql.buf);
+        if (!err)
+                err = runs_load(store, &runs, errstr, errstr_size);
         while (!err && read == KD_COUNT_PAGE)
                 err = count_page(store, &runs, last, &last_len, &read, counts,
                                  errstr, errstr_size);
@@ -421,5 +431,18 @@ kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
                 err = count_states(store, counts, errstr, errstr_size);
         counts->fired += counts->fired_by_runs;
         runs_free(&runs);
+        /* Ended either way (a lost connection ended it already). */
+        if (store->conn) {
+                kd_sql_t end = {0};
+                char e2[256];
+                kd_sql_add(&end, "%s", err ? "ROLLBACK" : "COMMIT");
+                kdelay_err_t err2 = kd_fate_mysql_stmt(
+                    store, &end, "count fate rows", NULL, e2, sizeof(e2));
+                free(end.buf);
+                if (!err && err2) {
+                        kd_strlcpy(errstr, e2, errstr_size);
+                        err = err2;
+                }
+        }
         return err;
 }

@@ -442,13 +442,49 @@ read_fates_once(kd_fate_mysql_t *store, const char *what, const char *cols,
  * statement; FIRING rows under another owner that a run could cover are
  * read again in a second statement with their owners as constants. Each
  * row's answer is of one statement: its state and the runs at one
- * moment. A row whose owner changed between the two reads FIRING (what
- * it was a moment before). */
+ * moment. A row whose owner changed between the two reads as the second
+ * statement finds it: FIRING under its new owner unless a run covers
+ * that one (a takeover never takes a covered row). The guesses are gper
+ * per id (0, 1 or 2), those of id i at guess[i * gper]. Ids go
+ * KD_READ_CHUNK to a statement: the server tests a CASE's owners one by
+ * one, so one statement of n rows under n owners would cost n² compares
+ * (and its text grows with the owners). */
+#define KD_READ_CHUNK 500
+
+static kdelay_err_t read_fates_chunk(kd_fate_mysql_t *store, const char *what,
+                                     const char *cols, const char *const *ids,
+                                     const size_t *id_lens, size_t n,
+                                     const char *const *guess,
+                                     const size_t *guess_lens, size_t nguess,
+                                     kd_fate_row_fn *fn, void *opaque,
+                                     char *errstr, size_t errstr_size);
+
 static kdelay_err_t
 read_fates(kd_fate_mysql_t *store, const char *what, const char *cols,
            const char *const *ids, const size_t *id_lens, size_t n,
-           const char *const *guess, const size_t *guess_lens, size_t nguess,
+           const char *const *guess, const size_t *guess_lens, size_t gper,
            kd_fate_row_fn *fn, void *opaque, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t lo = 0; !err && lo < n; lo += KD_READ_CHUNK) {
+                size_t m = n - lo < KD_READ_CHUNK ? n - lo : KD_READ_CHUNK;
+                err = read_fates_chunk(
+                    store, what, cols, ids + lo, id_lens + lo, m,
+                    guess ? guess + lo * gper : NULL,
+                    guess ? guess_lens + lo * gper : NULL, guess ? m * gper : 0,
+                    fn, opaque, errstr, errstr_size);
+        }
+        return err;
+}
+
+/* read_fates of at most KD_READ_CHUNK ids, nguess owners guessed. */
+static kdelay_err_t read_fates_chunk(kd_fate_mysql_t *store, const char *what,
+                                     const char *cols, const char *const *ids,
+                                     const size_t *id_lens, size_t n,
+                                     const char *const *guess,
+                                     const size_t *guess_lens, size_t nguess,
+                                     kd_fate_row_fn *fn, void *opaque,
+                                     char *errstr, size_t errstr_size)
 {
         /* later: id and owner of each row to read again, as pairs */
         const char **later = malloc(2 * n * sizeof(*later));
@@ -529,14 +565,16 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
         if (!sorted || !ids || !lens || !guess || !glens || (prior && !prev))
                 err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                               "claim read-back: out of memory");
+        size_t k = prior ? 2 : 1; /* guesses per item, interleaved */
         for (size_t i = 0; !err && i < n; i++) {
                 ids[i] = items[i].id;
                 lens[i] = items[i].id_len;
-                guess[i] = kd_fate_claim_owner(&items[i], owner, &glens[i]);
+                guess[k * i] =
+                    kd_fate_claim_owner(&items[i], owner, &glens[k * i]);
                 if (prior) {
                         memcpy(prev[i], items[i].row_owner, sizeof(prev[i]));
-                        guess[n + i] = prev[i];
-                        glens[n + i] = strlen(prev[i]);
+                        guess[k * i + 1] = prev[i];
+                        glens[k * i + 1] = strlen(prev[i]);
                 }
                 items[i].fate = KDELAY_FATE_UNDECIDED;
                 items[i].row_owner[0] = '\0';
@@ -550,7 +588,7 @@ static kdelay_err_t read_back(kd_fate_mysql_t *store, kd_fate_claim_t *items,
                                  ", IF(lease_until IS NULL, -1, GREATEST(0, "
                                  "TIMESTAMPDIFF(MICROSECOND, NOW(3), "
                                  "lease_until)) DIV 1000)",
-                                 ids, lens, n, guess, glens, ng, read_back_row,
+                                 ids, lens, n, guess, glens, k, read_back_row,
                                  &c, errstr, errstr_size);
         }
         free(sorted);

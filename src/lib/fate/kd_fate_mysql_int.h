@@ -42,7 +42,8 @@ typedef struct kd_fate_mysql {
         MYSQL_BIND *claim_binds; /* owned: claim_cap rows' binds */
         int64_t *claim_lease_us; /* owned: claim_cap rows' leases */
         size_t claim_cap;
-        int claim_prep_off; /* the server refused a prepare on conn */
+        int claim_prep_off;        /* the server refused a prepare on conn */
+        unsigned claim_prep_errno; /* the last failed prepare's error */
         kd_claim_bulk_t bulk;
 } kd_fate_mysql_t;
 
@@ -98,6 +99,10 @@ void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store);
 void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store);
 /* Closes it and frees its arrays (the store's destroy). */
 void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store);
+/* 1 when a prepare's or bulk execute's error no says the server will
+ * not do it on this connection (max_prepared_stmt_count reached, no
+ * prepared statements or bulk command there), not a passing failure. */
+int kd_fate_mysql_prep_refusal(unsigned no);
 /* The server refused a claim's prepare (max_prepared_stmt_count
  * reached, a proxy without prepared statements; why: its error): text
  * claims on this connection, said once. */
