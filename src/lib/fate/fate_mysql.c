@@ -432,50 +432,8 @@ read_fates_once(kd_fate_mysql_t *store, const char *what, const char *cols,
         return KDELAY_OK;
 }
 
-/* Reads the rows of ids (n, repeats allowed), "SELECT task_id, state,
- * owner, <covered>, <cols> FROM kdelay_fate WHERE task_id IN (...)",
- * calling fn for each with its fate. The covered test is one dive into
- * kdelay_fired_run per row, however many runs its prefix has after it
- * (a test correlated with each row walks them: docs/fate-protocol.md,
- * "Runs of delivered claims", Cost): the owners the caller expects
- * (guess, nguess; the claims' own tokens) are tested by constants in the
- * statement; FIRING rows under another owner that a run could cover are
- * read again in a second statement with their owners as constants. Each
- * row's answer is of one statement: its state and the runs at one
- * moment. A row whose owner changed between the two reads as the second
- * statement finds it: FIRING under its new owner unless a run covers
- * that one (a takeover never takes a covered row). The guesses are gper
- * per id (0, 1 or 2), those of id i at guess[i * gper]. Ids go
- * KD_READ_CHUNK to a statement: the server tests a CASE's owners one by
- * one, so one statement of n rows under n owners would cost n² compares
- * (and its text grows with the owners). */
+/* Ids per statement of read_fates (below). */
 #define KD_READ_CHUNK 500
-
-static kdelay_err_t read_fates_chunk(kd_fate_mysql_t *store, const char *what,
-                                     const char *cols, const char *const *ids,
-                                     const size_t *id_lens, size_t n,
-                                     const char *const *guess,
-                                     const size_t *guess_lens, size_t nguess,
-                                     kd_fate_row_fn *fn, void *opaque,
-                                     char *errstr, size_t errstr_size);
-
-static kdelay_err_t
-read_fates(kd_fate_mysql_t *store, const char *what, const char *cols,
-           const char *const *ids, const size_t *id_lens, size_t n,
-           const char *const *guess, const size_t *guess_lens, size_t gper,
-           kd_fate_row_fn *fn, void *opaque, char *errstr, size_t errstr_size)
-{
-        kdelay_err_t err = KDELAY_OK;
-        for (size_t lo = 0; !err && lo < n; lo += KD_READ_CHUNK) {
-                size_t m = n - lo < KD_READ_CHUNK ? n - lo : KD_READ_CHUNK;
-                err = read_fates_chunk(
-                    store, what, cols, ids + lo, id_lens + lo, m,
-                    guess ? guess + lo * gper : NULL,
-                    guess ? guess_lens + lo * gper : NULL, guess ? m * gper : 0,
-                    fn, opaque, errstr, errstr_size);
-        }
-        return err;
-}
 
 /* read_fates of at most KD_READ_CHUNK ids, nguess owners guessed. */
 static kdelay_err_t read_fates_chunk(kd_fate_mysql_t *store, const char *what,
@@ -520,6 +478,41 @@ static kdelay_err_t read_fates_chunk(kd_fate_mysql_t *store, const char *what,
         free(later_lens);
         free(again);
         free(again_lens);
+        return err;
+}
+
+/* Reads the rows of ids (n, repeats allowed), "SELECT task_id, state,
+ * owner, <covered>, <cols> FROM kdelay_fate WHERE task_id IN (...)",
+ * calling fn for each with its fate. The covered test is one dive into
+ * kdelay_fired_run per row, however many runs its prefix has after it
+ * (a test correlated with each row walks them: docs/fate-protocol.md,
+ * "Runs of delivered claims", Cost): the owners the caller expects
+ * (guess, nguess; the claims' own tokens) are tested by constants in the
+ * statement; FIRING rows under another owner that a run could cover are
+ * read again in a second statement with their owners as constants. Each
+ * row's answer is of one statement: its state and the runs at one
+ * moment. A row whose owner changed between the two reads as the second
+ * statement finds it: FIRING under its new owner unless a run covers
+ * that one (a takeover never takes a covered row). The guesses are gper
+ * per id (0, 1 or 2), those of id i at guess[i * gper]. Ids go
+ * KD_READ_CHUNK to a statement: the server tests a CASE's owners one by
+ * one, so one statement of n rows under n owners would cost n² compares
+ * (and its text grows with the owners). */
+static kdelay_err_t
+read_fates(kd_fate_mysql_t *store, const char *what, const char *cols,
+           const char *const *ids, const size_t *id_lens, size_t n,
+           const char *const *guess, const size_t *guess_lens, size_t gper,
+           kd_fate_row_fn *fn, void *opaque, char *errstr, size_t errstr_size)
+{
+        kdelay_err_t err = KDELAY_OK;
+        for (size_t lo = 0; !err && lo < n; lo += KD_READ_CHUNK) {
+                size_t m = n - lo < KD_READ_CHUNK ? n - lo : KD_READ_CHUNK;
+                err = read_fates_chunk(
+                    store, what, cols, ids + lo, id_lens + lo, m,
+                    guess ? guess + lo * gper : NULL,
+                    guess ? guess_lens + lo * gper : NULL, guess ? m * gper : 0,
+                    fn, opaque, errstr, errstr_size);
+        }
         return err;
 }
 
