@@ -242,7 +242,7 @@ static void test_fresh_batch_that_inserts_all_is_one_statement(void)
 static void fresh_claims_meeting_rows(int pad)
 {
         enum { MAXPAD = 34 };
-        static char ids[MAXPAD][16], toks[MAXPAD][16];
+        static char ids[MAXPAD][24], toks[MAXPAD][24];
         kd_fate_claim_t c[6 + MAXPAD];
         CU_ASSERT_FATAL(pad >= 0 && pad <= MAXPAD);
         KD_FC_NEED_STORE();
