@@ -472,9 +472,17 @@ static void run_one(tt_faults_t *fs, tt_fault_t *f, int *in_outage)
                  * counting it again would count the harness's failure
                  * (no process: -1) as an unclean exit. */
                 if (!f->reaped) {
+                        /* Only the SIGTERM fault's own process counts as
+                         * its exit: a late schedule may have restarted
+                         * the slot since (clock_on collects that exit)
+                         * and a kill9 then killed the new process, whose
+                         * 137 is no shutdown of the SIGTERM's. */
+                        int termed =
+                            fl->slots[f->done_slot].stopping == SIGTERM;
                         int rc = tt_fleet_wait(fl, f->done_slot, 30000);
                         f->reaped = 1;
-                        if (fs->v[f->ref].kind == TT_F_TERM && rc >= 0)
+                        if (fs->v[f->ref].kind == TT_F_TERM && termed &&
+                            rc >= 0)
                                 note_term(fs, f->done_slot, rc,
                                           fs->t0 + fs->v[f->ref].began_rel);
                 }
