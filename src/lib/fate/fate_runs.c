@@ -95,7 +95,8 @@ void kd_fate_mysql_add_covered_of(kd_sql_t *sql, const char *const *owners,
                         v[m++] = (owner_ref_t){owners[i], lens[i]};
         }
         /* Each owner once: its subquery is a constant, run at most once. */
-        qsort(v, m, sizeof(*v), owner_ref_cmp);
+        if (m > 1) /* (qsort of none: NULL, undefined) */
+                qsort(v, m, sizeof(*v), owner_ref_cmp);
         size_t u = 0;
         for (size_t i = 0; i < m; i++)
                 if (!u || owner_ref_cmp(&v[u - 1], &v[i]))
