@@ -82,6 +82,10 @@ int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
 int bl_read_target_ts(const char *grp, int want, int timeout_ms, int idle_ms,
                       bl_seen_t *s, int64_t *ts_of);
 
+/* bl_read_target_ts of any topic of task records (the copy's output). */
+int bl_read_topic(const char *topic, const char *grp, int want, int timeout_ms,
+                  int idle_ms, bl_seen_t *s, int64_t *ts_of);
+
 /* Subscribes consumer rk to topic, its messages on the consumer queue. 0
  * on success. */
 int bl_subscribe(rd_kafka_t *rk, const char *topic);
@@ -90,6 +94,10 @@ int bl_subscribe(rd_kafka_t *rk, const char *topic);
  * the section's own; NULL-ended. */
 #define BL_FWD_PROPS_MAX 8
 extern const char *bl_fwd_props[BL_FWD_PROPS_MAX + 1];
+/* The forwarder binary every section runs (bench_limit --forwarder: an
+ * older build's, for before/after runs of one bench); this build's by
+ * default. */
+extern const char *bl_fwd_bin;
 
 /* A forwarder of the section. */
 typedef struct bl_fwd {
@@ -161,7 +169,8 @@ void bl_rows_run(int rows, int tasks, int spread_s, const char *gc_pause);
  * forwarder.hold_horizon and forwarder.lookahead divided by factor, and n
  * tasks whose delays are log-uniform over 1 s .. 7 d divided alike: Kafka
  * writes per task measured against kd_path_plan's at the run's read lag,
- * lateness, lost and early. */
-void bl_ladder_run(int n, int factor);
+ * lateness, lost and early. The measured writes per task (-1 when the
+ * run failed). */
+double bl_ladder_run(int n, int factor);
 
 #endif

@@ -22,6 +22,7 @@
 
 char bl_prefix[40], bl_db[64], bl_url[256], bl_target[96];
 const char *bl_fwd_props[BL_FWD_PROPS_MAX + 1];
+const char *bl_fwd_bin = KDELAY_FORWARDER;
 static int failed;
 
 void bl_check(int ok, const char *what)
@@ -239,8 +240,16 @@ int bl_read_target(const char *grp, int want, int timeout_ms, int idle_ms,
 int bl_read_target_ts(const char *grp, int want, int timeout_ms, int idle_ms,
                       bl_seen_t *s, int64_t *ts_of)
 {
-        /* Fetches of 1 MB or 0.5 s, not one per produce: the copy has no
-         * reader, and lateness is read from the records' timestamps. */
+        return bl_read_topic(bl_target, grp, want, timeout_ms, idle_ms, s,
+                             ts_of);
+}
+
+int bl_read_topic(const char *topic, const char *grp, int want, int timeout_ms,
+                  int idle_ms, bl_seen_t *s, int64_t *ts_of)
+{
+        /* Fetches of 1 MB or 0.5 s, not one per produce: lateness is read
+         * from the records' timestamps, and the copy's reader fetches
+         * alike. */
         const char *props[] = {"group.id",
                                grp,
                                "auto.offset.reset",
@@ -257,7 +266,7 @@ int bl_read_target_ts(const char *grp, int want, int timeout_ms, int idle_ms,
         rd_kafka_t *rk = it_kafka_new(RD_KAFKA_CONSUMER, props);
         int64_t *late = malloc((size_t)want * sizeof(*late));
         unsigned char *got = calloc((size_t)want, 1);
-        if (!rk || !late || !got || bl_subscribe(rk, bl_target)) {
+        if (!rk || !late || !got || bl_subscribe(rk, topic)) {
                 free(late);
                 free(got);
                 if (rk)
@@ -441,8 +450,7 @@ int bl_fwd_start(bl_fwd_t *r, const char *name, const char *mode,
         memset(&r->f, 0, sizeof(r->f));
         r->f.instance = r->instance;
         r->f.pid = -1;
-        if (it_fwd_start(&r->f, KDELAY_FORWARDER, bl_prefix, grp, bl_url,
-                         props))
+        if (it_fwd_start(&r->f, bl_fwd_bin, bl_prefix, grp, bl_url, props))
                 return -1;
         return wait ? it_wait_log(r->f.log, "event=partitions_assigned", 60000)
                     : 0;

@@ -377,13 +377,14 @@ out:
         free(wlat);
 }
 
-void bl_ladder_run(int n, int factor)
+double bl_ladder_run(int n, int factor)
 {
+        double writes = -1;
         ladder_t l;
         char grp[96], rgrp[96];
         if (ladder_init(&l, factor)) {
                 bl_check(0, "ladder: the default ladder scaled by the factor");
-                return;
+                return -1;
         }
         printf("ladder_scale 1/%d tiers %s hold_horizon %lldms lookahead "
                "%lldms claim_ahead %lldms\n",
@@ -436,6 +437,7 @@ void bl_ladder_run(int n, int factor)
                 goto out;
         }
         ladder_report(&l, n, delay, fire_at, queued, fired_ts, v, len, &r, &s);
+        writes = (double)(n + r.hopped + r.fired) / n;
         it_db_drop(bl_db);
 out:
         free(delay);
@@ -443,4 +445,5 @@ out:
         free(queued);
         free(fired_ts);
         free(v);
+        return writes;
 }
