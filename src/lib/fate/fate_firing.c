@@ -14,6 +14,7 @@
  * 100,000 runs on MariaDB 10.11, against about 1 s here.) */
 #include "kd_fate_mysql_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,87 +222,82 @@ static int by_updated(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-/* Sends sql (a SELECT of FIRING rows whose first column is task_id; its
- * buffer freed here) continued after the id last (last_len 0: from the
- * first) in id order, page rows at most: *resp gets the result. */
-static kdelay_err_t firing_page_read(kd_fate_mysql_t *store, kd_sql_t *sql,
-                                     const char *what, int page,
-                                     const char *last, size_t last_len,
-                                     MYSQL_RES **resp, char *errstr,
-                                     size_t errstr_size)
+/* A FIRING row handed on by firing_walk: its columns (task_id and owner
+ * first) and whether a run covers it (delivered, its mark left to the
+ * run). */
+typedef void (*firing_visit_fn)(MYSQL_ROW row, const unsigned long *lens,
+                                int covered, void *arg);
+
+/* Every FIRING row matching `where` (appended after the state's test;
+ * "" for all) with the columns cols, task_id and owner first, read in
+ * pages of `page` rows in task_id order, each handed to visit. */
+static kdelay_err_t firing_walk(kd_fate_mysql_t *store, const kd_runs_t *runs,
+                                const char *cols, const char *where, int page,
+                                const char *what, firing_visit_fn visit,
+                                void *arg, char *errstr, size_t errstr_size)
 {
-        if (last_len) {
-                kd_sql_add(sql, " AND task_id > ");
-                kd_sql_add_hex(sql, last, last_len);
+        char last[KDELAY_ID_MAX + 1];
+        size_t last_len = 0, n = (size_t)page;
+        kdelay_err_t err = KDELAY_OK;
+        while (!err && n == (size_t)page) {
+                kd_sql_t sql = {0};
+                MYSQL_RES *res = NULL;
+                kd_sql_add(&sql,
+                           "SELECT %s FROM kdelay_fate WHERE state = "
+                           "'FIRING'%s",
+                           cols, where);
+                if (last_len) {
+                        kd_sql_add(&sql, " AND task_id > ");
+                        kd_sql_add_hex(&sql, last, last_len);
+                }
+                kd_sql_add(&sql, " ORDER BY task_id LIMIT %d", page);
+                err = kd_fate_mysql_stmt(store, &sql, what, &res, errstr,
+                                         errstr_size);
+                free(sql.buf);
+                if (err)
+                        break;
+                MYSQL_ROW row;
+                n = 0;
+                while ((row = mysql_fetch_row(res))) {
+                        unsigned long *lens = mysql_fetch_lengths(res);
+                        n++;
+                        /* The page goes on after its last id; a row
+                         * without a usable id (never: VARBINARY(128) NOT
+                         * NULL) is skipped. */
+                        if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
+                                continue;
+                        memcpy(last, row[0], lens[0]);
+                        last_len = lens[0];
+                        visit(row, lens,
+                              row[1] && runs_cover(runs, row[1], lens[1]), arg);
+                }
+                mysql_free_result(res);
         }
-        kd_sql_add(sql, " ORDER BY task_id LIMIT %d", page);
-        kdelay_err_t err =
-            kd_fate_mysql_stmt(store, sql, what, resp, errstr, errstr_size);
-        free(sql->buf);
         return err;
 }
 
-/* Row's id kept as the page's last (it goes on after it); 0 for a row
- * without a usable id (never: VARBINARY(128) NOT NULL), to be skipped. */
-static int firing_page_last(MYSQL_ROW row, const unsigned long *lens,
-                            char *last, size_t *last_len)
+/* firing_walk's visitor for kd_fate_mysql_firing: an uncovered row into
+ * the heap of the oldest (arg). */
+static void firing_keep_oldest(MYSQL_ROW row, const unsigned long *lens,
+                               int covered, void *arg)
 {
-        if (!row[0] || !lens[0] || lens[0] > KDELAY_ID_MAX)
-                return 0;
-        memcpy(last, row[0], lens[0]);
-        *last_len = lens[0];
-        return 1;
-}
-
-/* One page of FIRING rows after the id last (last_len 0: from the first);
- * the uncovered ones into h. *readp: rows read; last and *last_len: the last
- * id read. */
-static kdelay_err_t firing_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
-                                int64_t before, int64_t after, char *last,
-                                size_t *last_len, size_t *readp, kd_oldest_t *h,
-                                char *errstr, size_t errstr_size)
-{
-        kd_sql_t sql = {0};
-        MYSQL_RES *res = NULL;
-        kd_sql_add(&sql,
-                   "SELECT task_id, owner, fire_at_ms, updated_at_ms, "
-                   "src_topic, src_partition, src_offset FROM kdelay_fate "
-                   "WHERE state = 'FIRING' AND (updated_at_ms < %lld OR "
-                   "updated_at_ms > %lld)",
-                   (long long)before, (long long)after);
-        kdelay_err_t err =
-            firing_page_read(store, &sql, "list firing", KD_FIRING_PAGE, last,
-                             *last_len, &res, errstr, errstr_size);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        size_t n = 0;
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                n++;
-                if (!firing_page_last(row, lens, last, last_len))
-                        continue;
-                if (row[1] && runs_cover(runs, row[1], lens[1]))
-                        continue; /* delivered */
-                int64_t updated = kd_sql_col_i64(row[3]);
-                kd_fate_firing_t *r = heap_slot(h, updated);
-                if (!r)
-                        continue;
-                memset(r, 0, sizeof(*r));
-                memcpy(r->id, row[0], lens[0]);
-                r->id_len = lens[0];
-                kd_strlcpy(r->owner, row[1] ? row[1] : "", sizeof(r->owner));
-                r->fire_at_ms = kd_sql_col_i64(row[2]);
-                r->updated_at_ms = updated;
-                kd_strlcpy(r->src_topic, row[4] ? row[4] : "",
-                           sizeof(r->src_topic));
-                r->src_partition = (int32_t)kd_sql_col_i64(row[5]);
-                r->src_offset = kd_sql_col_i64(row[6]);
-                heap_settle(h);
-        }
-        mysql_free_result(res);
-        *readp = n;
-        return KDELAY_OK;
+        kd_oldest_t *h = arg;
+        if (covered)
+                return; /* delivered */
+        int64_t updated = kd_sql_col_i64(row[3]);
+        kd_fate_firing_t *r = heap_slot(h, updated);
+        if (!r)
+                return;
+        memset(r, 0, sizeof(*r));
+        memcpy(r->id, row[0], lens[0]);
+        r->id_len = lens[0];
+        kd_strlcpy(r->owner, row[1] ? row[1] : "", sizeof(r->owner));
+        r->fire_at_ms = kd_sql_col_i64(row[2]);
+        r->updated_at_ms = updated;
+        kd_strlcpy(r->src_topic, row[4] ? row[4] : "", sizeof(r->src_topic));
+        r->src_partition = (int32_t)kd_sql_col_i64(row[5]);
+        r->src_offset = kd_sql_col_i64(row[6]);
+        heap_settle(h);
 }
 
 kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
@@ -312,17 +308,21 @@ kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
         kd_fate_mysql_t *store = impl;
         kd_runs_t runs = {0};
         kd_oldest_t h = {.rows = rows, .max = max};
-        char last[KDELAY_ID_MAX + 1];
-        size_t last_len = 0, read = KD_FIRING_PAGE;
+        char where[96];
+        snprintf(where, sizeof(where),
+                 " AND (updated_at_ms < %lld OR updated_at_ms > %lld)",
+                 (long long)updated_before_ms, (long long)updated_after_ms);
         *np = 0;
         if (max && !(h.idx = malloc(max * sizeof(*h.idx))))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         kdelay_err_t err = runs_load(store, &runs, errstr, errstr_size);
-        while (!err && read == KD_FIRING_PAGE)
-                err = firing_page(store, &runs, updated_before_ms,
-                                  updated_after_ms, last, &last_len, &read, &h,
-                                  errstr, errstr_size);
+        if (!err)
+                err = firing_walk(store, &runs,
+                                  "task_id, owner, fire_at_ms, updated_at_ms, "
+                                  "src_topic, src_partition, src_offset",
+                                  where, KD_FIRING_PAGE, "list firing",
+                                  firing_keep_oldest, &h, errstr, errstr_size);
         if (!err) {
                 qsort(rows, h.n, sizeof(*rows), by_updated);
                 *np = h.n;
@@ -335,37 +335,18 @@ kdelay_err_t kd_fate_mysql_firing(void *impl, int64_t updated_before_ms,
 /* FIRING rows' owners read per statement by kd_fate_mysql_counts. */
 #define KD_COUNT_PAGE 20000
 
-/* One page of FIRING rows' owners after the id last (last_len 0: from the
- * first), counted into c; *readp: rows read. */
-static kdelay_err_t count_page(kd_fate_mysql_t *store, const kd_runs_t *runs,
-                               char *last, size_t *last_len, size_t *readp,
-                               kd_fate_counts_t *c, char *errstr,
-                               size_t errstr_size)
+/* firing_walk's visitor for kd_fate_mysql_counts: a row counted FIRED
+ * by its run or FIRING into the counts (arg). */
+static void firing_count(MYSQL_ROW row, const unsigned long *lens, int covered,
+                         void *arg)
 {
-        kd_sql_t sql = {0};
-        MYSQL_RES *res = NULL;
-        kd_sql_add(&sql, "SELECT task_id, owner FROM kdelay_fate WHERE state "
-                         "= 'FIRING'");
-        kdelay_err_t err =
-            firing_page_read(store, &sql, "count firing", KD_COUNT_PAGE, last,
-                             *last_len, &res, errstr, errstr_size);
-        if (err)
-                return err;
-        MYSQL_ROW row;
-        size_t n = 0;
-        while ((row = mysql_fetch_row(res))) {
-                unsigned long *lens = mysql_fetch_lengths(res);
-                n++;
-                if (!firing_page_last(row, lens, last, last_len))
-                        continue;
-                if (row[1] && runs_cover(runs, row[1], lens[1]))
-                        c->fired_by_runs++;
-                else
-                        c->firing++;
-        }
-        mysql_free_result(res);
-        *readp = n;
-        return KDELAY_OK;
+        (void)row;
+        (void)lens;
+        kd_fate_counts_t *c = arg;
+        if (covered)
+                c->fired_by_runs++;
+        else
+                c->firing++;
 }
 
 /* The rows in the other states: one grouped count (FIRING's is the
@@ -409,8 +390,6 @@ kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
 {
         kd_fate_mysql_t *store = impl;
         kd_runs_t runs = {0};
-        char last[KDELAY_ID_MAX + 1];
-        size_t last_len = 0, read = KD_COUNT_PAGE;
         /* One snapshot for the runs, the pages and the count by state: a
          * row marked FIRED between two of them would be counted twice,
          * one inserted behind the pages' cursor not at all. The session
@@ -424,9 +403,10 @@ kdelay_err_t kd_fate_mysql_counts(void *impl, kd_fate_counts_t *counts,
         free(sql.buf);
         if (!err)
                 err = runs_load(store, &runs, errstr, errstr_size);
-        while (!err && read == KD_COUNT_PAGE)
-                err = count_page(store, &runs, last, &last_len, &read, counts,
-                                 errstr, errstr_size);
+        if (!err)
+                err = firing_walk(store, &runs, "task_id, owner", "",
+                                  KD_COUNT_PAGE, "count firing", firing_count,
+                                  counts, errstr, errstr_size);
         if (!err)
                 err = count_states(store, counts, errstr, errstr_size);
         counts->fired += counts->fired_by_runs;
