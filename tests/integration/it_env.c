@@ -187,6 +187,31 @@ MYSQL *it_mysql_connect(void)
         return conn;
 }
 
+int it_mysql_value(MYSQL *conn, const char *sql, int col, char *out,
+                   size_t size)
+{
+        MYSQL_RES *res = NULL;
+        int rc = -1;
+        if (size)
+                out[0] = '\0';
+        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+                if (row && col >= 0 && (unsigned)col < mysql_num_fields(res) &&
+                    row[col]) {
+                        snprintf(out, size, "%s", row[col]);
+                        rc = 0;
+                }
+        }
+        mysql_free_result(res);
+        return rc;
+}
+
+long long it_mysql_ll(MYSQL *conn, const char *sql, int col)
+{
+        char v[32];
+        return it_mysql_value(conn, sql, col, v, sizeof(v)) ? -1 : atoll(v);
+}
+
 int it_mysql_url_as(const char *user, const char *password, const char *db,
                     char *out, size_t size)
 {

@@ -72,6 +72,13 @@ void it_db_drop(const char *name);
 /* A connection to the stack's server (database from the URL). */
 MYSQL *it_mysql_connect(void);
 
+/* Column col of the first row sql returns on conn, into out ("" when
+ * none); 0, or -1 when the query failed or the value is NULL or missing. */
+int it_mysql_value(MYSQL *conn, const char *sql, int col, char *out,
+                   size_t size);
+/* it_mysql_value as a number; -1 when unreadable. */
+long long it_mysql_ll(MYSQL *conn, const char *sql, int col);
+
 /* A librdkafka properties file (one name=value a line; blank lines and #
  * comments skipped) as a NULL-terminated array of "name=value" strings;
  * NULL when it cannot be read (the reason printed). it_props_free frees

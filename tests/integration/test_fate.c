@@ -234,18 +234,13 @@ static void test_migrate_reruns_unrecorded(void)
                         KDELAY_OK);
         /* Versions 2 and 4 added their indexes again and 8 dropped them
          * again (its "if index" guards): the claim path keeps one. */
-        char idx[256] = "";
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn,
-                         "SELECT GROUP_CONCAT(DISTINCT INDEX_NAME ORDER BY "
-                         "INDEX_NAME) FROM information_schema.STATISTICS "
-                         "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
-                         "'kdelay_fate'") &&
-            (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                snprintf(idx, sizeof(idx), "%s", row && row[0] ? row[0] : "");
-                mysql_free_result(res);
-        }
+        char idx[256];
+        it_mysql_value(conn,
+                       "SELECT GROUP_CONCAT(DISTINCT INDEX_NAME ORDER BY "
+                       "INDEX_NAME) FROM information_schema.STATISTICS WHERE "
+                       "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
+                       "'kdelay_fate'",
+                       0, idx, sizeof(idx));
         if (strcmp(idx, "kdelay_fate_decided,PRIMARY"))
                 printf("\nkdelay_fate indexes: %s\n", idx);
         CU_ASSERT_STRING_EQUAL(idx, "kdelay_fate_decided,PRIMARY");
@@ -304,16 +299,11 @@ static void test_opt_in_step_waits_unless_fresh(void)
                         KDELAY_OK);
         CU_ASSERT_EQUAL(from, 10);
         CU_ASSERT_EQUAL(to, 11);
-        char floor[32] = "";
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn, "SELECT compat_floor FROM kdelay_schema WHERE "
-                               "version = 11") &&
-            (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                snprintf(floor, sizeof(floor), "%s",
-                         row && row[0] ? row[0] : "");
-                mysql_free_result(res);
-        }
+        char floor[32];
+        it_mysql_value(conn,
+                       "SELECT compat_floor FROM kdelay_schema WHERE version "
+                       "= 11",
+                       0, floor, sizeof(floor));
         CU_ASSERT_STRING_EQUAL(floor, "0.4.0");
         /* At 11 already: nothing to do either way. */
         CU_ASSERT_EQUAL(kd_schema_migrate(conn, NULL, NULL, &from, &to, errstr,
@@ -769,7 +759,6 @@ static void prep_check_won(const kd_fate_claim_t *items)
 static long long prep_rows_as_asked(MYSQL *conn)
 {
         char sql[512];
-        long long n = -1;
         snprintf(sql, sizeof(sql),
                  "SELECT COUNT(*) FROM kdelay_fate WHERE task_id LIKE "
                  "'%.*s%%' AND state = 'FIRING' AND fire_at_ms >= 5000 AND "
@@ -777,28 +766,15 @@ static long long prep_rows_as_asked(MYSQL *conn)
                  "src_partition = 3 AND src_offset >= 100 AND lease_until > "
                  "NOW(3) + INTERVAL 50 SECOND",
                  (int)(strrchr(prep_ids[0], '-') - prep_ids[0]), prep_ids[0]);
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                n = row && row[0] ? atoll(row[0]) : -1;
-        }
-        mysql_free_result(res);
-        return n;
+        return it_mysql_ll(conn, sql, 0);
 }
 
 /* A global status counter of the server; -1 unreadable. */
 static long long prep_status(MYSQL *conn, const char *name)
 {
         char sql[128];
-        long long v = -1;
         snprintf(sql, sizeof(sql), "SHOW GLOBAL STATUS LIKE '%s'", name);
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                v = row && row[1] ? atoll(row[1]) : -1;
-        }
-        mysql_free_result(res);
-        return v;
+        return it_mysql_ll(conn, sql, 1);
 }
 
 /* Kills the connections to database name but conn's own; how many. */
@@ -889,14 +865,8 @@ static void claim_batches_prepared(int bulk)
         CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
         /* A server that refuses prepares (max_prepared_stmt_count
          * reached): the claim goes as text and succeeds. */
-        long long max_prep = -1;
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn, "SELECT @@GLOBAL.max_prepared_stmt_count") &&
-            (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                max_prep = row && row[0] ? atoll(row[0]) : -1;
-        }
-        mysql_free_result(res);
+        long long max_prep =
+            it_mysql_ll(conn, "SELECT @@GLOBAL.max_prepared_stmt_count", 0);
         CU_ASSERT_FATAL(max_prep > 0);
         CU_ASSERT_EQUAL(prep_kill_others(conn, pdb), 1);
         CU_ASSERT_EQUAL(
@@ -937,15 +907,8 @@ static void test_claim_batches_prepared_without_bulk(void)
 static long long session_status(MYSQL *conn, const char *name)
 {
         char sql[128];
-        long long v = -1;
         snprintf(sql, sizeof(sql), "SHOW SESSION STATUS LIKE '%s'", name);
-        MYSQL_RES *res = NULL;
-        if (!mysql_query(conn, sql) && (res = mysql_store_result(conn))) {
-                MYSQL_ROW row = mysql_fetch_row(res);
-                v = row && row[1] ? atoll(row[1]) : -1;
-        }
-        mysql_free_result(res);
-        return v;
+        return it_mysql_ll(conn, sql, 1);
 }
 
 /* Index entries sql reads on conn besides its dives (Handler_read_next
