@@ -802,38 +802,82 @@ static int prep_kill_others(MYSQL *conn, const char *name)
  * PREP_ROWS one execute of the one statement prepared on the connection
  * (not counted); else (KDELAY_TEST_CLAIM_BULK_OFF, as against MySQL) the
  * prepared claim of n rows. */
+/* A fresh database with a store on it and a connection of the test's
+ * own that uses it. */
+typedef struct prep_db {
+        char name[64];
+        kd_fate_store_t *st; /* owned */
+        kdelay_conf_t *c;    /* owned: st's conf */
+        MYSQL *conn;         /* owned */
+} prep_db_t;
+
+static void prep_open(prep_db_t *d)
+{
+        char purl[256], sql[256];
+        it_unique(d->name, sizeof(d->name), "kdit_prep");
+        CU_ASSERT_EQUAL_FATAL(it_db_create(d->name, 1, purl, sizeof(purl)), 0);
+        d->c = it_conf_new(NULL, purl);
+        d->conn = it_mysql_connect();
+        snprintf(sql, sizeof(sql), "USE `%s`", d->name);
+        CU_ASSERT_FATAL(d->c && d->conn && !mysql_query(d->conn, sql));
+        CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&d->st, d->c), KDELAY_OK);
+}
+
+static void prep_close(prep_db_t *d)
+{
+        kd_fate_store_destroy(d->st);
+        kdelay_conf_destroy(d->c);
+        mysql_close(d->conn);
+        it_db_drop(d->name);
+}
+
+/* What a claim cost: statements counted by the store, prepares and
+ * executes counted by the server. */
+typedef struct prep_cost {
+        long long stmts, prepares, executes;
+} prep_cost_t;
+
+/* Claims items (PREP_ROWS) on st, its cost into *cost (the server's
+ * counters read on conn). */
+static kdelay_err_t prep_claim_counted(kd_fate_store_t *st, MYSQL *conn,
+                                       kd_fate_claim_t *items,
+                                       prep_cost_t *cost)
+{
+        char errstr[256];
+        long long prepares = prep_status(conn, "Com_stmt_prepare");
+        long long executes = prep_status(conn, "Com_stmt_execute");
+        uint64_t stmts = kd_fate_statements(st);
+        kdelay_err_t err =
+            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
+        cost->stmts = (long long)(kd_fate_statements(st) - stmts);
+        cost->prepares = prep_status(conn, "Com_stmt_prepare") - prepares;
+        cost->executes = prep_status(conn, "Com_stmt_execute") - executes;
+        return err;
+}
+
 static void claim_batches_prepared(int bulk)
 {
-        char pdb[64], purl[256], errstr[256], sql[256];
+        char errstr[256], sql[256];
         kd_fate_claim_t items[PREP_ROWS];
-        kd_fate_store_t *st = NULL;
-        it_unique(pdb, sizeof(pdb), "kdit_prep");
-        CU_ASSERT_EQUAL_FATAL(it_db_create(pdb, 1, purl, sizeof(purl)), 0);
-        kdelay_conf_t *c = it_conf_new(NULL, purl);
-        MYSQL *conn = it_mysql_connect();
-        snprintf(sql, sizeof(sql), "USE `%s`", pdb);
-        CU_ASSERT_FATAL(c && conn && !mysql_query(conn, sql));
-        CU_ASSERT_EQUAL_FATAL(kd_fate_store_new(&st, c), KDELAY_OK);
+        prep_db_t d;
+        prep_open(&d);
+        kd_fate_store_t *st = d.st;
+        MYSQL *conn = d.conn;
+        const char *pdb = d.name;
         /* Without bulk, the first of its count goes as text and the
          * second is prepared: a prepare and an execute. With it, each is
          * one execute (the prepare on the first). No read-back: all
          * fresh. */
         prep_items(items, "prep1-", 1);
-        long long prepares = prep_status(conn, "Com_stmt_prepare");
-        long long executes = prep_status(conn, "Com_stmt_execute");
-        uint64_t stmts = kd_fate_statements(st);
-        CU_ASSERT_EQUAL(
-            kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
-            KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_statements(st) - stmts, 1);
-        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_prepare") - prepares,
-                        bulk ? 1 : 0);
-        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_execute") - executes,
-                        bulk ? 1 : 0);
+        prep_cost_t cost;
+        CU_ASSERT_EQUAL(prep_claim_counted(st, conn, items, &cost), KDELAY_OK);
+        CU_ASSERT_EQUAL(cost.stmts, 1);
+        CU_ASSERT_EQUAL(cost.prepares, bulk ? 1 : 0);
+        CU_ASSERT_EQUAL(cost.executes, bulk ? 1 : 0);
         prep_check_won(items);
         CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
         prep_items(items, "prep2-", 1);
-        stmts = kd_fate_statements(st);
+        uint64_t stmts = kd_fate_statements(st);
         CU_ASSERT_EQUAL(
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
             KDELAY_OK);
@@ -875,20 +919,16 @@ static void claim_batches_prepared(int bulk)
         CU_ASSERT_EQUAL(
             kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr)),
             KDELAY_ERR_MYSQL); /* the killed connection */
-        executes = prep_status(conn, "Com_stmt_execute");
-        err = kd_fate_claim(st, items, PREP_ROWS, NULL, errstr, sizeof(errstr));
+        err = prep_claim_counted(st, conn, items, &cost);
         /* Refused, then sent as text: nothing executed prepared. */
-        CU_ASSERT_EQUAL(prep_status(conn, "Com_stmt_execute"), executes);
+        CU_ASSERT_EQUAL(cost.executes, 0);
         snprintf(sql, sizeof(sql), "SET GLOBAL max_prepared_stmt_count = %lld",
                  max_prep);
         CU_ASSERT_EQUAL(mysql_query(conn, sql), 0);
         CU_ASSERT_EQUAL(err, KDELAY_OK);
         prep_check_won(items);
         CU_ASSERT_EQUAL(prep_rows_as_asked(conn), PREP_ROWS);
-        kd_fate_store_destroy(st);
-        kdelay_conf_destroy(c);
-        mysql_close(conn);
-        it_db_drop(pdb);
+        prep_close(&d);
 }
 
 static void test_claim_batches_prepared(void)
@@ -901,6 +941,41 @@ static void test_claim_batches_prepared_without_bulk(void)
         CU_ASSERT_EQUAL_FATAL(setenv("KDELAY_TEST_CLAIM_BULK_OFF", "1", 1), 0);
         claim_batches_prepared(0);
         unsetenv("KDELAY_TEST_CLAIM_BULK_OFF");
+}
+
+/* A server that advertises bulk operations but refuses the command (a
+ * proxy; KDELAY_TEST_CLAIM_BULK_REFUSE stands in for one: MariaDB does
+ * not refuse it): the claim goes on as n rows in the same call and wins
+ * every row; the connection claims without bulk from then on. */
+static void test_claim_bulk_refused_falls_back(void)
+{
+        CU_ASSERT_EQUAL_FATAL(
+            setenv("KDELAY_TEST_CLAIM_BULK_REFUSE", "1295", 1), 0);
+        kd_fate_claim_t items[PREP_ROWS];
+        prep_db_t d;
+        prep_open(&d);
+        /* The bulk statement prepared, its execute refused, the rows
+         * sent as text (the first claim of its count): won. */
+        prep_items(items, "refused1-", 1);
+        prep_cost_t cost;
+        CU_ASSERT_EQUAL(prep_claim_counted(d.st, d.conn, items, &cost),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(cost.prepares, 1);
+        CU_ASSERT_EQUAL(cost.executes, 0);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(d.conn), PREP_ROWS);
+        /* The same count again: the claim of n rows, prepared (one
+         * prepare, one execute), no bulk tried. */
+        prep_items(items, "refused2-", 1);
+        CU_ASSERT_EQUAL(prep_claim_counted(d.st, d.conn, items, &cost),
+                        KDELAY_OK);
+        CU_ASSERT_EQUAL(cost.stmts, 2);
+        CU_ASSERT_EQUAL(cost.prepares, 1);
+        CU_ASSERT_EQUAL(cost.executes, 1);
+        prep_check_won(items);
+        CU_ASSERT_EQUAL(prep_rows_as_asked(d.conn), PREP_ROWS);
+        prep_close(&d);
+        unsetenv("KDELAY_TEST_CLAIM_BULK_REFUSE");
 }
 
 /* The session counter name of conn; -1 unreadable. */
@@ -1055,6 +1130,7 @@ int main(void)
             KD_TEST(test_read_only_server_fails_then_recovers),
             KD_TEST(test_claim_batches_prepared),
             KD_TEST(test_claim_batches_prepared_without_bulk),
+            KD_TEST(test_claim_bulk_refused_falls_back),
             KD_TEST(test_covered_is_one_index_dive),
             KD_TEST_END};
         const kd_test_suite_t suites[] = {

@@ -14,7 +14,10 @@
  * proxy) gets the claim of n rows on that connection; one that refuses
  * the prepare, text claims (kd_fate_mysql_prep_refused).
  * KDELAY_TEST_CLAIM_BULK_OFF (set, any value) turns it off, so that the suite
- * runs the other claim against MariaDB too. */
+ * runs the other claim against MariaDB too; KDELAY_TEST_CLAIM_BULK_REFUSE
+ * (a refusal's error number) has every bulk execute refused as a proxy
+ * that advertises bulk operations but refuses the command would, so that
+ * the suite runs the fallback (no server here refuses it). */
 #include "kd_fate_mysql_int.h"
 
 #include <stdlib.h>
@@ -41,6 +44,9 @@ void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store)
 {
         kd_fate_mysql_bulk_close(store);
         store->bulk.off = getenv("KDELAY_TEST_CLAIM_BULK_OFF") != NULL;
+        const char *refuse = getenv("KDELAY_TEST_CLAIM_BULK_REFUSE");
+        unsigned no = refuse ? (unsigned)strtoul(refuse, NULL, 10) : 0;
+        store->bulk.refuse_for_test = kd_fate_mysql_prep_refusal(no) ? no : 0;
 }
 
 void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store)
@@ -206,9 +212,11 @@ int kd_fate_mysql_bulk_claim(kd_fate_mysql_t *store,
         unsigned int rows = (unsigned int)n;
         MYSQL_STMT *st = b->stmt;
         store->statements++;
-        if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) ||
+        if (b->refuse_for_test ||
+            mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) ||
             mysql_stmt_bind_param(st, c) || mysql_stmt_execute(st)) {
-                unsigned no = mysql_stmt_errno(st);
+                unsigned no = b->refuse_for_test ? b->refuse_for_test
+                                                 : mysql_stmt_errno(st);
                 if (kd_fate_mysql_prep_refusal(no)) {
                         /* Advertised but refused (a proxy): the claim of
                          * n rows, now and on this connection. Rows the

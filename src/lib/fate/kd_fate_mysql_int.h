@@ -18,7 +18,10 @@
 typedef struct kd_claim_bulk {
         MYSQL_STMT *stmt; /* owned; NULL = not prepared on conn */
         int off;          /* conn has no bulk operations, or refused */
-        char *mem;        /* owned: the arrays below, cap rows each */
+        /* KDELAY_TEST_CLAIM_BULK_REFUSE: the server error a test makes
+         * every bulk execute meet (a refusal: 1047, 1295, 1461); 0 none. */
+        unsigned refuse_for_test;
+        char *mem; /* owned: the arrays below, cap rows each */
         size_t cap;
         const char **id, **owner, **topic; /* borrowed from the items */
         unsigned long *id_len, *owner_len, *topic_len;
