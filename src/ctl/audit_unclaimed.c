@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "audit.h"
 #include "ctl_time.h"
 #include "kd_fate.h"
 #include "kd_util.h"
@@ -18,6 +18,8 @@ static const char *delivered_str(kdelay_fate_t fate)
         return fate == KDELAY_FATE_CANCELLED ? "maybe" : "yes";
 }
 
+#define UNCLAIMED_COLUMNS "%-40s %-24s %-24s %-20s %-40s %-9s "
+
 static void row_text(const kd_fate_unclaimed_row_t *r, kdelay_fate_t fate)
 {
         char fa[40], fd[40], src[300];
@@ -26,21 +28,19 @@ static void row_text(const kd_fate_unclaimed_row_t *r, kdelay_fate_t fate)
                  (long long)r->src_offset);
         const char *when =
             kd_unclaimed_cancel_when(r->cancelled_at_ms, r->fired_at_ms);
-        printf("%-40s %-24s %-24s %-20s %-40s %-9s %s\n", r->id,
+        printf(UNCLAIMED_COLUMNS "%s\n", r->id,
                kd_ctl_time_format(r->fire_at_ms, fa, sizeof(fa)),
                kd_ctl_time_format(r->fired_at_ms, fd, sizeof(fd)),
                r->forwarder[0] ? r->forwarder : "-", src, delivered_str(fate),
                when ? when : "-");
 }
 
-static int row_json(cJSON *arr, const kd_fate_unclaimed_row_t *r,
+static int row_json(cJSON *rows_json, const kd_fate_unclaimed_row_t *r,
                     kdelay_fate_t fate)
 {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-                cJSON_Delete(o);
+        cJSON *o = kd_audit_json_row(rows_json);
+        if (!o)
                 return -1;
-        }
         cJSON_AddStringToObject(o, "id", r->id);
         cJSON_AddNumberToObject(o, "fire_at_ms", (double)r->fire_at_ms);
         cJSON_AddNumberToObject(o, "fired_at_ms", (double)r->fired_at_ms);
@@ -90,7 +90,7 @@ static kdelay_err_t lookup_fates(kd_fate_store_t *store,
 }
 
 kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
-                                cJSON *json, int shown_before, size_t *np,
+                                cJSON *rows_json, int shown_before, size_t *np,
                                 int *morep, char *errstr, size_t errstr_size)
 {
         kd_fate_store_t *store = NULL;
@@ -113,23 +113,15 @@ kdelay_err_t kd_audit_unclaimed(const kdelay_conf_t *conf, int64_t since_ms,
         kdelay_fate_t *fates = NULL;
         if (!err && n > 0)
                 err = lookup_fates(store, rows, n, &fates, errstr, errstr_size);
-        cJSON *arr =
-            json ? cJSON_AddArrayToObject(json, "fired_after_cancel") : NULL;
-        if (!err && json && !arr)
-                err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
-                              "out of memory");
-        if (!err && !json && n > 0) {
-                if (shown_before)
-                        printf("\n");
-                if (kd_cli_headers())
-                        printf("%-40s %-24s %-24s %-20s %-40s %-9s %s\n",
-                               "FIRED_AFTER_CANCEL_ID", "FIRE_AT", "FIRED_AT",
-                               "FORWARDER", "SOURCE", "DELIVERED", "CANCELLED");
-        }
+        if (!err && !rows_json && n > 0)
+                kd_audit_table_start(shown_before, UNCLAIMED_COLUMNS "%s\n",
+                                     "FIRED_AFTER_CANCEL_ID", "FIRE_AT",
+                                     "FIRED_AT", "FORWARDER", "SOURCE",
+                                     "DELIVERED", "CANCELLED");
         for (size_t i = 0; !err && i < n; i++) {
-                if (!json)
+                if (!rows_json)
                         row_text(&rows[i], fates[i]);
-                else if (row_json(arr, &rows[i], fates[i]))
+                else if (row_json(rows_json, &rows[i], fates[i]))
                         err = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                       "out of memory");
         }

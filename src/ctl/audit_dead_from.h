@@ -2,8 +2,8 @@
 /* kdelayctl audit: where in the dead-letter topic a FIRING row's dead
  * letter is looked for (a claimed task whose target refused it, its DEAD
  * mark lost with its forwarder). */
-#ifndef AUDIT_DEAD_H
-#define AUDIT_DEAD_H
+#ifndef AUDIT_DEAD_FROM_H
+#define AUDIT_DEAD_FROM_H
 
 #include <stdint.h>
 

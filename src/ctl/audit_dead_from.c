@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Where a FIRING row's dead letter is looked for (audit_dead.h). */
-#include "audit_dead.h"
+/* Where a FIRING row's dead letter is looked for (audit_dead_from.h). */
+#include "audit_dead_from.h"
 
 int64_t kd_audit_dead_from(int64_t updated_at_ms, int64_t fire_at_ms)
 {

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl audit: where a FIRING row's dead letter is looked for
- * (src/ctl/audit_dead.c). A claim stamped by a clock that ran an hour
+ * (src/ctl/audit_dead_from.c). A claim stamped by a clock that ran an hour
  * ahead must not move the read past the dead letter, which the fire
  * wrote at fire-at by the broker's clock: read from there on, the row was
  * judged delivered and --fix marked a dead-lettered task FIRED. */
 #include <stdint.h>
 
-#include "audit_dead.h"
+#include "audit_dead_from.h"
 #include "kd_test.h"
 
 #define HOUR 3600000LL
@@ -66,5 +66,5 @@ int main(void)
             KD_TEST(test_claim_stamped_an_hour_ahead),
             KD_TEST(test_claim_stamped_behind),
             KD_TEST(test_fire_at_not_recorded), KD_TEST_END};
-        return kd_test_run("audit_dead", cases, NULL, NULL);
+        return kd_test_run("audit_dead_from", cases, NULL, NULL);
 }
