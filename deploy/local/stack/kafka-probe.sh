@@ -9,15 +9,21 @@ find_kcat() {
     [[ -n $KCAT ]] || need_cmd KCAT "kcat (package kafkacat)" kcat kafkacat
 }
 
+# kafka_metadata ADDR: kcat's metadata listing from ADDR (as the admin on a
+# secured stack); find_kcat first.
+kafka_metadata() {
+    local -a sec
+    mapfile -t sec < <(ksec_kcat_args)
+    "$KCAT" "${sec[@]}" -L -b "$1" -m 2 2>/dev/null
+}
+
 # kafka_answers [ADDR]: a metadata request to ADDR (default: every node) is
 # answered with at least one broker, and with all KAFKA_NODES of them when
 # there are several.
 kafka_answers() {
     local out
     find_kcat
-    local -a sec
-    mapfile -t sec < <(ksec_kcat_args)
-    out=$("$KCAT" "${sec[@]}" -L -b "${1:-$BROKERS}" -m 2 2>/dev/null) || return 1
+    out=$(kafka_metadata "${1:-$BROKERS}") || return 1
     [[ $out =~ [[:space:]]([1-9][0-9]*)\ brokers: ]] || return 1
     ((BASH_REMATCH[1] >= KAFKA_NODES))
 }
@@ -27,9 +33,7 @@ kafka_answers() {
 kafka_not_in_isr() {
     local out
     find_kcat
-    local -a sec
-    mapfile -t sec < <(ksec_kcat_args)
-    out=$("$KCAT" "${sec[@]}" -L -b "$1" -m 2 2>/dev/null) || return 1
+    out=$(kafka_metadata "$1") || return 1
     # lines like "    partition 0, leader 1, replicas: 1,2,3, isrs: 1,2,3"
     awk -v id="$2" '
         / replicas: / {
