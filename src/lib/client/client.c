@@ -63,18 +63,7 @@ static const char *const kd_client_producer_defaults[] = {
 
 const char *kdelay_fate_str(kdelay_fate_t fate)
 {
-        switch (fate) {
-        case KDELAY_FATE_FIRING:
-                return "FIRING";
-        case KDELAY_FATE_FIRED:
-                return "FIRED";
-        case KDELAY_FATE_CANCELLED:
-                return "CANCELLED";
-        case KDELAY_FATE_DEAD:
-                return "DEAD";
-        default:
-                return "UNDECIDED";
-        }
+        return kd_fate_name(fate); /* the fate table's names (fate_row.c) */
 }
 
 void kdelay_task_init(kdelay_task_t *task)

@@ -2,13 +2,15 @@
 /* The fate store's front: every kd_fate_ function dispatches through the
  * store's operations table (kd_fate_ops.h), after what every
  * implementation shares: arguments are checked and empty batches answered
- * here, without a statement, so that no implementation differs there. */
+ * here, without a statement, so that no implementation differs there.
+ * It knows no implementation: each wraps its own state into a store
+ * (kd_fate_store_wrap; kd_fate_store_new in fate_mysql.c). What a row
+ * says, the same for every store, is fate_row.c's. */
 #include "kd_fate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_fate_mysql.h"
 #include "kd_fate_ops.h"
 #include "kd_util.h"
 
@@ -34,15 +36,6 @@ kdelay_err_t kd_fate_store_wrap(kd_fate_store_t **storep,
 void *kd_fate_store_impl(const kd_fate_store_t *store, const kd_fate_ops_t *ops)
 {
         return store && store->ops == ops ? store->impl : NULL;
-}
-
-const char *kd_fate_claim_owner(const kd_fate_claim_t *item, const char *owner,
-                                size_t *lenp)
-{
-        const char *tok = item->token ? item->token : owner;
-        size_t len = tok ? strlen(tok) : 0;
-        *lenp = len > KD_FATE_OWNER_MAX ? KD_FATE_OWNER_MAX : len;
-        return tok;
 }
 
 /* An id the fate table can hold: VARBINARY(KDELAY_ID_MAX). A longer one
@@ -90,77 +83,6 @@ static kdelay_err_t check_items(const kd_fate_claim_t *items, size_t n,
                                     "source topic over 255 bytes");
         }
         return err;
-}
-
-void kd_fate_status_none(kdelay_status_t *status)
-{
-        memset(status, 0, sizeof(*status));
-        status->fate = KDELAY_FATE_UNDECIDED;
-        status->decided_at_ms = status->updated_at_ms = -1;
-        status->fire_at_ms = -1;
-}
-
-kdelay_err_t kd_fate_cancel_found(kdelay_fate_t fate, char *errstr,
-                                  size_t errstr_size)
-{
-        switch (fate) {
-        case KDELAY_FATE_CANCELLED:
-                return KDELAY_OK;
-        case KDELAY_FATE_FIRING:
-        case KDELAY_FATE_FIRED:
-                return kd_fail(KDELAY_ERR_TOO_LATE, errstr, errstr_size,
-                               "task is already %s", kdelay_fate_str(fate));
-        case KDELAY_FATE_DEAD:
-                return kd_fail(KDELAY_ERR_DEAD, errstr, errstr_size,
-                               "task was dead-lettered (DEAD): it will not "
-                               "be delivered; its dead letter stays");
-        default:
-                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                               "fate row changed during cancel; retry");
-        }
-}
-
-kdelay_err_t kd_fate_cancel_pending(kdelay_fate_t fate, char *errstr,
-                                    size_t errstr_size)
-{
-        if (fate == KDELAY_FATE_FIRING || fate == KDELAY_FATE_FIRED ||
-            fate == KDELAY_FATE_DEAD)
-                return kd_fate_cancel_found(fate, errstr, errstr_size);
-        return kd_fail(KDELAY_ERR_RECONCILING, errstr, errstr_size,
-                       "fires made without a claim through a fate-store "
-                       "outage (forwarder.fate_outage_policy=fire) are being "
-                       "reconciled, and this task may be one of them; "
-                       "nothing was recorded (kdelayctl status shows the "
-                       "pending reconciliation)");
-}
-
-const char *kd_unclaimed_cancel_when(int64_t cancelled_at_ms,
-                                     int64_t fired_at_ms)
-{
-        if (cancelled_at_ms < 0)
-                return NULL;
-        return cancelled_at_ms > fired_at_ms ? "after_fire" : "before_fire";
-}
-
-kdelay_fate_t kd_fate_parse(const char *s)
-{
-        if (!s)
-                return KDELAY_FATE_UNDECIDED;
-        if (strcmp(s, "FIRING") == 0)
-                return KDELAY_FATE_FIRING;
-        if (strcmp(s, "FIRED") == 0)
-                return KDELAY_FATE_FIRED;
-        if (strcmp(s, "CANCELLED") == 0)
-                return KDELAY_FATE_CANCELLED;
-        if (strcmp(s, "DEAD") == 0)
-                return KDELAY_FATE_DEAD;
-        return KDELAY_FATE_UNDECIDED;
-}
-
-kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
-                               const kdelay_conf_t *conf)
-{
-        return kd_fate_mysql_new(storep, conf);
 }
 
 void kd_fate_store_destroy(kd_fate_store_t *store)
@@ -237,34 +159,6 @@ kdelay_err_t kd_fate_mark_fired(kd_fate_store_t *store, const char *const *ids,
                 return err;
         return store->ops->mark_fired(store->impl, ids, id_lens, n, errstr,
                                       errstr_size);
-}
-
-int kd_fate_owner_split(const char *owner, size_t len, size_t *prefix_lenp,
-                        uint64_t *seqp)
-{
-        const char *c1 = owner ? memchr(owner, ':', len) : NULL;
-        if (!c1 || c1 == owner)
-                return 0;
-        size_t rest = len - (size_t)(c1 + 1 - owner);
-        const char *c2 = memchr(c1 + 1, ':', rest);
-        if (!c2 || c2 == c1 + 1)
-                return 0;
-        const char *seq = c2 + 1;
-        size_t digits = len - (size_t)(seq - owner);
-        /* The shortest decimal form: what CAST(CAST(s AS UNSIGNED) AS
-         * BINARY) = s accepts in SQL. */
-        if (digits == 0 || digits > 20 || (seq[0] == '0' && digits > 1))
-                return 0;
-        uint64_t v = 0;
-        for (size_t i = 0; i < digits; i++) {
-                unsigned d = (unsigned char)seq[i] - '0';
-                if (d > 9 || v > (UINT64_MAX - d) / 10)
-                        return 0;
-                v = v * 10 + d;
-        }
-        *prefix_lenp = (size_t)(c2 - owner);
-        *seqp = v;
-        return 1;
 }
 
 /* A run prefix (kd_fate_mark_runs): 3..KD_FATE_RUN_PREFIX_MAX bytes,
@@ -429,18 +323,6 @@ kdelay_err_t kd_fate_counts(kd_fate_store_t *store, kd_fate_counts_t *counts,
 {
         memset(counts, 0, sizeof(*counts));
         return store->ops->counts(store->impl, counts, errstr, errstr_size);
-}
-
-static const char *const prior_names[KD_PRIORS] = {
-    [KD_PRIOR_FIRED] = "fired",
-    [KD_PRIOR_CANCELLED] = "cancelled",
-    [KD_PRIOR_FIRING] = "firing",
-    [KD_PRIOR_DEAD] = "dead",
-};
-
-const char *kd_unclaimed_prior_str(kd_unclaimed_prior_t prior)
-{
-        return (unsigned)prior < KD_PRIORS ? prior_names[prior] : "fired";
 }
 
 kdelay_err_t kd_fate_apply_unclaimed(kd_fate_store_t *store,

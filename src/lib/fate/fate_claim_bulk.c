@@ -12,12 +12,16 @@
  * text claim; the affected rows are the whole array's, as one statement
  * of n rows reports them. A server without bulk operations (MySQL, a
  * proxy) gets the claim of n rows on that connection; one that refuses
- * the prepare, text claims (kd_fate_mysql_prep_refused).
- * KDELAY_TEST_CLAIM_BULK_OFF (set, any value) turns it off, so that the suite
- * runs the other claim against MariaDB too; KDELAY_TEST_CLAIM_BULK_REFUSE
- * (a refusal's error number) has every bulk execute refused as a proxy
- * that advertises bulk operations but refuses the command would, so that
- * the suite runs the fallback (no server here refuses it). */
+ * the prepare, text claims (kd_fate_mysql_prep_refused). The claim of n
+ * rows (fate_claim_prep.c) tries this one first; the statement goes with
+ * its connection (fate_mysql_conn.c).
+ * Two switches for the suite, read as the claim is prepared on a
+ * connection: KDELAY_TEST_CLAIM_BULK_OFF (set, any value) turns it off,
+ * so that the suite runs the other claim against MariaDB too;
+ * KDELAY_TEST_CLAIM_BULK_REFUSE (a refusal's error number) has every bulk
+ * execute refused as a proxy that advertises bulk operations but refuses
+ * the command would, so that the suite runs the fallback (no server here
+ * refuses it). */
 #include "kd_fate_mysql_int.h"
 
 #include <stdlib.h>
@@ -31,23 +35,6 @@
         "src_partition, src_offset) VALUES (?,'FIRING',?,?,?,?,NOW(3) + "      \
         "INTERVAL ? MICROSECOND,?,?,?)"
 #define BULK_COLS 9
-
-void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store)
-{
-        kd_claim_bulk_t *b = &store->bulk;
-        if (b->stmt)
-                mysql_stmt_close(b->stmt);
-        b->stmt = NULL;
-}
-
-void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store)
-{
-        kd_fate_mysql_bulk_close(store);
-        store->bulk.off = getenv("KDELAY_TEST_CLAIM_BULK_OFF") != NULL;
-        const char *refuse = getenv("KDELAY_TEST_CLAIM_BULK_REFUSE");
-        unsigned no = refuse ? (unsigned)strtoul(refuse, NULL, 10) : 0;
-        store->bulk.refuse_for_test = kd_fate_mysql_prep_refusal(no) ? no : 0;
-}
 
 void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store)
 {
@@ -101,6 +88,15 @@ static int bulk_supported(MYSQL *conn)
                 (unsigned long)(MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32));
 }
 
+/* KDELAY_TEST_CLAIM_BULK_REFUSE's error number when it is a refusal, else
+ * 0. */
+static unsigned test_refusal(void)
+{
+        const char *refuse = getenv("KDELAY_TEST_CLAIM_BULK_REFUSE");
+        unsigned no = refuse ? (unsigned)strtoul(refuse, NULL, 10) : 0;
+        return kd_fate_mysql_prep_refusal(no) ? no : 0;
+}
+
 /* Prepares the one-row claim on the connection: 0 ready, 1 not for this
  * connection (no bulk operations, or the prepare refused), -1 an error
  * (*errp). */
@@ -108,10 +104,12 @@ static int bulk_prepare(kd_fate_mysql_t *store, kdelay_err_t *errp,
                         char *errstr, size_t errstr_size)
 {
         kd_claim_bulk_t *b = &store->bulk;
-        if (!bulk_supported(store->conn)) {
+        if (getenv("KDELAY_TEST_CLAIM_BULK_OFF") ||
+            !bulk_supported(store->conn)) {
                 b->off = 1;
                 return 1;
         }
+        b->refuse_for_test = test_refusal();
         MYSQL_STMT *st = mysql_stmt_init(store->conn);
         if (!st) {
                 *errp = kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
@@ -187,8 +185,6 @@ int kd_fate_mysql_bulk_claim(kd_fate_mysql_t *store,
                 *errp = err;
                 return 1;
         }
-        if (b->off) /* the connection was new: KDELAY_TEST_CLAIM_BULK_OFF */
-                return 0;
         if (bulk_room(b, n))
                 return 0; /* out of memory: the claim of n rows tries */
         if (!b->stmt) {

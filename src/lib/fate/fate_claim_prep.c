@@ -9,15 +9,17 @@
  * One statement is kept, for one row count: a claim of the same count as
  * the one before it (a catch-up's full batches) prepares it; other counts
  * go as text, so an on-time trickle of odd sizes never pays a prepare. A
- * server that refuses the prepare gets text claims on that connection. */
+ * server that refuses the prepare gets text claims on that connection.
+ * A claim of the rows this form takes goes first as one array-bound row
+ * where the server runs those (fate_claim_bulk.c): this file calls that
+ * one, never the other way round. Both statements go with their
+ * connection (fate_mysql_conn.c). */
 #include "kd_fate_mysql_int.h"
 
-#include <mysqld_error.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kd_fate_ops.h"
-#include "kd_log.h"
 
 /* Placeholders per row: task_id, fire_at_ms, owner, decided_at_ms,
  * updated_at_ms, the lease in microseconds, src_topic, src_partition,
@@ -33,30 +35,6 @@
         "decided_at_ms, updated_at_ms, lease_until, src_topic, "               \
         "src_partition, src_offset) VALUES "
 #define PREP_ROW "(?,'FIRING',?,?,?,?,NOW(3) + INTERVAL ? MICROSECOND,?,?,?)"
-
-int kd_fate_mysql_prep_refusal(unsigned no)
-{
-        return no == ER_MAX_PREPARED_STMT_COUNT_REACHED ||
-               no == ER_UNSUPPORTED_PS || no == ER_UNKNOWN_COM_ERROR;
-}
-
-void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why)
-{
-        char q[600];
-        store->claim_prep_off = 1;
-        store->bulk.off = 1;
-        kd_log(store->conf, KDELAY_LOG_WARNING,
-               "event=claim_prepare_failed err=%s action=text_claims",
-               kd_log_quote(why, q, sizeof(q)));
-}
-
-void kd_fate_mysql_prep_close(kd_fate_mysql_t *store)
-{
-        if (store->claim_stmt)
-                mysql_stmt_close(store->claim_stmt);
-        store->claim_stmt = NULL;
-        store->claim_rows = 0;
-}
 
 void kd_fate_mysql_prep_free(kd_fate_mysql_t *store)
 {

@@ -1,66 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fate store on MySQL (kd_fate_mysql.h): the kdelay_fate table.
+/* The fate store on MySQL (kd_fate_store_new, kd_fate.h): the
+ * kdelay_fate table, behind the store's front (fate.c) as its operations
+ * table (kd_fate_ops.h).
  *
  * Rows only ever move FIRING -> FIRED; CANCELLED is only ever inserted,
  * never reached by an update. So "INSERT IGNORE, then read the row" is
  * race-free: once a row exists, a cancel cannot change it, and a claim
  * that finds CANCELLED drops the task. Ids are sent as hex literals, so
  * no byte of an id can be mistaken for SQL. */
-#include "kd_fate_mysql.h"
 #include "kd_fate_mysql_int.h"
 
-#include <errmsg.h>
 #include <mysql.h>
-#include <mysqld_error.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
-#include "kd_conf.h"
 #include "kd_fate_ops.h"
-#include "kd_log.h"
-#include "kd_mysql.h"
 #include "kd_schema.h"
 #include "kd_util.h"
-
-/* Sets my->conn (NULL closes it) where my_interrupt cannot race. 0, or
- * -1 when interrupted (conn is closed then). */
-static int conn_set(kd_fate_mysql_t *my, MYSQL *conn)
-{
-        pthread_mutex_lock(&my->conn_lock);
-        MYSQL *old = my->conn;
-        int interrupted = my->interrupted;
-        my->conn = interrupted ? NULL : conn;
-        pthread_mutex_unlock(&my->conn_lock);
-        if (old != conn) {
-                kd_fate_mysql_prep_close(my); /* prepared on old */
-                kd_fate_mysql_bulk_reset(my);
-                my->claim_prep_off = 0;
-        }
-        if (old && old != conn)
-                mysql_close(old);
-        if (interrupted && conn)
-                mysql_close(conn);
-        return interrupted ? -1 : 0;
-}
-
-/* Shuts the socket down under a blocked call: it fails at once with
- * "lost connection", and no call reconnects afterwards. A connect in
- * progress ends by its own timeout (mysql.connect_timeout). */
-static void my_interrupt(void *impl)
-{
-        kd_fate_mysql_t *my = impl;
-        pthread_mutex_lock(&my->conn_lock);
-        my->interrupted = 1;
-        if (my->conn) {
-                my_socket fd = mysql_get_socket(my->conn);
-                if (fd >= 0)
-                        shutdown(fd, SHUT_RDWR);
-        }
-        pthread_mutex_unlock(&my->conn_lock);
-}
 
 static void my_destroy(void *impl)
 {
@@ -81,113 +38,7 @@ static uint64_t my_statements(const void *impl)
 
 static kdelay_err_t my_connect(void *impl, char *errstr, size_t errstr_size)
 {
-        kd_fate_mysql_t *my = impl;
-        if (my->conn)
-                return KDELAY_OK;
-        pthread_mutex_lock(&my->conn_lock);
-        int interrupted = my->interrupted;
-        pthread_mutex_unlock(&my->conn_lock);
-        if (interrupted)
-                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                               "store interrupted");
-        MYSQL *conn;
-        kdelay_err_t err =
-            kd_mysql_connect(my->conf, &conn, errstr, errstr_size);
-        if (err)
-                return err;
-        if ((err = kd_schema_check(conn, errstr, errstr_size))) {
-                mysql_close(conn);
-                return err;
-        }
-        if (conn_set(my, conn))
-                return kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                               "store interrupted");
-        return KDELAY_OK;
-}
-
-/* "The MySQL server is running with the --read-only option" and "Running
- * in read-only mode", by number: not every client library names both. */
-#define KD_ER_OPTION_PREVENTS_STATEMENT 1290
-#define KD_ER_READ_ONLY_MODE            1836
-
-kdelay_err_t kd_fate_mysql_connect(kd_fate_mysql_t *store, char *errstr,
-                                   size_t errstr_size)
-{
-        return my_connect(store, errstr, errstr_size);
-}
-
-kdelay_err_t kd_fate_mysql_fail_no(kd_fate_mysql_t *store, const char *what,
-                                   unsigned no, const char *msg, char *errstr,
-                                   size_t errstr_size)
-{
-        /* The message first: msg may live in what a lost connection's
-         * close frees. */
-        kdelay_err_t err =
-            no == ER_NO_SUCH_TABLE
-                ? kd_fail(KDELAY_ERR_SCHEMA, errstr, errstr_size,
-                          "%s: fate table missing: run `kdelayctl db "
-                          "migrate`",
-                          what)
-                : kd_fail(KDELAY_ERR_MYSQL, errstr, errstr_size,
-                          "%s: MySQL error %u: %s", what, no, msg);
-        /* A read-only server (1290, 1836) is a demoted primary: after a
-         * failover by a virtual IP or DNS name, only a new connection
-         * reaches the new primary. */
-        if ((no >= CR_MIN_ERROR && no <= CR_MAX_ERROR) ||
-            no == ER_SERVER_SHUTDOWN || no == ER_CONNECTION_KILLED ||
-            no == KD_ER_OPTION_PREVENTS_STATEMENT ||
-            no == KD_ER_READ_ONLY_MODE) {
-                kd_log(store->conf, KDELAY_LOG_WARNING,
-                       "event=mysql_disconnected errno=%u", no);
-                conn_set(store, NULL);
-        }
-        return err;
-}
-
-/* After a failed statement: forget a broken connection so the next call
- * reconnects; map the error. */
-static kdelay_err_t stmt_fail(kd_fate_mysql_t *store, const char *what,
-                              char *errstr, size_t errstr_size)
-{
-        return kd_fate_mysql_fail_no(store, what, mysql_errno(store->conn),
-                                     mysql_error(store->conn), errstr,
-                                     errstr_size);
-}
-
-/* Sends one statement; for reads, *resp gets the stored result. When
- * dupp is given, a duplicate-key error is not an error: *dupp is set. */
-static kdelay_err_t stmt_dup(kd_fate_mysql_t *store, kd_sql_t *sql,
-                             const char *what, MYSQL_RES **resp, int *dupp,
-                             char *errstr, size_t errstr_size)
-{
-        if (sql->oom)
-                return KDELAY_ERR_NO_MEMORY;
-        kdelay_err_t err = my_connect(store, errstr, errstr_size);
-        if (err)
-                return err;
-        store->statements++;
-        if (dupp)
-                *dupp = 0;
-        if (mysql_real_query(store->conn, sql->buf, sql->len)) {
-                if (dupp && mysql_errno(store->conn) == ER_DUP_ENTRY) {
-                        *dupp = 1;
-                        return KDELAY_OK;
-                }
-                return stmt_fail(store, what, errstr, errstr_size);
-        }
-        if (resp) {
-                *resp = mysql_store_result(store->conn);
-                if (!*resp)
-                        return stmt_fail(store, what, errstr, errstr_size);
-        }
-        return KDELAY_OK;
-}
-
-kdelay_err_t kd_fate_mysql_stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
-                                const char *what, MYSQL_RES **resp,
-                                char *errstr, size_t errstr_size)
-{
-        return stmt_dup(store, sql, what, resp, NULL, errstr, errstr_size);
+        return kd_fate_mysql_connect(impl, errstr, errstr_size);
 }
 
 static kdelay_err_t status_once(kd_fate_mysql_t *store, const char *id,
@@ -212,8 +63,8 @@ static kdelay_err_t cancel_once(kd_fate_mysql_t *store, const char *id,
                    "(SELECT 1 FROM kdelay_reconcile WHERE pending_since_ms "
                    "IS NOT NULL)",
                    (long long)now, (long long)now);
-        kdelay_err_t err =
-            stmt_dup(store, &sql, "cancel", NULL, &dup, errstr, errstr_size);
+        kdelay_err_t err = kd_fate_mysql_stmt_dup(store, &sql, "cancel", NULL,
+                                                  &dup, errstr, errstr_size);
         free(sql.buf);
         if (err)
                 return err;
@@ -913,7 +764,7 @@ static kdelay_err_t my_schema_version(void *impl, int *versionp, char *errstr,
                                       size_t errstr_size)
 {
         kd_fate_mysql_t *my = impl;
-        kdelay_err_t err = my_connect(my, errstr, errstr_size);
+        kdelay_err_t err = kd_fate_mysql_connect(my, errstr, errstr_size);
         if (!err && kd_schema_version(my->conn, versionp, errstr, errstr_size))
                 err = kd_fate_mysql_fail_no(
                     my, "read schema version", mysql_errno(my->conn),
@@ -945,11 +796,11 @@ static const kd_fate_ops_t kd_fate_mysql_ops = {
     .pending_clear = kd_fate_mysql_pending_clear,
     .schema_version = my_schema_version,
     .statements = my_statements,
-    .interrupt = my_interrupt,
+    .interrupt = kd_fate_mysql_interrupt,
     .destroy = my_destroy,
 };
 
-kdelay_err_t kd_fate_mysql_new(kd_fate_store_t **storep,
+kdelay_err_t kd_fate_store_new(kd_fate_store_t **storep,
                                const kdelay_conf_t *conf)
 {
         kd_fate_mysql_t *my = calloc(1, sizeof(*my));

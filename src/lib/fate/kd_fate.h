@@ -4,7 +4,9 @@
  * behind an operations table (kd_fate_ops.h): kd_fate_store_new makes the
  * MySQL one (fate_mysql.c: one connection, opened lazily and reopened
  * after a connection error; not thread-safe). The tests' in-memory store
- * (tests/common/kd_fate_mem.h, not part of the library) is another. */
+ * (tests/common/kd_fate_mem.h, not part of the library) is another. The
+ * calls on a store are fate.c's; what a row says (kd_fate_name,
+ * kd_fate_parse, kd_fate_owner_split, kd_unclaimed_*), fate_row.c's. */
 #ifndef KD_FATE_H
 #define KD_FATE_H
 
@@ -403,7 +405,13 @@ void kd_fate_store_interrupt(kd_fate_store_t *store);
  * per connection (fate_claim_bulk.c) is not counted. */
 uint64_t kd_fate_statements(const kd_fate_store_t *store);
 
-/* "FIRING" -> KDELAY_FATE_FIRING ...; UNDECIDED for anything else. */
+/* A fate's name as the state column writes it: "FIRING", "FIRED",
+ * "CANCELLED", "DEAD", and "UNDECIDED" for any other value (what
+ * kdelay_fate_str answers). Static. */
+const char *kd_fate_name(kdelay_fate_t fate);
+
+/* "FIRING" -> KDELAY_FATE_FIRING ...: kd_fate_name read back; UNDECIDED
+ * for anything else (NULL too). */
 kdelay_fate_t kd_fate_parse(const char *s);
 
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Inside the MySQL fate store: its state and statement runner, shared by
- * fate_mysql.c (the fate table), fate_unclaimed.c (fires made without a
- * claim, kdelay_unclaimed) and fate_runs.c (runs of delivered claims,
- * kdelay_fired_run). */
+/* Inside the MySQL fate store: its state and its connection's statement
+ * runner (fate_mysql_conn.c), shared by fate_mysql.c (the fate table, the
+ * store's operations table), the claim's bound forms (fate_claim_prep.c,
+ * fate_claim_bulk.c), fate_unclaimed.c (fires made without a claim,
+ * kdelay_unclaimed), fate_firing.c, fate_pending.c and fate_runs.c (runs
+ * of delivered claims, kdelay_fired_run). */
 #ifndef KD_FATE_MYSQL_INT_H
 #define KD_FATE_MYSQL_INT_H
 
@@ -35,7 +37,8 @@ typedef struct kd_fate_mysql {
         MYSQL *conn;               /* owned; NULL = not connected */
         uint64_t statements;
         /* conn's changes and the interrupt flag, so that another thread
-         * can shut down the socket of a blocked call (my_interrupt). */
+         * can shut down the socket of a blocked call
+         * (kd_fate_mysql_interrupt). */
         pthread_mutex_t conn_lock;
         int interrupted; /* guarded by conn_lock */
         /* The claim prepared on conn (fate_claim_prep.c): */
@@ -60,12 +63,20 @@ static inline int kd_fate_id_cmp(const char *a, size_t alen, const char *b,
         return memcmp(a, b, alen);
 }
 
+/* The connection (fate_mysql_conn.c). */
+
 /* Sends one statement (connecting first if need be); for reads, *resp
  * gets the stored result (the caller frees it). A connection error closes
  * the connection (the next call reconnects). */
 kdelay_err_t kd_fate_mysql_stmt(kd_fate_mysql_t *store, kd_sql_t *sql,
                                 const char *what, MYSQL_RES **resp,
                                 char *errstr, size_t errstr_size);
+/* kd_fate_mysql_stmt, but with dupp a duplicate-key error is none:
+ * *dupp says whether it came (dupp NULL: an error, as there). */
+kdelay_err_t kd_fate_mysql_stmt_dup(kd_fate_mysql_t *store, kd_sql_t *sql,
+                                    const char *what, MYSQL_RES **resp,
+                                    int *dupp, char *errstr,
+                                    size_t errstr_size);
 
 /* Connects when not connected (checking the schema). */
 kdelay_err_t kd_fate_mysql_connect(kd_fate_mysql_t *store, char *errstr,
@@ -78,10 +89,33 @@ kdelay_err_t kd_fate_mysql_fail_no(kd_fate_mysql_t *store, const char *what,
                                    unsigned no, const char *msg, char *errstr,
                                    size_t errstr_size);
 
+/* The kd_fate_ops_t interrupt: shuts the socket down under a blocked call
+ * (it fails at once with "lost connection"), and no call reconnects
+ * afterwards. A connect in progress ends by its own timeout
+ * (mysql.connect_timeout). */
+void kd_fate_mysql_interrupt(void *impl);
+
+/* Closes the prepared claim (fate_claim_prep.c), as its connection goes
+ * or after it failed (prepared again). */
+void kd_fate_mysql_prep_close(kd_fate_mysql_t *store);
+/* Closes the array-bound claim (fate_claim_bulk.c), as its connection
+ * goes or after a failed execute (prepared again). */
+void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store);
+/* 1 when a prepare's or bulk execute's error no says the server will
+ * not do it on this connection (max_prepared_stmt_count reached, no
+ * prepared statements or bulk command there), not a passing failure. */
+int kd_fate_mysql_prep_refusal(unsigned no);
+/* The server refused a claim's prepare (max_prepared_stmt_count
+ * reached, a proxy without prepared statements; why: its error): text
+ * claims on this connection, said once. */
+void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why);
+
+/* The claim's bound forms (fate_claim_prep.c, fate_claim_bulk.c). */
+
 /* The claim's INSERT of n items as a prepared statement
- * (fate_claim_prep.c): 0 when not used for this n (the caller sends it
- * as text); 1 when tried: *errp its result, *affectedp the rows it
- * added. */
+ * (fate_claim_prep.c), or first as one array-bound row where the server
+ * runs those: 0 when not used for this n (the caller sends it as text);
+ * 1 when tried: *errp its result, *affectedp the rows it added. */
 int kd_fate_mysql_prep_claim(kd_fate_mysql_t *store,
                              const kd_fate_claim_t *items, size_t n,
                              const char *owner, int64_t now,
@@ -96,23 +130,11 @@ int kd_fate_mysql_bulk_claim(kd_fate_mysql_t *store,
                              const char *owner, int64_t now,
                              uint64_t *affectedp, kdelay_err_t *errp,
                              char *errstr, size_t errstr_size);
-/* Closes the array-bound claim (a failed execute: prepared again). */
-void kd_fate_mysql_bulk_close(kd_fate_mysql_t *store);
-/* Closes it for a new connection (which may allow it again). */
-void kd_fate_mysql_bulk_reset(kd_fate_mysql_t *store);
-/* Closes it and frees its arrays (the store's destroy). */
+/* Closes the array-bound claim and frees its arrays (the store's
+ * destroy). */
 void kd_fate_mysql_bulk_free(kd_fate_mysql_t *store);
-/* 1 when a prepare's or bulk execute's error no says the server will
- * not do it on this connection (max_prepared_stmt_count reached, no
- * prepared statements or bulk command there), not a passing failure. */
-int kd_fate_mysql_prep_refusal(unsigned no);
-/* The server refused a claim's prepare (max_prepared_stmt_count
- * reached, a proxy without prepared statements; why: its error): text
- * claims on this connection, said once. */
-void kd_fate_mysql_prep_refused(kd_fate_mysql_t *store, const char *why);
-/* Closes the prepared claim (before its connection closes). */
-void kd_fate_mysql_prep_close(kd_fate_mysql_t *store);
-/* Closes it and frees its buffers (the store's destroy). */
+/* Closes the prepared claim and frees its buffers (the store's
+ * destroy). */
 void kd_fate_mysql_prep_free(kd_fate_mysql_t *store);
 
 /* The kd_fate_ops_t entries of fate_unclaimed.c (kd_fate.h says what each

@@ -101,6 +101,8 @@ kdelay_err_t kd_fate_store_wrap(kd_fate_store_t **storep,
 void *kd_fate_store_impl(const kd_fate_store_t *store,
                          const kd_fate_ops_t *ops);
 
+/* What every implementation shares about a row (fate_row.c). */
+
 /* The owner a claim item writes when it inserts the row: its token, else
  * the call's owner, at most KD_FATE_OWNER_MAX bytes of it; *lenp gets 0
  * when the row gets no owner (NULL or ""). Borrowed from item or owner. */
