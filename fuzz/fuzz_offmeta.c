@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the done set that exactly_once writes into its
- * offset commits' metadata (kd_offtrack_encode and kd_offtrack_decode,
- * src/fwd/offtrack.c). The next owner of a partition decodes whatever
- * metadata it finds committed there, so the decoder reads untrusted text.
+ * offset commits' metadata (kd_offtrack_encode,
+ * src/lib/fwdonly/offtrack.c, and kd_doneset_decode,
+ * src/lib/shared/doneset.c). The next owner of a partition decodes
+ * whatever metadata it finds committed there, so the decoder reads
+ * untrusted text.
  *
  * Input: byte 0 picks the mode (its value mod 2), the rest is its input:
  *
@@ -55,7 +57,7 @@ static void fuzz_text(fz_in_t *in)
         const char *text = (const char *)in->p;
         kd_offrange_t *r = NULL;
         size_t cnt = 0;
-        if (kd_offtrack_decode(text, in->n, commit, &r, &cnt) != 0) {
+        if (kd_doneset_decode(text, in->n, commit, &r, &cnt) != 0) {
                 FZ_CHECK(r == NULL && cnt == 0);
                 return;
         }
@@ -73,8 +75,8 @@ static void fuzz_text(fz_in_t *in)
                 FZ_CHECK(len < sizeof(buf));
                 kd_offrange_t *back = NULL;
                 size_t back_cnt = 0;
-                FZ_CHECK(kd_offtrack_decode(buf, len, commit, &back,
-                                            &back_cnt) == 0);
+                FZ_CHECK(
+                    kd_doneset_decode(buf, len, commit, &back, &back_cnt) == 0);
                 check_ranges(back, back_cnt, commit);
                 size_t a = merge(r, cnt), b = merge(back, back_cnt);
                 FZ_CHECK(a == b);
@@ -156,7 +158,7 @@ static void fuzz_tracker(fz_in_t *in)
                 FZ_CHECK(len < size);
                 kd_offrange_t *r = NULL;
                 size_t cnt = 0;
-                FZ_CHECK(kd_offtrack_decode(buf, len, cp, &r, &cnt) == 0);
+                FZ_CHECK(kd_doneset_decode(buf, len, cp, &r, &cnt) == 0);
                 check_ranges(r, cnt, cp);
                 /* Records above cp: in a range iff done. Offsets never
                  * read (gaps) may fall inside a run: they never arrive. */

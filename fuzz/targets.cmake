@@ -6,7 +6,7 @@
 # replaying the corpus and the regressions without libFuzzer in every build).
 #
 #   wire      wire decoder, durations, tier lists, MySQL URLs (fuzz_wire.c)
-#   offmeta   the done set in exactly_once commit metadata (offtrack.c)
+#   offmeta   the done set in exactly_once commit metadata (offtrack.c, doneset.c)
 #   time      durations and kdelayctl's --at times (duration.c, ctl_time.c)
 #   logquote  log value quoting and line cutting (log.c)
 #   conf      config file text and name=value settings (conf_file.c, conf_props.c)
@@ -17,7 +17,7 @@ function(kd_fuzz_setup tgt name)
   target_sources(${tgt} PRIVATE ${PROJECT_SOURCE_DIR}/fuzz/fuzz_${name}.c)
   target_link_libraries(${tgt} PRIVATE kdelay_static)
   if(name STREQUAL "offmeta")
-    target_link_libraries(${tgt} PRIVATE kd_fwd)
+    target_link_libraries(${tgt} PRIVATE kd_fwdonly)
   elseif(name STREQUAL "time")
     target_sources(${tgt} PRIVATE ${PROJECT_SOURCE_DIR}/src/ctl/ctl_time.c)
     target_include_directories(${tgt} PRIVATE ${PROJECT_SOURCE_DIR}/src/ctl)

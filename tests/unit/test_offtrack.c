@@ -166,7 +166,7 @@ static void test_runs_and_encoding_against_reference(void)
                 kd_offrange_t *r;
                 size_t cnt;
                 CU_ASSERT_EQUAL_FATAL(
-                    kd_offtrack_decode(buf, strlen(buf), cp, &r, &cnt), 0);
+                    kd_doneset_decode(buf, strlen(buf), cp, &r, &cnt), 0);
                 /* The runs form has one range per run (the bitmap cannot
                  * tell offsets never read, here every 2 of 3, from ones
                  * not done, and needs not: those never arrive). */
@@ -195,7 +195,7 @@ static size_t round_trip(const kd_offtrack_t *t, const kd_offrange_t *tail,
         int64_t cp = kd_offtrack_commit_after(t, -1, &tail, &tail_cnt);
         CU_ASSERT_EQUAL_FATAL(
             kd_offtrack_encode(t, cp, tail, tail_cnt, buf, size), 0);
-        CU_ASSERT_EQUAL_FATAL(kd_offtrack_decode(buf, strlen(buf), cp, r, &cnt),
+        CU_ASSERT_EQUAL_FATAL(kd_doneset_decode(buf, strlen(buf), cp, r, &cnt),
                               0);
         return cnt;
 }
@@ -278,17 +278,17 @@ static void test_encoding_forms_tail_and_bad_text(void)
                                           "kdb"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 CU_ASSERT_EQUAL(
-                    kd_offtrack_decode(bad[i], strlen(bad[i]), 100, &r, &cnt),
+                    kd_doneset_decode(bad[i], strlen(bad[i]), 100, &r, &cnt),
                     -1);
                 CU_ASSERT_PTR_NULL(r);
         }
-        CU_ASSERT_EQUAL(kd_offtrack_decode(NULL, 0, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(kd_doneset_decode(NULL, 0, 5, &r, &cnt), 0);
         CU_ASSERT_EQUAL(cnt, 0);
-        CU_ASSERT_EQUAL(kd_offtrack_decode("kd1", 3, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(kd_doneset_decode("kd1", 3, 5, &r, &cnt), 0);
         CU_ASSERT_EQUAL(cnt, 0);
-        CU_ASSERT_EQUAL(kd_offtrack_decode("kdb;", 4, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(kd_doneset_decode("kdb;", 4, 5, &r, &cnt), 0);
         CU_ASSERT_EQUAL(cnt, 0);
-        CU_ASSERT_EQUAL(kd_offtrack_decode("kdb;BA", 6, 5, &r, &cnt), 0);
+        CU_ASSERT_EQUAL(kd_doneset_decode("kdb;BA", 6, 5, &r, &cnt), 0);
         CU_ASSERT_EQUAL(cnt, 1); /* bit 0 of char 0: offset 6 */
         CU_ASSERT(cnt == 1 && r[0].first == 6 && r[0].last == 6);
         free(r);

@@ -118,8 +118,8 @@ size_t kd_eos_offsets_opened(kd_eos_offsets_t *o, const kdelay_conf_t *conf,
         KD_DLIST_PUSH(o->parts, ep);
         if (tp->offset < 0 || !tp->metadata)
                 return 0;
-        if (kd_offtrack_decode(tp->metadata, tp->metadata_size, tp->offset,
-                               &ep->skip, &ep->skip_cnt)) {
+        if (kd_doneset_decode(tp->metadata, tp->metadata_size, tp->offset,
+                              &ep->skip, &ep->skip_cnt)) {
                 /* Not ours (another tool committed here): nothing to skip. */
                 char qt[300];
                 kd_log(conf, KDELAY_LOG_WARNING,

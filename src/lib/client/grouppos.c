@@ -78,9 +78,9 @@ static kdelay_err_t read_offsets(rd_kafka_t *rk, kd_grouppos_t *pos,
                 /* A done set that does not decode is ignored: its records
                  * then count as not handled, which only reports more. */
                 if (p->committed >= 0 && tp->metadata &&
-                    kd_offtrack_decode(tp->metadata, tp->metadata_size,
-                                       p->committed, &p->done,
-                                       &p->done_cnt) < 0) {
+                    kd_doneset_decode(tp->metadata, tp->metadata_size,
+                                      p->committed, &p->done,
+                                      &p->done_cnt) < 0) {
                         p->done = NULL;
                         p->done_cnt = 0;
                 }

@@ -15,7 +15,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "kd_conf.h"
-#include "kd_offtrack.h"
+#include "kd_doneset.h"
 
 typedef struct kd_grouppos_part {
         char topic[256];

@@ -6,12 +6,15 @@
  * compaction, transaction markers); each is later marked done in any order.
  * The commit point is the lowest offset not yet done, or, when everything
  * read is done, the offset after the last one read. Memory is one slot per
- * record between the commit point and the last read offset. */
+ * record between the commit point and the last read offset. The
+ * forwarder's alone (src/lib/fwdonly/: not in libkdelay). */
 #ifndef KD_OFFTRACK_H
 #define KD_OFFTRACK_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kd_doneset.h"
 
 typedef struct kd_offtrack {
         int64_t *off; /* ring of offsets, oldest first */
@@ -19,11 +22,6 @@ typedef struct kd_offtrack {
         size_t head, len, cap;
         int64_t next; /* offset after the last added; -1 = none yet */
 } kd_offtrack_t;
-
-/* A closed range of offsets [first, last]. */
-typedef struct kd_offrange {
-        int64_t first, last;
-} kd_offrange_t;
 
 void kd_offtrack_init(kd_offtrack_t *t);
 void kd_offtrack_clear(kd_offtrack_t *t);
@@ -45,15 +43,8 @@ size_t kd_offtrack_pending(const kd_offtrack_t *t);
 
 /* The done set above the commit point, for exactly-once commits: which
  * records after the first unhandled one are handled already, so that the
- * next owner of the partition skips exactly those. Two forms; the shorter
- * is written:
- *   "kd1" then one ";<gap>.<len>" per run of done offsets, in base 36: the
- *     run starts <gap> offsets after the end of the previous run (or after
- *     the commit point) and spans <len> + 1 offsets;
- *   "kdb;" then a bitmap, 6 offsets per character (A-Za-z0-9-_ = 0..63,
- *     lowest bit first): bit i says whether commit + 1 + i is done.
- * The bitmap's size depends only on the span from the commit point to the
- * last done offset, never on the order records completed in.
+ * next owner of the partition skips exactly those; the shorter of
+ * kd_doneset.h's two forms is written (kd_doneset_decode reads it).
  * `commit` is the commit point (see kd_offtrack_commit_after); `tail`
  * (tail_cnt ranges, increasing, all above commit and at or after the next
  * offset to read) are done records not read yet, included. Writes at most
@@ -67,12 +58,5 @@ int kd_offtrack_encode(const kd_offtrack_t *t, int64_t commit,
  * *tail and *tail_cnt are advanced past those. -1 when there is none. */
 int64_t kd_offtrack_commit_after(const kd_offtrack_t *t, int64_t fallback,
                                  const kd_offrange_t **tail, size_t *tail_cnt);
-
-/* Parses what kd_offtrack_encode wrote for commit point `commit` into
- * *ranges (owned by the caller, free()), *cnt ranges in increasing order.
- * NULL or "" give none. -1 when the text is not a valid encoding or
- * commit is negative (then nothing is returned). */
-int kd_offtrack_decode(const char *text, size_t len, int64_t commit,
-                       kd_offrange_t **ranges, size_t *cnt);
 
 #endif
