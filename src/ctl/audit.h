@@ -5,7 +5,7 @@
  * the dead letters of the window (audit_dead_letters) and the fires after
  * a cancel (audit_unclaimed). Each prints its rows as a table on stdout,
  * or adds them to its array of the --json document it is given; these
- * two write that output the same way for all (cmd_audit.c). */
+ * two write that output the same way for all (audit_output.c). */
 #ifndef AUDIT_H
 #define AUDIT_H
 

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl audit, the verb's front: its options, its audits run in turn
- * (audit.h names them), the output they share, the summary and the exit
- * code. */
-#include <stdarg.h>
+ * (audit.h names them), the summary and the exit code. */
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -108,28 +106,6 @@ typedef struct audit_report {
         int more_after_cancel;
         char dead_topic[256];
 } audit_report_t;
-
-void kd_audit_table_start(int shown_before, const char *fmt, ...)
-{
-        if (shown_before)
-                printf("\n");
-        if (!kd_cli_headers())
-                return;
-        va_list ap;
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-}
-
-cJSON *kd_audit_json_row(cJSON *rows)
-{
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(rows, o)) {
-                cJSON_Delete(o);
-                return NULL;
-        }
-        return o;
-}
 
 /* The --json document with an array for each audit, in the order they
  * run; -1 when out of memory. */
