@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # The forwarder's pipeline has one direction: no module of src/fwd/
 # includes the declarations of a module that (directly or not) includes
-# its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
-# kd_mode.h, and exactly_once's parts eos_*.c, kd_eos_*.h) are one
-# module, the top (fwd.c, loop.c, main.c, kd_fwd.h) another, the producer
+# its own. A module is X.c with kd_X.h; the fire stage's files by job
+# (fire.c and fire_*.c, kd_fire.h and kd_fire_*.h: they call each other)
+# are one module, the delivery modes (mode_*.c, kd_mode.h, and
+# exactly_once's parts eos_*.c, kd_eos_*.h) another, the top (fwd.c,
+# loop.c, main.c, kd_fwd.h) another, the producer
 # room (producer*.c, kd_producer*.h, and the nested pump that is its
 # drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
 # exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
@@ -95,6 +97,7 @@ module() { # file -> module name
     local b=${1%.*}
     b=${b#kd_}
     case $b in
+    fire | fire_*) echo fire ;;
     mode | mode_* | eos_*) echo mode ;;
     fwd | loop | main) echo top ;;
     producer | producer_* | loop_pump) echo producer ;;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fire stage's seams in virtual time (fire.c between claim.c,
+/* The fire stage's seams in virtual time (fire*.c between claim.c,
  * settle.c and the delivery mode), at_least_once: a forwarder made but
  * never run (kd_test_fwd_vt), its store hung by never serving the fate
  * worker's answers (as test_outage_after), its producer pointed at no
@@ -43,7 +43,7 @@
 #define FIRING_AT 12000
 /* The task's fire time, a second later. */
 #define FIRE_AT 13000
-/* fire.c: the first retry's backoff. */
+/* fire_retry.c: the first retry's backoff. */
 #define RETRY_MS 100
 
 static const char *const settings[] = {"forwarder.fate_outage_policy", "fire",

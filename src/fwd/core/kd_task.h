@@ -89,7 +89,8 @@ typedef enum kd_task_where {
 } kd_task_where_t;
 #define KD_WHERE_PLACES (KD_WHERE_FLIGHT + 1)
 
-/* Where a task's own headers (rec.hdrs) stand, for its fire (fire.c). */
+/* Where a task's own headers (rec.hdrs) stand, for its fire
+ * (fire_produce.c). */
 typedef enum kd_task_hdrs {
         KD_HDRS_AS_READ,  /* as read, kdelay-target and kdelay-v in */
         KD_HDRS_UNROUTED, /* without kdelay-target and kdelay-v, removed

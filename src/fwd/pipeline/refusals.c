@@ -20,7 +20,8 @@ size_t kd_refusals_bytes(const kd_task_t *t)
              !rd_kafka_header_get_all(t->rec.hdrs, i, &name, &val, &len);
              i++)
                 /* The fired record goes without the routing headers, and
-                 * they are gone from t's own after its fire (fire.c). */
+                 * they are gone from t's own after its fire
+                 * (fire_produce.c). */
                 if (strcmp(name, KDELAY_HDR_TARGET) &&
                     strcmp(name, KDELAY_HDR_VERSION))
                         n += strlen(name) + len;

@@ -7,8 +7,8 @@
  * transaction. at_least_once writes two: a record of intent, and only
  * once it is acknowledged the fire (so that no fire is delivered with
  * nothing in the journal, whatever the crash point), then the record of
- * its delivery, and settles the task on that one's report (fire.c). Owns
- * f->journal. */
+ * its delivery, and settles the task on that one's report
+ * (fire_journal.c, fire_report.c). Owns f->journal. */
 #ifndef KD_JOURNAL_H
 #define KD_JOURNAL_H
 
