@@ -7,8 +7,8 @@
 # are one module, the delivery modes (mode_*.c, kd_mode.h, and
 # exactly_once's parts eos_*.c, kd_eos_*.h) another, the top (fwd.c,
 # loop.c, main.c, kd_fwd.h) another, the producer
-# room (producer*.c, kd_producer*.h, and the nested pump that is its
-# drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
+# room (producer*.c, kd_producer*.h, and the loop's turn and the nested
+# pump that is its drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
 # exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
 # forwarder (kd_fwd_t) nor mode context: they get what they need as
 # arguments; and the mode files switch the compiler's seam on (they

@@ -287,7 +287,7 @@ static void let_go_of_hops(void)
             rd_kafka_purge(kd_producer_main(sim.f),
                            RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT),
             RD_KAFKA_RESP_ERR_NO_ERROR);
-        kd_producer_poll(sim.f, 0);
+        kd_producer_serve(sim.f);
 }
 
 static void step(void)

@@ -73,7 +73,7 @@ static void reports_failed(kd_fwd_t *f)
             rd_kafka_purge(kd_producer_main(f),
                            RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT),
             RD_KAFKA_RESP_ERR_NO_ERROR);
-        kd_producer_poll(f, 0);
+        kd_producer_serve(f);
 }
 
 static void dropped(kd_fwd_t *f, kd_part_t *part, kd_task_t *t)
@@ -272,7 +272,7 @@ static void test_a_bulk_fire_purged_by_a_renewal_is_retried(void)
             rd_kafka_purge(kd_producer_bulk(f),
                            RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT),
             RD_KAFKA_RESP_ERR_NO_ERROR);
-        kd_producer_poll(f, 0);
+        kd_producer_serve(f);
         purged_retried(f, part, t, 3);
         dropped(f, part, t);
         kd_fwd_destroy(f);

@@ -9,8 +9,9 @@
  * report, and the producer's renewal (a new one after a fatal error) and
  * reset (a new one though healthy). Every other file asks it through the
  * functions below; check_fwd_layers.sh asserts that nobody else touches
- * its state. The nested pump (kd_loop_pump.h) is the room's drain: it
- * serves the producers' reports through kd_producer_poll. */
+ * its state. The loop's turn and the nested pump (kd_loop_pump.h), the
+ * room's drain, wait on its wake-up pipe (kd_producer_wake_fd) and serve
+ * the producers' reports through kd_producer_serve. */
 #ifndef KD_PRODUCER_H
 #define KD_PRODUCER_H
 
@@ -112,17 +113,15 @@ void kd_producer_drain_begin(kd_fwd_t *f);
 int kd_producer_quiet(const kd_fwd_t *f);
 int kd_producer_drain(kd_fwd_t *f, int64_t deadline);
 
-/* Serving reports. kd_producer_poll: one turn of the pump, waiting at
- * most wait_ms on the main producer (10 ms while the solo or bulk one
- * runs, whose reports would not end the wait), then the others'.
- * kd_producer_wait: the main producer's reports for up to wait_ms (a
- * revoke waiting for the next fire time of the tasks claimed here; 10 ms
- * while the bulk one runs), then the bulk one's. kd_producer_serve_main:
- * the main producer's reports waiting now. kd_producer_serve: the loop's
- * turn: every producer's reports waiting now; a solo or bulk producer
+/* Serving reports. kd_producer_wait: the main producer's reports for up
+ * to wait_ms (a revoke waiting for the next fire time of the tasks
+ * claimed here; 10 ms while the bulk one runs), then the bulk one's.
+ * kd_producer_serve_main: the main producer's reports waiting now.
+ * kd_producer_serve: the turn's (kd_loop_turn), the loop's and the
+ * pump's: every producer's reports waiting now; a solo or bulk producer
  * that failed for good goes (its produces are retried, through a new
- * one). */
-void kd_producer_poll(kd_fwd_t *f, int wait_ms);
+ * one), though not inside the nested pump (f->pumping): at the loop's
+ * next turn. */
 void kd_producer_wait(kd_fwd_t *f, int wait_ms);
 void kd_producer_serve_main(kd_fwd_t *f);
 void kd_producer_serve(kd_fwd_t *f);

@@ -348,18 +348,6 @@ int kd_producer_drain(kd_fwd_t *f, int64_t deadline)
         return kd_loop_pump(f, deadline, kd_pump_produces_done);
 }
 
-void kd_producer_poll(kd_fwd_t *f, int wait_ms)
-{
-        kd_producer_t *k = f->producer;
-        int others = k->solo || k->bulk;
-        if (k->main)
-                rd_kafka_poll(k->main, wait_ms > 0 && others ? 10 : wait_ms);
-        if (k->solo)
-                rd_kafka_poll(k->solo, 0);
-        if (k->bulk)
-                rd_kafka_poll(k->bulk, 0);
-}
-
 void kd_producer_wait(kd_fwd_t *f, int wait_ms)
 {
         kd_producer_t *k = f->producer;
@@ -370,12 +358,15 @@ void kd_producer_wait(kd_fwd_t *f, int wait_ms)
 
 void kd_producer_serve_main(kd_fwd_t *f)
 {
+        if (!f->producer->main) /* between a renewal's close and open */
+                return;
         while (rd_kafka_poll(f->producer->main, 0) > 0)
                 ;
 }
 
 /* The bulk producer's reports waiting now; one that failed for good goes
- * (its produces are retried, through a new one). */
+ * (its produces are retried, through a new one), at the loop's turn: not
+ * inside the nested pump, whose deadline its flush would hold up. */
 static void serve_bulk(kd_fwd_t *f)
 {
         kd_producer_t *k = f->producer;
@@ -386,7 +377,7 @@ static void serve_bulk(kd_fwd_t *f)
                 ;
         rd_kafka_resp_err_t err =
             rd_kafka_fatal_error(k->bulk, why, sizeof(why));
-        if (!err)
+        if (!err || f->pumping)
                 return;
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=bulk_producer_fatal err=%s code=%s action=renew",
@@ -406,7 +397,7 @@ void kd_producer_serve(kd_fwd_t *f)
                 ;
         rd_kafka_resp_err_t err =
             rd_kafka_fatal_error(k->solo, why, sizeof(why));
-        if (!err)
+        if (!err || f->pumping) /* as the bulk one's */
                 return;
         char q[600];
         kd_log(f->conf, KDELAY_LOG_ERROR,

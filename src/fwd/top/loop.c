@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The forwarder's event loop: run the timers that are due, wait for Kafka,
- * a signal or the next deadline, serve the consumer and the producer,
- * repeat. Every duty is a timer (kd_timer.h); this file only turns. */
+/* The forwarder's event loop: run the timers that are due, then one turn
+ * (kd_loop_turn, kd_loop_pump.h: the nested pump turns it too) over the
+ * sources below: wait for Kafka, the fate store, a signal or the next
+ * deadline, serve the store, the consumer and the producers; repeat.
+ * Every duty is a timer (kd_timer.h); this file only turns. */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buildinfo.h"
 #include "kd_fire.h"
@@ -15,6 +14,7 @@
 #include "kd_http.h"
 #include "kd_intake.h"
 #include "kd_log.h"
+#include "kd_loop_pump.h"
 #include "kd_mode.h"
 #include "kd_notify.h"
 #include "kd_outage.h"
@@ -36,13 +36,6 @@
 /* How often the HTTP endpoint's metrics and readiness are refreshed. */
 #define KD_HTTP_PUBLISH_MS 1000
 
-static void drain_fd(int fd)
-{
-        char buf[256];
-        while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-}
-
 /* Serves up to KD_LOOP_BATCH consumer messages; 1 when more may wait. */
 static int serve_consumer(kd_fwd_t *f)
 {
@@ -56,6 +49,28 @@ static int serve_consumer(kd_fwd_t *f)
         }
         return 1;
 }
+
+static int consumer_fd(const kd_fwd_t *f)
+{
+        return f->consumer.io_fds[0];
+}
+
+static int signal_fd(const kd_fwd_t *f)
+{
+        return f->wake_fd;
+}
+
+/* The consumer's messages: the loop's alone (never nested: a message may
+ * start a rebalance). */
+static const kd_loop_src_t consumer_src = {consumer_fd, serve_consumer,
+                                           KD_LOOP_SRC_PIPE};
+/* A signal only wakes the turn: the loop then sees *stop. */
+static const kd_loop_src_t signal_src = {signal_fd, NULL, 0};
+
+/* The loop's sources, served in this order at each turn. */
+static const kd_loop_src_t *const loop_src[] = {
+    &kd_loop_src_store, &consumer_src, &kd_loop_src_producer, &signal_src};
+_Static_assert(KD_ARRAY_LEN(loop_src) <= KD_LOOP_SRC_MAX, "loop sources");
 
 static void stats_cb(kd_timer_t *tm, void *arg)
 {
@@ -275,10 +290,6 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
         kdelay_err_t result = start(f, &stopped);
         if (result || stopped)
                 return result;
-        struct pollfd fds[4] = {{f->consumer.io_fds[0], POLLIN, 0},
-                                {kd_producer_wake_fd(f), POLLIN, 0},
-                                {kd_store_fd(f), POLLIN, 0},
-                                {wake_fd, POLLIN, 0}};
         int more = 1; /* the queues may hold events from before io setup */
         while (!*stop) {
                 /* The producer room replaces a producer that failed for
@@ -286,8 +297,7 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 int recovered = kd_producer_recover(f);
                 if (recovered < 0)
                         break;
-                if (recovered) {
-                        fds[1].fd = kd_producer_wake_fd(f);
+                if (recovered) { /* its new pipe: the next turn's */
                         more = 1;
                         continue;
                 }
@@ -301,19 +311,15 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                     kd_timers_run(&f->timers, KD_LOOP_BATCH) == KD_LOOP_BATCH;
                 int timeout =
                     more ? 0 : kd_timers_wait_ms(&f->timers, KD_LOOP_IDLE_MS);
-                if (poll(fds, wake_fd >= 0 ? 4 : 3, timeout) < 0 &&
-                    errno != EINTR) {
+                more =
+                    kd_loop_turn(f, loop_src, KD_ARRAY_LEN(loop_src), timeout);
+                if (more < 0) {
                         kd_log(f->conf, KDELAY_LOG_ERROR,
                                "event=poll_failed err=\"%s\" action=exit",
                                strerror(errno));
                         kd_fwd_fatal(f, "poll_failed");
                         break;
                 }
-                drain_fd(fds[0].fd);
-                drain_fd(fds[1].fd);
-                kd_store_serve(f);
-                more = serve_consumer(f);
-                kd_producer_serve(f);
         }
         shutdown_clean(f);
         if (f->fatal) {
