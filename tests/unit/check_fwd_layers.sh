@@ -22,6 +22,8 @@
 # And the producer room owns the producers: no other file touches their
 # state (f->kafka, f->producer->..., kd_producer_state.h) or polls,
 # flushes, purges or produces on a producer itself.
+# And a task's place (kd_task_where_t) has one writer, the lifecycle
+# (lifecycle.c): no other file assigns a KD_WHERE_ place or a queue's.
 # And every file lives in a room (a subfolder of src/fwd/ by role, the
 # rooms below, none nested), each file name once, and docs/development.md's
 # rooms table names every file of src/fwd/ in its room's row.
@@ -179,3 +181,14 @@ if [ -n "$touch" ]; then
     exit 1
 fi
 echo "the producers touched only in the room: $(files_named 'producer*.c' | tr '\n' ' ')"
+
+# A task's place (kd_lifecycle.h): written in lifecycle.c alone; the
+# stages move it through the lifecycle's named moves and queues.
+place='->where[[:space:]]*=[[:space:]]*(KD_WHERE_[A-Z_]+|[a-z_]+->where)[[:space:]]*;'
+writes=$(grep -nE -e "$place" "${F[@]}" | grep -v '/lifecycle\.c:' || true)
+if [ -n "$writes" ]; then
+    echo "check_fwd_layers: a task's place written outside lifecycle.c (call its moves, kd_lifecycle.h):" >&2
+    printf '%s\n' "$writes" >&2
+    exit 1
+fi
+echo "a task's place written only in lifecycle.c ($(grep -cE '[a-z]->where = ' "$(path_of lifecycle.c)") writer)"

@@ -48,6 +48,7 @@
 #include "kd_fwd.h"
 #include "kd_intake.h"
 #include "kd_journal.h"
+#include "kd_lifecycle.h"
 #include "kd_mode.h"
 #include "kd_outage.h"
 #include "kd_part.h"
@@ -527,7 +528,7 @@ static kd_task_t *record_in_flight_in(kd_fwd_t *f, const char *id,
             part, id, "out", kd_fwd_now(f) + FIRING_AT, KD_TASK_JOURNAL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(u);
         u->claim = KD_CLAIM_UNCLAIMED;
-        u->where = KD_WHERE_FLIGHT;
+        kd_task_to_flight(u);
         kd_producer_sent(f);
         return u;
 }
@@ -833,7 +834,7 @@ static void test_a_revoked_tasks_refused_record_is_not_held(void)
         CU_ASSERT_PTR_NULL(pu->tasks);
         /* Its report comes (reported: in flight no more), and its record
          * is refused for good at once. */
-        u->where = KD_WHERE_NONE;
+        kd_task_reported(u);
         kd_producer_reported(f, 1);
         CU_ASSERT_EQUAL(kd_settle_fired_held(f, u), 0); /* u is gone */
         CU_ASSERT_EQUAL(f->held.cnt, 0);
@@ -924,7 +925,7 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
         /* Its record delivered, applied: no renewal after, cleared once
          * stale. */
         kd_producer_reported(f, 0);
-        u->where = KD_WHERE_NONE;
+        kd_task_reported(u);
         f->mode->delivered(&f->mode_ctx, u);
         step_serving_to(f, at(f) + 3 * POLL_MS);
         int64_t settled = marker(f).marked_at_ms;
@@ -965,7 +966,7 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
         CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
         /* This one settles: its record delivered, its fire applied. */
         kd_producer_reported(f, 0);
-        u->where = KD_WHERE_NONE;
+        kd_task_reported(u);
         f->mode->delivered(&f->mode_ctx, u);
         /* The other's record stays in flight 40 s: it renews every 5 s;
          * every run of this one reads the mark, and it stays. */
@@ -1100,7 +1101,7 @@ static void test_a_late_renewal_marks_again(void)
         CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
         /* Its record delivered (the test's report): u settles. */
         kd_producer_reported(f, 0);
-        u->where = KD_WHERE_NONE;
+        kd_task_reported(u);
         f->mode->delivered(&f->mode_ctx, u);
         kd_fwd_destroy(f);
 }

@@ -629,7 +629,7 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
                         KDELAY_OK);
         kd_task_detach(fwd, t[3]);
         t[3]->state = KD_TASK_FIRING;
-        t[3]->where = KD_WHERE_FLIGHT;
+        kd_task_to_flight(t[3]);
         /* The others delivered: a flush covers l0, then stops at l1. */
         for (int i = 0; i < L; i += 2) {
                 t[i]->state = KD_TASK_FIRING;
@@ -660,7 +660,7 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
         CU_ASSERT_EQUAL(fate_of("l4"), KDELAY_FATE_FIRING); /* behind l3 */
         /* l3's report: delivered. A run covers its seq, which owns no row:
          * the other owner's row reads FIRING, its owner unchanged. */
-        t[3]->where = KD_WHERE_NONE;
+        kd_task_reported(t[3]);
         kd_settle_delivered(fwd, t[3]);
         t[3] = NULL;
         serve_to(1600);

@@ -252,7 +252,8 @@ static void test_detach_from_every_place(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(r);
         CU_ASSERT_EQUAL_FATAL(kd_store_req_item(r, 0, t, NULL), 0);
         CU_ASSERT_PTR_EQUAL(t->req, r);
-        t->where = KD_WHERE_CLAIM_REQ;
+        kd_task_to_claim_req(t);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_REQ);
         CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
         CU_ASSERT_PTR_NULL(t->req);
         CU_ASSERT_PTR_NULL(r->tasks[0]); /* its answer is ignored */
@@ -272,9 +273,11 @@ static void test_detach_from_every_place(void)
         CU_ASSERT_EQUAL(f->pace.q.len, 0);
         CU_ASSERT_FALSE(kd_timer_armed(&f->pace.timer));
 
-        t->where = KD_WHERE_FLIGHT;
+        kd_task_to_flight(t);
         CU_ASSERT_EQUAL(kd_task_detach(f, t), -1);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_FLIGHT);
+        kd_task_reported(t);
+        CU_ASSERT_EQUAL(t->where, KD_WHERE_NONE);
 
         kd_task_free(t);
         kd_task_free(u);
@@ -300,7 +303,7 @@ static void test_release_orphans_what_is_in_flight(void)
                         p.tasks->prev = all[i];
                 p.tasks = all[i];
         }
-        flying->where = KD_WHERE_FLIGHT;
+        kd_task_to_flight(flying);
         CU_ASSERT_EQUAL(kd_task_arm(f, waiting, KD_CLOCK_MONO,
                                     kd_mono_ms() + 1000, never_cb),
                         0);
@@ -320,7 +323,7 @@ static void test_release_orphans_what_is_in_flight(void)
         CU_ASSERT_PTR_NULL(p.tasks);
         CU_ASSERT_EQUAL(p.backlog.len, 0);
 
-        flying->where = KD_WHERE_NONE; /* its report came */
+        kd_task_reported(flying);
         kd_settle_release(f, flying);
         fwd_free(f);
 }

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A task's lifecycle: the one owner of its state (kd_task_state_t) and of
- * its place (kd_task_where_t). Every stage moves a task through
- * kd_task_set_state, which checks the move against a table of the moves
- * the pipeline makes (lifecycle.c), as mode_eos.c's txn_set_state does
- * for the transaction; and takes a task out of wherever it waits with
- * kd_task_detach, whatever its state. The queues set a task's place
- * as it joins and leaves them (kd_taskq_t); a task's own timer, a claim
- * request and a produce in flight are set by kd_task_arm, the claim
- * stage and the fire stage. Below the stages (they all call
- * it), above the store (a claim request is a place). */
+ * its place (kd_task_where_t), and their one writer (lifecycle.c). Every
+ * stage moves a task through kd_task_set_state, which checks the move
+ * against a table of the moves the pipeline makes, as mode_eos.c's
+ * txn_set_state does for the transaction; and takes a task out of
+ * wherever it waits with kd_task_detach, whatever its state. A task's
+ * place changes only here, each move checked against the places it may
+ * come from (Debug and sanitizer builds stop on another): as it joins
+ * and leaves a queue (kd_taskq_*), as its own timer is armed
+ * (kd_task_arm), and by the named moves below that the claim stage (a
+ * claim request out, answered) and the fire stage (a produce in flight,
+ * reported) call. Below the stages (they all call it), above the store
+ * (a claim request is a place). */
 #ifndef KD_LIFECYCLE_H
 #define KD_LIFECYCLE_H
 
@@ -36,5 +39,26 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t);
 /* 1 when t holds a claim of its own whose lease it must keep: claimed,
  * waiting to fire (rate limit, a retry of its fire) or firing. */
 int kd_task_claimed(const kd_task_t *t);
+
+/* The claim stage: t (nowhere) waits on a claim or takeover request out
+ * on the fate store (t->req); its answer came: t is nowhere again. */
+void kd_task_to_claim_req(kd_task_t *t);
+void kd_task_claim_answered(kd_task_t *t);
+/* The fire stage: t (nowhere, or its timer just ran) was produced, its
+ * report to come; its report came (t was in flight): nowhere again. */
+void kd_task_to_flight(kd_task_t *t);
+void kd_task_reported(kd_task_t *t);
+
+/* The task queues (kd_taskq_t, kd_task.h), each a place. kd_taskq_init:
+ * an empty queue that is the place `where` (not KD_WHERE_NONE).
+ * kd_taskq_push, kd_taskq_push_front: t (nowhere, or its timer just ran)
+ * joins q, its place q's. kd_taskq_pop: the head, taken out (nowhere);
+ * NULL when empty. kd_taskq_remove: takes t out if in q (nowhere); 1 when
+ * it was. */
+void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where);
+void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
+void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t);
+kd_task_t *kd_taskq_pop(kd_taskq_t *q);
+int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);
 
 #endif

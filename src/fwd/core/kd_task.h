@@ -65,10 +65,12 @@ typedef enum kd_task_state {
 #define KD_TASK_STATES (KD_TASK_INTENT + 1)
 
 /* The one place a task waits in, which kd_task_detach (kd_lifecycle.h)
- * takes it out of. Its partition's task list, the held set's accounting,
- * a lease renewal out for it (req while claimed) and the apply of its fire
- * from memory (mem_fire) are not places: they last from its read (its
- * claim, its record's refusal) to its end. */
+ * takes it out of. Written by the lifecycle alone (kd_lifecycle.h: the
+ * queues, the timer, the named moves of the claim and fire stages). Its
+ * partition's task list, the held set's accounting, a lease renewal out for it
+ * (req while claimed) and the apply of its fire from memory (mem_fire) are not
+ * places: they last from its read (its claim, its record's refusal) to its end.
+ */
 typedef enum kd_task_where {
         KD_WHERE_NONE,      /* nowhere: being handled, or handled */
         KD_WHERE_BACKLOG,   /* its partition's backlog (QUEUED) */
@@ -229,21 +231,12 @@ void kd_task_free(kd_task_t *t);
 /* A FIFO of tasks linked through qnext (a task is in at most one). The
  * queue is a place (kd_task_where_t): it records it in each task it takes
  * and sets KD_WHERE_NONE in each it lets go, so no stage sets a queued
- * task's place by hand. */
+ * task's place by hand. Its operations (kd_taskq_push, ...) are the
+ * lifecycle's, the one writer of a task's place (kd_lifecycle.h). */
 typedef struct kd_taskq {
         kd_task_t *head, *tail;
         size_t len;
         kd_task_where_t where; /* the place it is (kd_taskq_init) */
 } kd_taskq_t;
-
-/* An empty queue that is the place `where` (not KD_WHERE_NONE). */
-void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where);
-/* t (nowhere) joins q: t->where = q->where. */
-void kd_taskq_push(kd_taskq_t *q, kd_task_t *t);
-void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t);
-/* The head, taken out (its where KD_WHERE_NONE); NULL when empty. */
-kd_task_t *kd_taskq_pop(kd_taskq_t *q);
-/* Removes t if queued (its where KD_WHERE_NONE); 1 when it was. */
-int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t);
 
 #endif

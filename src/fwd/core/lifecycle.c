@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A task's lifecycle (kd_lifecycle.h): its state moves, checked against
- * the table below, and its place. Owns no state of its own: the task's
- * fields and the queues it leaves (claim, pacing, backlog) through their
- * kd_taskq_t. */
+ * the table below, and its place, the one writer of each (place(), below:
+ * the queues, the timer, detach and the named moves). Owns no state of
+ * its own: the task's fields and the queues it joins and leaves (claim,
+ * pacing, backlog, a rule's) through their kd_taskq_t. */
 #include "kd_lifecycle.h"
 
 #include <assert.h>
@@ -124,10 +125,27 @@ void kd_task_set_state(kd_fwd_t *f, kd_task_t *t, kd_task_state_t to)
         t->state = to;
 }
 
+/* A set of places, for the places a move may come from. */
+#define AT(w) (1u << KD_WHERE_##w)
+/* Nowhere, or its own timer, which ran (a timer's place outlasts its run
+ * until the task moves on: disarming a timer that ran does nothing). */
+#define LOOSE (AT(NONE) | AT(TIMER))
+
+/* The one writer of a task's place: t moves to `to` from one of the
+ * places `from`. From another, a bug (in two places at once, or a report
+ * for a task not in flight): Debug and sanitizer builds stop here, as on
+ * a state move outside its table; Release builds make the move. */
+static void place(kd_task_t *t, kd_task_where_t to, unsigned from)
+{
+        assert((unsigned)t->where < KD_WHERE_PLACES && (from >> t->where & 1u));
+        (void)from; /* Release builds check nothing */
+        t->where = to;
+}
+
 int kd_task_arm(kd_fwd_t *f, kd_task_t *t, kd_clock_t clock, int64_t at,
                 kd_timer_cb_t *cb)
 {
-        t->where = KD_WHERE_TIMER;
+        place(t, KD_WHERE_TIMER, LOOSE);
         return kd_timer_arm(&f->timers, &t->timer, clock, at, cb, f);
 }
 
@@ -171,7 +189,7 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
         case KD_WHERE_FLIGHT:
                 return -1;
         }
-        t->where = KD_WHERE_NONE;
+        place(t, KD_WHERE_NONE, ~AT(FLIGHT));
         return 0;
 }
 
@@ -180,4 +198,99 @@ int kd_task_claimed(const kd_task_t *t)
         return t->state == KD_TASK_CLAIMED || t->state == KD_TASK_PACED ||
                t->state == KD_TASK_FIRING ||
                (t->state == KD_TASK_RETRY && t->retry_as == KD_TASK_FIRING);
+}
+
+void kd_task_to_claim_req(kd_task_t *t)
+{
+        place(t, KD_WHERE_CLAIM_REQ, AT(NONE));
+}
+
+void kd_task_claim_answered(kd_task_t *t)
+{
+        place(t, KD_WHERE_NONE, AT(CLAIM_REQ));
+}
+
+void kd_task_to_flight(kd_task_t *t)
+{
+        place(t, KD_WHERE_FLIGHT, LOOSE);
+}
+
+void kd_task_reported(kd_task_t *t)
+{
+        place(t, KD_WHERE_NONE, AT(FLIGHT));
+}
+
+/* The task queues: a queue is a place. */
+
+void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where)
+{
+        assert(where != KD_WHERE_NONE);
+        *q = (kd_taskq_t){.where = where};
+}
+
+/* t takes q's place. A queue never initialised, or a task still in
+ * another queue, a request or in flight, is a bug: Debug and sanitizer
+ * builds stop on it. */
+static void joined(kd_taskq_t *q, kd_task_t *t)
+{
+        assert(q->where != KD_WHERE_NONE);
+        place(t, q->where, LOOSE);
+}
+
+/* t, found in q, leaves it: nowhere. */
+static void left(kd_taskq_t *q, kd_task_t *t)
+{
+        t->qnext = NULL;
+        place(t, KD_WHERE_NONE, 1u << q->where);
+        q->len--;
+}
+
+void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
+{
+        joined(q, t);
+        t->qnext = NULL;
+        if (q->tail)
+                q->tail->qnext = t;
+        else
+                q->head = t;
+        q->tail = t;
+        q->len++;
+}
+
+void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t)
+{
+        joined(q, t);
+        t->qnext = q->head;
+        q->head = t;
+        if (!q->tail)
+                q->tail = t;
+        q->len++;
+}
+
+kd_task_t *kd_taskq_pop(kd_taskq_t *q)
+{
+        kd_task_t *t = q->head;
+        if (!t)
+                return NULL;
+        q->head = t->qnext;
+        if (!q->head)
+                q->tail = NULL;
+        left(q, t);
+        return t;
+}
+
+int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t)
+{
+        kd_task_t **pp = &q->head, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->qnext;
+        }
+        if (!*pp)
+                return 0;
+        *pp = t->qnext;
+        if (q->tail == t)
+                q->tail = prev;
+        left(q, t);
+        return 1;
 }

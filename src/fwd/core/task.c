@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tasks: copied out of consumed records, freed when handled; the task
- * FIFO. Owns nothing beyond each task's record (kd_task.h). */
+/* Tasks: copied out of consumed records, freed when handled. Owns
+ * nothing beyond each task's record (kd_task.h). The task FIFO's
+ * operations are the lifecycle's (lifecycle.c): a queue is a place. */
 #include "kd_task.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,75 +72,4 @@ void kd_task_free(kd_task_t *t)
         if (r->hdrs)
                 rd_kafka_headers_destroy(r->hdrs);
         free(t);
-}
-
-void kd_taskq_init(kd_taskq_t *q, kd_task_where_t where)
-{
-        assert(where != KD_WHERE_NONE);
-        *q = (kd_taskq_t){.where = where};
-}
-
-/* t takes q's place. A queue never initialised, or a task still in
- * another queue, a request or in flight, is a bug: Debug and sanitizer
- * builds stop on it. (A task's timer place outlasts its run until the
- * task moves on: disarming a timer that ran does nothing.) */
-static void joined(kd_taskq_t *q, kd_task_t *t)
-{
-        assert(q->where != KD_WHERE_NONE);
-        assert(t->where == KD_WHERE_NONE || t->where == KD_WHERE_TIMER);
-        t->where = q->where;
-}
-
-void kd_taskq_push(kd_taskq_t *q, kd_task_t *t)
-{
-        joined(q, t);
-        t->qnext = NULL;
-        if (q->tail)
-                q->tail->qnext = t;
-        else
-                q->head = t;
-        q->tail = t;
-        q->len++;
-}
-
-void kd_taskq_push_front(kd_taskq_t *q, kd_task_t *t)
-{
-        joined(q, t);
-        t->qnext = q->head;
-        q->head = t;
-        if (!q->tail)
-                q->tail = t;
-        q->len++;
-}
-
-kd_task_t *kd_taskq_pop(kd_taskq_t *q)
-{
-        kd_task_t *t = q->head;
-        if (!t)
-                return NULL;
-        q->head = t->qnext;
-        if (!q->head)
-                q->tail = NULL;
-        t->qnext = NULL;
-        t->where = KD_WHERE_NONE;
-        q->len--;
-        return t;
-}
-
-int kd_taskq_remove(kd_taskq_t *q, kd_task_t *t)
-{
-        kd_task_t **pp = &q->head, *prev = NULL;
-        while (*pp && *pp != t) {
-                prev = *pp;
-                pp = &(*pp)->qnext;
-        }
-        if (!*pp)
-                return 0;
-        *pp = t->qnext;
-        if (q->tail == t)
-                q->tail = prev;
-        t->qnext = NULL;
-        t->where = KD_WHERE_NONE;
-        q->len--;
-        return 1;
 }

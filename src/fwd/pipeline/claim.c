@@ -272,7 +272,7 @@ static int lease_won(kd_fwd_t *f, kd_task_t *t, const kd_fw_req_t *fw,
 static void req_send(kd_fwd_t *f, kd_store_req_t *r)
 {
         for (size_t i = 0; i < r->fw.n; i++)
-                r->tasks[i]->where = KD_WHERE_CLAIM_REQ;
+                kd_task_to_claim_req(r->tasks[i]);
         f->claim.inflight++;
         kd_store_submit(f, r, answered);
 }
@@ -311,7 +311,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
                 if (!t)
                         continue; /* revoked meanwhile */
                 t->req = NULL;
-                t->where = KD_WHERE_NONE;
+                kd_task_claim_answered(t);
                 r->tasks[i] = NULL;
                 if (fw->err) {
                         kd_claim_enqueue(f, t);

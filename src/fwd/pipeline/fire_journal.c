@@ -96,7 +96,7 @@ void kd_fire_journal_send(kd_fwd_t *f, kd_task_t *t, int intent)
             kd_journal_write(f, t, kd_producer_main(f), t, intent);
         if (!err) {
                 kd_producer_sent(f);
-                t->where = KD_WHERE_FLIGHT;
+                kd_task_to_flight(t);
                 return;
         }
         if (!intent && kd_journal_refused_for_good(f, err)) {

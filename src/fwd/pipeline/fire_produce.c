@@ -64,7 +64,7 @@ void kd_fire_produce(kd_fwd_t *f, kd_task_t *t, const char *topic,
         err = kd_producer_produce(f, rk, vu, sizeof(vu) / sizeof(vu[0]),
                                   KD_PRODUCE_COUNTED | KD_PRODUCE_BY_HANDLE);
         if (!err) {
-                t->where = KD_WHERE_FLIGHT;
+                kd_task_to_flight(t);
                 t->bulk = kd_producer_is_bulk(f, rk);
                 if (kd_fire_journal_with(f, t, as, 1))
                         kd_fire_journal_with_fire(f, t, rk);

@@ -10,6 +10,7 @@
 #include "kd_fire_produce.h"
 #include "kd_fire_retry.h"
 #include "kd_journal.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_perr.h"
@@ -95,7 +96,7 @@ static const kd_fire_outcome_t delivered_as[KD_TASK_STATES] = {
 static void reported(kd_fwd_t *f, kd_task_t *t, const rd_kafka_message_t *m)
 {
         kd_producer_reported(f, 1);
-        t->where = KD_WHERE_NONE; /* reported */
+        kd_task_reported(t);
         kd_fire_headers_returned(t, m);
 }
 
