@@ -102,9 +102,21 @@ module() { # file -> module name
     esac
 }
 
+# Which room a file may include is the compiler's (cmake/fwd_rooms.cmake,
+# check_fwd_rooms): each room compiles on a view of src/fwd/ that holds
+# only the rooms it sees. An include by a path of its own would get round
+# it: none climbs out of its folder nor starts at the root.
+around=$(grep -nE '^#include "(\.\.|/)' "${F[@]}" || true)
+if [ -n "$around" ]; then
+    echo "check_fwd_layers: an include around the rooms' views:" >&2
+    printf '%s\n' "$around" >&2
+    exit 1
+fi
+
 edges=$(for f in "${F[@]}"; do
     m=$(module "${f##*/}")
-    grep -o '^#include "kd_[a-z_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/' |
+    grep -oE '^#include "([a-z]+/)?kd_[a-z_]*\.h"' "$f" |
+        sed 's/.*"\(.*\)"/\1/; s#.*/##' |
         while read -r h; do
             [ -n "$(path_of "$h")" ] || continue # a library header
             d=$(module "$h")

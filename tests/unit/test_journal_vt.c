@@ -41,22 +41,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
 #include "kd_fate_mem.h"
-#include "kd_fire.h"
-#include "kd_fwd.h"
-#include "kd_intake.h"
-#include "kd_journal.h"
-#include "kd_mode.h"
-#include "kd_outage.h"
-#include "kd_part.h"
-#include "kd_producer.h"
-#include "kd_reconcile.h"
-#include "kd_settle.h"
-#include "kd_store.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "modes/kd_mode.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_fire.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
+#include "store/kd_journal.h"
+#include "store/kd_outage.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
+#include "top/kd_fwd.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000

@@ -15,13 +15,13 @@
 
 #include <kdelay/conf.h>
 
-#include "kd_fwd_state.h"
-#include "kd_held.h"
-#include "kd_lifecycle.h"
-#include "kd_settle.h"
-#include "kd_store.h"
+#include "core/kd_fwd_state.h"
+#include "core/kd_lifecycle.h"
 #include "kd_test.h"
 #include "kd_util.h"
+#include "pipeline/kd_held.h"
+#include "pipeline/kd_settle.h"
+#include "store/kd_store.h"
 
 /* The moves the pipeline makes, written out again here so that a change
  * of the table is a change of this list too. */

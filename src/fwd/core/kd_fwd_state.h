@@ -36,14 +36,14 @@
 #include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_metrics.h"
-#include "kd_mode_ctx.h"
 #include "kd_part.h"
 #include "kd_ratelimits.h"
-#include "kd_refusals.h"
-#include "kd_skew.h"
 #include "kd_targets.h"
 #include "kd_task.h"
 #include "kd_timer.h"
+#include "modes/kd_mode_ctx.h"
+#include "pipeline/kd_refusals.h"
+#include "pipeline/kd_skew.h"
 
 typedef struct kd_fwd kd_fwd_t;
 typedef struct kd_mode_ops kd_mode_ops_t;

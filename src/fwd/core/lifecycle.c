@@ -8,7 +8,7 @@
 #include <assert.h>
 
 #include "kd_log.h"
-#include "kd_store.h"
+#include "store/kd_store.h"
 
 static const char *const state_names[KD_TASK_STATES] = {
     "new",    "queued",  "held", "claiming", "claimed", "paced",

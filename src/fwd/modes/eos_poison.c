@@ -5,7 +5,7 @@
 #define KD_MODE_SEAM 1 /* the compiler keeps the forwarder out */
 
 #include "kd_eos_poison.h"
-#include "kd_perr.h"
+#include "pipeline/kd_perr.h"
 
 int kd_eos_names_record(rd_kafka_resp_err_t err)
 {

@@ -25,12 +25,12 @@
 
 #include <kdelay/kdelay.h>
 
+#include "core/kd_metrics.h"
+#include "core/kd_part.h"
+#include "core/kd_task.h"
+#include "core/kd_timer.h"
 #include "kd_conf.h"
-#include "kd_metrics.h"
-#include "kd_part.h"
-#include "kd_refusals.h"
-#include "kd_task.h"
-#include "kd_timer.h"
+#include "pipeline/kd_refusals.h"
 
 typedef struct kd_mode_ctx {
         const kdelay_conf_t *conf; /* borrowed: the forwarder's (kd_log's) */

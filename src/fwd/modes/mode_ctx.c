@@ -3,8 +3,8 @@
  * call into the stage or room that owns what it touches. The one file of
  * the mode module that sees the forwarder (kd_fwd_t). */
 #include "kd_mode_ctx.h"
-#include "kd_producer.h"
-#include "kd_settle.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
 
 void kd_mode_ctx_init(kd_mode_ctx_t *m, kd_fwd_t *f)
 {

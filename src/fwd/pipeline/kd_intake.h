@@ -7,7 +7,7 @@
 #ifndef KD_INTAKE_H
 #define KD_INTAKE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* A consumed message (not destroyed here). */
 void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m);

@@ -7,7 +7,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "kd_task.h"
+#include "core/kd_task.h"
 
 typedef enum kd_perr_class {
         /* Neither named below nor known: retrying may succeed, but a

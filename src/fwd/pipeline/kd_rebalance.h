@@ -6,7 +6,7 @@
 #ifndef KD_REBALANCE_H
 #define KD_REBALANCE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Partitions assigned / revoked (fwd.c's rebalance callback). */
 void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);

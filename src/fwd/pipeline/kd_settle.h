@@ -7,7 +7,7 @@
 #ifndef KD_SETTLE_H
 #define KD_SETTLE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Lets t go: out of its place (kd_task_detach), its partition's list and
  * the held set, and frees it; its offset stays not done (a restart or the

@@ -5,8 +5,8 @@
 #ifndef KD_VERDICT_H
 #define KD_VERDICT_H
 
+#include "core/kd_fwd_state.h"
 #include "kd_fate.h"
-#include "kd_fwd_state.h"
 
 typedef enum kd_verdict {
         KD_VERDICT_CANCELLED,    /* cancelled: dropped, its due time noted */

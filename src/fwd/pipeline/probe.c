@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_producer.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
+#include "modes/kd_mode.h"
+#include "producer/kd_producer.h"
 
 /* Opens the gate for fires without a clock check, once, saying why. */
 static void unchecked(kd_fwd_t *f, const char *why)

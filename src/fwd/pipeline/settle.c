@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_dlist.h"
+#include "core/kd_dlist.h"
+#include "core/kd_lifecycle.h"
 #include "kd_held.h"
-#include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_loop_pump.h"
-#include "kd_reconcile.h"
 #include "kd_runs.h"
-#include "kd_store.h"
 #include "kd_util.h"
+#include "producer/kd_loop_pump.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
 
 /* One fire made without a claim, kept until applied (f->settle.uf). */
 typedef struct kd_ufire {

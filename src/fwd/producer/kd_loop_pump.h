@@ -13,7 +13,7 @@
 #ifndef KD_LOOP_PUMP_H
 #define KD_LOOP_PUMP_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* When a pump may stop: 1 when what it waits for is done. */
 typedef int (*kd_pump_until_t)(kd_fwd_t *f);

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "kd_producer.h"
-#include "kd_store.h"
 #include "kd_util.h"
+#include "store/kd_store.h"
 
 int kd_pump_store_idle(kd_fwd_t *f)
 {

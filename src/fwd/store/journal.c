@@ -6,10 +6,10 @@
 
 #include "kd_journal_rec.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_perr.h"
-#include "kd_producer.h"
 #include "kd_util.h"
+#include "modes/kd_mode.h"
+#include "pipeline/kd_perr.h"
+#include "producer/kd_producer.h"
 
 /* After a failed journal record, fires wait for claims this long before a
  * record is tried again: a journal that cannot be written holds tasks as

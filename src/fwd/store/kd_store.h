@@ -8,8 +8,8 @@
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
+#include "core/kd_fwd_state.h"
 #include "kd_fate_worker.h"
-#include "kd_fwd_state.h"
 
 typedef struct kd_store_req kd_store_req_t;
 

@@ -10,21 +10,21 @@
 #include <unistd.h>
 
 #include "buildinfo.h"
-#include "kd_fire.h"
 #include "kd_fwd.h"
-#include "kd_http.h"
-#include "kd_intake.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_notify.h"
-#include "kd_outage.h"
-#include "kd_probe.h"
-#include "kd_producer.h"
-#include "kd_rebalance.h"
-#include "kd_settle.h"
-#include "kd_store.h"
-#include "kd_tiercheck.h"
 #include "kd_util.h"
+#include "modes/kd_mode.h"
+#include "ops/kd_http.h"
+#include "ops/kd_notify.h"
+#include "ops/kd_tiercheck.h"
+#include "pipeline/kd_fire.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_probe.h"
+#include "pipeline/kd_rebalance.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
+#include "store/kd_outage.h"
+#include "store/kd_store.h"
 
 /* Messages handled, and timers run, per wake-up before the other gets its
  * turn. */
