@@ -88,10 +88,10 @@ files_named() { # PATTERN... -> the paths of files whose names match
 path_of() { files_named "$1" | head -1; }
 
 module() { # file -> module name
-    # The modes' view of the forwarder is declared with the forwarder's
-    # state (kd_fwd_state.h embeds it); mode_ctx.c, its services, is the
-    # mode module's.
-    [ "$1" = kd_mode_ctx.h ] && echo fwd_state && return
+    # The mode seam (the ops table and the context, which kd_fwd_state.h
+    # embeds) is core's, under the stages; the modes implement it, and
+    # kd_mode_ctx.h, the context's services (mode_ctx.c), is theirs.
+    [ "$1" = kd_mode_ops.h ] && echo mode_ops && return
     local b=${1%.*}
     b=${b#kd_}
     case $b in
@@ -159,7 +159,7 @@ echo "the compiler keeps the forwarder out of:" $mode_files
 # exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
 # need as arguments, not even the mode context: the poison decisions are
 # pure (test_eos_poison).
-fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
 if [ -n "$fwd" ]; then
     echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
     printf '%s\n' "$fwd" >&2

@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The compiler keeps the forwarder's rooms (cmake/fwd_rooms.cmake): each
 # room compiles on a view of src/fwd/ that shows only the rooms it may
-# include. Planted includes, each in a scratch file compiled as a file of
-# a room would be (beside its own headers, on its view):
+# include (KD_FWD_SEES_<room>, CMakeLists.txt), which must be an order:
+# no room sees itself or a room that sees it, and each sees what the rooms
+# it sees see. Planted includes, each in a scratch file compiled as a file
+# of a room would be (beside its own headers, on its view):
 #  - of a header of every other room, spelled "ROOM/kd_X.h": it compiles
-#    when the room sees that one (KD_FWD_SEES_<room>, CMakeLists.txt), and
-#    is refused with a message that names both rooms when it does not;
+#    when the room sees that one, and is refused with a message that
+#    names both rooms when it does not;
 #  - of another room's header by bare name: refused ("include it as");
 #  - a real file of a low room (store.c) with an include of the top's
 #    header planted in it: refused, while the copy without it compiles.
@@ -34,6 +36,25 @@ for a in "$@"; do
     *) flags+=("$a") ;;
     esac
 done
+# The table is an order: no room sees itself, nor a room that sees it,
+# and a room sees what the rooms below it see (their headers include
+# those).
+for r in "${rooms[@]}"; do
+    for x in "${rooms[@]}"; do
+        [[ ${sees[$r]} == *",$x,"* ]] || continue
+        if [ "$x" = "$r" ] || [[ ${sees[$x]} == *",$r,"* ]]; then
+            echo "check_fwd_rooms: rooms $r and $x see each other: no order" >&2
+            exit 1
+        fi
+        for y in $(echo "${sees[$x]}" | tr ',' ' '); do
+            [[ ${sees[$r]} == *",$y,"* ]] || {
+                echo "check_fwd_rooms: room $r sees $x but not $y, which $x sees" >&2
+                exit 1
+            }
+        done
+    done
+done
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -42,7 +63,7 @@ compile() { # ROOM FILE -> the compiler's answer in $tmp/out
     "$cc" -std=c11 -fsyntax-only -iquote "$src/$1" -I "$views/$1" \
         "${flags[@]}" "$2" >"$tmp/out" 2>&1
 }
-first_header() { (cd "$src/$1" && ls kd_*.h | head -1); }
+first_header() { find "$src/$1" -maxdepth 1 -name 'kd_*.h' -printf '%f\n' | sort | head -1; }
 
 pairs=0 refused=0
 for r in "${rooms[@]}"; do

@@ -8,10 +8,10 @@
 
 #include <kdelay/conf.h>
 
-#include "core/kd_lifecycle.h"
 #include "core/kd_timer.h"
 #include "kd_fate_mem.h"
 #include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
 #include "store/kd_store.h"
 

@@ -31,12 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kd_lifecycle.h"
 #include "core/kd_part.h"
 #include "core/kd_timer.h"
 #include "fwd_offline.h"
 #include "kd_test.h"
 #include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
 #include "pipeline/kd_sched.h"
 #include "producer/kd_producer.h"

@@ -29,10 +29,10 @@
 #include "modes/kd_mode.h"
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_intake.h"
+#include "pipeline/kd_outage.h"
 #include "pipeline/kd_runs.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
-#include "store/kd_outage.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000

@@ -13,7 +13,7 @@
 #include "core/kd_timer.h"
 #include "kd_fate_mem.h"
 #include "kd_test.h"
-#include "store/kd_outage.h"
+#include "pipeline/kd_outage.h"
 #include "store/kd_store.h"
 #include "top/kd_fwd.h"
 

@@ -8,11 +8,11 @@
  * order, and counts each fire that waited for a token (rate_limited). */
 #include <stdio.h>
 
-#include "core/kd_lifecycle.h"
 #include "core/kd_timer.h"
 #include "fwd_offline.h"
 #include "kd_test.h"
 #include "pipeline/kd_claim.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
 #include "pipeline/kd_sched.h"
 #include "top/kd_fwd.h"

@@ -8,10 +8,10 @@
 #include <kdelay/kdelay.h>
 
 #include "core/kd_part.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_test.h"
 #include "modes/kd_poison.h"
-#include "pipeline/kd_perr.h"
-#include "pipeline/kd_refusals.h"
 
 static void test_error_classes_and_reasons(void)
 {

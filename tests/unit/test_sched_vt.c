@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/kd_lifecycle.h"
 #include "core/kd_part.h"
 #include "core/kd_timer.h"
 #include "fwd_offline.h"
 #include "kd_test.h"
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
 #include "pipeline/kd_sched.h"
 #include "top/kd_fwd.h"

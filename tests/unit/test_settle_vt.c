@@ -23,13 +23,13 @@
 #include <string.h>
 
 #include "core/kd_dlist.h"
-#include "core/kd_lifecycle.h"
 #include "fwd_offline.h"
 #include "kd_fate_mem.h"
 #include "kd_test.h"
 #include "kd_util.h"
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_intake.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_runs.h"
 #include "pipeline/kd_settle.h"
 #include "store/kd_store.h"

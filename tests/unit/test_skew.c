@@ -2,8 +2,8 @@
 /* Unit tests for the clock-skew estimate (kd_skew.h). */
 #include <stdint.h>
 
+#include "core/kd_skew.h"
 #include "kd_test.h"
-#include "pipeline/kd_skew.h"
 
 #define W KD_SKEW_WINDOW_MS
 #define T 1796000000000LL /* a wall time */

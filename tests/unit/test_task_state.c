@@ -16,10 +16,10 @@
 #include <kdelay/conf.h>
 
 #include "core/kd_fwd_state.h"
-#include "core/kd_lifecycle.h"
 #include "kd_test.h"
 #include "kd_util.h"
 #include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_settle.h"
 #include "store/kd_store.h"
 

@@ -10,7 +10,7 @@
  * kd_fire.h, kd_settle.h), which only stages upstream of it include; a
  * stage reaches upstream only through the hooks below (kd_fwd_hooks_t:
  * room, rewind, reclaim, claim, renewed, ...). The delivery
- * mode is an ops table (kd_mode.h) with one implementation per mode,
+ * mode is an ops table (kd_mode_ops.h) with one implementation per mode,
  * between the fire and settle stages. */
 #ifndef KD_FWD_STATE_H
 #define KD_FWD_STATE_H
@@ -36,17 +36,16 @@
 #include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_metrics.h"
+#include "kd_mode_ops.h"
 #include "kd_part.h"
 #include "kd_ratelimits.h"
+#include "kd_refusals.h"
+#include "kd_skew.h"
 #include "kd_targets.h"
 #include "kd_task.h"
 #include "kd_timer.h"
-#include "modes/kd_mode_ctx.h"
-#include "pipeline/kd_refusals.h"
-#include "pipeline/kd_skew.h"
 
 typedef struct kd_fwd kd_fwd_t;
-typedef struct kd_mode_ops kd_mode_ops_t;
 
 /* The longest /readyz reason for missing tier topics (tiercheck.c). */
 #define KD_TIERS_WHY_MAX 480
@@ -379,7 +378,7 @@ struct kd_fwd {
         kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;
         const kd_mode_ops_t *mode; /* the delivery mode */
-        /* What the mode sees (kd_mode_ctx.h), the argument of its
+        /* What the mode sees (kd_mode_ops.h), the argument of its
          * operations; its state, mode_ctx.state, is the mode's. */
         kd_mode_ctx_t mode_ctx;
         kd_fwd_hooks_t hooks;
@@ -412,10 +411,6 @@ struct kd_fwd {
         const char *fatal_why; /* static: the first reason */
         int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
 };
-
-/* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
- * -1 (errno) when the pipe cannot be made. */
-int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
 
 /* Monotonic now, from the forwarder's one clock (f->timers.clock): what
  * every interval, backoff and threshold is measured with. */

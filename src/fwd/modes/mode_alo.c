@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "core/kd_dlist.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_util.h"
-#include "pipeline/kd_perr.h"
-#include "pipeline/kd_refusals.h"
 
 /* Producer defaults the user may override. A report within 30 s: a fire
  * whose target is missing goes to the dead letters in about that time,

@@ -26,13 +26,13 @@
 #include <string.h>
 
 #include "core/kd_idq.h"
+#include "core/kd_perr.h"
 #include "kd_eos_offsets.h"
 #include "kd_eos_poison.h"
 #include "kd_log.h"
 #include "kd_mode.h"
 #include "kd_poison.h"
 #include "kd_util.h"
-#include "pipeline/kd_perr.h"
 
 /* Longest a single transactional call may block the loop before it is
  * retried (retriable errors) from the top. */

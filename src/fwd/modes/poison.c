@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/kd_part.h"
-#include "pipeline/kd_perr.h"
+#include "core/kd_perr.h"
 
 static uint64_t fnv(uint64_t h, const void *buf, size_t len)
 {

@@ -9,19 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kd_lifecycle.h"
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_held.h"
+#include "kd_journal.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_perr.h"
 #include "kd_probe.h"
-#include "kd_refusals.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
 #include "kd_wire.h"
-#include "modes/kd_mode.h"
 #include "producer/kd_producer.h"
-#include "store/kd_journal.h"
 
 /* How long a produce the mode holds back (a solo transaction is open)
  * waits before it asks again, at most. */

@@ -10,15 +10,15 @@
 #include <string.h>
 
 #include "core/kd_dlist.h"
-#include "core/kd_lifecycle.h"
+#include "core/kd_mode_ops.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_pace.h"
 #include "kd_probe.h"
 #include "kd_sched.h"
 #include "kd_util.h"
 #include "kd_wire.h"
-#include "modes/kd_mode.h"
 
 static kd_part_t *part_find(kd_fwd_t *f, const char *topic, int32_t partition)
 {

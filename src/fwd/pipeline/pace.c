@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kd_lifecycle.h"
 #include "kd_fire.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_util.h"
 #include "producer/kd_producer.h"

@@ -5,10 +5,10 @@
 
 #include <string.h>
 
+#include "core/kd_mode_ops.h"
 #include "kd_log.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
-#include "modes/kd_mode.h"
 #include "producer/kd_producer.h"
 
 /* Opens the gate for fires without a clock check, once, saying why. */

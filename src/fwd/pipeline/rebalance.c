@@ -13,17 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kd_lifecycle.h"
+#include "core/kd_mode_ops.h"
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_intake.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_pace.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
-#include "modes/kd_mode.h"
 #include "producer/kd_loop_pump.h"
 #include "producer/kd_producer.h"
 

@@ -7,13 +7,13 @@
 
 #include <assert.h>
 
-#include "core/kd_lifecycle.h"
+#include "core/kd_mode_ops.h"
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_pace.h"
 #include "kd_path.h"
-#include "modes/kd_mode.h"
 
 kd_sched_t kd_sched_decide(kd_fwd_t *f, const kd_part_t *p, const kd_task_t *t,
                            int64_t now, int low, int64_t *wake_at)

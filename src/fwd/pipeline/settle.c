@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/kd_dlist.h"
-#include "core/kd_lifecycle.h"
 #include "kd_held.h"
+#include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_runs.h"
 #include "kd_util.h"

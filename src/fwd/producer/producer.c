@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/kd_io_wakeup.h"
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_producer_state.h"

@@ -4,7 +4,6 @@
  * delivery mode, wires the pipeline's hooks, and writes the statistics
  * line from the metric table. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +24,12 @@
 #include "pipeline/kd_fire.h"
 #include "pipeline/kd_held.h"
 #include "pipeline/kd_intake.h"
+#include "pipeline/kd_journal.h"
+#include "pipeline/kd_outage.h"
 #include "pipeline/kd_pace.h"
 #include "pipeline/kd_rebalance.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
-#include "store/kd_journal.h"
-#include "store/kd_outage.h"
 #include "store/kd_store.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
@@ -164,14 +163,6 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
         rd_kafka_poll_set_consumer(f->consumer.rk);
         return kd_producer_open(f, defaults, forced, kd_fire_dr_cb, errstr,
                                 errstr_size);
-}
-
-int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2])
-{
-        if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
-                return -1;
-        rd_kafka_queue_io_event_enable(q, fds[1], "1", 1);
-        return 0;
 }
 
 /* The producer room replaced the producer: the mode recovers. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buildinfo.h"
+#include "core/kd_io_wakeup.h"
 #include "kd_fwd.h"
 #include "kd_log.h"
 #include "kd_util.h"
@@ -19,11 +20,11 @@
 #include "ops/kd_tiercheck.h"
 #include "pipeline/kd_fire.h"
 #include "pipeline/kd_intake.h"
+#include "pipeline/kd_outage.h"
 #include "pipeline/kd_probe.h"
 #include "pipeline/kd_rebalance.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
-#include "store/kd_outage.h"
 #include "store/kd_store.h"
 
 /* Messages handled, and timers run, per wake-up before the other gets its

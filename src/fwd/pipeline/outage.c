@@ -8,11 +8,11 @@
 
 #include "kd_journal.h"
 #include "kd_log.h"
-#include "kd_reconcile.h"
-#include "kd_store.h"
+#include "kd_settle.h"
 #include "kd_util.h"
-#include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
 
 /* How often a reconciliation is looked at while it runs. */
 #define KD_OUTAGE_POLL_MS 100

@@ -4,11 +4,11 @@
 
 #include <string.h>
 
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
 #include "kd_journal_rec.h"
 #include "kd_log.h"
 #include "kd_util.h"
-#include "modes/kd_mode.h"
-#include "pipeline/kd_perr.h"
 #include "producer/kd_producer.h"
 
 /* After a failed journal record, fires wait for claims this long before a

@@ -22,7 +22,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "core/kd_task.h"
+#include "kd_task.h"
 
 #define KD_REFUSALS_MAX    64
 #define KD_REFUSALS_TTL_MS (10 * 60 * 1000)
