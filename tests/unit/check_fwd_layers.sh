@@ -2,18 +2,23 @@
 # SPDX-License-Identifier: Apache-2.0
 # The forwarder's pipeline has one direction: no module of src/fwd/
 # includes the declarations of a module that (directly or not) includes
-# its own. A module is X.c with kd_X.h; the delivery modes (mode_*.c,
-# kd_mode.h, and exactly_once's parts eos_*.c, kd_eos_*.h) are one
-# module, the top (fwd.c, loop.c, main.c, kd_fwd.h) another, the producer
-# room (producer*.c, kd_producer*.h, and the nested pump that is its
-# drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
+# its own, but where a stage hands work back upstream by a plain call
+# (BACK below: the intake's room, a task to claim again, claims to
+# resume), and only for those calls. Which room may include which is the
+# compiler's (cmake/fwd_rooms.cmake, check_fwd_rooms). A module is X.c
+# with kd_X.h; the delivery modes (mode_*.c, kd_mode.h, kd_mode_ctx.h,
+# and exactly_once's parts eos_*.c, kd_eos_*.h) are one module, the mode
+# seam they implement (kd_mode_ops.h) another, the top (fwd.c, loop.c,
+# main.c, kd_fwd.h) another, the producer room (producer*.c,
+# kd_producer*.h, and the nested pump that is its drain: loop_pump.c,
+# kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
 # exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
 # forwarder (kd_fwd_t) nor mode context: they get what they need as
 # arguments; and the mode files switch the compiler's seam on (they
 # define KD_MODE_SEAM first). That a mode keeps to its own state and
 # touches no other stage's (f->intake, f->claim, f->settle, ...,
 # f->shutdown_deadline) is no longer checked here: a mode sees only its
-# context (kd_mode_ctx.h), and kd_fwd_state.h does not compile in a mode
+# context (kd_mode_ops.h, kd_mode_ctx.h), and kd_fwd_state.h does not compile in a mode
 # file, so the compiler refuses any f->... in it.
 # And the forwarder tells the time one way: no module but the timer
 # service (timer.c, its clock source) reads the host's clocks.
@@ -113,6 +118,30 @@ if [ -n "$around" ]; then
     exit 1
 fi
 
+# The stages' calls back upstream: "MODULE UPSTREAM FUNCTION..." (each
+# upstream stage's functions that MODULE may call; its include of the
+# upstream header closes no circle).
+BACK=("held intake kd_intake_room"
+    "settle intake kd_intake_room"
+    "fire claim kd_claim_enqueue kd_claim_holds"
+    "outage claim kd_claim_resume")
+back_edges=""
+for b in "${BACK[@]}"; do
+    read -r m d fns <<<"$b"
+    back_edges="$back_edges|$m $d|"
+    for f in $(files_named "$m.c"); do
+        for n in $(grep -oE "\bkd_${d}_[a-z_]*" "$f" | sort -u); do
+            case " $fns " in
+            *" $n "*) ;;
+            *)
+                echo "check_fwd_layers: $f calls back upstream $n, not one of: $fns" >&2
+                exit 1
+                ;;
+            esac
+        done
+    done
+done
+
 edges=$(for f in "${F[@]}"; do
     m=$(module "${f##*/}")
     grep -oE '^#include "([a-z]+/)?kd_[a-z_]*\.h"' "$f" |
@@ -122,7 +151,12 @@ edges=$(for f in "${F[@]}"; do
             d=$(module "$h")
             [ "$m" = "$d" ] || echo "$m $d"
         done
-done | sort -u)
+done | sort -u | while read -r m d; do
+    case $back_edges in
+    *"|$m $d|"*) ;; # a call back upstream (BACK)
+    *) echo "$m $d" ;;
+    esac
+done)
 
 if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ]; then
     echo "check_fwd_layers: include circle in src/fwd:" >&2
@@ -131,6 +165,7 @@ if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ];
 fi
 order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
 echo "modules, each including only later ones:" $order
+echo "calls back upstream:" "${BACK[@]/%/;}"
 
 eos=$(grep -ln 'eos' $(files_named '*.c') | grep -vE '/(mode_|eos_)[a-z_]*\.c$' || true)
 if [ -n "$eos" ]; then

@@ -311,7 +311,7 @@ static void test_the_gate_marks_the_journal_pending_first(void)
         CU_ASSERT_EQUAL(at(f), BACK_AT + GATE_CHECK_MS);
         CU_ASSERT_EQUAL(f->store.inflight, 2);
         int64_t pings = kd_metric_get(&f->metrics, KD_M_STORE_PINGS);
-        f->hooks.claims_resume = claims_resume_seen;
+        f->store.gate_marked = claims_resume_seen; /* kd_claim_resume's */
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
         /* The mark's answer came first: the ping's was not in yet. */
         CU_ASSERT_EQUAL(resumes, 1);

@@ -12,6 +12,7 @@
 #include "core/kd_mode_ops.h"
 #include "core/kd_perr.h"
 #include "core/kd_refusals.h"
+#include "kd_claim.h"
 #include "kd_held.h"
 #include "kd_journal.h"
 #include "kd_lifecycle.h"
@@ -420,13 +421,13 @@ static void fire_produce(kd_fwd_t *f, kd_task_t *t, int64_t now);
 
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
-        if (!f->hooks.claim_holds(f, t)) {
+        if (!kd_claim_holds(f, t)) {
                 /* Its lease may pass before its fire is delivered, or the
                  * claim stage no longer lets it fire without a claim:
                  * claimed again (which renews it, finds it lost, or claims
                  * it after all). */
                 kd_task_detach(f, t);
-                f->hooks.reclaim(f, t);
+                kd_claim_enqueue(f, t);
                 return;
         }
         if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */

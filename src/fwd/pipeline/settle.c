@@ -9,6 +9,7 @@
 
 #include "core/kd_dlist.h"
 #include "kd_held.h"
+#include "kd_intake.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
 #include "kd_runs.h"
@@ -81,7 +82,7 @@ void kd_settle_done(kd_fwd_t *f, kd_task_t *t)
                 moved = kd_offtrack_done(&t->part->track, t->rec.offset) == 0;
         kd_settle_release(f, t);
         if (moved)
-                f->hooks.room(f); /* the commit point may have moved */
+                kd_intake_room(f); /* the commit point may have moved */
 }
 
 static void flush_cb(kd_timer_t *tm, void *arg)
