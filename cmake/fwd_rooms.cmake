@@ -15,9 +15,9 @@
 # new header configures again); a file is written only when its text
 # changes.
 #
-# Set KD_FWD_ROOMS (every room) and KD_FWD_SEES_<room> (the rooms it may
-# include: those below it, each with what it sees) before
-# kd_fwd_room_views().
+# Set KD_FWD_ROOMS (every room), KD_FWD_SEES_<room> (the rooms it may
+# include: those below it, and what they see) and KD_FWD_USES (what every
+# room compiles against) before kd_fwd_room(ROOM SOURCES...).
 
 set(KD_FWD_VIEWS ${PROJECT_BINARY_DIR}/fwd_rooms)
 

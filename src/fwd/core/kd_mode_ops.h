@@ -3,13 +3,13 @@
  * (f->mode) and the context each operation gets (&f->mode_ctx). Its two
  * implementations, at_least_once and exactly_once, are the modes room's
  * (modes/kd_mode.h names them, in the manner of nng's protocol ops);
- * nothing outside those files tests which mode runs. The fire, intake,
- * rebalance, claim and probe stages, the journal and the producer room
- * call these operations with the forwarder's mode context, and that
- * context is all a mode sees (modes/kd_mode_ctx.h has its services): its
- * own state (m->state, and per partition p->mode, part_size bytes), the
- * conf, metrics, the clock, the refusal memory, and the services of the
- * settle stage, the producer room and the consumer's offsets. It reads a
+ * nothing outside those files tests which mode runs. The stages, the
+ * journal, the producer room and the top call these operations with the
+ * forwarder's mode context, and that context is all a mode sees
+ * (modes/kd_mode_ctx.h has its services): its own state (m->state, and
+ * per partition p->mode, part_size bytes), the conf, metrics, the clock,
+ * the refusal memory, and the services of the settle stage, the producer
+ * room and the consumer's offsets. It reads a
  * partition's identity and offset tracker, never the intake's list of
  * partitions nor another stage's state: a mode file cannot include
  * kd_fwd_state.h (KD_MODE_SEAM), so the compiler refuses any use of the
