@@ -2,20 +2,25 @@
 # SPDX-License-Identifier: Apache-2.0
 # The forwarder's pipeline has one direction: no module of src/fwd/
 # includes the declarations of a module that (directly or not) includes
-# its own. A module is X.c with kd_X.h; the fire stage's files by job
-# (fire.c and fire_*.c, kd_fire.h and kd_fire_*.h: they call each other)
-# are one module, the delivery modes (mode_*.c, kd_mode.h, and
-# exactly_once's parts eos_*.c, kd_eos_*.h) another, the top (fwd.c,
-# loop.c, main.c, kd_fwd.h) another, the producer
-# room (producer*.c, kd_producer*.h, and the loop's turn and the nested
-# pump that is its drain: loop_pump.c, kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
+# its own, but where a stage hands work back upstream by a plain call
+# (BACK below: the intake's room, a task to claim again, claims to
+# resume), and only for those calls. Which room may include which is the
+# compiler's (cmake/fwd_rooms.cmake, check_fwd_rooms). A module is X.c
+# with kd_X.h; the fire stage's files by job (fire.c and fire_*.c,
+# kd_fire.h and kd_fire_*.h: they call each other) are one module, the
+# delivery modes (mode_*.c, kd_mode.h, kd_mode_ctx.h, and exactly_once's
+# parts eos_*.c, kd_eos_*.h) another, the mode seam they implement
+# (kd_mode_ops.h) another, the top (fwd.c, loop.c, main.c, kd_fwd.h)
+# another, the producer room (producer*.c, kd_producer*.h, and the loop's
+# turn and the nested pump that is its drain: loop_pump.c,
+# kd_loop_pump.h) another. Also: only the mode files (mode_*.c, eos_*.c) name the
 # exactly-once mode ("eos"); its parts (eos_*.c, kd_eos_*.h) know no
 # forwarder (kd_fwd_t) nor mode context: they get what they need as
 # arguments; and the mode files switch the compiler's seam on (they
 # define KD_MODE_SEAM first). That a mode keeps to its own state and
 # touches no other stage's (f->intake, f->claim, f->settle, ...,
 # f->shutdown_deadline) is no longer checked here: a mode sees only its
-# context (kd_mode_ctx.h), and kd_fwd_state.h does not compile in a mode
+# context (kd_mode_ops.h, kd_mode_ctx.h), and kd_fwd_state.h does not compile in a mode
 # file, so the compiler refuses any f->... in it.
 # And the forwarder tells the time one way: no module but the timer
 # service (timer.c, its clock source) reads the host's clocks.
@@ -92,10 +97,10 @@ files_named() { # PATTERN... -> the paths of files whose names match
 path_of() { files_named "$1" | head -1; }
 
 module() { # file -> module name
-    # The modes' view of the forwarder is declared with the forwarder's
-    # state (kd_fwd_state.h embeds it); mode_ctx.c, its services, is the
-    # mode module's.
-    [ "$1" = kd_mode_ctx.h ] && echo fwd_state && return
+    # The mode seam (the ops table and the context, which kd_fwd_state.h
+    # embeds) is core's, under the stages; the modes implement it, and
+    # kd_mode_ctx.h, the context's services (mode_ctx.c), is theirs.
+    [ "$1" = kd_mode_ops.h ] && echo mode_ops && return
     local b=${1%.*}
     b=${b#kd_}
     case $b in
@@ -107,15 +112,56 @@ module() { # file -> module name
     esac
 }
 
+# Which room a file may include is the compiler's (cmake/fwd_rooms.cmake,
+# check_fwd_rooms): each room compiles on a view of src/fwd/ that holds
+# only the rooms it sees. An include by a path of its own would get round
+# it: none climbs out of its folder nor starts at the root.
+around=$(grep -nE '^#include "(\.\.|/)' "${F[@]}" || true)
+if [ -n "$around" ]; then
+    echo "check_fwd_layers: an include around the rooms' views:" >&2
+    printf '%s\n' "$around" >&2
+    exit 1
+fi
+
+# The stages' calls back upstream: "MODULE UPSTREAM FUNCTION..." (each
+# upstream stage's functions that MODULE may call; its include of the
+# upstream header closes no circle).
+BACK=("held intake kd_intake_room"
+    "settle intake kd_intake_room"
+    "fire claim kd_claim_enqueue kd_claim_holds"
+    "outage claim kd_claim_resume")
+back_edges=""
+for b in "${BACK[@]}"; do
+    read -r m d fns <<<"$b"
+    back_edges="$back_edges|$m $d|"
+    for f in $(files_named "$m.c"); do
+        for n in $(grep -oE "\bkd_${d}_[a-z_]*" "$f" | sort -u); do
+            case " $fns " in
+            *" $n "*) ;;
+            *)
+                echo "check_fwd_layers: $f calls back upstream $n, not one of: $fns" >&2
+                exit 1
+                ;;
+            esac
+        done
+    done
+done
+
 edges=$(for f in "${F[@]}"; do
     m=$(module "${f##*/}")
-    grep -o '^#include "kd_[a-z_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/' |
+    grep -oE '^#include "([a-z]+/)?kd_[a-z_]*\.h"' "$f" |
+        sed 's/.*"\(.*\)"/\1/; s#.*/##' |
         while read -r h; do
             [ -n "$(path_of "$h")" ] || continue # a library header
             d=$(module "$h")
             [ "$m" = "$d" ] || echo "$m $d"
         done
-done | sort -u)
+done | sort -u | while read -r m d; do
+    case $back_edges in
+    *"|$m $d|"*) ;; # a call back upstream (BACK)
+    *) echo "$m $d" ;;
+    esac
+done)
 
 if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ]; then
     echo "check_fwd_layers: include circle in src/fwd:" >&2
@@ -124,6 +170,7 @@ if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ];
 fi
 order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
 echo "modules, each including only later ones:" $order
+echo "calls back upstream:" "${BACK[@]/%/;}"
 
 eos=$(grep -ln 'eos' $(files_named '*.c') | grep -vE '/(mode_|eos_)[a-z_]*\.c$' || true)
 if [ -n "$eos" ]; then
@@ -152,7 +199,7 @@ echo "the compiler keeps the forwarder out of:" $mode_files
 # exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
 # need as arguments, not even the mode context: the poison decisions are
 # pure (test_eos_poison).
-fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
 if [ -n "$fwd" ]; then
     echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
     printf '%s\n' "$fwd" >&2

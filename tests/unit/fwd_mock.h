@@ -50,7 +50,7 @@
 #include <kdelay/kdelay.h>
 
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
+#include "top/kd_fwd.h"
 
 /* Collected log lines ("<level> <line>"). */
 typedef struct fm_log {

@@ -8,12 +8,12 @@
 
 #include <kdelay/conf.h>
 
+#include "core/kd_timer.h"
 #include "kd_fate_mem.h"
-#include "kd_held.h"
-#include "kd_lifecycle.h"
-#include "kd_pace.h"
-#include "kd_store.h"
-#include "kd_timer.h"
+#include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_pace.h"
+#include "store/kd_store.h"
 
 static int born(kd_fwd_t **fp, const char *instance, const kd_clocksrc_t *clock,
                 const char *const *kv, kdelay_log_cb_t *log_cb,

@@ -4,7 +4,7 @@
 #ifndef KD_FWD_OFFLINE_H
 #define KD_FWD_OFFLINE_H
 
-#include "kd_fwd.h"
+#include "top/kd_fwd.h"
 
 /* 0 and *fp (the caller's, kd_fwd_destroy frees it), or -1. */
 int kd_test_fwd_offline(kd_fwd_t **fp, const char *instance);

@@ -31,16 +31,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_fwd.h"
-#include "kd_held.h"
-#include "kd_lifecycle.h"
-#include "kd_pace.h"
-#include "kd_part.h"
-#include "kd_producer.h"
-#include "kd_sched.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "pipeline/kd_held.h"
+#include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_pace.h"
+#include "pipeline/kd_sched.h"
+#include "producer/kd_producer.h"
+#include "top/kd_fwd.h"
 
 #define MONO0         1000000
 #define WALL0         1700000000000

@@ -3,7 +3,7 @@
  * held set full and something due, off only under KD_BEHIND_CLEAR_MS with
  * the held set under half, unchanged in between, stale after
  * KD_BEHIND_STALE_MS without a sign of lateness. */
-#include "kd_behind.h"
+#include "core/kd_behind.h"
 #include "kd_test.h"
 
 static void test_comes_on_past_the_threshold_only(void)

@@ -10,14 +10,14 @@
  * before; a claim another owner holds now is lost, and its task dropped. */
 #include <stdio.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
-#include "kd_part.h"
-#include "kd_store.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "pipeline/kd_claim.h"
+#include "store/kd_store.h"
+#include "top/kd_fwd.h"
 
 #define MONO0    1000000
 #define WALL0    1700000000000

@@ -16,13 +16,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_fwd.h"
-#include "kd_intake.h"
-#include "kd_mode.h"
-#include "kd_part.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "modes/kd_mode.h"
+#include "pipeline/kd_intake.h"
+#include "top/kd_fwd.h"
 
 #define MONO0    1000000
 #define WALL0    1700000000000

@@ -7,8 +7,8 @@
  * answers from a script. */
 #include <stdio.h>
 
-#include "kd_eos_offsets.h"
 #include "kd_test.h"
+#include "modes/kd_eos_offsets.h"
 
 typedef struct fake {
         int calls;       /* committed() calls so far */

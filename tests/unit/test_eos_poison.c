@@ -4,8 +4,8 @@
  * plain structs (no forwarder, no broker, no clock but the one given). */
 #include <stdio.h>
 
-#include "kd_eos_poison.h"
 #include "kd_test.h"
+#include "modes/kd_eos_poison.h"
 
 #define E_RECORD  RD_KAFKA_RESP_ERR_INVALID_RECORD
 #define E_TARGET  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED

@@ -21,19 +21,19 @@
  *    bulk producer sends it again (issue 44's review). */
 #include <string.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
-#include "kd_intake.h"
-#include "kd_mode.h"
-#include "kd_outage.h"
-#include "kd_part.h"
-#include "kd_producer.h"
-#include "kd_runs.h"
-#include "kd_settle.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "modes/kd_mode.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_outage.h"
+#include "pipeline/kd_runs.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
+#include "top/kd_fwd.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000

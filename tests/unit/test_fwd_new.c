@@ -6,9 +6,9 @@
 #include <kdelay/conf.h>
 
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
-#include "kd_mode.h"
 #include "kd_test.h"
+#include "modes/kd_mode.h"
+#include "top/kd_fwd.h"
 
 static kdelay_conf_t *conf_new(const char *const *kv)
 {

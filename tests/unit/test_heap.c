@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kd_heap.h"
+#include "core/kd_heap.h"
 #include "kd_test.h"
 
 typedef struct item {

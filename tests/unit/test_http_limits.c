@@ -21,11 +21,11 @@
 
 #include <kdelay/kdelay.h>
 
-#include "kd_http.h"
+#include "core/kd_timer.h"
 #include "kd_listen.h"
 #include "kd_test.h"
-#include "kd_timer.h"
 #include "kd_util.h"
+#include "ops/kd_http.h"
 
 /* A probe must answer within this long while slow clients hold
  * connections (a behaviour bound: kubelet's default probe timeout is 1 s;

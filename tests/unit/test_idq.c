@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_idq.h"
+#include "core/kd_idq.h"
 #include "kd_test.h"
 
 /* Takes n from q and checks they are ids next .. next+n-1 with values

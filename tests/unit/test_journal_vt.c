@@ -41,23 +41,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/kd_part.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
 #include "kd_fate_mem.h"
-#include "kd_fire.h"
-#include "kd_fwd.h"
-#include "kd_intake.h"
-#include "kd_journal.h"
-#include "kd_lifecycle.h"
-#include "kd_mode.h"
-#include "kd_outage.h"
-#include "kd_part.h"
-#include "kd_producer.h"
-#include "kd_reconcile.h"
-#include "kd_settle.h"
-#include "kd_store.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "modes/kd_mode.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_fire.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_journal.h"
+#include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_outage.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
+#include "top/kd_fwd.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000
@@ -312,7 +312,7 @@ static void test_the_gate_marks_the_journal_pending_first(void)
         CU_ASSERT_EQUAL(at(f), BACK_AT + GATE_CHECK_MS);
         CU_ASSERT_EQUAL(f->store.inflight, 2);
         int64_t pings = kd_metric_get(&f->metrics, KD_M_STORE_PINGS);
-        f->hooks.claims_resume = claims_resume_seen;
+        f->store.gate_marked = claims_resume_seen; /* kd_claim_resume's */
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
         /* The mark's answer came first: the ping's was not in yet. */
         CU_ASSERT_EQUAL(resumes, 1);

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "fwd_offline.h"
-#include "kd_fwd.h"
-#include "kd_loop_pump.h"
-#include "kd_rebalance.h"
 #include "kd_test.h"
 #include "kd_util.h"
+#include "pipeline/kd_rebalance.h"
+#include "producer/kd_loop_pump.h"
+#include "top/kd_fwd.h"
 
 static kd_fwd_t *fwd;
 static int turns, seen_pumping, nested_rc;

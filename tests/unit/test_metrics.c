@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kd_metrics.h"
+#include "core/kd_metrics.h"
 #include "kd_test.h"
 
 static const kd_build_labels_t test_build = {

@@ -10,12 +10,12 @@
  * in milliseconds of the test's. */
 #include <kdelay/conf.h>
 
+#include "core/kd_timer.h"
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
-#include "kd_outage.h"
-#include "kd_store.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "pipeline/kd_outage.h"
+#include "store/kd_store.h"
+#include "top/kd_fwd.h"
 
 #define T0       1000000
 #define AFTER_MS 7000

@@ -8,14 +8,14 @@
  * order, and counts each fire that waited for a token (rate_limited). */
 #include <stdio.h>
 
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
-#include "kd_fwd.h"
-#include "kd_lifecycle.h"
-#include "kd_pace.h"
-#include "kd_sched.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_pace.h"
+#include "pipeline/kd_sched.h"
+#include "top/kd_fwd.h"
 
 #define MONO0    1000000
 #define WALL0    1700000000000

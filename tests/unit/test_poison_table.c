@@ -7,11 +7,11 @@
 
 #include <kdelay/kdelay.h>
 
-#include "kd_part.h"
-#include "kd_perr.h"
-#include "kd_poison.h"
-#include "kd_refusals.h"
+#include "core/kd_part.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_test.h"
+#include "modes/kd_poison.h"
 
 static void test_error_classes_and_reasons(void)
 {

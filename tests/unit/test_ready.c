@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_metrics.h"
-#include "kd_ready.h"
+#include "core/kd_metrics.h"
 #include "kd_test.h"
+#include "ops/kd_ready.h"
 
 /* A forwarder's state as readiness reads it: zeroed, not stopping. */
 static const kd_build_labels_t test_build = {"9.9.9", "unknown", 1};

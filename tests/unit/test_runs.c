@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_runs.h"
 #include "kd_test.h"
+#include "pipeline/kd_runs.h"
 
 #define MAXR 64
 

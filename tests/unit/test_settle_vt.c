@@ -22,18 +22,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/kd_dlist.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
-#include "kd_dlist.h"
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
-#include "kd_intake.h"
-#include "kd_lifecycle.h"
-#include "kd_runs.h"
-#include "kd_settle.h"
-#include "kd_store.h"
 #include "kd_test.h"
 #include "kd_util.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_runs.h"
+#include "pipeline/kd_settle.h"
+#include "store/kd_store.h"
+#include "top/kd_fwd.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000

@@ -2,7 +2,7 @@
 /* Unit tests for the clock-skew estimate (kd_skew.h). */
 #include <stdint.h>
 
-#include "kd_skew.h"
+#include "core/kd_skew.h"
 #include "kd_test.h"
 
 #define W KD_SKEW_WINDOW_MS

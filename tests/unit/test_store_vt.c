@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/kd_metrics.h"
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_fwd.h"
-#include "kd_metrics.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "top/kd_fwd.h"
 
 #define MONO0 1000000
 #define WALL0 1700000000000

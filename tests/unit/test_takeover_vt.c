@@ -12,12 +12,12 @@
  * a_live_claim_with_a_lease_is_never_taken_over, issue 37). */
 #include <stdio.h>
 
+#include "core/kd_timer.h"
 #include "fwd_offline.h"
-#include "kd_claim.h"
 #include "kd_fate_mem.h"
-#include "kd_fwd.h"
 #include "kd_test.h"
-#include "kd_timer.h"
+#include "pipeline/kd_claim.h"
+#include "top/kd_fwd.h"
 
 #define MONO0      1000000
 #define WALL0      1700000000000

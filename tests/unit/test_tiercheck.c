@@ -7,7 +7,7 @@
 
 #include "kd_conf.h"
 #include "kd_test.h"
-#include "kd_tiercheck.h"
+#include "ops/kd_tiercheck.h"
 
 static struct rd_kafka_metadata md_of(struct rd_kafka_metadata_topic *t, int n)
 {

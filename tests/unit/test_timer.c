@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/kd_timer.h"
 #include "kd_test.h"
-#include "kd_timer.h"
 #include "kd_util.h"
 
 typedef struct probe {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "fwd_offline.h"
-#include "kd_fwd.h"
-#include "kd_producer_state.h"
 #include "kd_test.h"
+#include "producer/kd_producer_state.h"
+#include "top/kd_fwd.h"
 
 static kd_fwd_t *fwd;
 

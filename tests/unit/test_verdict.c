@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kd_test.h"
-#include "kd_verdict.h"
+#include "pipeline/kd_verdict.h"
 
 static kd_fate_claim_t answer(kdelay_fate_t fate, const char *owner,
                               int64_t lease_left_ms)

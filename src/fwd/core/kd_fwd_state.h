@@ -7,10 +7,10 @@
  * A record flows intake → schedule → claim → pace/fire → settle
  * (docs/forwarder.md has the diagram). Each stage's functions are declared
  * in its own header (kd_intake.h, kd_sched.h, kd_claim.h, kd_pace.h,
- * kd_fire.h, kd_settle.h), which only stages upstream of it include; a
- * stage reaches upstream only through the hooks below (kd_fwd_hooks_t:
- * room, rewind, reclaim, claim, renewed, ...). The delivery
- * mode is an ops table (kd_mode.h) with one implementation per mode,
+ * kd_fire.h, kd_settle.h); a stage calls another by its functions,
+ * downstream, and upstream where it hands work back (the intake's room, a
+ * task to claim again, claims to resume). The delivery
+ * mode is an ops table (kd_mode_ops.h) with one implementation per mode,
  * between the fire and settle stages. */
 #ifndef KD_FWD_STATE_H
 #define KD_FWD_STATE_H
@@ -36,7 +36,7 @@
 #include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_metrics.h"
-#include "kd_mode_ctx.h"
+#include "kd_mode_ops.h"
 #include "kd_part.h"
 #include "kd_ratelimits.h"
 #include "kd_refusals.h"
@@ -46,7 +46,6 @@
 #include "kd_timer.h"
 
 typedef struct kd_fwd kd_fwd_t;
-typedef struct kd_mode_ops kd_mode_ops_t;
 
 /* The longest /readyz reason for missing tier topics (tiercheck.c). */
 #define KD_TIERS_WHY_MAX 480
@@ -93,10 +92,15 @@ typedef struct kd_fwd_store {
         int64_t down_since_mono;    /* when it stopped answering */
         int64_t waiting_since_mono; /* requests out, none back since */
         kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
-        int64_t last_done_mono;     /* a request last came back */
+        /* Runs when the store goes down or comes back (kd_store_start's
+         * caller's; NULL: none). */
+        void (*changed)(kd_fwd_t *f);
+        int64_t last_done_mono; /* a request last came back */
         /* The journal must be marked pending before any other statement
-         * (kd_store_gate): gate_out while that mark is out. */
+         * (kd_store_gate): gate_out while that mark is out; gate_marked
+         * runs when it succeeded (the gate's caller's; NULL: none). */
         int gate, gate_out;
+        void (*gate_marked)(kd_fwd_t *f);
         struct kd_store_req *gate_req; /* owned (the worker's while out) */
         /* Requests back and kept for reuse (kd_store_req_done), [0] claims
          * and takeovers, [1] marks; owned. */
@@ -330,34 +334,16 @@ typedef struct kd_fwd_intake {
         int rewind_due; /* a rewind asked for inside the pump: next turn */
 } kd_fwd_intake_t;
 
-/* How a downstream stage reaches upstream, set by fwd.c: the narrow
- * interface of the pipeline's callbacks. */
+/* Where a test stands in for a stage, set by fwd.c to the stage itself:
+ * the pacing stage hands a task whose target's rate limit let it through
+ * to the claim stage (kd_claim_enqueue) through claim, which the
+ * virtual-time tests of the schedule, pacing and backlog set to a claim
+ * won at once (tests/unit/test_sched_vt.c, test_pace_vt.c,
+ * test_backlog_vt.c). Every other call between the stages is plain. */
 typedef struct kd_fwd_hooks {
-        /* The held set shrank or a commit point moved: paused partitions
-         * may have room again. */
-        void (*room)(kd_fwd_t *f);
-        /* A transaction aborted: read every partition again from its
-         * committed offset. */
-        void (*rewind)(kd_fwd_t *f);
-        /* Claimed task t is due but its claim's lease may pass before its
-         * fire is delivered: claim it again (which renews the lease). */
-        void (*reclaim)(kd_fwd_t *f, kd_task_t *t);
-        /* Due task t may fire on its claim stage's result (a lease that
-         * lasts through its fire, or an outage that still lets it fire
-         * without a claim): 1, else 0 and it is reclaimed. */
-        int (*claim_holds)(const kd_fwd_t *f, const kd_task_t *t);
-        /* Held task t may be claimed now: its target's rate limit let it
-         * through (the pacing stage, upstream of the claim's answer). */
+        /* Held task t may be claimed now (upstream of the claim's
+         * answer). */
         void (*claim)(kd_fwd_t *f, kd_task_t *t);
-        /* The producer room replaced the producer (kd_producer_recover):
-         * the mode recovers with the new one. NULL when it did, else what
-         * failed (errstr says why). */
-        const char *(*renewed)(kd_fwd_t *f, char *errstr, size_t errstr_size);
-        /* The fate store went down or came back (f->store.down). */
-        void (*store_changed)(kd_fwd_t *f);
-        /* Claims may go out again, or fire without a claim: the claim
-         * queue is looked at now. */
-        void (*claims_resume)(kd_fwd_t *f);
 } kd_fwd_hooks_t;
 
 struct kd_fwd {
@@ -379,7 +365,7 @@ struct kd_fwd {
         kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;
         const kd_mode_ops_t *mode; /* the delivery mode */
-        /* What the mode sees (kd_mode_ctx.h), the argument of its
+        /* What the mode sees (kd_mode_ops.h), the argument of its
          * operations; its state, mode_ctx.state, is the mode's. */
         kd_mode_ctx_t mode_ctx;
         kd_fwd_hooks_t hooks;
@@ -412,10 +398,6 @@ struct kd_fwd {
         const char *fatal_why; /* static: the first reason */
         int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
 };
-
-/* fwd.c: librdkafka writes a byte to fds[1] whenever q turns non-empty;
- * -1 (errno) when the pipe cannot be made. */
-int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2]);
 
 /* Monotonic now, from the forwarder's one clock (f->timers.clock): what
  * every interval, backoff and threshold is measured with. */

@@ -33,7 +33,7 @@ struct kd_part {
         int not_before_logged; /* an ignored kdelay-not-before was logged */
         int revoking;          /* in the revoke being handled */
         /* The delivery mode's state of this partition: part_size bytes
-         * (kd_mode.h), zeroed; the block is intake's, its contents the
+         * (kd_mode_ops.h), zeroed; the block is intake's, its contents the
          * mode's (opened/closed). NULL when the mode keeps none. */
         void *mode;
         struct kd_part *next;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kd_dlist.h"
+#include "core/kd_dlist.h"
 #include "kd_eos_offsets.h"
 #include "kd_log.h"
 

@@ -4,8 +4,8 @@
  * only here; the mode carries the decisions out. */
 #define KD_MODE_SEAM 1 /* the compiler keeps the forwarder out */
 
+#include "core/kd_perr.h"
 #include "kd_eos_poison.h"
-#include "kd_perr.h"
 
 int kd_eos_names_record(rd_kafka_resp_err_t err)
 {

@@ -15,8 +15,8 @@
 
 #include <kdelay/kdelay.h>
 
-#include "kd_part.h"
-#include "kd_task.h"
+#include "core/kd_part.h"
+#include "core/kd_task.h"
 
 /* The done set above the commit point is committed as offset metadata, at
  * most Kafka's default offset.metadata.max.bytes (4096). Its bitmap form

@@ -1,20 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a delivery mode (kd_mode.h) sees of the forwarder: its mode
- * context, the only argument of its operations, as nng's protocols see
- * their socket through nni_sock and librdkafka's callers its handles.
- *
- * A struct of exactly what a mode may use, not an opaque handle: the
- * plain things it reads and bumps on every produce (the conf, the metric
- * table, the timer service and its clock, the refusal memory, its own
- * state) are fields, read without a call; everything that reaches another
- * part of the forwarder is a service below, implemented in mode_ctx.c,
- * the one file that sees both sides: the settle stage, the producer room
- * (the transactional calls on its main producer), the consumer's offsets,
- * the upstream hooks (room, rewind), stop and the shutdown's deadline.
- * fwd is the forwarder itself, an incomplete type here: no mode can name
- * its fields. The seam is the compiler's: a mode file defines
- * KD_MODE_SEAM before its includes, and kd_fwd_state.h (struct kd_fwd,
- * included by every stage's header) then fails to compile in it. */
+/* What a delivery mode sees of the forwarder beyond its context's fields
+ * (core/kd_mode_ops.h, kd_mode_ctx_t, the only argument of its
+ * operations, as nng's protocols see their socket through nni_sock and
+ * librdkafka's callers its handles): everything that reaches another part
+ * of the forwarder is a service below, implemented in mode_ctx.c, the one
+ * file that sees both sides: the settle stage, the producer room (the
+ * transactional calls on its main producer), the consumer's offsets, the
+ * intake's room and the rebalance's rewind, stop and the shutdown's
+ * deadline. The seam is the compiler's: a mode file defines KD_MODE_SEAM
+ * before its includes, and kd_fwd_state.h (struct kd_fwd, included by
+ * every stage's header) then fails to compile in it. */
 #ifndef KD_MODE_CTX_H
 #define KD_MODE_CTX_H
 
@@ -23,26 +18,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include <kdelay/kdelay.h>
-
-#include "kd_conf.h"
-#include "kd_metrics.h"
-#include "kd_part.h"
-#include "kd_refusals.h"
-#include "kd_task.h"
-#include "kd_timer.h"
-
-typedef struct kd_mode_ctx {
-        const kdelay_conf_t *conf; /* borrowed: the forwarder's (kd_log's) */
-        kd_metrics_t *metrics;     /* borrowed: the metric table */
-        kd_timers_t *timers;       /* borrowed: the timer service, the one
-                                      clock (kd_mode_mono_ms, kd_mode_now) */
-        kd_refusals_t *refusals;   /* borrowed: what targets were seen to
-                                      refuse */
-        void *state;               /* owned by the mode: its init allocates
-                                      it, its destroy frees it */
-        struct kd_fwd *fwd;        /* the forwarder: mode_ctx.c's alone */
-} kd_mode_ctx_t;
+#include "core/kd_mode_ops.h"
 
 /* fwd.c: m for f (conf, metrics, timers, refusals; state NULL). */
 void kd_mode_ctx_init(kd_mode_ctx_t *m, struct kd_fwd *f);
@@ -74,7 +50,7 @@ int64_t kd_mode_shutdown_deadline(const kd_mode_ctx_t *m);
 void kd_mode_fatal(kd_mode_ctx_t *m, const char *why);
 void kd_mode_oom(kd_mode_ctx_t *m, const char *what);
 
-/* --- upstream (kd_fwd_hooks_t) ---------------------------------------- */
+/* --- the intake and the rebalance ----------------------------------- */
 
 /* A commit point moved: paused partitions may have room again. */
 void kd_mode_room(kd_mode_ctx_t *m);

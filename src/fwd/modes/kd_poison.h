@@ -16,7 +16,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "kd_task.h"
+#include "core/kd_task.h"
 
 #define KD_POISON_MAX     4096 /* records remembered, oldest replaced */
 #define KD_POISON_BUCKETS 8192

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_dlist.h"
+#include "core/kd_dlist.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_log.h"
 #include "kd_mode.h"
-#include "kd_perr.h"
-#include "kd_refusals.h"
 #include "kd_util.h"
 
 /* Producer defaults the user may override. A report within 30 s: a fire

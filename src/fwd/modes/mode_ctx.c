@@ -3,8 +3,10 @@
  * call into the stage or room that owns what it touches. The one file of
  * the mode module that sees the forwarder (kd_fwd_t). */
 #include "kd_mode_ctx.h"
-#include "kd_producer.h"
-#include "kd_settle.h"
+#include "pipeline/kd_intake.h"
+#include "pipeline/kd_rebalance.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
 
 void kd_mode_ctx_init(kd_mode_ctx_t *m, kd_fwd_t *f)
 {
@@ -43,12 +45,12 @@ void kd_mode_oom(kd_mode_ctx_t *m, const char *what)
 
 void kd_mode_room(kd_mode_ctx_t *m)
 {
-        m->fwd->hooks.room(m->fwd);
+        kd_intake_room(m->fwd);
 }
 
 void kd_mode_rewind(kd_mode_ctx_t *m)
 {
-        m->fwd->hooks.rewind(m->fwd);
+        kd_rebalance_rewind(m->fwd);
 }
 
 void kd_mode_settle_done(kd_mode_ctx_t *m, kd_task_t *t)

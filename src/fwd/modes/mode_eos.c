@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kd_idq.h"
+#include "core/kd_perr.h"
 #include "kd_eos_offsets.h"
 #include "kd_eos_poison.h"
-#include "kd_idq.h"
 #include "kd_log.h"
 #include "kd_mode.h"
-#include "kd_perr.h"
 #include "kd_poison.h"
 #include "kd_util.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_part.h"
-#include "kd_perr.h"
+#include "core/kd_part.h"
+#include "core/kd_perr.h"
 
 static uint64_t fnv(uint64_t h, const void *buf, size_t len)
 {

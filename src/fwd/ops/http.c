@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kd_timer.h"
 #include "kd_listen.h"
-#include "kd_timer.h"
 #include "kd_util.h"
 
 struct kd_http {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 #define KD_READY_REBALANCE_MS 60000
 /* Not ready after this many transactions aborted in a row. */

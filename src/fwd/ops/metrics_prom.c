@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kd_metrics.h"
+#include "core/kd_metrics.h"
 
 #define KD_PROM_PREFIX "kdelay_forwarder_"
 

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "kd_part.h"
+#include "core/kd_part.h"
 #include "kd_path.h"
 
 #define KD_PG_PREFIX "kdelay_forwarder_"

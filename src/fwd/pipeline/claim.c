@@ -10,17 +10,17 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "core/kd_mode_ops.h"
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_mode.h"
 #include "kd_outage.h"
 #include "kd_pace.h"
 #include "kd_settle.h"
-#include "kd_store.h"
 #include "kd_util.h"
 #include "kd_verdict.h"
+#include "store/kd_store.h"
 
 static void renew_cb(kd_timer_t *tm, void *arg);
 

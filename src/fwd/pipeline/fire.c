@@ -9,15 +9,21 @@
 
 #include <stdio.h>
 
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
+#include "kd_claim.h"
 #include "kd_fire_journal.h"
 #include "kd_fire_produce.h"
 #include "kd_fire_retry.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_refusals.h"
+#include "kd_probe.h"
+#include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_wire.h"
+#include "producer/kd_producer.h"
 
 const char *kd_fire_id(const kd_task_t *t, char *buf, size_t size)
 {
@@ -42,13 +48,13 @@ int64_t kd_fire_due_ms(const kd_task_t *t)
 
 void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
 {
-        if (!f->hooks.claim_holds(f, t)) {
+        if (!kd_claim_holds(f, t)) {
                 /* Its lease may pass before its fire is delivered, or the
                  * claim stage no longer lets it fire without a claim:
                  * claimed again (which renews it, finds it lost, or claims
                  * it after all). */
                 kd_task_detach(f, t);
-                f->hooks.reclaim(f, t);
+                kd_claim_enqueue(f, t);
                 return;
         }
         if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */

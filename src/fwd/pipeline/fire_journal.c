@@ -6,14 +6,14 @@
  * journal's write side is the store room's (kd_journal.h). */
 #include "kd_fire_journal.h"
 
+#include "core/kd_mode_ops.h"
 #include "kd_fire.h"
 #include "kd_fire_retry.h"
 #include "kd_journal.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_producer.h"
 #include "kd_settle.h"
+#include "producer/kd_producer.h"
 
 /* 1 when a produce of t as `as` is put on record by its journal record
  * (the settle stage says, kd_settle_mark: the claim stage let t fire

@@ -6,14 +6,14 @@
  * flight. */
 #include "kd_fire_produce.h"
 
+#include "core/kd_mode_ops.h"
 #include "kd_fire.h"
 #include "kd_fire_journal.h"
 #include "kd_fire_retry.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
-#include "kd_mode.h"
-#include "kd_producer.h"
 #include "kd_wire.h"
+#include "producer/kd_producer.h"
 
 /* Headers hdrs of t's that did not go out: back to t if they were its
  * own (lent), destroyed if a copy. */

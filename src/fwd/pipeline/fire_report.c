@@ -6,18 +6,18 @@
  * (fire_retry.c). */
 #include "kd_fire.h"
 
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
+#include "core/kd_refusals.h"
 #include "kd_fire_journal.h"
 #include "kd_fire_produce.h"
 #include "kd_fire_retry.h"
 #include "kd_journal.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_perr.h"
 #include "kd_probe.h"
-#include "kd_producer.h"
-#include "kd_refusals.h"
 #include "kd_settle.h"
+#include "producer/kd_producer.h"
 
 /* t's fire was delivered: what its target was known to refuse and t
  * was, it no longer refuses (the topic changed). */

@@ -5,12 +5,12 @@
  * timer that produces a task again. */
 #include "kd_fire_retry.h"
 
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
 #include "kd_fire.h"
 #include "kd_fire_journal.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_perr.h"
 
 /* How long a produce the mode holds back (a solo transaction is open)
  * waits before it asks again, at most. */

@@ -3,6 +3,8 @@
  * f->held. */
 #include "kd_held.h"
 
+#include "kd_intake.h"
+
 /* Counts t into (sign 1) or out of (-1) its rule's share and the
  * limited tasks' (t->held_rule; none when 0): held, or out when t->out. */
 static void share_count(kd_fwd_t *f, const kd_task_t *t, int sign)
@@ -80,7 +82,7 @@ void kd_held_remove(kd_fwd_t *f, kd_task_t *t)
                 f->held.low_until_mono = 0; /* drained */
                 kd_timer_disarm(&f->timers, &f->held.drain_end);
         }
-        f->hooks.room(f);
+        kd_intake_room(f);
 }
 
 /* The drain's limit: over, whatever the set holds. */
@@ -89,7 +91,7 @@ static void drain_end_cb(kd_timer_t *tm, void *arg)
         (void)tm;
         kd_fwd_t *f = arg;
         f->held.low_until_mono = 0;
-        f->hooks.room(f);
+        kd_intake_room(f);
 }
 
 int kd_held_drain(kd_fwd_t *f, int64_t now_mono)

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_dlist.h"
+#include "core/kd_dlist.h"
+#include "core/kd_mode_ops.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_mode.h"
 #include "kd_pace.h"
 #include "kd_probe.h"
 #include "kd_sched.h"

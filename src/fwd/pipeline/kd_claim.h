@@ -7,7 +7,7 @@
 #ifndef KD_CLAIM_H
 #define KD_CLAIM_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Sets the claim identity: instance name and boot id. */
 void kd_claim_init(kd_fwd_t *f);
@@ -23,14 +23,14 @@ void kd_claim_due_cb(kd_timer_t *tm, void *arg);
 /* Queues t's claim (a batch goes out when full or claim_ahead/2 after
  * its first task was queued). */
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t);
-/* The hook f->hooks.claim_holds: 1 when due task t may fire on its claim
+/* The fire stage asks: 1 when due task t may fire on its claim
  * stage's result: claimed, half its lease left (a fire's lease is renewed
  * while in flight); or let fire without a claim (KD_CLAIM_UNCLAIMED) and
- * the outage still lets it. 0: t is claimed again (hooks.reclaim), which
+ * the outage still lets it. 0: t is claimed again (kd_claim_enqueue), which
  * renews its lease, finds it lost, or claims it after all. */
 int kd_claim_holds(const kd_fwd_t *f, const kd_task_t *t);
-/* The hook f->hooks.claims_resume: claims may go out again, or tasks fire
- * without them (kd_outage.h): the queue is looked at now. */
+/* Claims may go out again, or tasks fire without them (kd_outage.h; the
+ * store's gate marked, kd_store_gate): the queue is looked at now. */
 void kd_claim_resume(kd_fwd_t *f);
 
 #endif

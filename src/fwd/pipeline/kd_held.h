@@ -5,7 +5,7 @@
 #ifndef KD_HELD_H
 #define KD_HELD_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 void kd_held_add(kd_fwd_t *f, kd_task_t *t);
 /* Counts t, about to be hopped or dead-lettered, as "out" until it is

@@ -7,11 +7,12 @@
 #ifndef KD_INTAKE_H
 #define KD_INTAKE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* A consumed message (not destroyed here). */
 void kd_intake_message(kd_fwd_t *f, rd_kafka_message_t *m);
-/* Hook (kd_fwd_hooks_t): room appeared for paused partitions. */
+/* Room appeared for paused partitions (the held set shrank, or a commit
+ * point moved: held.c, settle.c, the modes). */
 void kd_intake_room(kd_fwd_t *f);
 /* A partition of topic (a tier of delay tier_ms), flowing, with its mode
  * block zeroed, linked into f->intake.parts; NULL when out of memory

@@ -8,7 +8,7 @@
 #ifndef KD_PACE_H
 #define KD_PACE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* t's claim is won: it fires at kd_pace_fire_at (through max_fire_rate). */
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);

@@ -6,13 +6,13 @@
 #ifndef KD_REBALANCE_H
 #define KD_REBALANCE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Partitions assigned / revoked (fwd.c's rebalance callback). */
 void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
 void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts);
-/* Hook (kd_fwd_hooks_t): a transaction aborted, every partition is read
- * again from its committed offsets. Inside the nested pump it only marks
+/* A transaction aborted (exactly_once): every partition is read again
+ * from its committed offsets. Inside the nested pump it only marks
  * f->intake.rewind_due, done on the loop's next turn. */
 void kd_rebalance_rewind(kd_fwd_t *f);
 /* Drops every partition and its tasks without committing (destroy). */

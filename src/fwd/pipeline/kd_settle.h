@@ -2,12 +2,12 @@
 /* Settle stage, the common part under both delivery modes: a handled
  * task's offset is done and the task freed; FIRED marks and the due times
  * of dropped cancelled tasks go to the fate store in batches. The modes
- * (kd_mode.h) build on these; nothing here calls upstream but through
- * f->hooks. */
+ * (kd_mode_ops.h) build on these; upstream, it tells the intake when a
+ * commit point moved (kd_intake_room). */
 #ifndef KD_SETTLE_H
 #define KD_SETTLE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Lets t go: out of its place (kd_task_detach), its partition's list and
  * the held set, and frees it; its offset stays not done (a restart or the

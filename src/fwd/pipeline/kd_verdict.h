@@ -5,8 +5,8 @@
 #ifndef KD_VERDICT_H
 #define KD_VERDICT_H
 
+#include "core/kd_fwd_state.h"
 #include "kd_fate.h"
-#include "kd_fwd_state.h"
 
 typedef enum kd_verdict {
         KD_VERDICT_CANCELLED,    /* cancelled: dropped, its due time noted */
@@ -33,7 +33,7 @@ typedef struct kd_verdict_in {
         const char *assignment;        /* prefix of this assignment's tokens */
         int own_earlier;               /* kd_verdict_own_earlier of the owner */
         int after_takeover;            /* the answer to a takeover */
-        int takeover_at_once;          /* the mode's (kd_mode.h) */
+        int takeover_at_once;          /* the mode's (kd_mode_ops.h) */
         int waited_foreign; /* the task waited the foreign wait once */
 } kd_verdict_in_t;
 

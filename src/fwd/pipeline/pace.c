@@ -12,8 +12,8 @@
 #include "kd_held.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_producer.h"
 #include "kd_util.h"
+#include "producer/kd_producer.h"
 
 /* A bucket: tokens refilled at rate per second, at most burst. */
 typedef struct bucket {

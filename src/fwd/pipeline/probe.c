@@ -5,11 +5,11 @@
 
 #include <string.h>
 
+#include "core/kd_mode_ops.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_producer.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
+#include "producer/kd_producer.h"
 
 /* Opens the gate for fires without a clock check, once, saying why. */
 static void unchecked(kd_fwd_t *f, const char *why)

@@ -13,19 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kd_mode_ops.h"
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_intake.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_loop_pump.h"
-#include "kd_mode.h"
 #include "kd_pace.h"
-#include "kd_producer.h"
 #include "kd_settle.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
+#include "producer/kd_loop_pump.h"
+#include "producer/kd_producer.h"
 
 /* 1 when the group rebalances incrementally (a cooperative assignor such
  * as cooperative-sticky): an assignment or revoke names only the

@@ -7,11 +7,11 @@
 
 #include <assert.h>
 
+#include "core/kd_mode_ops.h"
 #include "kd_claim.h"
 #include "kd_fire.h"
 #include "kd_held.h"
 #include "kd_lifecycle.h"
-#include "kd_mode.h"
 #include "kd_pace.h"
 #include "kd_path.h"
 

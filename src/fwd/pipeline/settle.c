@@ -7,15 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd_dlist.h"
+#include "core/kd_dlist.h"
 #include "kd_held.h"
+#include "kd_intake.h"
 #include "kd_lifecycle.h"
 #include "kd_log.h"
-#include "kd_loop_pump.h"
-#include "kd_reconcile.h"
 #include "kd_runs.h"
-#include "kd_store.h"
 #include "kd_util.h"
+#include "producer/kd_loop_pump.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
 
 /* One fire made without a claim, kept until applied (f->settle.uf). */
 typedef struct kd_ufire {
@@ -81,7 +82,7 @@ void kd_settle_done(kd_fwd_t *f, kd_task_t *t)
                 moved = kd_offtrack_done(&t->part->track, t->rec.offset) == 0;
         kd_settle_release(f, t);
         if (moved)
-                f->hooks.room(f); /* the commit point may have moved */
+                kd_intake_room(f); /* the commit point may have moved */
 }
 
 static void flush_cb(kd_timer_t *tm, void *arg)

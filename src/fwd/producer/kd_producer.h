@@ -15,7 +15,7 @@
 #ifndef KD_PRODUCER_H
 #define KD_PRODUCER_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* The producers' delivery report callback (the fire stage's). */
 typedef void kd_producer_dr_cb_t(rd_kafka_t *rk, const rd_kafka_message_t *m,
@@ -142,7 +142,7 @@ int kd_producer_reset_due(const kd_fwd_t *f);
 /* The loop's turn: when the main producer failed for good (its fatal
  * error), or a renewal or a reset is due, replaces it with a new one of
  * the same properties, whose queue wakes kd_producer_wake_fd (a new
- * pipe), and lets the mode recover (f->hooks.renewed): 1. -1 when it
+ * pipe), and lets the mode recover (its renewed op): 1. -1 when it
  * cannot: a fence (another process owns the transactional.id), a renewal
  * within KD_RENEW_MIN_INTERVAL_MS of the last (unless for a record), or
  * the new producer failing; the forwarder stops (kd_fwd_fatal) and exits

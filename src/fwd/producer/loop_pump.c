@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "kd_producer.h"
-#include "kd_store.h"
 #include "kd_util.h"
+#include "store/kd_store.h"
 
 static int serve_store(kd_fwd_t *f)
 {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/kd_io_wakeup.h"
+#include "core/kd_mode_ops.h"
 #include "kd_log.h"
 #include "kd_loop_pump.h"
 #include "kd_producer_state.h"
@@ -511,11 +513,9 @@ static int producer_replace(kd_fwd_t *f, int64_t now)
         k->main_q = rd_kafka_queue_get_main(k->main);
         if (!k->main_q || kd_fwd_io_wakeup(k->main_q, k->io_fds))
                 return renew_failed(f, "io_wakeup", strerror(errno));
-        const char *what = f->hooks.renewed
-                               ? f->hooks.renewed(f, errstr, sizeof(errstr))
-                               : NULL;
-        if (what)
-                return renew_failed(f, what, errstr);
+        if (f->mode && f->mode->renewed &&
+            f->mode->renewed(&f->mode_ctx, errstr, sizeof(errstr)))
+                return renew_failed(f, f->mode->name, errstr);
         kd_log(f->conf, KDELAY_LOG_NOTICE, "event=producer_renewed ms=%lld",
                (long long)(kd_fwd_mono_ms(f) - now));
         return 0;

@@ -8,8 +8,8 @@
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
+#include "core/kd_fwd_state.h"
 #include "kd_fate_worker.h"
-#include "kd_fwd_state.h"
 
 typedef struct kd_store_req kd_store_req_t;
 
@@ -32,8 +32,14 @@ struct kd_store_req {
         size_t strs_len, strs_cap;
 };
 
-/* Starts the store's thread on f->store.fate. */
-kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size);
+/* What the store tells the room that gave it, on the loop (as a request's
+ * done callback): f->store says what changed. */
+typedef void(kd_store_event_fn)(kd_fwd_t *f);
+
+/* Starts the store's thread on f->store.fate. changed(f) runs whenever
+ * the store goes down or comes back (f->store.down); NULL: none. */
+kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
+                            char *errstr, size_t errstr_size);
 /* Stops it, interrupting a call in progress; requests still out are freed
  * (their tasks must have been detached). */
 void kd_store_stop(kd_fwd_t *f);
@@ -67,9 +73,10 @@ void kd_store_serve(kd_fwd_t *f);
 /* From now on, every request is sent after a mark of the journal
  * pending (kd_fate_pending_mark of f->journal.topic by the instance),
  * until one such mark succeeds: the first statement MySQL answers after
- * an outage fired through is that mark (docs/fate-protocol.md). While
- * gated, a down store is tried every KD_STORE_GATE_RETRY_MS at most. */
-void kd_store_gate(kd_fwd_t *f);
+ * an outage fired through is that mark (docs/fate-protocol.md), and
+ * marked(f) runs when it succeeded (NULL: none). While gated, a down
+ * store is tried every KD_STORE_GATE_RETRY_MS at most. */
+void kd_store_gate(kd_fwd_t *f, kd_store_event_fn *marked);
 
 /* 1 when a request may be sent now (not backing off after a failure). */
 int kd_store_ready(const kd_fwd_t *f);

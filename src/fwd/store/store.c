@@ -71,9 +71,11 @@ static void ping_cb(kd_timer_t *tm, void *arg)
                 kd_fwd_oom(f, "store_ping");
 }
 
-kdelay_err_t kd_store_start(kd_fwd_t *f, char *errstr, size_t errstr_size)
+kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
+                            char *errstr, size_t errstr_size)
 {
         kd_fwd_store_t *s = &f->store;
+        s->changed = changed;
         s->last_done_mono = kd_fwd_mono_ms(f);
         if (!s->gate_req && !(s->gate_req = calloc(1, sizeof(*s->gate_req))))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
@@ -352,15 +354,16 @@ static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
                        "event=reconcile_pending_marked journal=%s "
                        "action=cancels_answer_unknown_until_applied",
                        kd_log_quote(f->journal.topic, q, sizeof(q)));
-                /* the timers of stages that waited for the store */
-                if (f->hooks.claims_resume)
-                        f->hooks.claims_resume(f);
+                /* the stages that waited for the store look again */
+                if (s->gate_marked)
+                        s->gate_marked(f);
         }
 }
 
-void kd_store_gate(kd_fwd_t *f)
+void kd_store_gate(kd_fwd_t *f, kd_store_event_fn *marked)
 {
         f->store.gate = 1;
+        f->store.gate_marked = marked;
 }
 
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
@@ -428,8 +431,8 @@ static void store_down(kd_fwd_t *f, int64_t since_mono)
         f->store.down = 1;
         f->store.down_since_mono = since_mono;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
-        if (f->hooks.store_changed)
-                f->hooks.store_changed(f);
+        if (f->store.changed)
+                f->store.changed(f);
 }
 
 /* Logs the store down once its requests out have had no answer for
@@ -460,8 +463,8 @@ static void store_ok(kd_fwd_t *f)
                        "claim_queue=%zu",
                        (long long)(kd_fwd_mono_ms(f) - s->down_since_mono),
                        f->held.cnt, f->claim.q.len);
-                if (f->hooks.store_changed)
-                        f->hooks.store_changed(f);
+                if (s->changed)
+                        s->changed(f);
         }
 }
 

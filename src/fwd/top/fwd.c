@@ -1,37 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder object (kd_fwd.h): creates and destroys the Kafka
  * consumer, the producer room (kd_producer.h), the fate store and the
- * delivery mode, wires the pipeline's hooks, and writes the statistics
+ * delivery mode, wires the store's events to the outage policy and the
+ * pacing stage to the claim stage (f->hooks), and writes the statistics
  * line from the metric table. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "buildinfo.h"
-#include "kd_claim.h"
-#include "kd_fire.h"
 #include "kd_fwd.h"
 #include "kd_fwdid.h"
-#include "kd_guard.h"
-#include "kd_held.h"
-#include "kd_http.h"
-#include "kd_intake.h"
-#include "kd_journal.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_outage.h"
-#include "kd_pace.h"
-#include "kd_partgauges.h"
-#include "kd_producer.h"
-#include "kd_ready.h"
-#include "kd_rebalance.h"
-#include "kd_settle.h"
-#include "kd_store.h"
-#include "kd_tiercheck.h"
 #include "kd_util.h"
+#include "modes/kd_mode.h"
+#include "ops/kd_guard.h"
+#include "ops/kd_http.h"
+#include "ops/kd_partgauges.h"
+#include "ops/kd_ready.h"
+#include "ops/kd_tiercheck.h"
+#include "pipeline/kd_claim.h"
+#include "pipeline/kd_fire.h"
+#include "pipeline/kd_held.h"
+#include "pipeline/kd_journal.h"
+#include "pipeline/kd_outage.h"
+#include "pipeline/kd_pace.h"
+#include "pipeline/kd_rebalance.h"
+#include "pipeline/kd_settle.h"
+#include "producer/kd_producer.h"
+#include "store/kd_store.h"
 
 /* Consumer defaults the user may override. Bounded prefetch keeps memory
  * independent of the backlog, and what a pause drops (librdkafka discards a
@@ -166,23 +165,6 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
                                 errstr_size);
 }
 
-int kd_fwd_io_wakeup(rd_kafka_queue_t *q, int fds[2])
-{
-        if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
-                return -1;
-        rd_kafka_queue_io_event_enable(q, fds[1], "1", 1);
-        return 0;
-}
-
-/* The producer room replaced the producer: the mode recovers. */
-static const char *mode_renewed(kd_fwd_t *f, char *errstr, size_t errstr_size)
-{
-        if (f->mode->renewed &&
-            f->mode->renewed(&f->mode_ctx, errstr, errstr_size))
-                return f->mode->name;
-        return NULL;
-}
-
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         kd_fate_store_t *store, const kd_clocksrc_t *clock,
                         char *errstr, size_t errstr_size)
@@ -206,14 +188,7 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                 kd_clocksrc_manual(&f->timers.clock, kd_clocksrc_mono_ms(clock),
                                    kd_clocksrc_wall_ms(clock));
         f->consumer.io_fds[0] = f->consumer.io_fds[1] = -1;
-        f->hooks.room = kd_intake_room;
-        f->hooks.rewind = kd_rebalance_rewind;
-        f->hooks.reclaim = kd_claim_enqueue;
-        f->hooks.claim_holds = kd_claim_holds;
         f->hooks.claim = kd_claim_enqueue;
-        f->hooks.renewed = mode_renewed;
-        f->hooks.store_changed = kd_outage_store_changed;
-        f->hooks.claims_resume = kd_claim_resume;
         kd_timer_init(&f->intake.room, NULL, f);
         kd_timer_init(&f->held.drain_end, NULL, f);
         kd_timer_init(&f->claim.flush, NULL, f);
@@ -249,7 +224,8 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         if (!err)
                 err = clients_open(f, defaults, forced, errstr, errstr_size);
         if (!err)
-                err = kd_store_start(f, errstr, errstr_size);
+                err = kd_store_start(f, kd_outage_store_changed, errstr,
+                                     errstr_size);
         if (err) {
                 f->conf = NULL; /* both stay the caller's on failure */
                 if (f->store.fate == store)

@@ -7,7 +7,7 @@
 
 #include <signal.h>
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* fwd.c: lifecycle. On success conf and store are taken; store NULL makes
  * the MySQL store from conf. clock NULL: the host's clocks; a manual one

@@ -4,12 +4,12 @@
 
 #include <string.h>
 
+#include "core/kd_mode_ops.h"
+#include "core/kd_perr.h"
 #include "kd_journal_rec.h"
 #include "kd_log.h"
-#include "kd_mode.h"
-#include "kd_perr.h"
-#include "kd_producer.h"
 #include "kd_util.h"
+#include "producer/kd_producer.h"
 
 /* After a failed journal record, fires wait for claims this long before a
  * record is tried again: a journal that cannot be written holds tasks as

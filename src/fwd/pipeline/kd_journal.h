@@ -12,7 +12,7 @@
 #ifndef KD_JOURNAL_H
 #define KD_JOURNAL_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Sets the journal's topic name. */
 void kd_journal_init(kd_fwd_t *f);

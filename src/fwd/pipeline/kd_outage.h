@@ -9,7 +9,7 @@
 #ifndef KD_OUTAGE_H
 #define KD_OUTAGE_H
 
-#include "kd_fwd_state.h"
+#include "core/kd_fwd_state.h"
 
 /* Claims wait at most this long for the journal to be applied. */
 #define KD_OUTAGE_APPLY_WAIT_MS 30000
@@ -42,7 +42,8 @@ void kd_outage_start(kd_fwd_t *f);
 /* Shutdown: a reconciliation still running is stopped (its records are
  * applied again by the next one). */
 void kd_outage_stop(kd_fwd_t *f);
-/* The hook f->hooks.store_changed: the store went down or came back. */
+/* The store went down or came back (kd_store_start's changed, wired by
+ * fwd.c). */
 void kd_outage_store_changed(kd_fwd_t *f);
 /* 1 when due tasks fire without a claim now. */
 int kd_outage_firing(const kd_fwd_t *f);

@@ -70,7 +70,7 @@ typedef enum kd_perr_then {
 
 /* The fire stage's failure policy: a produce as `as` failed with err after
  * retries earlier tries; poisoned: the delivery mode found it failed for
- * good often enough (kd_mode.h poisoned), so it is not produced again as
+ * good often enough (kd_mode_ops.h poisoned), so it is not produced again as
  * it is. */
 kd_perr_then_t kd_perr_then(kd_task_state_t as, rd_kafka_resp_err_t err,
                             int retries, int poisoned);

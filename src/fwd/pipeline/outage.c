@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Reaches the
- * claim stage only through f->hooks.claims_resume. */
+/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Tells the
+ * claim stage when claims may go out again (kd_claim_resume). */
 #include "kd_outage.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "kd_claim.h"
 #include "kd_journal.h"
 #include "kd_log.h"
-#include "kd_producer.h"
-#include "kd_reconcile.h"
 #include "kd_settle.h"
-#include "kd_store.h"
 #include "kd_util.h"
+#include "producer/kd_producer.h"
+#include "store/kd_reconcile.h"
+#include "store/kd_store.h"
 
 /* How often a reconciliation is looked at while it runs. */
 #define KD_OUTAGE_POLL_MS 100
@@ -264,7 +265,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         /* MySQL's first answer will be a mark of the journal pending, so
          * that no cancel answers "cancelled" for what is fired now until
          * the journal is applied. */
-        kd_store_gate(f);
+        kd_store_gate(f, kd_claim_resume);
         own_mark(f);
         kd_journal_warm(f); /* a renewed producer has no handle yet */
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
@@ -275,7 +276,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
                (long long)(now - f->store.down_since_mono),
                (long long)f->conf->fwd_outage_after_ms,
                kd_log_quote(f->journal.topic, qt, sizeof(qt)), f->held.cnt);
-        f->hooks.claims_resume(f);
+        kd_claim_resume(f);
 }
 
 void kd_outage_store_changed(kd_fwd_t *f)
@@ -311,7 +312,7 @@ void kd_outage_store_changed(kd_fwd_t *f)
 static void claims_go(kd_fwd_t *f)
 {
         f->outage.applying = 0;
-        f->hooks.claims_resume(f);
+        kd_claim_resume(f);
 }
 
 /* The journal could not be applied (all of it): claims go on, and it is

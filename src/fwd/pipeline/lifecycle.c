@@ -9,7 +9,7 @@
 #include <assert.h>
 
 #include "kd_log.h"
-#include "kd_store.h"
+#include "store/kd_store.h"
 
 static const char *const state_names[KD_TASK_STATES] = {
     "new",    "queued",  "held", "claiming", "claimed", "paced",
@@ -46,7 +46,7 @@ const char *kd_task_state_name(kd_task_state_t s)
  *  claimed   paced     pace: due, waiting for max_fire_rate
  *  claimed   firing    fire: produced to its target (or refused_known)
  *  claimed   claiming  fire: its lease may end before the report:
- *                      claimed again (hooks.reclaim)
+ *                      claimed again (kd_claim_enqueue)
  *  claimed   retry     fire: waiting for the first clock sample, or no
  *                      memory for the headers
  *  paced     firing    as from claimed

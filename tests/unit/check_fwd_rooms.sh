@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The compiler keeps the forwarder's rooms (cmake/fwd_rooms.cmake): each
+# room compiles on a view of src/fwd/ that shows only the rooms it may
+# include (KD_FWD_SEES_<room>, CMakeLists.txt), which must be an order:
+# no room sees itself or a room that sees it, and each sees what the rooms
+# it sees see. Planted includes, each in a scratch file compiled as a file
+# of a room would be (beside its own headers, on its view):
+#  - of a header of every other room, spelled "ROOM/kd_X.h": it compiles
+#    when the room sees that one, and is refused with a message that
+#    names both rooms when it does not;
+#  - of another room's header by bare name: refused ("include it as");
+#  - a real file of a low room (store.c) with an include of the top's
+#    header planted in it: refused, while the copy without it compiles.
+# Usage: check_fwd_rooms.sh SRC_FWD VIEWS CC ROOM=SEEN,SEEN... -- CFLAGS...
+# (CFLAGS: the rooms' include dirs and definitions; those under VIEWS are
+# dropped, each compile gets its room's view.)
+set -euo pipefail
+src=${1:?usage: check_fwd_rooms.sh SRC_FWD VIEWS CC ROOM=SEES... -- CFLAGS...}
+views=${2:?}
+cc=${3:?}
+shift 3
+declare -A sees
+rooms=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    rooms+=("${1%%=*}")
+    sees[${1%%=*}]=",${1#*=},"
+    shift
+done
+[ "${1:-}" = -- ] && shift
+flags=()
+for a in "$@"; do
+    case $a in
+    -I"$views"*) ;;
+    -I | -D) ;; # an empty list's leftover
+    *) flags+=("$a") ;;
+    esac
+done
+# The table is an order: no room sees itself, nor a room that sees it,
+# and a room sees what the rooms below it see (their headers include
+# those).
+for r in "${rooms[@]}"; do
+    for x in "${rooms[@]}"; do
+        [[ ${sees[$r]} == *",$x,"* ]] || continue
+        if [ "$x" = "$r" ] || [[ ${sees[$x]} == *",$r,"* ]]; then
+            echo "check_fwd_rooms: rooms $r and $x see each other: no order" >&2
+            exit 1
+        fi
+        for y in $(echo "${sees[$x]}" | tr ',' ' '); do
+            [[ ${sees[$r]} == *",$y,"* ]] || {
+                echo "check_fwd_rooms: room $r sees $x but not $y, which $x sees" >&2
+                exit 1
+            }
+        done
+    done
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail=0
+compile() { # ROOM FILE -> the compiler's answer in $tmp/out
+    "$cc" -std=c11 -fsyntax-only -iquote "$src/$1" -I "$views/$1" \
+        "${flags[@]}" "$2" >"$tmp/out" 2>&1
+}
+first_header() { find "$src/$1" -maxdepth 1 -name 'kd_*.h' -printf '%f\n' | sort | head -1; }
+
+pairs=0 refused=0
+for r in "${rooms[@]}"; do
+    for x in "${rooms[@]}"; do
+        [ "$x" = "$r" ] && continue
+        h=$(first_header "$x")
+        printf '#include "%s/%s"\n' "$x" "$h" >"$tmp/planted.c"
+        pairs=$((pairs + 1))
+        if [[ ${sees[$r]} == *",$x,"* ]]; then
+            if ! compile "$r" "$tmp/planted.c"; then
+                echo "check_fwd_rooms: room $r sees $x, but $x/$h does not compile in it:" >&2
+                cat "$tmp/out" >&2
+                fail=1
+            fi
+        elif compile "$r" "$tmp/planted.c"; then
+            echo "check_fwd_rooms: room $r does not see $x, yet $x/$h compiles in it" >&2
+            fail=1
+        elif ! grep -q "room $r sees .*: $x/$h is in room $x" "$tmp/out"; then
+            echo "check_fwd_rooms: $x/$h in room $r: refused without the rooms' message:" >&2
+            cat "$tmp/out" >&2
+            fail=1
+        else
+            refused=$((refused + 1))
+        fi
+        printf '#include "%s"\n' "$h" >"$tmp/planted.c"
+        if compile "$r" "$tmp/planted.c" ||
+            ! grep -q "is room $x's header: include it as" "$tmp/out"; then
+            echo "check_fwd_rooms: $h by bare name in room $r was not refused so:" >&2
+            cat "$tmp/out" >&2
+            fail=1
+        fi
+    done
+done
+echo "check_fwd_rooms: $pairs planted includes of another room, $refused refused as the rooms' order says; each bare name refused"
+
+# A real file: store.c, with the top's header planted after its first
+# include (an include that runs back up).
+sed '0,/^#include/{/^#include/a #include "top/kd_fwd.h"
+}' "$src/store/store.c" >"$tmp/store.c"
+grep -q '^#include "top/kd_fwd.h"' "$tmp/store.c" || {
+    echo "check_fwd_rooms: could not plant the include in store.c" >&2
+    exit 1
+}
+cp "$src/store/store.c" "$tmp/clean.c"
+if ! compile store "$tmp/clean.c"; then
+    echo "check_fwd_rooms: store.c's scratch copy does not compile as it is:" >&2
+    cat "$tmp/out" >&2
+    exit 1
+fi
+if compile store "$tmp/store.c"; then
+    echo "check_fwd_rooms: store.c compiles with top/kd_fwd.h planted in it" >&2
+    exit 1
+fi
+echo "check_fwd_rooms: store.c with top/kd_fwd.h planted, the compiler says:"
+grep -m1 'room store sees' "$tmp/out"
+exit $fail
