@@ -103,7 +103,7 @@ mysql_start_private() {
         local -a args=(--no-defaults "--datadir=$MYSQL_DATA" "--port=$MYSQL_PORT"
             --bind-address=127.0.0.1 "--socket=$MYSQL_SOCK" "--pid-file=$MYSQL_SERVER_PIDFILE"
             "--log-error=$MYSQL_ERRLOG" --skip-name-resolve
-            --innodb-buffer-pool-size=64M --innodb-log-file-size=16M
+            --innodb-buffer-pool-size=64M "--innodb-log-file-size=$MYSQL_REDO_LOG"
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
             "--sql-mode=$MYSQL_SQL_MODE" "--tmpdir=$MYSQL_DIR")
         if [[ -n $MYSQL_GENERAL_LOG ]]; then

@@ -99,7 +99,8 @@ overridden. 'down' stops every Kafka node it finds in the stack dir.
 
 Other environment: KDELAY_KAFKA_READY_TIMEOUT (90), KDELAY_MYSQL_READY_TIMEOUT
 (60), KDELAY_STOP_TIMEOUT (60) in seconds; KDELAY_KAFKA_JAVA_OPTS (extra JVM
-options for the broker); KDELAY_MYSQL_GENERAL_LOG=FILE (the private MariaDB
+options for the broker); KDELAY_MYSQL_REDO_LOG (16M: the private MariaDB's
+innodb_log_file_size, at its start); KDELAY_MYSQL_GENERAL_LOG=FILE (the private MariaDB
 logs every statement to FILE, for tools/sqlcheck; remembered like the
 ports, set but empty to stop); JAVA_HOME.
 
