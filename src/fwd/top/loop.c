@@ -12,7 +12,6 @@
 #include "core/kd_io_wakeup.h"
 #include "kd_fwd.h"
 #include "kd_log.h"
-#include "producer/kd_loop_pump.h"
 #include "kd_util.h"
 #include "modes/kd_mode.h"
 #include "ops/kd_http.h"
@@ -24,6 +23,7 @@
 #include "pipeline/kd_probe.h"
 #include "pipeline/kd_rebalance.h"
 #include "pipeline/kd_settle.h"
+#include "producer/kd_loop_pump.h"
 #include "producer/kd_producer.h"
 #include "store/kd_store.h"
 
