@@ -4,8 +4,10 @@
 # sees, on its include path, only a view of src/fwd/ made for it here:
 #   <view>/ROOM/kd_X.h  for each room it may include: a one-line header
 #                       that includes src/fwd/ROOM/kd_X.h;
-#   the same name       for every other room (its own too): an #error that
-#                       says why the include is refused;
+#   the same name       for every other room (its own too), and for
+#                       another room's state header (kd_<room>_state.h,
+#                       private to its room): an #error that says why the
+#                       include is refused;
 #   <view>/kd_X.h       for each header of another room: an #error that
 #                       says to spell it with its room.
 # A file includes its own room's headers by bare name ("kd_X.h", found
@@ -36,7 +38,11 @@ function(kd_fwd_room_view room)
     foreach(path ${headers})
       get_filename_component(h ${path} NAME)
       set(out ${view}/${other}/${h})
-      if(other IN_LIST sees)
+      if(h MATCHES "^kd_.*_state\\.h$" AND NOT other STREQUAL room)
+        set(text "#error \"${other}/${h} is room ${other}'s own state: \
+room ${room} asks ${other}'s functions (docs/development.md, The \
+forwarder's rooms)\"")
+      elseif(other IN_LIST sees)
         set(text "#include \"${path}\"")
       elseif(other STREQUAL room)
         set(text "#error \"${other}/${h} in room ${room}: a room includes \

@@ -20,8 +20,11 @@
 # define KD_MODE_SEAM first). That a mode keeps to its own state and
 # touches no other stage's (f->intake, f->claim, f->settle, ...,
 # f->shutdown_deadline) is no longer checked here: a mode sees only its
-# context (kd_mode_ops.h, kd_mode_ctx.h), and kd_fwd_state.h does not compile in a mode
-# file, so the compiler refuses any f->... in it.
+# context (kd_mode_ops.h, kd_mode_ctx.h), and kd_fwd_core.h does not compile in a mode
+# file, so the compiler refuses any f->... in it. Nor is it checked that a
+# room keeps to its own state: another room's handles (f->claim, f->store,
+# ...) are incomplete types outside it (kd_<room>_state.h is its own,
+# cmake/fwd_rooms.cmake refuses it elsewhere).
 # And the forwarder tells the time one way: no module but the timer
 # service (timer.c, its clock source) reads the host's clocks.
 # And the producer room owns the producers: no other file touches their
@@ -97,10 +100,15 @@ files_named() { # PATTERN... -> the paths of files whose names match
 path_of() { files_named "$1" | head -1; }
 
 module() { # file -> module name
-    # The mode seam (the ops table and the context, which kd_fwd_state.h
+    # The mode seam (the ops table and the context, which kd_fwd_core.h
     # embeds) is core's, under the stages; the modes implement it, and
     # kd_mode_ctx.h, the context's services (mode_ctx.c), is theirs.
     [ "$1" = kd_mode_ops.h ] && echo mode_ops && return
+    # A room's front (its state made and freed, what other rooms read of
+    # it as a whole) is over its stages; the pipeline's state header,
+    # under them, is pipeline_state; the store's is the store's.
+    [ "$1" = pipeline_state.c ] && echo pipeline && return
+    [ "$1" = kd_store_state.h ] && echo store && return
     local b=${1%.*}
     b=${b#kd_}
     case $b in
@@ -180,7 +188,7 @@ fi
 echo "eos named only in: $(grep -ln eos $(files_named '*.c') | tr '\n' ' ')"
 
 # The mode seam (kd_mode.h, kd_mode_ctx.h) is the compiler's: a mode file
-# defines KD_MODE_SEAM before its first include, and kd_fwd_state.h then
+# defines KD_MODE_SEAM before its first include, and kd_fwd_core.h then
 # refuses to compile in it, so no mode can name kd_fwd_t's fields (nor
 # another stage's state). This only checks the switch is on in each.
 mode_files=$(files_named 'mode_*.c' 'eos_*.c' | grep -v '/mode_ctx\.c$')
@@ -199,7 +207,7 @@ echo "the compiler keeps the forwarder out of:" $mode_files
 # exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
 # need as arguments, not even the mode context: the poison decisions are
 # pure (test_eos_poison).
-fwd=$(grep -nE 'kd_fwd_t|kd_fwd_state\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_core\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
 if [ -n "$fwd" ]; then
     echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
     printf '%s\n' "$fwd" >&2

@@ -11,7 +11,12 @@
 #    names both rooms when it does not;
 #  - of another room's header by bare name: refused ("include it as");
 #  - a real file of a low room (store.c) with an include of the top's
-#    header planted in it: refused, while the copy without it compiles.
+#    header planted in it: refused, while the copy without it compiles;
+#  - of a room's state header (kd_<room>_state.h) in every other room,
+#    those above it too: refused ("own state");
+#  - a read of a field of a room's state (FIELDS below) in every room:
+#    compiles in its own room (with its state header), and in every other
+#    one is an incomplete type.
 # Usage: check_fwd_rooms.sh SRC_FWD VIEWS CC ROOM=SEEN,SEEN... -- CFLAGS...
 # (CFLAGS: the rooms' include dirs and definitions; those under VIEWS are
 # dropped, each compile gets its room's view.)
@@ -119,4 +124,54 @@ if compile store "$tmp/store.c"; then
 fi
 echo "check_fwd_rooms: store.c with top/kd_fwd.h planted, the compiler says:"
 grep -m1 'room store sees' "$tmp/out"
+
+# Each room's state is its own: its header is refused elsewhere, and a
+# field read through its handle in struct kd_fwd does not compile there.
+FIELDS=("store f->store->down" "producer f->producer->inflight"
+    "pipeline f->claim->seq" "ops f->ops->watchdog_ms" "top f->top->http_failed")
+states=0 fields=0
+for e in "${FIELDS[@]}"; do
+    read -r x expr <<<"$e"
+    st=$(find "$src/$x" -maxdepth 1 -name 'kd_*_state.h' -printf '%f\n')
+    [ -n "$st" ] || {
+        echo "check_fwd_rooms: room $x has no state header" >&2
+        exit 1
+    }
+    for r in "${rooms[@]}"; do
+        if [ "$r" = "$x" ]; then
+            printf '#include "%s"\nlong planted(const kd_fwd_t *f) { return (long)%s; }\n' \
+                "$st" "$expr" >"$tmp/planted.c"
+            if ! compile "$r" "$tmp/planted.c"; then
+                echo "check_fwd_rooms: $expr does not compile in its own room $x:" >&2
+                cat "$tmp/out" >&2
+                fail=1
+            fi
+            continue
+        fi
+        printf '#include "%s/%s"\n' "$x" "$st" >"$tmp/planted.c"
+        if compile "$r" "$tmp/planted.c" ||
+            ! grep -q "$x/$st is room $x's own state" "$tmp/out"; then
+            echo "check_fwd_rooms: $x/$st in room $r was not refused so:" >&2
+            cat "$tmp/out" >&2
+            fail=1
+        else
+            states=$((states + 1))
+        fi
+        core=core/kd_fwd_core.h
+        [ "$r" = core ] && core=kd_fwd_core.h
+        printf '#include "%s"\nlong planted(const kd_fwd_t *f) { return (long)%s; }\n' \
+            "$core" "$expr" >"$tmp/planted.c"
+        if compile "$r" "$tmp/planted.c" || ! grep -q "incomplete" "$tmp/out"; then
+            echo "check_fwd_rooms: $expr in room $r was not refused as an incomplete type:" >&2
+            cat "$tmp/out" >&2
+            fail=1
+        else
+            fields=$((fields + 1))
+        fi
+    done
+done
+echo "check_fwd_rooms: $states state headers planted in another room, each refused; $fields fields of another room's state read, each an incomplete type; the compiler says:"
+printf '#include "core/kd_fwd_core.h"\nlong planted(const kd_fwd_t *f) { return (long)f->store->down; }\n' >"$tmp/planted.c"
+compile ops "$tmp/planted.c" || true
+grep -m1 'incomplete' "$tmp/out"
 exit $fail

@@ -66,7 +66,7 @@ int kd_test_fwd_vt_log(kd_fwd_t **fp, const char *instance, int64_t mono_ms,
         if (born(fp, instance, &clock, kv, log_cb, log_opaque))
                 return -1;
         /* The store's leases pass in the forwarder's time. */
-        kd_fate_mem_set_lease_clock((*fp)->store.fate, fwd_mono,
+        kd_fate_mem_set_lease_clock(kd_store_fate(*fp), fwd_mono,
                                     &(*fp)->timers.clock);
         return 0;
 }
@@ -106,7 +106,7 @@ void kd_test_task_drop(kd_fwd_t *f, kd_task_t *t)
 
 int kd_test_store_answers(kd_fwd_t *f)
 {
-        while (f->store.inflight > 0) {
+        while (kd_store_inflight(f) > 0) {
                 struct pollfd pfd = {.fd = kd_store_fd(f), .events = POLLIN};
                 if (poll(&pfd, 1, 10000) != 1)
                         return -1;

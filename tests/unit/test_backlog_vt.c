@@ -38,6 +38,7 @@
 #include "pipeline/kd_held.h"
 #include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_sched.h"
 #include "producer/kd_producer.h"
 #include "top/kd_fwd.h"
@@ -300,8 +301,8 @@ static void step(void)
         for (size_t p = 0; p < sim.nparts; p++)
                 process(&sim.parts[(first + p) % sim.nparts]);
         let_go_of_hops();
-        if (sim.f->held.cnt > sim.held_most)
-                sim.held_most = sim.f->held.cnt;
+        if (sim.f->held->cnt > sim.held_most)
+                sim.held_most = sim.f->held->cnt;
         size_t limited = 0;
         for (size_t k = 0; k < sim.nlive; k++)
                 limited +=
@@ -344,7 +345,7 @@ static void run(const trial_t *tr)
         memset(&sim, 0, sizeof(sim));
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&sim.f, "backlog", MONO0, WALL0, settings), 0);
-        sim.f->hooks.claim = claim_won;
+        sim.f->hooks->claim = claim_won;
         sim.recs = calloc(MAX_RECS, sizeof(*sim.recs));
         sim.fired = calloc(MAX_RECS, sizeof(*sim.fired));
         sim.limited_at = calloc(MAX_RECS, sizeof(*sim.limited_at));
@@ -452,10 +453,10 @@ static void run(const trial_t *tr)
         if (tr->max_sends_back)
                 CU_ASSERT(most_sent <= tr->max_sends_back);
         /* The shares' counts back to 0. */
-        CU_ASSERT_EQUAL(sim.f->held.rule[0].cnt, 0);
-        CU_ASSERT_EQUAL(sim.f->held.rule[0].bytes, 0);
-        CU_ASSERT_EQUAL(sim.f->held.limited.cnt, 0);
-        CU_ASSERT_EQUAL(sim.f->held.limited.bytes, 0);
+        CU_ASSERT_EQUAL(sim.f->held->rule[0].cnt, 0);
+        CU_ASSERT_EQUAL(sim.f->held->rule[0].bytes, 0);
+        CU_ASSERT_EQUAL(sim.f->held->limited.cnt, 0);
+        CU_ASSERT_EQUAL(sim.f->held->limited.bytes, 0);
         CU_ASSERT(sim.held_most <= max_held);
         CU_ASSERT(sim.limited_most <= (max_held < 2 ? 1 : max_held / 2));
         if (tr->n_limited >= 100) /* a backlog: it was sent back */

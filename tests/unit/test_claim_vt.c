@@ -16,7 +16,9 @@
 #include "kd_fate_mem.h"
 #include "kd_test.h"
 #include "pipeline/kd_claim.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "store/kd_store.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0    1000000
@@ -70,26 +72,26 @@ static void test_a_batch_waits_half_claim_ahead_or_goes_full(void)
         kd_claim_enqueue(f, t[0]);
         step(f, LINGER - 1);
         CU_ASSERT_EQUAL(t[0]->where, KD_WHERE_CLAIM_Q);
-        CU_ASSERT_EQUAL(f->claim.inflight, 0);
+        CU_ASSERT_EQUAL(f->claim->inflight, 0);
         step(f, 1); /* a batch of one, claim_ahead/2 after it was queued */
         CU_ASSERT_EQUAL(t[0]->where, KD_WHERE_CLAIM_REQ);
-        CU_ASSERT_EQUAL(f->claim.inflight, 1);
+        CU_ASSERT_EQUAL(f->claim->inflight, 1);
         /* Three (claim_batch) go at once, in the same millisecond. */
         for (int i = 1; i <= 3; i++)
                 kd_claim_enqueue(f, t[i]);
         kd_timers_run(&f->timers, 1000);
         for (int i = 1; i <= 3; i++)
                 CU_ASSERT_EQUAL(t[i]->where, KD_WHERE_CLAIM_REQ);
-        CU_ASSERT_EQUAL(f->claim.inflight, 2);
+        CU_ASSERT_EQUAL(f->claim->inflight, 2);
         /* The next one waits for its own batch's linger. */
         kd_claim_enqueue(f, t[4]);
         step(f, LINGER - 1);
         CU_ASSERT_EQUAL(t[4]->where, KD_WHERE_CLAIM_Q);
         step(f, 1);
         CU_ASSERT_EQUAL(t[4]->where, KD_WHERE_CLAIM_REQ);
-        CU_ASSERT_EQUAL(f->claim.inflight, 3);
+        CU_ASSERT_EQUAL(f->claim->inflight, 3);
         serve_all(f);
-        CU_ASSERT_EQUAL(f->claim.inflight, 0);
+        CU_ASSERT_EQUAL(f->claim->inflight, 0);
         for (int i = 0; i < 5; i++)
                 CU_ASSERT_EQUAL(t[i]->state, KD_TASK_CLAIMED);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_CLAIMED), 5);
@@ -111,7 +113,7 @@ static void test_a_lease_is_renewed_before_it_expires_a_lost_one_dropped(void)
         p.tasks = a;
         a->next = b;
         b->prev = a;
-        f->intake.parts = &p;
+        f->intake->parts = &p;
         kd_claim_enqueue(f, a);
         kd_claim_enqueue(f, b);
         step(f, LINGER);
@@ -126,13 +128,13 @@ static void test_a_lease_is_renewed_before_it_expires_a_lost_one_dropped(void)
                                  .fire_at_ms = b->rec.fire_at_ms,
                                  .lease_ms = 60000};
         snprintf(row.owner, sizeof(row.owner), "other:1.1:1");
-        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "b", 1, &row), 0);
+        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store->fate, "b", 1, &row), 0);
         /* Rounds every lease/3 from birth: the one at 1,000 ms finds 2.5 s
          * left (not a third used), the one at 2,000 ms 1.5 s: renewed
          * then, not a millisecond before. */
         step(f, 2000 - LINGER - 1);
         CU_ASSERT_PTR_NULL(a->req);
-        CU_ASSERT_EQUAL(f->store.inflight, 0);
+        CU_ASSERT_EQUAL(f->store->inflight, 0);
         step(f, 1);
         CU_ASSERT_PTR_NOT_NULL(a->req);
         CU_ASSERT_PTR_NOT_NULL(b->req);
@@ -143,7 +145,7 @@ static void test_a_lease_is_renewed_before_it_expires_a_lost_one_dropped(void)
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_LEASES_LOST), 1);
         CU_ASSERT_PTR_EQUAL(p.tasks, a);
         CU_ASSERT_PTR_NULL(a->next);
-        f->intake.parts = NULL;
+        f->intake->parts = NULL;
         kd_test_task_drop(f, a);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);

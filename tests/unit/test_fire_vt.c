@@ -30,9 +30,11 @@
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_intake.h"
 #include "pipeline/kd_outage.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_runs.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000
@@ -88,7 +90,7 @@ static void test_unclaimed_the_journal_first_claimed_once_it_fails(void)
         kd_fwd_t *f = NULL;
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&f, "fire", MONO0, WALL0, settings), 0);
-        f->clock.known = 1; /* the broker's clock is not the subject */
+        f->clock->known = 1; /* the broker's clock is not the subject */
         kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(part);
         kd_task_t *t = held(part, "u", FIRE_AT);
@@ -173,7 +175,7 @@ static void test_alone_after_a_refused_batch_learned_when_refused_alone(void)
 static kdelay_fate_t fate_of(kd_fwd_t *f, const char *id)
 {
         kdelay_status_t st;
-        if (kd_fate_status(f->store.fate, id, strlen(id), &st, NULL, 0))
+        if (kd_fate_status(f->store->fate, id, strlen(id), &st, NULL, 0))
                 return (kdelay_fate_t)-1;
         return st.fate;
 }
@@ -192,7 +194,7 @@ static void purged_retried(kd_fwd_t *f, kd_part_t *part, kd_task_t *t,
         CU_ASSERT_EQUAL(kd_offtrack_commit_point(&part->track), 7);
         CU_ASSERT_EQUAL(kd_offtrack_pending(&part->track), 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED), 0);
-        CU_ASSERT(kd_runs_emitted(f->settle.runs) < t->seq);
+        CU_ASSERT(kd_runs_emitted(f->settle->runs) < t->seq);
         CU_ASSERT_EQUAL(fate_of(f, t->rec.id), KDELAY_FATE_FIRING);
 }
 
@@ -223,8 +225,8 @@ static void test_a_bulk_fire_purged_by_a_renewal_is_retried(void)
         static const char *const kv[] = {"forwarder.fate_marks", "runs", NULL};
         kd_fwd_t *f = NULL;
         CU_ASSERT_EQUAL_FATAL(kd_test_fwd_vt(&f, "fire", MONO0, WALL0, kv), 0);
-        f->clock.known = 1;
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f->settle.runs);
+        f->clock->known = 1;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f->settle->runs);
         kd_part_t *part = kd_intake_part_open(f, "kdelay-1m", 0, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(part);
         /* Due a second ago (a backlog): claimed, then fired at once

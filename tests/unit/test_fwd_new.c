@@ -110,7 +110,7 @@ static void test_a_store_and_conf_are_taken(void)
             kd_fwd_new(&f, c, store, NULL, errstr, sizeof(errstr)), KDELAY_OK);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_STRING_EQUAL(f->mode->name, "at_least_once");
-        CU_ASSERT_STRING_EQUAL(f->claim.instance, "t1");
+        CU_ASSERT_STRING_EQUAL(f->instance, "t1");
         kd_fwd_destroy(f); /* frees conf and store (LeakSanitizer checks) */
 }
 

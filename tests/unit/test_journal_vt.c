@@ -53,10 +53,12 @@
 #include "pipeline/kd_journal.h"
 #include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_outage.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
 #include "store/kd_reconcile.h"
 #include "store/kd_store.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000
@@ -193,8 +195,8 @@ static kd_fate_pending_t marker(kd_fwd_t *f)
         kd_fate_pending_t p;
         char errstr[256];
         memset(&p, 0, sizeof(p));
-        CU_ASSERT_EQUAL(kd_fate_pending_get(f->store.fate, f->journal.topic, &p,
-                                            errstr, sizeof(errstr)),
+        CU_ASSERT_EQUAL(kd_fate_pending_get(f->store->fate, f->journal->topic,
+                                            &p, errstr, sizeof(errstr)),
                         KDELAY_OK);
         return p;
 }
@@ -242,8 +244,8 @@ static kd_fwd_t *born_after_a_run(const char *const *kv, const char *by)
                 return NULL;
         if (by) {
                 char errstr[256];
-                CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate,
-                                                     f->journal.topic, by,
+                CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store->fate,
+                                                     f->journal->topic, by,
                                                      errstr, sizeof(errstr)),
                                 KDELAY_OK);
         }
@@ -265,13 +267,13 @@ static void outage_and_back(kd_fwd_t *f)
         CU_ASSERT_TRUE(kd_outage_firing(f));
         step_to(f, BACK_AT);
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
-        CU_ASSERT_FALSE(f->store.down);
+        CU_ASSERT_FALSE(f->store->down);
         CU_ASSERT_FALSE(kd_outage_firing(f));
         CU_ASSERT_EQUAL(fake.starts, 1);
         CU_ASSERT_EQUAL(fake.started_at, BACK_AT);
         step_serving_to(f, BACK_AT + GATE_CHECK_MS);
         CU_ASSERT_TRUE(journal_pending(f));
-        CU_ASSERT_FALSE(f->store.gate);
+        CU_ASSERT_FALSE(f->store->gate);
 }
 
 /* Fires without claims began: the journal is marked pending with
@@ -294,25 +296,25 @@ static void test_the_gate_marks_the_journal_pending_first(void)
         resumes = 0;
         step_to(f, FIRING_AT);
         CU_ASSERT_TRUE(kd_outage_firing(f));
-        CU_ASSERT_TRUE(f->store.gate);
+        CU_ASSERT_TRUE(f->store->gate);
         /* Not before MySQL answers: nothing reaches it meanwhile. */
         kd_fate_pending_t p = marker(f);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(p.epoch, 0);
         step_to(f, BACK_AT);
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0); /* the old ping */
-        CU_ASSERT_FALSE(f->store.down);
+        CU_ASSERT_FALSE(f->store->down);
         CU_ASSERT_EQUAL(fake.starts, 1); /* the outage's end begins a run */
         CU_ASSERT_TRUE(kd_outage_claims_wait(f));
         CU_ASSERT_FALSE(journal_pending(f));
         /* The first request after the return goes at the gate's next
          * check, and the mark with it. */
-        while (f->store.inflight == 0 && at(f) < BACK_AT + 1000)
+        while (f->store->inflight == 0 && at(f) < BACK_AT + 1000)
                 tick(f);
         CU_ASSERT_EQUAL(at(f), BACK_AT + GATE_CHECK_MS);
-        CU_ASSERT_EQUAL(f->store.inflight, 2);
+        CU_ASSERT_EQUAL(f->store->inflight, 2);
         int64_t pings = kd_metric_get(&f->metrics, KD_M_STORE_PINGS);
-        f->store.gate_marked = claims_resume_seen; /* kd_claim_resume's */
+        f->store->gate_marked = claims_resume_seen; /* kd_claim_resume's */
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
         /* The mark's answer came first: the ping's was not in yet. */
         CU_ASSERT_EQUAL(resumes, 1);
@@ -323,8 +325,8 @@ static void test_the_gate_marks_the_journal_pending_first(void)
         p = marker(f);
         CU_ASSERT(p.since_ms >= 0);
         CU_ASSERT_EQUAL(p.epoch, 1);
-        CU_ASSERT_STRING_EQUAL(p.by, f->claim.instance);
-        CU_ASSERT_FALSE(f->store.gate);
+        CU_ASSERT_STRING_EQUAL(p.by, f->instance);
+        CU_ASSERT_FALSE(f->store->gate);
         /* Marked once: the next requests go alone. */
         step_serving_to(f, BACK_AT + 2000);
         CU_ASSERT_EQUAL(marker(f).epoch, 1);
@@ -369,7 +371,7 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
         step_serving_to(f, BACK_AT + 2100);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         kd_fate_mem_row_t row;
-        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store->fate, "u", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_TRUE(journal_pending(f));
@@ -379,7 +381,7 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
          * stale, then clears it with that run's epoch. */
         step_serving_to(f, BACK_AT + 2200);
         CU_ASSERT_TRUE(journal_pending(f));
-        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_FALSE(f->outage->clear_wanted);
         CU_ASSERT_EQUAL(fake.starts, 1);
         int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
                                               KD_OUTAGE_SWEEP_JITTER_MS);
@@ -389,7 +391,7 @@ static void test_the_mark_is_cleared_once_the_run_and_own_fires_are_done(void)
         kd_fate_pending_t p = marker(f);
         CU_ASSERT_EQUAL(p.since_ms, -1);
         CU_ASSERT_EQUAL(p.epoch, 1);
-        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_FALSE(f->outage->clear_wanted);
         CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_fwd_destroy(f);
@@ -404,7 +406,7 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
         run_ends(f, KDELAY_OK); /* read epoch 1 */
         /* Another forwarder fires without a claim and marks it since. */
         char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store->fate, f->journal->topic,
                                              "other:1.1:1", errstr,
                                              sizeof(errstr)),
                         KDELAY_OK);
@@ -418,7 +420,7 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
         CU_ASSERT_STRING_EQUAL(p.by, "other:1.1:1");
         CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(fake.started_at, BACK_AT + 5 * POLL_MS);
-        CU_ASSERT_TRUE(f->outage.clear_wanted);
+        CU_ASSERT_TRUE(f->outage->clear_wanted);
         /* That run reads epoch 2; its end's clear leaves the mark: the
          * other forwarder made it and is alive (it marked within
          * KD_OUTAGE_MARK_STALE_MS), its fires may be on their way. */
@@ -430,11 +432,12 @@ static void test_a_mark_since_the_run_read_keeps_the_journal_pending(void)
         p = marker(f);
         CU_ASSERT(p.since_ms >= 0);
         CU_ASSERT_EQUAL(p.epoch, 2);
-        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_FALSE(f->outage->clear_wanted);
         CU_ASSERT_EQUAL(fake.starts, 2);
         /* The other one stops without clearing it: nobody renews it. The
          * next run (at most KD_OUTAGE_SWEEP_MS on) clears it. */
-        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store->fate,
+                                                f->journal->topic,
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t refused = at(f);
@@ -461,7 +464,7 @@ static void test_claims_wait_30s_a_failed_run_is_tried_again_30s_on(void)
         CU_ASSERT_TRUE(kd_outage_claims_wait(f));
         step_serving_to(f, BACK_AT + APPLY_WAIT_MS);
         CU_ASSERT_FALSE(kd_outage_claims_wait(f));
-        CU_ASSERT_FALSE(f->outage.applying);
+        CU_ASSERT_FALSE(f->outage->applying);
         CU_ASSERT_EQUAL(fake.ends, 0);
         /* It fails: the mark stays; the next run 30 s after. */
         const int64_t failed = BACK_AT + APPLY_WAIT_MS + 10 * POLL_MS;
@@ -469,14 +472,14 @@ static void test_claims_wait_30s_a_failed_run_is_tried_again_30s_on(void)
         run_ends(f, KDELAY_ERR_KAFKA);
         step_serving_to(f, failed);
         CU_ASSERT_EQUAL(fake.ends, 1);
-        CU_ASSERT_TRUE(f->outage.apply_again);
+        CU_ASSERT_TRUE(f->outage->apply_again);
         step_serving_to(f, failed + RETRY_MS - 1);
         CU_ASSERT_TRUE(journal_pending(f));
         CU_ASSERT_EQUAL(fake.starts, 1);
         step_serving_to(f, failed + RETRY_MS);
         CU_ASSERT_EQUAL(fake.starts, 2);
         CU_ASSERT_EQUAL(fake.started_at, failed + RETRY_MS);
-        CU_ASSERT_FALSE(f->outage.apply_again);
+        CU_ASSERT_FALSE(f->outage->apply_again);
         /* That one succeeds: the mark is cleared as it is seen over. */
         step_serving_to(f, failed + RETRY_MS + POLL_MS - 50);
         run_ends(f, KDELAY_OK);
@@ -500,10 +503,11 @@ static void test_a_failed_journal_record_holds_fires_10s(void)
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_FAILED), 1);
         step_to(f, broke + BROKEN_MS - 1);
         CU_ASSERT_FALSE(kd_outage_firing(f));
-        CU_ASSERT_FALSE(f->outage.firing);
+        CU_ASSERT_FALSE(f->outage->firing);
         step_to(f, broke + BROKEN_MS);
         CU_ASSERT_TRUE(kd_outage_firing(f));
-        CU_ASSERT_EQUAL(f->outage.firing_since_mono - MONO0, broke + BROKEN_MS);
+        CU_ASSERT_EQUAL(f->outage->firing_since_mono - MONO0,
+                        broke + BROKEN_MS);
         /* One fails while firing: due tasks wait for claims 10 s. */
         const int64_t again = broke + BROKEN_MS + 4000;
         step_to(f, again);
@@ -557,7 +561,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         kd_fate_mem_row_t row = {.fate = KDELAY_FATE_CANCELLED,
                                  .fire_at_ms = WALL0};
-        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store.fate, "u", 1, &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(f->store->fate, "u", 1, &row),
                         KDELAY_OK);
         kd_task_t *u = record_in_flight_in(f, "u", 0);
         kd_task_t *v = record_in_flight_in(f, "v", 0);
@@ -570,7 +574,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         CU_ASSERT_EQUAL(fake.ends, 1);
         /* One answer "no topic" is not taken for gone (review finding 9):
          * no clear; a run once KD_JOURNAL_GONE_CONFIRM_MS passed. */
-        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_FALSE(f->outage->clear_wanted);
         /* u's record is still out: the mark stays. */
         step_serving_to(f, BACK_AT + 2000);
         CU_ASSERT_TRUE(journal_pending(f));
@@ -580,7 +584,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         /* The broker has said so for KD_JOURNAL_GONE_CONFIRM_MS already
          * (test_an_unknown_topic_once_is_written_again: before that, the
          * record is written again). */
-        f->journal.gone_since_mono =
+        f->journal->gone_since_mono =
             kd_fwd_mono_ms(f) - KD_JOURNAL_GONE_CONFIRM_MS;
         answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
         answered_gone(f, v, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
@@ -605,15 +609,15 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
         step_serving_to(f, at(f) + 3 * POLL_MS);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         CU_ASSERT_PTR_NULL(part->tasks); /* settled once applied */
-        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "u", 1, &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store->fate, "u", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
-        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "v", 1, &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store->fate, "v", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(fake.after_cancel_logs, 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED_AFTER_CANCEL), 1);
-        CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT_FALSE(f->outage->owns_mark);
         /* Cleared once nobody renewed it for KD_OUTAGE_MARK_STALE_MS. */
         CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
                                             KD_OUTAGE_SWEEP_JITTER_MS) > 0);
@@ -625,7 +629,7 @@ static void test_a_record_refused_for_good_is_applied_from_memory(void)
  * KD_JOURNAL_GONE_CONFIRM_MS) while MySQL is still down. */
 static void refused_for_good(kd_fwd_t *f, kd_task_t *u)
 {
-        f->journal.gone_since_mono =
+        f->journal->gone_since_mono =
             kd_fwd_mono_ms(f) - KD_JOURNAL_GONE_CONFIRM_MS;
         answered_gone(f, u, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
 }
@@ -642,7 +646,7 @@ static int64_t commit_point(const kd_part_t *part)
 static kdelay_fate_t fate_of(kd_fwd_t *f, const char *id)
 {
         kd_fate_mem_row_t row;
-        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, id, strlen(id), &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store->fate, id, strlen(id), &row),
                         KDELAY_OK);
         return row.fate;
 }
@@ -653,7 +657,7 @@ static void back_and_run_finds_no_topic(kd_fwd_t *f)
 {
         step_to(f, BACK_AT);
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(f), 0);
-        CU_ASSERT_FALSE(f->store.down);
+        CU_ASSERT_FALSE(f->store->down);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
         fake.st.journal_gone = 1;
         run_ends(f, KDELAY_OK);
@@ -692,7 +696,7 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         kd_fwd_t *f = born_with_u_in_flight(&u, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         kd_part_t *part = u->part;
-        CU_ASSERT_TRUE(f->store.down);
+        CU_ASSERT_TRUE(f->store->down);
         CU_ASSERT_EQUAL(commit_point(part), 7);
         refused_for_good(f, u);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_REFUSED), 1);
@@ -702,7 +706,7 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         /* Not settled: read again after a crash. */
         CU_ASSERT_EQUAL(commit_point(part), 7);
         CU_ASSERT_PTR_EQUAL(part->tasks, u);
-        CU_ASSERT_EQUAL(f->held.cnt, 1);
+        CU_ASSERT_EQUAL(f->held->cnt, 1);
         /* MySQL down for as long as it takes: still held. */
         step_to(f, BACK_AT - 1);
         CU_ASSERT_EQUAL(commit_point(part), 7);
@@ -712,11 +716,11 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         back_and_run_finds_no_topic(f);
         CU_ASSERT_EQUAL(commit_point(part), 7);
         CU_ASSERT_EQUAL(
-            kd_fate_mem_fail_next(f->store.fate, 1, KDELAY_ERR_MYSQL),
+            kd_fate_mem_fail_next(f->store->fate, 1, KDELAY_ERR_MYSQL),
             KDELAY_OK);
-        uint64_t calls = kd_fate_mem_calls(f->store.fate);
+        uint64_t calls = kd_fate_mem_calls(f->store->fate);
         step_serving_to(f, BACK_AT + 6 * POLL_MS);
-        CU_ASSERT_EQUAL(kd_fate_mem_calls(f->store.fate), calls + 1);
+        CU_ASSERT_EQUAL(kd_fate_mem_calls(f->store->fate), calls + 1);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
         CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_UNDECIDED);
         CU_ASSERT_EQUAL(commit_point(part), 7);
@@ -744,7 +748,7 @@ static void test_a_refused_record_holds_its_offset_until_applied(void)
         CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(commit_point(part), 8);
         CU_ASSERT_PTR_NULL(part->tasks);
-        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        CU_ASSERT_EQUAL(f->held->cnt, 0);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_FIRED), 1);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 1);
         /* The mark clears once stale, as before. */
@@ -772,7 +776,7 @@ static void test_a_crash_before_the_apply_reads_the_task_again(void)
         refused_for_good(f, w);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
         step_to(f, FIRING_AT + 60000);
-        CU_ASSERT_TRUE(f->store.down);
+        CU_ASSERT_TRUE(f->store->down);
         CU_ASSERT_EQUAL(commit_point(pu), 7);
         CU_ASSERT_EQUAL(commit_point(pw), 7);
         CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_UNDECIDED);
@@ -791,22 +795,22 @@ static void test_a_revoked_task_waiting_for_its_apply_keeps_its_fire(void)
         kd_part_t *pu = u->part, *pw = w->part;
         refused_for_good(f, u);
         refused_for_good(f, w);
-        CU_ASSERT_EQUAL(f->held.cnt, 2);
+        CU_ASSERT_EQUAL(f->held->cnt, 2);
         /* u's partition revoked while its fire waits in memory. */
         CU_ASSERT_PTR_EQUAL_FATAL(pu->tasks, u);
         kd_settle_release(f, u);
         CU_ASSERT_PTR_NULL(pu->tasks);
         CU_ASSERT_EQUAL(commit_point(pu), 7);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 2);
-        CU_ASSERT_EQUAL(f->held.cnt, 1);
+        CU_ASSERT_EQUAL(f->held->cnt, 1);
         /* Back; the run ends; the apply goes out, its answer unread. */
         back_and_run_finds_no_topic(f);
         step_to(f, at(f) + 3 * POLL_MS);
-        CU_ASSERT_EQUAL(f->settle.uf_out, 2);
+        CU_ASSERT_EQUAL(f->settle->uf_out, 2);
         /* w's partition revoked meanwhile. */
         kd_settle_release(f, w);
         CU_ASSERT_PTR_NULL(pw->tasks);
-        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        CU_ASSERT_EQUAL(f->held->cnt, 0);
         step_serving_to(f, at(f) + 1);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         CU_ASSERT_EQUAL(fate_of(f, "u"), KDELAY_FATE_FIRED);
@@ -837,7 +841,7 @@ static void test_a_revoked_tasks_refused_record_is_not_held(void)
         kd_task_reported(u);
         kd_producer_reported(f, 1);
         CU_ASSERT_EQUAL(kd_settle_fired_held(f, u), 0); /* u is gone */
-        CU_ASSERT_EQUAL(f->held.cnt, 0);
+        CU_ASSERT_EQUAL(f->held->cnt, 0);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 1);
         CU_ASSERT_EQUAL(commit_point(pu), 7);
         back_and_run_finds_no_topic(f);
@@ -871,7 +875,7 @@ static void test_an_unknown_topic_once_is_written_again(void)
         step_serving_to(f, 2000);
         CU_ASSERT_EQUAL(u->where, KD_WHERE_FLIGHT);
         /* The streak decides: gone only KD_JOURNAL_GONE_CONFIRM_MS on. */
-        int64_t first = f->journal.gone_since_mono;
+        int64_t first = f->journal->gone_since_mono;
         CU_ASSERT_EQUAL(first, MONO0 + 1000);
         CU_ASSERT_FALSE(kd_journal_refused_for_good(
             f, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
@@ -884,9 +888,9 @@ static void test_an_unknown_topic_once_is_written_again(void)
         /* A record delivered ends the streak. */
         rd_kafka_message_t m;
         memset(&m, 0, sizeof(m));
-        f->journal.inflight++;
+        f->journal->inflight++;
         kd_journal_reported(f, &m);
-        CU_ASSERT_EQUAL(f->journal.gone_since_mono, 0);
+        CU_ASSERT_EQUAL(f->journal->gone_since_mono, 0);
         CU_ASSERT_FALSE(kd_journal_refused_for_good(
             f, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
         /* u's record, written again, is still queued in librdkafka: purged,
@@ -902,21 +906,21 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         kd_task_t *u = record_in_flight_in(f, "u", 0);
         outage_and_back(f);
-        CU_ASSERT_TRUE(f->outage.owns_mark);
+        CU_ASSERT_TRUE(f->outage->owns_mark);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
         run_ends(f, KDELAY_OK);
         /* Made long ago, as far as the store knows. */
         CU_ASSERT_EQUAL(
-            kd_fate_mem_pending_age(f->store.fate, f->journal.topic, 600000),
+            kd_fate_mem_pending_age(f->store->fate, f->journal->topic, 600000),
             KDELAY_OK);
         int64_t old = marker(f).marked_at_ms;
         step_serving_to(f, FIRING_AT + KD_OUTAGE_RENEW_MS * 2);
         kd_fate_pending_t p = marker(f);
         CU_ASSERT(p.marked_at_ms >= old + 600000 - 1000);
-        CU_ASSERT_STRING_EQUAL(p.by, f->claim.instance);
+        CU_ASSERT_STRING_EQUAL(p.by, f->instance);
         CU_ASSERT_EQUAL(p.epoch, 1); /* a renewal is no mark */
         char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store->fate, f->journal->topic,
                                               p.epoch, "other:1.1:1",
                                               KD_OUTAGE_MARK_STALE_MS, &p,
                                               errstr, sizeof(errstr)),
@@ -931,7 +935,7 @@ static void test_an_owner_renews_its_mark_while_its_fires_are_out(void)
         int64_t settled = marker(f).marked_at_ms;
         step_serving_to(f, at(f) + 2 * KD_OUTAGE_RENEW_MS);
         CU_ASSERT_EQUAL(marker(f).marked_at_ms, settled);
-        CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT_FALSE(f->outage->owns_mark);
         CU_ASSERT(cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
                                             KD_OUTAGE_SWEEP_JITTER_MS) > 0);
         kd_fwd_destroy(f);
@@ -952,18 +956,18 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
         outage_and_back(f);
         char errstr[256];
         const char *other = "other:1.1:1";
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store->fate, f->journal->topic,
                                              other, errstr, sizeof(errstr)),
                         KDELAY_OK);
         step_serving_to(f, BACK_AT + 5 * POLL_MS - 50);
         run_ends(f, KDELAY_OK); /* epoch 2, fresh */
         /* The other renews, then this one: the last renewer. */
         step_serving_to(f, BACK_AT + 1500);
-        CU_ASSERT_EQUAL(kd_fate_pending_renew(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_pending_renew(f->store->fate, f->journal->topic,
                                               other, errstr, sizeof(errstr)),
                         KDELAY_OK);
         step_serving_to(f, BACK_AT + 2010);
-        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->instance);
         /* This one settles: its record delivered, its fire applied. */
         kd_producer_reported(f, 0);
         kd_task_reported(u);
@@ -977,7 +981,7 @@ static void test_two_owners_the_last_renewer_settling_first_keeps_the_mark(void)
                 if (at(f) >= renewed + KD_OUTAGE_RENEW_MS) {
                         renewed = at(f);
                         CU_ASSERT_EQUAL(kd_fate_pending_renew(
-                                            f->store.fate, f->journal.topic,
+                                            f->store->fate, f->journal->topic,
                                             other, errstr, sizeof(errstr)),
                                         KDELAY_OK);
                 }
@@ -1024,7 +1028,7 @@ static void test_a_revoked_tasks_failed_delivery_record_keeps_its_fire(void)
         step_serving_to(f, at(f) + 3 * POLL_MS);
         CU_ASSERT_EQUAL(kd_settle_unclaimed(f), 0);
         kd_fate_mem_row_t row;
-        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store.fate, "r", 1, &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(f->store->fate, "r", 1, &row),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_TASK_STATE_BUGS), 0);
@@ -1098,7 +1102,7 @@ static void test_a_late_renewal_marks_again(void)
         step_serving_to(f, BACK_AT + 13000 + 50);
         CU_ASSERT_EQUAL(marker(f).epoch, 2);
         CU_ASSERT_TRUE(journal_pending(f));
-        CU_ASSERT_STRING_EQUAL(marker(f).by, f->claim.instance);
+        CU_ASSERT_STRING_EQUAL(marker(f).by, f->instance);
         /* Its record delivered (the test's report): u settles. */
         kd_producer_reported(f, 0);
         kd_task_reported(u);
@@ -1124,8 +1128,8 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
         CU_ASSERT_FALSE(kd_outage_claims_wait(f));
         /* The run found records and no mark: it marks, then reads. */
         char errstr[256];
-        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store.fate, f->journal.topic,
-                                             f->claim.instance, errstr,
+        CU_ASSERT_EQUAL(kd_fate_pending_mark(f->store->fate, f->journal->topic,
+                                             f->instance, errstr,
                                              sizeof(errstr)),
                         KDELAY_OK);
         fake.st.marked = 1;
@@ -1137,7 +1141,7 @@ static void test_a_hold_forwarder_applies_a_journal_left_unmarked(void)
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_JOURNAL_APPLIED), 40);
         step_serving_to(f, 1000 + 2 * POLL_MS);
         CU_ASSERT_TRUE(journal_pending(f)); /* marked just now */
-        CU_ASSERT_FALSE(f->outage.owns_mark);
+        CU_ASSERT_FALSE(f->outage->owns_mark);
         CU_ASSERT_FALSE(kd_outage_firing(f));
         /* A run once the mark is stale clears it. */
         int64_t t = cleared_once_stale(f, KD_OUTAGE_SWEEP_MS +
@@ -1172,12 +1176,13 @@ static void test_a_hold_forwarder_clears_a_gone_forwarders_mark(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(fake.ends, 1);
         CU_ASSERT_TRUE(journal_pending(f)); /* renewed just now: left */
-        CU_ASSERT_FALSE(f->outage.clear_wanted);
+        CU_ASSERT_FALSE(f->outage->clear_wanted);
         kd_outage_gauges(f);
         CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
         CU_ASSERT_EQUAL(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING), 0);
         /* Its forwarder is gone: nobody renews it. */
-        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_mem_pending_age(f->store->fate,
+                                                f->journal->topic,
                                                 KD_OUTAGE_MARK_STALE_MS + 1),
                         KDELAY_OK);
         int64_t from = at(f);
@@ -1210,7 +1215,7 @@ static void test_the_age_gauge_drops_a_reading_two_sweeps_old(void)
         CU_ASSERT(kd_metric_get(&f->metrics, KD_M_RECONCILE_PENDING_AGE) > 0);
         /* Another forwarder clears it; this one's next run never ends. */
         kd_fate_pending_t p = marker(f);
-        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store.fate, f->journal.topic,
+        CU_ASSERT_EQUAL(kd_fate_pending_clear(f->store->fate, f->journal->topic,
                                               p.epoch, "gone:1.1:1", -1, &p,
                                               errstr, sizeof(errstr)),
                         KDELAY_OK);

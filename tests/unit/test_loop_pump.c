@@ -13,6 +13,7 @@
 #include "fwd_offline.h"
 #include "kd_test.h"
 #include "kd_util.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_rebalance.h"
 #include "producer/kd_loop_pump.h"
 #include "top/kd_fwd.h"
@@ -147,11 +148,11 @@ static void test_one_turn_over_a_table_of_sources(void)
 
 static void test_a_rewind_inside_waits_for_the_loop(void)
 {
-        fwd->intake.rewind_due = 0;
+        fwd->intake->rewind_due = 0;
         CU_ASSERT_EQUAL(kd_loop_pump(fwd, kd_mono_ms() + 1000, asks_rewind), 0);
         /* Not done inside: the loop does it on its next turn (loop.c). */
-        CU_ASSERT_EQUAL(fwd->intake.rewind_due, 1);
-        fwd->intake.rewind_due = 0;
+        CU_ASSERT_EQUAL(fwd->intake->rewind_due, 1);
+        fwd->intake->rewind_due = 0;
 }
 
 int main(void)

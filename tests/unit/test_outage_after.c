@@ -14,7 +14,9 @@
 #include "kd_fate_mem.h"
 #include "kd_test.h"
 #include "pipeline/kd_outage.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "store/kd_store.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define T0       1000000
@@ -73,30 +75,31 @@ static void test_fires_without_claims_fate_outage_after_the_last_answer(void)
         CU_ASSERT_EQUAL(kd_clocksrc_mono_ms(clock), T0);
         int64_t down_at = -1, firing_at = -1;
         CU_ASSERT_EQUAL(fwd->conf->fwd_outage_after_ms, AFTER_MS);
-        CU_ASSERT_FALSE(fwd->store.down);
+        CU_ASSERT_FALSE(fwd->store->down);
         for (int64_t ms = 0; ms <= 60000 && firing_at < 0; ms++) {
                 if (ms)
                         CU_ASSERT_EQUAL(kd_clocksrc_advance(clock, 1), 0);
                 kd_timers_run(&fwd->timers, 1000);
-                if (fwd->store.down && down_at < 0)
+                if (fwd->store->down && down_at < 0)
                         down_at = ms;
                 if (kd_outage_firing(fwd))
                         firing_at = ms;
                 else if (down_at >= 0)
-                        CU_ASSERT(ms - (fwd->store.down_since_mono - t0) <
+                        CU_ASSERT(ms - (fwd->store->down_since_mono - t0) <
                                   AFTER_MS);
         }
         /* The ping went out when nothing had answered for PING_MS; with
          * no answer for STALL_MS after it the store is down, since the
          * ping went out. */
-        CU_ASSERT_EQUAL(fwd->store.down_since_mono - t0, PING_MS);
+        CU_ASSERT_EQUAL(fwd->store->down_since_mono - t0, PING_MS);
         CU_ASSERT_EQUAL(down_at, PING_MS + STALL_MS);
         /* Fire without claims exactly fate_outage_after from then. */
         CU_ASSERT_EQUAL(firing_at, PING_MS + AFTER_MS);
-        CU_ASSERT_EQUAL(fwd->outage.firing_since_mono - t0, PING_MS + AFTER_MS);
+        CU_ASSERT_EQUAL(fwd->outage->firing_since_mono - t0,
+                        PING_MS + AFTER_MS);
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_FIRING_UNCLAIMED), 1);
         /* MySQL's first answer is to mark the journal pending. */
-        CU_ASSERT_TRUE(fwd->store.gate);
+        CU_ASSERT_TRUE(fwd->store->gate);
         /* Monotonic time it was; a wall step changes none of it. */
         CU_ASSERT_EQUAL(kd_clocksrc_set_wall(clock, 0), 0);
         kd_timers_run(&fwd->timers, 1000);
@@ -112,16 +115,16 @@ static void test_failing_statements_date_the_outage_from_the_first(void)
         CU_ASSERT_EQUAL(kd_clocksrc_advance(clock, 1500), 0);
         kd_timers_run(&fwd->timers, 1000);
         kd_store_failed(fwd, "claim", "Lost connection to server");
-        CU_ASSERT_TRUE(fwd->store.down);
-        CU_ASSERT_EQUAL(fwd->store.down_since_mono, T0 + 1500);
+        CU_ASSERT_TRUE(fwd->store->down);
+        CU_ASSERT_EQUAL(fwd->store->down_since_mono, T0 + 1500);
         /* Failing again 3 s on (a retry): the outage still runs from the
          * first failure. */
         CU_ASSERT_EQUAL(step_until_firing(fwd, 3000), -1);
         kd_store_failed(fwd, "ping", "Lost connection to server");
-        CU_ASSERT_EQUAL(fwd->store.down_since_mono, T0 + 1500);
+        CU_ASSERT_EQUAL(fwd->store->down_since_mono, T0 + 1500);
         /* 3,000 ms on so far; firing 7,000 after the first. */
         CU_ASSERT_EQUAL(step_until_firing(fwd, 60000), AFTER_MS - 3000);
-        CU_ASSERT_EQUAL(fwd->outage.firing_since_mono, T0 + 1500 + AFTER_MS);
+        CU_ASSERT_EQUAL(fwd->outage->firing_since_mono, T0 + 1500 + AFTER_MS);
         kd_fwd_destroy(fwd);
 }
 

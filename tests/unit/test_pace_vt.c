@@ -14,6 +14,7 @@
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_sched.h"
 #include "top/kd_fwd.h"
 
@@ -88,7 +89,7 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
 {
         kd_task_t *slow[N], *other;
         int64_t fire_at = kd_fwd_now(fwd) + 5000;
-        fwd->hooks.claim = claim_asked;
+        fwd->hooks->claim = claim_asked;
         claims = 0;
         won = 0;
         hold(slow, N, 's', "slow", fire_at);
@@ -105,7 +106,7 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
         CU_ASSERT_PTR_EQUAL(order[0], slow[0]);
         CU_ASSERT_PTR_EQUAL(order[1], other);
         CU_ASSERT_EQUAL(at_mono[1], due);
-        CU_ASSERT_EQUAL(fwd->pace.lim[0].q.len, N - 1);
+        CU_ASSERT_EQUAL(fwd->pace->lim[0].q.len, N - 1);
         CU_ASSERT_EQUAL(slow[1]->where, KD_WHERE_TARGET_Q);
         step(2000);
         CU_ASSERT_EQUAL(claims, N + 1);
@@ -116,7 +117,7 @@ static void test_a_limited_target_goes_at_its_rate_others_at_once(void)
                 CU_ASSERT_PTR_EQUAL(order[i + 1], slow[i]);
                 CU_ASSERT_EQUAL(at_mono[i + 1] - due, 101 * i);
         }
-        fwd->hooks.claim = kd_claim_enqueue;
+        fwd->hooks->claim = kd_claim_enqueue;
         /* Every move was a legal one (kd_lifecycle.h). */
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         for (int i = 0; i < N; i++)
@@ -143,7 +144,7 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
         kd_task_t *t[3];
         int64_t fire_at = kd_fwd_now(fwd) + 3000;
         int64_t limited = kd_metric_get(&fwd->metrics, KD_M_RATE_LIMITED);
-        fwd->hooks.claim = claim_asked;
+        fwd->hooks->claim = claim_asked;
         claims = 0;
         won = 1;
         hold(t, 3, 'f', "fast", fire_at);
@@ -158,14 +159,14 @@ static void test_max_fire_rate_spreads_fires_due_together(void)
         CU_ASSERT_EQUAL(t[0]->state, KD_TASK_RETRY);
         CU_ASSERT_EQUAL(t[1]->state, KD_TASK_PACED);
         CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
-        CU_ASSERT_EQUAL(fwd->pace.q.len, 2);
+        CU_ASSERT_EQUAL(fwd->pace->q.len, 2);
         CU_ASSERT_EQUAL(fired_within(t[1], 1000) - fire_at, 251);
         CU_ASSERT_EQUAL(t[2]->state, KD_TASK_PACED);
         CU_ASSERT_EQUAL(fired_within(t[2], 1000) - fire_at, 502);
         /* The two that waited for a token were counted (rate_limited). */
         CU_ASSERT_EQUAL(
             kd_metric_get(&fwd->metrics, KD_M_RATE_LIMITED) - limited, 2);
-        fwd->hooks.claim = kd_claim_enqueue;
+        fwd->hooks->claim = kd_claim_enqueue;
         /* Every move was a legal one (kd_lifecycle.h). */
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         for (int i = 0; i < 3; i++)
@@ -207,7 +208,7 @@ static void busy_begin(int claims_won, const char *max_rate)
         set_aside = fwd;
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "pace-busy", MONO0, WALL0, busy), 0);
-        fwd->hooks.claim = claim_asked;
+        fwd->hooks->claim = claim_asked;
         claims = 0;
         won = claims_won;
         busy_fire_at = kd_fwd_now(fwd) + 3000;
@@ -330,7 +331,7 @@ static void test_a_revokes_wait_keeps_a_limited_targets_burst(void)
                     kd_clocksrc_advance(&fwd->timers.clock, next - mono), 0);
         }
         busy_look();
-        CU_ASSERT_EQUAL(fwd->pace.q.len, 0);
+        CU_ASSERT_EQUAL(fwd->pace->q.len, 0);
         /* Due at +1001, the burst then, one every 10 ms after. */
         busy_end("due at a revoke's wait",
                  1001 + 10 * (BUSY_N - BUSY_BURST) - 1);

@@ -7,15 +7,31 @@
 
 #include "core/kd_metrics.h"
 #include "kd_test.h"
+#include "ops/kd_ops_state.h"
 #include "ops/kd_ready.h"
+#include "pipeline/kd_pipeline_state.h"
+#include "store/kd_store_state.h"
 
 /* A forwarder's state as readiness reads it: zeroed, not stopping. */
 static const kd_build_labels_t test_build = {"9.9.9", "unknown", 1};
 
+/* The forwarder and the rooms' state readiness reads, in one block (the
+ * forwarder first: free(f) frees it). */
+typedef struct fwd_rooms {
+        kd_fwd_t f;
+        kd_fwd_intake_t intake;
+        kd_fwd_store_t store;
+        kd_fwd_ops_t ops;
+} fwd_rooms_t;
+
 static kd_fwd_t *fwd_new(void)
 {
-        kd_fwd_t *f = calloc(1, sizeof(*f));
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fwd_rooms_t *r = calloc(1, sizeof(*r));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        kd_fwd_t *f = &r->f;
+        f->intake = &r->intake;
+        f->store = &r->store;
+        f->ops = &r->ops;
         f->stop = &f->no_stop;
         return f;
 }
@@ -26,17 +42,17 @@ static void test_a_rebalance_is_not_unreadiness(void)
         const int64_t t0 = 1000000;
         /* Joining: never assigned. */
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, t0), "not in a settled group");
-        f->intake.settled = 1;
+        f->intake->settled = 1;
         CU_ASSERT_PTR_NULL(kd_ready_why(f, t0));
         /* Revoked (as rebalance.c does): ready through the bound. */
-        f->intake.revoked_at = t0;
-        f->intake.settled = 0;
+        f->intake->revoked_at = t0;
+        f->intake->settled = 0;
         CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + 1));
         CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + KD_READY_REBALANCE_MS));
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, t0 + KD_READY_REBALANCE_MS + 1),
                                "rebalance running for over 60 s");
         /* Assigned again: ready. */
-        f->intake.settled = 1;
+        f->intake->settled = 1;
         CU_ASSERT_PTR_NULL(kd_ready_why(f, t0 + 2 * KD_READY_REBALANCE_MS));
         free(f);
 }
@@ -44,7 +60,7 @@ static void test_a_rebalance_is_not_unreadiness(void)
 static void test_other_reasons_in_order(void)
 {
         kd_fwd_t *f = fwd_new();
-        f->intake.settled = 1;
+        f->intake->settled = 1;
         f->no_stop = 1;
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1), "stopping");
         f->metrics.v[KD_M_TXN_ABORT_STREAK] = KD_READY_ABORT_STREAK - 1;
@@ -52,14 +68,14 @@ static void test_other_reasons_in_order(void)
         f->metrics.v[KD_M_TXN_ABORT_STREAK] = KD_READY_ABORT_STREAK;
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1),
                                "transactions keep aborting");
-        f->store.down = 1;
+        f->store->down = 1;
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 1), "MySQL does not answer");
         /* During a short rebalance the store's state still counts. */
-        f->intake.revoked_at = 1;
-        f->intake.settled = 0;
+        f->intake->revoked_at = 1;
+        f->intake->settled = 0;
         CU_ASSERT_STRING_EQUAL(kd_ready_why(f, 2), "MySQL does not answer");
-        strcpy(f->tiers_why, "tier topics missing: p.tier.1s");
-        CU_ASSERT_PTR_EQUAL(kd_ready_why(f, 2), f->tiers_why);
+        strcpy(f->ops->tiers_why, "tier topics missing: p.tier.1s");
+        CU_ASSERT_PTR_EQUAL(kd_ready_why(f, 2), f->ops->tiers_why);
         free(f);
 }
 

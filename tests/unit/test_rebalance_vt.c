@@ -35,10 +35,12 @@
 #include "kd_test.h"
 #include "modes/kd_mode.h"
 #include "pipeline/kd_claim.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_rebalance.h"
 #include "pipeline/kd_runs.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000
@@ -162,7 +164,7 @@ static int64_t metric(kd_metric_id_t id)
 static kdelay_fate_t fate_of(const char *id)
 {
         kdelay_status_t st;
-        if (kd_fate_status(fwd->store.fate, id, strlen(id), &st, NULL, 0))
+        if (kd_fate_status(fwd->store->fate, id, strlen(id), &st, NULL, 0))
                 return (kdelay_fate_t)-1;
         return st.fate;
 }
@@ -170,7 +172,7 @@ static kdelay_fate_t fate_of(const char *id)
 static kd_fate_mem_row_t row_of(const char *id)
 {
         kd_fate_mem_row_t row = {.fate = (kdelay_fate_t)-1};
-        CU_ASSERT_EQUAL(kd_fate_mem_get(fwd->store.fate, id, strlen(id), &row),
+        CU_ASSERT_EQUAL(kd_fate_mem_get(fwd->store->fate, id, strlen(id), &row),
                         KDELAY_OK);
         return row;
 }
@@ -178,7 +180,7 @@ static kd_fate_mem_row_t row_of(const char *id)
 /* Partition p of the assignment. */
 static kd_part_t *part_of(int32_t p)
 {
-        for (kd_part_t *q = fwd->intake.parts; q; q = q->next)
+        for (kd_part_t *q = fwd->intake->parts; q; q = q->next)
                 if (q->partition == p)
                         return q;
         return NULL;
@@ -297,7 +299,7 @@ static void claim_out_at_a_revoke(int coop)
         rd_kafka_topic_partition_list_t *l;
         assigned(coop, &l);
         kd_part_t *p0 = part_of(0);
-        uint64_t seq0 = fwd->claim.seq;
+        uint64_t seq0 = fwd->claim->seq;
         kd_task_t *r0 = held_in(p0, "r0", 10);
         kd_claim_enqueue(fwd, r0);
         serve(101);
@@ -308,7 +310,7 @@ static void claim_out_at_a_revoke(int coop)
         CU_ASSERT_EQUAL(fate_of("r0"), KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 1);
         /* The store hangs; r1's claim goes out. */
-        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(fwd->store.fate, 600000),
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(fwd->store->fate, 600000),
                         KDELAY_OK);
         kd_task_t *r1 = held_in(p0, "r1", 11);
         kd_claim_enqueue(fwd, r1);
@@ -320,11 +322,11 @@ static void claim_out_at_a_revoke(int coop)
         char r1_token[sizeof(r1->token)];
         memcpy(r1_token, r1->token, sizeof(r1_token));
         char gen[KD_RUNS_PREFIX_MAX];
-        snprintf(gen, sizeof(gen), "%s", kd_runs_prefix(fwd->settle.runs));
+        snprintf(gen, sizeof(gen), "%s", kd_runs_prefix(fwd->settle->runs));
         rd_kafka_topic_partition_list_t *gone = revoke_part0(coop);
         CU_ASSERT_EQUAL(metric(KD_M_HANDED_OVER), 1); /* r1, by a hop */
         /* The store answers now: the claim finds its task gone. */
-        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(fwd->store.fate, 0), KDELAY_OK);
+        CU_ASSERT_EQUAL(kd_fate_mem_set_delay(fwd->store->fate, 0), KDELAY_OK);
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(fwd), 0);
         kd_fate_mem_row_t row = row_of("r1");
         CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRING);
@@ -335,20 +337,20 @@ static void claim_out_at_a_revoke(int coop)
          * parked by its age. Never covered. */
         CU_ASSERT(kd_test_since(fwd, MONO0) - r1_at < KD_RUN_PARK_MS);
         if (coop) {
-                CU_ASSERT_STRING_NOT_EQUAL(kd_runs_prefix(fwd->settle.runs),
+                CU_ASSERT_STRING_NOT_EQUAL(kd_runs_prefix(fwd->settle->runs),
                                            gen);
                 CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
         } else {
-                CU_ASSERT_STRING_EQUAL(kd_runs_prefix(fwd->settle.runs), gen);
-                CU_ASSERT(kd_runs_emitted(fwd->settle.runs) < r1_seq);
+                CU_ASSERT_STRING_EQUAL(kd_runs_prefix(fwd->settle->runs), gen);
+                CU_ASSERT(kd_runs_emitted(fwd->settle->runs) < r1_seq);
                 CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
         }
         serve(2000);
-        CU_ASSERT(kd_runs_emitted(fwd->settle.runs) >= r1_seq);
+        CU_ASSERT(kd_runs_emitted(fwd->settle->runs) >= r1_seq);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
         if (!coop) {
                 kd_rebalance_assign(fwd, l);
-                CU_ASSERT_STRING_NOT_EQUAL(kd_runs_prefix(fwd->settle.runs),
+                CU_ASSERT_STRING_NOT_EQUAL(kd_runs_prefix(fwd->settle->runs),
                                            gen);
                 serve(300);
         }
@@ -362,7 +364,7 @@ static void claim_out_at_a_revoke(int coop)
                               .token = "next:00000001.1:1",
                               .lease_ms = 5000};
         snprintf(it.row_owner, sizeof(it.row_owner), "%s", r1_token);
-        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store.fate, &it, 1, NULL, 0),
+        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store->fate, &it, 1, NULL, 0),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(it.fate, KDELAY_FATE_FIRING);
         CU_ASSERT_STRING_EQUAL(it.row_owner, "next:00000001.1:1");
@@ -391,7 +393,7 @@ static void test_a_kept_partitions_claim_marks_alone_after_a_revoke(void)
         rd_kafka_topic_partition_list_t *l;
         assigned(1, &l);
         kd_part_t *p0 = part_of(0), *p1 = part_of(1);
-        uint64_t seq0 = fwd->claim.seq;
+        uint64_t seq0 = fwd->claim->seq;
         kd_task_t *r0 = held_in(p0, "r0", 10), *k0 = held_in(p1, "k0", 10);
         kd_claim_enqueue(fwd, r0);
         kd_claim_enqueue(fwd, k0);
@@ -402,7 +404,7 @@ static void test_a_kept_partitions_claim_marks_alone_after_a_revoke(void)
         serve(300); /* r0's run; k0's seq open (claimed 300 ms ago) */
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 1);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
-        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle.runs), seq0 + 1);
+        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle->runs), seq0 + 1);
         int64_t at = kd_test_since(fwd, MONO0);
         rd_kafka_topic_partition_list_t *gone = revoke_part0(1);
         /* Nothing waited (the store idle, nothing in flight): k0's seq

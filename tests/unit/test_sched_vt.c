@@ -18,6 +18,7 @@
 #include "pipeline/kd_held.h"
 #include "pipeline/kd_lifecycle.h"
 #include "pipeline/kd_pace.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_sched.h"
 #include "top/kd_fwd.h"
 
@@ -122,13 +123,13 @@ static void test_claimed_claim_ahead_before_and_fired_at_fire_at(void)
         kd_task_t *t = kd_test_task_of(fwd, "b", "out", start + 5000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
         int64_t fire_at = t->rec.fire_at_ms;
-        fwd->hooks.claim = claim_won;
+        fwd->hooks->claim = claim_won;
         claimed_at = -1;
         kd_sched_take(fwd, t, KD_SCHED_HOLD);
         CU_ASSERT_EQUAL(t->state, KD_TASK_HELD);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_TIMER);
         CU_ASSERT_EQUAL(kd_timer_due(&t->timer), fire_at - AHEAD_MS);
-        CU_ASSERT_EQUAL(fwd->held.cnt, 1);
+        CU_ASSERT_EQUAL(fwd->held->cnt, 1);
         step_to(fire_at - AHEAD_MS - 1);
         CU_ASSERT_EQUAL(claimed_at, -1);
         CU_ASSERT_EQUAL(t->state, KD_TASK_HELD);
@@ -143,11 +144,11 @@ static void test_claimed_claim_ahead_before_and_fired_at_fire_at(void)
         step_to(fire_at);
         CU_ASSERT_EQUAL(t->state, KD_TASK_RETRY);
         CU_ASSERT_EQUAL(t->retry_as, KD_TASK_FIRING);
-        fwd->hooks.claim = kd_claim_enqueue;
+        fwd->hooks->claim = kd_claim_enqueue;
         /* Every move was a legal one (kd_lifecycle.h). */
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_TASK_STATE_BUGS), 0);
         kd_test_task_drop(fwd, t);
-        CU_ASSERT_EQUAL(fwd->held.cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->cnt, 0);
 }
 
 /* A limited task sent back with its turn (kdelay-not-before) is read
@@ -186,7 +187,7 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
                 CU_ASSERT_PTR_NOT_NULL_FATAL(held[i]);
                 kd_sched_take(fwd, held[i], KD_SCHED_HOLD);
         }
-        CU_ASSERT_EQUAL(fwd->held.limited.cnt, SHARE);
+        CU_ASSERT_EQUAL(fwd->held->limited.cnt, SHARE);
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t, now, 0, &wake),
                         KD_SCHED_DEFER);
         kd_task_t *o = kd_test_task_of(fwd, "o", "out", now + 1000);
@@ -223,13 +224,13 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
                 out[i]->held_rule = 1;
                 kd_held_add_out(fwd, out[i]);
         }
-        CU_ASSERT_EQUAL(fwd->held.limited.out_cnt, 20);
+        CU_ASSERT_EQUAL(fwd->held->limited.out_cnt, 20);
         kd_task_t *t3 = kd_test_task_of(fwd, "s3", "slow", now - 1000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t3);
         t3->rec.append_ms = now - 60000;
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t3, now, 0, &wake),
                         KD_SCHED_SPAN);
-        CU_ASSERT_EQUAL(fwd->held.low_until_mono, 0);
+        CU_ASSERT_EQUAL(fwd->held->low_until_mono, 0);
         kd_task_t *o2 = kd_test_task_of(fwd, "o2", "out", now + 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(o2);
         o2->rec.append_ms = now - 60000;
@@ -237,17 +238,17 @@ static void test_a_limited_task_held_within_its_rules_horizon_and_share(void)
                         KD_SCHED_HOP);
         for (int i = 0; i < 20; i++)
                 kd_test_task_drop(fwd, out[i]);
-        CU_ASSERT_EQUAL(fwd->held.limited.out_cnt, 0);
-        CU_ASSERT_EQUAL(fwd->held.rule[0].out_cnt, 0);
-        CU_ASSERT_EQUAL(fwd->held.out_cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->limited.out_cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->rule[0].out_cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->out_cnt, 0);
         CU_ASSERT_EQUAL(kd_sched_decide(fwd, &p, t3, now, 0, &wake),
                         KD_SCHED_DEFER);
         kd_task_free(t3);
         kd_task_free(o2);
         for (int i = 0; i < SHARE; i++)
                 kd_test_task_drop(fwd, held[i]);
-        CU_ASSERT_EQUAL(fwd->held.limited.cnt, 0);
-        CU_ASSERT_EQUAL(fwd->held.rule[0].cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->limited.cnt, 0);
+        CU_ASSERT_EQUAL(fwd->held->rule[0].cnt, 0);
         kd_test_task_drop(fwd, t);
         kd_test_task_drop(fwd, o);
 }

@@ -30,9 +30,11 @@
 #include "pipeline/kd_claim.h"
 #include "pipeline/kd_intake.h"
 #include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_runs.h"
 #include "pipeline/kd_settle.h"
 #include "store/kd_store.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000
@@ -56,7 +58,7 @@ static void delivered(void)
                 kd_fate_mem_row_t row = {.fate = KDELAY_FATE_FIRING,
                                          .fire_at_ms = WALL0};
                 CU_ASSERT_EQUAL_FATAL(
-                    kd_fate_mem_put(fwd->store.fate, id, strlen(id), &row),
+                    kd_fate_mem_put(fwd->store->fate, id, strlen(id), &row),
                     KDELAY_OK);
                 kd_settle_fired(fwd, id, 0, 0, 0);
         }
@@ -69,7 +71,7 @@ static int fired_rows(void)
                 char id[16];
                 kd_fate_mem_row_t row;
                 id_of(i, id, sizeof(id));
-                if (kd_fate_mem_get(fwd->store.fate, id, strlen(id), &row) ==
+                if (kd_fate_mem_get(fwd->store->fate, id, strlen(id), &row) ==
                         KDELAY_OK &&
                     row.fate == KDELAY_FATE_FIRED)
                         n++;
@@ -89,7 +91,7 @@ static void test_a_stop_writes_every_queued_mark(void)
                fired, N);
         CU_ASSERT_EQUAL(fired, N);
         CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
-        CU_ASSERT_EQUAL(fwd->store.inflight, 0);
+        CU_ASSERT_EQUAL(fwd->store->inflight, 0);
         kd_fwd_destroy(fwd);
         fwd = NULL;
 }
@@ -103,7 +105,7 @@ static void test_a_failed_mark_is_written_after_the_backoff(void)
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, NULL), 0);
         delivered();
         CU_ASSERT_EQUAL(
-            kd_fate_mem_fail_next(fwd->store.fate, 1, KDELAY_ERR_MYSQL),
+            kd_fate_mem_fail_next(fwd->store->fate, 1, KDELAY_ERR_MYSQL),
             KDELAY_OK);
         CU_ASSERT_EQUAL(kd_settle_drain(fwd, MONO0 + 60000), 0);
         CU_ASSERT_EQUAL(fired_rows(), N);
@@ -123,19 +125,19 @@ static void test_a_store_that_keeps_failing_ends_the_drain(void)
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, NULL), 0);
         delivered();
         CU_ASSERT_EQUAL(
-            kd_fate_mem_fail_next(fwd->store.fate, 1000, KDELAY_ERR_MYSQL),
+            kd_fate_mem_fail_next(fwd->store->fate, 1000, KDELAY_ERR_MYSQL),
             KDELAY_OK);
         CU_ASSERT_EQUAL(kd_settle_drain(fwd, MONO0 + 60000), -1);
         CU_ASSERT_EQUAL(kd_settle_queued(fwd), N);
         CU_ASSERT_EQUAL(fired_rows(), 0);
         CU_ASSERT(kd_test_since(fwd, MONO0) < 60000);
-        CU_ASSERT_EQUAL(fwd->store.inflight, 0);
+        CU_ASSERT_EQUAL(fwd->store->inflight, 0);
         /* Its retry after the deadline: over at once. */
         int64_t now = kd_fwd_mono_ms(fwd);
         CU_ASSERT_EQUAL(kd_settle_drain(fwd, now + 50), -1);
         CU_ASSERT_EQUAL(kd_fwd_mono_ms(fwd), now);
         CU_ASSERT_EQUAL(
-            kd_fate_mem_fail_next(fwd->store.fate, 0, KDELAY_ERR_MYSQL),
+            kd_fate_mem_fail_next(fwd->store->fate, 0, KDELAY_ERR_MYSQL),
             KDELAY_OK);
         kd_fwd_destroy(fwd);
         fwd = NULL;
@@ -160,7 +162,7 @@ static uint64_t seq0;
  * a seq is parked: a slice after it (kd_runs.h). */
 static int64_t park_ms(void)
 {
-        return kd_runs_park_ms(fwd->settle.runs);
+        return kd_runs_park_ms(fwd->settle->runs);
 }
 
 static int64_t park_late_ms(void)
@@ -173,7 +175,7 @@ static int64_t park_late_ms(void)
 static kdelay_fate_t fate_of(const char *id)
 {
         kdelay_status_t st;
-        if (kd_fate_status(fwd->store.fate, id, strlen(id), &st, NULL, 0))
+        if (kd_fate_status(fwd->store->fate, id, strlen(id), &st, NULL, 0))
                 return (kdelay_fate_t)-1;
         return st.fate;
 }
@@ -183,7 +185,7 @@ static kdelay_fate_t fate_of(const char *id)
 static kdelay_fate_t raw_of(const char *id)
 {
         kd_fate_mem_row_t row;
-        if (kd_fate_mem_get(fwd->store.fate, id, strlen(id), &row))
+        if (kd_fate_mem_get(fwd->store->fate, id, strlen(id), &row))
                 return (kdelay_fate_t)-1;
         return row.fate;
 }
@@ -212,8 +214,8 @@ static void runs_claimed(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle.runs);
-        seq0 = fwd->claim.seq;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle->runs);
+        seq0 = fwd->claim->seq;
         CU_ASSERT_EQUAL(seq0, (uint64_t)WALL0 * 1000);
         for (int i = 0; i < N; i++) {
                 char id[16];
@@ -271,7 +273,7 @@ static void test_runs_cover_tasks_delivered_in_claim_order(void)
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
         CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N);
         CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRING, 0), N);
-        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle.runs), 0);
+        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle->runs), 0);
         runs_done();
 }
 
@@ -334,7 +336,7 @@ static void test_a_stop_sends_every_run_and_parks_the_rest(void)
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
         CU_ASSERT_EQUAL(kd_settle_queued(fwd), 0);
-        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle.runs), 0);
+        CU_ASSERT_EQUAL(kd_runs_waiting(fwd->settle->runs), 0);
         /* Once the leases passed, the next owner's takeover of the
          * undelivered row wins. */
         CU_ASSERT_EQUAL_FATAL(kd_test_step(fwd, 5000), 0);
@@ -346,7 +348,7 @@ static void test_a_stop_sends_every_run_and_parks_the_rest(void)
                               .token = "next:00000001.1:1",
                               .lease_ms = 5000};
         kd_strlcpy(it.row_owner, tasks[HELD_BACK]->token, sizeof(it.row_owner));
-        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store.fate, &it, 1, NULL, 0),
+        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store->fate, &it, 1, NULL, 0),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(it.fate, KDELAY_FATE_FIRING);
         CU_ASSERT_STRING_EQUAL(it.row_owner, "next:00000001.1:1");
@@ -358,8 +360,8 @@ static void test_a_stop_sends_every_run_and_parks_the_rest(void)
                                 .token = "next:00000001.1:2",
                                 .lease_ms = 5000};
         snprintf(done.row_owner, sizeof(done.row_owner), "%.*s1",
-                 (int)strlen(fwd->claim.prefix), fwd->claim.prefix);
-        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store.fate, &done, 1, NULL, 0),
+                 (int)strlen(fwd->claim->prefix), fwd->claim->prefix);
+        CU_ASSERT_EQUAL(kd_fate_takeover(fwd->store->fate, &done, 1, NULL, 0),
                         KDELAY_OK);
         CU_ASSERT_EQUAL(done.fate, KDELAY_FATE_FIRED);
         runs_done();
@@ -377,7 +379,7 @@ static void test_a_new_generation_parks_what_is_unfinished(void)
                         deliver(i);
         kd_claim_new_generation(fwd);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 1);
-        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle.runs), seq0 + N);
+        CU_ASSERT_EQUAL(kd_runs_emitted(fwd->settle->runs), seq0 + N);
         serve(250);
         CU_ASSERT_EQUAL(count_fate(0, N, KDELAY_FATE_FIRED, 1), N - 1);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 2);
@@ -411,7 +413,7 @@ static void test_a_failed_run_is_sent_again(void)
         for (int i = 0; i < N; i++)
                 deliver(i);
         CU_ASSERT_EQUAL(
-            kd_fate_mem_fail_next(fwd->store.fate, 1, KDELAY_ERR_MYSQL),
+            kd_fate_mem_fail_next(fwd->store->fate, 1, KDELAY_ERR_MYSQL),
             KDELAY_OK);
         serve(250);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUNS), 0);
@@ -476,7 +478,7 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
-        seq0 = fwd->claim.seq;
+        seq0 = fwd->claim->seq;
         kd_fate_mem_row_t cancelled = {.fate = KDELAY_FATE_CANCELLED,
                                        .fire_at_ms = -1};
         kd_fate_mem_row_t fired = {.fate = KDELAY_FATE_FIRED,
@@ -485,11 +487,11 @@ static void test_claim_outcomes_owning_no_row_finish_their_seq(void)
                                      .fire_at_ms = WALL0 + 60000,
                                      .owner = "other:00000001.1:5",
                                      .lease_ms = 60000};
-        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "c", 1, &cancelled),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store->fate, "c", 1, &cancelled),
                         KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "d", 1, &fired),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store->fate, "d", 1, &fired),
                         KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "w", 1, &foreign),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store->fate, "w", 1, &foreign),
                         KDELAY_OK);
         /* Seqs 1..5: c, d, a, a's copy, w; then x0..x9 (6..15). */
         const char *ids[15] = {"c",  "d",  "a",  "a",  "w",  "x0", "x1", "x2",
@@ -541,7 +543,7 @@ static void test_a_refused_seq_makes_no_token(void)
 {
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
-        seq0 = fwd->claim.seq;
+        seq0 = fwd->claim->seq;
         kd_settle_run_generation(fwd, "settle:00000000.9", seq0 + 1000);
         kd_task_t *t = kd_test_task("r", "out", WALL0 + 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -550,7 +552,7 @@ static void test_a_refused_seq_makes_no_token(void)
         serve(501);
         CU_ASSERT_EQUAL(t->token[0], '\0');
         CU_ASSERT_EQUAL(t->seq, 0);
-        CU_ASSERT_EQUAL(fwd->claim.seq, seq0);
+        CU_ASSERT_EQUAL(fwd->claim->seq, seq0);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_Q);
         CU_ASSERT_EQUAL(raw_of("r"), KDELAY_FATE_UNDECIDED);
         CU_ASSERT_EQUAL(metric(KD_M_CLAIM_STATEMENTS), 0);
@@ -594,7 +596,7 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
         enum { L = 5 };
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, lease_settings), 0);
-        seq0 = fwd->claim.seq;
+        seq0 = fwd->claim->seq;
         /* The renewal rounds walk the partitions' tasks. */
         kd_part_t *part = kd_intake_part_open(fwd, "kdelay-1m", 0, 60000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(part);
@@ -623,9 +625,9 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
                                    .fire_at_ms = WALL0 + 60000,
                                    .owner = "other:00000001.1:9",
                                    .lease_ms = 60000};
-        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "l1", 2, &other),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store->fate, "l1", 2, &other),
                         KDELAY_OK);
-        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store.fate, "l3", 2, &other),
+        CU_ASSERT_EQUAL(kd_fate_mem_put(fwd->store->fate, "l3", 2, &other),
                         KDELAY_OK);
         kd_task_detach(fwd, t[3]);
         t[3]->state = KD_TASK_FIRING;
@@ -651,7 +653,7 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
         CU_ASSERT_EQUAL(t[3]->state, KD_TASK_FIRING);
         serve_to(1300);
         CU_ASSERT_EQUAL(metric(KD_M_FIRED_RUN_SEQS), 3); /* and l1, l2 */
-        CU_ASSERT(kd_runs_emitted(fwd->settle.runs) == seq0 + 3);
+        CU_ASSERT(kd_runs_emitted(fwd->settle->runs) == seq0 + 3);
         CU_ASSERT_EQUAL(metric(KD_M_RUNS_PARKED), 0);
         CU_ASSERT_EQUAL(fate_of("l0"), KDELAY_FATE_FIRED);
         CU_ASSERT_EQUAL(fate_of("l1"), KDELAY_FATE_FIRING); /* not ours */
@@ -674,7 +676,7 @@ static void test_a_lost_lease_finishes_a_seq_owning_no_row(void)
                 kd_fate_mem_row_t row;
                 CU_ASSERT_EQUAL(fate_of(theirs[i]), KDELAY_FATE_FIRING);
                 CU_ASSERT_EQUAL(
-                    kd_fate_mem_get(fwd->store.fate, theirs[i], 2, &row),
+                    kd_fate_mem_get(fwd->store->fate, theirs[i], 2, &row),
                     KDELAY_OK);
                 CU_ASSERT_EQUAL(row.fate, KDELAY_FATE_FIRING);
                 CU_ASSERT_STRING_EQUAL(row.owner, "other:00000001.1:9");
@@ -733,15 +735,15 @@ static void test_auto_switches_to_runs_at_schema_11(void)
                                                  NULL),
                               0);
         CU_ASSERT(!kd_settle_runs_on(fwd));
-        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        CU_ASSERT_PTR_NULL(fwd->settle->runs);
         kd_settle_schema_seen(fwd, 10);
         kd_settle_schema_seen(fwd, 0); /* unknown: ignored */
-        CU_ASSERT_EQUAL(fwd->settle.schema, 10);
+        CU_ASSERT_EQUAL(fwd->settle->schema, 10);
         CU_ASSERT(!kd_settle_runs_on(fwd));
         claim_range(0, K);
         kd_settle_schema_seen(fwd, 11);
         CU_ASSERT(kd_settle_runs_on(fwd));
-        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle.runs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fwd->settle->runs);
         CU_ASSERT_EQUAL(switch_lines, 1);
         kd_settle_schema_seen(fwd, 11); /* read again: nothing new */
         kd_settle_schema_seen(fwd, 12);
@@ -769,14 +771,14 @@ static void test_rows_and_runs_ignore_the_schema(void)
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, rows_settings), 0);
         kd_settle_schema_seen(fwd, 11);
         CU_ASSERT(!kd_settle_runs_on(fwd));
-        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        CU_ASSERT_PTR_NULL(fwd->settle->runs);
         kd_fwd_destroy(fwd);
         CU_ASSERT_EQUAL_FATAL(
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, runs_settings), 0);
         CU_ASSERT(kd_settle_runs_on(fwd));
         kd_settle_schema_seen(fwd, 10);
         CU_ASSERT(kd_settle_runs_on(fwd));
-        CU_ASSERT_PTR_NOT_NULL(fwd->settle.runs);
+        CU_ASSERT_PTR_NOT_NULL(fwd->settle->runs);
         kd_fwd_destroy(fwd);
         fwd = NULL;
 }
@@ -793,7 +795,7 @@ static void test_auto_without_a_lease_keeps_rows(void)
             kd_test_fwd_vt(&fwd, "settle", MONO0, WALL0, settings), 0);
         kd_settle_schema_seen(fwd, 11);
         CU_ASSERT(!kd_settle_runs_on(fwd));
-        CU_ASSERT_PTR_NULL(fwd->settle.runs);
+        CU_ASSERT_PTR_NULL(fwd->settle->runs);
         kd_fwd_destroy(fwd);
         fwd = NULL;
 }

@@ -18,6 +18,7 @@
 #include "core/kd_timer.h"
 #include "fwd_offline.h"
 #include "kd_test.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0 1000000
@@ -84,7 +85,7 @@ static void test_a_hang_is_logged_down_once_and_up_once(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(seen.down_line, "since_ms=5000 "));
         CU_ASSERT_PTR_NOT_NULL(strstr(seen.down_line, "requests_out=1 "));
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_MYSQL_UP), 0);
-        CU_ASSERT_TRUE(fwd->store.down);
+        CU_ASSERT_TRUE(fwd->store->down);
 
         /* It answers: one line, down since the ping went out. */
         CU_ASSERT_EQUAL_FATAL(kd_test_store_answers(fwd), 0);
@@ -92,7 +93,7 @@ static void test_a_hang_is_logged_down_once_and_up_once(void)
         CU_ASSERT_EQUAL(seen.up_at, HANG_MS);
         CU_ASSERT_PTR_NOT_NULL(strstr(seen.up_line, "down_ms=55000 "));
         CU_ASSERT_EQUAL(kd_metric_get(&fwd->metrics, KD_M_MYSQL_UP), 1);
-        CU_ASSERT_FALSE(fwd->store.down);
+        CU_ASSERT_FALSE(fwd->store->down);
 
         /* Answering from now on (pings every 5 s): no more lines. */
         for (int i = 0; i < 20000; i++) {

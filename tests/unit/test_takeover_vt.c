@@ -17,6 +17,7 @@
 #include "kd_fate_mem.h"
 #include "kd_test.h"
 #include "pipeline/kd_claim.h"
+#include "store/kd_store_state.h"
 #include "top/kd_fwd.h"
 
 #define MONO0      1000000
@@ -57,7 +58,7 @@ static int64_t step_until(kd_fwd_t *f, kd_task_t *t, kd_task_where_t where,
 static const char *owner_of(kd_fwd_t *f, const char *id, char *buf, size_t size)
 {
         kd_fate_mem_row_t row;
-        if (kd_fate_mem_get(f->store.fate, id, 1, &row))
+        if (kd_fate_mem_get(f->store->fate, id, 1, &row))
                 return "";
         snprintf(buf, size, "%s", row.owner);
         return buf;
@@ -71,7 +72,7 @@ static void other_holds(kd_fwd_t *f, const kd_task_t *t, int64_t lease_ms)
                                  .fire_at_ms = t->rec.fire_at_ms,
                                  .lease_ms = lease_ms};
         snprintf(row.owner, sizeof(row.owner), "%s", OTHER);
-        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store.fate, "t", 1, &row), 0);
+        CU_ASSERT_EQUAL_FATAL(kd_fate_mem_put(f->store->fate, "t", 1, &row), 0);
 }
 
 /* Task "t", held, due a minute on, its row held by another owner with a

@@ -15,13 +15,16 @@
 
 #include <kdelay/conf.h>
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 #include "kd_test.h"
 #include "kd_util.h"
 #include "pipeline/kd_held.h"
 #include "pipeline/kd_lifecycle.h"
+#include "pipeline/kd_pipeline.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_settle.h"
 #include "store/kd_store.h"
+#include "store/kd_store_state.h"
 
 /* The moves the pipeline makes, written out again here so that a change
  * of the table is a change of this list too. */
@@ -80,16 +83,20 @@ static kd_fwd_t *fwd_new(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f->conf);
         kdelay_conf_set_log_cb(f->conf, log_cb, KDELAY_LOG_DEBUG, NULL);
         kd_timers_init(&f->timers);
-        kd_timer_init(&f->pace.timer, NULL, NULL);
-        kd_taskq_init(&f->pace.q, KD_WHERE_PACE_Q);
-        kd_taskq_init(&f->claim.q, KD_WHERE_CLAIM_Q);
-        kd_timer_init(&f->held.drain_end, NULL, f);
+        CU_ASSERT_FATAL(kd_pipeline_state_new(f) == KDELAY_OK);
+        CU_ASSERT_FATAL(kd_store_state_new(f) == 0);
+        kd_timer_init(&f->pace->timer, NULL, NULL);
+        kd_taskq_init(&f->pace->q, KD_WHERE_PACE_Q);
+        kd_taskq_init(&f->claim->q, KD_WHERE_CLAIM_Q);
+        kd_timer_init(&f->held->drain_end, NULL, f);
         return f;
 }
 
 static void fwd_free(kd_fwd_t *f)
 {
         kd_timers_clear(&f->timers);
+        kd_store_state_free(f);
+        kd_pipeline_state_free(f);
         kdelay_conf_destroy(f->conf);
         free(f);
 }
@@ -238,15 +245,15 @@ static void test_detach_from_every_place(void)
         CU_ASSERT_FALSE(kd_timer_armed(&t->timer));
         CU_ASSERT_EQUAL(t->where, KD_WHERE_NONE);
 
-        kd_taskq_push(&f->claim.q, t);
-        kd_taskq_push(&f->claim.q, u);
+        kd_taskq_push(&f->claim->q, t);
+        kd_taskq_push(&f->claim->q, u);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_CLAIM_Q);
         CU_ASSERT_EQUAL(u->where, KD_WHERE_CLAIM_Q);
         CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
-        CU_ASSERT_EQUAL(f->claim.q.len, 1);
-        CU_ASSERT_PTR_EQUAL(f->claim.q.head, u);
+        CU_ASSERT_EQUAL(f->claim->q.len, 1);
+        CU_ASSERT_PTR_EQUAL(f->claim->q.head, u);
         CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
-        CU_ASSERT_EQUAL(f->claim.q.len, 0);
+        CU_ASSERT_EQUAL(f->claim->q.len, 0);
 
         kd_store_req_t *r = kd_store_req_new(f, KD_FW_CLAIM, 1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -260,18 +267,18 @@ static void test_detach_from_every_place(void)
         kd_store_req_free(r);
 
         /* The pacing timer goes with the queue's last task. */
-        CU_ASSERT_EQUAL(kd_timer_arm(&f->timers, &f->pace.timer, KD_CLOCK_MONO,
+        CU_ASSERT_EQUAL(kd_timer_arm(&f->timers, &f->pace->timer, KD_CLOCK_MONO,
                                      kd_mono_ms() + 1000, never_cb, f),
                         0);
-        kd_taskq_push(&f->pace.q, t);
-        kd_taskq_push(&f->pace.q, u);
+        kd_taskq_push(&f->pace->q, t);
+        kd_taskq_push(&f->pace->q, u);
         CU_ASSERT_EQUAL(t->where, KD_WHERE_PACE_Q);
         CU_ASSERT_EQUAL(kd_task_detach(f, u), 0);
-        CU_ASSERT_EQUAL(f->pace.q.len, 1);
-        CU_ASSERT_TRUE(kd_timer_armed(&f->pace.timer));
+        CU_ASSERT_EQUAL(f->pace->q.len, 1);
+        CU_ASSERT_TRUE(kd_timer_armed(&f->pace->timer));
         CU_ASSERT_EQUAL(kd_task_detach(f, t), 0);
-        CU_ASSERT_EQUAL(f->pace.q.len, 0);
-        CU_ASSERT_FALSE(kd_timer_armed(&f->pace.timer));
+        CU_ASSERT_EQUAL(f->pace->q.len, 0);
+        CU_ASSERT_FALSE(kd_timer_armed(&f->pace->timer));
 
         kd_task_to_flight(t);
         CU_ASSERT_EQUAL(kd_task_detach(f, t), -1);
@@ -380,7 +387,7 @@ static void test_store_requests_reused(void)
         kd_store_req_done(f, r);
         for (int i = 0; i < N; i++)
                 CU_ASSERT_PTR_NULL(t[i]->req); /* unlinked */
-        CU_ASSERT_EQUAL(f->store.spares[0], 1);
+        CU_ASSERT_EQUAL(f->store->spares[0], 1);
 
         /* Marks do not take a claim's arrays. */
         kd_store_req_t *m = kd_store_req_new(f, KD_FW_MARK_FIRED, 2);
@@ -389,8 +396,8 @@ static void test_store_requests_reused(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(m->fw.ids);
         m->fw.ids[0] = strdup("a"); /* owned by the request */
         kd_store_req_done(f, m);
-        CU_ASSERT_EQUAL(f->store.spares[0], 1); /* each kind its own */
-        CU_ASSERT_EQUAL(f->store.spares[1], 1);
+        CU_ASSERT_EQUAL(f->store->spares[0], 1); /* each kind its own */
+        CU_ASSERT_EQUAL(f->store->spares[1], 1);
 
         /* A smaller claim takes the kept one, all zero again. */
         kd_store_req_t *r2 = kd_store_req_new(f, KD_FW_TAKEOVER, 2);
@@ -424,11 +431,11 @@ static void test_store_requests_reused(void)
         for (size_t i = 0; i < KD_STORE_SPARES + 2; i++)
                 kd_store_req_done(f, many[i]);
         kd_store_req_done(f, big);
-        CU_ASSERT_EQUAL(f->store.spares[1], KD_STORE_SPARES);
+        CU_ASSERT_EQUAL(f->store->spares[1], KD_STORE_SPARES);
         int kept_big = 0, kept_m = 0;
         for (size_t i = 0; i < KD_STORE_SPARES; i++) {
-                kept_big += f->store.spare[1][i] == big;
-                kept_m += f->store.spare[1][i] == m;
+                kept_big += f->store->spare[1][i] == big;
+                kept_m += f->store->spare[1][i] == m;
         }
         CU_ASSERT_EQUAL(kept_big, 1);
         CU_ASSERT_EQUAL(kept_m, 1);
@@ -441,8 +448,8 @@ static void test_store_requests_reused(void)
         kd_store_req_done(f, s1);
         kd_store_req_done(f, s2);
         kd_store_stop(f); /* frees the kept ones */
-        CU_ASSERT_EQUAL(f->store.spares[0], 0);
-        CU_ASSERT_EQUAL(f->store.spares[1], 0);
+        CU_ASSERT_EQUAL(f->store->spares[0], 0);
+        CU_ASSERT_EQUAL(f->store->spares[1], 0);
         for (int i = 0; i < N; i++)
                 kd_task_free(t[i]);
         fwd_free(f);
@@ -454,9 +461,9 @@ static void test_store_requests_reused(void)
 static int rooms;
 static void count_room(kd_fwd_t *f)
 {
-        if (kd_timer_armed(&f->intake.room))
+        if (kd_timer_armed(&f->intake->room))
                 rooms++;
-        kd_timer_disarm(&f->timers, &f->intake.room);
+        kd_timer_disarm(&f->timers, &f->intake->room);
 }
 
 /* A partition paused for room resumes at the low-water mark: half the
@@ -468,85 +475,85 @@ static void test_held_low_water(void)
         f->conf->fwd_max_held_bytes = 16000;
         kd_task_t t = {0};
         t.bytes = 100;
-        f->held.cnt = 15;
+        f->held->cnt = 15;
         CU_ASSERT_FALSE(kd_held_full(f, &t, 0)); /* room for one */
         CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
-        f->held.cnt = 16;
+        f->held->cnt = 16;
         CU_ASSERT_TRUE(kd_held_full(f, &t, 0));
-        f->held.cnt = 9;
+        f->held->cnt = 9;
         CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
-        f->held.cnt = 8; /* half */
+        f->held->cnt = 8; /* half */
         CU_ASSERT_FALSE(kd_held_full(f, &t, 1));
-        f->held.out_cnt = 1; /* counts with the held */
+        f->held->out_cnt = 1; /* counts with the held */
         CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
-        f->held.out_cnt = 0;
-        f->held.bytes = 8001; /* over half the bytes */
+        f->held->out_cnt = 0;
+        f->held->bytes = 8001; /* over half the bytes */
         CU_ASSERT_TRUE(kd_held_full(f, &t, 1));
         CU_ASSERT_FALSE(kd_held_full(f, &t, 0));
-        f->held.bytes = 0;
+        f->held->bytes = 0;
         /* A task larger than half the bytes still goes into an empty set. */
-        f->held.cnt = 0;
+        f->held->cnt = 0;
         t.bytes = 12000;
         CU_ASSERT_FALSE(kd_held_full(f, &t, 1));
         t.bytes = 100;
 
         /* The out share: a quarter (4 tasks, 4000 bytes), low at half. */
-        f->held.out_cnt = 3;
-        f->held.out_bytes = 300;
+        f->held->out_cnt = 3;
+        f->held->out_bytes = 300;
         CU_ASSERT_FALSE(kd_held_out_full(f, &t, 0));
         CU_ASSERT_TRUE(kd_held_out_full(f, &t, 1));
-        f->held.out_cnt = 2;
-        f->held.out_bytes = 200;
+        f->held->out_cnt = 2;
+        f->held->out_bytes = 200;
         CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1));
-        f->held.out_bytes = 2001;
+        f->held->out_bytes = 2001;
         CU_ASSERT_TRUE(kd_held_out_full(f, &t, 1));
-        f->held.out_cnt = 0;
-        f->held.out_bytes = 0;
+        f->held->out_cnt = 0;
+        f->held->out_bytes = 0;
         CU_ASSERT_FALSE(kd_held_out_full(f, &t, 1)); /* empty: always fits */
 
         /* A drain: on when started above half, ended by its timer after
          * KD_HELD_DRAIN_MS at most, or as soon as a removal brings the set
          * to half. */
-        f->intake.full = 1; /* a partition waits for room */
-        kd_timer_init(&f->intake.room, NULL, f);
+        f->intake->full = 1; /* a partition waits for room */
+        kd_timer_init(&f->intake->room, NULL, f);
         rooms = 0;
-        f->held.cnt = 4;
+        f->held->cnt = 4;
         CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 0); /* at half: none */
         CU_ASSERT_FALSE(kd_held_low(f));
-        CU_ASSERT_FALSE(kd_timer_armed(&f->held.drain_end));
+        CU_ASSERT_FALSE(kd_timer_armed(&f->held->drain_end));
         kd_task_t u[5];
         memset(u, 0, sizeof(u));
-        f->held.cnt = 0;
+        f->held->cnt = 0;
         for (int i = 0; i < 5; i++) {
                 u[i].bytes = 10;
                 kd_held_add(f, &u[i]);
         }
-        f->held.cnt += 5; /* 10 held */
+        f->held->cnt += 5; /* 10 held */
         CU_ASSERT_EQUAL(kd_held_drain(f, 1000), 0);
         CU_ASSERT_TRUE(kd_held_low(f));
-        CU_ASSERT_EQUAL(kd_timer_due(&f->held.drain_end),
+        CU_ASSERT_EQUAL(kd_timer_due(&f->held->drain_end),
                         1000 + KD_HELD_DRAIN_MS);
         CU_ASSERT_EQUAL(kd_held_drain(f, 1500), 0); /* on already */
-        CU_ASSERT_EQUAL(f->held.low_until_mono, 1000 + KD_HELD_DRAIN_MS);
+        CU_ASSERT_EQUAL(f->held->low_until_mono, 1000 + KD_HELD_DRAIN_MS);
         kd_held_remove(f, &u[0]); /* 9: still above half (8) */
         count_room(f);
         CU_ASSERT_TRUE(kd_held_low(f));
         kd_held_remove(f, &u[1]); /* 8: half */
         count_room(f);
         CU_ASSERT_FALSE(kd_held_low(f));
-        CU_ASSERT_EQUAL(f->held.low_until_mono, 0);
-        CU_ASSERT_FALSE(kd_timer_armed(&f->held.drain_end));
+        CU_ASSERT_EQUAL(f->held->low_until_mono, 0);
+        CU_ASSERT_FALSE(kd_timer_armed(&f->held->drain_end));
         CU_ASSERT_EQUAL(rooms, 2);
         /* Its limit: the timer (due long ago on the real monotonic clock)
          * ends it with the set still above half, and asks for room. */
-        f->held.cnt += 4; /* 12 held */
+        f->held->cnt += 4; /* 12 held */
         CU_ASSERT_EQUAL(kd_held_drain(f, 2000), 0);
         CU_ASSERT_TRUE(kd_held_low(f));
         CU_ASSERT_EQUAL(kd_timers_run(&f->timers, 1), 1);
         count_room(f);
         CU_ASSERT_FALSE(kd_held_low(f));
         CU_ASSERT_EQUAL(rooms, 3);
-        f->held.cnt -= 4;
+        f->held->cnt -= 4;
         for (int i = 2; i < 5; i++) {
                 kd_held_remove(f, &u[i]);
                 count_room(f);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kd_test.h"
+#include "pipeline/kd_pipeline_state.h"
 #include "pipeline/kd_verdict.h"
 
 static kd_fate_claim_t answer(kdelay_fate_t fate, const char *owner,

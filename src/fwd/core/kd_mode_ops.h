@@ -12,7 +12,7 @@
  * room and the consumer's offsets. It reads a
  * partition's identity and offset tracker, never the intake's list of
  * partitions nor another stage's state: a mode file cannot include
- * kd_fwd_state.h (KD_MODE_SEAM), so the compiler refuses any use of the
+ * kd_fwd_core.h (KD_MODE_SEAM), so the compiler refuses any use of the
  * forwarder's fields. Operations marked optional may be NULL: the caller
  * then does what the comment says for NULL. Deadlines are arguments. */
 #ifndef KD_MODE_OPS_H

@@ -8,7 +8,7 @@
  * transactional calls on its main producer), the consumer's offsets, the
  * intake's room and the rebalance's rewind, stop and the shutdown's
  * deadline. The seam is the compiler's: a mode file defines KD_MODE_SEAM
- * before its includes, and kd_fwd_state.h (struct kd_fwd, included by
+ * before its includes, and kd_fwd_core.h (struct kd_fwd, included by
  * every stage's header) then fails to compile in it. */
 #ifndef KD_MODE_CTX_H
 #define KD_MODE_CTX_H
@@ -45,7 +45,7 @@ int kd_mode_stopping(const kd_mode_ctx_t *m);
 void kd_mode_stop(kd_mode_ctx_t *m);
 /* The shutdown's deadline (monotonic; 0 = not shutting down). */
 int64_t kd_mode_shutdown_deadline(const kd_mode_ctx_t *m);
-/* kd_fwd_fatal and kd_fwd_oom (kd_fwd_state.h): stop for good, exit
+/* kd_fwd_fatal and kd_fwd_oom (kd_fwd_core.h): stop for good, exit
  * non-zero; why and what static. */
 void kd_mode_fatal(kd_mode_ctx_t *m, const char *why);
 void kd_mode_oom(kd_mode_ctx_t *m, const char *what);

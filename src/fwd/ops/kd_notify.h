@@ -8,7 +8,7 @@
 #ifndef KD_NOTIFY_H
 #define KD_NOTIFY_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* READY=1 with a STATUS= line; arms the watchdog timer when the unit asks
  * for one. */

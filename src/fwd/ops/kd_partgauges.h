@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Appends to buf (size bytes, text at *len) in the Prometheus text
  * format, per assigned tier partition: the consumer lag (the high

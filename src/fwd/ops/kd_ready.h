@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 #define KD_READY_REBALANCE_MS 60000
 /* Not ready after this many transactions aborted in a row. */
 #define KD_READY_ABORT_STREAK 5
 
 /* Why f is not ready at monotonic time now_ms (static text, or
- * f->tiers_why); NULL when it is ready. */
+ * f->ops->tiers_why); NULL when it is ready. */
 const char *kd_ready_why(const kd_fwd_t *f, int64_t now_ms);
 
 #endif

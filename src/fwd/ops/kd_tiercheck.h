@@ -20,7 +20,7 @@
 #ifndef KD_TIERCHECK_H
 #define KD_TIERCHECK_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 #define KD_TIERCHECK_MS         30000
 #define KD_TIERCHECK_IDLE_MS    600000

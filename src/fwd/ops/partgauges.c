@@ -7,6 +7,7 @@
 
 #include "core/kd_part.h"
 #include "kd_path.h"
+#include "pipeline/kd_intake.h"
 
 #define KD_PG_PREFIX "kdelay_forwarder_"
 
@@ -49,7 +50,7 @@ void kd_partgauges_format(const kd_fwd_t *f, char *buf, size_t size,
             "partition above this forwarder's commit point (high watermark "
             "last fetched minus commit point)\n"
             "# TYPE " KD_PG_PREFIX "consumer_lag gauge\n");
-        for (const kd_part_t *p = f->intake.parts; p; p = p->next) {
+        for (const kd_part_t *p = kd_intake_parts(f); p; p = p->next) {
                 int64_t lo = -1, hi = -1;
                 int64_t commit = kd_offtrack_commit_point(&p->track);
                 if (!f->consumer.rk ||
@@ -68,7 +69,7 @@ void kd_partgauges_format(const kd_fwd_t *f, char *buf, size_t size,
             "partition's oldest task that is due and not yet handled (0: "
             "none)\n"
             "# TYPE " KD_PG_PREFIX "overdue_head_seconds gauge\n");
-        for (const kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (const kd_part_t *p = kd_intake_parts(f); p; p = p->next)
                 put(buf, size, len,
                     KD_PG_PREFIX "overdue_head_seconds{topic=\"%s\","
                                  "partition=\"%d\"} %.3f\n",

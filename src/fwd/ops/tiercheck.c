@@ -7,8 +7,10 @@
 
 #include "kd_fwdid.h"
 #include "kd_log.h"
+#include "kd_ops_state.h"
 #include "kd_tiers.h"
 #include "kd_util.h"
+#include "pipeline/kd_pace.h"
 
 static int md_has(const struct rd_kafka_metadata *md, const char *topic)
 {
@@ -74,7 +76,7 @@ static void check(kd_fwd_t *f)
                        rd_kafka_err2name(err));
                 return;
         }
-        char missing[sizeof(f->tiers_missing)];
+        char missing[sizeof(f->ops->tiers_missing)];
         int matching = 0;
         int n = kd_tiercheck_missing(f->conf, md, missing, sizeof(missing),
                                      &matching);
@@ -87,20 +89,21 @@ static void check(kd_fwd_t *f)
                     !kd_tiers_topic_delay(f->conf->topic_prefix,
                                           md->topics[i].topic, &ms))
                         parts += md->topics[i].partition_cnt;
-        f->tier_partitions = parts;
+        kd_pace_tier_partitions(f, parts);
         rd_kafka_metadata_destroy(md);
         int was = f->metrics.v[KD_M_TIER_TOPICS_MISSING] > 0;
         f->metrics.v[KD_M_TIER_TOPICS_MISSING] = n;
-        kd_strlcpy(f->tiers_missing, missing, sizeof(f->tiers_missing));
+        kd_strlcpy(f->ops->tiers_missing, missing,
+                   sizeof(f->ops->tiers_missing));
         if (!n) {
-                f->tiers_why[0] = '\0';
+                f->ops->tiers_why[0] = '\0';
                 if (was)
                         kd_log(f->conf, KDELAY_LOG_NOTICE,
                                "event=tier_topics_found tiers=%zu",
                                f->conf->tiers.cnt);
                 return;
         }
-        snprintf(f->tiers_why, sizeof(f->tiers_why),
+        snprintf(f->ops->tiers_why, sizeof(f->ops->tiers_why),
                  "tier topics missing: %s (create them: kdelayctl topics "
                  "create)",
                  missing);
@@ -146,7 +149,7 @@ static void instance_check(kd_fwd_t *f)
                         int v[3];
                         if (mi->client_id)
                                 kd_fwdid_parse(mi->client_id, &inst, v);
-                        if (!mi->client_id || strcmp(inst, f->claim.instance) ||
+                        if (!mi->client_id || strcmp(inst, f->instance) ||
                             (me && mi->member_id && !strcmp(mi->member_id, me)))
                                 continue;
                         others++;
@@ -173,7 +176,7 @@ static void instance_check(kd_fwd_t *f)
                "with the same instance (give each its own: claims and "
                "exactly_once's transactional id depend on it), or this "
                "instance's previous process until its session times out\"",
-               kd_log_quote(f->claim.instance, qi, sizeof(qi)),
+               kd_log_quote(f->instance, qi, sizeof(qi)),
                kd_log_quote(f->conf->fwd_group_id, qg, sizeof(qg)), others,
                kd_log_quote(hosts, qh, sizeof(qh)));
 }
@@ -194,7 +197,7 @@ static void tiercheck_cb(kd_timer_t *tm, void *arg)
 
 void kd_tiercheck_soon(kd_fwd_t *f)
 {
-        if (kd_timer_arm_by(&f->timers, &f->tiercheck_timer, KD_CLOCK_MONO,
+        if (kd_timer_arm_by(&f->timers, &f->ops->tiercheck_timer, KD_CLOCK_MONO,
                             kd_fwd_mono_ms(f) + KD_TIERCHECK_SOON_MS,
                             tiercheck_cb, f))
                 kd_fwd_oom(f, "tiercheck_timer");
@@ -202,5 +205,5 @@ void kd_tiercheck_soon(kd_fwd_t *f)
 
 void kd_tiercheck_start(kd_fwd_t *f)
 {
-        tiercheck_cb(&f->tiercheck_timer, f);
+        tiercheck_cb(&f->ops->tiercheck_timer, f);
 }

@@ -3,6 +3,7 @@
  * flush timer. Calls downstream only: pacing (won claims), settle and
  * the mode (dropped tasks). */
 #include "kd_claim.h"
+#include "kd_pipeline_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,35 +27,18 @@ static void renew_cb(kd_timer_t *tm, void *arg);
 
 void kd_claim_init(kd_fwd_t *f)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         const kdelay_conf_t *conf = f->conf;
         kd_taskq_init(&c->q, KD_WHERE_CLAIM_Q);
-        if (conf->fwd_instance) {
-                kd_strlcpy(c->instance, conf->fwd_instance,
-                           sizeof(c->instance));
-        } else {
-                char host[48] = "host";
-                if (gethostname(host, sizeof(host) - 1))
-                        kd_strlcpy(host, "host", sizeof(host));
-                snprintf(c->instance, sizeof(c->instance), "%s-%d", host,
-                         (int)getpid());
-        }
-        /* Owner tokens keep to [A-Za-z0-9._-]. */
-        for (char *ch = c->instance; *ch; ch++)
-                if (!((*ch >= 'a' && *ch <= 'z') ||
-                      (*ch >= 'A' && *ch <= 'Z') ||
-                      (*ch >= '0' && *ch <= '9') || *ch == '.' || *ch == '_' ||
-                      *ch == '-'))
-                        *ch = '_';
-        size_t len = strlen(c->instance);
+        size_t len = strlen(f->instance);
         if (len <= 20) {
-                kd_strlcpy(c->token_name, c->instance, sizeof(c->token_name));
+                kd_strlcpy(c->token_name, f->instance, sizeof(c->token_name));
         } else {
                 uint32_t h = 2166136261u; /* FNV-1a */
                 for (size_t i = 0; i < len; i++)
-                        h = (h ^ (unsigned char)c->instance[i]) * 16777619u;
+                        h = (h ^ (unsigned char)f->instance[i]) * 16777619u;
                 snprintf(c->token_name, sizeof(c->token_name), "%.11s~%08x",
-                         c->instance, h);
+                         f->instance, h);
         }
         if (getrandom(&c->boot, sizeof(c->boot), 0) != sizeof(c->boot))
                 c->boot = (uint32_t)getpid() ^ (uint32_t)kd_fwd_wall_ms(f);
@@ -77,7 +61,7 @@ void kd_claim_init(kd_fwd_t *f)
 
 void kd_claim_new_generation(kd_fwd_t *f)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         c->generation++;
         int len =
             snprintf(c->prefix, sizeof(c->prefix), "%s:%08x.%u:", c->token_name,
@@ -93,7 +77,7 @@ void kd_claim_new_generation(kd_fwd_t *f)
 
 void kd_claim_generations_gone(kd_fwd_t *f)
 {
-        f->claim.gone_upto = f->claim.generation;
+        f->claim->gone_upto = f->claim->generation;
 }
 
 static void flush_cb(kd_timer_t *tm, void *arg);
@@ -111,7 +95,7 @@ static void flush_cb(kd_timer_t *tm, void *arg);
  * with the pipeline full, when a batch is back. */
 static void arm(kd_fwd_t *f)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         if (!c->q.head ||
             (c->inflight >= KD_CLAIM_PIPELINE && !kd_outage_firing(f))) {
                 kd_timer_disarm(&f->timers, &c->flush);
@@ -129,7 +113,7 @@ static void arm(kd_fwd_t *f)
 
 void kd_claim_enqueue(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         kd_store_req_detach(t); /* a lease renewal may be out for it */
         kd_task_set_state(f, t, KD_TASK_CLAIMING);
         t->claim = KD_CLAIM_ROW; /* a claim again: its result is new */
@@ -181,7 +165,7 @@ static void wait_foreign(kd_fwd_t *f, kd_task_t *t)
  * a generation of this process with no task left (kd_verdict.h). */
 static int own_earlier(const kd_fwd_t *f, const char *owner)
 {
-        return kd_verdict_own_earlier(&f->claim, f->conf->fwd_static_membership,
+        return kd_verdict_own_earlier(f->claim, f->conf->fwd_static_membership,
                                       owner);
 }
 
@@ -192,7 +176,7 @@ static kd_outcome_t outcome(kd_fwd_t *f, kd_task_t *t, const kd_fate_claim_t *c,
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         const kd_verdict_in_t in = {.answer = c,
                                     .token = t->token,
-                                    .assignment = f->claim.prefix,
+                                    .assignment = f->claim->prefix,
                                     .own_earlier = own_earlier(f, c->row_owner),
                                     .after_takeover = after_takeover,
                                     .takeover_at_once =
@@ -273,7 +257,7 @@ static void req_send(kd_fwd_t *f, kd_store_req_t *r)
 {
         for (size_t i = 0; i < r->fw.n; i++)
                 kd_task_to_claim_req(r->tasks[i]);
-        f->claim.inflight++;
+        f->claim->inflight++;
         kd_store_submit(f, r, answered);
 }
 
@@ -305,7 +289,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
         kd_fw_req_t *fw = &r->fw;
         int after_takeover = fw->op == KD_FW_TAKEOVER;
         size_t m = 0;
-        f->claim.inflight--;
+        f->claim->inflight--;
         for (size_t i = 0; i < fw->n; i++) {
                 kd_task_t *t = r->tasks[i];
                 if (!t)
@@ -354,7 +338,7 @@ static void answered(kd_fwd_t *f, kd_store_req_t *r)
 /* How many tasks the next claim statement takes at most. */
 static size_t batch_max(kd_fwd_t *f)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         size_t max = (size_t)f->conf->fwd_claim_batch;
         /* The queue's head is a sign of lateness too (a drain bound by
          * the store keeps its fires late only as long as they go out),
@@ -376,7 +360,7 @@ static size_t batch_max(kd_fwd_t *f)
 /* Sends one batch from the head of the queue. 0 on success. */
 static int claim_batch(kd_fwd_t *f)
 {
-        kd_fwd_claim_t *c = &f->claim;
+        kd_fwd_claim_t *c = f->claim;
         size_t n = c->q.len, max = batch_max(f);
         if (n > max)
                 n = max;
@@ -491,7 +475,7 @@ static void renew_cb(kd_timer_t *tm, void *arg)
             kd_store_ready(f) ? malloc(batch * sizeof(*due)) : NULL;
         size_t n = 0;
         int stop = !due;
-        for (kd_part_t *p = f->intake.parts; !stop && p; p = p->next) {
+        for (kd_part_t *p = f->intake->parts; !stop && p; p = p->next) {
                 for (kd_task_t *t = p->tasks; !stop && t; t = t->next) {
                         if (!kd_task_claimed(t) || !t->lease_mono || t->req ||
                             t->lease_mono - now > lease * 2 / 3)
@@ -526,14 +510,14 @@ static void go_unclaimed(kd_fwd_t *f, kd_task_t *t)
 static void fire_unclaimed(kd_fwd_t *f)
 {
         kd_task_t *t;
-        while ((t = kd_taskq_pop(&f->claim.q)))
+        while ((t = kd_taskq_pop(&f->claim->q)))
                 go_unclaimed(f, t);
         /* Those whose claim is out on a store that does not answer (hung:
          * its answer may take the client's read timeout) go too; the
          * answer, when it comes, finds them gone. */
-        if (!f->claim.inflight)
+        if (!f->claim->inflight)
                 return;
-        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (kd_part_t *p = f->intake->parts; p; p = p->next)
                 for (kd_task_t *u = p->tasks; u; u = u->next)
                         if (u->where == KD_WHERE_CLAIM_REQ &&
                             u->state == KD_TASK_CLAIMING) {
@@ -573,7 +557,7 @@ static void flush_cb(kd_timer_t *tm, void *arg)
         /* Due FIRED marks first: a claim after an outage must see the
          * deliveries made before it (the store runs requests in order). */
         kd_settle_flush_due(f);
-        while (f->claim.q.head && f->claim.inflight < KD_CLAIM_PIPELINE &&
+        while (f->claim->q.head && f->claim->inflight < KD_CLAIM_PIPELINE &&
                kd_store_ready(f))
                 if (claim_batch(f))
                         break;

@@ -6,6 +6,7 @@
  * records of a fire without a claim, fire_journal.c's; the delivery
  * reports, fire_report.c's. */
 #include "kd_fire.h"
+#include "kd_pipeline_state.h"
 
 #include <stdio.h>
 
@@ -57,7 +58,7 @@ void kd_fire_now(kd_fwd_t *f, kd_task_t *t, int64_t now)
                 kd_claim_enqueue(f, t);
                 return;
         }
-        if (!f->clock.known) { /* fire-at by whose clock? Not yet known. */
+        if (!f->clock->known) { /* fire-at by whose clock? Not yet known. */
                 kd_fire_retry_in(f, t, KD_TASK_FIRING, KD_CLOCK_WAIT_MS,
                                  "clock_wait_timer");
                 return;

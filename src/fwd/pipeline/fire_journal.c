@@ -5,6 +5,7 @@
  * the fire, a record of delivery after); a record refused for good. The
  * journal's write side is the store room's (kd_journal.h). */
 #include "kd_fire_journal.h"
+#include "kd_pipeline_state.h"
 
 #include "core/kd_mode_ops.h"
 #include "kd_fire.h"
@@ -72,7 +73,7 @@ void kd_fire_journal_refused(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err)
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=journal_record_refused id=%s journal=%s err=\"%s\" "
                "dead=%s action=apply_from_memory",
-               id, kd_log_quote(f->journal.topic, qt, sizeof(qt)),
+               id, kd_log_quote(f->journal->topic, qt, sizeof(qt)),
                rd_kafka_err2str(err), dead);
         if (t->fire_failed)
                 f->mode->delivered(&f->mode_ctx, t);

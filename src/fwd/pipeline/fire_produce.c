@@ -5,6 +5,7 @@
  * poisoned) and the producer room (kd_producer.h), which counts it in
  * flight. */
 #include "kd_fire_produce.h"
+#include "kd_pipeline_state.h"
 
 #include "core/kd_mode_ops.h"
 #include "kd_fire.h"

@@ -5,6 +5,7 @@
  * stage, the fire after its record of intent, a retry or a dead letter
  * (fire_retry.c). */
 #include "kd_fire.h"
+#include "kd_pipeline_state.h"
 
 #include "core/kd_mode_ops.h"
 #include "core/kd_perr.h"
@@ -174,8 +175,8 @@ static void on_intent_delivered(kd_fwd_t *f, kd_task_t *t,
                                 const rd_kafka_message_t *m)
 {
         clock_sample(f, t, m);
-        f->journal.delivered++;
-        f->journal.gone_since_mono = 0;
+        f->journal->delivered++;
+        f->journal->gone_since_mono = 0;
         if (!t->part) {
                 kd_settle_release(f, t);
                 return;
@@ -187,8 +188,8 @@ static void on_journal_delivered(kd_fwd_t *f, kd_task_t *t,
                                  const rd_kafka_message_t *m)
 {
         clock_sample(f, t, m);
-        f->journal.delivered++;
-        f->journal.gone_since_mono = 0;
+        f->journal->delivered++;
+        f->journal->gone_since_mono = 0;
         f->mode->delivered(&f->mode_ctx, t);
 }
 

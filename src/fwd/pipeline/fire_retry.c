@@ -4,6 +4,7 @@
  * after a backoff, dead-lettered, sent again smaller, or dropped; and the
  * timer that produces a task again. */
 #include "kd_fire_retry.h"
+#include "kd_pipeline_state.h"
 
 #include "core/kd_mode_ops.h"
 #include "core/kd_perr.h"

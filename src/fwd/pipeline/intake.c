@@ -5,6 +5,7 @@
  * rebalance stage's (rebalance.c). Calls downstream only: schedule and
  * the mode. */
 #include "kd_intake.h"
+#include "kd_pipeline_state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 
 static kd_part_t *part_find(kd_fwd_t *f, const char *topic, int32_t partition)
 {
-        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (kd_part_t *p = f->intake->parts; p; p = p->next)
                 if (p->partition == partition && !strcmp(p->topic, topic))
                         return p;
         return NULL;
@@ -51,7 +52,7 @@ static void pause_resume(kd_fwd_t *f, kd_part_t *p, int pause)
 
 static void set_state(kd_fwd_t *f, kd_part_t *p, kd_part_state_t to)
 {
-        f->intake.full += (to == KD_PART_FULL) - (p->flow == KD_PART_FULL);
+        f->intake->full += (to == KD_PART_FULL) - (p->flow == KD_PART_FULL);
         p->flow = to;
 }
 
@@ -70,7 +71,8 @@ static void pause_part(kd_fwd_t *f, kd_part_t *p, kd_part_state_t why,
                        "event=partition_backpressure topic=%s partition=%d "
                        "held=%zu held_bytes=%lld out=%zu",
                        kd_log_quote(p->topic, qt, sizeof(qt)), p->partition,
-                       f->held.cnt, (long long)f->held.bytes, f->held.out_cnt);
+                       f->held->cnt, (long long)f->held->bytes,
+                       f->held->out_cnt);
         }
         set_state(f, p, why);
         if (why != KD_PART_WAITING)
@@ -135,15 +137,15 @@ static void room_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        for (kd_part_t *p = f->intake.parts; p && f->intake.full; p = p->next)
+        for (kd_part_t *p = f->intake->parts; p && f->intake->full; p = p->next)
                 if (p->flow == KD_PART_FULL)
                         process(f, p);
 }
 
 void kd_intake_room(kd_fwd_t *f)
 {
-        if (f->intake.full &&
-            kd_timer_arm_by(&f->timers, &f->intake.room, KD_CLOCK_MONO,
+        if (f->intake->full &&
+            kd_timer_arm_by(&f->timers, &f->intake->room, KD_CLOCK_MONO,
                             kd_fwd_mono_ms(f), room_cb, f))
                 kd_fwd_oom(f, "room_timer");
 }
@@ -301,7 +303,7 @@ static void consumer_fatal(kd_fwd_t *f)
         char why[512], q[600], qi[KD_LOG_QUOTED_MAX(64)];
         rd_kafka_resp_err_t err =
             rd_kafka_fatal_error(f->consumer.rk, why, sizeof(why));
-        kd_log_quote(f->claim.instance, qi, sizeof(qi));
+        kd_log_quote(f->instance, qi, sizeof(qi));
         if (err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=instance_fenced instance=%s err=%s "
@@ -391,8 +393,8 @@ kd_part_t *kd_intake_part_open(kd_fwd_t *f, const char *topic,
         p->flow = KD_PART_FLOWING;
         kd_timer_init(&p->wake, wake_cb, f);
         kd_offtrack_init(&p->track);
-        p->next = f->intake.parts;
-        f->intake.parts = p;
+        p->next = f->intake->parts;
+        f->intake->parts = p;
         return p;
 }
 
@@ -400,4 +402,19 @@ void kd_intake_part_flowing(kd_fwd_t *f, kd_part_t *p)
 {
         if (p->flow != KD_PART_FLOWING)
                 resume(f, p);
+}
+
+const kd_part_t *kd_intake_parts(const kd_fwd_t *f)
+{
+        return f->intake->parts;
+}
+
+int kd_intake_settled(const kd_fwd_t *f)
+{
+        return f->intake->settled;
+}
+
+int64_t kd_intake_revoked_at(const kd_fwd_t *f)
+{
+        return f->intake->revoked_at;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The journal's write side (kd_journal.h): owns f->journal. */
+/* The journal's write side (kd_journal.h): owns f->journal-> */
 #include "kd_journal.h"
+#include "kd_pipeline_state.h"
 
 #include <string.h>
 
@@ -18,8 +19,8 @@
 
 void kd_journal_init(kd_fwd_t *f)
 {
-        kd_conf_journal_topic(f->conf, f->journal.topic,
-                              sizeof(f->journal.topic));
+        kd_conf_journal_topic(f->conf, f->journal->topic,
+                              sizeof(f->journal->topic));
 }
 
 rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
@@ -32,7 +33,7 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
                               .intent = intent};
         kd_strlcpy(r.src_topic, t->part ? t->part->topic : "-",
                    sizeof(r.src_topic));
-        kd_strlcpy(r.forwarder, f->claim.token_name, sizeof(r.forwarder));
+        kd_strlcpy(r.forwarder, f->claim->token_name, sizeof(r.forwarder));
         /* Its fire failed for good: the record says it was dead-lettered. */
         if (!intent && t->fire_failed && t->dead_reason)
                 kd_strlcpy(r.dead, t->dead_reason, sizeof(r.dead));
@@ -46,7 +47,7 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
          * Counted here (a record in the fire's transaction) or by the
          * fire stage (kd_producer_sent). */
         rd_kafka_vu_t vu[] = {
-            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = f->journal.topic},
+            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = f->journal->topic},
             {.vtype = RD_KAFKA_VTYPE_KEY,
              .u.mem = {t->rec.id, strlen(t->rec.id)}},
             {.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {value, (size_t)n}},
@@ -55,31 +56,31 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
         rd_kafka_resp_err_t err = kd_producer_produce(
             f, rk, vu, sizeof(vu) / sizeof(vu[0]), KD_PRODUCE_BY_HANDLE);
         if (!err && opaque == kd_journal_marker(f))
-                f->journal.inflight++;
+                f->journal->inflight++;
         return err;
 }
 
 void kd_journal_warm(kd_fwd_t *f)
 {
-        (void)kd_producer_topic(f, f->journal.topic);
+        (void)kd_producer_topic(f, f->journal->topic);
 }
 
 void *kd_journal_marker(kd_fwd_t *f)
 {
-        return &f->journal.marker;
+        return &f->journal->marker;
 }
 
 int kd_journal_is(const kd_fwd_t *f, const void *opaque)
 {
-        return opaque == &f->journal.marker;
+        return opaque == &f->journal->marker;
 }
 
 void kd_journal_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
 {
-        f->journal.inflight--;
+        f->journal->inflight--;
         if (!m->err) {
-                f->journal.delivered++;
-                f->journal.gone_since_mono = 0;
+                f->journal->delivered++;
+                f->journal->gone_since_mono = 0;
                 return;
         }
         kd_journal_broken(f, m->err);
@@ -91,15 +92,15 @@ void kd_journal_broken(kd_fwd_t *f, rd_kafka_resp_err_t err)
 {
         int64_t now = kd_fwd_mono_ms(f);
         kd_metric_inc(&f->metrics, KD_M_JOURNAL_FAILED);
-        if (now >= f->journal.broken_until_mono) {
+        if (now >= f->journal->broken_until_mono) {
                 char qt[300];
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=journal_failed topic=%s err=\"%s\" "
                        "action=hold_for_claims retry_in_ms=%d",
-                       kd_log_quote(f->journal.topic, qt, sizeof(qt)),
+                       kd_log_quote(f->journal->topic, qt, sizeof(qt)),
                        rd_kafka_err2str(err), KD_JOURNAL_BROKEN_MS);
         }
-        f->journal.broken_until_mono = now + KD_JOURNAL_BROKEN_MS;
+        f->journal->broken_until_mono = now + KD_JOURNAL_BROKEN_MS;
 }
 
 int kd_journal_refuses(rd_kafka_resp_err_t err)
@@ -117,11 +118,11 @@ int kd_journal_refused_for_good(kd_fwd_t *f, rd_kafka_resp_err_t err)
             err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
                 return 1;
         int64_t now = kd_fwd_mono_ms(f);
-        int64_t since = f->journal.gone_since_mono;
+        int64_t since = f->journal->gone_since_mono;
         /* A first answer, or one from long ago (a streak with nothing
          * written between): the topic may have been made again since. */
         if (!since || now - since > 10 * KD_JOURNAL_GONE_CONFIRM_MS) {
-                f->journal.gone_since_mono = now;
+                f->journal->gone_since_mono = now;
                 return 0;
         }
         return now - since >= KD_JOURNAL_GONE_CONFIRM_MS;
@@ -129,5 +130,5 @@ int kd_journal_refused_for_good(kd_fwd_t *f, rd_kafka_resp_err_t err)
 
 int kd_journal_usable(const kd_fwd_t *f)
 {
-        return kd_fwd_mono_ms(f) >= f->journal.broken_until_mono;
+        return kd_fwd_mono_ms(f) >= f->journal->broken_until_mono;
 }

@@ -7,7 +7,7 @@
 #ifndef KD_CLAIM_H
 #define KD_CLAIM_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Sets the claim identity: instance name and boot id. */
 void kd_claim_init(kd_fwd_t *f);

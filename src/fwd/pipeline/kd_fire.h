@@ -11,7 +11,7 @@
 #ifndef KD_FIRE_H
 #define KD_FIRE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* When t is due as far as its lateness goes (t->late_ms = the produce's
  * time less this): its fire-at, or its tier's due time for a task written

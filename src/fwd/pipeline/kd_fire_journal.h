@@ -5,7 +5,7 @@
 #ifndef KD_FIRE_JOURNAL_H
 #define KD_FIRE_JOURNAL_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* 1 when a produce of t as `as` is put on record by its journal record
  * and the mode writes that record with the produce (with 1: exactly_once)

@@ -4,7 +4,7 @@
 #ifndef KD_FIRE_PRODUCE_H
 #define KD_FIRE_PRODUCE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Produces t's fire to its target, its checks made (kd_fire_now): its
  * own headers lent to the produce, out of the held set, its lateness

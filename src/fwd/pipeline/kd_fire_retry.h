@@ -5,7 +5,7 @@
 #ifndef KD_FIRE_RETRY_H
 #define KD_FIRE_RETRY_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* A fire that cannot succeed (err): logged, and the task dead-lettered. */
 void kd_fire_failed(kd_fwd_t *f, kd_task_t *t, rd_kafka_resp_err_t err);

@@ -5,7 +5,7 @@
 #ifndef KD_HELD_H
 #define KD_HELD_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 void kd_held_add(kd_fwd_t *f, kd_task_t *t);
 /* Counts t, about to be hopped or dead-lettered, as "out" until it is
@@ -67,10 +67,9 @@ int kd_held_out_full(const kd_fwd_t *f, const kd_task_t *t, int low);
  * drain then), else 0. */
 int kd_held_drain(kd_fwd_t *f, int64_t now_mono);
 /* 1 while a drain is on (no clock read: its end is a timer). */
-static inline int kd_held_low(const kd_fwd_t *f)
-{
-        return f->held.low_until_mono != 0;
-}
+int kd_held_low(const kd_fwd_t *f);
+/* Tasks in the held set. */
+size_t kd_held_count(const kd_fwd_t *f);
 
 /* The "behind" signal (kd_behind.h, f->behind): something due (a fire
  * going out, the claim queue's head) is late_ms past its due time, noted

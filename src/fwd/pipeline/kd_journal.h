@@ -12,7 +12,7 @@
 #ifndef KD_JOURNAL_H
 #define KD_JOURNAL_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Sets the journal's topic name. */
 void kd_journal_init(kd_fwd_t *f);
@@ -26,7 +26,7 @@ rd_kafka_resp_err_t kd_journal_write(kd_fwd_t *f, const kd_task_t *t,
  * fire: at the start, and when an outage's fires begin), so that the
  * first record of an outage does not wait for it. */
 void kd_journal_warm(kd_fwd_t *f);
-/* The opaque of a record written with its fire (&f->journal.marker). */
+/* The opaque of a record written with its fire (&f->journal->marker). */
 void *kd_journal_marker(kd_fwd_t *f);
 /* 1 when a delivery report's opaque is kd_journal_marker's. */
 int kd_journal_is(const kd_fwd_t *f, const void *opaque);

@@ -15,7 +15,7 @@
 #ifndef KD_LIFECYCLE_H
 #define KD_LIFECYCLE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Moves t to state `to`. A move outside the table is a bug: logged
  * (event=bug what=task_state) and counted (task_state_bugs); then Debug

@@ -9,7 +9,7 @@
 #ifndef KD_OUTAGE_H
 #define KD_OUTAGE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Claims wait at most this long for the journal to be applied. */
 #define KD_OUTAGE_APPLY_WAIT_MS 30000

@@ -8,7 +8,7 @@
 #ifndef KD_PACE_H
 #define KD_PACE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* t's claim is won: it fires at kd_pace_fire_at (through max_fire_rate). */
 void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t);
@@ -66,7 +66,7 @@ void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule);
  * in due order for a token of the rule's second bucket, which counts the
  * fires as they go, and goes on to max_fire_rate. A
  * rule's limit is the group's: each forwarder takes the share of it that
- * its tier partitions are of all (f->tier_partitions), as the tasks are
+ * its tier partitions are of all (f->pace->tier_partitions), as the tasks are
  * spread over them. */
 
 /* Parses the rules and sets up their buckets (kd_fwd_new). */
@@ -83,5 +83,9 @@ void kd_pace_log(kd_fwd_t *f);
  * bytes, text at *len) in the Prometheus text format; *len grows by what
  * it needs, also past size (then the text is cut: format again). */
 void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len);
+
+/* The partitions of the tier topics the group reads, as the ops' tier
+ * check last read them (0 = unknown): the share above. */
+void kd_pace_tier_partitions(kd_fwd_t *f, int parts);
 
 #endif

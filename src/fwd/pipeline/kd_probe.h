@@ -12,7 +12,7 @@
 #ifndef KD_PROBE_H
 #define KD_PROBE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 #define KD_PROBE_HDR         "kdelay-probe"
 #define KD_PROBE_INTERVAL_MS 10000

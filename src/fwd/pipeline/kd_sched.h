@@ -6,7 +6,7 @@
 #ifndef KD_SCHED_H
 #define KD_SCHED_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 typedef enum kd_sched {
         KD_SCHED_WAIT,  /* not due: pause the partition until *wake_at */

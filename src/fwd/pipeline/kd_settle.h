@@ -7,7 +7,7 @@
 #ifndef KD_SETTLE_H
 #define KD_SETTLE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* Lets t go: out of its place (kd_task_detach), its partition's list and
  * the held set, and frees it; its offset stays not done (a restart or the
@@ -60,7 +60,7 @@ void kd_settle_apply_unclaimed(kd_fwd_t *f);
 void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost);
 /* The reasons kd_settle_dead marks (KD_SETTLE_DEAD_REASONS), and the
  * index of reason among them, or -1. */
-extern const char *const kd_settle_dead_reasons[KD_SETTLE_DEAD_REASONS];
+extern const char *const kd_settle_dead_reasons[];
 int kd_settle_dead_index(const char *reason);
 /* Task id, claimed, was dead-lettered (exactly_once: committed) with
  * reason: its DEAD mark queued (a copy of id is kept), with seq, its

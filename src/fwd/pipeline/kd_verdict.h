@@ -5,7 +5,7 @@
 #ifndef KD_VERDICT_H
 #define KD_VERDICT_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 #include "kd_fate.h"
 
 typedef enum kd_verdict {

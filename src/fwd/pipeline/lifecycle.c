@@ -5,6 +5,7 @@
  * its own: the task's fields and the queues it joins and leaves (claim,
  * pacing, backlog, a rule's) through their kd_taskq_t. */
 #include "kd_lifecycle.h"
+#include "kd_pipeline_state.h"
 
 #include <assert.h>
 
@@ -170,21 +171,21 @@ int kd_task_detach(kd_fwd_t *f, kd_task_t *t)
                 kd_timer_disarm(&f->timers, &t->timer);
                 break;
         case KD_WHERE_CLAIM_Q:
-                kd_taskq_remove(&f->claim.q, t);
+                kd_taskq_remove(&f->claim->q, t);
                 break;
         case KD_WHERE_CLAIM_REQ:
                 kd_store_req_detach(t); /* its answer will be ignored */
                 break;
         case KD_WHERE_PACE_Q:
-                leave(f, &f->pace.q, &f->pace.timer, t);
+                leave(f, &f->pace->q, &f->pace->timer, t);
                 break;
         case KD_WHERE_TARGET_Q:
-                leave(f, &f->pace.lim[t->rlim].q, &f->pace.lim[t->rlim].timer,
+                leave(f, &f->pace->lim[t->rlim].q, &f->pace->lim[t->rlim].timer,
                       t);
                 break;
         case KD_WHERE_FIRE_Q:
-                leave(f, &f->pace.lim[t->rlim].fire_q,
-                      &f->pace.lim[t->rlim].fire_timer, t);
+                leave(f, &f->pace->lim[t->rlim].fire_q,
+                      &f->pace->lim[t->rlim].fire_timer, t);
                 break;
         case KD_WHERE_FLIGHT:
                 return -1;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Tells the
+/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage-> Tells the
  * claim stage when claims may go out again (kd_claim_resume). */
 #include "kd_outage.h"
+#include "kd_pipeline_state.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,20 +55,20 @@ static void run_begin(kd_fwd_t *f, const char *why)
 
 void kd_outage_init(kd_fwd_t *f)
 {
-        kd_timer_init(&f->outage.timer, outage_cb, f);
-        kd_timer_init(&f->outage.poll, poll_cb, f);
-        kd_timer_init(&f->outage.settle, settle_cb, f);
-        kd_timer_init(&f->outage.sweep, sweep_cb, f);
-        kd_timer_init(&f->outage.renew, renew_cb, f);
-        f->outage.pending_seen_since_ms = -1;
+        kd_timer_init(&f->outage->timer, outage_cb, f);
+        kd_timer_init(&f->outage->poll, poll_cb, f);
+        kd_timer_init(&f->outage->settle, settle_cb, f);
+        kd_timer_init(&f->outage->sweep, sweep_cb, f);
+        kd_timer_init(&f->outage->renew, renew_cb, f);
+        f->outage->pending_seen_since_ms = -1;
 }
 
 /* KD_OUTAGE_SWEEP_MS +- KD_OUTAGE_SWEEP_JITTER_MS: spread by the
  * instance's name and the turn (splitmix64; not a secret, only spread). */
 static int64_t sweep_period(kd_fwd_t *f)
 {
-        uint64_t x = ++f->outage.sweeps * 0x9e3779b97f4a7c15ULL;
-        for (const char *c = f->claim.instance; *c; c++)
+        uint64_t x = ++f->outage->sweeps * 0x9e3779b97f4a7c15ULL;
+        for (const char *c = f->instance; *c; c++)
                 x = (x ^ (unsigned char)*c) * 0x100000001b3ULL;
         x += 0x9e3779b97f4a7c15ULL;
         x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -79,7 +80,7 @@ static int64_t sweep_period(kd_fwd_t *f)
 
 static void sweep_again(kd_fwd_t *f, int64_t in_ms)
 {
-        if (kd_timer_arm(&f->timers, &f->outage.sweep, KD_CLOCK_MONO,
+        if (kd_timer_arm(&f->timers, &f->outage->sweep, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + in_ms, sweep_cb, f))
                 kd_fwd_oom(f, "outage_sweep_timer");
 }
@@ -102,9 +103,9 @@ static void sweep_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         sweep_again(f, sweep_period(f));
-        if (f->store.down || o->firing || o->reconcile || o->clear_out ||
+        if (kd_store_down(f) || o->firing || o->reconcile || o->clear_out ||
             o->clear_wanted)
                 return;
         reconcile_begin(f, "sweep", 0);
@@ -112,7 +113,7 @@ static void sweep_cb(kd_timer_t *tm, void *arg)
 
 static void renew_again(kd_fwd_t *f)
 {
-        if (kd_timer_arm(&f->timers, &f->outage.renew, KD_CLOCK_MONO,
+        if (kd_timer_arm(&f->timers, &f->outage->renew, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + KD_OUTAGE_RENEW_MS, renew_cb, f))
                 kd_fwd_oom(f, "outage_renew_timer");
 }
@@ -123,10 +124,10 @@ static void renew_again(kd_fwd_t *f)
  * are within a run's ends. */
 static void own_mark(kd_fwd_t *f)
 {
-        if (f->outage.owns_mark)
+        if (f->outage->owns_mark)
                 return;
-        f->outage.owns_mark = 1;
-        f->outage.renewed_mono = 0; /* the gate's mark, or a run's */
+        f->outage->owns_mark = 1;
+        f->outage->renewed_mono = 0; /* the gate's mark, or a run's */
         renew_again(f);
 }
 
@@ -138,7 +139,7 @@ static void renew_send(kd_fwd_t *f);
 
 static void renew_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         int64_t now = kd_fwd_mono_ms(f);
         int err = r->fw.err != KDELAY_OK;
         int gap = r->fw.op == KD_FW_RENEW_PENDING && o->renewed_mono &&
@@ -153,7 +154,7 @@ static void renew_done(kd_fwd_t *f, kd_store_req_t *r)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=reconcile_pending_renew_late journal=%s "
                        "action=mark_again",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)));
+                       kd_log_quote(f->journal->topic, q, sizeof(q)));
                 o->remark = 1;
                 renew_send(f);
         }
@@ -163,7 +164,7 @@ static void renew_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         if (!o->owns_mark)
                 return;
         renew_again(f);
@@ -174,8 +175,8 @@ static void renew_cb(kd_timer_t *tm, void *arg)
 
 static void renew_send(kd_fwd_t *f)
 {
-        kd_fwd_outage_t *o = &f->outage;
-        if (o->renew_out || f->store.down || f->store.gate ||
+        kd_fwd_outage_t *o = f->outage;
+        if (o->renew_out || kd_store_down(f) || kd_store_gated(f) ||
             !kd_store_ready(f))
                 return; /* the gate's mark goes first */
         if (o->renewed_mono &&
@@ -186,8 +187,8 @@ static void renew_send(kd_fwd_t *f)
         if (!r)
                 return; /* again at the next tick */
         o->remark = 0;
-        r->fw.journal = f->journal.topic;
-        r->fw.by = f->claim.instance;
+        r->fw.journal = f->journal->topic;
+        r->fw.by = f->instance;
         o->renew_out = 1;
         kd_store_submit(f, r, renew_done);
 }
@@ -196,7 +197,7 @@ static void renew_send(kd_fwd_t *f)
  * 2 s); 0 when it exists or cannot be told. */
 static int journal_gone(kd_fwd_t *f)
 {
-        rd_kafka_topic_t *rkt = kd_producer_topic(f, f->journal.topic);
+        rd_kafka_topic_t *rkt = kd_producer_topic(f, f->journal->topic);
         const struct rd_kafka_metadata *md = NULL;
         if (!rkt || rd_kafka_metadata(kd_producer_main(f), 0, rkt, &md, 2000))
                 return 0;
@@ -208,7 +209,7 @@ static int journal_gone(kd_fwd_t *f)
 
 void kd_outage_stop(kd_fwd_t *f)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         /* Fires of its own not applied (the store down): logged; each id
          * when the journal that holds them failed or is gone. */
         if (kd_settle_unclaimed(f) > 0 && kd_producer_main(f))
@@ -237,7 +238,7 @@ void kd_outage_stop(kd_fwd_t *f)
 
 static void arm(kd_fwd_t *f, int64_t at)
 {
-        if (kd_timer_arm(&f->timers, &f->outage.timer, KD_CLOCK_MONO, at,
+        if (kd_timer_arm(&f->timers, &f->outage->timer, KD_CLOCK_MONO, at,
                          outage_cb, f))
                 kd_fwd_oom(f, "outage_timer");
 }
@@ -247,9 +248,9 @@ static void outage_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         int64_t now = kd_fwd_mono_ms(f);
-        if (!f->store.down) {
+        if (!kd_store_down(f)) {
                 if (o->apply_again) /* a failed run's retry */
                         run_begin(f, "retry");
                 return;
@@ -257,7 +258,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         if (o->firing || !policy_fire(f))
                 return;
         if (!kd_journal_usable(f)) { /* looked at again when it may be */
-                arm(f, f->journal.broken_until_mono);
+                arm(f, f->journal->broken_until_mono);
                 return;
         }
         o->firing = 1;
@@ -265,7 +266,7 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         /* MySQL's first answer will be a mark of the journal pending, so
          * that no cancel answers "cancelled" for what is fired now until
          * the journal is applied. */
-        kd_store_gate(f, kd_claim_resume);
+        kd_store_gate(f, f->journal->topic, kd_claim_resume);
         own_mark(f);
         kd_journal_warm(f); /* a renewed producer has no handle yet */
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, 1);
@@ -273,20 +274,20 @@ static void outage_cb(kd_timer_t *tm, void *arg)
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=fate_outage down_ms=%lld after_ms=%lld journal=%s "
                "held=%zu action=fire_without_claims",
-               (long long)(now - f->store.down_since_mono),
+               (long long)(now - kd_store_down_since(f)),
                (long long)f->conf->fwd_outage_after_ms,
-               kd_log_quote(f->journal.topic, qt, sizeof(qt)), f->held.cnt);
+               kd_log_quote(f->journal->topic, qt, sizeof(qt)), f->held->cnt);
         kd_claim_resume(f);
 }
 
 void kd_outage_store_changed(kd_fwd_t *f)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         if (!policy_fire(f))
                 return;
-        if (f->store.down) {
+        if (kd_store_down(f)) {
                 if (!o->firing)
-                        arm(f, f->store.down_since_mono +
+                        arm(f, kd_store_down_since(f) +
                                    f->conf->fwd_outage_after_ms);
                 return;
         }
@@ -311,7 +312,7 @@ void kd_outage_store_changed(kd_fwd_t *f)
 
 static void claims_go(kd_fwd_t *f)
 {
-        f->outage.applying = 0;
+        f->outage->applying = 0;
         kd_claim_resume(f);
 }
 
@@ -319,8 +320,8 @@ static void claims_go(kd_fwd_t *f)
  * tried again later. */
 static void apply_later(kd_fwd_t *f)
 {
-        f->outage.apply_again = 1;
-        if (!f->store.down)
+        f->outage->apply_again = 1;
+        if (!kd_store_down(f))
                 arm(f, kd_fwd_mono_ms(f) + KD_OUTAGE_RETRY_MS);
         claims_go(f);
         if (kd_settle_unclaimed(f) > 0) /* its own fires need no journal */
@@ -330,7 +331,7 @@ static void apply_later(kd_fwd_t *f)
 /* Starts applying the journal; claims wait for it with claims_wait. */
 static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         if (o->reconcile) {
                 /* The run going on reads to the ends it saw: the records
                  * since are applied by a run after it. A sweep's may have
@@ -348,7 +349,7 @@ static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
         }
         kd_timer_disarm(&f->timers, &o->settle); /* this run decides */
         kdelay_err_t err =
-            kd_reconcile_start(&o->reconcile, f->conf, f->claim.instance);
+            kd_reconcile_start(&o->reconcile, f->conf, f->instance);
         if (err) {
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=journal_apply_failed why=%s err=%s "
@@ -359,7 +360,7 @@ static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
                 return;
         }
         o->apply_again = 0;
-        o->journal_at_start = f->journal.delivered;
+        o->journal_at_start = f->journal->delivered;
         if (!o->applying)
                 o->applying_since_mono = kd_fwd_mono_ms(f);
         o->applying = o->applying || claims_wait;
@@ -375,7 +376,7 @@ static void reconcile_begin(kd_fwd_t *f, const char *why, int claims_wait)
 static void poll_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         int64_t now = kd_fwd_mono_ms(f);
         kd_reconcile_stats_t st;
         if (!o->reconcile)
@@ -488,7 +489,7 @@ static void poll_cb(kd_timer_t *tm, void *arg)
         }
         /* Records delivered since it began may be past the ends it read
          * to: once more (the run reads from where this one committed). */
-        if (f->journal.delivered != o->journal_at_start && !f->store.down)
+        if (f->journal->delivered != o->journal_at_start && !kd_store_down(f))
                 run_begin(f, "more_records");
         else if (o->clear_wanted || kd_settle_unclaimed(f))
                 settle_cb(&o->settle, f);
@@ -501,9 +502,9 @@ static void poll_cb(kd_timer_t *tm, void *arg)
  * counted by kd_settle_unclaimed. */
 static int fires_unsettled(const kd_fwd_t *f)
 {
-        if (f->journal.inflight > 0)
+        if (f->journal->inflight > 0)
                 return 1;
-        for (const kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (const kd_part_t *p = f->intake->parts; p; p = p->next)
                 for (const kd_task_t *t = p->tasks; t; t = t->next)
                         if (t->claim == KD_CLAIM_UNCLAIMED && !t->mem_fire)
                                 return 1;
@@ -512,7 +513,7 @@ static int fires_unsettled(const kd_fwd_t *f)
 
 static void settle_again(kd_fwd_t *f, int64_t in_ms)
 {
-        if (kd_timer_arm(&f->timers, &f->outage.settle, KD_CLOCK_MONO,
+        if (kd_timer_arm(&f->timers, &f->outage->settle, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + in_ms, settle_cb, f))
                 kd_fwd_oom(f, "outage_settle_timer");
 }
@@ -523,7 +524,7 @@ static void settle_again(kd_fwd_t *f, int64_t in_ms)
  * once it is stale reads the journal again and clears it. */
 static void clear_when_stale(kd_fwd_t *f, int64_t age_ms, const char *by)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         o->clear_wanted = 0;
         o->owns_mark = 0; /* settled: nothing of its own to renew it for */
         int64_t in = KD_OUTAGE_MARK_STALE_MS - age_ms + 1000;
@@ -536,7 +537,7 @@ static void clear_when_stale(kd_fwd_t *f, int64_t age_ms, const char *by)
                "event=reconcile_pending_owned journal=%s by=%s "
                "renewed_ms_ago=%lld action=clear_when_stale "
                "next_run_in_ms=%lld",
-               kd_log_quote(f->journal.topic, q, sizeof(q)),
+               kd_log_quote(f->journal->topic, q, sizeof(q)),
                kd_log_quote(by, qb, sizeof(qb)), (long long)age_ms,
                (long long)in);
         sweep_again(f, in);
@@ -544,7 +545,7 @@ static void clear_when_stale(kd_fwd_t *f, int64_t age_ms, const char *by)
 
 static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         kd_fw_req_t *fw = &r->fw;
         o->clear_out = 0;
         char q[300];
@@ -560,9 +561,9 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                 kd_log(f->conf, KDELAY_LOG_INFO,
                        "event=reconcile_pending_kept journal=%s epoch=%llu "
                        "action=apply_again",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       kd_log_quote(f->journal->topic, q, sizeof(q)),
                        (unsigned long long)fw->pending.epoch);
-                if (!o->reconcile && !f->store.down)
+                if (!o->reconcile && !kd_store_down(f))
                         run_begin(f, "marked_again");
         } else {
                 o->clear_wanted = 0;
@@ -571,7 +572,7 @@ static void clear_done(kd_fwd_t *f, kd_store_req_t *r)
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=reconcile_pending_cleared journal=%s "
                        "settle_ms=%lld action=cancels_answer_again",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       kd_log_quote(f->journal->topic, q, sizeof(q)),
                        (long long)(kd_fwd_mono_ms(f) - o->settle_since_mono));
         }
         kd_store_req_done(f, r);
@@ -585,15 +586,15 @@ static void settle_cb(kd_timer_t *tm, void *arg)
 {
         (void)tm;
         kd_fwd_t *f = arg;
-        kd_fwd_outage_t *o = &f->outage;
+        kd_fwd_outage_t *o = f->outage;
         int64_t now = kd_fwd_mono_ms(f);
         if (o->clear_out || o->reconcile)
                 return; /* the run going on decides */
         if (!o->clear_wanted && !kd_settle_unclaimed(f))
                 return;
-        if (f->store.down || kd_outage_firing(f))
+        if (kd_store_down(f) || kd_outage_firing(f))
                 return; /* the outage's end runs it again */
-        if (o->clear_wanted && f->journal.delivered != o->journal_at_start) {
+        if (o->clear_wanted && f->journal->delivered != o->journal_at_start) {
                 run_begin(f, "more_records");
                 return;
         }
@@ -605,7 +606,7 @@ static void settle_cb(kd_timer_t *tm, void *arg)
                                "journal_inflight=%zu "
                                "action=wait_for_fires_without_claims",
                                (long long)(now - o->settle_since_mono),
-                               f->journal.inflight);
+                               f->journal->inflight);
                 }
                 settle_again(f, KD_OUTAGE_SETTLE_POLL_MS);
                 return;
@@ -624,8 +625,8 @@ static void settle_cb(kd_timer_t *tm, void *arg)
                 settle_again(f, 1000);
                 return;
         }
-        r->fw.journal = f->journal.topic;
-        r->fw.by = f->claim.instance;
+        r->fw.journal = f->journal->topic;
+        r->fw.by = f->instance;
         /* Renewed within the bound before the run read the ends: a
          * forwarder's fires may not all be within them. Epoch 0 (no row
          * has it) clears nothing: the answer says whether it was marked
@@ -640,13 +641,13 @@ static void settle_cb(kd_timer_t *tm, void *arg)
 
 int kd_outage_firing(const kd_fwd_t *f)
 {
-        return f->outage.firing && kd_journal_usable(f) &&
+        return f->outage->firing && kd_journal_usable(f) &&
                kd_settle_unclaimed(f) < KD_OUTAGE_UNCLAIMED_MAX;
 }
 
 int kd_outage_claims_wait(const kd_fwd_t *f)
 {
-        const kd_fwd_outage_t *o = &f->outage;
+        const kd_fwd_outage_t *o = f->outage;
         return o->applying && o->reconcile &&
                kd_fwd_mono_ms(f) - o->applying_since_mono <
                    KD_OUTAGE_APPLY_WAIT_MS;
@@ -656,38 +657,38 @@ void kd_outage_gauges(kd_fwd_t *f)
 {
         kd_metric_set(
             &f->metrics, KD_M_FATE_OUTAGE,
-            f->store.down ? kd_fwd_mono_ms(f) - f->store.down_since_mono : 0);
+            kd_store_down(f) ? kd_fwd_mono_ms(f) - kd_store_down_since(f) : 0);
         kd_metric_set(&f->metrics, KD_M_FIRING_UNCLAIMED, kd_outage_firing(f));
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING,
-                      f->store.gate || f->outage.owns_mark);
-        int64_t since = f->outage.pending_seen_since_ms;
+                      kd_store_gated(f) || f->outage->owns_mark);
+        int64_t since = f->outage->pending_seen_since_ms;
         /* A reading two sweeps old says nothing any more (another
          * forwarder may have cleared the mark since), unless this process
          * keeps the mark itself. */
-        if (since >= 0 && !f->outage.owns_mark && !f->outage.clear_wanted &&
-            kd_fwd_mono_ms(f) - f->outage.pending_seen_mono >
+        if (since >= 0 && !f->outage->owns_mark && !f->outage->clear_wanted &&
+            kd_fwd_mono_ms(f) - f->outage->pending_seen_mono >
                 2 * KD_OUTAGE_SWEEP_MS)
                 since = -1;
         int64_t age = since >= 0 ? kd_fwd_wall_ms(f) - since : 0;
         if (since >= 0 && age < 1)
                 age = 1; /* pending: never 0 (another host's clock) */
         kd_metric_set(&f->metrics, KD_M_RECONCILE_PENDING_AGE, age);
-        if (f->outage.firing &&
+        if (f->outage->firing &&
             kd_settle_unclaimed(f) >= KD_OUTAGE_UNCLAIMED_MAX &&
-            !f->settle.uf_full_logged) {
-                f->settle.uf_full_logged = 1;
+            !f->settle->uf_full_logged) {
+                f->settle->uf_full_logged = 1;
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=fate_outage_bound fired_unclaimed=%zu "
                        "action=hold_for_claims",
                        kd_settle_unclaimed(f));
         }
-        if (!f->outage.firing)
-                f->settle.uf_full_logged = 0;
+        if (!f->outage->firing)
+                f->settle->uf_full_logged = 0;
 }
 
 void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)
 {
-        const kd_fwd_outage_t *o = &f->outage;
+        const kd_fwd_outage_t *o = f->outage;
         if (kd_outage_firing(f))
                 snprintf(buf, size,
                          "firing without claims for %lld ms "
@@ -695,20 +696,20 @@ void kd_outage_why(const kd_fwd_t *f, char *buf, size_t size)
                          "recorded before the outage may be delivered; "
                          "journal %s",
                          (long long)(kd_fwd_mono_ms(f) - o->firing_since_mono),
-                         f->journal.topic);
+                         f->journal->topic);
         else if (o->firing)
                 snprintf(buf, size,
                          "the journal %s failed: due tasks wait for claims",
-                         f->journal.topic);
+                         f->journal->topic);
         else if (kd_outage_claims_wait(f))
                 snprintf(buf, size,
                          "applying the journal %s: claims wait for it",
-                         f->journal.topic);
+                         f->journal->topic);
         else if (o->clear_wanted)
                 snprintf(buf, size,
                          "the journal %s is marked pending: cancels answer "
                          "\"not known yet, retry\" until it is applied",
-                         f->journal.topic);
+                         f->journal->topic);
         else
                 buf[0] = '\0';
 }

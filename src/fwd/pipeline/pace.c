@@ -3,6 +3,7 @@
  * queue and timer per target rate limit, then the one of max_fire_rate.
  * Calls the produce half of the fire stage. */
 #include "kd_pace.h"
+#include "kd_pipeline_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,7 @@ static void arm_for(kd_fwd_t *f, const kd_taskq_t *q, kd_timer_t *tm,
 static bucket_t global_bucket(kd_fwd_t *f)
 {
         double rate = f->conf->fwd_max_fire_rate;
-        return (bucket_t){&f->pace.tokens, &f->pace.tokens_mono, rate,
+        return (bucket_t){&f->pace->tokens, &f->pace->tokens_mono, rate,
                           rate / 10.0 < 1.0 ? 1.0 : rate / 10.0};
 }
 
@@ -87,8 +88,8 @@ static void global_run_cb(kd_timer_t *tm, void *arg);
 
 static void global_arm(kd_fwd_t *f)
 {
-        arm_for(f, &f->pace.q, &f->pace.timer, global_bucket(f), global_run_cb,
-                f, "pace_timer");
+        arm_for(f, &f->pace->q, &f->pace->timer, global_bucket(f),
+                global_run_cb, f, "pace_timer");
 }
 
 /* Fires queued tasks as the rate allows. */
@@ -98,7 +99,7 @@ static void global_run_cb(kd_timer_t *tm, void *arg)
         kd_fwd_t *f = arg;
         bucket_t b = global_bucket(f);
         refill(b, kd_fwd_mono_ms(f));
-        for (kd_task_t *t; (t = pop_with_token(b, &f->pace.q));)
+        for (kd_task_t *t; (t = pop_with_token(b, &f->pace->q));)
                 kd_fire_now(f, t, kd_fwd_now(f));
         global_arm(f);
 }
@@ -107,7 +108,7 @@ static void global_run_cb(kd_timer_t *tm, void *arg)
  * else queues (due order is kept). */
 static void global_admit(kd_fwd_t *f, kd_task_t *t)
 {
-        kd_fwd_pace_t *p = &f->pace;
+        kd_fwd_pace_t *p = f->pace;
         if (f->conf->fwd_max_fire_rate <= 0) {
                 kd_fire_now(f, t, kd_fwd_now(f));
                 return;
@@ -134,23 +135,23 @@ static void global_admit(kd_fwd_t *f, kd_task_t *t)
  * whole limit while the total is unknown. */
 static double share(kd_fwd_t *f, int64_t mono)
 {
-        kd_fwd_pace_t *p = &f->pace;
+        kd_fwd_pace_t *p = f->pace;
         if (p->share_mono == mono)
                 return p->share;
         int held = 0;
-        for (const kd_part_t *pt = f->intake.parts; pt; pt = pt->next)
+        for (const kd_part_t *pt = f->intake->parts; pt; pt = pt->next)
                 held++;
-        p->share =
-            f->tier_partitions > 0 && held > 0 && held < f->tier_partitions
-                ? (double)held / f->tier_partitions
-                : 1.0;
+        p->share = f->pace->tier_partitions > 0 && held > 0 &&
+                           held < f->pace->tier_partitions
+                       ? (double)held / f->pace->tier_partitions
+                       : 1.0;
         p->share_mono = mono;
         return p->share;
 }
 
 static bucket_t rule_bucket(kd_fwd_t *f, kd_fwd_rlim_t *l, int64_t mono)
 {
-        const kd_ratelimit_t *r = &f->pace.rules->v[l - f->pace.lim];
+        const kd_ratelimit_t *r = &f->pace->rules->v[l - f->pace->lim];
         double s = share(f, mono), burst = r->burst * s;
         return (bucket_t){&l->tokens, &l->tokens_mono, r->rate * s,
                           burst < 1.0 ? 1.0 : burst};
@@ -164,12 +165,12 @@ static void rule_arm(kd_fwd_t *f, kd_fwd_rlim_t *l)
                 rule_run_cb, l, "target_rate_timer");
 }
 
-/* The rule limiting target (an index of f->pace.lim), or -1: the one
+/* The rule limiting target (an index of f->pace->lim), or -1: the one
  * matcher of the rules. */
 static int rule_of_target(const kd_fwd_t *f, const char *target)
 {
-        return f->pace.rules->cnt && target
-                   ? kd_ratelimits_match(f->pace.rules, target, strlen(target))
+        return f->pace->rules->cnt && target
+                   ? kd_ratelimits_match(f->pace->rules, target, strlen(target))
                    : -1;
 }
 
@@ -193,9 +194,9 @@ void kd_pace_rule_find(const kd_fwd_t *f, kd_task_t *t)
 static void rule_pass(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
 {
         t->rate_passed = 1;
-        t->rlim = (unsigned)(l - f->pace.lim); /* its fire's rule */
+        t->rlim = (unsigned)(l - f->pace->lim); /* its fire's rule */
         t->rate_slot_mono = kd_fwd_mono_ms(f) + f->conf->fwd_claim_ahead_ms;
-        f->hooks.claim(f, t);
+        f->hooks->claim(f, t);
 }
 
 int64_t kd_pace_fire_at(const kd_fwd_t *f, const kd_task_t *t)
@@ -286,7 +287,7 @@ static void rule_defer(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t,
             rule_turn(f, l, kd_fwd_now(f), l->q.len, 0, 0, mono);
         kd_metric_inc(&f->metrics, KD_M_RATE_DEFERRED);
         kd_held_remove(f, t);
-        t->held_rule = (unsigned)(l - f->pace.lim) + 1; /* its out */
+        t->held_rule = (unsigned)(l - f->pace->lim) + 1; /* its out */
         kd_held_add_out(f, t);
         kd_fire_hop(f, t);
 }
@@ -299,7 +300,7 @@ int kd_pace_rule(const kd_task_t *t)
 int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
 {
         const kdelay_conf_t *c = f->conf;
-        kd_fwd_rlim_t *l = &f->pace.lim[rule];
+        kd_fwd_rlim_t *l = &f->pace->lim[rule];
         int64_t mono = kd_fwd_mono_ms(f);
         bucket_t b = rule_bucket(f, l, mono);
         /* The share's time less the queue's, or, when that is less (a
@@ -320,14 +321,14 @@ int64_t kd_pace_horizon(kd_fwd_t *f, int rule)
 
 int kd_pace_share_full(kd_fwd_t *f, const kd_task_t *t, int rule)
 {
-        size_t cap = rule_held_share(f, &f->pace.lim[rule], kd_fwd_mono_ms(f));
+        size_t cap = rule_held_share(f, &f->pace->lim[rule], kd_fwd_mono_ms(f));
         return kd_held_share_full(f, t, (unsigned)rule, cap);
 }
 
 void kd_pace_defer(kd_fwd_t *f, kd_task_t *t, int rule)
 {
         int64_t now = kd_fwd_now(f), due = kd_task_due_at(t);
-        kd_fwd_rlim_t *l = &f->pace.lim[rule];
+        kd_fwd_rlim_t *l = &f->pace->lim[rule];
         int64_t mono = kd_fwd_mono_ms(f);
         /* Its turn lies beyond the rule's horizon and the lookahead, so it
          * is read again only when it is due to be held; held that long
@@ -370,7 +371,7 @@ static void rule_hold(kd_fwd_t *f, kd_fwd_rlim_t *l, kd_task_t *t)
         }
         kd_metric_inc(&f->metrics, KD_M_RATE_LIMITED);
         l->waited++;
-        t->rlim = (unsigned)(l - f->pace.lim);
+        t->rlim = (unsigned)(l - f->pace->lim);
         t->rate_since = kd_fwd_now(f);
         kd_taskq_push(&l->q, t);
         if (l->q.len == 1)
@@ -383,9 +384,9 @@ void kd_pace_hold_due_cb(kd_timer_t *tm, void *arg)
         kd_task_t *t = kd_task_of_timer(tm);
         int r = t->rate_passed ? -1 : rule_of(t);
         if (r < 0)
-                f->hooks.claim(f, t);
+                f->hooks->claim(f, t);
         else
-                rule_hold(f, &f->pace.lim[r], t);
+                rule_hold(f, &f->pace->lim[r], t);
 }
 
 /* The fires' own bucket of rule l: the same rate and burst as its
@@ -444,7 +445,7 @@ static void fire_run_cb(kd_timer_t *tm, void *arg)
  * without a rule, on to then, and 0. */
 static int fire_admit(kd_fwd_t *f, kd_task_t *t, next_fn *then)
 {
-        kd_fwd_rlim_t *l = t->rate_passed ? &f->pace.lim[t->rlim] : NULL;
+        kd_fwd_rlim_t *l = t->rate_passed ? &f->pace->lim[t->rlim] : NULL;
         int64_t mono = kd_fwd_mono_ms(f);
         if (!l || take_first(fire_bucket(f, l, mono), &l->fire_q, mono)) {
                 then(f, t);
@@ -469,7 +470,7 @@ int kd_pace_due_now(kd_fwd_t *f, kd_task_t *t)
 
 int64_t kd_pace_release(kd_fwd_t *f)
 {
-        kd_fwd_pace_t *p = &f->pace;
+        kd_fwd_pace_t *p = f->pace;
         int64_t next = INT64_MAX;
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 kd_fwd_rlim_t *l = &p->lim[i];
@@ -495,7 +496,7 @@ void kd_pace_claimed(kd_fwd_t *f, kd_task_t *t)
 
 kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
 {
-        kd_fwd_pace_t *p = &f->pace;
+        kd_fwd_pace_t *p = f->pace;
         kd_timer_init(&p->timer, NULL, f);
         kd_taskq_init(&p->q, KD_WHERE_PACE_Q);
         p->rules = &f->conf->fwd_rate_rules;
@@ -516,13 +517,13 @@ kdelay_err_t kd_pace_init(kd_fwd_t *f, char *errstr, size_t errstr_size)
 
 void kd_pace_clear(kd_fwd_t *f)
 {
-        free(f->pace.lim);
-        f->pace.lim = NULL;
+        free(f->pace->lim);
+        f->pace->lim = NULL;
 }
 
 void kd_pace_log(kd_fwd_t *f)
 {
-        kd_fwd_pace_t *p = &f->pace;
+        kd_fwd_pace_t *p = f->pace;
         for (size_t i = 0; i < p->rules->cnt; i++) {
                 const kd_ratelimit_t *r = &p->rules->v[i];
                 char q[KD_LOG_QUOTED_MAX(256)];
@@ -555,7 +556,7 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
                    const char *help, rule_metric_t which, char *buf,
                    size_t size, size_t *len)
 {
-        const kd_fwd_pace_t *p = &f->pace;
+        const kd_fwd_pace_t *p = f->pace;
         int n = snprintf(
             *len < size ? buf + *len : NULL, *len < size ? size - *len : 0,
             "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -592,7 +593,7 @@ static void family(const kd_fwd_t *f, const char *name, const char *type,
 
 void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
 {
-        if (!f->pace.rules->cnt)
+        if (!f->pace->rules->cnt)
                 return;
         family(f, "kdelay_forwarder_rate_limited_seconds_total", "counter",
                "Time fires to a rate-limited target waited for its limit, "
@@ -614,4 +615,9 @@ void kd_pace_format(const kd_fwd_t *f, char *buf, size_t size, size_t *len)
                "This forwarder's part of the target's limit (its share of "
                "the tier partitions)",
                RM_RATE, buf, size, len);
+}
+
+void kd_pace_tier_partitions(kd_fwd_t *f, int parts)
+{
+        f->pace->tier_partitions = parts;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Under the fire stage, clock probes and the clock estimate (kd_probe.h):
- * owns f->clock. Calls the mode to produce inside a transaction. */
+ * owns f->clock-> Calls the mode to produce inside a transaction. */
+#include "kd_pipeline_state.h"
 #include "kd_probe.h"
 
 #include <string.h>
@@ -14,7 +15,7 @@
 /* Opens the gate for fires without a clock check, once, saying why. */
 static void unchecked(kd_fwd_t *f, const char *why)
 {
-        kd_fwd_clock_t *c = &f->clock;
+        kd_fwd_clock_t *c = f->clock;
         if (c->known)
                 return;
         c->known = 1;
@@ -24,7 +25,7 @@ static void unchecked(kd_fwd_t *f, const char *why)
 
 int kd_probe_sample(kd_fwd_t *f, int64_t sent_ms, int64_t broker_ms)
 {
-        kd_fwd_clock_t *c = &f->clock;
+        kd_fwd_clock_t *c = f->clock;
         if (kd_skew_observe(&c->skew, sent_ms, kd_fwd_wall_ms(f), broker_ms,
                             kd_fwd_mono_ms(f)))
                 return -1;
@@ -57,7 +58,7 @@ int kd_probe_sample(kd_fwd_t *f, int64_t sent_ms, int64_t broker_ms)
 /* Writes one probe to the smallest tier; 0 when it went out. */
 static int probe_send(kd_fwd_t *f)
 {
-        kd_fwd_clock_t *c = &f->clock;
+        kd_fwd_clock_t *c = f->clock;
         char topic[256];
         kd_tiers_topic(&f->conf->tiers, 0, f->conf->topic_prefix, topic,
                        sizeof(topic));
@@ -65,7 +66,7 @@ static int probe_send(kd_fwd_t *f)
         if (!h)
                 return -1;
         rd_kafka_header_add(h, KDELAY_HDR_VERSION, -1, "1", -1);
-        rd_kafka_header_add(h, KD_PROBE_HDR, -1, f->claim.instance, -1);
+        rd_kafka_header_add(h, KD_PROBE_HDR, -1, f->instance, -1);
         rd_kafka_t *rk = NULL;
         if (f->mode->begin(&f->mode_ctx, NULL, KD_TASK_HOPPING,
                            &rk)) { /* not now */
@@ -93,7 +94,7 @@ static int probe_send(kd_fwd_t *f)
 static void probe_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
-        kd_fwd_clock_t *c = &f->clock;
+        kd_fwd_clock_t *c = f->clock;
         int64_t now = kd_fwd_mono_ms(f);
         if (!c->known && now - c->started_mono >= KD_PROBE_GATE_MS)
                 unchecked(f, "no_sample_in_30s");
@@ -109,20 +110,20 @@ static void probe_cb(kd_timer_t *tm, void *arg)
 
 void kd_probe_start(kd_fwd_t *f)
 {
-        f->clock.started_mono = kd_fwd_mono_ms(f);
-        if (kd_timer_arm(&f->timers, &f->clock.probe, KD_CLOCK_MONO,
+        f->clock->started_mono = kd_fwd_mono_ms(f);
+        if (kd_timer_arm(&f->timers, &f->clock->probe, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f), probe_cb, f))
                 kd_fwd_oom(f, "probe_timer");
 }
 
 int kd_probe_is(const kd_fwd_t *f, const void *opaque)
 {
-        return opaque == &f->clock.marker;
+        return opaque == &f->clock->marker;
 }
 
 void kd_probe_reported(kd_fwd_t *f, const rd_kafka_message_t *m)
 {
-        kd_fwd_clock_t *c = &f->clock;
+        kd_fwd_clock_t *c = f->clock;
         c->out = 0;
         kd_producer_reported(f, 0);
         if (m->err) {

@@ -8,6 +8,7 @@
  * producer room (kd_producer.h): the nested pump (kd_loop_pump.h), or the
  * room's wait for a claimed task's fire time. Calls the intake
  * (partitions), claim, fire, held, settle and the mode. */
+#include "kd_pipeline_state.h"
 #include "kd_rebalance.h"
 
 #include <stdlib.h>
@@ -124,7 +125,7 @@ void kd_rebalance_assign(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
                         assign(f, NULL, 0);
                 return; /* the mode stops the forwarder */
         }
-        f->intake.settled = 1;
+        f->intake->settled = 1;
         size_t skipped;
         if (open_parts(f, parts, &skipped)) {
                 if (!cooperative(f))
@@ -163,7 +164,7 @@ static void part_drop(kd_fwd_t *f, kd_part_t *p)
 static void drop(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l,
                  int revoking_only)
 {
-        for (kd_part_t **pp = &f->intake.parts; *pp;) {
+        for (kd_part_t **pp = &f->intake->parts; *pp;) {
                 kd_part_t *p = *pp;
                 if (revoking_only && !p->revoking) {
                         pp = &p->next;
@@ -177,8 +178,8 @@ static void drop(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l,
                 free(p->mode);
                 free(p);
         }
-        if (!f->intake.parts)
-                kd_timer_disarm(&f->timers, &f->intake.room);
+        if (!f->intake->parts)
+                kd_timer_disarm(&f->timers, &f->intake->room);
 }
 
 static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
@@ -190,7 +191,7 @@ static void drop_all(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 static void mark_revoking(kd_fwd_t *f,
                           const rd_kafka_topic_partition_list_t *parts)
 {
-        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (kd_part_t *p = f->intake->parts; p; p = p->next)
                 p->revoking =
                     !parts || rd_kafka_topic_partition_list_find(
                                   parts, p->topic, p->partition) != NULL;
@@ -209,7 +210,7 @@ static void fire_claimed(kd_fwd_t *f, int64_t deadline)
         for (;;) {
                 int64_t now = kd_fwd_now(f), next = INT64_MAX;
                 int waiting = 0; /* for a rule's fires' bucket */
-                for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+                for (kd_part_t *p = f->intake->parts; p; p = p->next) {
                         if (!p->revoking)
                                 continue;
                         for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
@@ -269,7 +270,7 @@ static int hands_over(const kd_task_t *t)
  * over. */
 static void hand_over(kd_fwd_t *f)
 {
-        for (kd_part_t *p = f->intake.parts; p; p = p->next) {
+        for (kd_part_t *p = f->intake->parts; p; p = p->next) {
                 if (!p->revoking)
                         continue;
                 for (kd_task_t *t = p->tasks, *nx; t; t = nx) {
@@ -317,9 +318,9 @@ static void reopen(kd_fwd_t *f, rd_kafka_topic_partition_list_t *l)
 void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
 {
         int coop = cooperative(f);
-        if (f->intake.settled) /* a rebalance starts: readiness bounds it */
-                f->intake.revoked_at = kd_fwd_mono_ms(f);
-        f->intake.settled = 0;
+        if (f->intake->settled) /* a rebalance starts: readiness bounds it */
+                f->intake->revoked_at = kd_fwd_mono_ms(f);
+        f->intake->settled = 0;
         mark_revoking(f, coop ? parts : NULL);
         int64_t deadline =
             f->shutdown_deadline
@@ -350,7 +351,7 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=partitions_revoked count=%d inflight_abandoned=%zu "
                "kept=%d",
-               parts->cnt, kd_producer_inflight(f), f->intake.parts != NULL);
+               parts->cnt, kd_producer_inflight(f), f->intake->parts != NULL);
         assign(f, parts, 0);
         if (!coop)
                 return;
@@ -358,17 +359,17 @@ void kd_rebalance_revoke(kd_fwd_t *f, rd_kafka_topic_partition_list_t *parts)
          * copy read later in a partition that stays must not take them
          * for a holder alive here. */
         kd_claim_new_generation(f);
-        if (aborted && f->intake.parts)
+        if (aborted && f->intake->parts)
                 kd_rebalance_rewind(f); /* the abort undid their work too */
 }
 
 void kd_rebalance_rewind(kd_fwd_t *f)
 {
         if (f->pumping) { /* not nested: the loop's next turn */
-                f->intake.rewind_due = 1;
+                f->intake->rewind_due = 1;
                 return;
         }
-        f->intake.rewind_due = 0;
+        f->intake->rewind_due = 0;
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(8);
         if (!l) {
@@ -376,7 +377,7 @@ void kd_rebalance_rewind(kd_fwd_t *f)
                 return;
         }
         size_t n = 0;
-        for (kd_part_t *p = f->intake.parts; p; p = p->next)
+        for (kd_part_t *p = f->intake->parts; p; p = p->next)
                 n++;
         drop_all(f, l);
         /* The abort ended every produce (their reports are in): no task
@@ -398,4 +399,9 @@ void kd_rebalance_rewind(kd_fwd_t *f)
 void kd_rebalance_clear(kd_fwd_t *f)
 {
         drop_all(f, NULL);
+}
+
+int kd_rebalance_rewind_due(const kd_fwd_t *f)
+{
+        return f->intake->rewind_due;
 }

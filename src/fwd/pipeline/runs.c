@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run tracker (kd_runs.h). */
+#include "kd_pipeline_state.h"
 #include "kd_runs.h"
 
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * accounted in held.c, the timers are the task's. Calls downstream: the
  * claim stage (hold timers), the fire stage (hops, dead letters), the
  * mode (admission). */
+#include "kd_pipeline_state.h"
 #include "kd_sched.h"
 
 #include <assert.h>

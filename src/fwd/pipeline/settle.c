@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Settle stage (kd_settle.h): owns f->settle, the FIRED marks and cancel
  * due times waiting for the fate store, and the end of every task. */
+#include "kd_pipeline_state.h"
 #include "kd_settle.h"
 
 #include <assert.h>
@@ -18,7 +19,7 @@
 #include "store/kd_reconcile.h"
 #include "store/kd_store.h"
 
-/* One fire made without a claim, kept until applied (f->settle.uf). */
+/* One fire made without a claim, kept until applied (f->settle->uf). */
 typedef struct kd_ufire {
         char *id; /* owned */
         int64_t fire_at_ms, fired_at_ms;
@@ -27,7 +28,7 @@ typedef struct kd_ufire {
 } kd_ufire_t;
 
 /* One run of delivered claims taken from the tracker, waiting to be sent
- * (f->settle.rq): every seq lo..hi of generation prefix. */
+ * (f->settle->rq): every seq lo..hi of generation prefix. */
 typedef struct kd_run {
         char prefix[KD_RUNS_PREFIX_MAX];
         uint64_t lo, hi;
@@ -50,11 +51,11 @@ static void uf_unlink(kd_fwd_t *f, kd_task_t *t)
         t->mem_fire = 0;
         if (t->req) /* in a request out: kd_store_req_detach */
                 return;
-        int at_slot = t->req_slot < f->settle.uf_len &&
-                      f->settle.uf[t->req_slot].task == t;
+        int at_slot = t->req_slot < f->settle->uf_len &&
+                      f->settle->uf[t->req_slot].task == t;
         assert(at_slot); /* a kept fire's task is where it says */
         if (at_slot)     /* never a write out of the array */
-                f->settle.uf[t->req_slot].task = NULL;
+                f->settle->uf[t->req_slot].task = NULL;
 }
 
 void kd_settle_release(kd_fwd_t *f, kd_task_t *t)
@@ -108,7 +109,7 @@ static size_t queued(const kd_fwd_settle_t *s)
  * the pipeline full, when a request is back. */
 static void arm(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (s->inflight >= KD_SETTLE_PIPELINE) {
                 kd_timer_disarm(&f->timers, &s->flush);
                 return;
@@ -210,7 +211,7 @@ static void rq_append(kd_fwd_settle_t *s, const char *prefix,
  * generation or a stop. */
 static void runs_drop(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         uint64_t lo[KD_RUNS_TAKE], hi[KD_RUNS_TAKE], parked = 0;
         const char *prefix = kd_runs_prefix(s->runs);
         size_t n;
@@ -228,7 +229,7 @@ static void runs_drop(kd_fwd_t *f)
  * for them, none is taken: the tracker keeps them for the next flush. */
 static void runs_take(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (!s->runs)
                 return;
         uint64_t lo[KD_RUNS_TAKE], hi[KD_RUNS_TAKE], parked = 0;
@@ -263,13 +264,13 @@ int kd_settle_runs_on(const kd_fwd_t *f)
         int marks = f->conf->fwd_fate_marks;
         return marks == KD_FATE_MARKS_RUNS ||
                (marks == KD_FATE_MARKS_AUTO &&
-                f->settle.schema >= KD_FATE_LEAN_SCHEMA &&
+                f->settle->schema >= KD_FATE_LEAN_SCHEMA &&
                 f->conf->fwd_claim_lease_ms > 0);
 }
 
 void kd_settle_schema_seen(kd_fwd_t *f, int version)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (version <= 0 || version == s->schema)
                 return;
         int was = kd_settle_runs_on(f);
@@ -285,7 +286,7 @@ void kd_settle_schema_seen(kd_fwd_t *f, int version)
          * given before are an earlier generation's to the tracker, so
          * each of their delivered tasks takes its own FIRED mark. Before
          * the first generation, its start makes the tracker. */
-        const kd_fwd_claim_t *c = &f->claim;
+        const kd_fwd_claim_t *c = f->claim;
         size_t len = strlen(c->prefix);
         if (c->generation == 0 || len < 2)
                 return;
@@ -298,7 +299,7 @@ void kd_settle_schema_seen(kd_fwd_t *f, int version)
 void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
                               uint64_t last_seq)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (!kd_settle_runs_on(f) || s->runs_off)
                 return;
         char q[KD_LOG_QUOTED_MAX(KD_RUNS_PREFIX_MAX)];
@@ -329,13 +330,13 @@ void kd_settle_run_generation(kd_fwd_t *f, const char *prefix,
 
 int kd_settle_run_assign(kd_fwd_t *f, uint64_t seq)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         return s->runs ? kd_runs_assign(s->runs, seq, kd_fwd_mono_ms(f)) : 0;
 }
 
 void kd_settle_run_finished(kd_fwd_t *f, uint64_t seq)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (!s->runs || !seq)
                 return;
         kd_runs_done(s->runs, seq); /* owning no row: nothing to mark */
@@ -344,7 +345,7 @@ void kd_settle_run_finished(kd_fwd_t *f, uint64_t seq)
 
 void kd_settle_runs_gauges(kd_fwd_t *f)
 {
-        const kd_runs_t *r = f->settle.runs;
+        const kd_runs_t *r = f->settle->runs;
         kd_metric_set(&f->metrics, KD_M_RUNS_WINDOW,
                       r ? (int64_t)kd_runs_waiting(r) : 0);
         kd_metric_set(&f->metrics, KD_M_RUNS_WINDOW_BYTES,
@@ -384,11 +385,11 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
         /* Delivered: a run covers its token's row, unless its seq was
          * parked (then its own FIRED mark, below). */
         kd_runs_cover_t cover = KD_RUNS_PARKED;
-        if (f->settle.runs && seq)
-                cover = kd_runs_done(f->settle.runs, seq);
+        if (f->settle->runs && seq)
+                cover = kd_runs_done(f->settle->runs, seq);
         if (unclaimed) { /* its journal record stands for the mark */
                 int64_t now = kd_fwd_wall_ms(f);
-                if (uf_push(&f->settle, id, now - late_ms, now, NULL)) {
+                if (uf_push(f->settle, id, now - late_ms, now, NULL)) {
                         /* Its journal record stays the only one. */
                         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
                         kd_log(f->conf, KDELAY_LOG_ERROR,
@@ -402,7 +403,7 @@ void kd_settle_fired(kd_fwd_t *f, const char *id, int64_t late_ms,
                 arm(f); /* the run's take */
                 return;
         }
-        if (kd_idq_push(&f->settle.fired, id, 0)) {
+        if (kd_idq_push(&f->settle->fired, id, 0)) {
                 /* The row stays FIRING: still correct (a cancel answers
                  * "too late"), only status shows FIRING. Counted. */
                 char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
@@ -428,7 +429,7 @@ int kd_settle_fired_held(kd_fwd_t *f, kd_task_t *t)
         }
         int64_t now = kd_fwd_wall_ms(f);
         kd_store_req_detach(t); /* none out for it: no claim, no lease */
-        if (uf_push(&f->settle, t->rec.id, now - t->late_ms, now, t))
+        if (uf_push(f->settle, t->rec.id, now - t->late_ms, now, t))
                 return -1;
         count_fired(f, t->late_ms, 1);
         kd_settle_run_finished(f, t->seq); /* delivered */
@@ -459,7 +460,7 @@ void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason,
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
         /* The seq rides with the mark: finished once the mark is in. A
          * lost mark never finishes it (parked: its row uncovered). */
-        if (i < 0 || kd_idq_push(&f->settle.dead[i], id, (int64_t)seq)) {
+        if (i < 0 || kd_idq_push(&f->settle->dead[i], id, (int64_t)seq)) {
                 /* The row stays FIRING: a cancel answers "too late", which
                  * stays true (never delivered, never to be); audit reports
                  * it. Counted. */
@@ -476,7 +477,7 @@ void kd_settle_dead(kd_fwd_t *f, const char *id, const char *reason,
 void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
 {
         /* Out of memory: gc keeps the row longer, which is safe. */
-        if (kd_idq_push(&f->settle.seen, id, fire_at) == 0)
+        if (kd_idq_push(&f->settle->seen, id, fire_at) == 0)
                 arm(f);
 }
 
@@ -485,7 +486,7 @@ void kd_settle_note_cancelled(kd_fwd_t *f, const char *id, int64_t fire_at)
  * resend after a lost answer harmless). */
 static void runs_flushed(kd_fwd_t *f, kd_fw_req_t *fw)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (!fw->err) {
                 kd_metric_add(&f->metrics, KD_M_FIRED_RUNS, fw->n);
                 for (size_t i = 0; i < fw->n; i++)
@@ -523,7 +524,7 @@ static int runs_waiting(const kd_fwd_settle_t *s)
 
 static void flushed(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         kd_fw_req_t *fw = &r->fw;
         s->inflight--;
         if (fw->op == KD_FW_MARK_RUNS) {
@@ -557,7 +558,7 @@ static void flushed(kd_fwd_t *f, kd_store_req_t *r)
 static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op,
                      const char *reason)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         while (q->len > 0 && s->inflight < KD_SETTLE_PIPELINE &&
                kd_store_ready(f)) {
                 size_t n = q->len;
@@ -583,7 +584,7 @@ static int idq_flush(kd_fwd_t *f, kd_idq_t *q, kd_fw_op_t op,
  * claim_batch, while the store takes them. 1 when all of it is out. */
 static int runs_flush(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         while (s->rq_len > 0 && s->inflight < KD_SETTLE_PIPELINE &&
                kd_store_ready(f)) {
                 size_t n = 1;
@@ -611,7 +612,7 @@ static int runs_flush(kd_fwd_t *f)
 
 void kd_settle_flush(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         runs_take(f);
         /* Runs before the FIRED marks, as claim.c's flush sends both
          * before claims: a claim after an outage sees the deliveries. */
@@ -632,9 +633,9 @@ int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
         /* A stop: the tracker's DONE seqs go into runs to send, its OPEN
          * ones are parked (unfinished claims stay FIRING for the next
          * owner). */
-        if (f->settle.runs)
-                kd_settle_run_generation(f, kd_runs_prefix(f->settle.runs),
-                                         kd_runs_last(f->settle.runs));
+        if (f->settle->runs)
+                kd_settle_run_generation(f, kd_runs_prefix(f->settle->runs),
+                                         kd_runs_last(f->settle->runs));
         /* The pump serves the store's answers but runs no timer, so each
          * round sends the next batches itself (a flush sends at most
          * KD_SETTLE_PIPELINE of them); a store backing off (a statement
@@ -646,7 +647,7 @@ int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
                 kd_settle_flush(f);
                 if (kd_loop_pump(f, deadline, kd_pump_store_idle))
                         return -1;
-                if (!queued(&f->settle))
+                if (!queued(f->settle))
                         return 0;
                 if (kd_store_ready(f))
                         continue;
@@ -660,18 +661,18 @@ int kd_settle_drain(kd_fwd_t *f, int64_t deadline)
 
 size_t kd_settle_queued(const kd_fwd_t *f)
 {
-        return queued(&f->settle);
+        return queued(f->settle);
 }
 
 void kd_settle_flush_due(kd_fwd_t *f)
 {
-        if (kd_timer_due(&f->settle.flush) <= kd_fwd_mono_ms(f))
+        if (kd_timer_due(&f->settle->flush) <= kd_fwd_mono_ms(f))
                 kd_settle_flush(f);
 }
 
 size_t kd_settle_unclaimed(const kd_fwd_t *f)
 {
-        return f->settle.uf_len + f->settle.uf_out;
+        return f->settle->uf_len + f->settle->uf_out;
 }
 
 /* Fire i of r failed to apply: queued again (after the store's backoff),
@@ -687,7 +688,7 @@ static void uf_again(kd_fwd_t *f, kd_store_req_t *r, size_t i)
                 r->tasks[i] = NULL;
                 t->req = NULL;
         }
-        if (!uf_push(&f->settle, r->fw.ids[i], it->fire_at_ms, it->fired_at_ms,
+        if (!uf_push(f->settle, r->fw.ids[i], it->fire_at_ms, it->fired_at_ms,
                      t))
                 return;
         char q[KD_LOG_QUOTED_MAX(KDELAY_ID_MAX)];
@@ -724,7 +725,7 @@ static void uf_settle(kd_fwd_t *f, kd_store_req_t *r, size_t i)
 
 static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         kd_fw_req_t *fw = &r->fw;
         s->uf_out -= fw->n;
         uint64_t recorded = 0;
@@ -749,7 +750,7 @@ static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=journal_records_missing journal=%s "
                        "recorded=%llu action=applied_from_memory",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)),
+                       kd_log_quote(f->journal->topic, q, sizeof(q)),
                        (unsigned long long)recorded);
         }
         kd_store_req_done(f, r);
@@ -757,7 +758,7 @@ static void uf_applied(kd_fwd_t *f, kd_store_req_t *r)
 
 void kd_settle_apply_unclaimed(kd_fwd_t *f)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         while (s->uf_len > 0 && kd_store_ready(f)) {
                 size_t n = s->uf_len;
                 if (n > (size_t)f->conf->fwd_claim_batch)
@@ -780,7 +781,7 @@ void kd_settle_apply_unclaimed(kd_fwd_t *f)
                         items[i].id_len = r->fw.lens[i];
                         items[i].fire_at_ms = u[i].fire_at_ms;
                         items[i].fired_at_ms = u[i].fired_at_ms;
-                        items[i].forwarder = f->claim.token_name;
+                        items[i].forwarder = f->claim->token_name;
                         items[i].src_partition = -1;
                         items[i].src_offset = -1;
                         if ((r->tasks[i] = u[i].task)) {
@@ -796,14 +797,14 @@ void kd_settle_apply_unclaimed(kd_fwd_t *f)
 
 void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost)
 {
-        kd_fwd_settle_t *s = &f->settle;
+        kd_fwd_settle_t *s = f->settle;
         if (!s->uf_len)
                 return;
         char q[300];
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=unclaimed_fires_unapplied count=%zu journal=%s "
                "action=applied_from_the_journal_by_the_next_run",
-               s->uf_len, kd_log_quote(f->journal.topic, q, sizeof(q)));
+               s->uf_len, kd_log_quote(f->journal->topic, q, sizeof(q)));
         /* When the journal failed since or is gone (its topic deleted,
          * say), the ids are the only trace left: one line each. */
         if (!journal_lost)
@@ -824,19 +825,19 @@ void kd_settle_unclaimed_left(kd_fwd_t *f, int journal_lost)
 
 void kd_settle_clear(kd_fwd_t *f)
 {
-        kd_timer_disarm(&f->timers, &f->settle.flush);
-        kd_idq_clear(&f->settle.fired);
-        kd_idq_clear(&f->settle.seen);
+        kd_timer_disarm(&f->timers, &f->settle->flush);
+        kd_idq_clear(&f->settle->fired);
+        kd_idq_clear(&f->settle->seen);
         for (int i = 0; i < KD_SETTLE_DEAD_REASONS; i++)
-                kd_idq_clear(&f->settle.dead[i]);
-        for (size_t i = 0; i < f->settle.uf_len; i++)
-                free(f->settle.uf[i].id);
-        free(f->settle.uf);
-        f->settle.uf = NULL;
-        f->settle.uf_len = f->settle.uf_cap = 0;
-        kd_runs_free(f->settle.runs);
-        f->settle.runs = NULL;
-        free(f->settle.rq);
-        f->settle.rq = NULL;
-        f->settle.rq_len = f->settle.rq_cap = 0;
+                kd_idq_clear(&f->settle->dead[i]);
+        for (size_t i = 0; i < f->settle->uf_len; i++)
+                free(f->settle->uf[i].id);
+        free(f->settle->uf);
+        f->settle->uf = NULL;
+        f->settle->uf_len = f->settle->uf_cap = 0;
+        kd_runs_free(f->settle->runs);
+        f->settle->runs = NULL;
+        free(f->settle->rq);
+        f->settle->rq = NULL;
+        f->settle->rq_len = f->settle->rq_cap = 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a claim's answer means (kd_verdict.h). */
+#include "kd_pipeline_state.h"
 #include "kd_verdict.h"
 
 #include <stdlib.h>

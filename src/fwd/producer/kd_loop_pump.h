@@ -22,7 +22,7 @@
 #ifndef KD_LOOP_PUMP_H
 #define KD_LOOP_PUMP_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* An event source of the turn: what it waits on, what it serves. */
 typedef struct kd_loop_src {

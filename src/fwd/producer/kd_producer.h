@@ -15,7 +15,7 @@
 #ifndef KD_PRODUCER_H
 #define KD_PRODUCER_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* The producers' delivery report callback (the fire stage's). */
 typedef void kd_producer_dr_cb_t(rd_kafka_t *rk, const rd_kafka_message_t *m,

@@ -71,7 +71,7 @@ int kd_loop_turn(kd_fwd_t *f, const kd_loop_src_t *const *src, size_t n,
 
 int kd_pump_store_idle(kd_fwd_t *f)
 {
-        return f->store.inflight == 0;
+        return kd_store_inflight(f) == 0;
 }
 
 int kd_pump_produces_done(kd_fwd_t *f)

@@ -8,7 +8,7 @@
 #ifndef KD_STORE_H
 #define KD_STORE_H
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 #include "kd_fate_worker.h"
 
 typedef struct kd_store_req kd_store_req_t;
@@ -33,13 +33,33 @@ struct kd_store_req {
 };
 
 /* What the store tells the room that gave it, on the loop (as a request's
- * done callback): f->store says what changed. */
+ * done callback): kd_store_down says what changed. */
 typedef void(kd_store_event_fn)(kd_fwd_t *f);
+/* What waits for the store, for its log lines: tasks held, claims
+ * queued (the caller of kd_store_start's). */
+typedef void(kd_store_load_fn)(const kd_fwd_t *f, size_t *held,
+                               size_t *claim_queue);
 
-/* Starts the store's thread on f->store.fate. changed(f) runs whenever
- * the store goes down or comes back (f->store.down); NULL: none. */
+/* f->store made, zeroed (the room's state, kd_store_state.h): -1 when out
+ * of memory, else 0. */
+int kd_store_state_new(kd_fwd_t *f);
+/* Frees f->store and the fate store attached (NULL handle: nothing); the
+ * handle NULL. After kd_store_stop. */
+void kd_store_state_free(kd_fwd_t *f);
+/* The fate store the store room runs its requests on: f's from now on
+ * (kd_store_state_free destroys it). kd_store_detach gives it back to the
+ * caller (a kd_fwd_new that failed leaves the caller's store the
+ * caller's); kd_store_fate reads it. */
+void kd_store_attach(kd_fwd_t *f, kd_fate_store_t *fate);
+kd_fate_store_t *kd_store_detach(kd_fwd_t *f);
+kd_fate_store_t *kd_store_fate(const kd_fwd_t *f);
+
+/* Starts the store's thread on the fate store attached. changed(f) runs
+ * whenever the store goes down or comes back (kd_store_down); load, what
+ * its log lines say waits (NULL: none said). */
 kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
-                            char *errstr, size_t errstr_size);
+                            kd_store_load_fn *load, char *errstr,
+                            size_t errstr_size);
 /* Stops it, interrupting a call in progress; requests still out are freed
  * (their tasks must have been detached). */
 void kd_store_stop(kd_fwd_t *f);
@@ -70,13 +90,23 @@ void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
 /* Runs the done callbacks of the requests that are back. */
 void kd_store_serve(kd_fwd_t *f);
 
-/* From now on, every request is sent after a mark of the journal
- * pending (kd_fate_pending_mark of f->journal.topic by the instance),
+/* From now on, every request is sent after a mark of journal (the topic;
+ * the caller's, as long as f lives) pending (kd_fate_pending_mark by the
+ * instance),
  * until one such mark succeeds: the first statement MySQL answers after
  * an outage fired through is that mark (docs/fate-protocol.md), and
  * marked(f) runs when it succeeded (NULL: none). While gated, a down
  * store is tried every KD_STORE_GATE_RETRY_MS at most. */
-void kd_store_gate(kd_fwd_t *f, kd_store_event_fn *marked);
+void kd_store_gate(kd_fwd_t *f, const char *journal, kd_store_event_fn *marked);
+/* 1 while gated (the mark not yet made). */
+int kd_store_gated(const kd_fwd_t *f);
+
+/* 1 while the store is down (logged as unavailable; mysql_up 0), and since
+ * when (monotonic; meaningful while down). */
+int kd_store_down(const kd_fwd_t *f);
+int64_t kd_store_down_since(const kd_fwd_t *f);
+/* Requests out on the store's thread. */
+size_t kd_store_inflight(const kd_fwd_t *f);
 
 /* 1 when a request may be sent now (not backing off after a failure). */
 int kd_store_ready(const kd_fwd_t *f);

@@ -3,6 +3,7 @@
  * f->store: the store's thread, the requests out, the backoff and the
  * availability state. */
 #include "kd_store.h"
+#include "kd_store_state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static void ping_done(kd_fwd_t *f, kd_store_req_t *r)
 static void ping_cb(kd_timer_t *tm, void *arg)
 {
         kd_fwd_t *f = arg;
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         int64_t now = kd_fwd_mono_ms(f);
         check_stalled(f, now);
         /* While down, a ping as soon as the backoff allows: nothing else
@@ -71,11 +72,73 @@ static void ping_cb(kd_timer_t *tm, void *arg)
                 kd_fwd_oom(f, "store_ping");
 }
 
-kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
-                            char *errstr, size_t errstr_size)
+int kd_store_state_new(kd_fwd_t *f)
 {
-        kd_fwd_store_t *s = &f->store;
+        f->store = calloc(1, sizeof(*f->store));
+        return f->store ? 0 : -1;
+}
+
+void kd_store_state_free(kd_fwd_t *f)
+{
+        if (!f->store)
+                return;
+        kd_fate_store_destroy(f->store->fate);
+        free(f->store);
+        f->store = NULL;
+}
+
+void kd_store_attach(kd_fwd_t *f, kd_fate_store_t *fate)
+{
+        f->store->fate = fate;
+}
+
+kd_fate_store_t *kd_store_detach(kd_fwd_t *f)
+{
+        kd_fate_store_t *fate = f->store->fate;
+        f->store->fate = NULL;
+        return fate;
+}
+
+kd_fate_store_t *kd_store_fate(const kd_fwd_t *f)
+{
+        return f->store->fate;
+}
+
+int kd_store_down(const kd_fwd_t *f)
+{
+        return f->store->down;
+}
+
+int64_t kd_store_down_since(const kd_fwd_t *f)
+{
+        return f->store->down_since_mono;
+}
+
+int kd_store_gated(const kd_fwd_t *f)
+{
+        return f->store->gate;
+}
+
+size_t kd_store_inflight(const kd_fwd_t *f)
+{
+        return f->store->inflight;
+}
+
+/* What waits for the store, as its caller said (0 and 0: nothing said). */
+static void load(const kd_fwd_t *f, size_t *held, size_t *claim_queue)
+{
+        *held = *claim_queue = 0;
+        if (f->store->load)
+                f->store->load(f, held, claim_queue);
+}
+
+kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
+                            kd_store_load_fn *load_fn, char *errstr,
+                            size_t errstr_size)
+{
+        kd_fwd_store_t *s = f->store;
         s->changed = changed;
+        s->load = load_fn;
         s->last_done_mono = kd_fwd_mono_ms(f);
         if (!s->gate_req && !(s->gate_req = calloc(1, sizeof(*s->gate_req))))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
@@ -86,7 +149,7 @@ kdelay_err_t kd_store_start(kd_fwd_t *f, kd_store_event_fn *changed,
                          f))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
-        return kd_fate_worker_start(&s->worker, f->store.fate, errstr,
+        return kd_fate_worker_start(&s->worker, f->store->fate, errstr,
                                     errstr_size);
 }
 
@@ -97,21 +160,21 @@ static void free_req(kd_fw_req_t *fw)
 
 void kd_store_stop(kd_fwd_t *f)
 {
-        kd_fate_worker_stop(f->store.worker, free_req);
-        f->store.worker = NULL;
-        if (!f->store.gate_out) /* else freed with the requests out */
-                free(f->store.gate_req);
-        f->store.gate_req = NULL;
-        f->store.gate_out = 0;
-        f->store.inflight = 0;
+        kd_fate_worker_stop(f->store->worker, free_req);
+        f->store->worker = NULL;
+        if (!f->store->gate_out) /* else freed with the requests out */
+                free(f->store->gate_req);
+        f->store->gate_req = NULL;
+        f->store->gate_out = 0;
+        f->store->inflight = 0;
         for (int k = 0; k < 2; k++)
-                while (f->store.spares[k] > 0)
-                        req_destroy(f->store.spare[k][--f->store.spares[k]]);
+                while (f->store->spares[k] > 0)
+                        req_destroy(f->store->spare[k][--f->store->spares[k]]);
 }
 
 int kd_store_fd(const kd_fwd_t *f)
 {
-        return f->store.worker ? kd_fate_worker_fd(f->store.worker) : -1;
+        return f->store->worker ? kd_fate_worker_fd(f->store->worker) : -1;
 }
 
 /* The arrays a request of op needs: 0 none kept (ping; MARK_RUNS, a few
@@ -172,7 +235,7 @@ static kd_store_req_t *spare_take(kd_fwd_store_t *s, kd_fw_op_t op, size_t n)
 
 kd_store_req_t *kd_store_req_new(kd_fwd_t *f, kd_fw_op_t op, size_t n)
 {
-        kd_store_req_t *r = spare_take(&f->store, op, n);
+        kd_store_req_t *r = spare_take(f->store, op, n);
         if (r)
                 return r;
         if (!(r = calloc(1, sizeof(*r))))
@@ -321,8 +384,8 @@ void kd_store_req_done(kd_fwd_t *f, kd_store_req_t *r)
                 req_destroy(r);
                 return;
         }
-        kd_store_req_t **v = f->store.spare[k - 1];
-        size_t *cnt = &f->store.spares[k - 1];
+        kd_store_req_t **v = f->store->spare[k - 1];
+        size_t *cnt = &f->store->spares[k - 1];
         if (*cnt < KD_STORE_SPARES) {
                 v[(*cnt)++] = r;
                 return;
@@ -345,7 +408,7 @@ static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done);
 /* r is s->gate_req: the store keeps it for the next mark (not freed). */
 static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         s->gate_out = 0;
         if (!r->fw.err) {
                 char q[300];
@@ -353,28 +416,29 @@ static void gate_done(kd_fwd_t *f, kd_store_req_t *r)
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=reconcile_pending_marked journal=%s "
                        "action=cancels_answer_unknown_until_applied",
-                       kd_log_quote(f->journal.topic, q, sizeof(q)));
+                       kd_log_quote(s->gate_journal, q, sizeof(q)));
                 /* the stages that waited for the store look again */
                 if (s->gate_marked)
                         s->gate_marked(f);
         }
 }
 
-void kd_store_gate(kd_fwd_t *f, kd_store_event_fn *marked)
+void kd_store_gate(kd_fwd_t *f, const char *journal, kd_store_event_fn *marked)
 {
-        f->store.gate = 1;
-        f->store.gate_marked = marked;
+        f->store->gate = 1;
+        f->store->gate_journal = journal;
+        f->store->gate_marked = marked;
 }
 
 void kd_store_submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         if (s->gate && !s->gate_out) {
                 kd_store_req_t *m = s->gate_req;
                 memset(m, 0, sizeof(*m));
                 m->fw.op = KD_FW_MARK_PENDING;
-                m->fw.journal = f->journal.topic;
-                m->fw.by = f->claim.instance;
+                m->fw.journal = s->gate_journal;
+                m->fw.by = f->instance;
                 s->gate_out = 1;
                 submit(f, m, gate_done);
         }
@@ -385,27 +449,27 @@ static void submit(kd_fwd_t *f, kd_store_req_t *r, kd_store_done_fn *done)
 {
         r->done = done;
         r->fw.submitted_mono = kd_fwd_mono_ms(f);
-        if (f->store.inflight == 0)
-                f->store.waiting_since_mono = r->fw.submitted_mono;
-        f->store.inflight++;
+        if (f->store->inflight == 0)
+                f->store->waiting_since_mono = r->fw.submitted_mono;
+        f->store->inflight++;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT,
-                      (int64_t)f->store.inflight);
-        kd_fate_worker_submit(f->store.worker, &r->fw);
+                      (int64_t)f->store->inflight);
+        kd_fate_worker_submit(f->store->worker, &r->fw);
 }
 
 int kd_store_ready(const kd_fwd_t *f)
 {
-        return !f->store.halted && kd_fwd_mono_ms(f) >= f->store.retry_mono;
+        return !f->store->halted && kd_fwd_mono_ms(f) >= f->store->retry_mono;
 }
 
 int64_t kd_store_retry_mono(const kd_fwd_t *f)
 {
-        return f->store.retry_mono;
+        return f->store->retry_mono;
 }
 
 void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         int64_t b = s->backoff_ms ? s->backoff_ms * 2 : 100;
         if (b > f->conf->fwd_retry_max_ms)
                 b = f->conf->fwd_retry_max_ms;
@@ -416,11 +480,13 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
         if (!s->down) {
                 char q[600];
+                size_t held, claims;
                 store_down(f, kd_fwd_mono_ms(f));
+                load(f, &held, &claims);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=mysql_unavailable what=%s err=%s held=%zu "
                        "action=hold_and_retry",
-                       what, kd_log_quote(errstr, q, sizeof(q)), f->held.cnt);
+                       what, kd_log_quote(errstr, q, sizeof(q)), held);
         }
 }
 
@@ -428,41 +494,45 @@ void kd_store_failed(kd_fwd_t *f, const char *what, const char *errstr)
  * caller logs why, once. */
 static void store_down(kd_fwd_t *f, int64_t since_mono)
 {
-        f->store.down = 1;
-        f->store.down_since_mono = since_mono;
+        f->store->down = 1;
+        f->store->down_since_mono = since_mono;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 0);
-        if (f->store.changed)
-                f->store.changed(f);
+        if (f->store->changed)
+                f->store->changed(f);
 }
 
 /* Logs the store down once its requests out have had no answer for
  * KD_STORE_STALL_MS (a hung server: nothing fails for a while). */
 static void check_stalled(kd_fwd_t *f, int64_t now)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         int64_t waited = now - s->waiting_since_mono;
         if (s->down || s->inflight == 0 || waited < KD_STORE_STALL_MS)
                 return;
+        size_t held, claims;
         store_down(f, s->waiting_since_mono);
+        load(f, &held, &claims);
         kd_log(f->conf, KDELAY_LOG_WARNING,
                "event=mysql_unavailable what=no_answer since_ms=%lld "
                "requests_out=%zu held=%zu action=wait",
-               (long long)waited, s->inflight, f->held.cnt);
+               (long long)waited, s->inflight, held);
 }
 
 static void store_ok(kd_fwd_t *f)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         s->backoff_ms = 0;
         s->retry_mono = 0;
         kd_metric_set(&f->metrics, KD_M_MYSQL_UP, 1);
         if (s->down) {
+                size_t held, claims;
                 s->down = 0;
+                load(f, &held, &claims);
                 kd_log(f->conf, KDELAY_LOG_NOTICE,
                        "event=mysql_available down_ms=%lld held=%zu "
                        "claim_queue=%zu",
                        (long long)(kd_fwd_mono_ms(f) - s->down_since_mono),
-                       f->held.cnt, f->claim.q.len);
+                       held, claims);
                 if (s->changed)
                         s->changed(f);
         }
@@ -473,7 +543,7 @@ static void store_ok(kd_fwd_t *f)
  * is back (those after it come back unsent). */
 static void account(kd_fwd_t *f, kd_store_req_t *r)
 {
-        kd_fwd_store_t *s = &f->store;
+        kd_fwd_store_t *s = f->store;
         kd_fw_req_t *fw = &r->fw;
         s->inflight--;
         kd_metric_set(&f->metrics, KD_M_STORE_INFLIGHT, (int64_t)s->inflight);
@@ -504,10 +574,10 @@ static void account(kd_fwd_t *f, kd_store_req_t *r)
 
 void kd_store_serve(kd_fwd_t *f)
 {
-        if (!f->store.worker)
+        if (!f->store->worker)
                 return;
         kd_fw_req_t *fw;
-        while ((fw = kd_fate_worker_done(f->store.worker))) {
+        while ((fw = kd_fate_worker_done(f->store->worker))) {
                 kd_store_req_t *r = (kd_store_req_t *)fw;
                 account(f, r);
                 r->done(f, r);

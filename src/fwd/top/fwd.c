@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The forwarder object (kd_fwd.h): creates and destroys the Kafka
+/* The forwarder object (kd_fwd.h), the composition root: makes each
+ * room's state (core/kd_fwd_core.h), creates and destroys the Kafka
  * consumer, the producer room (kd_producer.h), the fate store and the
- * delivery mode, wires the store's events to the outage policy and the
- * pacing stage to the claim stage (f->hooks), and writes the statistics
- * line from the metric table. */
+ * delivery mode, wires the store's events to the outage policy, and writes
+ * the statistics line from the metric table. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +11,16 @@
 #include <unistd.h>
 
 #include "buildinfo.h"
+#include "core/kd_instance.h"
 #include "kd_fwd.h"
 #include "kd_fwdid.h"
 #include "kd_log.h"
+#include "kd_top_state.h"
 #include "kd_util.h"
 #include "modes/kd_mode.h"
 #include "ops/kd_guard.h"
 #include "ops/kd_http.h"
+#include "ops/kd_ops.h"
 #include "ops/kd_partgauges.h"
 #include "ops/kd_ready.h"
 #include "ops/kd_tiercheck.h"
@@ -27,6 +30,7 @@
 #include "pipeline/kd_journal.h"
 #include "pipeline/kd_outage.h"
 #include "pipeline/kd_pace.h"
+#include "pipeline/kd_pipeline.h"
 #include "pipeline/kd_rebalance.h"
 #include "pipeline/kd_settle.h"
 #include "producer/kd_producer.h"
@@ -97,12 +101,13 @@ static kdelay_err_t store_open(kd_fwd_t *f, char *errstr, size_t errstr_size)
                 return kd_fail(KDELAY_ERR_NOT_CONFIGURED, errstr, errstr_size,
                                "the forwarder needs MySQL: set mysql.url or "
                                "pass --mysql");
-        if (kd_fate_store_new(&f->store.fate, conf))
+        kd_fate_store_t *fate = NULL; /* f's once attached */
+        if (kd_fate_store_new(&fate, conf))
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
+        kd_store_attach(f, fate);
         char why[512];
-        kdelay_err_t err =
-            kd_fate_store_connect(f->store.fate, why, sizeof(why));
+        kdelay_err_t err = kd_fate_store_connect(fate, why, sizeof(why));
         if (err == KDELAY_ERR_SCHEMA)
                 return kd_fail(err, errstr, errstr_size, "%s", why);
         if (err) {
@@ -146,8 +151,8 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
          * stats, kafka-consumer-groups) say which forwarder each is and
          * `db migrate --enable lean-fate` which release it runs. */
         const char *consumer_defaults[KD_ARRAY_LEN(kd_consumer_defaults) + 2];
-        char client_id[sizeof(f->claim.instance) + 64];
-        if (kd_fwdid_make(f->claim.instance, client_id, sizeof(client_id)))
+        char client_id[sizeof(f->instance) + 64];
+        if (kd_fwdid_make(f->instance, client_id, sizeof(client_id)))
                 return kd_fail(KDELAY_ERR_INVALID_ARG, errstr, errstr_size,
                                "client.id of instance too long");
         size_t d = 0;
@@ -165,6 +170,20 @@ static kdelay_err_t clients_open(kd_fwd_t *f, const char *const *defaults,
                                 errstr_size);
 }
 
+/* The rooms' state and f itself freed (after kd_fwd_destroy's stops, or
+ * on a kd_fwd_new that failed); each tolerates a handle not made. */
+static void kd_fwd_free_rooms(kd_fwd_t *f)
+{
+        if (!f)
+                return;
+        kd_ops_state_free(f);
+        kd_pipeline_state_free(f);
+        kd_store_state_free(f); /* and the fate store, if attached */
+        kd_producer_free(f);
+        free(f->top);
+        free(f);
+}
+
 kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                         kd_fate_store_t *store, const kd_clocksrc_t *clock,
                         char *errstr, size_t errstr_size)
@@ -173,8 +192,10 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
         if (guard)
                 return guard;
         kd_fwd_t *f = calloc(1, sizeof(*f));
-        if (!f || kd_producer_new(f)) {
-                free(f);
+        if (!f || !(f->top = calloc(1, sizeof(*f->top))) ||
+            kd_producer_new(f) || kd_store_state_new(f) ||
+            kd_pipeline_state_new(f) || kd_ops_state_new(f)) {
+                kd_fwd_free_rooms(f);
                 return kd_fail(KDELAY_ERR_NO_MEMORY, errstr, errstr_size,
                                "out of memory");
         }
@@ -188,18 +209,9 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                 kd_clocksrc_manual(&f->timers.clock, kd_clocksrc_mono_ms(clock),
                                    kd_clocksrc_wall_ms(clock));
         f->consumer.io_fds[0] = f->consumer.io_fds[1] = -1;
-        f->hooks.claim = kd_claim_enqueue;
-        kd_timer_init(&f->intake.room, NULL, f);
-        kd_timer_init(&f->held.drain_end, NULL, f);
-        kd_timer_init(&f->claim.flush, NULL, f);
-        kd_timer_init(&f->claim.renew, NULL, f);
-        kd_timer_init(&f->settle.flush, NULL, f);
-        kd_timer_init(&f->stats_timer, NULL, f);
-        kd_timer_init(&f->tiercheck_timer, NULL, f);
-        kd_timer_init(&f->http_timer, NULL, f);
-        kd_timer_init(&f->watchdog, NULL, f);
-        kd_skew_init(&f->clock.skew);
-        kd_timer_init(&f->clock.probe, NULL, f);
+        kd_timer_init(&f->top->stats_timer, NULL, f);
+        kd_timer_init(&f->top->http_timer, NULL, f);
+        kd_instance_name(conf, f->instance, sizeof(f->instance));
         kd_claim_init(f);
         kd_journal_init(f);
         kd_outage_init(f);
@@ -218,18 +230,18 @@ kdelay_err_t kd_fwd_new(kd_fwd_t **fp, kdelay_conf_t *conf,
                 err = f->mode->init(&f->mode_ctx, &defaults, &forced, errstr,
                                     errstr_size);
         if (!err && store)
-                f->store.fate = store;
+                kd_store_attach(f, store);
         else if (!err)
                 err = store_open(f, errstr, errstr_size);
         if (!err)
                 err = clients_open(f, defaults, forced, errstr, errstr_size);
         if (!err)
-                err = kd_store_start(f, kd_outage_store_changed, errstr,
-                                     errstr_size);
+                err = kd_store_start(f, kd_outage_store_changed,
+                                     kd_pipeline_load, errstr, errstr_size);
         if (err) {
                 f->conf = NULL; /* both stay the caller's on failure */
-                if (f->store.fate == store)
-                        f->store.fate = NULL;
+                if (store && kd_store_fate(f) == store)
+                        kd_store_detach(f);
                 kd_fwd_destroy(f);
                 return err;
         }
@@ -249,7 +261,7 @@ void kd_fwd_destroy(kd_fwd_t *f)
                 rd_kafka_queue_destroy(f->consumer.q);
         if (f->consumer.rk)
                 rd_kafka_destroy(f->consumer.rk);
-        kd_http_stop(f->http);
+        kd_http_stop(f->top->http);
         /* Reports of produces still in flight free their (orphan) tasks. */
         kd_producer_close(f);
         /* Every task is gone: requests still out carry none. */
@@ -261,35 +273,20 @@ void kd_fwd_destroy(kd_fwd_t *f)
         for (int j = 0; j < 2; j++)
                 if (f->consumer.io_fds[j] >= 0)
                         close(f->consumer.io_fds[j]);
-        kd_producer_free(f);
-        kd_fate_store_destroy(f->store.fate);
         kd_pace_clear(f);
-        kdelay_conf_destroy(f->conf);
-        free(f);
+        kdelay_conf_t *conf =
+            f->conf; /* after the fate store, which reads it */
+        kd_fwd_free_rooms(f);
+        kdelay_conf_destroy(conf);
 }
 
 /* Gauges read from the pipeline's state just before they are shown. */
 static void refresh_gauges(kd_fwd_t *f)
 {
-        int64_t parts = 0, waiting = 0, full = 0;
-        for (const kd_part_t *p = f->intake.parts; p; p = p->next) {
-                parts++;
-                waiting += p->flow == KD_PART_WAITING;
-                full += p->flow == KD_PART_FULL;
-        }
         kd_metrics_t *m = &f->metrics;
-        kd_metric_set(m, KD_M_HELD_NOW, (int64_t)f->held.cnt);
-        kd_metric_set(m, KD_M_HELD_BYTES, f->held.bytes);
-        kd_metric_set(m, KD_M_OUT_NOW, (int64_t)f->held.out_cnt);
-        kd_metric_set(m, KD_M_CLAIM_QUEUE, (int64_t)f->claim.q.len);
+        kd_pipeline_gauges(f);
         kd_metric_set(m, KD_M_INFLIGHT, (int64_t)kd_producer_inflight(f));
-        kd_metric_set(m, KD_M_PARTITIONS, parts);
-        kd_metric_set(m, KD_M_PAUSED_WAITING, waiting);
-        kd_metric_set(m, KD_M_PAUSED_FULL, full);
         kd_metric_set(m, KD_M_READY, !kd_ready_why(f, kd_fwd_mono_ms(f)));
-        kd_metric_set(m, KD_M_BEHIND, kd_held_behind(f));
-        kd_outage_gauges(f);
-        kd_settle_runs_gauges(f);
 }
 
 void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
@@ -305,7 +302,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
         kd_log(f->conf, KDELAY_LOG_INFO,
                "event=%s%s statements_per_fire=%.3f mysql=%s", event, line,
                fired ? (double)statements / (double)fired : 0.0,
-               f->store.down ? "down" : "up");
+               kd_store_down(f) ? "down" : "up");
         /* The per-tier rows on a line of their own (an event name that
          * starts no other: tests and tools match "event=stats" and
          * "event=forwarder_stopped" as prefixes): the stats line is near
@@ -324,7 +321,7 @@ void kd_fwd_log_stats(kd_fwd_t *f, const char *event)
 
 void kd_fwd_publish(kd_fwd_t *f)
 {
-        if (!f->http)
+        if (!f->top->http)
                 return;
         const kd_tiers_t *tiers = &f->conf->tiers;
         const char *names[KD_TIERS_MAX];
@@ -357,7 +354,7 @@ void kd_fwd_publish(kd_fwd_t *f)
                 if (len >= cap)
                         n = -1; /* grew meanwhile: next time */
         }
-        if (!buf || n < 0 || kd_http_publish(f->http, buf, len))
+        if (!buf || n < 0 || kd_http_publish(f->top->http, buf, len))
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=metrics_not_published why=out_of_memory");
         if (buf != stack)
@@ -368,5 +365,5 @@ void kd_fwd_publish(kd_fwd_t *f)
         kd_outage_why(f, note, sizeof(note));
         snprintf(body, sizeof(body), "%s%s%s", why ? why : "",
                  why && note[0] ? "; " : "", note);
-        kd_http_ready(f->http, !why, body);
+        kd_http_ready(f->top->http, !why, body);
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kdelay-forwarder, the top of the pipeline: create, run and destroy a
  * forwarder (fwd.c, loop.c). Used by main.c, the tests and the benchmark;
- * the stages see only kd_fwd_state.h and each other's headers. */
+ * the rooms see only core/kd_fwd_core.h, their own state and the
+ * functions of the rooms below them. */
 #ifndef KD_FWD_H
 #define KD_FWD_H
 
 #include <signal.h>
 
-#include "core/kd_fwd_state.h"
+#include "core/kd_fwd_core.h"
 
 /* fwd.c: lifecycle. On success conf and store are taken; store NULL makes
  * the MySQL store from conf. clock NULL: the host's clocks; a manual one

@@ -12,12 +12,14 @@
 #include "core/kd_io_wakeup.h"
 #include "kd_fwd.h"
 #include "kd_log.h"
+#include "kd_top_state.h"
 #include "kd_util.h"
 #include "modes/kd_mode.h"
 #include "ops/kd_http.h"
 #include "ops/kd_notify.h"
 #include "ops/kd_tiercheck.h"
 #include "pipeline/kd_fire.h"
+#include "pipeline/kd_held.h"
 #include "pipeline/kd_intake.h"
 #include "pipeline/kd_outage.h"
 #include "pipeline/kd_probe.h"
@@ -103,11 +105,11 @@ static kdelay_err_t http_start(kd_fwd_t *f)
         if (!listen || !*listen)
                 return KDELAY_OK;
         kdelay_err_t err =
-            kd_http_start(&f->http, &f->conf->fwd_http_addr, listen,
+            kd_http_start(&f->top->http, &f->conf->fwd_http_addr, listen,
                           &f->timers.clock, why, sizeof(why));
         if (err) {
                 int taken = err == KDELAY_ERR_SYSTEM && errno == EADDRINUSE;
-                f->http_failed = 1;
+                f->top->http_failed = 1;
                 snprintf(fix, sizeof(fix),
                          "%sgive each forwarder on a host a port of its own: "
                          "-X forwarder.http_listen=HOST:PORT, under the "
@@ -116,7 +118,7 @@ static kdelay_err_t http_start(kd_fwd_t *f)
                          taken ? "another process listens there (a second "
                                  "forwarder?): "
                                : "",
-                         f->claim.instance);
+                         f->instance);
                 kd_log(f->conf, KDELAY_LOG_ERROR,
                        "event=startup_failed what=http listen=%s err=%s "
                        "fix=%s exit=%d",
@@ -129,9 +131,10 @@ static kdelay_err_t http_start(kd_fwd_t *f)
         kd_log(f->conf, KDELAY_LOG_NOTICE,
                "event=http_listening listen=%s port=%u paths=/metrics,/healthz,"
                "/readyz",
-               kd_log_quote(listen, ql, sizeof(ql)), kd_http_port(f->http));
+               kd_log_quote(listen, ql, sizeof(ql)),
+               kd_http_port(f->top->http));
         kd_fwd_publish(f);
-        if (kd_timer_arm(&f->timers, &f->http_timer, KD_CLOCK_MONO,
+        if (kd_timer_arm(&f->timers, &f->top->http_timer, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + KD_HTTP_PUBLISH_MS, http_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
         return KDELAY_OK;
@@ -155,7 +158,7 @@ static void log_start(kd_fwd_t *f)
             "hold_horizon=%s lookahead=%s claim_ahead=%s max_held=%d "
             "max_held_bytes=%lld delivery=%s max_fire_rate=%d",
             kd_build_version(), kd_build_revision(), kd_build_schema(),
-            kd_log_quote(f->claim.instance, qi, sizeof(qi)),
+            kd_log_quote(f->instance, qi, sizeof(qi)),
             kd_log_quote(c->fwd_group_id, qg, sizeof(qg)),
             kd_log_quote(kd_conf_brokers(c), qb, sizeof(qb)), tiers,
             c->topic_prefix, tiers, kd_log_quote(pattern, qp, sizeof(qp)),
@@ -202,8 +205,8 @@ static kdelay_err_t subscribe(kd_fwd_t *f)
 static void shutdown_clean(kd_fwd_t *f)
 {
         kd_log(f->conf, KDELAY_LOG_NOTICE,
-               "event=forwarder_stopping held=%zu inflight=%zu", f->held.cnt,
-               kd_producer_inflight(f));
+               "event=forwarder_stopping held=%zu inflight=%zu",
+               kd_held_count(f), kd_producer_inflight(f));
         kd_notify_stopping(f);
         /* One deadline for the whole shutdown, revoke included. */
         f->shutdown_deadline =
@@ -227,8 +230,9 @@ static void shutdown_clean(kd_fwd_t *f)
                 kd_log(f->conf, KDELAY_LOG_WARNING,
                        "event=store_abandoned requests=%zu marks_unsent=%zu "
                        "why=%s",
-                       f->store.inflight, kd_settle_queued(f),
-                       f->store.inflight ? "shutdown_timeout" : "store_failed");
+                       kd_store_inflight(f), kd_settle_queued(f),
+                       kd_store_inflight(f) ? "shutdown_timeout"
+                                            : "store_failed");
         kd_fwd_log_stats(f, "forwarder_stopped");
         kd_fwd_publish(f); /* the last figures; not ready */
 }
@@ -266,7 +270,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
         }
         kd_probe_start(f);
         if (f->conf->fwd_stats_interval_ms > 0 &&
-            kd_timer_arm(&f->timers, &f->stats_timer, KD_CLOCK_MONO,
+            kd_timer_arm(&f->timers, &f->top->stats_timer, KD_CLOCK_MONO,
                          kd_fwd_mono_ms(f) + f->conf->fwd_stats_interval_ms,
                          stats_cb, f))
                 return KDELAY_ERR_NO_MEMORY;
@@ -280,7 +284,7 @@ static kdelay_err_t start(kd_fwd_t *f, int *stopped)
 
 int kd_fwd_http_failed(const kd_fwd_t *f)
 {
-        return f->http_failed;
+        return f->top->http_failed;
 }
 
 kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
@@ -304,10 +308,10 @@ kdelay_err_t kd_fwd_run(kd_fwd_t *f, volatile sig_atomic_t *stop, int wake_fd)
                 }
                 if (f->fatal)
                         break;
-                if (f->intake.rewind_due) /* asked for inside the pump */
+                if (kd_rebalance_rewind_due(f)) /* asked in the pump */
                         kd_rebalance_rewind(f);
-                if (f->http)
-                        kd_http_alive(f->http, kd_fwd_mono_ms(f));
+                if (f->top->http)
+                        kd_http_alive(f->top->http, kd_fwd_mono_ms(f));
                 more |=
                     kd_timers_run(&f->timers, KD_LOOP_BATCH) == KD_LOOP_BATCH;
                 int timeout =

@@ -1,112 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kdelay-forwarder's state: the forwarder object and the state of each
- * pipeline stage, grouped by owner (the top-level API is kd_fwd.h). One
- * thread runs one event loop (loop.c); librdkafka's threads only wake it
- * through queue io-event fds.
- *
- * A record flows intake → schedule → claim → pace/fire → settle
- * (docs/forwarder.md has the diagram). Each stage's functions are declared
- * in its own header (kd_intake.h, kd_sched.h, kd_claim.h, kd_pace.h,
- * kd_fire.h, kd_settle.h); a stage calls another by its functions,
- * downstream, and upstream where it hands work back (the intake's room, a
- * task to claim again, claims to resume). The delivery
- * mode is an ops table (kd_mode_ops.h) with one implementation per mode,
- * between the fire and settle stages. */
-#ifndef KD_FWD_STATE_H
-#define KD_FWD_STATE_H
+/* The pipeline room's state: one struct per stage, private to
+ * the pipeline room (and the unit tests); every other room asks the stages'
+ * functions (kd_intake.h, kd_held.h, kd_claim.h, ...).
+ * cmake/fwd_rooms.cmake refuses this header to the other rooms. */
+#ifndef KD_PIPELINE_STATE_H
+#define KD_PIPELINE_STATE_H
 
-/* The delivery modes see the forwarder only through their context
- * (kd_mode_ctx.h): a mode file defines KD_MODE_SEAM, and any header that
- * would show it the forwarder's fields stops its compilation here. */
-#ifdef KD_MODE_SEAM
-#error "a delivery mode sees the forwarder only through kd_mode_ctx.h"
-#endif
-
-#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
-
-#include <kdelay/kdelay.h>
-
-#include "kd_behind.h"
-#include "kd_conf.h"
-#include "kd_fate.h"
-#include "kd_idq.h"
-#include "kd_log.h"
-#include "kd_metrics.h"
-#include "kd_mode_ops.h"
-#include "kd_part.h"
+#include "core/kd_behind.h"
+#include "core/kd_fwd_core.h"
+#include "core/kd_idq.h"
+#include "core/kd_skew.h"
 #include "kd_ratelimits.h"
-#include "kd_refusals.h"
-#include "kd_skew.h"
-#include "kd_targets.h"
-#include "kd_task.h"
-#include "kd_timer.h"
-
-typedef struct kd_fwd kd_fwd_t;
-
-/* The longest /readyz reason for missing tier topics (tiercheck.c). */
-#define KD_TIERS_WHY_MAX 480
-
-/* The consumer (fwd.c creates it; loop.c polls it). The producers are the
- * producer room's (kd_producer.h), f->producer. */
-/* The group's rebalance protocol (rebalance.c). */
-typedef enum kd_rebalance_protocol {
-        KD_REBALANCE_UNKNOWN = 0, /* not joined yet */
-        KD_REBALANCE_EAGER,
-        KD_REBALANCE_COOPERATIVE
-} kd_rebalance_protocol_t;
-
-typedef struct kd_fwd_consumer {
-        rd_kafka_t *rk;      /* owned */
-        rd_kafka_queue_t *q; /* owned reference */
-        int io_fds[2];       /* its queue's wake-up pipe */
-        /* The group's rebalance protocol once joined. Fixed for the
-         * process's life (every configured assignor has the same type), so
-         * asked of librdkafka once: asked in a revoke that
-         * rd_kafka_consumer_close serves, rd_kafka_rebalance_protocol can
-         * block for ever (librdkafka#4041, seen in librdkafka 2.0.2). */
-        kd_rebalance_protocol_t protocol;
-} kd_fwd_consumer_t;
-
-/* The producer room's state: opaque outside producer*.c. */
-typedef struct kd_producer kd_producer_t;
-
-/* Requests kept for reuse, per kind (claims and takeovers; marks): as
- * many as a catch-up has out at once (four claims, two batches of marks;
- * claim.c, settle.c); at most about 0.4 MB with batches of 500. */
-#define KD_STORE_SPARES 4
-
-/* The fate store, its thread, and the backoff while it fails (store.c). */
-typedef struct kd_fwd_store {
-        kd_fate_store_t *fate;         /* owned */
-        struct kd_fate_worker *worker; /* owned; NULL = not started */
-        size_t inflight;               /* requests out on the worker */
-        int halted;         /* a statement failed: send nothing until every
-                               request out is back */
-        int64_t retry_mono; /* no statement before this; 0 = now */
-        int64_t backoff_ms;
-        int down;                   /* logged as unavailable */
-        int64_t down_since_mono;    /* when it stopped answering */
-        int64_t waiting_since_mono; /* requests out, none back since */
-        kd_timer_t ping;            /* monotonic: a ping when idle (store.c) */
-        /* Runs when the store goes down or comes back (kd_store_start's
-         * caller's; NULL: none). */
-        void (*changed)(kd_fwd_t *f);
-        int64_t last_done_mono; /* a request last came back */
-        /* The journal must be marked pending before any other statement
-         * (kd_store_gate): gate_out while that mark is out; gate_marked
-         * runs when it succeeded (the gate's caller's; NULL: none). */
-        int gate, gate_out;
-        void (*gate_marked)(kd_fwd_t *f);
-        struct kd_store_req *gate_req; /* owned (the worker's while out) */
-        /* Requests back and kept for reuse (kd_store_req_done), [0] claims
-         * and takeovers, [1] marks; owned. */
-        struct kd_store_req *spare[2][KD_STORE_SPARES];
-        size_t spares[2];
-} kd_fwd_store_t;
 
 /* forwarder.fate_outage_policy=fire (outage.c): whether due tasks fire
  * without a claim now, and the journal's application after an outage
@@ -121,7 +28,7 @@ typedef struct kd_fwd_outage {
         struct kd_reconcile *reconcile; /* owned; NULL = none running */
         int apply_again;           /* the last run failed: again when the store
                                       answers (timer) */
-        uint64_t journal_at_start; /* f->journal.delivered when the run
+        uint64_t journal_at_start; /* f->journal->delivered when the run
                                       began: records since need another */
         kd_timer_t poll;           /* monotonic: is it done? */
         /* The journal's reconciliation marker (docs/fate-protocol.md):
@@ -183,10 +90,9 @@ typedef struct kd_fwd_journal {
  * with prefix was claimed by another copy of the same task inside this
  * assignment, which this process still holds or has fired. */
 typedef struct kd_fwd_claim {
-        char instance[64];
-        /* The instance in tokens: itself up to 20 characters, else its
-         * first 11, '~' and a hash of the whole (distinct instances keep
-         * distinct names). */
+        /* The instance (f->instance) in tokens: itself up to 20
+         * characters, else its first 11, '~' and a hash of the whole
+         * (distinct instances keep distinct names). */
         char token_name[24];
         char own_tag[40];  /* "<token_name>:": tokens of this instance */
         char boot_tag[12]; /* "<boot>.": tokens of this process */
@@ -271,11 +177,17 @@ typedef struct kd_fwd_pace {
         const kd_ratelimits_t *rules;
         kd_fwd_rlim_t *lim; /* owned: one per rule */
         double share;       /* this forwarder's part of each limit */
+        /* Partitions of the tier topics the group reads, from the last
+         * metadata the ops' tier check read (kd_pace_tier_partitions);
+         * 0 = unknown. */
+        int tier_partitions;
         int64_t share_mono; /* when share was worked out; 0 = never */
 } kd_fwd_pace_t;
 
 /* Settled fates waiting for the fate store (settle.c). */
-/* The dead-letter reasons of a claimed task (a fire that failed). */
+
+/* The dead-letter reasons of a claimed task (a fire that failed;
+ * kd_settle_dead_reasons). */
 #define KD_SETTLE_DEAD_REASONS 3
 
 typedef struct kd_fwd_settle {
@@ -334,7 +246,8 @@ typedef struct kd_fwd_intake {
         int rewind_due; /* a rewind asked for inside the pump: next turn */
 } kd_fwd_intake_t;
 
-/* Where a test stands in for a stage, set by fwd.c to the stage itself:
+/* Where a test stands in for a stage, set by kd_pipeline_new to the stage
+ * itself:
  * the pacing stage hands a task whose target's rate limit let it through
  * to the claim stage (kd_claim_enqueue) through claim, which the
  * virtual-time tests of the schedule, pacing and backlog set to a claim
@@ -346,17 +259,11 @@ typedef struct kd_fwd_hooks {
         void (*claim)(kd_fwd_t *f, kd_task_t *t);
 } kd_fwd_hooks_t;
 
-struct kd_fwd {
-        kd_rk_owner_t owner; /* first: both clients' librdkafka opaque */
-        kdelay_conf_t *conf; /* owned */
-        kd_timers_t timers;
-        kd_fwd_consumer_t consumer;
-        kd_producer_t *producer; /* owned: the producer room */
-        kd_fwd_store_t store;
+/* The stages' state in one allocation (kd_pipeline_state_new), each
+ * reached by its handle in struct kd_fwd (f->claim, f->held, ...). */
+typedef struct kd_pipeline_state {
         kd_fwd_intake_t intake;
         kd_fwd_held_t held;
-        /* Tasks already due wait (kd_behind.h): fed by the fire and claim
-         * stages through kd_held_note_late, read by the claim stage. */
         kd_behind_t behind;
         kd_fwd_claim_t claim;
         kd_fwd_outage_t outage;
@@ -364,82 +271,7 @@ struct kd_fwd {
         kd_fwd_pace_t pace;
         kd_fwd_clock_t clock;
         kd_fwd_settle_t settle;
-        const kd_mode_ops_t *mode; /* the delivery mode */
-        /* What the mode sees (kd_mode_ops.h), the argument of its
-         * operations; its state, mode_ctx.state, is the mode's. */
-        kd_mode_ctx_t mode_ctx;
         kd_fwd_hooks_t hooks;
-        kd_metrics_t metrics;
-        /* forwarder.allowed_targets: the conf's, parsed when set */
-        const kd_targets_t *allowed;
-        kd_refusals_t refusals; /* what targets were seen to refuse */
-        kd_timer_t stats_timer;
-        /* The ladder's tier topics that do not exist (tiercheck.c): their
-         * names, comma-separated ("" = none), and the 503 reason. */
-        kd_timer_t tiercheck_timer;
-        /* Partitions of the tier topics the group reads, from the last
-         * metadata tiercheck.c read; 0 = unknown. */
-        int tier_partitions;
-        char tiers_missing[384];
-        char tiers_why[KD_TIERS_WHY_MAX];
-        struct kd_http *http;      /* owned; NULL = forwarder.http_listen off */
-        int http_failed;           /* kd_fwd_http_failed */
-        kd_timer_t http_timer;     /* publishes metrics and readiness */
-        kd_timer_t watchdog;       /* systemd's WATCHDOG=1 (notify.c) */
-        int64_t watchdog_ms;       /* its interval; 0 = not asked for */
-        int64_t shutdown_deadline; /* monotonic; 0 = not shutting down */
-        volatile sig_atomic_t *stop; /* borrowed: set by signal handlers;
-                                        &no_stop before kd_fwd_run */
-        volatile sig_atomic_t no_stop;
-        int wake_fd; /* borrowed: readable on a signal */
-        /* The forwarder stops for good and exits non-zero (kd_fwd_fatal):
-         * an unrecoverable Kafka error, out of memory, a failed poll. */
-        int fatal;
-        const char *fatal_why; /* static: the first reason */
-        int pumping;           /* inside kd_loop_pump (kd_loop_pump.h) */
-};
-
-/* Monotonic now, from the forwarder's one clock (f->timers.clock): what
- * every interval, backoff and threshold is measured with. */
-static inline int64_t kd_fwd_mono_ms(const kd_fwd_t *f)
-{
-        return kd_clocksrc_mono_ms(&f->timers.clock);
-}
-
-/* This host's wall time (epoch ms), from the forwarder's one clock: for
- * timestamps this host sets (a send's time, a boot id); compare fire-at
- * and append times with kd_fwd_now. */
-static inline int64_t kd_fwd_wall_ms(const kd_fwd_t *f)
-{
-        return kd_clocksrc_wall_ms(&f->timers.clock);
-}
-
-/* Now by the broker's wall clock, as far as the forwarder can tell: what
- * fire-at and append times are compared with. */
-static inline int64_t kd_fwd_now(const kd_fwd_t *f)
-{
-        return kd_timers_now(&f->timers, KD_CLOCK_WALL);
-}
-
-/* The one way the forwarder stops for good: the loop ends, and the
- * process exits non-zero (a supervisor starts a fresh one, which re-reads
- * every record not committed). why: static, the first one is logged at
- * the exit (the caller logs the event itself). */
-static inline void kd_fwd_fatal(kd_fwd_t *f, const char *why)
-{
-        if (!f->fatal)
-                f->fatal_why = why;
-        f->fatal = 1;
-        *f->stop = 1;
-}
-
-/* Out of memory where a task would be stranded: log, stop, exit non-zero
- * (a restart re-reads every record not committed). */
-static inline void kd_fwd_oom(kd_fwd_t *f, const char *what)
-{
-        kd_log(f->conf, KDELAY_LOG_ERROR,
-               "event=out_of_memory what=%s action=exit", what);
-        kd_fwd_fatal(f, "out_of_memory");
-}
+} kd_pipeline_state_t;
 
 #endif
