@@ -8,11 +8,12 @@
 
 #include "audit.h"
 #include "ctl_scan.h"
-#include "dead_replay.h"
 #include "kd_fate.h"
 #include "kd_log.h"
 #include "kd_scan.h"
 #include "kd_util.h"
+#include "replay_items.h"
+#include "replay_pending.h"
 
 #define DEAD_COLUMNS "%-40s %-9s %-24s "
 

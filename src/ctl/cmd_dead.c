@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl dead list / replay: the dead-letter topic's records of a
  * window, with their reasons (kd_scan_dead); replaying them
- * (dead_replay.c). */
+ * (replay_run.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +17,11 @@
 #include "ctl_scan.h"
 #include "ctl_time.h"
 #include "ctl_verbs.h"
-#include "dead_replay.h"
 #include "kd_conf.h"
 #include "kd_util.h"
 #include "kd_wire.h"
+#include "replay_items.h"
+#include "replay_run.h"
 
 static const char kd_dead_help[] =
     "Usage: kdelayctl dead list [--reason R] [--since D] [--limit N]\n"
