@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# test_configuration_md (tests/unit/CMakeLists.txt): the committed
+# test_configuration_md (tests/unit/lints/CMakeLists.txt): the committed
 # docs/configuration.md must equal what kd_confdoc generates now.
 # -DTOOL= kd_confdoc, -DTEMPLATE= docs/configuration.md.in,
 # -DCOMMITTED= docs/configuration.md, -DOUT= where to write the generated

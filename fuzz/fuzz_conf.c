@@ -19,7 +19,7 @@
  * operator's own.
  *
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress_conf, which replays
+ * without it into tests/unit/lib/test_fuzz_regress_conf, which replays
  * fuzz/corpus/conf and fuzz/regress/conf. */
 #include <string.h>
 #include <strings.h>

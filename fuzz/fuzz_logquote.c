@@ -15,7 +15,7 @@
  * truncated=true.
  *
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress_logquote, which replays
+ * without it into tests/unit/lib/test_fuzz_regress_logquote, which replays
  * fuzz/corpus/logquote and fuzz/regress/logquote. */
 #include <stdarg.h>
 #include <string.h>

@@ -21,7 +21,7 @@
  *      above the commit point plus the tail.
  *
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress_offmeta, which replays
+ * without it into tests/unit/lib/test_fuzz_regress_offmeta, which replays
  * fuzz/corpus/offmeta and fuzz/regress/offmeta. */
 #include <string.h>
 

@@ -16,7 +16,7 @@
  *      time, into a whole and into a small buffer (size from byte 9).
  *
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress_time, which replays
+ * without it into tests/unit/lib/test_fuzz_regress_time, which replays
  * fuzz/corpus/time and fuzz/regress/time. */
 #include <string.h>
 

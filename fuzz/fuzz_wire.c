@@ -21,7 +21,7 @@
  *
  * fuzz_wire.dict lists the tokens of these formats for libFuzzer (-dict).
  * Built with libFuzzer when KDELAY_FUZZ=ON (scripts/fuzz.sh); always built
- * without it into tests/unit/test_fuzz_regress_wire, which replays
+ * without it into tests/unit/lib/test_fuzz_regress_wire, which replays
  * fuzz/corpus/wire and fuzz/regress/wire through LLVMFuzzerTestOneInput. */
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 # The libFuzzer targets, one per parser of untrusted input (fuzz/fuzz_NAME.c,
 # seeds in fuzz/corpus/NAME/, crashers kept in fuzz/regress/NAME/). Included
 # by fuzz/CMakeLists.txt (the libFuzzer binaries fuzz_NAME, with
-# -DKDELAY_FUZZ=ON) and tests/unit/CMakeLists.txt (test_fuzz_regress_NAME,
+# -DKDELAY_FUZZ=ON) and tests/unit/lib/CMakeLists.txt (test_fuzz_regress_NAME,
 # replaying the corpus and the regressions without libFuzzer in every build).
 #
 #   wire      wire decoder, durations, tier lists, MySQL URLs (fuzz_wire.c)

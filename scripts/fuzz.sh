@@ -14,7 +14,7 @@
 # learns stays in build/fuzz/corpus/NAME. A crashing input is written to
 # build/fuzz/crashers/NAME/; reproduce it with `build/fuzz/fuzz/fuzz_NAME
 # FILE`, fix the bug and keep the input in fuzz/regress/NAME/ under a name
-# saying what it broke (tests/unit/test_fuzz_regress_NAME replays it in
+# saying what it broke (tests/unit/lib/test_fuzz_regress_NAME replays it in
 # every build). KDELAY_FUZZ_JOBS sets the build's parallelism (default 1).
 set -euo pipefail
 

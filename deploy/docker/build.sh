@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # build.sh - the build steps of deploy/docker/Dockerfile, also run by the
-# test suite (tests/unit/check_deploy.sh): configure (once), build and
+# test suite (tests/unit/lints/check_deploy.sh): configure (once), build and
 # install kdelay into DESTDIR with prefix /usr/local and sysconfdir /etc.
 # A fresh BUILD_DIR is configured Release (-Werror, the project's default)
 # without the tests (BUILD_TESTING=OFF: no CUnit needed); CMAKE_ARGS come

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The behaviour every fate store owes (kd_fate.h, docs/fate-protocol.md),
  * written once and run against each implementation, so the two are held
- * to the same: the in-memory store in tests/unit/test_fate_mem.c, MySQL
+ * to the same: the in-memory store in tests/unit/lib/test_fate_mem.c, MySQL
  * in tests/integration/test_fate.c. */
 #ifndef KD_FATE_CONTRACT_H
 #define KD_FATE_CONTRACT_H
