@@ -251,7 +251,7 @@ typedef struct kd_fwd_intake {
  * the pacing stage hands a task whose target's rate limit let it through
  * to the claim stage (kd_claim_enqueue) through claim, which the
  * virtual-time tests of the schedule, pacing and backlog set to a claim
- * won at once (tests/unit/test_sched_vt.c, test_pace_vt.c,
+ * won at once (tests/unit/fwd/pipeline/: test_sched_vt.c, test_pace_vt.c,
  * test_backlog_vt.c). Every other call between the stages is plain. */
 typedef struct kd_fwd_hooks {
         /* Held task t may be claimed now (upstream of the claim's

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the fate store's answer to a claim means for the task that asked
  * (claim.c acts on it). Pure: every case is a unit test
- * (tests/unit/test_verdict.c). */
+ * (tests/unit/fwd/pipeline/test_verdict.c). */
 #ifndef KD_VERDICT_H
 #define KD_VERDICT_H
 
