@@ -58,10 +58,15 @@ forwarder's rooms)\"")
       list(APPEND made ${out})
       if(NOT other STREQUAL room)
         set(out ${view}/${h})
+        if(h MATCHES "^kd_.*_state\\.h$")
+          set(text "#error \"${h} is room ${other}'s own state: room \
+${room} asks ${other}'s functions\"")
+        else()
+          set(text "#error \"${h} is room ${other}'s header: include it as \
+\\\"${other}/${h}\\\"\"")
+        endif()
         file(CONFIGURE OUTPUT ${out} CONTENT
-             "/* Made by cmake/fwd_rooms.cmake: room ${room}'s view. */
-#error \"${h} is room ${other}'s header: include it as \
-\\\"${other}/${h}\\\"\"\n"
+             "/* Made by cmake/fwd_rooms.cmake: room ${room}'s view. */\n${text}\n"
              @ONLY)
         list(APPEND made ${out})
       endif()

@@ -98,9 +98,11 @@ struct kd_fwd {
         const kd_targets_t *allowed;
         kd_refusals_t refusals; /* what targets were seen to refuse */
 
-        /* One handle per room (owned; each made and freed by its room's
-         * kd_<room>_state_new/_free, called by top/fwd.c). The pipeline's
-         * stages share one allocation (kd_pipeline_state_new). */
+        /* One handle per room (owned; made and freed by its room:
+         * kd_producer_new/_free, kd_store_state_new/_free,
+         * kd_pipeline_state_new/_free (the stages share one allocation),
+         * kd_ops_state_new/_free, and top's own in top/fwd.c; top/fwd.c
+         * calls them all). */
         kd_producer_t *producer;
         kd_fwd_store_t *store;
         kd_fwd_intake_t *intake;

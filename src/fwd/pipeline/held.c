@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Schedule stage, held set (kd_held.h): owns the count and bytes in
- * f->held-> */
+ * f->held. */
 #include "kd_held.h"
 #include "kd_pipeline_state.h"
 

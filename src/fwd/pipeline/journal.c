@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The journal's write side (kd_journal.h): owns f->journal-> */
+/* The journal's write side (kd_journal.h): owns f->journal. */
 #include "kd_journal.h"
 #include "kd_pipeline_state.h"
 

@@ -14,8 +14,9 @@
  * stages' own init (kd_claim_init, kd_journal_init, kd_outage_init,
  * kd_pace_init) follows. KDELAY_ERR_NO_MEMORY, else KDELAY_OK. */
 kdelay_err_t kd_pipeline_state_new(kd_fwd_t *f);
-/* Frees what kd_pipeline_state_new made (the stages' clear functions
- * first); the handles NULL. NULL handles: nothing. */
+/* Frees what kd_pipeline_state_new made, after the stages' own clear
+ * and stop functions (kd_fwd_destroy calls those); the handles NULL.
+ * NULL handles: nothing. */
 void kd_pipeline_state_free(kd_fwd_t *f);
 
 /* What waits for the store, for its log lines (kd_store_load_fn): tasks

@@ -246,10 +246,9 @@ typedef struct kd_fwd_intake {
         int rewind_due; /* a rewind asked for inside the pump: next turn */
 } kd_fwd_intake_t;
 
-/* Where a test stands in for a stage, set by kd_pipeline_new to the stage
- * itself:
- * the pacing stage hands a task whose target's rate limit let it through
- * to the claim stage (kd_claim_enqueue) through claim, which the
+/* Where a test stands in for a stage, set by kd_pipeline_state_new to
+ * the stage itself: the pacing stage hands a task whose target's rate limit let
+ * it through to the claim stage (kd_claim_enqueue) through claim, which the
  * virtual-time tests of the schedule, pacing and backlog set to a claim
  * won at once (tests/unit/fwd/pipeline/: test_sched_vt.c, test_pace_vt.c,
  * test_backlog_vt.c). Every other call between the stages is plain. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage-> Tells the
+/* forwarder.fate_outage_policy (kd_outage.h): owns f->outage. Tells the
  * claim stage when claims may go out again (kd_claim_resume). */
 #include "kd_outage.h"
 #include "kd_pipeline_state.h"

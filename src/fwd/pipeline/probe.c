@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Under the fire stage, clock probes and the clock estimate (kd_probe.h):
- * owns f->clock-> Calls the mode to produce inside a transaction. */
+ * owns f->clock. Calls the mode to produce inside a transaction. */
 #include "kd_pipeline_state.h"
 #include "kd_probe.h"
 

@@ -14,9 +14,10 @@
 #    header planted in it: refused, while the copy without it compiles;
 #  - of a room's state header (kd_<room>_state.h) in every other room,
 #    those above it too: refused ("own state");
-#  - a read of a field of a room's state (FIELDS below) in every room:
-#    compiles in its own room (with its state header), and in every other
-#    one is an incomplete type.
+#  - a read of a field of a room's state (FIELDS below) in every room,
+#    after an include of every header that room may include: compiles in
+#    its own room (with its state header), and in every other one is an
+#    incomplete type (no header hands another room a state's type).
 # Usage: check_fwd_rooms.sh SRC_FWD VIEWS CC ROOM=SEEN,SEEN... -- CFLAGS...
 # (CFLAGS: the rooms' include dirs and definitions; those under VIEWS are
 # dropped, each compile gets its room's view.)
@@ -129,6 +130,25 @@ grep -m1 'room store sees' "$tmp/out"
 # field read through its handle in struct kd_fwd does not compile there.
 FIELDS=("store f->store->down" "producer f->producer->inflight"
     "pipeline f->claim->seq" "ops f->ops->watchdog_ms" "top f->top->http_failed")
+everything() { # ROOM -> an #include of every header ROOM may include
+    local own=$1 x h
+    for h in $(find "$src/$own" -maxdepth 1 -name 'kd_*.h' -printf '%f\n' | sort); do
+        printf '#include "%s"\n' "$h"
+    done
+    for x in $(echo "${sees[$own]}" | tr ',' ' '); do
+        for h in $(find "$src/$x" -maxdepth 1 -name 'kd_*.h' ! -name 'kd_*_state.h' -printf '%f\n' | sort); do
+            printf '#include "%s/%s"\n' "$x" "$h"
+        done
+    done
+}
+# Every room with a state header has a field probed.
+for st in $(find "$src" -mindepth 2 -maxdepth 2 -name 'kd_*_state.h' | sort); do
+    x=$(basename "$(dirname "$st")")
+    printf '%s\n' "${FIELDS[@]}" | grep -q "^$x " || {
+        echo "check_fwd_rooms: room $x has a state header and no field in FIELDS" >&2
+        exit 1
+    }
+done
 states=0 fields=0
 for e in "${FIELDS[@]}"; do
     read -r x expr <<<"$e"
@@ -157,11 +177,21 @@ for e in "${FIELDS[@]}"; do
         else
             states=$((states + 1))
         fi
-        core=core/kd_fwd_core.h
-        [ "$r" = core ] && core=kd_fwd_core.h
-        printf '#include "%s"\nlong planted(const kd_fwd_t *f) { return (long)%s; }\n' \
-            "$core" "$expr" >"$tmp/planted.c"
-        if compile "$r" "$tmp/planted.c" || ! grep -q "incomplete" "$tmp/out"; then
+        # Every header room r may include (its own by bare name, those
+        # of the rooms it sees with the room; no other room's state
+        # header), then the read: a header that leaked a state type
+        # would complete it here.
+        everything "$r" >"$tmp/planted.c"
+        if ! compile "$r" "$tmp/planted.c"; then
+            echo "check_fwd_rooms: the headers room $r may include do not compile together:" >&2
+            cat "$tmp/out" >&2
+            exit 1
+        fi
+        printf 'long planted(const kd_fwd_t *f) { return (long)%s; }\n' \
+            "$expr" >>"$tmp/planted.c"
+        if compile "$r" "$tmp/planted.c" ||
+            [ "$(grep -c 'error:' "$tmp/out")" != \
+                "$(grep -c 'error:.*incomplete' "$tmp/out")" ]; then
             echo "check_fwd_rooms: $expr in room $r was not refused as an incomplete type:" >&2
             cat "$tmp/out" >&2
             fail=1
@@ -170,7 +200,7 @@ for e in "${FIELDS[@]}"; do
         fi
     done
 done
-echo "check_fwd_rooms: $states state headers planted in another room, each refused; $fields fields of another room's state read, each an incomplete type; the compiler says:"
+echo "check_fwd_rooms: $states state headers planted in another room, each refused; $fields fields of another room's state read after every header that room may include, each an incomplete type; the compiler says:"
 printf '#include "core/kd_fwd_core.h"\nlong planted(const kd_fwd_t *f) { return (long)f->store->down; }\n' >"$tmp/planted.c"
 compile ops "$tmp/planted.c" || true
 grep -m1 'incomplete' "$tmp/out"
