@@ -210,7 +210,7 @@ if [[ -n $enabled ]]; then
             log "event=unit_disabled unit=$unit"
         done
     else
-        log "event=units_enabled units=$(echo $enabled | tr ' ' ,) msg=\"no systemctl to disable them\""
+        log "event=units_enabled units=$(printf '%s' "$enabled" | tr '\n' ,) msg=\"no systemctl to disable them\""
     fi
 fi
 log "event=done groups=$group_list installed=${#missing[@]}"
