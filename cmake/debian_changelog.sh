@@ -10,6 +10,7 @@
 set -eu
 changelog=$1 env=$2 contact=$3 out=$4
 KDELAY_RELEASE="" KDELAY_PRE="" KDELAY_VERSION_DEB="" KDELAY_REVISION="" KDELAY_DATE=""
+# shellcheck source=/dev/null # VERSION_ENV is written at build time
 . "$env"
 if [ -z "$KDELAY_PRE" ]; then
   day=$(sed -n "s/^## $KDELAY_RELEASE — \([0-9-]*\)$/\1/p" "$changelog" | head -n 1)

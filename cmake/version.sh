@@ -41,7 +41,7 @@ while getopts r:f: o; do
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 case $format in env | c | cmake) ;; *) usage ;; esac
 src=$1 out=${2:-}
 header=$src/include/kdelay/kdelay.h

@@ -48,9 +48,9 @@ if [ "${1:-}" = --scale ]; then
   if [ "${free:-0}" -lt "$need" ]; then
     printf 'bench.sh: --scale: %d pending tasks need %d GB free under %s (2 x %d x 250 B), %d GB are: the pending section is left out\n' \
       "$scale_pending" $((need / 1000000000)) "$root/.stack-bench" "$scale_pending" $((free / 1000000000)) >&2
-    args=(--only drain,burst --burst-tasks 1000000 "$@")
+    args=(--only "drain,burst" --burst-tasks 1000000 "$@")
   else
-    args=(--only drain,burst,pending --burst-tasks 1000000
+    args=(--only "drain,burst,pending" --burst-tasks 1000000
       --pending "100000,$scale_pending" "$@")
   fi
 fi
@@ -67,7 +67,7 @@ mkdir -p build-bench
 stack_pid=""
 cleanup() {
   local rc=$?
-  [ -n "$stack_pid" ] && wait "$stack_pid" 2>/dev/null || true
+  if [ -n "$stack_pid" ]; then wait "$stack_pid" 2>/dev/null || true; fi
   deploy/local/stack.sh down --purge >&2 || true
   log event=done rc=$rc
   exit $rc

@@ -61,6 +61,7 @@ step "Waiting for its delivery on demo.reminders"
 # A consumer that stays open; we stop it once the task has arrived.
 coproc KCAT { exec timeout 60 "$kcat" -u -C -b "$KDELAY_BROKERS" -t demo.reminders \
   -o beginning -q -f 'delivered: timestamp=%T key=%k value=%s headers: %h\n'; }
+# shellcheck disable=SC2153 # KCAT_PID is set by coproc KCAT
 kcat_pid=$KCAT_PID
 found=0
 grep -m1 -F "kdelay-id=$id" <&"${KCAT[0]}" && found=1

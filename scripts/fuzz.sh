@@ -29,12 +29,13 @@ usage() {
 # The one list of targets: fuzz/targets.cmake.
 all=$(sed -n 's/^set(KD_FUZZ_TARGETS \(.*\))$/\1/p' fuzz/targets.cmake)
 [ -n "$all" ] || { echo "fuzz.sh: no KD_FUZZ_TARGETS in fuzz/targets.cmake" >&2; exit 1; }
+read -ra all_targets <<<"$all"
 
 targets=()
 budget=300
 while [ $# -gt 0 ]; do
   case $1 in
-    --list) printf '%s\n' $all; exit 0 ;;
+    --list) printf '%s\n' "${all_targets[@]}"; exit 0 ;;
     --target) [ $# -ge 2 ] || usage; targets+=("$2"); shift 2 ;;
     --target=*) targets+=("${1#--target=}"); shift ;;
     -h | --help) usage ;;
@@ -46,7 +47,7 @@ done
 run=()
 for t in "${targets[@]}"; do
   if [ "$t" = all ]; then
-    run+=($all)
+    run+=("${all_targets[@]}")
   elif [[ " $all " == *" $t "* ]]; then
     run+=("$t")
   else

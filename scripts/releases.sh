@@ -79,7 +79,7 @@ has_git() { command -v git >/dev/null && [ "$(git -C "$src" rev-parse --show-top
 
 case $verb in
 previous)
-    [ $# -eq 1 ] && [[ $1 =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || usage
+    if [ $# -ne 1 ] || ! [[ $1 =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then usage; fi
     [ -f "$file" ] || { echo "releases.sh: no $file" >&2; exit 1; }
     best=""
     while read -r v c s d; do
@@ -131,7 +131,8 @@ check)
             finding "RELEASES: $v: commit $c is version $(version_at "$c")"
         p=$(pre_at "$c")
         [ "$p" = - ] || [ -z "$p" ] || finding "RELEASES: $v: commit $c is not a release (KDELAY_VERSION_PRE \"$p\")"
-        cs=$(schema_of $(git -C "$src" ls-tree --name-only "$c" deploy/mysql/))
+        mapfile -t names < <(git -C "$src" ls-tree --name-only "$c" deploy/mysql/)
+        cs=$(schema_of "${names[@]}")
         [ "$cs" = "$s" ] || finding "RELEASES: $v: commit $c carries schema $cs, not $s"
     done < <(lines)
     [ $n -gt 0 ] || finding "RELEASES records no release"

@@ -88,14 +88,15 @@ use_stack() {
 }
 
 declare -A stack_pid=()
+# shellcheck disable=SC2317 # the EXIT trap runs it (0.9.0 misreads the final exit)
 cleanup() {
   local rc=$? s
   for s in "${!stack_pid[@]}"; do wait "${stack_pid[$s]}" 2>/dev/null || true; done
   for s in new old 3n sasl mtls; do
     (use_stack "$s"; deploy/local/stack.sh down --purge >&2) || true
   done
-  log event=done rc=$rc seconds=$(( $(date +%s) - start ))
-  exit $rc
+  log event=done rc="$rc" seconds=$(( $(date +%s) - start ))
+  exit "$rc"
 }
 trap cleanup EXIT
 
@@ -125,7 +126,8 @@ build build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 [ -z "${KDELAY_TEST_SKIP_ASAN:-}" ] && build build/asan -DCMAKE_BUILD_TYPE=Debug -DKDELAY_SANITIZE=ON
 
 log event=format_check
-clang-format --dry-run -Werror $(git ls-files '*.c' '*.h')
+mapfile -t c_files < <(git ls-files '*.c' '*.h')
+clang-format --dry-run -Werror "${c_files[@]}"
 
 stack_wait() { # STACK: waits for its background 'up'; exits on failure
   local s=$1

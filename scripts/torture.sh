@@ -33,7 +33,7 @@ unset KDELAY_MYSQL_URL_EXTERNAL
 stack_pid=""
 cleanup() {
   local rc=$?
-  [ -n "$stack_pid" ] && wait "$stack_pid" 2>/dev/null || true
+  if [ -n "$stack_pid" ]; then wait "$stack_pid" 2>/dev/null || true; fi
   if [ -z "${KDELAY_TORTURE_KEEP_STACK:-}" ]; then
     deploy/local/stack.sh down --purge >&2 || true
   fi

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash # sourced by bash scripts only (it uses local)
 # Sourced by the scripts that run node with npm packages of their own
 # (tools/sqlcheck, tools/k8scheck, examples/node): npm_pinned DIR NAME
 # [CACHE] installs the packages DIR/package-lock.json pins once per lock

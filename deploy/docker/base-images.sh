@@ -45,6 +45,7 @@ command -v docker >/dev/null || die "event=no_docker msg=\"install docker.io (de
 # make_root TARBALL: a bookworm minbase root as a tarball (debian:bookworm).
 make_root() {
     local out=$1
+    # shellcheck disable=SC2016 # "$1" below is for mmdebstrap's hook to expand
     local -a opts=(--variant=minbase --format=tar
         # as the official images: apt keeps no .debs nor caches in a layer
         --customize-hook="upload $clean /etc/apt/apt.conf.d/docker-clean"

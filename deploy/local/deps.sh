@@ -37,6 +37,8 @@ TEST_PACKAGES=(
     # server (check_alert_rules runs both; the prometheus package),
     # systemd-analyze, the deploy files' YAML
     libcunit1-dev clang-format valgrind prometheus systemd python3-yaml
+    # the shell scripts' lint (check_shell)
+    shellcheck
     # the generated man pages and shell completions (check_clidoc)
     groff-base man-db zsh
     # the client examples run by test_producers and test_clients (python:
@@ -75,9 +77,10 @@ packages of the groups asked for, skipping those already installed (runs
             mariadb-server-core (a private mariadbd, no system service),
             mariadb-client, kcat, curl, openssl
   --test    everything scripts/test.sh uses: --run --build --stack and the
-            test tools (CUnit, clang-format, valgrind, promtool, systemd-analyze,
-            man, zsh, the examples' Python and JDK, mmdebstrap, docker.io
-            and docker-compose; nodejs and npm when node or npm is missing)
+            test tools (CUnit, clang-format, shellcheck, valgrind, promtool,
+            systemd-analyze, man, zsh, the examples' Python and JDK,
+            mmdebstrap, docker.io and docker-compose; nodejs and npm when
+            node or npm is missing)
   (none)    the same as --test
 
 No service is started by the install (a temporary /usr/sbin/policy-rc.d
@@ -210,7 +213,7 @@ if [[ -n $enabled ]]; then
             log "event=unit_disabled unit=$unit"
         done
     else
-        log "event=units_enabled units=$(echo $enabled | tr ' ' ,) msg=\"no systemctl to disable them\""
+        log "event=units_enabled units=$(printf '%s' "$enabled" | tr '\n' ,) msg=\"no systemctl to disable them\""
     fi
 fi
 log "event=done groups=$group_list installed=${#missing[@]}"

@@ -11,6 +11,7 @@ case "${1:-}" in
   schedule|fate) script=$1.js; shift ;;
   *) echo "usage: run.sh schedule|fate ARGS..." >&2; exit 2 ;;
 esac
+# shellcheck source-path=SCRIPTDIR # "$here" is the script's directory
 . "$here/../../tools/npm_pinned.sh"
 npm_pinned "$here" example-node "${KDELAY_EXAMPLE_NODE_CACHE:-}"
 exec node "$here/$script" "$@"

@@ -141,8 +141,9 @@ for target in build ""; do
     fi
 done
 for old in "$old_image" "$old_build"; do
-    [[ -n $old && $old != "$(image_id kdelay:local)" && $old != "$(image_id kdelay-build:cache)" ]] &&
+    if [[ -n $old && $old != "$(image_id kdelay:local)" && $old != "$(image_id kdelay-build:cache)" ]]; then
         docker rmi "$old" >/dev/null 2>&1 || true
+    fi
 done
 figure "kdelay image built in $((SECONDS - t)) s ($(docker image inspect -f '{{.Size}}' kdelay:local | awk '{printf "%.0f MB", $1 / 1e6}'))"
 said=$(docker run --rm kdelay:local kdelayctl --version) || fail "kdelayctl --version in the image failed"
@@ -221,6 +222,7 @@ t2=$(now_ms)
 # the task above is due.
 batch=${KDELAY_CHECK_BATCH:-30}
 due_batch=$((t2 + ${KDELAY_CHECK_LEAD_MS:-8000}))
+# shellcheck disable=SC2016 # expanded by the container's sh (its $1 $2 $3)
 script='i=0; while [ "$i" -lt "$1" ]; do
     kdelayctl schedule -q --no-target-check --topic demo.out --value batch --id "$2-$i" \
         --at $(($3 + i * 300)) >/dev/null || exit 1

@@ -80,7 +80,7 @@ cleanup() {
         done
     fi
     rm -rf "$tmp"
-    log info done rc=$rc seconds=$(( $(date +%s) - start_s ))
+    log info "done" rc=$rc seconds=$(( $(date +%s) - start_s ))
     exit $rc
 }
 trap cleanup EXIT
@@ -153,7 +153,8 @@ prepare_previous() { git -C "$src" archive "$prev_sha" | tar -x -C "$1"; }
 prev_dir=$cache/release-$prev_sha
 build_cached "$prev_dir" prepare_previous -DKDELAY_WERROR=OFF -DKDELAY_REVISION="$prev_sha"
 prev_bin=$prev_dir/build
-prev_schema=$(newest_schema $(git -C "$src" ls-tree --name-only "$prev_sha" deploy/mysql/))
+mapfile -t prev_sql < <(git -C "$src" ls-tree --name-only "$prev_sha" deploy/mysql/)
+prev_schema=$(newest_schema "${prev_sql[@]}")
 [ -z "${rel_schema:-}" ] || [ "$rel_schema" = "$prev_schema" ] ||
     fail "RELEASES says $rel_version is schema $rel_schema, its commit carries $prev_schema"
 # X.Y.Z of the previous release, from its --version (0.3.0-dev+... -> 0.3.0)
@@ -317,7 +318,7 @@ cancel_some() {
     for id in "$@"; do
         rc=0
         out=$(ctl "$rel" "$m" cancel "$id" 2>&1) || rc=$?
-        [ $rc -eq 0 ] && [[ $out == *CANCELLED* ]] ||
+        { [ $rc -eq 0 ] && [[ $out == *CANCELLED* ]]; } ||
             fail "$m: $rel kdelayctl cancel $id: exit $rc: $out"
         echo "$id $rel" >>"$tmp/$m.cancelled"
     done
@@ -411,7 +412,7 @@ if [ "$optin_schema" -gt 0 ]; then
     for m in "${modes[@]}"; do
         rc=0
         out=$(ctl next "$m" db migrate --enable "$optin_step" 2>&1) || rc=$?
-        [ $rc -eq 2 ] && [[ $out == *refused*fw-b@* ]] ||
+        { [ $rc -eq 2 ] && [[ $out == *refused*fw-b@* ]]; } ||
             fail "$m: next db migrate --enable $optin_step beside a previous forwarder: exit $rc: $out"
         log info enable_refused mode="$m" step="$optin_step" said="\"${out//\"/\'}\""
     done
@@ -446,7 +447,7 @@ done
 if [ "$optin_schema" -gt 0 ]; then
     rc=0
     out=$(ctl next at_least_once db migrate --enable "$optin_step" 2>&1) || rc=$?
-    [ $rc -eq 2 ] && [[ $out == *"static member"* ]] ||
+    { [ $rc -eq 2 ] && [[ $out == *"static member"* ]]; } ||
         fail "next db migrate --enable $optin_step beside static members restarted: exit $rc: $out"
     for m in "${modes[@]}"; do
         out=$(ctl next "$m" db migrate --enable "$optin_step" --force 2>&1) ||
@@ -465,7 +466,7 @@ if [ "$optin_schema" -gt 0 ]; then
     parallel_modes sched_lean || fail "next kdelayctl schedule under runs"
     rc=0
     out=$(ctl previous at_least_once status "${prefix[at_least_once]}-p-0" 2>&1) || rc=$?
-    [ $rc -ne 0 ] && [[ $out == *"needs kdelay"* ]] ||
+    { [ $rc -ne 0 ] && [[ $out == *"needs kdelay"* ]]; } ||
         fail "previous kdelayctl status at schema $optin_schema: exit $rc: $out"
     log info previous_refused said="\"${out//\"/\'}\""
 
@@ -502,7 +503,7 @@ if [ "$optin_schema" -gt 0 ]; then
             rc=0
             out=$(ctl next "$m" schedule --topic "${target[$m]}" --value again --key again \
                 --id "$id" --at "$at" 2>"$tmp/$m.again.err") || rc=$?
-            [ $rc -eq 0 ] && [ "$out" = "$id" ] ||
+            { [ $rc -eq 0 ] && [ "$out" = "$id" ]; } ||
                 { log error schedule_again_failed mode="$m" id="$id" rc=$rc out="$out"; return 1; }
             grep -q "already has a fate (FIRED)" "$tmp/$m.again.err" ||
                 { log error no_fired_warning mode="$m" id="$id" said="\"$(tr '\n"' " '" <"$tmp/$m.again.err")\""; return 1; }

@@ -15,6 +15,7 @@
 #                         unknown field, a pod without a seccomp profile
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR # "$here" is the script's directory
 . "$here/../npm_pinned.sh"
 npm_pinned "$here" k8scheck "${KDELAY_K8SCHECK_CACHE:-}"
 if [ "${1:-}" = --self-test ]; then

@@ -6,6 +6,7 @@
 # the first run needs the npm registry. Arguments go to check.js.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR # "$here" is the script's directory
 . "$here/../npm_pinned.sh"
 npm_pinned "$here" sqlcheck "${KDELAY_SQLCHECK_CACHE:-}"
 exec node "$here/check.js" "$@"

@@ -30,8 +30,9 @@ done
 
 verbs=$("$ctl" --help | awk '/^Verbs:/ { f = 1; next } f && /^$/ { exit } f { print $1 }')
 [ -n "$verbs" ] || fail "no verbs in kdelayctl --help"
-for v in $verbs; do
-  V=$(echo "$v" | tr a-z A-Z)
+mapfile -t verb_list <<<"$verbs" # one a line
+for v in "${verb_list[@]}"; do
+  V=$(echo "$v" | tr '[:lower:]' '[:upper:]')
   grep -q "^\.SH \"KDELAYCTL $V\"" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks verb $v"
   for o in $("$ctl" "$v" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
     grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks $v $o"
@@ -40,9 +41,10 @@ done
 for o in --quiet --no-headers; do
   grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$doc/kdelayctl.1" || fail "kdelayctl.1 lacks $o"
 done
-for prop in $(sed -n 's/^| `\([^`]*\)`.*/\1/p' "$confmd"); do
+# shellcheck disable=SC2016 # the backquotes are literal: Markdown code
+while IFS= read -r prop; do
   grep -qxF -- "\\fB$(printf '%s' "$prop" | sed 's/-/\\-/g')\\fR" "$doc/kdelay.conf.5" || fail "kdelay.conf.5 lacks $prop"
-done
+done < <(sed -n 's/^| `\([^`]*\)`.*/\1/p' "$confmd")
 
 # bash completion: parses; completes what --help lists.
 bc=$doc/kdelayctl.bash-completion
@@ -50,7 +52,7 @@ bash -n "$bc" || fail "bash -n $bc"
 complete_words() { # words of the command line, the last one being completed
   bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _kdelayctl; printf "%s\n" "${COMPREPLY[@]}"' _ "$bc" "$@" | sort | tr '\n' ' '
 }
-want=$(printf '%s\n' $verbs | sort | tr '\n' ' ')
+want=$(printf '%s\n' "${verb_list[@]}" | sort | tr '\n' ' ')
 got=$(complete_words kdelayctl "")
 [ "$got" = "$want" ] || fail "completion of verbs: got '$got', want '$want'"
 got=$(complete_words kdelayctl -b 127.0.0.1:9092 -q "")
@@ -91,4 +93,4 @@ for f in examples/python/schedule.py examples/node/schedule.js examples/java/src
 done
 rc=0; "$fwd" --no-headers >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "kdelay-forwarder --no-headers: exit $rc, want 2"
-echo "check_clidoc: 3 man pages render without warnings; $(echo $verbs | wc -w) verbs, their options and every property documented; bash completion completes verbs, sub-verbs, options; $zmsg; tables, --no-headers, --json, -q ok; the examples' default ladder is kdelay's"
+echo "check_clidoc: 3 man pages render without warnings; ${#verb_list[@]} verbs, their options and every property documented; bash completion completes verbs, sub-verbs, options; $zmsg; tables, --no-headers, --json, -q ok; the examples' default ladder is kdelay's"

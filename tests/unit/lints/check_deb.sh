@@ -33,11 +33,11 @@ done
 # --- the package ----------------------------------------------------------
 pkgdir=$build/deb
 log event=deb_build dir="$pkgdir"
-cmake -S "$src" -B "$pkgdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+{ cmake -S "$src" -B "$pkgdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
   -DCMAKE_INSTALL_SYSCONFDIR=/etc -DBUILD_TESTING=OFF >"$pkgdir.log" 2>&1 &&
   cmake --build "$pkgdir" -j "${KDELAY_DEB_JOBS:-$(nproc)}" >>"$pkgdir.log" 2>&1 &&
   rm -f "$pkgdir"/kdelay_*.deb &&
-  (cd "$pkgdir" && cpack -G DEB) >>"$pkgdir.log" 2>&1 ||
+  (cd "$pkgdir" && cpack -G DEB) >>"$pkgdir.log" 2>&1; } ||
   { tail -30 "$pkgdir.log" >&2; fail event=deb_build_failed log="$pkgdir.log"; }
 # The package's version is the build's (cmake/version.sh): 0.3.0 for a
 # release, 0.3.0~dev+<commit> otherwise; the library's file name keeps
@@ -46,7 +46,7 @@ version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$pkgdir/CMakeCache.txt")
 deb_version=$(sed -n 's/^KDELAY_VERSION_DEB=//p' "$pkgdir/version/version.env")
 full_version=$(sed -n 's/^KDELAY_VERSION=//p' "$pkgdir/version/version.env")
 deb=$pkgdir/kdelay_${deb_version}_amd64.deb
-[ -f "$deb" ] || fail event=no_deb want="$deb" found="$(ls "$pkgdir"/*.deb 2>/dev/null | tr '\n' ' ')"
+[ -f "$deb" ] || fail event=no_deb want="$deb" found="$(compgen -G "$pkgdir/*.deb" | tr '\n' ' ')"
 log event=deb_built file="${deb##*/}" bytes="$(stat -c %s "$deb")" seconds=$(($(date +%s) - start))
 
 depends=$(dpkg-deb -f "$deb" Depends)
@@ -57,7 +57,7 @@ conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
 [ "$conffiles" = /etc/kdelay/kdelay.conf ] || fail event=bad_conffiles conffiles="\"$conffiles\""
 contents=$(dpkg-deb -c "$deb")
 want=(./usr/bin/kdelay-forwarder ./usr/bin/kdelayctl
-  ./usr/lib/x86_64-linux-gnu/libkdelay.so.$version ./usr/lib/x86_64-linux-gnu/libkdelay.so.0
+  "./usr/lib/x86_64-linux-gnu/libkdelay.so.$version" ./usr/lib/x86_64-linux-gnu/libkdelay.so.0
   ./usr/include/kdelay/kdelay.h ./usr/lib/x86_64-linux-gnu/pkgconfig/kdelay.pc
   ./usr/lib/systemd/system/kdelay-forwarder@.service ./usr/share/man/man1/kdelayctl.1.gz
   ./usr/lib/systemd/system/kdelay-gc.service ./usr/lib/systemd/system/kdelay-gc.timer
@@ -96,8 +96,8 @@ if [ ! -f "$tarball" ]; then
   if ! mmdebstrap --variant=minbase --include=systemd --mode=root --format=tar \
     --customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package}\n' | sort >'$tmp.before'" \
     --customize-hook="upload $src/deploy/local/deps.sh /tmp/deps.sh" \
-    --customize-hook='chroot "$1" bash /tmp/deps.sh --run' \
-    --customize-hook='rm -f "$1/tmp/deps.sh"' \
+    --customize-hook="chroot \"\$1\" bash /tmp/deps.sh --run" \
+    --customize-hook="rm -f \"\$1/tmp/deps.sh\"" \
     --customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package}\n' | sort >'$tmp.after'" \
     bookworm "$tmp" >"$tmp.log" 2>&1; then
     tail -30 "$tmp.log" >&2
@@ -139,6 +139,7 @@ out=$(chroot "$root" dpkg -i "/tmp/${deb##*/}" 2>&1) ||
 log event=installed package="${deb##*/}"
 stat=$(stat -c '%a %U:%G' "$root/etc/kdelay/kdelay.conf")
 [ "$stat" = "640 root:root" ] || fail event=bad_conf_mode installed="\"$stat\""
+# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 chroot "$root" dpkg-query -W -f='${Conffiles}\n' kdelay | grep -q '^ /etc/kdelay/kdelay.conf ' ||
   fail event=not_a_conffile
 v=$(chroot "$root" kdelay-forwarder --version) || fail event=forwarder_version_failed

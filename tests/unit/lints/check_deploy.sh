@@ -206,7 +206,7 @@ yaml.safe_dump(k, open(f, "w"))
 PY
     kubectl kustomize "$dest/k8s-image" >"$dest/k8s-image.yaml" || fail "kubectl kustomize (image set) failed"
     n=$(grep -c '^ *image: ' "$dest/k8s-image.yaml")
-    [ "$n" -ge 3 ] && [ "$(grep -c '^ *image: registry.example.com/kdelay:9.9.9$' "$dest/k8s-image.yaml")" = "$n" ] ||
+    { [ "$n" -ge 3 ] && [ "$(grep -c '^ *image: registry.example.com/kdelay:9.9.9$' "$dest/k8s-image.yaml")" = "$n" ]; } ||
         fail "kustomize images entry does not set every container's image"
     echo "check_deploy: the kustomization's image entry sets all $n containers' image"
 else
@@ -220,7 +220,8 @@ done
 for l in title description source version revision created; do
     grep -q "org.opencontainers.image.$l=" "$src/deploy/docker/Dockerfile" || fail "Dockerfile: no OCI label $l"
 done
-grep -q 'HEALTHCHECK' "$src/deploy/docker/Dockerfile" && grep -q '127.0.0.1:${KDELAY_HTTP_LISTEN##\*:}/healthz' "$src/deploy/docker/Dockerfile" ||
+# shellcheck disable=SC2016 # the Dockerfile's text, ${...} included
+{ grep -q 'HEALTHCHECK' "$src/deploy/docker/Dockerfile" && grep -q '127.0.0.1:${KDELAY_HTTP_LISTEN##\*:}/healthz' "$src/deploy/docker/Dockerfile"; } ||
     fail "Dockerfile: health check port not from KDELAY_HTTP_LISTEN"
 grep -q '^FROM debian:bookworm-slim' "$src/deploy/docker/Dockerfile" || fail "Dockerfile: runtime not bookworm-slim"
 grep -q 'deploy/docker/build.sh' "$src/deploy/docker/Dockerfile" || fail "Dockerfile does not build with build.sh"

@@ -44,7 +44,7 @@ ROOMS=(core pipeline modes producer store ops top)
 # --- the rooms -----------------------------------------------------------
 loose=$(find . -maxdepth 1 -type f | sort)
 if [ -n "$loose" ]; then
-    echo "check_fwd_layers: files outside a room of src/fwd:" $loose >&2
+    echo "check_fwd_layers: files outside a room of src/fwd: ${loose//$'\n'/ }" >&2
     exit 1
 fi
 for d in $(find . -mindepth 1 -maxdepth 1 -type d | sort); do
@@ -58,12 +58,12 @@ for d in $(find . -mindepth 1 -maxdepth 1 -type d | sort); do
 done
 dups=$(find . -type f -name '*.[ch]' -printf '%f\n' | sort | uniq -d)
 if [ -n "$dups" ]; then
-    echo "check_fwd_layers: file names in two rooms:" $dups >&2
+    echo "check_fwd_layers: file names in two rooms: ${dups//$'\n'/ }" >&2
     exit 1
 fi
 nested=$(find . -mindepth 2 -type d | sort)
 if [ -n "$nested" ]; then
-    echo "check_fwd_layers: folders inside a room:" $nested >&2
+    echo "check_fwd_layers: folders inside a room: ${nested//$'\n'/ }" >&2
     exit 1
 fi
 # Each file named, in backquotes, in its own room's row of the rooms
@@ -83,7 +83,7 @@ if [ -n "$unnamed" ]; then
     echo "check_fwd_layers: docs/development.md's rooms table does not name these in their room's row:$unnamed" >&2
     exit 1
 fi
-echo "rooms: $(for r in "${ROOMS[*]}"; do echo $r; done) ($(find . -type f -name '*.[ch]' | wc -l) files, each named in development.md)"
+echo "rooms: ${ROOMS[*]} ($(find . -type f -name '*.[ch]' | wc -l) files, each named in development.md)"
 
 # From here on the rooms are one flat set of files: F holds their paths.
 mapfile -t F < <(find . -type f -name '*.[ch]' | sort)
@@ -143,7 +143,7 @@ for b in "${BACK[@]}"; do
     read -r m d fns <<<"$b"
     back_edges="$back_edges|$m $d|"
     for f in $(files_named "$m.c"); do
-        for n in $(grep -oE "\bkd_${d}_[a-z_]*" "$f" | sort -u); do
+        while read -r n; do
             case " $fns " in
             *" $n "*) ;;
             *)
@@ -151,7 +151,7 @@ for b in "${BACK[@]}"; do
                 exit 1
                 ;;
             esac
-        done
+        done < <(grep -oE "\bkd_${d}_[a-z_]*" "$f" | sort -u)
     done
 done
 
@@ -177,22 +177,23 @@ if ! order=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$order" ];
     exit 1
 fi
 order=$(printf '%s\n' "$edges" | tsort | tr '\n' ' ')
-echo "modules, each including only later ones:" $order
+echo "modules, each including only later ones: ${order% }"
 echo "calls back upstream:" "${BACK[@]/%/;}"
 
-eos=$(grep -ln 'eos' $(files_named '*.c') | grep -vE '/(mode_|eos_)[a-z_]*\.c$' || true)
+mapfile -t c_files < <(files_named '*.c')
+eos=$(grep -ln 'eos' "${c_files[@]}" | grep -vE '/(mode_|eos_)[a-z_]*\.c$' || true)
 if [ -n "$eos" ]; then
-    echo "check_fwd_layers: outside the mode files, these name eos:" $eos >&2
+    echo "check_fwd_layers: outside the mode files, these name eos: ${eos//$'\n'/ }" >&2
     exit 1
 fi
-echo "eos named only in: $(grep -ln eos $(files_named '*.c') | tr '\n' ' ')"
+echo "eos named only in: $(grep -ln eos "${c_files[@]}" | tr '\n' ' ')"
 
 # The mode seam (kd_mode.h, kd_mode_ctx.h) is the compiler's: a mode file
 # defines KD_MODE_SEAM before its first include, and kd_fwd_core.h then
 # refuses to compile in it, so no mode can name kd_fwd_t's fields (nor
 # another stage's state). This only checks the switch is on in each.
-mode_files=$(files_named 'mode_*.c' 'eos_*.c' | grep -v '/mode_ctx\.c$')
-for m in $mode_files; do
+mapfile -t mode_files < <(files_named 'mode_*.c' 'eos_*.c' | grep -v '/mode_ctx\.c$')
+for m in "${mode_files[@]}"; do
     first=$(grep -m1 -nE '^#(include|define KD_MODE_SEAM\b)' "$m" || true)
     case $first in
     *'#define KD_MODE_SEAM'*) ;;
@@ -202,12 +203,13 @@ for m in $mode_files; do
         ;;
     esac
 done
-echo "the compiler keeps the forwarder out of:" $mode_files
+echo "the compiler keeps the forwarder out of: ${mode_files[*]}"
 
 # exactly_once's parts (kd_eos_poison.h, kd_eos_offsets.h) take what they
 # need as arguments, not even the mode context: the poison decisions are
 # pure (test_eos_poison).
-fwd=$(grep -nE 'kd_fwd_t|kd_fwd_core\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' $(files_named 'eos_*.c' 'kd_eos_*.h') || true)
+mapfile -t eos_parts < <(files_named 'eos_*.c' 'kd_eos_*.h')
+fwd=$(grep -nE 'kd_fwd_t|kd_fwd_core\.h|kd_mode(_ctx|_ops)?\.h|kd_mode_ctx_t' "${eos_parts[@]}" || true)
 if [ -n "$fwd" ]; then
     echo "check_fwd_layers: an exactly_once part knows the forwarder:" >&2
     printf '%s\n' "$fwd" >&2

@@ -30,7 +30,7 @@ done
 bad=0
 loose=$(find . -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) | sort)
 if [ -n "$loose" ]; then
-    echo "check_lib_rooms: outside a room:" $loose >&2
+    echo "check_lib_rooms: outside a room: ${loose//$'\n'/ }" >&2
     bad=1
 fi
 for d in */; do
@@ -43,18 +43,17 @@ done
 for r in "${ROOMS[@]}"; do
     for f in "$r"/*.c "$r"/*.h; do
         [ -e "$f" ] || continue
-        for h in $(grep -o '^#include "kd_[a-z0-9_]*\.h"' "$f" |
-            sed 's/.*"\(.*\)"/\1/'); do
+        while read -r h; do
             hr=${room_of[$h]:-}
             [ -n "$hr" ] || continue # not a header of src/lib
             if [ "${rank[$hr]}" -gt "${rank[$r]}" ]; then
                 echo "check_lib_rooms: $f includes $hr/$h (a later room)" >&2
                 bad=1
             fi
-        done
+        done < <(grep -o '^#include "kd_[a-z0-9_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/')
     done
 done
 [ "$bad" = 0 ] || exit 1
 for r in "${ROOMS[@]}"; do
-    printf '%s/: %s\n' "$r" "$(cd "$r" && ls -- *.c | sed 's/\.c$//' | tr '\n' ' ')"
+    printf '%s/: %s\n' "$r" "$(cd "$r" && printf '%s\n' *.c | sed 's/\.c$//' | tr '\n' ' ')"
 done

@@ -65,7 +65,7 @@ n=$(grep -c '^LoadCredential=kafka-[a-z.-]*:.*/kdelay/%i/kafka-' "$dir/dropin/kd
 [ "$n" = 3 ] || fail "the drop-in has $n per-instance Kafka credentials, want 3"
 verify "$dir/dropin" kdelay-forwarder@ci.service
 printf '[Service]\nNoSuchKey=1\n' >"$dir/dropin/kdelay-forwarder@ci.service.d/zz-probe.conf"
-out=$(cd "$dir/dropin" && systemd-analyze verify kdelay-forwarder@ci.service 2>&1 || true)
+out=$({ cd "$dir/dropin" && systemd-analyze verify kdelay-forwarder@ci.service 2>&1; } || true)
 case $out in *NoSuchKey*) ;; *) fail "verify did not read the drop-in directory (got: $out)" ;; esac
 rm "$dir/dropin/kdelay-forwarder@ci.service.d/zz-probe.conf"
 # kdelay-gc.service and its timer.
@@ -90,6 +90,7 @@ next=$(systemd-analyze calendar daily 2>&1 | sed -n 's/^ *Normalized form: //p')
 # The stand-ins print one argument a line.
 mkdir "$dir/bin"
 for b in kdelay-forwarder kdelayctl; do
+    # shellcheck disable=SC2016 # the stand-in's own "$a"
     printf '#!/bin/sh\nfor a do printf "%%s\\n" "$a"; done\n' >"$dir/bin/$b"
     chmod +x "$dir/bin/$b"
 done
@@ -114,7 +115,7 @@ PY
 export CREDENTIALS_DIRECTORY=$dir/creds
 c=$dir/creds
 printf 'kdelay-no-mysql-password-file' >"$c/mysql-password"
-got=$(KDELAY_HTTP_LISTEN= KDELAY_FORWARDER_ARGS= run "$unit" | tr '\n' ' ')
+got=$(KDELAY_HTTP_LISTEN='' KDELAY_FORWARDER_ARGS='' run "$unit" | tr '\n' ' ')
 want="-c $c/kdelay.conf -X forwarder.instance=ci -X forwarder.static_membership=1 "
 [ "$got" = "$want" ] || fail "without environment files or password: got '$got', want '$want'"
 printf 's3cret pass\n' >"$c/mysql-password"
@@ -124,19 +125,19 @@ want="-c $c/kdelay.conf -X forwarder.instance=ci -X forwarder.static_membership=
 case $got in *s3cret*) fail "the password is on the command line" ;; esac
 # The Kafka secrets the drop-in loads: each as a reference, only when there.
 printf 'kafka s3cret\n' >"$c/kafka-password"
-got=$(KDELAY_HTTP_LISTEN= KDELAY_FORWARDER_ARGS= run "$unit" | tr '\n' ' ')
+got=$(KDELAY_HTTP_LISTEN='' KDELAY_FORWARDER_ARGS='' run "$unit" | tr '\n' ' ')
 want="-c $c/kdelay.conf -X forwarder.instance=ci -X forwarder.static_membership=1 -X mysql.password=file:$c/mysql-password -X sasl.password=file:$c/kafka-password "
 [ "$got" = "$want" ] || fail "with a Kafka password credential: got '$got', want '$want'"
 printf -- '-----BEGIN PRIVATE KEY-----\nkeyS3cret\n-----END PRIVATE KEY-----\n' >"$c/kafka-client.key"
 printf 'keypassS3cret\n' >"$c/kafka-client-key-password"
 rm "$c/kafka-password"
-got=$(KDELAY_HTTP_LISTEN= KDELAY_FORWARDER_ARGS='-X forwarder.delivery=exactly_once' run "$unit" | tr '\n' ' ')
+got=$(KDELAY_HTTP_LISTEN='' KDELAY_FORWARDER_ARGS='-X forwarder.delivery=exactly_once' run "$unit" | tr '\n' ' ')
 want="-c $c/kdelay.conf -X forwarder.instance=ci -X forwarder.static_membership=1 -X mysql.password=file:$c/mysql-password -X ssl.key.location=$c/kafka-client.key -X ssl.key.password=file:$c/kafka-client-key-password -X forwarder.delivery=exactly_once "
 [ "$got" = "$want" ] || fail "with an mTLS key and its password as credentials: got '$got', want '$want'"
 case $got in *S3cret* | *s3cret*) fail "a Kafka secret is on the command line" ;; esac
 # kdelay-gc.service: db gc, the password as a reference, KDELAY_GC_ARGS.
 printf 'kdelay-no-mysql-password-file' >"$c/mysql-password"
-got=$(KDELAY_GC_ARGS= run "$udir/kdelay-gc.service" | tr '\n' ' ')
+got=$(KDELAY_GC_ARGS='' run "$udir/kdelay-gc.service" | tr '\n' ' ')
 want="db gc -c $c/kdelay.conf "
 [ "$got" = "$want" ] || fail "kdelay-gc.service without password: got '$got', want '$want'"
 printf 'gc s3cret\n' >"$c/mysql-password"

@@ -10,6 +10,7 @@ datadir=/var/lib/mysql
 sql_str() { # a quoted SQL string literal of $1
     printf "'%s'" "$(printf '%s' "$1" | sed "s/\\\\/\\\\\\\\/g; s/'/''/g")"
 }
+# shellcheck disable=SC2016 # literal backquotes: a quoted SQL identifier
 sql_id() { printf '`%s`' "$(printf '%s' "$1" | sed 's/`/``/g')"; }
 
 if [ ! -d "$datadir/mysql" ]; then
