@@ -6,6 +6,7 @@
 
 #include "audit.h"
 #include "ctl_time.h"
+#include "kd_grouppos_heads.h"
 #include "kd_util.h"
 #include "kd_wire.h"
 

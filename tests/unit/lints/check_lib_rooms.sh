@@ -4,18 +4,24 @@
 # a file of a room includes the kd_*.h headers of its own room and of the
 # rooms before it in ROOMS, never of a room after it, and no header name
 # is in two rooms. Files directly in src/lib/ are refused: each lives in
-# the room of the audience that uses it. fwdonly/, the forwarder's alone
-# and not in libkdelay, comes last: no room of the library includes it.
+# the room of the audience that uses it. ctlonly/ and fwdonly/, each one
+# binary's alone (kdelayctl's, the forwarder's) and not in libkdelay, come
+# last and side by side: no room of the library includes either, and
+# neither includes the other.
 # Usage: check_lib_rooms.sh SRC_LIB_DIR
 set -euo pipefail
 dir=${1:?usage: check_lib_rooms.sh SRC_LIB_DIR}
 cd "$dir"
-ROOMS=(shared fate client admin fwdonly)
+LIB_ROOMS=(shared fate client) # libkdelay's, in their order
+APART=(ctlonly fwdonly)        # after them, each apart from the other
+ROOMS=("${LIB_ROOMS[@]}" "${APART[@]}")
 
 declare -A room_of rank
 for i in "${!ROOMS[@]}"; do
     r=${ROOMS[$i]}
     rank[$r]=$i
+    # The rooms apart share one rank: neither is before the other.
+    [ "$i" -lt "${#LIB_ROOMS[@]}" ] || rank[$r]=${#LIB_ROOMS[@]}
     for h in "$r"/kd_*.h; do
         [ -e "$h" ] || continue
         b=${h#"$r"/}
@@ -48,6 +54,9 @@ for r in "${ROOMS[@]}"; do
             [ -n "$hr" ] || continue # not a header of src/lib
             if [ "${rank[$hr]}" -gt "${rank[$r]}" ]; then
                 echo "check_lib_rooms: $f includes $hr/$h (a later room)" >&2
+                bad=1
+            elif [ "$hr" != "$r" ] && [ "${rank[$hr]}" = "${rank[$r]}" ]; then
+                echo "check_lib_rooms: $f includes $hr/$h (a room apart)" >&2
                 bad=1
             fi
         done < <(grep -o '^#include "kd_[a-z0-9_]*\.h"' "$f" | sed 's/.*"\(.*\)"/\1/')

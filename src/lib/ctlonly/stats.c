@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kd_grouppos.h"
+#include "kd_grouppos_heads.h"
 #include "kd_path.h"
 #include "kd_util.h"
 #include "kd_wire.h"
