@@ -16,6 +16,7 @@
 #include "db_schema.h"
 #include "kd_log.h"
 #include "kd_schema.h"
+#include "kd_schema_migrate.h"
 
 static const char kd_db_help[] =
     "Usage: kdelayctl db migrate [--enable STEP [--force]] [--json] "

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kdelayctl db grants: the least MySQL privileges of each kdelay role
  * (docs/security.md). The statements follow what each binary runs:
- * src/lib/fate/fate_mysql.c (claims, marks, cancels, lookups, gc) and
- * src/lib/fate/schema.c (the schema table and the migrations). */
+ * src/lib/fate/fate_mysql.c (claims, marks, cancels, lookups, gc),
+ * src/lib/fate/schema.c (the schema table read) and
+ * src/lib/ctlonly/schema_migrate.c (the migrations). */
 #include "db_grants.h"
 
 #include <string.h>

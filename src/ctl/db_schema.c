@@ -12,6 +12,7 @@
 #include "db_migrate_enable.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_schema_migrate.h"
 #include "kd_schema_steps.h"
 
 /* The opt-in step m (named step) a database waits for, and how to take

@@ -18,6 +18,7 @@
 #include "kd_conf.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_schema_migrate.h"
 #include "kd_secret.h"
 #include "kd_topics.h"
 #include "kd_util.h"

@@ -19,6 +19,7 @@
 #include "kd_fate_mysql_int.h"
 #include "kd_mysql.h"
 #include "kd_schema.h"
+#include "kd_schema_migrate.h"
 #include "kd_test.h"
 #include "kd_util.h"
 

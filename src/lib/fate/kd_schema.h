@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* MySQL schema: versioned migrations from deploy/mysql/, embedded at build
- * time, applied in order and recorded in table kdelay_schema. */
+ * time, applied in order and recorded in table kdelay_schema. What the
+ * library needs of them is here: the versions this build knows and
+ * needs, the database's, the check. Applying them is kdelayctl's alone
+ * (kd_schema_migrate.h, src/lib/ctlonly/). */
 #ifndef KD_SCHEMA_H
 #define KD_SCHEMA_H
 
@@ -32,13 +35,6 @@ int kd_schema_needed(void);
  * name is not NULL), else 0. */
 int kd_schema_opt_in(const kd_migration_t *m, char *name, size_t size);
 
-/* The opt-in migration a database at version waits for (the next one
- * above version, when it is opt-in; its name into name), else NULL. */
-const kd_migration_t *kd_schema_waiting(int version, char *name, size_t size);
-
-/* 1 when a migration of this build is opt-in under name. */
-int kd_schema_opt_in_known(const char *name);
-
 /* The first version whose migration declares a release floor and whose
  * kdelay_schema row records it (compat_floor). */
 #define KD_SCHEMA_FLOOR_SINCE 6
@@ -47,42 +43,17 @@ int kd_schema_opt_in_known(const char *name);
 kdelay_err_t kd_schema_version(MYSQL *conn, int *versionp, char *errstr,
                                size_t errstr_size);
 
-/* Progress callback of kd_schema_migrate: called before each migration. */
-typedef void(kd_schema_progress_cb_t)(const kd_migration_t *m, void *opaque);
-
-/* Applies every migration above the current version up to the first
- * opt-in one (kd_schema_migrate_opt), holding a named lock
- * so concurrent runs wait for each other. *fromp / *top get the versions
- * before and after. A database newer than this build is left as it is
- * when this release may use it (each newer version's floor at or below
- * KDELAY_VERSION_STR: a previous release's `db migrate` beside a newer
- * one's); KDELAY_ERR_SCHEMA when not. */
-kdelay_err_t kd_schema_migrate(MYSQL *conn, kd_schema_progress_cb_t *cb,
-                               void *opaque, int *fromp, int *top, char *errstr,
-                               size_t errstr_size);
-
-/* kd_schema_migrate, taking the opt-in step named enable (NULL: none)
- * too. Without it, migrate stops before an opt-in step (a success: *top
- * is the version before it, kd_schema_waiting names it), unless the
- * database had no schema at all when the call began: a fresh install
- * takes every step. */
-kdelay_err_t kd_schema_migrate_opt(MYSQL *conn, kd_schema_progress_cb_t *cb,
-                                   void *opaque, const char *enable, int *fromp,
-                                   int *top, char *errstr, size_t errstr_size);
-
-/* Fills errstr with a migration's refusal by MySQL (its words why): the
- * database at version, migrate bringing it to goal, and this MySQL user
- * not allowed to. Names the version this build needs (kd_schema_needed)
- * while the database is below it, else the opt-in step's goal (a step
- * an operator asked for, or a fresh install's). Returns err. */
-kdelay_err_t kd_schema_denied(kdelay_err_t err, int version, int goal,
-                              const char *why, char *errstr,
-                              size_t errstr_size);
-
 /* KDELAY_OK when the database has at least the version this build needs
  * (kd_schema_needed: opt-in steps may wait), or a
  * newer one this release may use (every newer version's floor at or below
  * KDELAY_VERSION_STR); KDELAY_ERR_SCHEMA with advice otherwise. */
 kdelay_err_t kd_schema_check(MYSQL *conn, char *errstr, size_t errstr_size);
+
+/* A database at version newer than this build knows (kd_schema_latest):
+ * KDELAY_OK when this release may use it (every newer version's
+ * compat_floor at or below KDELAY_VERSION_STR), KDELAY_ERR_SCHEMA naming
+ * the floor otherwise. kd_schema_check and migrate ask it. */
+kdelay_err_t kd_schema_newer_usable(MYSQL *conn, int version, char *errstr,
+                                    size_t errstr_size);
 
 #endif

@@ -10,6 +10,7 @@
 #include <kdelay/kdelay.h>
 
 #include "kd_schema.h"
+#include "kd_schema_migrate.h"
 #include "kd_schema_steps.h"
 #include "kd_test.h"
 
