@@ -309,12 +309,12 @@ static void test_exactly_once_through_kill_and_restart(void)
 
 /* Two processes with one instance name share a transactional.id: the
  * second one's init_transactions fences the first, whose next transaction
- * fails fatally, so it exits 1 and says why. They never both run on: the
- * first's commit has also failed with a fatal error other than a fence
- * (UNKNOWN, once in a loaded run), which a new producer is made for
- * (docs/forwarder.md), and that producer fences the second, which exits
- * 1 instead. Either way exactly one exits 1 with event=producer_fatal
- * ... action=exit, and the other stops cleanly. */
+ * fails fatally; a fence renews the producer (a coordinator's own fence
+ * after a Kafka restart looks the same), which fences the second, which
+ * renews in turn; the first, fenced again within 30 s of its renewal,
+ * exits 1 (why=fenced_again) — or the second does, whichever is fenced
+ * twice first. They never both run on: exactly one exits 1 with
+ * event=producer_fatal ... action=exit, and the other stops cleanly. */
 static void test_same_instance_is_fenced(void)
 {
         char pfx[40], target[96], errstr[512];

@@ -143,10 +143,10 @@ int kd_producer_reset_due(const kd_fwd_t *f);
  * error), or a renewal or a reset is due, replaces it with a new one of
  * the same properties, whose queue wakes kd_producer_wake_fd (a new
  * pipe), and lets the mode recover (its renewed op): 1. -1 when it
- * cannot: a fence (another process owns the transactional.id), a renewal
- * within KD_RENEW_MIN_INTERVAL_MS of the last (unless for a record), or
- * the new producer failing; the forwarder stops (kd_fwd_fatal) and exits
- * non-zero. 0 when nothing was due. */
+ * cannot: an authorization failure, a renewal within
+ * KD_RENEW_MIN_INTERVAL_MS of the last (unless for a record; a fence
+ * keeps to it always), or the new producer failing; the forwarder stops
+ * (kd_fwd_fatal) and exits non-zero. 0 when nothing was due. */
 #define KD_RENEW_MIN_INTERVAL_MS 30000
 int kd_producer_recover(kd_fwd_t *f);
 

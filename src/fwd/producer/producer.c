@@ -429,28 +429,32 @@ int kd_producer_reset_due(const kd_fwd_t *f)
         return f->producer->reset;
 }
 
-/* 0 for the fatal errors a new producer cannot get past: another process
- * owns the transactional.id now (a new producer would fence it back), or
- * the credentials do not allow it. */
+/* A fence: the coordinator bumped the transactional.id's epoch past
+ * this producer's. Another process with the same id started (its
+ * init_transactions), or the coordinator itself aborted a transaction
+ * that outlived transaction.timeout.ms (a Kafka restart during a commit:
+ * librdkafka 2.0.2 reports both as _FENCED, as a torture run saw). A new
+ * producer gets past the second; against another process it fences that
+ * one in turn, and the renewal interval ends the turns: a fence within
+ * KD_RENEW_MIN_INTERVAL_MS of this process's last renewal exits. */
+static int fenced(rd_kafka_resp_err_t err)
+{
+        return err == RD_KAFKA_RESP_ERR__FENCED ||
+               err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
+/* 0 for the fatal errors a new producer cannot get past: the
+ * credentials do not allow it. */
 static int renewable(rd_kafka_resp_err_t err)
 {
         switch (err) {
-        case RD_KAFKA_RESP_ERR__FENCED:
-        case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
-        case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
         case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
         case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
                 return 0;
         default:
                 return 1;
         }
-}
-
-/* Of the fatal errors renewable() refuses, those of missing ACLs. */
-static int denied(rd_kafka_resp_err_t err)
-{
-        return err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
-               err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED;
 }
 
 /* Ends the failed producer: its produces purged and their reports served
@@ -531,15 +535,18 @@ static int producer_renew(kd_fwd_t *f, rd_kafka_resp_err_t err, const char *why)
         k->renew = 0;
         int for_record = k->renew_for_record;
         k->renew_for_record = 0;
-        int soon = !for_record && k->renewed_mono &&
+        /* A fence keeps to the interval even for a record: two processes
+         * with one transactional.id must not take turns for ever. */
+        int soon = (!for_record || fenced(err)) && k->renewed_mono &&
                    now - k->renewed_mono < KD_RENEW_MIN_INTERVAL_MS;
         kd_log(f->conf, KDELAY_LOG_ERROR,
                "event=producer_fatal err=%s code=%s for_record=%d action=%s",
                kd_log_quote(why, q, sizeof(q)), rd_kafka_err2name(err),
                for_record,
-               renewable(err) ? (soon ? "exit why=renewed_recently" : "renew")
-               : denied(err)  ? "exit why=denied"
-                              : "exit why=fenced");
+               !renewable(err)       ? "exit why=denied"
+               : soon && fenced(err) ? "exit why=fenced_again"
+               : soon                ? "exit why=renewed_recently"
+                                     : "renew");
         if (!renewable(err) || soon) {
                 kd_fwd_fatal(f, "producer_fatal");
                 return -1;

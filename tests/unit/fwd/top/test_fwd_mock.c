@@ -1299,6 +1299,27 @@ static void c_txn_fatal(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
 }
 
+/* Exactly-once: the commit is fenced (EndTxn answers PRODUCER_FENCED,
+ * which librdkafka makes a fatal _FENCED). An exactly_once torture run
+ * met it after a Kafka restart during a commit: the coordinator had
+ * aborted the transaction that outlived its timeout and bumped the
+ * epoch; no other process had the transactional.id, yet the forwarder
+ * exited 1. Now a fence renews the producer as any fatal error does (a
+ * second within 30 s exits: two processes with one id take one turn
+ * each), and the tasks fire again in a transaction that commits. */
+static void c_txn_fenced(fm_env_t *e)
+{
+        fire_through_failed_commit(e, RD_KAFKA_RESP_ERR_PRODUCER_FENCED);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_PRODUCER_RENEWALS), 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=producer_fatal", "code=_FENCED",
+                                     "action=renew"),
+                        1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=producer_renewed", NULL, NULL),
+                        1);
+        CU_ASSERT(fm_log_count(e, "event=partitions_rewound", NULL, NULL) >= 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
+}
+
 /* Exactly-once: a fatal commit (EndTxn answers INVALID_TXN_STATE: a new
  * producer) hits the transaction holding the dead letter of a claimed task
  * whose target is missing (target-unavailable, as in c_missing_target).
@@ -1768,6 +1789,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           NULL, 1, 1)                                                          \
         X(a_fatal_commit_renews_the_producer_and_fires_each_task_once,         \
           c_txn_fatal, NULL, 1, 1)                                             \
+        X(a_fenced_commit_renews_the_producer_and_fires_each_task_once,        \
+          c_txn_fenced, NULL, 1, 1)                                            \
         X(a_fatal_commit_holding_a_dead_letter_dead_letters_it_once_then_dead, \
           c_txn_fatal_dead_letter, renew_dead_overrides, 1, 1)                 \
         X(timed_out_commit_is_committed_again_even_when_stopping,              \
