@@ -1320,6 +1320,36 @@ static void c_txn_fenced(fm_env_t *e)
         CU_ASSERT_EQUAL(fm_log_count(e, "action=exit", NULL, NULL), 0);
 }
 
+/* Exactly-once: fenced again within 30 s of the renewal (two EndTxn
+ * answers PRODUCER_FENCED: the commit, then the new producer's first):
+ * what two processes with one transactional.id would do to each other.
+ * The first fence renews, the second ends the run (why=fenced_again), so
+ * that the two never take turns for ever; kd_fwd_run returns the error a
+ * supervisor restarts on. */
+static void c_txn_fenced_twice(fm_env_t *e)
+{
+        fm_task_t t;
+        task_buf_t b;
+        task_fill(e, &t, &b, "t", 0, 400);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 1, "event=txn_committed", NULL, 10000),
+                        0);
+        rd_kafka_mock_push_request_errors(e->mock, API_END_TXN, 2,
+                                          RD_KAFKA_RESP_ERR_PRODUCER_FENCED,
+                                          RD_KAFKA_RESP_ERR_PRODUCER_FENCED);
+        CU_ASSERT_EQUAL_FATAL(schedule(e, &t, 1), 0);
+        CU_ASSERT_EQUAL(fm_log_wait(e, 1, "event=producer_fatal",
+                                    "why=fenced_again", 20000),
+                        0);
+        CU_ASSERT_NOT_EQUAL(fm_stop(e), KDELAY_OK);
+        CU_ASSERT_EQUAL(fm_metric(e, KD_M_PRODUCER_RENEWALS), 1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=producer_fatal", "code=_FENCED",
+                                     "action=renew"),
+                        1);
+        CU_ASSERT_EQUAL(fm_log_count(e, "event=producer_fatal", "code=_FENCED",
+                                     "action=exit why=fenced_again"),
+                        1);
+}
+
 /* Exactly-once: a fatal commit (EndTxn answers INVALID_TXN_STATE: a new
  * producer) hits the transaction holding the dead letter of a claimed task
  * whose target is missing (target-unavailable, as in c_missing_target).
@@ -1791,6 +1821,8 @@ enum { BOTH, EOS_ONLY, ALO_ONLY };
           c_txn_fatal, NULL, 1, 1)                                             \
         X(a_fenced_commit_renews_the_producer_and_fires_each_task_once,        \
           c_txn_fenced, NULL, 1, 1)                                            \
+        X(fenced_again_within_30_s_of_a_renewal_ends_the_run,                  \
+          c_txn_fenced_twice, NULL, 1, 1)                                      \
         X(a_fatal_commit_holding_a_dead_letter_dead_letters_it_once_then_dead, \
           c_txn_fatal_dead_letter, renew_dead_overrides, 1, 1)                 \
         X(timed_out_commit_is_committed_again_even_when_stopping,              \
